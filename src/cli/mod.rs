@@ -1,0 +1,1 @@
+//! One file per subcommand: its clap arguments and a `run` that calls the library.
