@@ -1,13 +1,22 @@
 //! atip: the toolchain of the Agent Tool Introspection Protocol.
 //!
-//! A pipeline of library modules (see ARCHITECTURE in the README): `discover` finds tools,
-//! `validate` checks their metadata, `registry` stores it atomically, `compile` turns it
-//! into model-provider tool schemas, `search` ranks it, `exec` and `mcp` run tool calls
-//! under policy. The binary in `src/main.rs` is a thin layer over these.
+//! A pipeline of library modules: `discover` finds tools, `validate` checks their
+//! metadata, `registry` stores it atomically, `compile` turns it into model-provider tool
+//! schemas, `search` ranks it, `exec` and `mcp` run tool calls under policy. The binary in
+//! `src/main.rs` is a thin layer over these.
 #![warn(missing_docs)]
 
+pub mod compile;
 pub mod dirs;
+pub mod discover;
+pub mod exec;
+pub mod from_clap;
+pub mod mcp;
 pub mod model;
 pub mod output;
 pub mod process;
+pub mod registry;
+pub mod schema;
+pub mod search;
 pub mod units;
+pub mod validate;

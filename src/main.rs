@@ -29,7 +29,26 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// Check ATIP metadata, shims, registries and pattern files.
+    Validate(cli::validate::Args),
+    /// Find ATIP tools on PATH and record them in the registry.
+    Scan(cli::scan::Args),
+    /// List the tools in the registry.
+    List(cli::list::Args),
+    /// Print a registered tool's metadata, whole or partial.
+    Get(cli::get::Args),
+    /// Check every registry entry and say what to fix.
+    Doctor(cli::doctor::Args),
+    /// Export registry tools as provider tool definitions.
+    Export(cli::export::Args),
+    /// Find the registered commands that best match a query.
+    Search(cli::search::Args),
+    /// Run a model's tool call under policy.
+    Exec(cli::exec::Args),
+    /// Serve every registered tool over MCP (stdio).
+    Mcp(cli::mcp::Args),
+}
 
 /// What every subcommand gets: resolved output format and directories.
 #[derive(Debug, Clone)]
@@ -47,6 +66,15 @@ fn main() -> ExitCode {
         dirs: Dirs::resolve(cli.data_dir.as_deref(), cli.config_dir.as_deref()),
     };
     let result: Result<u8, AtipError> = match cli.command {
+        Some(Command::Validate(args)) => cli::validate::run(args, &ctx),
+        Some(Command::Scan(args)) => cli::scan::run(args, &ctx),
+        Some(Command::List(args)) => cli::list::run(args, &ctx),
+        Some(Command::Get(args)) => cli::get::run(args, &ctx),
+        Some(Command::Doctor(args)) => cli::doctor::run(args, &ctx),
+        Some(Command::Export(args)) => cli::export::run(args, &ctx),
+        Some(Command::Search(args)) => cli::search::run(args, &ctx),
+        Some(Command::Exec(args)) => cli::exec::run(args, &ctx),
+        Some(Command::Mcp(args)) => cli::mcp::run(args, &ctx),
         None => {
             use clap::CommandFactory;
             Cli::command().print_help().ok();

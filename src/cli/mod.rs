@@ -1,1 +1,10 @@
 //! One file per subcommand: its clap arguments and a `run` that calls the library.
+pub mod doctor;
+pub mod exec;
+pub mod export;
+pub mod get;
+pub mod list;
+pub mod mcp;
+pub mod scan;
+pub mod search;
+pub mod validate;

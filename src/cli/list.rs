@@ -1,0 +1,17 @@
+//! `atip list`: List the tools in the registry.
+
+use crate::Ctx;
+use atip::output::{AtipError, Category};
+
+/// List the tools in the registry.
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+/// Runs `atip list`; returns the exit code.
+pub fn run(_args: Args, _ctx: &Ctx) -> Result<u8, AtipError> {
+    Err(AtipError::new(
+        "not_built",
+        Category::Unavailable,
+        "`atip list` is not built yet",
+    ))
+}

@@ -1,0 +1,158 @@
+//! The local registry: `registry.json` (ATIP index format "2", plus what agents need
+//! without opening more files) and the metadata files it points at.
+//!
+//! This file holds the on-disk format and the lock-free read side every stage uses.
+//! Writers replace `registry.json` atomically, so a reader never sees half a file and
+//! never takes a lock.
+
+use crate::dirs::Dirs;
+use crate::model::Metadata;
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The index format atip writes: the protocol's name-keyed version "2".
+pub const FORMAT_VERSION: &str = "2";
+
+/// `registry.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Index {
+    /// Always `"2"`.
+    pub version: String,
+    /// When it was last written (RFC 3339, UTC).
+    pub updated: String,
+    /// The program that wrote it.
+    pub agent: AgentInfo,
+    /// Tool name → entry, sorted by name.
+    pub tools: IndexMap<String, Entry>,
+}
+
+/// `agent` of the index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentInfo {
+    /// `atip`.
+    pub name: String,
+    /// atip's version.
+    pub version: String,
+}
+
+/// Where a tool's winning metadata came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// The tool's own `--agent` answer.
+    Native,
+    /// A user override from the config dir.
+    Override,
+    /// A content-addressed shim (`shims/sha256/<hex>.json`) matching the binary's hash.
+    ShimHash,
+    /// A name-keyed shim (`shims/NAME.json`).
+    Shim,
+}
+
+/// One tool in the index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    /// Absolute path of the executable.
+    pub path: PathBuf,
+    /// `sha256:<hex>` of the executable.
+    pub hash: String,
+    /// Which source won.
+    pub source: Source,
+    /// The shim directory the metadata came from, for shim sources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shim_registry: Option<String>,
+    /// When the tool was last probed or checked (RFC 3339, UTC).
+    pub last_checked: String,
+    /// The metadata's one-line description.
+    pub description: String,
+    /// The tool's version, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The metadata's declared protocol version, e.g. `0.6`.
+    pub atip: String,
+    /// Trust source: `trust.source` of the metadata, else `native` for native answers and
+    /// `community` for shims.
+    pub trust: String,
+    /// One-line summary of the tool-level effects (see `Effects::summary`).
+    pub effects: String,
+    /// Number of commands at every depth.
+    pub commands: u64,
+    /// Metadata file, relative to the data dir (`tools/<hex>.json`).
+    pub metadata: String,
+}
+
+/// Failures reading the registry.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// A file could not be read.
+    #[error("failed to read {path}: {source}")]
+    Read {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// A file is not what it should be.
+    #[error("failed to parse {path}: {message}")]
+    Parse {
+        /// File.
+        path: PathBuf,
+        /// What was wrong, with line and column when known.
+        message: String,
+    },
+}
+
+impl Index {
+    /// An empty index.
+    pub fn empty(updated: String) -> Index {
+        Index {
+            version: FORMAT_VERSION.into(),
+            updated,
+            agent: AgentInfo {
+                name: "atip".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+            tools: IndexMap::new(),
+        }
+    }
+
+    /// Reads `registry.json` from the data dir; `Ok(None)` when there is none yet.
+    pub fn load(dirs: &Dirs) -> Result<Option<Index>, RegistryError> {
+        Self::load_file(&dirs.registry_file())
+    }
+
+    /// Reads an index file; `Ok(None)` when it does not exist.
+    pub fn load_file(path: &Path) -> Result<Option<Index>, RegistryError> {
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(RegistryError::Read {
+                    path: path.into(),
+                    source,
+                });
+            }
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| RegistryError::Parse {
+                path: path.into(),
+                message: e.to_string(),
+            })
+    }
+
+    /// Reads the metadata document of one entry.
+    pub fn read_metadata(dirs: &Dirs, entry: &Entry) -> Result<Metadata, RegistryError> {
+        let path = dirs.data.join(&entry.metadata);
+        let bytes = std::fs::read(&path).map_err(|source| RegistryError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        Metadata::from_slice(&bytes).map_err(|e| RegistryError::Parse {
+            path,
+            message: e.to_string(),
+        })
+    }
+}

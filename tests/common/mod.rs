@@ -1,0 +1,74 @@
+//! Shared test harness: the real `atip` binary run in a sandbox of temp dirs.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A sandbox: temp HOME, data, config and state dirs; never the real ones.
+pub struct Sandbox {
+    pub root: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        Sandbox {
+            root: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.root.path()
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.path().join("data")
+    }
+
+    pub fn config_dir(&self) -> PathBuf {
+        self.path().join("config")
+    }
+
+    /// `atip` with every directory redirected into the sandbox.
+    pub fn atip(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_atip"));
+        cmd.env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", self.path().join("home"))
+            .env("XDG_DATA_HOME", self.path().join("xdg-data"))
+            .env("XDG_CONFIG_HOME", self.path().join("xdg-config"))
+            .env("XDG_STATE_HOME", self.path().join("xdg-state"))
+            .env("XDG_DATA_DIRS", self.path().join("xdg-system"))
+            .env("ATIP_DATA_DIR", self.data_dir())
+            .env("ATIP_CONFIG_DIR", self.config_dir())
+            .env("ATIP_STATE_DIR", self.path().join("state"))
+            .env("NO_COLOR", "1")
+            .current_dir(self.path());
+        cmd
+    }
+
+    /// Writes a file (creating parents) and returns its path.
+    pub fn write(&self, rel: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, contents).unwrap();
+        p
+    }
+
+    /// Writes an executable script.
+    pub fn script(&self, rel: &str, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = self.write(rel, body);
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+}
+
+/// Output as text, for assertion messages.
+pub fn show(out: &Output) -> String {
+    format!(
+        "status: {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
