@@ -1,0 +1,3 @@
+//! Health checks over the registry for `atip doctor`.
+//!
+//! Must not lock or write.

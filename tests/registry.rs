@@ -1,0 +1,428 @@
+//! Registry write path and the read-only commands (`list`, `get`, `doctor`), tested on
+//! real files in temp dirs, with real threads, real child processes (this test binary
+//! re-invoked through `ATIP_REGISTRY_CHILD`) and the real `atip` binary.
+
+mod common;
+
+use atip::dirs::Dirs;
+use atip::model::Metadata;
+use atip::registry::{
+    CommitOptions, CommitReport, Found, FoundMeta, Index, Source, Update, commit, sha256_file,
+};
+use serde_json::{Value, json};
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use std::time::Duration;
+
+// ---------------------------------------------------------------- helpers
+
+fn dirs_at(data: &Path) -> Dirs {
+    Dirs {
+        data: data.to_path_buf(),
+        config: data.with_file_name("config"),
+        state: data.with_file_name("state"),
+        system_data: vec![],
+    }
+}
+
+fn opts() -> CommitOptions {
+    CommitOptions {
+        lock_timeout: Duration::from_secs(20),
+        now: "2026-11-25T12:00:00Z".into(),
+        announce: false,
+    }
+}
+
+/// An ATIP document for `name` with `extra` top-level commands (plus one nested).
+fn doc(name: &str, version: &str, extra: usize) -> Vec<u8> {
+    let mut commands = serde_json::Map::new();
+    commands.insert(
+        "list".into(),
+        json!({"description": "List things", "effects": {"destructive": false, "filesystem": {"write": false}},
+               "commands": {"all": {"description": "List everything"}}}),
+    );
+    commands.insert(
+        "delete".into(),
+        json!({"description": "Delete a thing", "arguments": [{"name": "id", "type": "string", "description": "Which"}],
+               "effects": {"destructive": true, "reversible": false}}),
+    );
+    for i in 0..extra {
+        commands.insert(
+            format!("c{i}"),
+            json!({"description": format!("Command {i}")}),
+        );
+    }
+    let v = json!({
+        "atip": {"version": "0.6", "features": ["partial-discovery"]},
+        "name": name,
+        "version": version,
+        "description": format!("The {name} tool"),
+        "effects": {"network": true},
+        "commands": commands,
+    });
+    serde_json::to_vec_pretty(&v).unwrap()
+}
+
+/// Creates an executable in `dir` and returns its path.
+fn make_bin(dir: &Path, name: &str, body: &str) -> PathBuf {
+    fs::create_dir_all(dir).unwrap();
+    let p = dir.join(name);
+    fs::write(&p, format!("#!/bin/sh\n# {body}\necho hi\n")).unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+fn fresh(name: &str, path: &Path, document: Vec<u8>) -> Found {
+    let metadata = Metadata::from_slice(&document).unwrap();
+    Found {
+        name: name.into(),
+        path: path.to_path_buf(),
+        hash: sha256_file(path).unwrap(),
+        source: Source::Native,
+        shim_registry: None,
+        trust: "native".into(),
+        meta: FoundMeta::Fresh {
+            document,
+            metadata,
+            checked_at: "2026-11-25T11:59:00Z".into(),
+        },
+    }
+}
+
+fn unchanged(name: &str, path: &Path) -> Found {
+    Found {
+        name: name.into(),
+        path: path.to_path_buf(),
+        hash: sha256_file(path).unwrap(),
+        source: Source::Native,
+        shim_registry: None,
+        trust: "native".into(),
+        meta: FoundMeta::Unchanged,
+    }
+}
+
+fn load(data: &Path) -> Index {
+    Index::load(&dirs_at(data))
+        .unwrap()
+        .expect("registry exists")
+}
+
+/// Checks registry.json against schemas/registry.schema.json and that every
+/// metadata file it names exists and is named by its own sha256.
+fn assert_valid(data: &Path) -> Index {
+    let bytes = fs::read(data.join("registry.json")).unwrap();
+    let value: Value = serde_json::from_slice(&bytes).unwrap();
+    let schema: Value = serde_json::from_str(atip::registry::SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&value)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "schema errors: {errors:?}");
+    let index: Index = serde_json::from_slice(&bytes).unwrap();
+    let names: Vec<&String> = index.tools.keys().collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted, "entries sorted by name");
+    for (name, e) in &index.tools {
+        let file = data.join(&e.metadata);
+        let content = fs::read(&file).unwrap_or_else(|err| panic!("{name}: {file:?}: {err}"));
+        let hex = atip::registry::sha256_bytes(&content);
+        assert_eq!(e.metadata, format!("tools/{hex}.json"), "{name}");
+        Metadata::from_slice(&content).unwrap();
+    }
+    index
+}
+
+fn names(report: &[String]) -> Vec<&str> {
+    report.iter().map(String::as_str).collect()
+}
+
+fn run_commit(data: &Path, update: &Update) -> CommitReport {
+    commit(&dirs_at(data), update, &opts()).unwrap()
+}
+
+// ---------------------------------------------------------------- commit
+
+#[test]
+fn commit_round_trip_builds_entries_and_metadata_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let bin = tmp.path().join("bin");
+    let gh = make_bin(&bin, "gh", "gh");
+    let kc = make_bin(&bin, "kubectl", "kubectl");
+    let update = Update {
+        found: vec![
+            fresh("kubectl", &kc, doc("kubectl", "1.30", 3)),
+            fresh("gh", &gh, doc("gh", "2.40.0", 0)),
+        ],
+        scanned_dirs: vec![bin.clone()],
+    };
+    let report = run_commit(&data, &update);
+    assert!(report.written);
+    assert_eq!(names(&report.added), ["gh", "kubectl"]);
+    assert!(report.locked);
+    let index = assert_valid(&data);
+    assert_eq!(index.version, "2");
+    assert_eq!(index.updated, "2026-11-25T12:00:00Z");
+    let e = &index.tools["kubectl"];
+    assert_eq!(e.path, kc);
+    assert_eq!(e.hash, sha256_file(&kc).unwrap());
+    assert_eq!(e.description, "The kubectl tool");
+    assert_eq!(e.version.as_deref(), Some("1.30"));
+    assert_eq!(e.atip, "0.6");
+    assert_eq!(e.trust, "native");
+    assert_eq!(e.effects, "network");
+    assert_eq!(e.commands, 6, "list, list all, delete, c0..c2");
+    assert_eq!(e.last_checked, "2026-11-25T11:59:00Z");
+    // The stored document is byte for byte what the scan read.
+    assert_eq!(
+        fs::read(data.join(&e.metadata)).unwrap(),
+        doc("kubectl", "1.30", 3)
+    );
+    let meta = Index::read_metadata(&dirs_at(&data), e).unwrap();
+    assert_eq!(meta.tool_name(), Some("kubectl"));
+    // Files are 0644 and nothing but the registry, the lock and tools/ is in the data dir.
+    let mode = fs::metadata(data.join("registry.json")).unwrap().mode() & 0o777;
+    assert_eq!(mode, 0o644);
+    let mut listing: Vec<String> = fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    listing.sort();
+    assert_eq!(listing, ["registry.json", "registry.lock", "tools"]);
+}
+
+#[test]
+fn unchanged_commit_skips_the_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let bin = tmp.path().join("bin");
+    let gh = make_bin(&bin, "gh", "gh");
+    let first = Update {
+        found: vec![fresh("gh", &gh, doc("gh", "1", 0))],
+        scanned_dirs: vec![bin.clone()],
+    };
+    run_commit(&data, &first);
+    let reg = data.join("registry.json");
+    let before = fs::metadata(&reg).unwrap();
+    let bytes_before = fs::read(&reg).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+
+    // Unchanged, and the same Fresh document again: neither rewrites registry.json.
+    for found in [unchanged("gh", &gh), fresh("gh", &gh, doc("gh", "1", 0))] {
+        let mut o = opts();
+        o.now = "2030-01-01T00:00:00Z".into();
+        let report = commit(
+            &dirs_at(&data),
+            &Update {
+                found: vec![found],
+                scanned_dirs: vec![bin.clone()],
+            },
+            &o,
+        )
+        .unwrap();
+        assert!(!report.written, "{report:?}");
+        assert_eq!(names(&report.unchanged), ["gh"]);
+        let after = fs::metadata(&reg).unwrap();
+        assert_eq!(after.ino(), before.ino(), "registry.json was replaced");
+        assert_eq!(after.mtime_nsec(), before.mtime_nsec());
+        assert_eq!(
+            fs::read(&reg).unwrap(),
+            bytes_before,
+            "`updated` was bumped"
+        );
+    }
+}
+
+#[test]
+fn merge_rule_removes_only_in_scanned_dirs_or_vanished() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let a = tmp.path().join("a");
+    let b = tmp.path().join("b");
+    let one = make_bin(&a, "one", "1");
+    let two = make_bin(&a, "two", "2");
+    let three = make_bin(&b, "three", "3");
+    let four = make_bin(&b, "four", "4");
+    run_commit(
+        &data,
+        &Update {
+            found: vec![
+                fresh("one", &one, doc("one", "1", 0)),
+                fresh("two", &two, doc("two", "1", 0)),
+                fresh("three", &three, doc("three", "1", 0)),
+                fresh("four", &four, doc("four", "1", 0)),
+            ],
+            scanned_dirs: vec![a.clone(), b.clone()],
+        },
+    );
+    // A scan of `a` alone that finds only `one`: `two` goes (its dir was scanned),
+    // `three` stays (another dir), `four` goes (binary deleted).
+    fs::remove_file(&four).unwrap();
+    let report = run_commit(
+        &data,
+        &Update {
+            found: vec![unchanged("one", &one)],
+            scanned_dirs: vec![a.clone()],
+        },
+    );
+    assert!(report.written);
+    assert_eq!(names(&report.removed), ["four", "two"]);
+    assert_eq!(names(&report.unchanged), ["one"]);
+    let index = assert_valid(&data);
+    assert_eq!(index.tools.keys().collect::<Vec<_>>(), ["one", "three"]);
+    // Metadata files of removed tools are collected one generation later (a reader
+    // holding the previous index may still open them); then only live ones remain.
+    run_commit(
+        &data,
+        &Update {
+            found: vec![fresh("one", &one, doc("one", "2", 0))],
+            scanned_dirs: vec![a.clone()],
+        },
+    );
+    run_commit(
+        &data,
+        &Update {
+            found: vec![fresh("one", &one, doc("one", "3", 0))],
+            scanned_dirs: vec![a.clone()],
+        },
+    );
+    let index = assert_valid(&data);
+    let files = fs::read_dir(data.join("tools")).unwrap().count();
+    assert_eq!(files, 3, "one@3, one@2 (previous generation), three");
+    assert_eq!(index.tools["one"].version.as_deref(), Some("3"));
+}
+
+#[test]
+fn unchanged_without_matching_entry_is_stale() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let bin = tmp.path().join("bin");
+    let gh = make_bin(&bin, "gh", "gh");
+    let report = run_commit(
+        &data,
+        &Update {
+            found: vec![unchanged("gh", &gh)],
+            scanned_dirs: vec![bin.clone()],
+        },
+    );
+    assert_eq!(names(&report.stale), ["gh"]);
+    assert!(report.added.is_empty());
+    assert!(load(&data).tools.is_empty());
+    // A stored entry whose binary hash differs from what the scan saw is stale too.
+    run_commit(
+        &data,
+        &Update {
+            found: vec![fresh("gh", &gh, doc("gh", "1", 0))],
+            scanned_dirs: vec![bin.clone()],
+        },
+    );
+    let mut f = unchanged("gh", &gh);
+    f.hash = format!("sha256:{}", "0".repeat(64));
+    let report = run_commit(
+        &data,
+        &Update {
+            found: vec![f],
+            scanned_dirs: vec![bin.clone()],
+        },
+    );
+    assert_eq!(names(&report.stale), ["gh"]);
+    assert_eq!(names(&report.removed), ["gh"]);
+}
+
+#[test]
+fn hostile_names_and_bad_fields_are_rejected_and_nothing_escapes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("deep/data");
+    let bin = tmp.path().join("bin");
+    let x = make_bin(&bin, "X", "x");
+    let ok = make_bin(&bin, "ok", "ok");
+    let mut bad_hash = fresh("badhash", &ok, doc("badhash", "1", 0));
+    bad_hash.hash = "md5:abc".into();
+    let mut bad_trust = fresh("badtrust", &ok, doc("badtrust", "1", 0));
+    bad_trust.trust = "root".into();
+    let mut relative = fresh("relative", &ok, doc("relative", "1", 0));
+    relative.path = PathBuf::from("bin/ok");
+    let update = Update {
+        found: vec![
+            fresh("../../X", &x, doc("../../X", "1", 0)),
+            fresh("/etc/passwd", &x, doc("x", "1", 0)),
+            bad_hash,
+            bad_trust,
+            relative,
+            fresh("ok", &ok, doc("ok", "1", 0)),
+            fresh("ok", &ok, doc("ok", "2", 0)),
+        ],
+        scanned_dirs: vec![bin.clone()],
+    };
+    let report = run_commit(&data, &update);
+    let rejected: Vec<&str> = report.rejected.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(
+        rejected,
+        [
+            "../../X",
+            "/etc/passwd",
+            "badhash",
+            "badtrust",
+            "relative",
+            "ok"
+        ]
+    );
+    assert!(report.rejected[5].reason.contains("duplicate"));
+    let index = assert_valid(&data);
+    assert_eq!(index.tools.keys().collect::<Vec<_>>(), ["ok"]);
+    assert_eq!(index.tools["ok"].version.as_deref(), Some("1"));
+    // Nothing was created beside the data dir.
+    let mut above: Vec<String> = fs::read_dir(tmp.path().join("deep"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    above.sort();
+    assert_eq!(above, ["data"]);
+    assert!(!tmp.path().join("X").exists());
+}
+
+#[test]
+fn corrupt_registry_is_kept_aside_and_rebuilt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let bin = tmp.path().join("bin");
+    let gh = make_bin(&bin, "gh", "gh");
+    fs::create_dir_all(&data).unwrap();
+    fs::write(
+        data.join("registry.json"),
+        b"{\"version\": \"2\", \"tools\": {tru",
+    )
+    .unwrap();
+    let report = run_commit(
+        &data,
+        &Update {
+            found: vec![fresh("gh", &gh, doc("gh", "1", 0))],
+            scanned_dirs: vec![bin.clone()],
+        },
+    );
+    let aside = report.corrupt_backup.clone().expect("backup path");
+    assert!(
+        aside
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("registry.json.corrupt-20")
+    );
+    assert_eq!(
+        fs::read(&aside).unwrap(),
+        b"{\"version\": \"2\", \"tools\": {tru"
+    );
+    assert_eq!(report.warnings.len(), 1);
+    assert!(
+        report.warnings[0].contains("corrupt"),
+        "{:?}",
+        report.warnings
+    );
+    assert_eq!(names(&report.added), ["gh"]);
+    assert_valid(&data);
+}
