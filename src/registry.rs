@@ -175,11 +175,13 @@ impl RegistryError {
             }
             RegistryError::Write { source, .. } => {
                 AtipError::new("registry_write_failed", Category::Output, self.to_string()).hint(
-                    match source.raw_os_error() {
-                        Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EFBIG) => {
+                    match source.kind() {
+                        std::io::ErrorKind::StorageFull
+                        | std::io::ErrorKind::QuotaExceeded
+                        | std::io::ErrorKind::FileTooLarge => {
                             "the disk or quota is full; free some space and run again; the old registry is untouched"
                         }
-                        Some(libc::EROFS) => {
+                        std::io::ErrorKind::ReadOnlyFilesystem => {
                             "the file system is read-only; point --data-dir / ATIP_DATA_DIR at a writable directory"
                         }
                         _ => {

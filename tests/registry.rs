@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use std::time::Duration;
 
@@ -425,4 +426,407 @@ fn corrupt_registry_is_kept_aside_and_rebuilt() {
     );
     assert_eq!(names(&report.added), ["gh"]);
     assert_valid(&data);
+}
+
+// ---------------------------------------------------------------- child processes
+
+/// Entry point of child processes: this test binary re-invoked with
+/// `ATIP_REGISTRY_CHILD=<mode>`; a no-op in a normal run.
+#[test]
+fn child_process_entry() {
+    let Ok(mode) = std::env::var("ATIP_REGISTRY_CHILD") else {
+        return;
+    };
+    let env = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} unset"));
+    let data = PathBuf::from(env("CHILD_DATA"));
+    let dirs = dirs_at(&data);
+    let mut o = opts();
+    o.announce = true;
+    if let Ok(t) = std::env::var("CHILD_LOCK_TIMEOUT") {
+        o.lock_timeout = atip::units::parse_duration(&t).unwrap();
+    }
+    let finish = |r: Result<CommitReport, atip::registry::RegistryError>| match r {
+        Ok(report) => {
+            println!("REPORT:{}", serde_json::to_string(&report).unwrap());
+            std::process::exit(0)
+        }
+        Err(e) => {
+            let e = e.to_atip();
+            println!("ERROR:{}", serde_json::to_string(&e).unwrap());
+            std::process::exit(i32::from(e.exit_code()))
+        }
+    };
+    match mode.as_str() {
+        // Commit one tool NAME living in BIN (created here), scanning only BIN.
+        "commit-one" => {
+            let bin = PathBuf::from(env("CHILD_BIN"));
+            let name = env("CHILD_NAME");
+            let exe = make_bin(&bin, &name, &name);
+            let update = Update {
+                found: vec![fresh(&name, &exe, doc(&name, "1", 2))],
+                scanned_dirs: vec![bin],
+            };
+            finish(commit(&dirs, &update, &o))
+        }
+        // Hold the writer lock for CHILD_HOLD_MS.
+        "hold-lock" => {
+            fs::create_dir_all(&data).unwrap();
+            let lock = atip::registry::RegistryLock::acquire(&data, Duration::ZERO, false).unwrap();
+            assert!(lock.is_locked());
+            println!("LOCKED");
+            std::thread::sleep(Duration::from_millis(env("CHILD_HOLD_MS").parse().unwrap()));
+            drop(lock);
+            std::process::exit(0)
+        }
+        // Commit big updates forever (until SIGKILL): the whole set at version a, at
+        // version b, then a rescan where 5 tools changed (new metadata files) and the
+        // rest are unchanged.
+        "loop" => {
+            let bin = PathBuf::from(env("CHILD_BIN"));
+            let a = big_update(&bin, "a", 150, 40);
+            let b = big_update(&bin, "b", 150, 40);
+            println!("READY");
+            for i in 0.. {
+                let mut o = opts();
+                o.announce = false;
+                let t = std::time::Instant::now();
+                let update = match i % 3 {
+                    0 => a.clone(),
+                    1 => b.clone(),
+                    _ => {
+                        let mut u = big_update(&bin, &format!("m{i}"), 150, 40);
+                        for f in &mut u.found[5..] {
+                            f.meta = FoundMeta::Unchanged;
+                        }
+                        u
+                    }
+                };
+                let report = commit(&dirs, &update, &o).unwrap();
+                assert!(report.stale.is_empty() && report.rejected.is_empty());
+                if std::env::var_os("CHILD_VERBOSE").is_some() {
+                    eprintln!("commit {i}: {:?}", t.elapsed());
+                }
+            }
+        }
+        // Commit under a file size limit of CHILD_FSIZE bytes (a full disk).
+        "fsize" => {
+            let limit: u64 = env("CHILD_FSIZE").parse().unwrap();
+            let bin = PathBuf::from(env("CHILD_BIN"));
+            let update = big_update(&bin, "big", 60, 0);
+            unsafe {
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                let rl = libc::rlimit {
+                    rlim_cur: limit,
+                    rlim_max: limit,
+                };
+                assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &rl), 0);
+            }
+            finish(commit(&dirs, &update, &o))
+        }
+        other => panic!("unknown child mode {other}"),
+    }
+}
+
+/// `n` tools `t000…` in `bin` whose documents carry `extra` commands and version `v`.
+fn big_update(bin: &Path, v: &str, n: usize, extra: usize) -> Update {
+    let found = (0..n)
+        .map(|i| {
+            let name = format!("t{i:03}");
+            let exe = bin.join(&name);
+            if !exe.exists() {
+                make_bin(bin, &name, &name);
+            }
+            fresh(&name, &exe, doc(&name, v, extra))
+        })
+        .collect();
+    Update {
+        found,
+        scanned_dirs: vec![bin.to_path_buf()],
+    }
+}
+
+fn child(mode: &str, data: &Path) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "child_process_entry",
+        "--exact",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("ATIP_REGISTRY_CHILD", mode)
+    .env("CHILD_DATA", data);
+    cmd
+}
+
+fn stdout_line(out: &std::process::Output, prefix: &str) -> Value {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find_map(|l| l.find(prefix).map(|at| &l[at + prefix.len()..]))
+        .unwrap_or_else(|| panic!("no {prefix} line in {}", common::show(out)));
+    serde_json::from_str(line).unwrap()
+}
+
+#[test]
+fn eight_threads_commit_at_once_and_every_tool_survives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+    let handles: Vec<_> = (0..8)
+        .map(|i| {
+            let data = data.clone();
+            let bin = tmp.path().join(format!("bin{i}"));
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                let name = format!("tool{i}");
+                let exe = make_bin(&bin, &name, &name);
+                let update = Update {
+                    found: vec![fresh(&name, &exe, doc(&name, "1", 5))],
+                    scanned_dirs: vec![bin],
+                };
+                barrier.wait();
+                commit(&dirs_at(&data), &update, &opts()).unwrap()
+            })
+        })
+        .collect();
+    for h in handles {
+        let report = h.join().unwrap();
+        assert!(report.written && report.locked);
+        assert_eq!(report.added.len(), 1);
+    }
+    let index = assert_valid(&data);
+    let expected: Vec<String> = (0..8).map(|i| format!("tool{i}")).collect();
+    assert_eq!(index.tools.keys().cloned().collect::<Vec<_>>(), expected);
+}
+
+#[test]
+fn eight_processes_commit_at_once_and_every_tool_survives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            child("commit-one", &data)
+                .env("CHILD_BIN", tmp.path().join(format!("bin{i}")))
+                .env("CHILD_NAME", format!("proc{i}"))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", common::show(&out));
+        let report = stdout_line(&out, "REPORT:");
+        assert_eq!(report["added"].as_array().unwrap().len(), 1);
+    }
+    let index = assert_valid(&data);
+    let expected: Vec<String> = (0..8).map(|i| format!("proc{i}")).collect();
+    assert_eq!(index.tools.keys().cloned().collect::<Vec<_>>(), expected);
+}
+
+fn spawn_lock_holder(data: &Path, hold_ms: u64) -> std::process::Child {
+    use std::io::BufRead;
+    let mut holder = child("hold-lock", data)
+        .env("CHILD_HOLD_MS", hold_ms.to_string())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let mut reader = std::io::BufReader::new(holder.stdout.take().unwrap());
+    while !line.contains("LOCKED") {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "holder died");
+    }
+    holder
+}
+
+#[test]
+fn second_writer_waits_for_the_lock_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let mut holder = spawn_lock_holder(&data, 700);
+    let started = std::time::Instant::now();
+    let out = child("commit-one", &data)
+        .env("CHILD_BIN", tmp.path().join("bin"))
+        .env("CHILD_NAME", "waiter")
+        .output()
+        .unwrap();
+    let waited = started.elapsed();
+    assert!(out.status.success(), "{}", common::show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr
+            .matches("another atip run holds the registry lock")
+            .count(),
+        1,
+        "said once: {stderr}"
+    );
+    assert!(stderr.contains("registry.lock"), "{stderr}");
+    assert!(
+        waited >= Duration::from_millis(400),
+        "did not wait: {waited:?}"
+    );
+    holder.wait().unwrap();
+    assert_valid(&data);
+}
+
+#[test]
+fn lock_wait_has_a_limit_and_fails_as_temporary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let mut holder = spawn_lock_holder(&data, 3000);
+    let started = std::time::Instant::now();
+    let out = child("commit-one", &data)
+        .env("CHILD_BIN", tmp.path().join("bin"))
+        .env("CHILD_NAME", "impatient")
+        .env("CHILD_LOCK_TIMEOUT", "300ms")
+        .output()
+        .unwrap();
+    let waited = started.elapsed();
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert_eq!(out.status.code(), Some(75), "{}", common::show(&out));
+    let err = stdout_line(&out, "ERROR:");
+    assert_eq!(err["code"], "registry_locked");
+    assert_eq!(err["category"], "temporary");
+    assert_eq!(err["retryable"], true);
+    assert!(waited < Duration::from_millis(2500), "{waited:?}");
+    assert!(!data.join("registry.json").exists());
+}
+
+#[test]
+fn kill_9_mid_write_leaves_a_valid_registry() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let bin = tmp.path().join("bin");
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64;
+    // A first registry, so every round starts from a valid one.
+    run_commit(&data, &big_update(&bin, "seed", 150, 40));
+    let mut versions = std::collections::HashSet::new();
+    for round in 0..12 {
+        use std::io::BufRead;
+        let mut c = child("loop", &data)
+            .env("CHILD_BIN", &bin)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut reader = std::io::BufReader::new(c.stdout.take().unwrap());
+        let mut line = String::new();
+        while !line.contains("READY") {
+            line.clear();
+            assert!(
+                reader.read_line(&mut line).unwrap() > 0,
+                "round {round}: child died"
+            );
+        }
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        std::thread::sleep(Duration::from_millis(5 + (seed >> 33) % 80));
+        c.kill().unwrap(); // SIGKILL
+        c.wait().unwrap();
+        let index = assert_valid(&data);
+        assert_eq!(index.tools.len(), 150, "round {round}");
+        versions.insert(index.tools["t010"].version.clone());
+    }
+    // The next commit clears whatever temp files the killed writers left.
+    run_commit(&data, &big_update(&bin, "c", 150, 0));
+    assert_valid(&data);
+    for dir in [data.clone(), data.join("tools")] {
+        for e in fs::read_dir(dir).unwrap() {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            assert!(!name.starts_with(".atip-tmp-"), "temp file left: {name}");
+        }
+    }
+    eprintln!("versions seen after kills: {versions:?}");
+}
+
+// ---------------------------------------------------------------- unwritable targets
+
+#[test]
+fn full_disk_on_registry_write_is_exit_73_and_old_registry_untouched() {
+    // Simulates a full disk with RLIMIT_FSIZE (works as root, unlike chmod): metadata
+    // files are small enough to be written, the new registry.json is not.
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let bin = tmp.path().join("bin");
+    let gh = make_bin(&tmp.path().join("other"), "gh", "gh");
+    run_commit(
+        &data,
+        &Update {
+            found: vec![fresh("gh", &gh, doc("gh", "1", 0))],
+            scanned_dirs: vec![],
+        },
+    );
+    let before = fs::read(data.join("registry.json")).unwrap();
+    let out = child("fsize", &data)
+        .env("CHILD_BIN", &bin)
+        .env("CHILD_FSIZE", "4096")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(73), "{}", common::show(&out));
+    let err = stdout_line(&out, "ERROR:");
+    assert_eq!(err["code"], "registry_write_failed");
+    assert_eq!(err["category"], "output");
+    assert!(
+        err["message"].as_str().unwrap().contains("registry.json"),
+        "{err}"
+    );
+    assert!(err["hint"].as_str().unwrap().contains("full"), "{err}");
+    assert_eq!(fs::read(data.join("registry.json")).unwrap(), before);
+    for e in fs::read_dir(&data).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        assert!(!name.starts_with(".atip-tmp-"), "temp file left: {name}");
+    }
+    assert_valid(&data);
+}
+
+#[test]
+fn unwritable_tools_dir_is_an_output_error_and_old_registry_untouched() {
+    // Simulates a read-only data dir as root: `tools` is a regular file, so no metadata
+    // file can be created under it (ENOTDIR), whatever the permissions.
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let bin = tmp.path().join("bin");
+    let gh = make_bin(&bin, "gh", "gh");
+    run_commit(
+        &data,
+        &Update {
+            found: vec![fresh("gh", &gh, doc("gh", "1", 0))],
+            scanned_dirs: vec![bin.clone()],
+        },
+    );
+    let before = fs::read(data.join("registry.json")).unwrap();
+    fs::rename(data.join("tools"), tmp.path().join("tools-moved")).unwrap();
+    fs::write(data.join("tools"), b"not a dir").unwrap();
+    let err = commit(
+        &dirs_at(&data),
+        &Update {
+            found: vec![fresh("gh", &gh, doc("gh", "2", 0))],
+            scanned_dirs: vec![bin.clone()],
+        },
+        &opts(),
+    )
+    .unwrap_err();
+    let e = err.to_atip();
+    assert_eq!(e.exit_code(), 73, "{e:?}");
+    assert!(e.message.contains("tools"), "{}", e.message);
+    assert_eq!(fs::read(data.join("registry.json")).unwrap(), before);
+}
+
+#[test]
+fn data_dir_that_cannot_be_created_is_an_output_error() {
+    // Simulates an uncreatable data dir as root: its parent is a regular file.
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("file"), b"x").unwrap();
+    let data = tmp.path().join("file/data");
+    let err = commit(&dirs_at(&data), &Update::default(), &opts()).unwrap_err();
+    let e = err.to_atip();
+    assert_eq!(e.exit_code(), 73);
+    assert_eq!(e.code, "registry_write_failed");
+    assert!(e.message.contains("file/data"), "{}", e.message);
 }
