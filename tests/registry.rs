@@ -726,7 +726,7 @@ fn kill_9_mid_write_leaves_a_valid_registry() {
         seed = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
-        std::thread::sleep(Duration::from_millis(5 + (seed >> 33) % 80));
+        std::thread::sleep(Duration::from_millis(5 + (seed >> 33) % 250));
         c.kill().unwrap(); // SIGKILL
         c.wait().unwrap();
         let index = assert_valid(&data);
@@ -829,4 +829,362 @@ fn data_dir_that_cannot_be_created_is_an_output_error() {
     assert_eq!(e.exit_code(), 73);
     assert_eq!(e.code, "registry_write_failed");
     assert!(e.message.contains("file/data"), "{}", e.message);
+}
+
+// ---------------------------------------------------------------- list / get / doctor
+
+/// A sandbox whose registry holds gh (native), kubectl (shim-hash) and kubectx (shim).
+fn populated() -> (common::Sandbox, PathBuf) {
+    let sb = common::Sandbox::new();
+    let bin = sb.path().join("bin");
+    let gh = make_bin(&bin, "gh", "gh");
+    let kc = make_bin(&bin, "kubectl", "kubectl");
+    let kx = make_bin(&bin, "kubectx", "kubectx");
+    let mut kc_found = fresh("kubectl", &kc, doc("kubectl", "1.30", 1));
+    kc_found.source = Source::ShimHash;
+    kc_found.trust = "community".into();
+    kc_found.shim_registry = Some("/usr/share/agent-tools/shims".into());
+    let mut kx_found = fresh("kubectx", &kx, doc("kubectx", "0.9", 0));
+    kx_found.source = Source::Shim;
+    kx_found.trust = "community".into();
+    commit(
+        &dirs_at(&sb.data_dir()),
+        &Update {
+            found: vec![fresh("gh", &gh, doc("gh", "2.40.0", 0)), kc_found, kx_found],
+            scanned_dirs: vec![bin.clone()],
+        },
+        &opts(),
+    )
+    .unwrap();
+    (sb, bin)
+}
+
+fn json_out(cmd: &mut Command) -> (Option<i32>, Value, String) {
+    let out = cmd.output().unwrap();
+    let stdout: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout not JSON ({e}): {}", common::show(&out)));
+    (
+        out.status.code(),
+        stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn err_json(out: &std::process::Output) -> Value {
+    let text = String::from_utf8_lossy(&out.stderr);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("{\"error\""))
+        .unwrap_or_else(|| {
+            panic!("no JSON error: {}", common::show(out));
+        });
+    serde_json::from_str::<Value>(line).unwrap()["error"].clone()
+}
+
+#[test]
+fn list_outputs_json_filters_by_glob_and_source() {
+    let (sb, bin) = populated();
+    let (code, all, _) = json_out(sb.atip().args(["--output", "json", "list"]));
+    assert_eq!(code, Some(0));
+    let names: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["gh", "kubectl", "kubectx"]);
+    let gh = &all[0];
+    assert_eq!(gh["path"], bin.join("gh").to_str().unwrap());
+    assert_eq!(gh["source"], "native");
+    assert_eq!(gh["version"], "2.40.0");
+    assert_eq!(gh["commands"], 3);
+    assert_eq!(gh["effects"], "network");
+    assert_eq!(gh["description"], "The gh tool");
+    assert!(gh["metadata"].as_str().unwrap().starts_with("tools/"));
+    assert_eq!(all[1]["shimRegistry"], "/usr/share/agent-tools/shims");
+
+    let (_, kube, _) = json_out(sb.atip().args(["--output", "json", "list", "kube*"]));
+    assert_eq!(kube.as_array().unwrap().len(), 2);
+    let (_, shims, _) = json_out(
+        sb.atip()
+            .args(["--output", "json", "list", "--source", "shim"]),
+    );
+    assert_eq!(shims.as_array().unwrap().len(), 1);
+    assert_eq!(shims[0]["name"], "kubectx");
+    let (_, both, _) = json_out(sb.atip().args([
+        "--output",
+        "json",
+        "list",
+        "--source",
+        "shim",
+        "--source",
+        "shim-hash",
+        "*ctl",
+    ]));
+    assert_eq!(both.as_array().unwrap().len(), 1);
+    assert_eq!(both[0]["name"], "kubectl");
+
+    let out = sb
+        .atip()
+        .args(["--output", "text", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("NAME") && lines[0].contains("EFFECTS"),
+        "{text}"
+    );
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(
+        lines[1].starts_with("gh ") && lines[1].contains("2.40.0") && lines[1].contains("native")
+    );
+
+    let out = sb
+        .atip()
+        .args(["--output", "json", "list", "a[b"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", common::show(&out));
+    assert_eq!(err_json(&out)["code"], "invalid_glob");
+}
+
+#[test]
+fn list_without_a_registry_is_empty_and_says_how_to_make_one() {
+    let sb = common::Sandbox::new();
+    let (code, v, stderr) = json_out(sb.atip().args(["--output", "json", "list"]));
+    assert_eq!(code, Some(0));
+    assert_eq!(v, json!([]));
+    assert!(stderr.contains("atip scan"), "{stderr}");
+}
+
+#[test]
+fn get_prints_whole_or_partial_metadata() {
+    let (sb, _) = populated();
+    let (code, whole, _) = json_out(sb.atip().args(["get", "kubectl"]));
+    assert_eq!(code, Some(0));
+    let stored: Value = serde_json::from_slice(&doc("kubectl", "1.30", 1)).unwrap();
+    assert_eq!(whole, stored);
+
+    let (code, part, _) = json_out(sb.atip().args(["get", "kubectl", "--commands", "delete"]));
+    assert_eq!(code, Some(0));
+    assert_eq!(part["partial"], true);
+    assert_eq!(part["filter"]["commands"], json!(["delete"]));
+    assert_eq!(part["totalCommands"], 4);
+    assert_eq!(part["includedCommands"], 1);
+    assert_eq!(
+        part["commands"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["delete"]
+    );
+    assert_eq!(part["omitted"]["reason"], "filtered");
+    assert_eq!(part["omitted"]["safetyAssumption"], "unknown");
+
+    let (_, nested, _) = json_out(
+        sb.atip()
+            .args(["get", "kubectl", "--commands", "list all,c0"]),
+    );
+    assert_eq!(
+        nested["includedCommands"], 3,
+        "list (on the way), list all, c0: {nested}"
+    );
+
+    let (_, shallow, _) = json_out(sb.atip().args(["get", "kubectl", "--depth", "1"]));
+    assert_eq!(shallow["filter"]["depth"], 1);
+    assert_eq!(shallow["includedCommands"], 3);
+    assert_eq!(shallow["omitted"]["reason"], "depth-limited");
+    assert!(shallow["commands"]["list"].get("commands").is_none());
+
+    let out = sb
+        .atip()
+        .args(["get", "kubectl", "--depth", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", common::show(&out));
+}
+
+#[test]
+fn get_unknown_names_exit_66_with_suggestions() {
+    let (sb, _) = populated();
+    let out = sb
+        .atip()
+        .args(["--output", "json", "get", "kubect"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(66), "{}", common::show(&out));
+    assert!(out.stdout.is_empty());
+    let e = err_json(&out);
+    assert_eq!(e["code"], "tool_not_found");
+    assert_eq!(e["details"]["suggestions"], json!(["kubectl", "kubectx"]));
+
+    let out = sb
+        .atip()
+        .args(["--output", "text", "get", "gj"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(66));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no tool named \"gj\"") && stderr.contains("did you mean gh"),
+        "{stderr}"
+    );
+
+    let out = sb
+        .atip()
+        .args(["--output", "json", "get", "kubectl", "--commands", "delet"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(66), "{}", common::show(&out));
+    let e = err_json(&out);
+    assert_eq!(e["code"], "command_not_found");
+    assert_eq!(e["details"]["suggestions"][0], "delete");
+
+    // A hostile name is just a key that is not there.
+    let out = sb
+        .atip()
+        .args(["get", "../../etc/passwd"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(66));
+
+    let empty = common::Sandbox::new();
+    let out = empty
+        .atip()
+        .args(["--output", "json", "get", "gh"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(66));
+    assert_eq!(err_json(&out)["code"], "registry_not_found");
+}
+
+#[test]
+fn get_refuses_a_tampered_metadata_file() {
+    let (sb, _) = populated();
+    let index = load(&sb.data_dir());
+    let file = sb.data_dir().join(&index.tools["gh"].metadata);
+    let mut v: Value = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
+    v["description"] = json!("Totally harmless");
+    fs::write(&file, serde_json::to_vec(&v).unwrap()).unwrap();
+    let out = sb
+        .atip()
+        .args(["--output", "json", "get", "gh"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(65), "{}", common::show(&out));
+    assert_eq!(err_json(&out)["code"], "metadata_tampered");
+}
+
+#[test]
+fn doctor_reports_healthy_then_each_problem_with_a_fix() {
+    let (sb, bin) = populated();
+    let (code, v, _) = json_out(sb.atip().args(["--output", "json", "doctor"]));
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["healthy"], true);
+    assert_eq!(v["tools"], 3);
+    assert_eq!(v["problems"], json!([]));
+    let out = sb
+        .atip()
+        .args(["--output", "text", "doctor"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("3 tools checked, no problems"));
+
+    // gh changes, kubectl vanishes, kubectx loses its execute bit and its metadata.
+    fs::write(bin.join("gh"), "#!/bin/sh\necho new version\n").unwrap();
+    fs::remove_file(bin.join("kubectl")).unwrap();
+    fs::set_permissions(bin.join("kubectx"), fs::Permissions::from_mode(0o644)).unwrap();
+    let index = load(&sb.data_dir());
+    fs::remove_file(sb.data_dir().join(&index.tools["kubectx"].metadata)).unwrap();
+
+    let (code, v, _) = json_out(sb.atip().args(["--output", "json", "doctor"]));
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(v["healthy"], false);
+    let found: Vec<(String, String)> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["tool"].as_str().unwrap().to_string(),
+                p["check"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let expect = [
+        ("gh", "binary-changed"),
+        ("kubectl", "binary-missing"),
+        ("kubectx", "binary-not-executable"),
+        ("kubectx", "metadata-missing"),
+    ];
+    assert_eq!(
+        found,
+        expect.map(|(a, b)| (a.to_string(), b.to_string())).to_vec()
+    );
+    for p in v["problems"].as_array().unwrap() {
+        assert!(
+            p["fix"].as_str().unwrap().contains("atip scan")
+                || p["fix"].as_str().unwrap().contains("chmod"),
+            "{p}"
+        );
+    }
+    let out = sb
+        .atip()
+        .args(["--output", "text", "doctor"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("✗ gh:") && text.contains("fix: run `atip scan`"),
+        "{text}"
+    );
+    assert!(text.contains("4 problems"), "{text}");
+}
+
+#[test]
+fn doctor_checks_the_registry_file_itself() {
+    let sb = common::Sandbox::new();
+    let (code, v, _) = json_out(sb.atip().args(["--output", "json", "doctor"]));
+    assert_eq!(code, Some(1));
+    assert_eq!(v["problems"][0]["check"], "registry-missing");
+    assert_eq!(v["problems"][0]["tool"], Value::Null);
+
+    let (sb, _) = populated();
+    let reg = sb.data_dir().join("registry.json");
+    let mut index: Value = serde_json::from_slice(&fs::read(&reg).unwrap()).unwrap();
+    index["tools"]["gh"]["hash"] = json!("sha256:NOTHEX");
+    fs::write(&reg, serde_json::to_vec(&index).unwrap()).unwrap();
+    let (code, v, _) = json_out(sb.atip().args(["--output", "json", "doctor"]));
+    assert_eq!(code, Some(1));
+    let checks: Vec<&str> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["check"].as_str().unwrap())
+        .collect();
+    assert!(checks.contains(&"registry-schema"), "{v}");
+    assert!(checks.contains(&"binary-changed"), "{v}");
+    assert!(
+        v["problems"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("/tools/gh/hash"),
+        "{v}"
+    );
+
+    fs::write(&reg, b"[1, 2").unwrap();
+    let (code, v, _) = json_out(sb.atip().args(["--output", "json", "doctor"]));
+    assert_eq!(code, Some(1));
+    assert_eq!(v["problems"][0]["check"], "registry-corrupt");
+    assert!(
+        v["problems"][0]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("atip scan")
+    );
 }

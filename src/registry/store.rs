@@ -489,10 +489,15 @@ pub fn commit(
     let mut planned: HashSet<String> = HashSet::new();
     for f in &valid {
         if let FoundMeta::Fresh { document, .. } = &f.meta {
-            let rel = metadata_rel_path(document);
+            let hex = sha256_bytes(document);
+            let rel = format!("{TOOLS_DIR}/{hex}.json");
             let target = data.join(&rel);
+            // A file already named by this hash is reused only if its bytes still
+            // hash to its name, so a damaged one heals on the next scan.
             let present = fs::metadata(&target)
-                .is_ok_and(|m| m.is_file() && m.len() == document.len() as u64);
+                .is_ok_and(|m| m.is_file() && m.len() == document.len() as u64)
+                && sha256_file(&target)
+                    .is_ok_and(|h| h.strip_prefix("sha256:") == Some(hex.as_str()));
             if !present && planned.insert(rel.clone()) {
                 pending.push((target, document.as_slice()));
             }
