@@ -1188,3 +1188,58 @@ fn doctor_checks_the_registry_file_itself() {
             .contains("atip scan")
     );
 }
+
+#[test]
+fn hand_edited_entries_cannot_point_outside_the_data_dir() {
+    let (sb, bin) = populated();
+    let reg = sb.data_dir().join("registry.json");
+    let mut index: Value = serde_json::from_slice(&fs::read(&reg).unwrap()).unwrap();
+    let mut evil = index["tools"]["gh"].clone();
+    evil["metadata"] = json!("../../../etc/passwd");
+    index["tools"]["evil"] = evil.clone();
+    index["tools"]["../up"] = index["tools"]["kubectl"].clone();
+    fs::write(&reg, serde_json::to_vec_pretty(&index).unwrap()).unwrap();
+
+    // Readers refuse to follow the path.
+    let out = sb
+        .atip()
+        .args(["--output", "json", "get", "evil"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(65), "{}", common::show(&out));
+    assert!(out.stdout.is_empty());
+    assert!(
+        err_json(&out)["message"]
+            .as_str()
+            .unwrap()
+            .contains("tools/<sha256 hex>.json")
+    );
+    let (code, v, _) = json_out(sb.atip().args(["--output", "json", "doctor"]));
+    assert_eq!(code, Some(1));
+    assert!(
+        v["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["check"] == "registry-schema"),
+        "{v}"
+    );
+
+    // The next writer drops both entries (with warnings) even though the scan itself
+    // changes nothing, and keeps the sound ones.
+    let gh = bin.join("gh");
+    let report = run_commit(
+        &sb.data_dir(),
+        &Update {
+            found: vec![unchanged("gh", &gh)],
+            scanned_dirs: vec![],
+        },
+    );
+    assert!(report.written);
+    assert_eq!(report.warnings.len(), 2, "{:?}", report.warnings);
+    let index = assert_valid(&sb.data_dir());
+    assert_eq!(
+        index.tools.keys().collect::<Vec<_>>(),
+        ["gh", "kubectl", "kubectx"]
+    );
+}
