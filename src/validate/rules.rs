@@ -383,11 +383,7 @@ pub fn from_schema_error(error: &jsonschema::ValidationError<'_>) -> Vec<Diagnos
         ),
         K::Type { .. } => one(
             "schema-type",
-            format!(
-                "{instance} at {} is not of the expected type: {}",
-                display_ptr(&pointer),
-                error.masked_with("it")
-            ),
+            format!("{} at {}", error.masked_with(&instance), display_ptr(&pointer)),
         ),
         K::Enum { options } => one(
             "schema-enum",
@@ -416,6 +412,10 @@ pub fn from_schema_error(error: &jsonschema::ValidationError<'_>) -> Vec<Diagnos
                 format!("tool name {instance} does not match {pattern} (letters, digits, _ and -)"),
             )
         }
+        K::Pattern { .. } if pointer.contains("/flags/") => one(
+            "schema-pattern",
+            format!("flag {instance} at {pointer} must start with - and hold no spaces or ="),
+        ),
         K::Pattern { pattern } => one(
             "schema-pattern",
             format!(
