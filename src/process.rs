@@ -17,7 +17,7 @@ mod sys;
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -379,7 +379,7 @@ impl Feed<'_> {
             return;
         };
         while !self.data.is_empty() {
-            match pipe.write(self.data) {
+            match sys::write_no_sigpipe(pipe, self.data) {
                 Ok(n) => self.data = &self.data[n..],
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -449,11 +449,21 @@ impl<'a> Supervisor<'a> {
             if exited_at.is_none() && sys::exited_unreaped(self.pid)? {
                 // The direct child is gone: nothing of its group may outlive it.
                 sys::kill_group(self.pid, libc::SIGKILL);
+                if verdict.is_some() {
+                    sys::signal_session(self.pid, libc::SIGKILL);
+                }
                 exited_at = Some(now);
                 self.feed.pipe = None;
             }
             if let Some(at) = exited_at {
-                if (!self.out.open() && !self.err.open()) || now >= at + DRAIN_WINDOW {
+                if !self.out.open() && !self.err.open() {
+                    break;
+                }
+                if now >= at + DRAIN_WINDOW {
+                    // Someone still holds a pipe: if it is in the tool's session, it
+                    // goes too. (One that left with setsid is out of reach; it only
+                    // loses its reader.)
+                    sys::signal_session(self.pid, libc::SIGKILL);
                     break;
                 }
             } else {
@@ -468,12 +478,14 @@ impl<'a> Supervisor<'a> {
                     if let Some(why) = why {
                         verdict = Some(why);
                         sys::kill_group(self.pid, libc::SIGTERM);
+                        sys::signal_session(self.pid, libc::SIGTERM);
                         kill_at = Some(now + self.spawn.kill_grace);
                         self.feed.pipe = None;
                     }
                 }
                 if killed_at.is_none() && kill_at.is_some_and(|k| now >= k) {
                     sys::kill_group(self.pid, libc::SIGKILL);
+                    sys::signal_session(self.pid, libc::SIGKILL);
                     killed_at = Some(now);
                 }
                 if killed_at.is_some_and(|k| now >= k + KILL_WAIT) {
@@ -578,6 +590,7 @@ impl Drop for Supervisor<'_> {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
             sys::kill_group(self.pid, libc::SIGKILL);
+            sys::signal_session(self.pid, libc::SIGKILL);
             match child.try_wait() {
                 Ok(Some(_)) | Err(_) => {}
                 // Stuck in the kernel; reap it whenever it finally dies.
