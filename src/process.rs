@@ -479,7 +479,7 @@ impl<'a> Supervisor<'a> {
                         verdict = Some(why);
                         sys::kill_group(self.pid, libc::SIGTERM);
                         sys::signal_session(self.pid, libc::SIGTERM);
-                        kill_at = Some(now + self.spawn.kill_grace);
+                        kill_at = Some(later(now, self.spawn.kill_grace));
                         self.feed.pipe = None;
                     }
                 }
@@ -602,6 +602,12 @@ impl Drop for Supervisor<'_> {
             }
         }
     }
+}
+
+/// `t + d`, saturating far in the future instead of panicking on absurd durations.
+fn later(t: Instant, d: Duration) -> Instant {
+    t.checked_add(d)
+        .unwrap_or_else(|| t + Duration::from_secs(365 * 24 * 3600))
 }
 
 fn exit_of(status: ExitStatus) -> Exit {

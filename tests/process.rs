@@ -701,3 +701,16 @@ fn host_with_default_sigpipe_survives_a_child_closing_stdin() {
         assert_eq!(text(&out.stdout), "closed\n");
     }
 }
+
+#[test]
+fn absurd_durations_do_not_panic() {
+    let s = Scripts::new();
+    let out = process::run(&s.sh("quick", "echo ok", Duration::MAX)).unwrap();
+    assert_eq!(out.exit, Exit::Code(0));
+    let mut spawn = s.sh("term", "echo pid:$$; sleep 30", Duration::ZERO);
+    spawn.kill_grace = Duration::MAX; // SIGTERM alone ends a plain sh
+    let out = process::run(&spawn).unwrap();
+    let _reaper = Reaper(pids(&out));
+    assert_eq!(out.exit, Exit::TimedOut);
+    assert!(out.elapsed < SLACK, "{:?}", out.elapsed);
+}
