@@ -1326,3 +1326,29 @@ fn doctor_validates_stored_documents_like_atip_validate() {
         "{v}"
     );
 }
+
+#[test]
+fn unchanged_with_another_source_is_stale() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let bin = tmp.path().join("bin");
+    let gh = make_bin(&bin, "gh", "gh");
+    run_commit(
+        &data,
+        &Update {
+            found: vec![fresh("gh", &gh, doc("gh", "1", 0))],
+            scanned_dirs: vec![bin.clone()],
+        },
+    );
+    let mut f = unchanged("gh", &gh);
+    f.source = Source::Override;
+    let report = run_commit(
+        &data,
+        &Update {
+            found: vec![f],
+            scanned_dirs: vec![bin.clone()],
+        },
+    );
+    assert_eq!(names(&report.stale), ["gh"]);
+    assert!(load(&data).tools.is_empty());
+}

@@ -218,8 +218,8 @@ pub enum FoundMeta {
         checked_at: String,
     },
     /// Nothing changed since the last scan: keep the stored entry as it is. Honoured
-    /// only when a stored entry with the same path and hash exists; otherwise the name
-    /// is reported in [`CommitReport::stale`] and not registered.
+    /// only when a stored entry with the same path, hash and source exists; otherwise
+    /// the name is reported in [`CommitReport::stale`] and not registered.
     Unchanged,
 }
 
@@ -248,10 +248,16 @@ impl Default for CommitOptions {
     /// Lock wait from `ATIP_LOCK_TIMEOUT` (e.g. `30s`, `500ms`; default 30 s), the
     /// current time, announcements on.
     fn default() -> Self {
-        let lock_timeout = std::env::var("ATIP_LOCK_TIMEOUT")
-            .ok()
-            .and_then(|v| crate::units::parse_duration(&v).ok())
-            .unwrap_or(DEFAULT_LOCK_TIMEOUT);
+        let lock_timeout = match std::env::var("ATIP_LOCK_TIMEOUT") {
+            Ok(v) => crate::units::parse_duration(&v).unwrap_or_else(|e| {
+                eprintln!(
+                    "warning: ignoring ATIP_LOCK_TIMEOUT: {e}; waiting up to {} for the registry lock",
+                    crate::units::format_duration(DEFAULT_LOCK_TIMEOUT)
+                );
+                DEFAULT_LOCK_TIMEOUT
+            }),
+            Err(_) => DEFAULT_LOCK_TIMEOUT,
+        };
         CommitOptions {
             lock_timeout,
             now: super::rfc3339_now(),
@@ -552,7 +558,9 @@ pub fn commit(
                 ..
             } => entry_from_fresh(f, metadata, checked_at, rels[f.name.as_str()].clone()),
             FoundMeta::Unchanged => match old_entry {
-                Some(e) if e.path == f.path && e.hash == f.hash => e.clone(),
+                Some(e) if e.path == f.path && e.hash == f.hash && e.source == f.source => {
+                    e.clone()
+                }
                 _ => {
                     report.stale.push(f.name.clone());
                     if old_entry.is_some() {
