@@ -1352,3 +1352,37 @@ fn unchanged_with_another_source_is_stale() {
     assert_eq!(names(&report.stale), ["gh"]);
     assert!(load(&data).tools.is_empty());
 }
+
+#[test]
+fn readers_never_see_a_partial_registry_while_a_writer_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let bin = tmp.path().join("bin");
+    let a = big_update(&bin, "a", 60, 20);
+    let b = big_update(&bin, "b", 60, 20);
+    run_commit(&data, &a);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (data, done) = (data.clone(), done.clone());
+        std::thread::spawn(move || {
+            let dirs = dirs_at(&data);
+            let mut reads = 0u32;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let index = Index::load(&dirs).unwrap().expect("registry present");
+                assert_eq!(index.tools.len(), 60);
+                // Alternating a/b keeps both generations' files, so every look-up works.
+                let tool = atip::registry::query::get_tool(&dirs, "t050").unwrap();
+                assert!(matches!(tool.entry.version.as_deref(), Some("a" | "b")));
+                reads += 1;
+            }
+            reads
+        })
+    };
+    for i in 0..16 {
+        let r = run_commit(&data, if i % 2 == 0 { &b } else { &a });
+        assert!(r.written);
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads = reader.join().unwrap();
+    assert!(reads > 0);
+}
