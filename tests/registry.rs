@@ -1386,3 +1386,39 @@ fn readers_never_see_a_partial_registry_while_a_writer_runs() {
     let reads = reader.join().unwrap();
     assert!(reads > 0);
 }
+
+#[test]
+fn registry_path_taken_by_a_directory_is_an_output_error() {
+    // Simulates an unreplaceable registry.json as root: a directory sits in its place.
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    fs::create_dir_all(data.join("registry.json/keep")).unwrap();
+    let bin = tmp.path().join("bin");
+    let gh = make_bin(&bin, "gh", "gh");
+    let err = commit(
+        &dirs_at(&data),
+        &Update {
+            found: vec![fresh("gh", &gh, doc("gh", "1", 0))],
+            scanned_dirs: vec![bin],
+        },
+        &opts(),
+    )
+    .unwrap_err();
+    let e = err.to_atip();
+    assert_eq!(
+        (e.exit_code(), e.code.as_str()),
+        (73, "registry_write_failed")
+    );
+    assert!(e.message.contains("registry.json"), "{}", e.message);
+    assert!(data.join("registry.json/keep").is_dir());
+    // Readers report it as unreadable input.
+    let sb = common::Sandbox::new();
+    let out = sb
+        .atip()
+        .env("ATIP_DATA_DIR", &data)
+        .args(["--output", "json", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(66), "{}", common::show(&out));
+    assert_eq!(err_json(&out)["code"], "registry_read_failed");
+}

@@ -427,6 +427,9 @@ fn load_for_write(
             Ok((Some(index), dropped))
         }
         Ok(None) => Ok((None, false)),
+        // A registry a writer cannot read (a directory in its place, no permission) is
+        // one it cannot replace either: an output error, nothing touched.
+        Err(RegistryError::Read { path, source }) => Err(RegistryError::Write { path, source }),
         Err(RegistryError::Parse { message, .. }) => {
             let stamp = compact(SystemTime::now());
             let mut aside = path.with_file_name(format!("registry.json.corrupt-{stamp}"));
