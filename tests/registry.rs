@@ -1422,3 +1422,103 @@ fn registry_path_taken_by_a_directory_is_an_output_error() {
     assert_eq!(out.status.code(), Some(66), "{}", common::show(&out));
     assert_eq!(err_json(&out)["code"], "registry_read_failed");
 }
+
+// ---------------------------------------------------------------- merge rule, as a property
+
+/// One scan of the property test: binaries to delete first, tools found (index,
+/// `Some(version)` for Fresh, `None` for Unchanged), dirs covered.
+#[derive(Debug, Clone)]
+struct Step {
+    delete: Vec<usize>,
+    found: Vec<(usize, Option<u8>)>,
+    scanned: [bool; 3],
+}
+
+fn step_strategy() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    (
+        proptest::collection::vec(0usize..6, 0..2),
+        proptest::collection::vec((0usize..6, proptest::option::of(0u8..3)), 0..6),
+        any::<[bool; 3]>(),
+    )
+        .prop_map(|(delete, found, scanned)| Step {
+            delete,
+            found,
+            scanned,
+        })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+
+    /// The registry after any sequence of scans equals a model of the merge rule:
+    /// found tools are upserted (Unchanged only keeps an existing entry), other
+    /// entries go when their dir was scanned or their binary vanished; the write is
+    /// skipped exactly when nothing changed.
+    #[test]
+    fn merge_rule_matches_its_model(steps in proptest::collection::vec(step_strategy(), 1..5)) {
+        use std::collections::BTreeMap;
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("data");
+        let dir_of = |i: usize| tmp.path().join(format!("d{}", i % 3));
+        let bins: Vec<PathBuf> = (0..6).map(|i| make_bin(&dir_of(i), &format!("n{i}"), &format!("n{i}"))).collect();
+        let mut model: BTreeMap<String, String> = BTreeMap::new();
+        let mut exists = [true; 6];
+        let mut first = true;
+        for step in steps {
+            for &d in &step.delete {
+                if exists[d] {
+                    fs::remove_file(&bins[d]).unwrap();
+                    exists[d] = false;
+                }
+            }
+            let mut found = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            for &(i, v) in &step.found {
+                if !exists[i] || !seen.insert(i) {
+                    continue;
+                }
+                let name = format!("n{i}");
+                found.push(match v {
+                    Some(v) => fresh(&name, &bins[i], doc(&name, &v.to_string(), 0)),
+                    None => unchanged(&name, &bins[i]),
+                });
+            }
+            let scanned: Vec<PathBuf> = (0..3).filter(|&d| step.scanned[d]).map(dir_of).collect();
+            // The model.
+            let before = model.clone();
+            let found_names: std::collections::HashSet<String> = found.iter().map(|f| f.name.clone()).collect();
+            model.retain(|name, _| {
+                let i: usize = name[1..].parse().unwrap();
+                found_names.contains(name) || (exists[i] && !step.scanned[i % 3])
+            });
+            for &(i, v) in &step.found {
+                let name = format!("n{i}");
+                if !exists[i] || !found_names.contains(&name) {
+                    continue;
+                }
+                match v {
+                    Some(v) if step.found.iter().find(|(j, _)| *j == i) == Some(&(i, Some(v))) => {
+                        model.insert(name, v.to_string());
+                    }
+                    None if step.found.iter().find(|(j, _)| *j == i) == Some(&(i, None)) => {
+                        if !before.contains_key(&name) {
+                            model.remove(&name);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let report = run_commit(&data, &Update { found, scanned_dirs: scanned });
+            let index = assert_valid(&data);
+            let got: BTreeMap<String, String> = index
+                .tools
+                .iter()
+                .map(|(n, e)| (n.clone(), e.version.clone().unwrap()))
+                .collect();
+            proptest::prop_assert_eq!(&got, &model);
+            proptest::prop_assert_eq!(report.written, first || model != before, "{:?}", report);
+            first = false;
+        }
+    }
+}
