@@ -1245,6 +1245,31 @@ fn hand_edited_entries_cannot_point_outside_the_data_dir() {
 }
 
 #[test]
+fn another_format_version_is_kept_aside_not_overwritten() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    fs::create_dir_all(&data).unwrap();
+    let future = br#"{"version": "3", "updated": "2030-01-01T00:00:00Z", "agent": {"name": "atip", "version": "9"}, "tools": {}}"#;
+    fs::write(data.join("registry.json"), future).unwrap();
+    let bin = tmp.path().join("bin");
+    let gh = make_bin(&bin, "gh", "gh");
+    let report = run_commit(
+        &data,
+        &Update {
+            found: vec![fresh("gh", &gh, doc("gh", "1", 0))],
+            scanned_dirs: vec![bin],
+        },
+    );
+    assert!(
+        report.warnings[0].contains("format version \"3\""),
+        "{:?}",
+        report.warnings
+    );
+    assert_eq!(fs::read(report.corrupt_backup.unwrap()).unwrap(), future);
+    assert_eq!(assert_valid(&data).version, "2");
+}
+
+#[test]
 fn corrupt_registry_warning_reaches_stderr_and_readers_report_it() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");

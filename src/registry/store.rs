@@ -13,7 +13,7 @@
 
 use super::lock::RegistryLock;
 use super::time::{compact, is_rfc3339};
-use super::{Entry, Index, RegistryError, Source, TOOLS_DIR};
+use super::{Entry, FORMAT_VERSION, Index, RegistryError, Source, TOOLS_DIR};
 use crate::dirs::Dirs;
 use crate::model::Metadata;
 use indexmap::IndexMap;
@@ -400,14 +400,27 @@ pub(crate) fn index_bytes(index: &Index) -> Vec<u8> {
     out
 }
 
-/// Reads `registry.json` for writing. A file that cannot be parsed is renamed aside
-/// as `registry.json.corrupt-<timestamp>` and `None` is returned, so it is rebuilt.
+/// Reads `registry.json` for writing. A file that cannot be parsed, or has another
+/// format version, is renamed aside as `registry.json.corrupt-<timestamp>` and `None`
+/// is returned, so it is rebuilt. Also returns whether defective entries were dropped.
 fn load_for_write(
     path: &Path,
     announce: bool,
     report: &mut CommitReport,
 ) -> Result<(Option<Index>, bool), RegistryError> {
-    match Index::load_file(path) {
+    let loaded = match Index::load_file(path) {
+        // Another format version (from a newer atip, or hand-made) is not merged into
+        // and not overwritten in place: it is kept aside like a corrupt file.
+        Ok(Some(index)) if index.version != FORMAT_VERSION => Err(RegistryError::Parse {
+            path: path.to_path_buf(),
+            message: format!(
+                "index format version {:?}, this atip writes {FORMAT_VERSION:?}",
+                index.version
+            ),
+        }),
+        other => other,
+    };
+    match loaded {
         Ok(Some(mut index)) => {
             // Entries a writer cannot rely on are dropped, not carried forward.
             let before = index.tools.len();
