@@ -1526,10 +1526,10 @@ proptest::proptest! {
                     Some(v) if step.found.iter().find(|(j, _)| *j == i) == Some(&(i, Some(v))) => {
                         model.insert(name, v.to_string());
                     }
-                    None if step.found.iter().find(|(j, _)| *j == i) == Some(&(i, None)) => {
-                        if !before.contains_key(&name) {
-                            model.remove(&name);
-                        }
+                    None if step.found.iter().find(|(j, _)| *j == i) == Some(&(i, None))
+                        && !before.contains_key(&name) =>
+                    {
+                        model.remove(&name);
                     }
                     _ => {}
                 }

@@ -13,7 +13,7 @@ use atip::registry::doctor;
 pub struct Args {}
 
 /// Runs `atip doctor`; returns the exit code.
-#[expect(
+#[allow(
     clippy::result_large_err,
     reason = "the run signature is fixed by the cli contract"
 )]
