@@ -483,8 +483,8 @@ fn child_process_entry() {
         // rest are unchanged.
         "loop" => {
             let bin = PathBuf::from(env("CHILD_BIN"));
-            let a = big_update(&bin, "a", 150, 40);
-            let b = big_update(&bin, "b", 150, 40);
+            let a = big_update(&bin, "a", 60, 30);
+            let b = big_update(&bin, "b", 60, 30);
             println!("READY");
             for i in 0.. {
                 let mut o = opts();
@@ -494,7 +494,7 @@ fn child_process_entry() {
                     0 => a.clone(),
                     1 => b.clone(),
                     _ => {
-                        let mut u = big_update(&bin, &format!("m{i}"), 150, 40);
+                        let mut u = big_update(&bin, &format!("m{i}"), 60, 30);
                         for f in &mut u.found[5..] {
                             f.meta = FoundMeta::Unchanged;
                         }
@@ -705,9 +705,9 @@ fn kill_9_mid_write_leaves_a_valid_registry() {
         .unwrap()
         .subsec_nanos() as u64;
     // A first registry, so every round starts from a valid one.
-    run_commit(&data, &big_update(&bin, "seed", 150, 40));
+    run_commit(&data, &big_update(&bin, "seed", 60, 30));
     let mut versions = std::collections::HashSet::new();
-    for round in 0..12 {
+    for round in 0..10 {
         use std::io::BufRead;
         let mut c = child("loop", &data)
             .env("CHILD_BIN", &bin)
@@ -726,15 +726,15 @@ fn kill_9_mid_write_leaves_a_valid_registry() {
         seed = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
-        std::thread::sleep(Duration::from_millis(5 + (seed >> 33) % 250));
+        std::thread::sleep(Duration::from_millis(5 + (seed >> 33) % 150));
         c.kill().unwrap(); // SIGKILL
         c.wait().unwrap();
         let index = assert_valid(&data);
-        assert_eq!(index.tools.len(), 150, "round {round}");
+        assert_eq!(index.tools.len(), 60, "round {round}");
         versions.insert(index.tools["t010"].version.clone());
     }
     // The next commit clears whatever temp files the killed writers left.
-    run_commit(&data, &big_update(&bin, "c", 150, 0));
+    run_commit(&data, &big_update(&bin, "c", 60, 0));
     assert_valid(&data);
     for dir in [data.clone(), data.join("tools")] {
         for e in fs::read_dir(dir).unwrap() {
