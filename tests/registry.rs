@@ -1547,3 +1547,47 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn list_text_neutralises_terminal_escapes_from_descriptions() {
+    let sb = common::Sandbox::new();
+    // Even the directory name carries an escape sequence (doctor prints paths).
+    let bin = sb.path().join("bin\u{1b}[31m");
+    let evil = make_bin(&bin, "evil", "evil");
+    let mut v: Value = serde_json::from_slice(&doc("evil", "1", 0)).unwrap();
+    v["description"] = json!("\u{1b}]0;pwned\u{7}\u{1b}[2J clears your screen\nsecond line");
+    run_commit(
+        &sb.data_dir(),
+        &Update {
+            found: vec![fresh("evil", &evil, serde_json::to_vec(&v).unwrap())],
+            scanned_dirs: vec![bin.clone()],
+        },
+    );
+    let out = sb
+        .atip()
+        .args(["--output", "text", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+    assert!(text.contains("clears your screen"), "{text}");
+    assert_eq!(text.lines().count(), 2, "{text}");
+    // JSON output carries the exact text; escaping is the JSON encoder's job.
+    let (_, v, _) = json_out(sb.atip().args(["--output", "json", "list"]));
+    assert!(v[0]["description"].as_str().unwrap().starts_with('\u{1b}'));
+    // doctor's text output too (the binary vanished: its path is in the message).
+    fs::remove_file(&evil).unwrap();
+    let out = sb
+        .atip()
+        .args(["--output", "text", "doctor"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("binary") || text.contains("gone"), "{text}");
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+}
