@@ -741,3 +741,45 @@ fn temp_cwd_is_removed_even_with_locked_subdirectories() {
     assert!(dir.starts_with(std::env::temp_dir()) || dir.to_string_lossy().contains("atip-run-"));
     assert!(!dir.exists(), "{} left behind", dir.display());
 }
+
+#[test]
+fn sweeps_never_hit_sibling_runs() {
+    // Hostile runs end with group, session and pipe-holder sweeps while well-behaved
+    // runs start and finish on other threads: none of those may be killed.
+    let s = Arc::new(Scripts::new());
+    let stop = Arc::new(AtomicBool::new(false));
+    let hostile: Vec<_> = (0..4)
+        .map(|i| {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                let body = "setsid sh -c 'echo pid:$$; exec sleep 30' & sleep 30 & echo pid:$!; echo pid:$$";
+                let out = process::run(&s.sh(&format!("h{i}"), body, SHORT)).unwrap();
+                let _reaper = Reaper(pids(&out));
+                out.exit
+            })
+        })
+        .collect();
+    let calm: Vec<_> = (0..3)
+        .map(|i| {
+            let (s, stop) = (s.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut runs = 0;
+                while !stop.load(Ordering::SeqCst) || runs < 5 {
+                    let spawn = s.sh(&format!("c{i}-{runs}"), "sleep 0.02; echo calm", SHORT * 10);
+                    let out = process::run(&spawn).unwrap();
+                    assert_eq!(out.exit, Exit::Code(0), "calm run {i}/{runs} was hit");
+                    assert_eq!(text(&out.stdout), "calm\n");
+                    runs += 1;
+                }
+                runs
+            })
+        })
+        .collect();
+    for h in hostile {
+        assert_eq!(h.join().unwrap(), Exit::Code(0));
+    }
+    stop.store(true, Ordering::SeqCst);
+    for c in calm {
+        assert!(c.join().unwrap() >= 5);
+    }
+}
