@@ -202,6 +202,7 @@ pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
         None => Some(
             tempfile::Builder::new()
                 .prefix("atip-run-")
+                .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
                 .tempdir()
                 .map_err(io_err)?,
         ),

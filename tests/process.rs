@@ -422,13 +422,22 @@ fn stdin_the_child_never_reads_does_not_block() {
 #[test]
 fn default_cwd_is_a_fresh_temp_dir_removed_afterwards() {
     let s = Scripts::new();
-    let spawn = s.sh("writer", "pwd; echo data > out.txt; ls", SHORT * 5);
+    let spawn = s.sh(
+        "writer",
+        "pwd; echo data > out.txt; ls; ls -ld .",
+        SHORT * 5,
+    );
     let out = process::run(&spawn).unwrap();
     assert_eq!(out.exit, Exit::Code(0));
     let stdout = text(&out.stdout);
     let mut lines = stdout.lines();
     let dir = PathBuf::from(lines.next().unwrap());
     assert_eq!(lines.next(), Some("out.txt"), "the temp dir starts empty");
+    let mode = lines.next().unwrap();
+    assert!(
+        mode.starts_with("drwx------"),
+        "temp dir not private: {mode}"
+    );
     let here = std::env::current_dir().unwrap();
     assert_ne!(dir, here);
     assert!(
