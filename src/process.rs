@@ -192,6 +192,17 @@ pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
         });
     }
     let program = resolve_program(spawn)?;
+    if let Some(dir) = &spawn.cwd
+        && !dir.is_dir()
+    {
+        return Err(ProcessError::Spawn {
+            program,
+            source: io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("working directory {} is not a directory", dir.display()),
+            ),
+        });
+    }
     let io_err = |source| ProcessError::Io {
         program: program.clone(),
         source,
