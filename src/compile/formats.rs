@@ -144,6 +144,16 @@ type GroupKey = (String, Vec<String>);
 /// Flattened tools grouped by parent command (the protocol's strategy B): one tool per
 /// (tool, parent path) with a required `action` enum. `metas` supplies group descriptions.
 pub fn grouped(tools: &[FlatTool], metas: &[Metadata]) -> Vec<ExportTool> {
+    grouped_with(tools, metas, &mut HashSet::new())
+}
+
+/// [`grouped`], with group names kept unique against (and added to) `taken`, for
+/// exports built one document at a time.
+pub fn grouped_with(
+    tools: &[FlatTool],
+    metas: &[Metadata],
+    taken: &mut HashSet<String>,
+) -> Vec<ExportTool> {
     let mut groups: Vec<(GroupKey, Vec<&FlatTool>)> = Vec::new();
     for t in tools {
         let parent: Vec<String> = match t.command.split_last() {
@@ -156,7 +166,6 @@ pub fn grouped(tools: &[FlatTool], metas: &[Metadata]) -> Vec<ExportTool> {
             None => groups.push((key, vec![t])),
         }
     }
-    let mut taken = HashSet::new();
     groups
         .into_iter()
         .map(|((tool, parent), members)| {
@@ -173,11 +182,7 @@ pub fn grouped(tools: &[FlatTool], metas: &[Metadata]) -> Vec<ExportTool> {
                 .chain(parent.iter().map(String::as_str))
                 .collect::<Vec<_>>()
                 .join(" ");
-            let name = names::unique(
-                names::tool_name(&tool, &parent),
-                &mut taken,
-                names::MAX_NAME,
-            );
+            let name = names::unique(names::tool_name(&tool, &parent), taken, names::MAX_NAME);
             build_group(name, title, about, &tool, &members)
         })
         .collect()
@@ -323,55 +328,124 @@ fn build_group(
     }
 }
 
-/// Renders export tools in a JSON format. Panics never; Markdown formats give `Value::Null`
-/// (use `skill`/`prompt` for them).
-pub fn render(tools: &[ExportTool], format: Format) -> Value {
+/// One tool as an element of `format`'s list (for Gemini: one function declaration; for
+/// MCP: one `tools/list` entry). Markdown formats give `Value::Null`.
+pub fn element(t: &ExportTool, format: Format) -> Value {
     match format {
-        Format::Openai => Value::Array(
-            tools
-                .iter()
-                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}))
-                .collect(),
-        ),
-        Format::OpenaiStrict => Value::Array(
-            tools
-                .iter()
-                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": openai_strict(&t.input_schema), "strict": true}}))
-                .collect(),
-        ),
-        Format::Anthropic => Value::Array(
-            tools
-                .iter()
-                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
-                .collect(),
-        ),
+        Format::Openai => {
+            json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}})
+        }
+        Format::OpenaiStrict => {
+            json!({"type": "function", "function": {"name": t.name, "description": t.description,
+            "parameters": openai_strict(&t.input_schema), "strict": true}})
+        }
+        Format::Anthropic => {
+            json!({"name": t.name, "description": t.description, "input_schema": t.input_schema})
+        }
         Format::Gemini => {
-            let decls: Vec<Value> = tools
-                .iter()
-                .map(|t| {
-                    let mut d = Map::new();
-                    d.insert("name".into(), t.name.clone().into());
-                    d.insert("description".into(), t.description.clone().into());
-                    let has_props = t.input_schema["properties"].as_object().is_some_and(|p| !p.is_empty());
-                    if has_props {
-                        d.insert("parameters".into(), gemini(&t.input_schema));
-                    }
-                    Value::Object(d)
-                })
-                .collect();
-            json!([{"functionDeclarations": decls}])
+            let mut d = Map::new();
+            d.insert("name".into(), t.name.clone().into());
+            d.insert("description".into(), t.description.clone().into());
+            if t.input_schema["properties"]
+                .as_object()
+                .is_some_and(|p| !p.is_empty())
+            {
+                d.insert("parameters".into(), gemini(&t.input_schema));
+            }
+            Value::Object(d)
         }
-        Format::Mcp => {
-            let list: Vec<Value> = tools
-                .iter()
-                .map(|t| {
-                    json!({"name": t.name, "title": t.title, "description": t.description,
-                           "inputSchema": t.input_schema, "annotations": t.annotations})
-                })
-                .collect();
-            json!({"tools": list})
-        }
+        Format::Mcp => json!({"name": t.name, "title": t.title, "description": t.description,
+            "inputSchema": t.input_schema, "annotations": t.annotations}),
         Format::Skill | Format::Prompt => Value::Null,
+    }
+}
+
+/// Renders export tools as the value of the provider's `tools` field (MCP: the
+/// `tools/list` result). Markdown formats give `Value::Null`.
+pub fn render(tools: &[ExportTool], format: Format) -> Value {
+    let list: Vec<Value> = tools.iter().map(|t| element(t, format)).collect();
+    match format {
+        Format::Gemini => json!([{"functionDeclarations": list}]),
+        Format::Mcp => json!({"tools": list}),
+        Format::Skill | Format::Prompt => Value::Null,
+        _ => Value::Array(list),
+    }
+}
+
+/// Writes a tool list element by element, byte for byte what pretty-printing
+/// [`render`]'s value gives, without holding the whole list in memory.
+pub struct ListWriter<W: std::io::Write> {
+    out: W,
+    format: Format,
+    count: usize,
+}
+
+impl<W: std::io::Write> ListWriter<W> {
+    /// Starts the list.
+    pub fn new(out: W, format: Format) -> ListWriter<W> {
+        ListWriter {
+            out,
+            format,
+            count: 0,
+        }
+    }
+
+    fn indent(&self) -> usize {
+        match self.format {
+            Format::Gemini => 6,
+            Format::Mcp => 4,
+            _ => 2,
+        }
+    }
+
+    /// JSON Pointer of the next element within the whole output.
+    pub fn next_pointer(&self) -> String {
+        match self.format {
+            Format::Gemini => format!("/0/functionDeclarations/{}", self.count),
+            Format::Mcp => format!("/tools/{}", self.count),
+            _ => format!("/{}", self.count),
+        }
+    }
+
+    /// Appends one element (from [`element`]).
+    pub fn push(&mut self, value: &Value) -> std::io::Result<()> {
+        if self.count == 0 {
+            self.out.write_all(match self.format {
+                Format::Gemini => b"[\n  {\n    \"functionDeclarations\": [\n",
+                Format::Mcp => b"{\n  \"tools\": [\n",
+                _ => b"[\n",
+            })?;
+        } else {
+            self.out.write_all(b",\n")?;
+        }
+        let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+        let pad = " ".repeat(self.indent());
+        let mut first = true;
+        for line in text.lines() {
+            if !first {
+                self.out.write_all(b"\n")?;
+            }
+            first = false;
+            self.out.write_all(pad.as_bytes())?;
+            self.out.write_all(line.as_bytes())?;
+        }
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Closes the list (and a trailing newline); gives the writer back.
+    pub fn finish(mut self) -> std::io::Result<W> {
+        let tail: &[u8] = match (self.format, self.count) {
+            (Format::Gemini, 0) => b"[\n  {\n    \"functionDeclarations\": []\n  }\n]\n",
+            (Format::Mcp, 0) => b"{\n  \"tools\": []\n}\n",
+            (_, 0) => b"[]\n",
+            (Format::Gemini, _) => b"\n    ]\n  }\n]\n",
+            (Format::Mcp, _) => b"\n  ]\n}\n",
+            _ => b"\n]\n",
+        };
+        self.out.write_all(tail)?;
+        self.out.flush()?;
+        Ok(self.out)
     }
 }
 
