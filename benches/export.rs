@@ -191,6 +191,18 @@ fn child_maxrss_kib() -> i64 {
     u.ru_maxrss
 }
 
+/// Process CPU time (all threads), in seconds.
+fn cpu() -> f64 {
+    let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: clock_gettime fills the struct we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}
+
+fn ce_ms(s: f64) -> f64 {
+    s * 1000.0
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -219,20 +231,54 @@ fn main() {
         data.display()
     );
     let bin = env!("CARGO_BIN_EXE_atip");
+    if let Some(keep) = std::env::var_os("KEEP_REGISTRY") {
+        let _ = std::fs::remove_dir_all(&keep);
+        std::fs::rename(&data, &keep)
+            .or_else(|_| {
+                Command::new("cp")
+                    .arg("-r")
+                    .arg(&data)
+                    .arg(&keep)
+                    .status()
+                    .map(|_| ())
+            })
+            .unwrap();
+        println!("registry kept at {}", Path::new(&keep).display());
+        return;
+    }
     if std::env::var_os("PHASES").is_some() {
         let dirs = Dirs::resolve(Some(&data), Some(&tmp.path().join("config")));
-        let a = Instant::now();
+        let (a, ca) = (Instant::now(), cpu());
         let loaded = atip::compile::source::load_registry(&dirs, None).unwrap();
-        let b = Instant::now();
+        let (b, cb) = (Instant::now(), cpu());
         let catalog = Catalog::build(&loaded.metas, &FlattenOptions::default());
-        let c = Instant::now();
+        let (c, cc) = (Instant::now(), cpu());
         let index = SearchIndex::build(catalog.tools());
-        let d = Instant::now();
+        let (d, cd) = (Instant::now(), cpu());
+        let list = atip::compile::formats::flat(catalog.tools());
+        let mut w = atip::compile::formats::ListWriter::new(
+            std::io::sink(),
+            atip::compile::Format::OpenaiStrict,
+        );
+        for t in &list {
+            w.push(&atip::compile::formats::element(
+                t,
+                atip::compile::Format::OpenaiStrict,
+            ))
+            .unwrap();
+        }
+        w.finish().unwrap();
+        let (e, ce) = (Instant::now(), cpu());
         println!(
-            "phases: load {:.1} ms, flatten {:.1} ms, index {:.1} ms ({} docs)",
+            "phases (wall/cpu ms): load {:.0}/{:.0}, flatten {:.0}/{:.0}, index {:.0}/{:.0}, render openai-strict {:.0}/{:.0} ({} docs)",
             ms(b - a),
+            ce_ms(cb - ca),
             ms(c - b),
+            ce_ms(cc - cb),
             ms(d - c),
+            ce_ms(cd - cc),
+            ms(e - d),
+            ce_ms(ce - cd),
             index.len()
         );
         return;

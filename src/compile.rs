@@ -11,6 +11,7 @@
 //! Agent-only fields (`interactive`, `duration`, `authentication`) never reach a
 //! model-facing schema.
 
+mod emit;
 mod flatten;
 pub mod formats;
 pub mod names;
@@ -376,11 +377,14 @@ impl<W: Write> Exporter<W> {
                 };
                 let list = self.list.as_mut().expect("JSON formats have a list writer");
                 for t in &tools {
-                    let element = formats::element(t, format);
-                    if let Some(c) = self.checker.as_mut() {
-                        c.tool(&list.next_pointer(), &element);
+                    match self.checker.as_mut() {
+                        Some(c) => {
+                            let element = formats::element(t, format);
+                            c.tool(&list.next_pointer(), &element);
+                            list.push(&element)?;
+                        }
+                        None => list.push_tool(t)?,
                     }
-                    list.push(&element)?;
                     self.summary.tools += 1;
                 }
             }

@@ -409,15 +409,7 @@ impl<W: std::io::Write> ListWriter<W> {
 
     /// Appends one element (from [`element`]).
     pub fn push(&mut self, value: &Value) -> std::io::Result<()> {
-        if self.count == 0 {
-            self.out.write_all(match self.format {
-                Format::Gemini => b"[\n  {\n    \"functionDeclarations\": [\n",
-                Format::Mcp => b"{\n  \"tools\": [\n",
-                _ => b"[\n",
-            })?;
-        } else {
-            self.out.write_all(b",\n")?;
-        }
+        self.separator()?;
         let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
         let pad = " ".repeat(self.indent());
         let mut first = true;
@@ -431,6 +423,32 @@ impl<W: std::io::Write> ListWriter<W> {
         }
         self.count += 1;
         Ok(())
+    }
+
+    /// Appends one tool, serialized straight from it (same bytes as `push(&element(t, format))`).
+    pub fn push_tool(&mut self, t: &ExportTool) -> std::io::Result<()> {
+        self.separator()?;
+        let pad: &'static [u8] = match self.indent() {
+            6 => b"      ",
+            4 => b"    ",
+            _ => b"  ",
+        };
+        self.out.write_all(pad)?;
+        super::emit::write_element(&mut self.out, t, self.format, pad)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    fn separator(&mut self) -> std::io::Result<()> {
+        if self.count == 0 {
+            self.out.write_all(match self.format {
+                Format::Gemini => b"[\n  {\n    \"functionDeclarations\": [\n",
+                Format::Mcp => b"{\n  \"tools\": [\n",
+                _ => b"[\n",
+            })
+        } else {
+            self.out.write_all(b",\n")
+        }
     }
 
     /// Closes the list (and a trailing newline); gives the writer back.
@@ -528,6 +546,22 @@ fn nullable(prop: &mut Value) {
     }
 }
 
+/// The description of a non-string enum in Gemini, which only takes string enums: the
+/// allowed values are listed in words.
+pub(super) fn enum_note(description: Option<&str>, values: &[Value]) -> String {
+    let shown: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+    let d = description.unwrap_or_default();
+    let sep = if d.is_empty() || d.ends_with(['.', '!', '?']) {
+        ""
+    } else {
+        "."
+    };
+    safety::cut(
+        format!("{d}{sep} One of: {}.", shown.join(", ")).trim_start(),
+        safety::MAX_DESCRIPTION,
+    )
+}
+
 /// Gemini's OpenAPI subset of a plain schema: single upper-case types, string-only enums
 /// (numeric enums keep their type and list the values in the description), no
 /// `additionalProperties`, `default`, `const`, `$schema`.
@@ -546,17 +580,7 @@ pub fn gemini(schema: &Value) -> Value {
         if ty == "string" {
             out.insert("enum".into(), Value::Array(values.clone()));
         } else {
-            let shown: Vec<String> = values.iter().map(|v| v.to_string()).collect();
-            let d = description.take().unwrap_or_default();
-            let sep = if d.is_empty() || d.ends_with(['.', '!', '?']) {
-                ""
-            } else {
-                "."
-            };
-            description = Some(safety::cut(
-                format!("{d}{sep} One of: {}.", shown.join(", ")).trim_start(),
-                safety::MAX_DESCRIPTION,
-            ));
+            description = Some(enum_note(description.as_deref(), values));
         }
     }
     if let Some(d) = description {
