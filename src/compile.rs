@@ -165,8 +165,13 @@ impl Catalog {
         let mut taken = HashSet::new();
         let mut tools = Vec::new();
         let mut skipped = Vec::new();
-        for meta in metas {
-            let (kept, left_out) = name_document(meta, opts, &mut taken);
+        use rayon::prelude::*;
+        let flat: Vec<Vec<FlatTool>> = metas
+            .par_iter()
+            .map(|m| flatten(m, &everything()))
+            .collect();
+        for doc in flat {
+            let (kept, left_out) = assign_names(doc, opts, &mut taken);
             tools.extend(kept);
             skipped.extend(left_out);
         }
@@ -224,21 +229,29 @@ impl Catalog {
     }
 }
 
-/// Flattens one document with names unique against `taken` (assigned before filtering),
-/// then splits what `opts` keeps from the commands left out because they need a human.
-fn name_document(
-    meta: &Metadata,
+/// Flatten options that keep every command (names are assigned before filtering).
+fn everything() -> FlattenOptions {
+    FlattenOptions {
+        include_interactive: true,
+        commands: None,
+    }
+}
+
+/// Makes the names of one document's flattened tools unique against `taken`, then splits
+/// what `opts` keeps from the commands left out because they need a human.
+fn assign_names(
+    tools: Vec<FlatTool>,
     opts: &FlattenOptions,
     taken: &mut HashSet<String>,
 ) -> (Vec<FlatTool>, Vec<FlatTool>) {
-    let everything = FlattenOptions {
-        include_interactive: true,
-        commands: None,
-    };
     let mut kept = Vec::new();
     let mut skipped = Vec::new();
-    for mut tool in flatten(meta, &everything) {
-        tool.name = names::unique(tool.name, taken, names::MAX_NAME);
+    for mut tool in tools {
+        if !taken.contains(&tool.name) {
+            taken.insert(tool.name.clone());
+        } else {
+            tool.name = names::unique(tool.name, taken, names::MAX_NAME);
+        }
         if !opts.wants(&tool.tool, &tool.command) {
             continue;
         }
@@ -333,63 +346,96 @@ impl<W: Write> Exporter<W> {
     /// Adds one document. For `skill`, returns (skill directory name, SKILL.md text) when
     /// the document has commands to export.
     pub fn add(&mut self, meta: &Metadata) -> std::io::Result<Option<(String, String)>> {
-        let (kept, skipped) = name_document(meta, &self.opts.flatten, &mut self.taken);
-        if let Some(filters) = &self.opts.flatten.commands {
-            for (i, f) in filters.iter().enumerate() {
-                if !self.matched[i] {
-                    let one = FlattenOptions {
-                        include_interactive: true,
-                        commands: Some(vec![f.clone()]),
-                    };
-                    self.matched[i] = kept
-                        .iter()
-                        .chain(&skipped)
-                        .any(|t| one.wants(&t.tool, &t.command));
+        Ok(self
+            .add_batch(std::slice::from_ref(meta))?
+            .into_iter()
+            .next())
+    }
+
+    /// Adds documents in order, flattening and rendering them in parallel; the output is
+    /// the same as adding them one by one. For `skill`, returns the SKILL.md texts.
+    pub fn add_batch(&mut self, metas: &[Metadata]) -> std::io::Result<Vec<(String, String)>> {
+        use rayon::prelude::*;
+        let flat: Vec<Vec<FlatTool>> = metas
+            .par_iter()
+            .map(|m| flatten(m, &everything()))
+            .collect();
+        let mut skills = Vec::new();
+        let mut pending: Vec<formats::ExportTool> = Vec::new();
+        for (meta, tools) in metas.iter().zip(flat) {
+            let (kept, skipped) = assign_names(tools, &self.opts.flatten, &mut self.taken);
+            if let Some(filters) = &self.opts.flatten.commands {
+                for (i, f) in filters.iter().enumerate() {
+                    if !self.matched[i] {
+                        let one = FlattenOptions {
+                            include_interactive: true,
+                            commands: Some(vec![f.clone()]),
+                        };
+                        self.matched[i] = kept
+                            .iter()
+                            .chain(&skipped)
+                            .any(|t| one.wants(&t.tool, &t.command));
+                    }
                 }
             }
-        }
-        self.summary
-            .skipped
-            .extend(skipped.into_iter().map(|t| t.title));
-        if kept.is_empty() {
-            return Ok(None);
-        }
-        match self.opts.format {
-            Format::Skill => {
-                self.summary.tools += kept.len();
-                return Ok(Some((skill::skill_name(meta), skill::render(meta, &kept))));
+            self.summary
+                .skipped
+                .extend(skipped.into_iter().map(|t| t.title));
+            if kept.is_empty() {
+                continue;
             }
-            Format::Prompt => {
-                self.summary.tools += kept.len();
-                let refs: Vec<&FlatTool> = kept.iter().collect();
-                if let Some(out) = self.text.as_mut() {
-                    out.write_all(prompt::section(meta, &refs).as_bytes())?;
+            match self.opts.format {
+                Format::Skill => {
+                    self.summary.tools += kept.len();
+                    skills.push((skill::skill_name(meta), skill::render(meta, &kept)));
                 }
-            }
-            format => {
-                let tools = match self.opts.strategy {
-                    Strategy::Flat => formats::flat(&kept),
+                Format::Prompt => {
+                    self.summary.tools += kept.len();
+                    let refs: Vec<&FlatTool> = kept.iter().collect();
+                    if let Some(out) = self.text.as_mut() {
+                        out.write_all(prompt::section(meta, &refs).as_bytes())?;
+                    }
+                }
+                _ => pending.extend(match self.opts.strategy {
+                    Strategy::Flat => formats::flat_owned(kept),
                     Strategy::Grouped => formats::grouped_with(
                         &kept,
                         std::slice::from_ref(meta),
                         &mut self.group_taken,
                     ),
-                };
-                let list = self.list.as_mut().expect("JSON formats have a list writer");
-                for t in &tools {
-                    match self.checker.as_mut() {
-                        Some(c) => {
-                            let element = formats::element(t, format);
-                            c.tool(&list.next_pointer(), &element);
-                            list.push(&element)?;
-                        }
-                        None => list.push_tool(t)?,
-                    }
-                    self.summary.tools += 1;
+                }),
+            }
+        }
+        if pending.is_empty() {
+            return Ok(skills);
+        }
+        let format = self.opts.format;
+        let list = self.list.as_mut().expect("JSON formats have a list writer");
+        match self.checker.as_mut() {
+            Some(c) => {
+                for t in &pending {
+                    let element = formats::element(t, format);
+                    c.tool(&list.next_pointer(), &element);
+                    list.push(&element)?;
+                }
+            }
+            None => {
+                let pad = list.pad();
+                let rendered: Vec<std::io::Result<Vec<u8>>> = pending
+                    .par_iter()
+                    .map(|t| {
+                        let mut buf = Vec::with_capacity(4096);
+                        emit::write_element(&mut buf, t, format, pad)?;
+                        Ok(buf)
+                    })
+                    .collect();
+                for bytes in rendered {
+                    list.push_rendered(&bytes?)?;
                 }
             }
         }
-        Ok(None)
+        self.summary.tools += pending.len();
+        Ok(skills)
     }
 
     /// Closes the output and says what happened.

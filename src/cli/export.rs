@@ -43,7 +43,7 @@ pub struct Args {
 }
 
 /// Documents read in parallel per batch, then compiled and written in order.
-const BATCH: usize = 64;
+const BATCH: usize = 16;
 
 /// Runs `atip export`; returns the exit code.
 #[allow(clippy::result_large_err)]
@@ -144,16 +144,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     let mut sink = Sink::open(args.out.as_deref(), args.format)?;
     let mut exporter = Exporter::new(opts, sink.writer(), args.check).map_err(|e| sink.fail(e))?;
     let mut skills: Vec<(String, String)> = Vec::new();
-    let mut add = |exporter: &mut Exporter<_>, meta: &Metadata| -> Result<(), std::io::Error> {
-        if let Some(skill) = exporter.add(meta)? {
-            skills.push(skill);
-        }
-        Ok(())
-    };
     match docs {
         Some(docs) => {
-            for meta in &docs {
-                add(&mut exporter, meta).map_err(|e| sink.fail(e))?;
+            for batch in docs.chunks(BATCH) {
+                skills.extend(exporter.add_batch(batch).map_err(|e| sink.fail(e))?);
             }
         }
         None => {
@@ -162,12 +156,14 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                     .par_iter()
                     .map(|(name, entry)| compile::source::read_entry(&ctx.dirs, name, entry))
                     .collect();
+                let mut metas = Vec::with_capacity(batch.len());
                 for ((name, _), r) in batch.iter().zip(read) {
                     match r {
-                        Ok(meta) => add(&mut exporter, &meta).map_err(|e| sink.fail(e))?,
+                        Ok(meta) => metas.push(meta),
                         Err(e) => eprintln!("warning: skipped {name}: {e}"),
                     }
                 }
+                skills.extend(exporter.add_batch(&metas).map_err(|e| sink.fail(e))?);
             }
         }
     }

@@ -141,6 +141,21 @@ pub fn flat(tools: &[FlatTool]) -> Vec<ExportTool> {
 /// (tool, parent command path).
 type GroupKey = (String, Vec<String>);
 
+/// Flattened tools as export tools, taking their schemas instead of copying them.
+pub fn flat_owned(tools: Vec<FlatTool>) -> Vec<ExportTool> {
+    tools
+        .into_iter()
+        .map(|t| ExportTool {
+            annotations: Annotations::from_effects(&t.effects),
+            name: t.name,
+            title: t.title,
+            description: t.description,
+            input_schema: t.input_schema,
+            actions: Vec::new(),
+        })
+        .collect()
+}
+
 /// Flattened tools grouped by parent command (the protocol's strategy B): one tool per
 /// (tool, parent path) with a required `action` enum. `metas` supplies group descriptions.
 pub fn grouped(tools: &[FlatTool], metas: &[Metadata]) -> Vec<ExportTool> {
@@ -428,13 +443,27 @@ impl<W: std::io::Write> ListWriter<W> {
     /// Appends one tool, serialized straight from it (same bytes as `push(&element(t, format))`).
     pub fn push_tool(&mut self, t: &ExportTool) -> std::io::Result<()> {
         self.separator()?;
-        let pad: &'static [u8] = match self.indent() {
+        let pad = self.pad();
+        self.out.write_all(pad)?;
+        super::emit::write_element(&mut self.out, t, self.format, pad)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// The indentation of elements in this format's list.
+    pub fn pad(&self) -> &'static [u8] {
+        match self.indent() {
             6 => b"      ",
             4 => b"    ",
             _ => b"  ",
-        };
-        self.out.write_all(pad)?;
-        super::emit::write_element(&mut self.out, t, self.format, pad)?;
+        }
+    }
+
+    /// Appends an element already serialized by `emit::write_element` with [`Self::pad`].
+    pub fn push_rendered(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.separator()?;
+        self.out.write_all(self.pad())?;
+        self.out.write_all(bytes)?;
         self.count += 1;
         Ok(())
     }
