@@ -310,7 +310,7 @@ fn main() {
     ] {
         let out = tmp.path().join(format!("out.{format}"));
         let mut walls = Vec::new();
-        let mut cpus = Vec::new();
+        let mut cpus: Vec<f64> = Vec::new();
         for _ in 0..5 {
             let c0 = child_cpu();
             let start = Instant::now();
