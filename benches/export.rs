@@ -328,14 +328,16 @@ fn main() {
                 .status()
                 .unwrap();
             walls.push(ms(start.elapsed()));
+            cpus.push((child_cpu() - c0) * 1000.0);
             assert!(status.success());
         }
         let size = std::fs::metadata(&out).unwrap().len();
         println!(
-            "export --format {format:<13} {} ; output {:.1} MiB",
+            "export --format {format:<13} wall {} ; output {:.1} MiB",
             stats(walls),
             size as f64 / 1048576.0
         );
+        println!("{:>30}cpu  {}", "", stats(cpus));
     }
     println!(
         "export peak RSS (max over runs): {:.1} MB",
@@ -358,10 +360,11 @@ fn main() {
     }
     let (catalog, index) = last.unwrap();
     println!(
-        "search load (read registry + flatten + index) of {} commands: {}",
+        "search load (read registry + flatten + index) of {} commands: wall {}",
         catalog.tools().len(),
         stats(loads)
     );
+    println!("{:>30}cpu (all threads) {}", "", stats(load_cpu));
     let queries = [
         "pul request",
         "create pull request",
@@ -392,20 +395,24 @@ fn main() {
         max_bytes: 256 * 1024,
     };
     let mut per_query = Vec::new();
+    let mut per_query_cpu = Vec::new();
     for _ in 0..5 {
         for q in queries {
+            let c0 = thread_cpu();
             let start = Instant::now();
             let report = atip::search::search(&catalog, &index, q, &opts);
             per_query.push(ms(start.elapsed()));
+            per_query_cpu.push((thread_cpu() - c0) * 1000.0);
             std::hint::black_box(report);
         }
     }
     println!(
-        "search query (limit 5, 3 schemas) over {} commands, {} queries: {}",
+        "search query (limit 5, 3 schemas) over {} commands, {} queries: wall {}",
         index.len(),
         per_query.len(),
         stats(per_query)
     );
+    println!("{:>30}cpu {}", "", stats(per_query_cpu));
     let start = Instant::now();
     let status = Command::new(bin)
         .args([
