@@ -1,0 +1,142 @@
+//! Where `export` and `search` get metadata: every registry tool (or a chosen few), or
+//! one metadata file. The only part of `compile` that reads files.
+//!
+//! Must not write anything. A registry entry whose metadata cannot be read is reported
+//! as a warning and skipped, unless the caller named that tool.
+
+// AtipError is the project-wide error contract; its size is the lead's call.
+#![allow(clippy::result_large_err)]
+
+use crate::dirs::Dirs;
+use crate::model::Metadata;
+use crate::output::{AtipError, Category};
+use crate::registry::{Entry, Index};
+use rayon::prelude::*;
+use serde_json::json;
+use std::path::Path;
+
+/// Metadata documents to compile, sorted by tool name, and what went wrong on the way.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// The documents; a document without a `name` takes its registry name.
+    pub metas: Vec<Metadata>,
+    /// Skipped registry entries, one line each.
+    pub warnings: Vec<String>,
+}
+
+/// The registry's entries sorted by tool name: all of them, or those named in `only`
+/// (an unknown name is an error naming it).
+pub fn registry_entries(
+    dirs: &Dirs,
+    only: Option<&[String]>,
+) -> Result<Vec<(String, Entry)>, AtipError> {
+    let index = Index::load(dirs)
+        .map_err(|e| {
+            AtipError::new("registry_unreadable", Category::Data, e.to_string())
+                .hint("run `atip scan` to rebuild it")
+        })?
+        .ok_or_else(|| {
+            AtipError::new(
+                "registry_missing",
+                Category::Input,
+                format!("no registry at {}", dirs.registry_file().display()),
+            )
+            .hint("run `atip scan` first, or export one file with --file")
+        })?;
+    let mut entries: Vec<(String, Entry)> = index.tools.into_iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    if let Some(only) = only {
+        let missing: Vec<&String> = only
+            .iter()
+            .filter(|n| !entries.iter().any(|(e, _)| e == *n))
+            .collect();
+        if !missing.is_empty() {
+            let known: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+            return Err(AtipError::new(
+                "tool_not_found",
+                Category::Input,
+                format!(
+                    "not in the registry: {}",
+                    missing
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+            .hint("`atip list` shows the registered tools")
+            .details(json!({"missing": missing, "known": known})));
+        }
+        entries.retain(|(n, _)| only.contains(n));
+    }
+    Ok(entries)
+}
+
+/// Reads one entry's metadata; a document without a `name` takes its registry name.
+pub fn read_entry(dirs: &Dirs, name: &str, entry: &Entry) -> Result<Metadata, String> {
+    let mut m = Index::read_metadata(dirs, entry).map_err(|e| e.to_string())?;
+    if m.tool_name().is_none() {
+        m.name = Some(name.to_string());
+    }
+    Ok(m)
+}
+
+/// Reads the registry's tools, all of them or those named in `only`, in parallel. An
+/// unreadable document is a warning, or an error when `only` named it.
+pub fn load_registry(dirs: &Dirs, only: Option<&[String]>) -> Result<Loaded, AtipError> {
+    let entries = registry_entries(dirs, only)?;
+    let results: Vec<(&String, Result<Metadata, String>)> = entries
+        .par_iter()
+        .map(|(name, entry)| (name, read_entry(dirs, name, entry)))
+        .collect();
+    let mut loaded = Loaded::default();
+    for (name, r) in results {
+        match r {
+            Ok(m) => loaded.metas.push(m),
+            Err(e) if only.is_some() => return Err(unreadable(name, &e)),
+            Err(e) => loaded.warnings.push(format!("skipped {name}: {e}")),
+        }
+    }
+    Ok(loaded)
+}
+
+/// The error for a named tool whose metadata cannot be read.
+pub fn unreadable(name: &str, e: &str) -> AtipError {
+    AtipError::new(
+        "metadata_unreadable",
+        Category::Data,
+        format!("tool {name}: {e}"),
+    )
+    .hint("run `atip scan` to refresh it, or `atip doctor`")
+}
+
+/// Reads one metadata file (`-` is stdin).
+pub fn load_file(path: &Path) -> Result<Metadata, AtipError> {
+    let bytes = if path == Path::new("-") {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf).map_err(|e| {
+            AtipError::new(
+                "input_unreadable",
+                Category::Input,
+                format!("failed to read stdin: {e}"),
+            )
+        })?;
+        buf
+    } else {
+        std::fs::read(path).map_err(|e| {
+            AtipError::new(
+                "input_not_found",
+                Category::Input,
+                format!("failed to read {}: {e}", path.display()),
+            )
+        })?
+    };
+    Metadata::from_slice(&bytes).map_err(|e| {
+        AtipError::new(
+            "invalid_metadata",
+            Category::Data,
+            format!("{}: {e}", path.display()),
+        )
+        .hint("`atip validate` explains what is wrong")
+    })
+}
