@@ -772,6 +772,30 @@ mod tests {
     }
 
     #[test]
+    fn spec_documents_every_rule_and_no_other() {
+        let spec = include_str!("../../spec/validate.md");
+        let table = spec
+            .split("## Rules")
+            .nth(1)
+            .and_then(|t| t.split("\n## ").next())
+            .expect("spec/validate.md has a Rules section");
+        let documented: Vec<&str> = table
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `")?.split('`').next())
+            .collect();
+        let ids: Vec<&str> = RULES.iter().map(|r| r.id).collect();
+        assert_eq!(documented, ids, "spec/validate.md rule table vs RULES");
+        for r in RULES {
+            let row = table
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{}` |", r.id)))
+                .unwrap();
+            assert!(row.contains(r.severity.as_str()), "{row}");
+            assert!(row.contains(&r.hint.replace('|', "\\|")), "{row}");
+        }
+    }
+
+    #[test]
     fn catalogue_ids_are_unique() {
         let mut seen = std::collections::HashSet::new();
         for r in RULES {

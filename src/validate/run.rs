@@ -338,8 +338,8 @@ pub fn check_exec(program: &OsString, args: &[OsString], opts: &Options) -> File
         Exit::TimedOut | Exit::Cancelled => Some((
             "agent-timeout",
             format!(
-                "`{shown}` did not finish within {:?}; its process group was killed",
-                opts.timeout
+                "`{shown}` did not finish within {}; its process group was killed",
+                crate::units::format_duration(opts.timeout)
             ),
         )),
     };
