@@ -285,6 +285,18 @@ pub static RULES: &[RuleInfo] = &[
     ),
     // Shims.
     rule(
+        "undeclared-variable",
+        W,
+        "a pattern step uses a {placeholder} its variables do not declare",
+        "declare it under the pattern's variables, or write ${NAME} for a shell variable",
+    ),
+    rule(
+        "unused-variable",
+        W,
+        "a pattern declares a variable no step uses",
+        "use it in a step as {NAME}, or remove it",
+    ),
+    rule(
         "shim-hash-mismatch",
         E,
         "a content-addressed shim's binary.hash differs from its file name",
@@ -488,6 +500,9 @@ fn short_list(options: &Value) -> String {
 /// Runs every semantic rule that applies to `kind`.
 pub fn check(kind: Kind, value: &Value, file_name: Option<&str>, out: &mut Vec<Diagnostic>) {
     let Some(root) = value.as_object() else {
+        if let (Kind::Pattern, Some(list)) = (kind, value.as_array()) {
+            check_patterns(list, "", out);
+        }
         return;
     };
     match kind {
@@ -500,6 +515,10 @@ pub fn check(kind: Kind, value: &Value, file_name: Option<&str>, out: &mut Vec<D
         Kind::Pattern => {
             if let Some(v) = root.get("atip") {
                 check_version_value(v, "/atip", out);
+            }
+            match root.get("patterns").and_then(Value::as_array) {
+                Some(list) => check_patterns(list, "/patterns", out),
+                None => check_pattern(root, "", out),
             }
         }
         Kind::Registry => {}
@@ -555,6 +574,66 @@ fn check_metadata(root: &Map<String, Value>, out: &mut Vec<Diagnostic>) {
         }
     }
     check_commands(root, out);
+    if let Some(list) = root.get("patterns").and_then(Value::as_array) {
+        check_patterns(list, "/patterns", out);
+    }
+}
+
+fn check_patterns(list: &[Value], base: &str, out: &mut Vec<Diagnostic>) {
+    for (i, p) in list.iter().enumerate() {
+        if let Some(p) = p.as_object() {
+            check_pattern(p, &format!("{base}/{i}"), out);
+        }
+    }
+}
+
+/// `{name}` placeholders of a step command (also `{{name}}`); `${name}` is the shell's.
+fn placeholders(command: &str) -> impl Iterator<Item = &str> {
+    let bytes = command.as_bytes();
+    command.match_indices('{').filter_map(move |(i, _)| {
+        if i > 0 && matches!(bytes[i - 1], b'$' | b'{') {
+            return None;
+        }
+        let rest = command[i + 1..].trim_start_matches('{');
+        let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))?;
+        let name = &rest[..end];
+        let first_ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+        (first_ok && rest[end..].starts_with('}')).then_some(name)
+    })
+}
+
+/// Placeholders against declared variables.
+fn check_pattern(p: &Map<String, Value>, ptr: &str, out: &mut Vec<Diagnostic>) {
+    let vars = p.get("variables").and_then(Value::as_object);
+    let mut used: Vec<&str> = Vec::new();
+    let steps = p
+        .get("steps")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    for (j, step) in steps.iter().enumerate() {
+        let Some(command) = step.get("command").and_then(Value::as_str) else {
+            continue;
+        };
+        for name in placeholders(command) {
+            if !vars.is_some_and(|v| v.contains_key(name)) && !used.contains(&name) {
+                out.push(Diagnostic::new(
+                    "undeclared-variable",
+                    format!("{ptr}/steps/{j}/command"),
+                    format!("step uses {{{name}}}, which the pattern's variables do not declare"),
+                ));
+            }
+            used.push(name);
+        }
+    }
+    for name in vars.into_iter().flat_map(|v| v.keys()) {
+        if !used.contains(&name.as_str()) {
+            out.push(Diagnostic::new(
+                "unused-variable",
+                format!("{ptr}/variables/{}", escape_token(name)),
+                format!("variable \"{name}\" is declared but no step uses {{{name}}}"),
+            ));
+        }
+    }
 }
 
 fn needs(minor: u32, since: u32, pointer: &str, what: &str, out: &mut Vec<Diagnostic>) {
@@ -915,6 +994,23 @@ mod tests {
                 "flattened-name-collision".into(),
                 "/commands/a/commands/b".into()
             )]
+        );
+    }
+
+    #[test]
+    fn pattern_placeholders() {
+        let got: Vec<&str> =
+            placeholders("git checkout -b {branch} && echo ${HOME} {{tag}} {} {1x} {a b}")
+                .collect();
+        assert_eq!(got, ["branch", "tag"]);
+        let v = json!([{"name": "p", "steps": [{"command": "git tag {version} {other}"}],
+            "variables": {"version": {"type": "string"}, "unused": {}}}]);
+        assert_eq!(
+            ids(Kind::Pattern, v, None),
+            [
+                ("undeclared-variable".into(), "/0/steps/0/command".into()),
+                ("unused-variable".into(), "/0/variables/unused".into())
+            ]
         );
     }
 
