@@ -548,3 +548,29 @@ fn thousands_of_findings_in_one_minified_line() {
     assert_eq!(last["line"], 1);
     assert!(last["column"].as_u64().unwrap() > 200_000);
 }
+
+#[test]
+fn a_fifo_or_device_is_refused_not_waited_on() {
+    let sb = Sandbox::new();
+    let fifo = sb.path().join("pipe.json");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (out, items) = validate_json(&sb, &[fifo.to_str().unwrap(), "/dev/zero"]);
+    assert_eq!(out.status.code(), Some(66), "{}", show(&out));
+    for item in &items {
+        assert_eq!(rules_of(item), ["input-unreadable"]);
+        assert!(
+            item["diagnostics"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("not a regular file")
+        );
+    }
+    // Inside a directory, only regular *.json files are checked.
+    let (out, items) = validate_json(&sb, &[sb.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(items.is_empty(), "{items:?}");
+}
