@@ -574,3 +574,38 @@ fn a_fifo_or_device_is_refused_not_waited_on() {
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert!(items.is_empty(), "{items:?}");
 }
+
+/// A document at the depth limit with findings at the bottom: schema validation, rules,
+/// pointer resolution and rendering all run at full depth on worker threads.
+#[test]
+fn commands_nested_to_the_depth_limit() {
+    let sb = Sandbox::new();
+    let mut cmd = serde_json::json!({"description": "leaf", "options": [
+        {"name": "o", "flags": ["-o"], "type": "bogus", "description": "d", "zzz": 1}]});
+    for i in 0..60 {
+        cmd = serde_json::json!({"description": format!("level {i}"), "commands": {format!("c{i}"): cmd}});
+    }
+    let doc = serde_json::json!({"atip": "0.1", "name": "deep", "version": "1",
+        "description": "d", "commands": {"root": cmd}});
+    let a = sb.write("a.json", doc.to_string());
+    let b = sb.write("b.json", serde_json::to_string_pretty(&doc).unwrap());
+    let (out, items) = validate_json(&sb, &[a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    for item in &items {
+        assert_eq!(rules_of(item), ["schema-enum", "unknown-field"]);
+        let pointer = item["diagnostics"][0]["pointer"].as_str().unwrap();
+        assert!(
+            pointer.ends_with("/commands/c0/options/0/type"),
+            "{pointer}"
+        );
+    }
+    let out = sb
+        .atip()
+        .args(["--output", "text", "validate"])
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("(2 errors, 2 warnings)"));
+}
