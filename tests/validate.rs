@@ -635,3 +635,68 @@ fn commands_nested_to_the_depth_limit() {
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("(2 errors, 2 warnings)"));
 }
+
+/// The documented `--output json` shape, pinned: no field more, none less.
+mod pinned {
+    #![allow(dead_code)]
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct File {
+        pub path: String,
+        pub kind: Option<String>,
+        pub valid: bool,
+        pub diagnostics: Vec<Diag>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Diag {
+        pub severity: String,
+        pub rule: String,
+        pub pointer: String,
+        pub line: Option<usize>,
+        pub column: Option<usize>,
+        pub message: String,
+        pub hint: Option<String>,
+    }
+}
+
+#[test]
+fn json_output_has_exactly_the_documented_fields() {
+    let sb = Sandbox::new();
+    let out = sb
+        .atip()
+        .args(["--output", "json", "validate"])
+        .arg(fixtures().join("invalid"))
+        .arg(fixtures().join("valid"))
+        .arg("missing.json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(66), "{}", show(&out));
+    let files: Vec<pinned::File> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(files.len() > 30);
+    for f in &files {
+        assert!(matches!(
+            f.kind.as_deref(),
+            None | Some("metadata" | "shim" | "registry" | "pattern")
+        ));
+        assert_eq!(
+            f.valid,
+            !f.diagnostics.iter().any(|d| d.severity == "error"),
+            "{}",
+            f.path
+        );
+        for d in &f.diagnostics {
+            assert!(matches!(d.severity.as_str(), "error" | "warning"));
+            assert!(
+                atip::validate::rules::rule_info(&d.rule).is_some(),
+                "{}",
+                d.rule
+            );
+            assert_eq!(d.line.is_some(), d.column.is_some());
+        }
+    }
+    assert_eq!(files.last().unwrap().path, "missing.json");
+}
