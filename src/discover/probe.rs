@@ -70,6 +70,22 @@ fn run_checked(
     spawn.stdout_cap = cap;
     let out = process::run(&spawn)
         .map_err(|e| ProbeFailure::new(FailReason::SpawnFailed, e.to_string()))?;
+    let killed = matches!(out.exit, Exit::TimedOut | Exit::Cancelled);
+    if out.stdout_truncated && cap == process::DEFAULT_PROBE_STDOUT_CAP {
+        // A flood is the root cause even when the flooder was then killed at the timeout.
+        return Err(ProbeFailure::new(
+            FailReason::Oversize,
+            format!(
+                "stdout exceeded the {} MiB cap; the rest was discarded{}",
+                cap >> 20,
+                if killed {
+                    " and the tool was killed at the timeout"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
     match out.exit {
         Exit::TimedOut | Exit::Cancelled => Err(ProbeFailure::new(
             FailReason::Timeout,
@@ -107,15 +123,6 @@ pub fn probe_agent(
             format!(
                 "`--agent` exited with status {code}{}",
                 stderr_tail(&out.stderr)
-            ),
-        ));
-    }
-    if out.stdout_truncated {
-        return Err(ProbeFailure::new(
-            FailReason::Oversize,
-            format!(
-                "stdout exceeded the {} MiB cap; the rest was discarded",
-                process::DEFAULT_PROBE_STDOUT_CAP >> 20
             ),
         ));
     }
