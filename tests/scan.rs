@@ -272,10 +272,10 @@ fn grandchildren_holding_stdout_do_not_delay_the_scan() {
     // The grandchild in the tool's own group is gone with it.
     assert_all_dead(&env);
     // One that escaped with setsid is outside any group atip may kill: the test reaps it.
-    if let Ok(pid) = std::fs::read_to_string(&esc) {
-        if let Ok(pid) = pid.trim().parse::<i32>() {
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
+    if let Ok(pid) = std::fs::read_to_string(&esc)
+        && let Ok(pid) = pid.trim().parse::<i32>()
+    {
+        unsafe { libc::kill(pid, libc::SIGKILL) };
     }
 }
 
@@ -455,9 +455,7 @@ fn default_mode_never_runs_a_program_without_a_sign() {
     env3.script("bin1/canary", "echo hi");
     env3.script(
         "bin1/helpful",
-        &format!(
-            "case \"$1\" in --help) echo '  --agent  print metadata';; --agent) cat \"$(dirname \"$0\")/../meta.json\";; esac"
-        ),
+        "case \"$1\" in --help) echo '  --agent  print metadata';; --agent) cat \"$(dirname \"$0\")/../meta.json\";; esac",
     );
     env3.sb.write("meta.json", meta("helpful", "1.0.0"));
     let r = env3.scan(&["--probe", "help"]);
