@@ -196,7 +196,7 @@ pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
         program: program.clone(),
         source,
     };
-    // Removed when this frame ends, after the child has been reaped.
+    // Removed once the child has been reaped.
     let temp_cwd = match spawn.cwd {
         Some(_) => None,
         None => Some(
@@ -206,16 +206,14 @@ pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
                 .map_err(io_err)?,
         ),
     };
-    let cwd: &Path = match (&spawn.cwd, &temp_cwd) {
-        (Some(dir), _) => dir,
-        (None, Some(tmp)) => tmp.path(),
-        (None, None) => unreachable!("a temp dir exists whenever no cwd is given"),
-    };
+    let cwd: Option<&Path> = spawn.cwd.as_deref().or(temp_cwd.as_ref().map(|t| t.path()));
 
     let mut cmd = Command::new(&program);
+    if let Some(cwd) = cwd {
+        cmd.current_dir(cwd);
+    }
     cmd.args(&spawn.args)
         .env_clear()
-        .current_dir(cwd)
         .stdin(if spawn.stdin.is_some() {
             Stdio::piped()
         } else {
@@ -243,7 +241,9 @@ pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
     let mut sup = Supervisor::new(child, spawn, start).map_err(io_err)?;
     let result = sup.supervise().map_err(io_err);
     drop(sup); // kills and reaps whatever is left, even on error
-    drop(temp_cwd);
+    if let Some(dir) = temp_cwd {
+        remove_temp_dir(dir);
+    }
     let (exit, stdout, stderr) = result?;
     Ok(Outcome {
         exit,
@@ -600,6 +600,35 @@ impl Drop for Supervisor<'_> {
                     });
                 }
             }
+        }
+    }
+}
+
+/// Removes the child's temporary working directory, even when the tool left
+/// directories without write or search permission in it (symlinks are never followed).
+fn remove_temp_dir(dir: tempfile::TempDir) {
+    let path = dir.path().to_path_buf();
+    if dir.close().is_ok() || !path.exists() {
+        return;
+    }
+    unlock_tree(&path, 0);
+    let _ = std::fs::remove_dir_all(&path);
+}
+
+/// Gives the owner rwx on `dir` and every directory below it (not through symlinks), so
+/// the tree can be removed. Each directory is unlocked before it is read.
+fn unlock_tree(dir: &Path, depth: usize) {
+    use std::os::unix::fs::PermissionsExt;
+    if depth > 256 {
+        return;
+    }
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            unlock_tree(&entry.path(), depth + 1);
         }
     }
 }

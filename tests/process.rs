@@ -714,3 +714,18 @@ fn absurd_durations_do_not_panic() {
     assert_eq!(out.exit, Exit::TimedOut);
     assert!(out.elapsed < SLACK, "{:?}", out.elapsed);
 }
+
+#[test]
+fn temp_cwd_is_removed_even_with_locked_subdirectories() {
+    let s = Scripts::new();
+    let spawn = s.sh(
+        "locker",
+        "mkdir -p a/b/c; echo x > a/b/c/f; ln -s / a/root; chmod 000 a/b/c; chmod 500 a/b; chmod 000 a; pwd",
+        SHORT * 5,
+    );
+    let out = process::run(&spawn).unwrap();
+    assert_eq!(out.exit, Exit::Code(0));
+    let dir = PathBuf::from(text(&out.stdout).trim_end());
+    assert!(dir.starts_with(std::env::temp_dir()) || dir.to_string_lossy().contains("atip-run-"));
+    assert!(!dir.exists(), "{} left behind", dir.display());
+}
