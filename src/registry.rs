@@ -26,8 +26,8 @@ mod time;
 
 pub use lock::RegistryLock;
 pub use store::{
-    CommitOptions, CommitReport, Found, FoundMeta, Rejected, Update, commit, metadata_rel_path,
-    sha256_bytes, sha256_file, write_atomic,
+    CommitOptions, CommitReport, DEFAULT_LOCK_TIMEOUT, Found, FoundMeta, Rejected, Update, commit,
+    is_valid_hash, is_valid_name, metadata_rel_path, sha256_bytes, sha256_file, write_atomic,
 };
 pub use time::{is_rfc3339, rfc3339, rfc3339_now};
 
@@ -209,6 +209,59 @@ impl From<RegistryError> for crate::output::AtipError {
     }
 }
 
+impl Entry {
+    /// The lowercase hex sha256 its metadata file is named by, when `metadata` has the
+    /// only allowed form `tools/<64 hex>.json`.
+    pub fn metadata_hex(&self) -> Option<&str> {
+        let hex = self
+            .metadata
+            .strip_prefix("tools/")?
+            .strip_suffix(".json")?;
+        (hex.len() == 64
+            && hex
+                .bytes()
+                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)))
+        .then_some(hex)
+    }
+
+    /// The absolute path of its metadata file inside the data dir; an error when
+    /// `metadata` is not `tools/<64 hex>.json`.
+    pub fn metadata_file(&self, dirs: &Dirs) -> Result<PathBuf, RegistryError> {
+        match self.metadata_hex() {
+            Some(_) => Ok(dirs.data.join(&self.metadata)),
+            None => Err(RegistryError::Parse {
+                path: dirs.registry_file(),
+                message: format!(
+                    "metadata path {:?} is not tools/<sha256 hex>.json",
+                    self.metadata
+                ),
+            }),
+        }
+    }
+
+    /// Why this entry, stored under `name`, breaks the index format; `None` when it
+    /// is sound. Checks what a writer relies on: the name, an absolute path, the hash
+    /// and the metadata file name.
+    pub fn defect(&self, name: &str) -> Option<String> {
+        if !store::is_valid_name(name) {
+            return Some(format!("invalid tool name {name:?}"));
+        }
+        if !self.path.is_absolute() {
+            return Some(format!("path {} is not absolute", self.path.display()));
+        }
+        if !store::is_valid_hash(&self.hash) {
+            return Some(format!("hash {:?} is not sha256:<64 hex>", self.hash));
+        }
+        if self.metadata_hex().is_none() {
+            return Some(format!(
+                "metadata {:?} is not tools/<64 hex>.json",
+                self.metadata
+            ));
+        }
+        None
+    }
+}
+
 impl Index {
     /// An empty index.
     pub fn empty(updated: String) -> Index {
@@ -248,9 +301,10 @@ impl Index {
             })
     }
 
-    /// Reads the metadata document of one entry.
+    /// Reads the metadata document of one entry. Refuses a `metadata` value that is not
+    /// `tools/<64 hex>.json`, so a hand-edited index cannot make atip read elsewhere.
     pub fn read_metadata(dirs: &Dirs, entry: &Entry) -> Result<Metadata, RegistryError> {
-        let path = dirs.data.join(&entry.metadata);
+        let path = entry.metadata_file(dirs)?;
         let bytes = std::fs::read(&path).map_err(|source| RegistryError::Read {
             path: path.clone(),
             source,

@@ -1188,3 +1188,113 @@ fn doctor_checks_the_registry_file_itself() {
             .contains("atip scan")
     );
 }
+
+#[test]
+fn hand_edited_entries_cannot_point_outside_the_data_dir() {
+    let (sb, bin) = populated();
+    let reg = sb.data_dir().join("registry.json");
+    let mut index: Value = serde_json::from_slice(&fs::read(&reg).unwrap()).unwrap();
+    let mut evil = index["tools"]["gh"].clone();
+    evil["metadata"] = json!("../../../etc/passwd");
+    index["tools"]["evil"] = evil.clone();
+    index["tools"]["../up"] = index["tools"]["kubectl"].clone();
+    fs::write(&reg, serde_json::to_vec_pretty(&index).unwrap()).unwrap();
+
+    // Readers refuse to follow the path.
+    let out = sb
+        .atip()
+        .args(["--output", "json", "get", "evil"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(65), "{}", common::show(&out));
+    assert!(out.stdout.is_empty());
+    assert!(
+        err_json(&out)["message"]
+            .as_str()
+            .unwrap()
+            .contains("tools/<sha256 hex>.json")
+    );
+    let (code, v, _) = json_out(sb.atip().args(["--output", "json", "doctor"]));
+    assert_eq!(code, Some(1));
+    assert!(
+        v["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["check"] == "registry-schema"),
+        "{v}"
+    );
+
+    // The next writer drops both entries (with warnings) even though the scan itself
+    // changes nothing, and keeps the sound ones.
+    let gh = bin.join("gh");
+    let report = run_commit(
+        &sb.data_dir(),
+        &Update {
+            found: vec![unchanged("gh", &gh)],
+            scanned_dirs: vec![],
+        },
+    );
+    assert!(report.written);
+    assert_eq!(report.warnings.len(), 2, "{:?}", report.warnings);
+    let index = assert_valid(&sb.data_dir());
+    assert_eq!(
+        index.tools.keys().collect::<Vec<_>>(),
+        ["gh", "kubectl", "kubectx"]
+    );
+}
+
+#[test]
+fn corrupt_registry_warning_reaches_stderr_and_readers_report_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    fs::create_dir_all(&data).unwrap();
+    // What the reference scanners write: a version "1" array. Not format 2.
+    let legacy = br#"[{"name": "gh", "path": "/usr/bin/gh"}]"#;
+    fs::write(data.join("registry.json"), legacy).unwrap();
+
+    let sb = common::Sandbox::new();
+    let out = sb
+        .atip()
+        .env("ATIP_DATA_DIR", &data)
+        .args(["--output", "json", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(65), "{}", common::show(&out));
+    let e = err_json(&out);
+    assert_eq!(e["code"], "registry_corrupt");
+    assert!(e["hint"].as_str().unwrap().contains("atip scan"));
+
+    let out = child("commit-one", &data)
+        .env("CHILD_BIN", tmp.path().join("bin"))
+        .env("CHILD_NAME", "gh")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning:")
+            && stderr.contains("is corrupt")
+            && stderr.contains("registry.json.corrupt-"),
+        "{stderr}"
+    );
+    let report = stdout_line(&out, "REPORT:");
+    let aside = PathBuf::from(report["corrupt_backup"].as_str().unwrap());
+    assert_eq!(fs::read(aside).unwrap(), legacy);
+    let index = assert_valid(&data);
+    assert_eq!(index.tools.keys().collect::<Vec<_>>(), ["gh"]);
+    // doctor mentions the file kept aside, without calling it a problem.
+    let (code, v, _) = json_out(
+        sb.atip()
+            .env("ATIP_DATA_DIR", &data)
+            .args(["--output", "json", "doctor"]),
+    );
+    assert_eq!(code, Some(0), "{v}");
+    assert!(
+        v["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("registry.json.corrupt-"),
+        "{v}"
+    );
+}

@@ -220,7 +220,10 @@ fn check_entry(dirs: &Dirs, name: &str, entry: &Entry) -> Vec<Problem> {
             ),
         },
     }
-    let meta = dirs.data.join(&entry.metadata);
+    let Ok(meta) = entry.metadata_file(dirs) else {
+        // Already reported by the schema check; never read outside the data dir.
+        return out;
+    };
     match std::fs::read(&meta) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => problem(
             Check::MetadataMissing,
@@ -233,11 +236,7 @@ fn check_entry(dirs: &Dirs, name: &str, entry: &Entry) -> Vec<Problem> {
             "check the data dir's permissions".into(),
         ),
         Ok(bytes) => {
-            let named = Path::new(&entry.metadata)
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or_default()
-                .to_string();
+            let named = entry.metadata_hex().unwrap_or_default();
             if sha256_bytes(&bytes) != named {
                 problem(
                     Check::MetadataTampered,

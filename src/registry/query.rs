@@ -193,7 +193,7 @@ pub fn get_tool(dirs: &Dirs, name: &str) -> Result<StoredTool, GetError> {
                 suggestions: suggest(index.tools.keys().map(String::as_str), name, 3),
             });
         };
-        let path = dirs.data.join(&entry.metadata);
+        let path = entry.metadata_file(dirs)?;
         let document = match std::fs::read(&path) {
             Ok(d) => d,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && !retried => {
@@ -202,11 +202,7 @@ pub fn get_tool(dirs: &Dirs, name: &str) -> Result<StoredTool, GetError> {
             }
             Err(source) => return Err(RegistryError::Read { path, source }.into()),
         };
-        let expected = entry
-            .metadata
-            .strip_prefix("tools/")
-            .and_then(|f| f.strip_suffix(".json"));
-        if expected != Some(sha256_bytes(&document).as_str()) {
+        if entry.metadata_hex() != Some(sha256_bytes(&document).as_str()) {
             return Err(GetError::Tampered {
                 name: name.to_string(),
                 path,

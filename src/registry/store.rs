@@ -400,9 +400,27 @@ fn load_for_write(
     path: &Path,
     announce: bool,
     report: &mut CommitReport,
-) -> Result<Option<Index>, RegistryError> {
+) -> Result<(Option<Index>, bool), RegistryError> {
     match Index::load_file(path) {
-        Ok(index) => Ok(index),
+        Ok(Some(mut index)) => {
+            // Entries a writer cannot rely on are dropped, not carried forward.
+            let before = index.tools.len();
+            index.tools.retain(|name, entry| match entry.defect(name) {
+                None => true,
+                Some(why) => {
+                    let warning =
+                        format!("dropped the entry {name:?} from {}: {why}", path.display());
+                    if announce {
+                        eprintln!("warning: {warning}");
+                    }
+                    report.warnings.push(warning);
+                    false
+                }
+            });
+            let dropped = index.tools.len() != before;
+            Ok((Some(index), dropped))
+        }
+        Ok(None) => Ok((None, false)),
         Err(RegistryError::Parse { message, .. }) => {
             let stamp = compact(SystemTime::now());
             let mut aside = path.with_file_name(format!("registry.json.corrupt-{stamp}"));
@@ -425,7 +443,7 @@ fn load_for_write(
             }
             report.warnings.push(warning);
             report.corrupt_backup = Some(aside);
-            Ok(None)
+            Ok((None, false))
         }
         Err(e) => Err(e),
     }
@@ -458,7 +476,7 @@ pub fn commit(
         ..CommitReport::default()
     };
     let registry_path = dirs.registry_file();
-    let old = load_for_write(&registry_path, opts.announce, &mut report)?;
+    let (old, dropped_defects) = load_for_write(&registry_path, opts.announce, &mut report)?;
     let old_tools = old.as_ref().map(|i| &i.tools);
     let empty = IndexMap::new();
     let old_tools = old_tools.unwrap_or(&empty);
@@ -564,11 +582,12 @@ pub fn commit(
 
     let mut index = Index::empty(opts.now.clone());
     index.tools = tools;
-    let same = old.as_ref().is_some_and(|o| {
-        o.version == index.version
-            && o.agent == index.agent
-            && o.tools.iter().eq(index.tools.iter())
-    });
+    let same = !dropped_defects
+        && old.as_ref().is_some_and(|o| {
+            o.version == index.version
+                && o.agent == index.agent
+                && o.tools.iter().eq(index.tools.iter())
+        });
     if !same {
         write_atomic(&registry_path, &index_bytes(&index))?;
         report.written = true;
