@@ -103,6 +103,36 @@ impl Progress for NoProgress {
     fn finish(&self) {}
 }
 
+/// The scan's thread pool, built only when some phase has work: a warm rescan starts
+/// no threads.
+struct LazyPool {
+    jobs: usize,
+    pool: std::cell::OnceCell<Option<rayon::ThreadPool>>,
+}
+
+impl LazyPool {
+    fn new(jobs: usize) -> LazyPool {
+        LazyPool {
+            jobs: jobs.max(1),
+            pool: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// Runs `f` (which uses rayon) on the pool; on the global pool if it cannot be built.
+    fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        let pool = self.pool.get_or_init(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(self.jobs)
+                .build()
+                .ok()
+        });
+        match pool {
+            Some(p) => p.install(f),
+            None => f(),
+        }
+    }
+}
+
 /// Per-executable state during a scan.
 struct Work {
     exe: Executable,
@@ -283,17 +313,15 @@ pub fn scan(
             w.rec.probe = None;
         }
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.jobs.max(1))
-        .build()
-        .map_err(|e| ScanError::Internal(e.to_string()))?;
+    let pool = LazyPool::new(opts.jobs);
 
     // Signs, read only where the mode needs them and the cache does not know.
-    if matches!(opts.probe, ProbeMode::Auto | ProbeMode::Help) {
+    let needs_sign = |w: &Work| !w.cached && !w.allowlisted && w.rec.sign.is_none();
+    if matches!(opts.probe, ProbeMode::Auto | ProbeMode::Help) && works.iter().any(needs_sign) {
         pool.install(|| {
             works
                 .par_iter_mut()
-                .filter(|w| !w.cached && !w.allowlisted && w.rec.sign.is_none())
+                .filter(|w| needs_sign(w))
                 .for_each(|w| match sign::detect(&w.exe.canonical) {
                     Ok(s) => w.rec.sign = Some(s),
                     Err(e) => w.unreadable = Some(format!("failed to read: {e}")),
@@ -336,7 +364,7 @@ pub fn scan(
 
     // 4. Probe.
     let mut probed = 0usize;
-    if !opts.dry_run {
+    if !opts.dry_run && works.iter().any(|w| w.probe_now.is_some()) {
         let todo: u64 = works.iter().filter(|w| w.probe_now.is_some()).count() as u64;
         progress.start(todo);
         let data = dirs.data.clone();
@@ -405,15 +433,16 @@ pub fn scan(
                 || shim_set.override_by_name.contains_key(&w.exe.name)
                 || (any_hash_shim && shim_set.hash_names.contains(&w.exe.name)))
     };
-    pool.install(|| {
-        works
-            .par_iter_mut()
-            .filter(|w| needs_hash(w))
-            .for_each(|w| match registry::sha256_file(&w.exe.canonical) {
-                Ok(h) => w.rec.sha256 = Some(h),
-                Err(e) => w.unreadable = Some(format!("failed to hash: {e}")),
-            });
-    });
+    if works.iter().any(needs_hash) {
+        pool.install(|| {
+            works.par_iter_mut().filter(|w| needs_hash(w)).for_each(
+                |w| match registry::sha256_file(&w.exe.canonical) {
+                    Ok(h) => w.rec.sha256 = Some(h),
+                    Err(e) => w.unreadable = Some(format!("failed to hash: {e}")),
+                },
+            );
+        });
+    }
 
     // 6. Resolve each name's winner and what to send to the registry.
     let exe_names: HashSet<String> = works.iter().map(|w| w.exe.name.clone()).collect();

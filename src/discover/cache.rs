@@ -9,8 +9,8 @@
 //! registry, so an unchanged tool is sent as "unchanged" without reading anything.
 //!
 //! The cache is an optimisation: a missing, unreadable or corrupt cache only makes the
-//! next scan cold. Written with the registry's atomic write; must not touch
-//! `registry.json`.
+//! next scan cold. Files are replaced atomically (temp file + rename) but not fsynced;
+//! must not touch `registry.json`.
 
 use super::paths::Fingerprint;
 use super::report::{FailReason, ReportDiagnostic};
@@ -209,7 +209,7 @@ impl Cache {
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
         let bytes = serde_json::to_vec(self).map_err(|e| e.to_string())?;
-        crate::registry::write_atomic(&cache_file(data), &bytes).map_err(|e| e.to_string())
+        replace_file(&cache_file(data), &bytes)
     }
 }
 
@@ -223,6 +223,24 @@ pub fn store_native_doc(data: &Path, doc: &[u8]) -> Result<String, String> {
     }
     let dir = path.parent().expect("native doc path has a parent");
     std::fs::create_dir_all(dir).map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
-    crate::registry::write_atomic(&path, doc).map_err(|e| e.to_string())?;
+    replace_file(&path, doc)?;
     Ok(hex)
+}
+
+/// Replaces a cache file atomically (temp file in the same dir, then rename) so readers
+/// never see half of it, without fsync: after a crash a cache file may be lost or empty,
+/// which only makes the next scan cold, and skipping the syncs keeps a cold scan of a
+/// big PATH from waiting on the disk once per tool.
+fn replace_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    let dir = path.parent().expect("cache files have a parent");
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".atip-tmp-")
+        .tempfile_in(dir)
+        .map_err(|e| format!("failed to create a temp file in {}: {e}", dir.display()))?;
+    tmp.write_all(bytes)
+        .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
+    tmp.persist(path)
+        .map_err(|e| format!("failed to replace {}: {}", path.display(), e.error))?;
+    Ok(())
 }
