@@ -352,7 +352,8 @@ fn bad_answers_are_reported_per_tool_and_never_registered() {
     );
     env.script("bin2/schema", "# --agent\necho '{\"atip\": {\"version\": \"9.9\"}, \"name\": \"bad name!\", \"version\": 3}'");
     env.script("bin2/empty", "# \"atip\" --agent\nexit 0");
-    let r = env.scan(&[]);
+    // A longer timeout so that a loaded machine still lets the flood reach the cap.
+    let r = env.scan(&["--timeout", "5s"]);
     assert_eq!(failed(&r, "flood")["reason"], "oversize");
     assert_eq!(failed(&r, "badjson")["reason"], "not-json");
     assert_eq!(failed(&r, "notjson")["reason"], "not-json");
