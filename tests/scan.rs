@@ -102,10 +102,14 @@ impl Env {
         child.wait_with_output().unwrap()
     }
 
-    /// `atip --output json scan --path bin1:bin2 --timeout 500ms ARGS`, expecting exit 0.
+    /// `atip scan --output json --path bin1:bin2 --timeout 500ms ARGS` (unless ARGS set a
+    /// timeout), expecting exit 0.
     fn scan(&self, args: &[&str]) -> Value {
         let path = self.path_arg();
-        let mut all = vec!["--output", "json", "--path", &path, "--timeout", "500ms"];
+        let mut all = vec!["--output", "json", "--path", &path];
+        if !args.contains(&"--timeout") {
+            all.extend(["--timeout", "500ms"]);
+        }
         all.extend_from_slice(args);
         let out = self.run(&all);
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
