@@ -202,6 +202,7 @@ pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
         None => Some(
             tempfile::Builder::new()
                 .prefix("atip-run-")
+                .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
                 .tempdir()
                 .map_err(io_err)?,
         ),
@@ -460,9 +461,14 @@ impl<'a> Supervisor<'a> {
                     break;
                 }
                 if now >= at + DRAIN_WINDOW {
-                    // Someone still holds a pipe: if it is in the tool's session, it
-                    // goes too. (One that left with setsid is out of reach; it only
-                    // loses its reader.)
+                    // A descendant still holds a pipe: it goes, wherever it moved, and
+                    // so does anything else left in the tool's session.
+                    let held: Vec<u64> = [&self.out.pipe, &self.err.pipe]
+                        .into_iter()
+                        .flatten()
+                        .filter_map(sys::pipe_inode)
+                        .collect();
+                    sys::signal_pipe_writers(&held, libc::SIGKILL);
                     sys::signal_session(self.pid, libc::SIGKILL);
                     break;
                 }
