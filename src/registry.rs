@@ -36,7 +36,7 @@ pub const LOCK_FILE: &str = "registry.lock";
 /// Subdirectory of the data dir holding metadata files named by content hash.
 pub const TOOLS_DIR: &str = "tools";
 /// The registry's JSON Schema (`schemas/registry.schema.json`), embedded.
-pub const SCHEMA: &str = include_str!("../schemas/registry.schema.json");
+pub const SCHEMA: &str = crate::schema::REGISTRY_SCHEMA;
 
 /// The index format atip writes: the protocol's name-keyed version "2".
 pub const FORMAT_VERSION: &str = "2";

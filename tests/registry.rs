@@ -1298,3 +1298,31 @@ fn corrupt_registry_warning_reaches_stderr_and_readers_report_it() {
         "{v}"
     );
 }
+
+#[test]
+fn doctor_validates_stored_documents_like_atip_validate() {
+    let sb = common::Sandbox::new();
+    let bin = sb.path().join("bin");
+    let odd = make_bin(&bin, "odd", "odd");
+    // Parses as metadata, but `name` breaks the schema (letters, digits, `_`, `-`).
+    let mut v: Value = serde_json::from_slice(&doc("odd", "1", 0)).unwrap();
+    v["name"] = json!("odd name!");
+    let document = serde_json::to_vec(&v).unwrap();
+    run_commit(
+        &sb.data_dir(),
+        &Update {
+            found: vec![fresh("odd", &odd, document)],
+            scanned_dirs: vec![bin],
+        },
+    );
+    let (code, v, _) = json_out(sb.atip().args(["--output", "json", "doctor"]));
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(v["problems"][0]["check"], "metadata-invalid", "{v}");
+    assert!(
+        v["problems"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("/name"),
+        "{v}"
+    );
+}

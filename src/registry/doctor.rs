@@ -3,9 +3,12 @@
 //! executable, binary hash unchanged, metadata file present, hashing to its name and
 //! parsing as ATIP metadata). Each problem says what to do.
 //!
+//! Schema and document checks go through [`crate::validate::check_bytes`], the same
+//! checker `atip validate` uses.
+//!
 //! Must not lock, write or run tools: it only reads and hashes files.
 
-use super::{Entry, Index, SCHEMA, sha256_bytes, sha256_file};
+use super::{Entry, Index, sha256_bytes, sha256_file};
 use crate::dirs::Dirs;
 use crate::model::Metadata;
 use rayon::prelude::*;
@@ -82,17 +85,34 @@ fn registry_problem(check: Check, message: String, fix: &str) -> Problem {
     }
 }
 
-/// Errors of a registry document against the registry schema, as `"<json pointer>: <message>"`.
-pub fn schema_errors(value: &serde_json::Value) -> Vec<String> {
-    let schema: serde_json::Value =
-        serde_json::from_str(SCHEMA).expect("the embedded registry schema is JSON");
-    let validator =
-        jsonschema::validator_for(&schema).expect("the embedded registry schema compiles");
-    validator
-        .iter_errors(value)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            format!("{}: {e}", if at.is_empty() { "/" } else { &at })
+/// Errors of a registry document against `schemas/registry.schema.json` (through
+/// [`crate::validate::check_bytes`]), as `"<line>:<column> <json pointer>: <message>"`.
+pub fn schema_errors(bytes: &[u8]) -> Vec<String> {
+    errors_of(
+        bytes,
+        Some(crate::validate::Kind::Registry),
+        Some("registry.json"),
+    )
+}
+
+/// Error-severity diagnostics of the validator, one line each.
+fn errors_of(bytes: &[u8], kind: Option<crate::validate::Kind>, file: Option<&str>) -> Vec<String> {
+    use crate::validate::{Severity, check_bytes};
+    check_bytes(bytes, kind, file)
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| {
+            let at = match (d.line, d.column) {
+                (Some(l), Some(c)) => format!("{l}:{c} "),
+                _ => String::new(),
+            };
+            let pointer = if d.pointer.is_empty() {
+                "/"
+            } else {
+                &d.pointer
+            };
+            format!("{at}{pointer}: {}", d.message)
         })
         .collect()
 }
@@ -140,7 +160,7 @@ pub fn check(dirs: &Dirs) -> DoctorReport {
             return report;
         }
     };
-    for err in schema_errors(&value) {
+    for err in schema_errors(&bytes) {
         report.problems.push(registry_problem(
             Check::RegistrySchema,
             format!("{} breaks its schema at {err}", registry.display()),
@@ -247,10 +267,23 @@ fn check_entry(dirs: &Dirs, name: &str, entry: &Entry) -> Vec<Problem> {
                     "run `atip scan --refresh` to read the tool's metadata again".into(),
                 );
             }
-            if let Err(e) = Metadata::from_slice(&bytes) {
+            let invalid = match Metadata::from_slice(&bytes) {
+                Err(e) => Some(e.to_string()),
+                Ok(_) => {
+                    let errors = errors_of(&bytes, None, None);
+                    errors.first().map(|first| match errors.len() {
+                        1 => first.clone(),
+                        n => format!("{first} (and {} more)", n - 1),
+                    })
+                }
+            };
+            if let Some(why) = invalid {
                 problem(
                     Check::MetadataInvalid,
-                    format!("metadata file {} is not ATIP metadata: {e}", meta.display()),
+                    format!(
+                        "metadata file {} is not valid ATIP metadata: {why}",
+                        meta.display()
+                    ),
                     "run `atip scan --refresh` to read the tool's metadata again".into(),
                 );
             }

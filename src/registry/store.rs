@@ -606,14 +606,21 @@ pub fn commit(
     Ok(report)
 }
 
-/// Removes writer temp files (always) and, when `metadata` is set, metadata files no
-/// index generation in `keep` refers to. Only ever called under the lock; only
+/// Removes writer temp files (in `tools/` only when `metadata` is set) and, when
+/// `metadata` is set, metadata files no index generation in `keep` refers to. Only ever called under the lock; only
 /// touches `tools/*.json` named by a hash and `.atip-tmp-*` files. Failures are
 /// ignored: garbage is harmless and the next commit tries again.
 fn collect_garbage(data: &Path, keep: &HashSet<String>, metadata: bool) -> usize {
     let mut collected = 0;
-    for dir in [data.to_path_buf(), data.join(TOOLS_DIR)] {
-        let Ok(read) = fs::read_dir(&dir) else {
+    // `tools/` may hold thousands of files: list it only after a real write (stray
+    // temp files there are invisible and harmless until then).
+    let dirs: &[PathBuf] = if metadata {
+        &[data.to_path_buf(), data.join(TOOLS_DIR)]
+    } else {
+        &[data.to_path_buf()]
+    };
+    for dir in dirs {
+        let Ok(read) = fs::read_dir(dir) else {
             continue;
         };
         for item in read.flatten() {
@@ -623,7 +630,7 @@ fn collect_garbage(data: &Path, keep: &HashSet<String>, metadata: bool) -> usize
                 let _ = fs::remove_file(item.path());
                 continue;
             }
-            if !metadata || dir == data {
+            if dir.as_path() == data {
                 continue;
             }
             let is_hash_file = name
