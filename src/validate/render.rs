@@ -63,7 +63,9 @@ impl<W: Write> Printer<W> {
     pub fn file(&mut self, report: &FileReport) -> io::Result<()> {
         match self.format {
             Format::Text { color } => {
-                if !report.diagnostics.is_empty() {
+                if let Some(rendered) = &report.rendered {
+                    self.out.write_all(rendered.as_bytes())?;
+                } else if !report.diagnostics.is_empty() {
                     self.out.write_all(text(report, color).as_bytes())?;
                 }
                 Ok(())

@@ -52,8 +52,9 @@ pub struct Options {
     pub timeout: Duration,
     /// Only decode and parse (benchmark floor); no schema, no rules.
     pub parse_only: bool,
-    /// Keep the source bytes of documents with diagnostics (for text rendering).
-    pub keep_source: bool,
+    /// Render text output for documents with diagnostics while their source is at hand
+    /// (`Some(colour)`), so the source never outlives the check.
+    pub render_text: Option<bool>,
 }
 
 impl Default for Options {
@@ -63,7 +64,7 @@ impl Default for Options {
             max_size: DEFAULT_MAX_SIZE,
             timeout: DEFAULT_EXEC_TIMEOUT,
             parse_only: false,
-            keep_source: false,
+            render_text: None,
         }
     }
 }
@@ -82,9 +83,13 @@ pub struct FileReport {
     /// The input was missing or unreadable (exit code 66).
     #[serde(skip)]
     pub missing: bool,
-    /// Source bytes, kept only when asked and when there is something to show.
+    /// Source bytes, for rendering; `check_inputs` drops them once rendered.
     #[serde(skip)]
     pub source: Option<Vec<u8>>,
+    /// Text output, rendered by the worker that checked the document (see
+    /// [`Options::render_text`]).
+    #[serde(skip)]
+    pub rendered: Option<String>,
 }
 
 impl FileReport {
@@ -96,6 +101,7 @@ impl FileReport {
             diagnostics: checked.diagnostics,
             missing: false,
             source: None,
+            rendered: None,
         }
     }
 
@@ -107,6 +113,7 @@ impl FileReport {
             diagnostics: vec![Diagnostic::new(rule, "", message)],
             missing,
             source: None,
+            rendered: None,
         }
     }
 
@@ -227,8 +234,12 @@ fn check_source(path: String, bytes: Vec<u8>, name: Option<&str>, opts: &Options
         super::check_with(&bytes, opts.kind, name, false)
     };
     let mut report = FileReport::from_checked(path, checked);
-    if opts.keep_source && !report.diagnostics.is_empty() {
+    if let Some(color) = opts.render_text
+        && !report.diagnostics.is_empty()
+    {
         report.source = Some(bytes);
+        report.rendered = Some(super::render::text(&report, color));
+        report.source = None;
     }
     report
 }
@@ -338,8 +349,8 @@ pub fn check_exec(program: &OsString, args: &[OsString], opts: &Options) -> File
         Exit::TimedOut | Exit::Cancelled => Some((
             "agent-timeout",
             format!(
-                "`{shown}` did not finish within {:?}; its process group was killed",
-                opts.timeout
+                "`{shown}` did not finish within {}; its process group was killed",
+                crate::units::format_duration(opts.timeout)
             ),
         )),
     };
@@ -362,10 +373,14 @@ pub fn check_exec(program: &OsString, args: &[OsString], opts: &Options) -> File
         let mut r = FileReport::failed(shown.clone(), rule, message, false);
         if !outcome.stdout.is_empty() && matches!(outcome.exit, Exit::Code(_)) {
             // Still say what is wrong with the output, if anything.
-            let checked = check_source(shown, outcome.stdout, None, opts);
+            let checked = super::check_with(&outcome.stdout, opts.kind, None, false);
             r.diagnostics.extend(checked.diagnostics);
             r.kind = checked.kind;
-            r.source = checked.source;
+            if let Some(color) = opts.render_text {
+                r.source = Some(outcome.stdout);
+                r.rendered = Some(super::render::text(&r, color));
+                r.source = None;
+            }
         }
         return r;
     }
@@ -373,12 +388,19 @@ pub fn check_exec(program: &OsString, args: &[OsString], opts: &Options) -> File
 }
 
 fn check_item(item: Item, opts: &Options) -> FileReport {
-    match item {
+    let mut report = match item {
         Item::File(p) => check_file(&p, opts),
         Item::Failed(r) => r,
         Item::Stdin => check_stdin(opts),
         Item::Exec(program, args) => check_exec(&program, &args, opts),
+    };
+    if let Some(color) = opts.render_text
+        && report.rendered.is_none()
+        && !report.diagnostics.is_empty()
+    {
+        report.rendered = Some(super::render::text(&report, color));
     }
+    report
 }
 
 /// Checks every input, calling `emit` for each document in input order (directory
