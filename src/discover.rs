@@ -754,17 +754,21 @@ pub fn scan(
     // 8. Save the cache (never in a dry run).
     if !opts.dry_run {
         for w in &works {
-            if w.unreadable.is_none() {
-                new_cache
-                    .files
-                    .insert(w.exe.canonical.clone(), w.rec.clone());
+            if w.unreadable.is_none()
+                && let Some(k) = w.exe.canonical.to_str()
+            {
+                new_cache.files.insert(k.to_owned(), w.rec.clone());
             }
         }
         new_cache.tools = tool_records;
         // Keep what the old cache knew about files outside this scan's dirs, so scans
         // with different --path values do not undo each other's work.
         for (p, r) in &old_cache.files {
-            if !new_cache.files.contains_key(p) && !paths::in_dirs(p, &scan_dirs) && p.exists() {
+            let path = std::path::Path::new(p);
+            if !new_cache.files.contains_key(p)
+                && !paths::in_dirs(path, &scan_dirs)
+                && path.exists()
+            {
                 new_cache.files.insert(p.clone(), r.clone());
             }
         }

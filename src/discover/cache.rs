@@ -27,10 +27,11 @@ pub const CACHE_VERSION: u32 = 1;
 pub struct Cache {
     /// Always [`CACHE_VERSION`].
     pub version: u32,
-    /// Canonical executable path → what is known about it.
-    pub files: BTreeMap<PathBuf, FileRecord>,
-    /// Shim file path → its validation verdict.
-    pub shims: BTreeMap<PathBuf, ShimRecord>,
+    /// Canonical executable path → what is known about it. Keys are strings (paths that
+    /// are not UTF-8 are not cached): byte comparison keeps look-ups cheap on a warm scan.
+    pub files: BTreeMap<String, FileRecord>,
+    /// Shim or pattern file path → its validation verdict.
+    pub shims: BTreeMap<String, ShimRecord>,
     /// Tool name → what the last scan sent to the registry for it.
     pub tools: BTreeMap<String, ToolRecord>,
 }
@@ -200,7 +201,19 @@ impl Cache {
 
     /// The record of a file, if its fingerprint still matches.
     pub fn file(&self, canonical: &Path, fp: &Fingerprint) -> Option<&FileRecord> {
-        self.files.get(canonical).filter(|r| r.fp == *fp)
+        self.files.get(canonical.to_str()?).filter(|r| r.fp == *fp)
+    }
+
+    /// The record of a shim or pattern file, if its fingerprint still matches.
+    pub fn shim(&self, path: &Path, fp: &Fingerprint) -> Option<&ShimRecord> {
+        self.shims.get(path.to_str()?).filter(|r| r.fp == *fp)
+    }
+
+    /// Remembers a shim or pattern file's verdict (not for paths that are not UTF-8).
+    pub fn put_shim(&mut self, path: &Path, rec: ShimRecord) {
+        if let Some(k) = path.to_str() {
+            self.shims.insert(k.to_owned(), rec);
+        }
     }
 
     /// Writes the cache atomically.

@@ -139,8 +139,8 @@ fn shim_verdict(
         return None;
     }
     let fp = Fingerprint::of(&md);
-    if let Some(rec) = old.shims.get(path).filter(|r| r.fp == fp) {
-        new.shims.insert(path.to_path_buf(), rec.clone());
+    if let Some(rec) = old.shim(path, &fp) {
+        new.put_shim(path, rec.clone());
         return Some((rec.verdict.clone(), fp));
     }
     let file_name = path
@@ -224,8 +224,8 @@ fn shim_verdict(
             }
         }
     };
-    new.shims.insert(
-        path.to_path_buf(),
+    new.put_shim(
+        path,
         ShimRecord {
             fp,
             verdict: verdict.clone(),
@@ -339,7 +339,7 @@ pub fn load_patterns(dirs: &[PathBuf], old: &Cache, new: &mut Cache) -> Patterns
                     continue;
                 }
             };
-            let cached_ok = old.shims.get(&path).filter(|r| r.fp == fp).cloned();
+            let cached_ok = old.shim(&path, &fp).cloned();
             let verdict = match cached_ok {
                 Some(rec) => rec.verdict,
                 None => {
@@ -368,8 +368,8 @@ pub fn load_patterns(dirs: &[PathBuf], old: &Cache, new: &mut Cache) -> Patterns
                     }
                 }
             };
-            new.shims.insert(
-                path.clone(),
+            new.put_shim(
+                &path,
                 ShimRecord {
                     fp,
                     verdict: verdict.clone(),
