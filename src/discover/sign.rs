@@ -5,43 +5,99 @@
 //! `'atip'` or `\"atip\"` (the key inside a quoted string). Help text alone ("--agent
 //! print ATIP metadata") is not a sign: programs mention ATIP in comments and docs
 //! without answering it, and `--agent` is a common flag of unrelated programs (ssh
-//! agents). Both must occur within the first [`SIGN_READ_CAP`] bytes. Files are streamed through a bounded buffer with one
-//! multi-pattern search and reading stops as soon as both are seen.
+//! agents). Both must occur within the first [`SIGN_READ_CAP`] bytes. Files are read
+//! through a bounded per-thread buffer with SIMD substring search (memchr), and reading
+//! stops as soon as both have been seen.
 //!
 //! Must not run anything, and must not read more than the cap of any file.
 
-use aho_corasick::AhoCorasick;
+use memchr::memmem::Finder;
+use std::cell::RefCell;
 use std::fs::File;
-use std::io::Read;
+use std::io::{ErrorKind, Read};
 use std::path::Path;
 use std::sync::OnceLock;
 
 /// Bytes of a file searched for a sign; the rest of a bigger file is not read.
 pub const SIGN_READ_CAP: u64 = 64 << 20;
 
-/// The patterns: index 0 is the flag, the rest are markers.
-const PATTERNS: [&[u8]; 4] = [b"--agent", b"\"atip\"", b"'atip'", b"\\\"atip\\\""];
+/// Read buffer per thread: most executables fit in one fill.
+const CHUNK: usize = 256 << 10;
 
-fn searcher() -> &'static AhoCorasick {
-    static AC: OnceLock<AhoCorasick> = OnceLock::new();
-    AC.get_or_init(|| AhoCorasick::new(PATTERNS).expect("fixed patterns compile"))
+const FLAG: &[u8] = b"--agent";
+const MARKERS: [&[u8]; 3] = [b"\"atip\"", b"'atip'", b"\\\"atip\\\""];
+/// Bytes carried from one fill to the next so a pattern split across fills is found.
+const CARRY: usize = 7;
+
+struct Finders {
+    flag: Finder<'static>,
+    markers: Vec<Finder<'static>>,
+}
+
+fn finders() -> &'static Finders {
+    static F: OnceLock<Finders> = OnceLock::new();
+    F.get_or_init(|| Finders {
+        flag: Finder::new(FLAG),
+        markers: MARKERS.iter().map(|m| Finder::new(m)).collect(),
+    })
+}
+
+thread_local! {
+    static BUF: RefCell<Vec<u8>> = RefCell::new(vec![0u8; CARRY + CHUNK]);
 }
 
 /// Whether a byte stream shows an ATIP sign, reading at most [`SIGN_READ_CAP`] bytes.
-pub fn detect_reader<R: Read>(reader: R) -> std::io::Result<bool> {
-    let mut flag = false;
-    let mut marker = false;
-    for m in searcher().stream_find_iter(reader.take(SIGN_READ_CAP)) {
-        if m?.pattern().as_usize() == 0 {
-            flag = true;
-        } else {
-            marker = true;
+///
+/// The common case, a file without `--agent` that fits one buffer, costs one read and
+/// one SIMD substring search; markers are only looked for where they can matter.
+pub fn detect_reader<R: Read>(mut reader: R) -> std::io::Result<bool> {
+    let f = finders();
+    BUF.with(|cell| {
+        let mut buf = cell.borrow_mut();
+        let mut kept = 0usize;
+        let mut total = 0u64;
+        let mut flag = false;
+        let mut marker = false;
+        loop {
+            let mut n = kept;
+            let mut eof = false;
+            while n < buf.len() {
+                let room = (buf.len() - n).min((SIGN_READ_CAP - total) as usize);
+                if room == 0 {
+                    eof = true;
+                    break;
+                }
+                match reader.read(&mut buf[n..n + room]) {
+                    Ok(0) => {
+                        eof = true;
+                        break;
+                    }
+                    Ok(k) => {
+                        n += k;
+                        total += k as u64;
+                    }
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let chunk = &buf[..n];
+            if !flag {
+                flag = f.flag.find(chunk).is_some();
+            }
+            // Without the flag in a last chunk the answer is no: skip the markers.
+            if !marker && (flag || !eof) {
+                marker = f.markers.iter().any(|m| m.find(chunk).is_some());
+            }
+            if flag && marker {
+                return Ok(true);
+            }
+            if eof {
+                return Ok(false);
+            }
+            kept = CARRY.min(n);
+            buf.copy_within(n - kept..n, 0);
         }
-        if flag && marker {
-            return Ok(true);
-        }
-    }
-    Ok(false)
+    })
 }
 
 /// Whether the file at `path` shows an ATIP sign.
@@ -81,10 +137,21 @@ mod tests {
 
     #[test]
     fn matches_across_buffer_boundaries() {
-        let mut big = vec![b'x'; (1 << 20) - 3];
-        big.extend_from_slice(b"--agent");
-        big.extend(std::iter::repeat_n(b'y', 300_000));
-        big.extend_from_slice(b"\"atip\"");
-        assert!(sign(&big));
+        for split in [CHUNK - 3, CHUNK - 1, CHUNK, 2 * CHUNK - CARRY - 2] {
+            let mut big = vec![b'x'; split];
+            big.extend_from_slice(b"--agent");
+            big.extend(std::iter::repeat_n(b'y', CHUNK + 5));
+            big.extend_from_slice(b"\"atip\"");
+            assert!(sign(&big), "split at {split}");
+            // Marker first, flag later, across fills.
+            let mut rev = vec![b'x'; split];
+            rev.extend_from_slice(b"'atip'");
+            rev.extend(std::iter::repeat_n(b'y', 3 * CHUNK));
+            rev.extend_from_slice(b"--agent");
+            assert!(sign(&rev), "reversed, split at {split}");
+            let mut none = vec![b'x'; split];
+            none.extend_from_slice(b"--agen");
+            assert!(!sign(&none));
+        }
     }
 }
