@@ -38,7 +38,7 @@ fn finders() -> &'static Finders {
     static F: OnceLock<Finders> = OnceLock::new();
     F.get_or_init(|| Finders {
         flag: Finder::new(FLAG),
-        markers: MARKERS.iter().map(|m| Finder::new(m)).collect(),
+        markers: MARKERS.iter().map(Finder::new).collect(),
     })
 }
 
