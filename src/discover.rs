@@ -315,42 +315,54 @@ pub fn scan(
     }
     let pool = LazyPool::new(opts.jobs);
 
-    // Signs, read only where the mode needs them and the cache does not know.
-    let needs_sign = |w: &Work| !w.cached && !w.allowlisted && w.rec.sign.is_none();
-    if matches!(opts.probe, ProbeMode::Auto | ProbeMode::Help) && works.iter().any(needs_sign) {
-        pool.install(|| {
-            works
-                .par_iter_mut()
-                .filter(|w| needs_sign(w))
-                .for_each(|w| match sign::detect(&w.exe.canonical) {
-                    Ok(s) => w.rec.sign = Some(s),
-                    Err(e) => w.unreadable = Some(format!("failed to read: {e}")),
-                });
-        });
-    }
+    // 4. Read signs and probe in one parallel pass: a tool's probe starts as soon as its
+    //    sign is seen, not after the whole PATH has been read. Only files that need I/O
+    //    enter the pass, so a warm rescan starts no thread at all.
+    let read_signs = matches!(opts.probe, ProbeMode::Auto | ProbeMode::Help);
+    let needs_sign = |w: &Work| read_signs && !w.cached && !w.allowlisted && w.rec.sign.is_none();
     for w in works.iter_mut() {
-        if w.cached || w.unreadable.is_some() {
-            continue;
+        if !needs_sign(w) {
+            decide(w, opts.probe);
         }
-        w.probe_now = match opts.probe {
-            ProbeMode::None => None,
-            ProbeMode::All => Some(ProbeWhy::All),
-            ProbeMode::Auto | ProbeMode::Help if w.allowlisted => Some(ProbeWhy::Allowlist),
-            ProbeMode::Auto | ProbeMode::Help if w.rec.sign == Some(true) => Some(ProbeWhy::Sign),
-            ProbeMode::Help if w.rec.help != Some(false) => Some(ProbeWhy::Help),
-            ProbeMode::Auto | ProbeMode::Help => {
-                w.no_sign = true;
-                None
-            }
-        };
     }
+    let active = |w: &Work| needs_sign(w) || (!opts.dry_run && w.probe_now.is_some());
+    let todo = works.iter().filter(|w| active(w)).count() as u64;
+    if todo > 0 {
+        progress.start(todo);
+        let data = dirs.data.clone();
+        let timeout = opts.timeout;
+        let mode = opts.probe;
+        let dry_run = opts.dry_run;
+        pool.install(|| {
+            works.par_iter_mut().filter(|w| active(w)).for_each(|w| {
+                if needs_sign(w) {
+                    match sign::detect(&w.exe.canonical) {
+                        Ok(s) => w.rec.sign = Some(s),
+                        Err(e) => w.unreadable = Some(format!("failed to read: {e}")),
+                    }
+                    decide(w, mode);
+                }
+                if !dry_run && w.probe_now.is_some() {
+                    probe_one(w, &data, timeout);
+                }
+                progress.tick(&w.exe.name);
+            });
+        });
+        progress.finish();
+    }
+    let probed = if opts.dry_run {
+        0
+    } else {
+        works
+            .iter()
+            .filter(|w| w.probe_now.is_some() && w.rec.probe.is_some())
+            .count()
+    };
     if opts.probe == ProbeMode::All && !opts.dry_run {
         warnings.push(format!(
-            "--probe all ran {} executable(s) with --agent, ATIP or not",
-            works.iter().filter(|w| w.probe_now.is_some()).count()
+            "--probe all ran {probed} executable(s) with --agent, ATIP or not"
         ));
     }
-
     let plan: Vec<PlannedProbe> = works
         .iter()
         .filter_map(|w| {
@@ -361,66 +373,6 @@ pub fn scan(
             })
         })
         .collect();
-
-    // 4. Probe.
-    let mut probed = 0usize;
-    if !opts.dry_run && works.iter().any(|w| w.probe_now.is_some()) {
-        let todo: u64 = works.iter().filter(|w| w.probe_now.is_some()).count() as u64;
-        progress.start(todo);
-        let data = dirs.data.clone();
-        let timeout = opts.timeout;
-        pool.install(|| {
-            works
-                .par_iter_mut()
-                .filter(|w| w.probe_now.is_some())
-                .for_each(|w| {
-                    if w.probe_now == Some(ProbeWhy::Help) && w.rec.help.is_none() {
-                        match probe::help_mentions_agent(&w.exe.path, timeout) {
-                            Ok(m) => w.rec.help = Some(m),
-                            Err(f) => {
-                                // A --help that hangs or crashes says nothing about --agent.
-                                let _ = f;
-                                w.rec.help = Some(false);
-                            }
-                        }
-                        if w.rec.help == Some(false) {
-                            w.probe_now = None;
-                            w.no_sign = true;
-                            progress.tick(&w.exe.name);
-                            return;
-                        }
-                    }
-                    w.rec.probe = Some(
-                        match probe::probe_agent(&w.exe.path, &w.exe.name, timeout) {
-                            Ok(answer) => match cache::store_native_doc(&data, &answer.document) {
-                                Ok(doc) => ProbeRecord::Native {
-                                    doc,
-                                    warnings: answer.warnings,
-                                },
-                                Err(m) => ProbeRecord::Failed {
-                                    reason: FailReason::Unreadable,
-                                    message: format!("failed to keep the answer: {m}"),
-                                    diagnostics: Vec::new(),
-                                    timeout_ms: 0,
-                                },
-                            },
-                            Err(f) => ProbeRecord::Failed {
-                                reason: f.reason,
-                                message: f.message,
-                                diagnostics: f.diagnostics,
-                                timeout_ms: timeout.as_millis() as u64,
-                            },
-                        },
-                    );
-                    progress.tick(&w.exe.name);
-                });
-        });
-        progress.finish();
-        probed = works
-            .iter()
-            .filter(|w| w.probe_now.is_some() && w.rec.probe.is_some())
-            .count();
-    }
 
     // 5. Hash what needs it: native tools, tools with a name-keyed shim or override,
     //    and executables a content-addressed shim is about.
@@ -856,6 +808,59 @@ pub fn scan(
         warnings,
         hints,
     })
+}
+
+/// Decides whether an executable is probed by this scan, from what is known of it.
+fn decide(w: &mut Work, mode: ProbeMode) {
+    if w.cached || w.unreadable.is_some() {
+        return;
+    }
+    w.probe_now = match mode {
+        ProbeMode::None => None,
+        ProbeMode::All => Some(ProbeWhy::All),
+        ProbeMode::Auto | ProbeMode::Help if w.allowlisted => Some(ProbeWhy::Allowlist),
+        ProbeMode::Auto | ProbeMode::Help if w.rec.sign == Some(true) => Some(ProbeWhy::Sign),
+        ProbeMode::Help if w.rec.help != Some(false) => Some(ProbeWhy::Help),
+        ProbeMode::Auto | ProbeMode::Help => {
+            w.no_sign = true;
+            None
+        }
+    };
+}
+
+/// Runs one executable's probe (after `--help` in help mode) and records the outcome.
+fn probe_one(w: &mut Work, data: &std::path::Path, timeout: Duration) {
+    if w.probe_now == Some(ProbeWhy::Help) && w.rec.help.is_none() {
+        // A --help that hangs or crashes says nothing about --agent.
+        w.rec.help = Some(probe::help_mentions_agent(&w.exe.path, timeout).unwrap_or(false));
+    }
+    if w.probe_now == Some(ProbeWhy::Help) && w.rec.help == Some(false) {
+        w.probe_now = None;
+        w.no_sign = true;
+        return;
+    }
+    w.rec.probe = Some(
+        match probe::probe_agent(&w.exe.path, &w.exe.name, timeout) {
+            Ok(answer) => match cache::store_native_doc(data, &answer.document) {
+                Ok(doc) => ProbeRecord::Native {
+                    doc,
+                    warnings: answer.warnings,
+                },
+                Err(m) => ProbeRecord::Failed {
+                    reason: FailReason::Unreadable,
+                    message: format!("failed to keep the answer: {m}"),
+                    diagnostics: Vec::new(),
+                    timeout_ms: 0,
+                },
+            },
+            Err(f) => ProbeRecord::Failed {
+                reason: f.reason,
+                message: f.message,
+                diagnostics: f.diagnostics,
+                timeout_ms: timeout.as_millis() as u64,
+            },
+        },
+    );
 }
 
 fn enum_name<T: Serialize>(v: &T) -> String {
