@@ -538,6 +538,68 @@ fn unsafe_path_entries_are_skipped_with_reasons() {
 }
 
 #[test]
+fn foreign_owned_dirs_need_allow_dir_and_skip_globs_apply() {
+    use std::os::unix::fs::MetadataExt;
+    let env = Env::new();
+    env.tool("bin1/real", "real", "1.0.0");
+    env.tool("bin1/internal-tool", "internal-tool", "1.0.0");
+    let other = env.p("other");
+    std::fs::create_dir(&other).unwrap();
+    env.tool("other/theirs", "theirs", "1.0.0");
+    // --skip leaves matching names out (the name stays taken, as the shell sees it).
+    let r = env.scan(&["--skip", "internal-*"]);
+    assert_eq!(r["skipped"]["files"][0]["name"], "internal-tool");
+    assert_eq!(r["skipped"]["files"][0]["reason"], "skip-glob");
+    assert_eq!(registered(&env), ["real"]);
+    let me = std::fs::metadata(env.sb.path()).unwrap().uid();
+    // Only root can hand a directory to another user; elsewhere the owner check is
+    // covered by the unit tests of `paths`.
+    if me == 0 {
+        let c = std::ffi::CString::new(other.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::chown(c.as_ptr(), 12345, 12345) }, 0);
+        let path = format!("{}:{}", env.p("bin1").display(), other.display());
+        let out = env.run(&[
+            "--output",
+            "json",
+            "--path",
+            &path,
+            "--timeout",
+            "500ms",
+            "--skip",
+            "internal-*",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(r["skipped"]["dirs"][0]["reason"], "foreign-owner", "{r:#}");
+        assert!(
+            r["skipped"]["dirs"][0]["detail"]
+                .as_str()
+                .unwrap()
+                .contains("--allow-dir")
+        );
+        assert!(!registered(&env).contains(&"theirs".to_string()));
+        // --allow-dir trusts its owner.
+        let bin1 = env.p("bin1");
+        let out = env.run(&[
+            "--output",
+            "json",
+            "--path",
+            bin1.to_str().unwrap(),
+            "--allow-dir",
+            other.to_str().unwrap(),
+            "--timeout",
+            "500ms",
+            "--skip",
+            "internal-*",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        assert_eq!(registered(&env), ["real", "theirs"]);
+    }
+    assert!(!env.log().contains("internal-tool"));
+    assert_all_dead(&env);
+}
+
+#[test]
 fn a_duplicated_name_always_resolves_to_the_first_dir() {
     let env = Env::new();
     env.tool("bin1/dup", "dup", "1.0.0");
