@@ -967,3 +967,103 @@ fn text_output_summarises() {
     );
     assert_all_dead(&env);
 }
+
+/// The team's synthetic PATH generator, outside this repository.
+fn generator() -> Option<PathBuf> {
+    let p = std::env::var_os("ATIP_FAKE_PATH_GEN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/bench/make-fake-path.sh")
+        });
+    p.is_file().then_some(p)
+}
+
+#[test]
+#[ignore = "needs make-fake-path.sh (ATIP_FAKE_PATH_GEN), gcc and python3; run with --ignored"]
+fn synthetic_tree_end_to_end() {
+    let gen_path = generator().expect("set ATIP_FAKE_PATH_GEN to make-fake-path.sh");
+    let env = Env::new();
+    let tree = env.p("tree");
+    let out = {
+        let _g = lock();
+        Command::new("bash")
+            .arg(&gen_path)
+            .args(["-n", "50", "-o"])
+            .arg(&tree)
+            .env("HOSTILE_SLEEP", "5")
+            .env("HANG_SLEEP", "30")
+            .env("HUGE_MB", "20")
+            .env("BIG_KB", "64")
+            .output()
+            .unwrap()
+    };
+    assert!(out.status.success(), "{}", show(&out));
+    let path = format!(
+        "{}:{}",
+        tree.join("bin1").display(),
+        tree.join("bin2").display()
+    );
+    let scan = |extra: &[&str]| -> Value {
+        let mut args = vec!["--output", "json", "--path", &path, "--timeout", "1s"];
+        args.extend_from_slice(extra);
+        let out = env.run(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let start = Instant::now();
+    let r = scan(&[]);
+    assert!(
+        start.elapsed() < Duration::from_secs(1) + SLACK,
+        "{:?}",
+        start.elapsed()
+    );
+    let log = std::fs::read_to_string(tree.join("exec.log")).unwrap();
+    assert!(!log.contains("canary"), "canaries ran:\n{log}");
+    assert!(!log.contains("decoy"), "the decoy ran:\n{log}");
+    let names = registered(&env);
+    for expected in [
+        "atip-sh-01",
+        "atip-c-01",
+        "atip-py",
+        "atip-nested",
+        "atip-dup",
+        "atip-alias",
+    ] {
+        assert!(
+            names.contains(&expected.to_string()),
+            "{expected} missing: {names:?}"
+        );
+    }
+    assert!(
+        !names.contains(&"atip-shadowed".to_string()),
+        "a shadowed tool was registered"
+    );
+    assert!(
+        env.registry()["tools"]["atip-dup"]["path"]
+            .as_str()
+            .unwrap()
+            .contains("/bin1/")
+    );
+    for (name, reason) in [
+        ("hostile-badjson", "not-json"),
+        ("hostile-exit-nonzero", "exit-status"),
+        ("hostile-huge-stdout", "oversize"),
+        ("hostile-name-traversal", "invalid"),
+        ("hostile-schema-invalid", "invalid"),
+    ] {
+        assert_eq!(failed(&r, name)["reason"], reason, "{name}");
+    }
+    env.assert_registry_valid();
+    // Warm: nothing runs.
+    let before = log.lines().count();
+    let r = scan(&[]);
+    assert_eq!(r["summary"]["probed"], 0);
+    let log = std::fs::read_to_string(tree.join("exec.log")).unwrap();
+    assert_eq!(log.lines().count(), before, "a warm rescan ran something");
+    // Kill whatever escaped into its own session (setsid grandchildren).
+    let _ = Command::new("pkill")
+        .arg("-KILL")
+        .arg("-f")
+        .arg(tree.to_str().unwrap())
+        .status();
+}
