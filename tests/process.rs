@@ -792,3 +792,12 @@ fn sweeps_never_hit_sibling_runs() {
         assert!(c.join().unwrap() >= 5);
     }
 }
+
+#[test]
+fn missing_working_directory_is_named_in_the_error() {
+    let mut spawn = Spawn::new("/bin/true", Vec::<OsString>::new(), SHORT);
+    spawn.cwd = Some(PathBuf::from("/nonexistent/atip-cwd"));
+    let err = process::run(&spawn).unwrap_err();
+    assert!(matches!(err, ProcessError::Spawn { .. }), "{err:?}");
+    assert!(err.to_string().contains("/nonexistent/atip-cwd"), "{err}");
+}

@@ -1,11 +1,11 @@
 //! Thin, audited wrappers over the Unix calls the supervisor needs (setsid, group
 //! signals, non-reaping exit checks, pidfd, poll, O_NONBLOCK).
 //!
-//! Owns every `unsafe` block of the process module. Must not hold policy: no deadlines,
+//! Owns the raw libc calls of the process module. Must not hold policy: no deadlines,
 //! no caps, no decisions about which signal to send; `super` decides.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Duration;
 
 /// Runs in the forked child between `fork` and `exec` (std calls it after wiring fds
@@ -148,7 +148,9 @@ pub(super) fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0 as libc::c_uint) };
         if fd >= 0 {
             // SAFETY: fd is a fresh descriptor owned by nobody else.
-            return Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+            return Some(unsafe {
+                <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as std::os::fd::RawFd)
+            });
         }
         None
     }
