@@ -227,29 +227,48 @@ fn too_large(path: String, size: u64, cap: u64) -> FileReport {
     )
 }
 
-fn check_source(path: String, bytes: Vec<u8>, name: Option<&str>, opts: &Options) -> FileReport {
+fn check_source(path: String, bytes: &[u8], name: Option<&str>, opts: &Options) -> FileReport {
     let checked = if opts.parse_only {
-        super::parse_only(&bytes)
+        super::parse_only(bytes)
     } else {
-        super::check_with(&bytes, opts.kind, name, false)
+        super::check_with(bytes, opts.kind, name, false)
     };
     let mut report = FileReport::from_checked(path, checked);
     if let Some(color) = opts.render_text
         && !report.diagnostics.is_empty()
     {
-        report.source = Some(bytes);
-        report.rendered = Some(super::render::text(&report, color));
-        report.source = None;
+        report.rendered = Some(super::render::text_with(&report, Some(bytes), color));
     }
     report
 }
 
-/// Reads at most `cap + 1` bytes, so an input over the cap is noticed without reading it all.
+/// Reads at most `cap + 1` bytes into `buf`, so an input over the cap is noticed without
+/// reading it all.
+fn read_capped_into(
+    reader: impl Read,
+    cap: u64,
+    hint: u64,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    buf.clear();
+    buf.reserve(hint.min(cap) as usize + 1);
+    reader.take(cap.saturating_add(1)).read_to_end(buf)?;
+    Ok(())
+}
+
 fn read_capped(reader: impl Read, cap: u64, hint: u64) -> std::io::Result<Vec<u8>> {
-    let mut buf = Vec::with_capacity(hint.min(cap) as usize + 1);
-    reader.take(cap.saturating_add(1)).read_to_end(&mut buf)?;
+    let mut buf = Vec::new();
+    read_capped_into(reader, cap, hint, &mut buf)?;
     Ok(buf)
 }
+
+thread_local! {
+    /// Each worker reads every file into the same buffer: no large allocation per file.
+    static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Buffers larger than this are released after use rather than kept per thread.
+const KEEP_BUFFER: usize = 1 << 20;
 
 fn check_file(path: &Path, opts: &Options) -> FileReport {
     let shown = display(path);
@@ -285,15 +304,20 @@ fn check_file(path: &Path, opts: &Options) -> FileReport {
     if meta.len() > opts.max_size {
         return too_large(shown, meta.len(), opts.max_size);
     }
-    let bytes = match read_capped(file, opts.max_size, meta.len()) {
-        Ok(b) => b,
-        Err(e) => return unreadable(e),
-    };
-    if bytes.len() as u64 > opts.max_size {
-        return too_large(shown, bytes.len() as u64, opts.max_size);
-    }
     let name = path.file_name().and_then(|n| n.to_str());
-    check_source(shown.clone(), bytes, name, opts)
+    READ_BUFFER.with_borrow_mut(|buf| {
+        let report = match read_capped_into(file, opts.max_size, meta.len(), buf) {
+            Err(e) => unreadable(e),
+            Ok(()) if buf.len() as u64 > opts.max_size => {
+                too_large(shown.clone(), buf.len() as u64, opts.max_size)
+            }
+            Ok(()) => check_source(shown.clone(), buf, name, opts),
+        };
+        if buf.capacity() > KEEP_BUFFER {
+            *buf = Vec::new();
+        }
+        report
+    })
 }
 
 fn check_stdin(opts: &Options) -> FileReport {
@@ -301,7 +325,7 @@ fn check_stdin(opts: &Options) -> FileReport {
         Ok(bytes) if bytes.len() as u64 > opts.max_size => {
             too_large("-".into(), bytes.len() as u64, opts.max_size)
         }
-        Ok(bytes) => check_source("-".into(), bytes, None, opts),
+        Ok(bytes) => check_source("-".into(), &bytes, None, opts),
         Err(e) => FileReport::failed(
             "-".into(),
             "input-unreadable",
@@ -377,14 +401,12 @@ pub fn check_exec(program: &OsString, args: &[OsString], opts: &Options) -> File
             r.diagnostics.extend(checked.diagnostics);
             r.kind = checked.kind;
             if let Some(color) = opts.render_text {
-                r.source = Some(outcome.stdout);
-                r.rendered = Some(super::render::text(&r, color));
-                r.source = None;
+                r.rendered = Some(super::render::text_with(&r, Some(&outcome.stdout), color));
             }
         }
         return r;
     }
-    check_source(shown, outcome.stdout, None, opts)
+    check_source(shown, &outcome.stdout, None, opts)
 }
 
 fn check_item(item: Item, opts: &Options) -> FileReport {
