@@ -483,8 +483,8 @@ fn child_process_entry() {
         // rest are unchanged.
         "loop" => {
             let bin = PathBuf::from(env("CHILD_BIN"));
-            let a = big_update(&bin, "a", 150, 40);
-            let b = big_update(&bin, "b", 150, 40);
+            let a = big_update(&bin, "a", 60, 30);
+            let b = big_update(&bin, "b", 60, 30);
             println!("READY");
             for i in 0.. {
                 let mut o = opts();
@@ -494,7 +494,7 @@ fn child_process_entry() {
                     0 => a.clone(),
                     1 => b.clone(),
                     _ => {
-                        let mut u = big_update(&bin, &format!("m{i}"), 150, 40);
+                        let mut u = big_update(&bin, &format!("m{i}"), 60, 30);
                         for f in &mut u.found[5..] {
                             f.meta = FoundMeta::Unchanged;
                         }
@@ -705,9 +705,9 @@ fn kill_9_mid_write_leaves_a_valid_registry() {
         .unwrap()
         .subsec_nanos() as u64;
     // A first registry, so every round starts from a valid one.
-    run_commit(&data, &big_update(&bin, "seed", 150, 40));
+    run_commit(&data, &big_update(&bin, "seed", 60, 30));
     let mut versions = std::collections::HashSet::new();
-    for round in 0..12 {
+    for round in 0..10 {
         use std::io::BufRead;
         let mut c = child("loop", &data)
             .env("CHILD_BIN", &bin)
@@ -726,15 +726,15 @@ fn kill_9_mid_write_leaves_a_valid_registry() {
         seed = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
-        std::thread::sleep(Duration::from_millis(5 + (seed >> 33) % 250));
+        std::thread::sleep(Duration::from_millis(5 + (seed >> 33) % 150));
         c.kill().unwrap(); // SIGKILL
         c.wait().unwrap();
         let index = assert_valid(&data);
-        assert_eq!(index.tools.len(), 150, "round {round}");
+        assert_eq!(index.tools.len(), 60, "round {round}");
         versions.insert(index.tools["t010"].version.clone());
     }
     // The next commit clears whatever temp files the killed writers left.
-    run_commit(&data, &big_update(&bin, "c", 150, 0));
+    run_commit(&data, &big_update(&bin, "c", 60, 0));
     assert_valid(&data);
     for dir in [data.clone(), data.join("tools")] {
         for e in fs::read_dir(dir).unwrap() {
@@ -1245,6 +1245,31 @@ fn hand_edited_entries_cannot_point_outside_the_data_dir() {
 }
 
 #[test]
+fn another_format_version_is_kept_aside_not_overwritten() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    fs::create_dir_all(&data).unwrap();
+    let future = br#"{"version": "3", "updated": "2030-01-01T00:00:00Z", "agent": {"name": "atip", "version": "9"}, "tools": {}}"#;
+    fs::write(data.join("registry.json"), future).unwrap();
+    let bin = tmp.path().join("bin");
+    let gh = make_bin(&bin, "gh", "gh");
+    let report = run_commit(
+        &data,
+        &Update {
+            found: vec![fresh("gh", &gh, doc("gh", "1", 0))],
+            scanned_dirs: vec![bin],
+        },
+    );
+    assert!(
+        report.warnings[0].contains("format version \"3\""),
+        "{:?}",
+        report.warnings
+    );
+    assert_eq!(fs::read(report.corrupt_backup.unwrap()).unwrap(), future);
+    assert_eq!(assert_valid(&data).version, "2");
+}
+
+#[test]
 fn corrupt_registry_warning_reaches_stderr_and_readers_report_it() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
@@ -1325,4 +1350,244 @@ fn doctor_validates_stored_documents_like_atip_validate() {
             .contains("/name"),
         "{v}"
     );
+}
+
+#[test]
+fn unchanged_with_another_source_is_stale() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let bin = tmp.path().join("bin");
+    let gh = make_bin(&bin, "gh", "gh");
+    run_commit(
+        &data,
+        &Update {
+            found: vec![fresh("gh", &gh, doc("gh", "1", 0))],
+            scanned_dirs: vec![bin.clone()],
+        },
+    );
+    let mut f = unchanged("gh", &gh);
+    f.source = Source::Override;
+    let report = run_commit(
+        &data,
+        &Update {
+            found: vec![f],
+            scanned_dirs: vec![bin.clone()],
+        },
+    );
+    assert_eq!(names(&report.stale), ["gh"]);
+    assert!(load(&data).tools.is_empty());
+}
+
+#[test]
+fn readers_never_see_a_partial_registry_while_a_writer_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let bin = tmp.path().join("bin");
+    let a = big_update(&bin, "a", 60, 20);
+    let b = big_update(&bin, "b", 60, 20);
+    run_commit(&data, &a);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (data, done) = (data.clone(), done.clone());
+        std::thread::spawn(move || {
+            let dirs = dirs_at(&data);
+            let mut reads = 0u32;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let index = Index::load(&dirs).unwrap().expect("registry present");
+                assert_eq!(index.tools.len(), 60);
+                // Alternating a/b keeps both generations' files, so every look-up works.
+                let tool = atip::registry::query::get_tool(&dirs, "t050").unwrap();
+                assert!(matches!(tool.entry.version.as_deref(), Some("a" | "b")));
+                reads += 1;
+            }
+            reads
+        })
+    };
+    for i in 0..16 {
+        let r = run_commit(&data, if i % 2 == 0 { &b } else { &a });
+        assert!(r.written);
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads = reader.join().unwrap();
+    assert!(reads > 0);
+}
+
+#[test]
+fn registry_path_taken_by_a_directory_is_an_output_error() {
+    // Simulates an unreplaceable registry.json as root: a directory sits in its place.
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    fs::create_dir_all(data.join("registry.json/keep")).unwrap();
+    let bin = tmp.path().join("bin");
+    let gh = make_bin(&bin, "gh", "gh");
+    let err = commit(
+        &dirs_at(&data),
+        &Update {
+            found: vec![fresh("gh", &gh, doc("gh", "1", 0))],
+            scanned_dirs: vec![bin],
+        },
+        &opts(),
+    )
+    .unwrap_err();
+    let e = err.to_atip();
+    assert_eq!(
+        (e.exit_code(), e.code.as_str()),
+        (73, "registry_write_failed")
+    );
+    assert!(e.message.contains("registry.json"), "{}", e.message);
+    assert!(data.join("registry.json/keep").is_dir());
+    // Readers report it as unreadable input.
+    let sb = common::Sandbox::new();
+    let out = sb
+        .atip()
+        .env("ATIP_DATA_DIR", &data)
+        .args(["--output", "json", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(66), "{}", common::show(&out));
+    assert_eq!(err_json(&out)["code"], "registry_read_failed");
+}
+
+// ---------------------------------------------------------------- merge rule, as a property
+
+/// One scan of the property test: binaries to delete first, tools found (index,
+/// `Some(version)` for Fresh, `None` for Unchanged), dirs covered.
+#[derive(Debug, Clone)]
+struct Step {
+    delete: Vec<usize>,
+    found: Vec<(usize, Option<u8>)>,
+    scanned: [bool; 3],
+}
+
+fn step_strategy() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    (
+        proptest::collection::vec(0usize..6, 0..2),
+        proptest::collection::vec((0usize..6, proptest::option::of(0u8..3)), 0..6),
+        any::<[bool; 3]>(),
+    )
+        .prop_map(|(delete, found, scanned)| Step {
+            delete,
+            found,
+            scanned,
+        })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+
+    /// The registry after any sequence of scans equals a model of the merge rule:
+    /// found tools are upserted (Unchanged only keeps an existing entry), other
+    /// entries go when their dir was scanned or their binary vanished; the write is
+    /// skipped exactly when nothing changed.
+    #[test]
+    fn merge_rule_matches_its_model(steps in proptest::collection::vec(step_strategy(), 1..5)) {
+        use std::collections::BTreeMap;
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("data");
+        let dir_of = |i: usize| tmp.path().join(format!("d{}", i % 3));
+        let bins: Vec<PathBuf> = (0..6).map(|i| make_bin(&dir_of(i), &format!("n{i}"), &format!("n{i}"))).collect();
+        let mut model: BTreeMap<String, String> = BTreeMap::new();
+        let mut exists = [true; 6];
+        let mut first = true;
+        for step in steps {
+            for &d in &step.delete {
+                if exists[d] {
+                    fs::remove_file(&bins[d]).unwrap();
+                    exists[d] = false;
+                }
+            }
+            let mut found = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            for &(i, v) in &step.found {
+                if !exists[i] || !seen.insert(i) {
+                    continue;
+                }
+                let name = format!("n{i}");
+                found.push(match v {
+                    Some(v) => fresh(&name, &bins[i], doc(&name, &v.to_string(), 0)),
+                    None => unchanged(&name, &bins[i]),
+                });
+            }
+            let scanned: Vec<PathBuf> = (0..3).filter(|&d| step.scanned[d]).map(dir_of).collect();
+            // The model.
+            let before = model.clone();
+            let found_names: std::collections::HashSet<String> = found.iter().map(|f| f.name.clone()).collect();
+            model.retain(|name, _| {
+                let i: usize = name[1..].parse().unwrap();
+                found_names.contains(name) || (exists[i] && !step.scanned[i % 3])
+            });
+            for &(i, v) in &step.found {
+                let name = format!("n{i}");
+                if !exists[i] || !found_names.contains(&name) {
+                    continue;
+                }
+                match v {
+                    Some(v) if step.found.iter().find(|(j, _)| *j == i) == Some(&(i, Some(v))) => {
+                        model.insert(name, v.to_string());
+                    }
+                    None if step.found.iter().find(|(j, _)| *j == i) == Some(&(i, None))
+                        && !before.contains_key(&name) =>
+                    {
+                        model.remove(&name);
+                    }
+                    _ => {}
+                }
+            }
+            let report = run_commit(&data, &Update { found, scanned_dirs: scanned });
+            let index = assert_valid(&data);
+            let got: BTreeMap<String, String> = index
+                .tools
+                .iter()
+                .map(|(n, e)| (n.clone(), e.version.clone().unwrap()))
+                .collect();
+            proptest::prop_assert_eq!(&got, &model);
+            proptest::prop_assert_eq!(report.written, first || model != before, "{:?}", report);
+            first = false;
+        }
+    }
+}
+
+#[test]
+fn list_text_neutralises_terminal_escapes_from_descriptions() {
+    let sb = common::Sandbox::new();
+    // Even the directory name carries an escape sequence (doctor prints paths).
+    let bin = sb.path().join("bin\u{1b}[31m");
+    let evil = make_bin(&bin, "evil", "evil");
+    let mut v: Value = serde_json::from_slice(&doc("evil", "1", 0)).unwrap();
+    v["description"] = json!("\u{1b}]0;pwned\u{7}\u{1b}[2J clears your screen\nsecond line");
+    run_commit(
+        &sb.data_dir(),
+        &Update {
+            found: vec![fresh("evil", &evil, serde_json::to_vec(&v).unwrap())],
+            scanned_dirs: vec![bin.clone()],
+        },
+    );
+    let out = sb
+        .atip()
+        .args(["--output", "text", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+    assert!(text.contains("clears your screen"), "{text}");
+    assert_eq!(text.lines().count(), 2, "{text}");
+    // JSON output carries the exact text; escaping is the JSON encoder's job.
+    let (_, v, _) = json_out(sb.atip().args(["--output", "json", "list"]));
+    assert!(v[0]["description"].as_str().unwrap().starts_with('\u{1b}'));
+    // doctor's text output too (the binary vanished: its path is in the message).
+    fs::remove_file(&evil).unwrap();
+    let out = sb
+        .atip()
+        .args(["--output", "text", "doctor"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("binary") || text.contains("gone"), "{text}");
+    assert!(!text.contains('\u{1b}'), "{text:?}");
 }

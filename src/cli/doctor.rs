@@ -4,7 +4,7 @@
 //! Read-only; never takes the writer lock.
 
 use crate::Ctx;
-use crate::cli::list::write_stdout;
+use crate::cli::list::{printable, write_stdout};
 use atip::output::{AtipError, OutputFormat, print_json};
 use atip::registry::doctor;
 
@@ -13,7 +13,7 @@ use atip::registry::doctor;
 pub struct Args {}
 
 /// Runs `atip doctor`; returns the exit code.
-#[expect(
+#[allow(
     clippy::result_large_err,
     reason = "the run signature is fixed by the cli contract"
 )]
@@ -31,10 +31,15 @@ pub fn run(_args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         let mut text = String::new();
         for p in &report.problems {
             let who = p.tool.as_deref().unwrap_or("registry");
-            text.push_str(&format!("✗ {who}: {}\n  fix: {}\n", p.message, p.fix));
+            text.push_str(&format!(
+                "✗ {}: {}\n  fix: {}\n",
+                printable(who),
+                printable(&p.message),
+                p.fix
+            ));
         }
         for n in &report.notes {
-            text.push_str(&format!("note: {n}\n"));
+            text.push_str(&format!("note: {}\n", printable(n)));
         }
         if report.healthy {
             text.push_str(&format!(

@@ -22,7 +22,7 @@ pub struct Args {
 }
 
 /// Runs `atip get`; returns the exit code.
-#[expect(
+#[allow(
     clippy::result_large_err,
     reason = "the run signature is fixed by the cli contract"
 )]

@@ -49,7 +49,7 @@ fn source_name(s: Source) -> &'static str {
 }
 
 /// Runs `atip list`; returns the exit code.
-#[expect(
+#[allow(
     clippy::result_large_err,
     reason = "the run signature is fixed by the cli contract"
 )]
@@ -87,12 +87,12 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         .map(|l| {
             let e = l.entry;
             [
-                l.name.to_string(),
-                e.version.clone().unwrap_or_else(|| "-".into()),
+                printable(l.name),
+                printable(e.version.as_deref().unwrap_or("-")),
                 source_name(e.source).into(),
-                e.trust.clone(),
+                printable(&e.trust),
                 e.commands.to_string(),
-                e.effects.clone(),
+                printable(&e.effects),
                 one_line(&e.description, 60),
             ]
         })
@@ -133,9 +133,17 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     Ok(0)
 }
 
-/// First line of `s`, cut to `max` characters with an ellipsis.
+/// `s` safe for a terminal: control characters (escape sequences a hostile tool
+/// could put in its description, newlines) become `�`.
+pub(crate) fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect()
+}
+
+/// First line of `s`, cut to `max` characters with an ellipsis, made printable.
 fn one_line(s: &str, max: usize) -> String {
-    let first = s.lines().next().unwrap_or_default();
+    let first = printable(s.lines().next().unwrap_or_default());
     if first.chars().count() <= max {
         first.to_string()
     } else {
@@ -154,7 +162,7 @@ fn write_failed(e: std::io::Error) -> AtipError {
 }
 
 /// Writes text to stdout; a closed pipe is not an error.
-#[expect(
+#[allow(
     clippy::result_large_err,
     reason = "AtipError is the cli contract's error type"
 )]

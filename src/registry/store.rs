@@ -13,7 +13,7 @@
 
 use super::lock::RegistryLock;
 use super::time::{compact, is_rfc3339};
-use super::{Entry, Index, RegistryError, Source, TOOLS_DIR};
+use super::{Entry, FORMAT_VERSION, Index, RegistryError, Source, TOOLS_DIR};
 use crate::dirs::Dirs;
 use crate::model::Metadata;
 use indexmap::IndexMap;
@@ -218,8 +218,8 @@ pub enum FoundMeta {
         checked_at: String,
     },
     /// Nothing changed since the last scan: keep the stored entry as it is. Honoured
-    /// only when a stored entry with the same path and hash exists; otherwise the name
-    /// is reported in [`CommitReport::stale`] and not registered.
+    /// only when a stored entry with the same path, hash and source exists; otherwise
+    /// the name is reported in [`CommitReport::stale`] and not registered.
     Unchanged,
 }
 
@@ -248,10 +248,16 @@ impl Default for CommitOptions {
     /// Lock wait from `ATIP_LOCK_TIMEOUT` (e.g. `30s`, `500ms`; default 30 s), the
     /// current time, announcements on.
     fn default() -> Self {
-        let lock_timeout = std::env::var("ATIP_LOCK_TIMEOUT")
-            .ok()
-            .and_then(|v| crate::units::parse_duration(&v).ok())
-            .unwrap_or(DEFAULT_LOCK_TIMEOUT);
+        let lock_timeout = match std::env::var("ATIP_LOCK_TIMEOUT") {
+            Ok(v) => crate::units::parse_duration(&v).unwrap_or_else(|e| {
+                eprintln!(
+                    "warning: ignoring ATIP_LOCK_TIMEOUT: {e}; waiting up to {} for the registry lock",
+                    crate::units::format_duration(DEFAULT_LOCK_TIMEOUT)
+                );
+                DEFAULT_LOCK_TIMEOUT
+            }),
+            Err(_) => DEFAULT_LOCK_TIMEOUT,
+        };
         CommitOptions {
             lock_timeout,
             now: super::rfc3339_now(),
@@ -394,14 +400,27 @@ pub(crate) fn index_bytes(index: &Index) -> Vec<u8> {
     out
 }
 
-/// Reads `registry.json` for writing. A file that cannot be parsed is renamed aside
-/// as `registry.json.corrupt-<timestamp>` and `None` is returned, so it is rebuilt.
+/// Reads `registry.json` for writing. A file that cannot be parsed, or has another
+/// format version, is renamed aside as `registry.json.corrupt-<timestamp>` and `None`
+/// is returned, so it is rebuilt. Also returns whether defective entries were dropped.
 fn load_for_write(
     path: &Path,
     announce: bool,
     report: &mut CommitReport,
 ) -> Result<(Option<Index>, bool), RegistryError> {
-    match Index::load_file(path) {
+    let loaded = match Index::load_file(path) {
+        // Another format version (from a newer atip, or hand-made) is not merged into
+        // and not overwritten in place: it is kept aside like a corrupt file.
+        Ok(Some(index)) if index.version != FORMAT_VERSION => Err(RegistryError::Parse {
+            path: path.to_path_buf(),
+            message: format!(
+                "index format version {:?}, this atip writes {FORMAT_VERSION:?}",
+                index.version
+            ),
+        }),
+        other => other,
+    };
+    match loaded {
         Ok(Some(mut index)) => {
             // Entries a writer cannot rely on are dropped, not carried forward.
             let before = index.tools.len();
@@ -421,6 +440,9 @@ fn load_for_write(
             Ok((Some(index), dropped))
         }
         Ok(None) => Ok((None, false)),
+        // A registry a writer cannot read (a directory in its place, no permission) is
+        // one it cannot replace either: an output error, nothing touched.
+        Err(RegistryError::Read { path, source }) => Err(RegistryError::Write { path, source }),
         Err(RegistryError::Parse { message, .. }) => {
             let stamp = compact(SystemTime::now());
             let mut aside = path.with_file_name(format!("registry.json.corrupt-{stamp}"));
@@ -552,7 +574,9 @@ pub fn commit(
                 ..
             } => entry_from_fresh(f, metadata, checked_at, rels[f.name.as_str()].clone()),
             FoundMeta::Unchanged => match old_entry {
-                Some(e) if e.path == f.path && e.hash == f.hash => e.clone(),
+                Some(e) if e.path == f.path && e.hash == f.hash && e.source == f.source => {
+                    e.clone()
+                }
                 _ => {
                     report.stale.push(f.name.clone());
                     if old_entry.is_some() {
