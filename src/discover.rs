@@ -23,6 +23,7 @@ use crate::output::{AtipError, Category};
 use crate::registry::{self, Found, FoundMeta, Index, Source, Update};
 use cache::{Cache, FileRecord, ProbeRecord, ToolRecord};
 use paths::{DirEntrySpec, Enumeration, Executable, FileSkip, FileSkipReason, Identity};
+use probe::Cancel;
 use rayon::prelude::*;
 use report::{
     FailReason, FailedTool, PlannedProbe, ProbeWhy, RegistryInfo, ScanReport, ShimSummary, Skipped,
@@ -34,6 +35,7 @@ use shims::{PatternFile, ShimFile};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Which executables a scan may run with `--agent`.
@@ -73,6 +75,9 @@ pub struct ScanOptions {
     pub refresh: bool,
     /// List what would be probed; probe nothing, write nothing.
     pub dry_run: bool,
+    /// Set (e.g. from a SIGINT handler) to kill running probes and abort the scan
+    /// before anything is written.
+    pub cancel: Option<Cancel>,
 }
 
 /// Default number of probes run at once: probes mostly wait on children, and a hanging
@@ -189,6 +194,10 @@ pub enum ScanError {
     /// Something atip itself got wrong.
     #[error("{0}")]
     Internal(String),
+    /// Interrupted (the cancel flag was set): running probes were killed, nothing was
+    /// written.
+    #[error("scan interrupted; running probes were killed and nothing was written")]
+    Interrupted,
 }
 
 impl ScanError {
@@ -200,6 +209,10 @@ impl ScanError {
             ScanError::Usage(m) => AtipError::new("usage", Category::Usage, m.clone()),
             ScanError::Registry(e) => e.to_atip(),
             ScanError::Internal(m) => AtipError::new("internal", Category::Internal, m.clone()),
+            ScanError::Interrupted => {
+                AtipError::new("interrupted", Category::Temporary, self.to_string())
+                    .hint("run `atip scan` again; the registry is as it was")
+            }
         }
     }
 }
@@ -333,8 +346,13 @@ pub fn scan(
         let timeout = opts.timeout;
         let mode = opts.probe;
         let dry_run = opts.dry_run;
+        let cancel = opts.cancel.as_ref();
+        let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
         pool.install(|| {
             works.par_iter_mut().filter(|w| active(w)).for_each(|w| {
+                if cancelled() {
+                    return;
+                }
                 if needs_sign(w) {
                     match sign::detect(&w.exe.canonical) {
                         Ok(s) => w.rec.sign = Some(s),
@@ -343,12 +361,20 @@ pub fn scan(
                     decide(w, mode);
                 }
                 if !dry_run && w.probe_now.is_some() {
-                    probe_one(w, &data, timeout);
+                    probe_one(w, &data, timeout, cancel);
                 }
                 progress.tick(&w.exe.name);
             });
         });
         progress.finish();
+    }
+    if opts
+        .cancel
+        .as_ref()
+        .is_some_and(|c| c.load(Ordering::Relaxed))
+    {
+        // Running probes were killed with their groups; nothing is written.
+        return Err(ScanError::Interrupted);
     }
     let probed = if opts.dry_run {
         0
@@ -829,10 +855,11 @@ fn decide(w: &mut Work, mode: ProbeMode) {
 }
 
 /// Runs one executable's probe (after `--help` in help mode) and records the outcome.
-fn probe_one(w: &mut Work, data: &std::path::Path, timeout: Duration) {
+fn probe_one(w: &mut Work, data: &std::path::Path, timeout: Duration, cancel: Option<&Cancel>) {
     if w.probe_now == Some(ProbeWhy::Help) && w.rec.help.is_none() {
         // A --help that hangs or crashes says nothing about --agent.
-        w.rec.help = Some(probe::help_mentions_agent(&w.exe.path, timeout).unwrap_or(false));
+        w.rec.help =
+            Some(probe::help_mentions_agent(&w.exe.path, timeout, cancel).unwrap_or(false));
     }
     if w.probe_now == Some(ProbeWhy::Help) && w.rec.help == Some(false) {
         w.probe_now = None;
@@ -840,7 +867,7 @@ fn probe_one(w: &mut Work, data: &std::path::Path, timeout: Duration) {
         return;
     }
     w.rec.probe = Some(
-        match probe::probe_agent(&w.exe.path, &w.exe.name, timeout) {
+        match probe::probe_agent(&w.exe.path, &w.exe.name, timeout, cancel) {
             Ok(answer) => match cache::store_native_doc(data, &answer.document) {
                 Ok(doc) => ProbeRecord::Native {
                     doc,

@@ -777,6 +777,48 @@ fn kill_9_mid_scan_leaves_a_valid_registry() {
     assert_all_dead(&env);
 }
 
+#[test]
+fn sigint_kills_running_probes_and_writes_nothing() {
+    let env = Env::new();
+    env.tool("bin1/alpha", "alpha", "1.0.0");
+    env.scan(&[]);
+    let old = env.registry();
+    env.tool("bin2/beta", "beta", "1.0.0");
+    env.script("bin2/slow", "# \"atip\" --agent\nexec sleep 30");
+    let path = env.path_arg();
+    let mut child = {
+        let _g = lock();
+        env.cmd(&["--output", "json", "--path", &path, "--timeout", "20s"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let until = Instant::now() + Duration::from_secs(10);
+    while !env.log().contains("slow --agent") && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sent = Instant::now();
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(
+        sent.elapsed() < SLACK,
+        "atip took {:?} to stop",
+        sent.elapsed()
+    );
+    assert_eq!(status.code(), Some(75));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("interrupted"), "{err}");
+    assert_eq!(
+        env.registry(),
+        old,
+        "an interrupted scan wrote the registry"
+    );
+    // The hanging probe was killed with its group, not left behind.
+    assert_all_dead(&env);
+}
+
 fn sha256_hex(path: &Path) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(std::fs::read(path).unwrap()))

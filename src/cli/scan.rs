@@ -8,6 +8,8 @@ use atip::output::{AtipError, Category, OutputFormat};
 use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// Find ATIP tools on PATH and record them in the registry.
 #[derive(Debug, clap::Args)]
@@ -58,6 +60,28 @@ impl Progress for Bar {
     }
 }
 
+/// The flag SIGINT and SIGTERM set: probes run in their own sessions, so a Ctrl-C does
+/// not reach them; atip kills their groups itself and exits without writing.
+fn interrupt_flag() -> Arc<AtomicBool> {
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    extern "C" fn on_signal(_: libc::c_int) {
+        // Only an atomic store: async-signal-safe.
+        if let Some(flag) = FLAG.get() {
+            flag.store(true, Ordering::SeqCst);
+        }
+    }
+    let flag = FLAG
+        .get_or_init(|| Arc::new(AtomicBool::new(false)))
+        .clone();
+    let handler: extern "C" fn(libc::c_int) = on_signal;
+    // SAFETY: the handler only performs an atomic load and store.
+    unsafe {
+        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
+    }
+    flag
+}
+
 /// Runs `atip scan`; returns the exit code.
 #[expect(
     clippy::result_large_err,
@@ -93,6 +117,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         skip: args.skip,
         refresh: args.refresh,
         dry_run: args.dry_run,
+        cancel: Some(interrupt_flag()),
     };
     let report = if std::io::stderr().is_terminal() {
         let bar = indicatif::ProgressBar::new(0).with_style(

@@ -10,7 +10,12 @@ use super::report::{FailReason, ReportDiagnostic};
 use crate::process::{self, Exit, Spawn};
 use crate::validate::{Kind, Severity, check_bytes};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
+
+/// A flag that, once set, kills running probes and stops new ones.
+pub type Cancel = Arc<AtomicBool>;
 
 /// Bytes of `--help` output kept when looking for `--agent` in it.
 pub const HELP_STDOUT_CAP: usize = 256 << 10;
@@ -65,9 +70,11 @@ fn run_checked(
     args: &[&str],
     timeout: Duration,
     cap: usize,
+    cancel: Option<&Cancel>,
 ) -> Result<process::Outcome, ProbeFailure> {
     let mut spawn = Spawn::new(path, args.iter().copied(), timeout);
     spawn.stdout_cap = cap;
+    spawn.cancel = cancel.cloned();
     let out = process::run(&spawn)
         .map_err(|e| ProbeFailure::new(FailReason::SpawnFailed, e.to_string()))?;
     let killed = matches!(out.exit, Exit::TimedOut | Exit::Cancelled);
@@ -108,12 +115,14 @@ pub fn probe_agent(
     path: &Path,
     name: &str,
     timeout: Duration,
+    cancel: Option<&Cancel>,
 ) -> Result<ProbeAnswer, ProbeFailure> {
     let out = run_checked(
         path,
         &["--agent"],
         timeout,
         process::DEFAULT_PROBE_STDOUT_CAP,
+        cancel,
     )?;
     if let Exit::Code(code) = out.exit
         && code != 0
@@ -194,8 +203,12 @@ pub fn probe_agent(
 
 /// `--probe help`'s first phase: whether `TOOL --help` (stdout or stderr, any exit
 /// status) mentions `--agent`.
-pub fn help_mentions_agent(path: &Path, timeout: Duration) -> Result<bool, ProbeFailure> {
-    let out = run_checked(path, &["--help"], timeout, HELP_STDOUT_CAP)?;
+pub fn help_mentions_agent(
+    path: &Path,
+    timeout: Duration,
+    cancel: Option<&Cancel>,
+) -> Result<bool, ProbeFailure> {
+    let out = run_checked(path, &["--help"], timeout, HELP_STDOUT_CAP, cancel)?;
     let finder = memchr_find(b"--agent");
     Ok(finder(&out.stdout) || finder(&out.stderr))
 }
