@@ -38,7 +38,7 @@ pub struct Args {
     #[arg(long, value_name = "GLOB")]
     skip: Vec<String>,
     /// Ignore the cache: read, hash and probe everything again.
-    #[arg(long)]
+    #[arg(long, env = "ATIP_REFRESH", value_parser = clap::builder::BoolishValueParser::new())]
     refresh: bool,
     /// List what would be probed; probe nothing, write nothing.
     #[arg(long)]
