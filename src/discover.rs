@@ -154,8 +154,15 @@ struct Work {
 
 /// The winning metadata source of one tool.
 enum Winner<'a> {
-    Native { doc: String, warnings: Vec<String> },
-    Shim { file: &'a ShimFile, source: Source },
+    Native {
+        doc: String,
+        warnings: Vec<String>,
+        trust: Option<String>,
+    },
+    Shim {
+        file: &'a ShimFile,
+        source: Source,
+    },
 }
 
 fn build_globs(globs: &[String], what: &str) -> Result<globset::GlobSet, String> {
@@ -462,10 +469,16 @@ pub fn scan(
             .sha256
             .as_deref()
             .and_then(|h| h.strip_prefix("sha256:"));
-        let winner = if let Some(ProbeRecord::Native { doc, warnings }) = &w.rec.probe {
+        let winner = if let Some(ProbeRecord::Native {
+            doc,
+            warnings,
+            trust,
+        }) = &w.rec.probe
+        {
             Some(Winner::Native {
                 doc: doc.clone(),
                 warnings: warnings.clone(),
+                trust: trust.clone(),
             })
         } else {
             let pick = hex
@@ -497,9 +510,12 @@ pub fn scan(
             .collect();
         let mut key_src = String::new();
         let (source, trust, shim, tool_warnings, shim_registry) = match &winner {
-            Winner::Native { doc, warnings } => {
+            Winner::Native {
+                doc,
+                warnings,
+                trust: declared,
+            } => {
                 key_src.push_str(&format!("native:{doc}"));
-                let declared = read_native_trust(&dirs.data, doc);
                 (
                     Source::Native,
                     trust_or(declared.as_deref(), "native"),
@@ -641,9 +657,14 @@ pub fn scan(
                 let name = f.name.clone();
                 let w = works.iter().find(|w| w.exe.name == name);
                 let winner = w.and_then(|w| match &w.rec.probe {
-                    Some(ProbeRecord::Native { doc, warnings }) => Some(Winner::Native {
+                    Some(ProbeRecord::Native {
+                        doc,
+                        warnings,
+                        trust,
+                    }) => Some(Winner::Native {
                         doc: doc.clone(),
                         warnings: warnings.clone(),
+                        trust: trust.clone(),
                     }),
                     _ => tool_reports.get(&name).and_then(|t| {
                         let path = t.shim.as_ref()?;
@@ -872,6 +893,7 @@ fn probe_one(w: &mut Work, data: &std::path::Path, timeout: Duration, cancel: Op
                 Ok(doc) => ProbeRecord::Native {
                     doc,
                     warnings: answer.warnings,
+                    trust: answer.trust,
                 },
                 Err(m) => ProbeRecord::Failed {
                     reason: FailReason::Unreadable,
@@ -895,13 +917,6 @@ fn enum_name<T: Serialize>(v: &T) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default()
-}
-
-/// `trust.source` of a stored native answer.
-fn read_native_trust(data: &std::path::Path, doc: &str) -> Option<String> {
-    let bytes = std::fs::read(cache::native_doc_file(data, doc)).ok()?;
-    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    v.pointer("/trust/source")?.as_str().map(str::to_owned)
 }
 
 /// The document sent to the registry: the winner's bytes, with pattern files merged in.

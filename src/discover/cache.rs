@@ -79,6 +79,9 @@ pub enum ProbeRecord {
         /// Warnings about the answer (e.g. a differing `name`).
         #[serde(default)]
         warnings: Vec<String>,
+        /// The answer's `trust.source`, when it declares one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trust: Option<String>,
     },
     /// No usable answer.
     Failed {

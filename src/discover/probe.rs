@@ -27,6 +27,8 @@ pub struct ProbeAnswer {
     pub document: Vec<u8>,
     /// Warnings (validator warnings, a differing `name`).
     pub warnings: Vec<String>,
+    /// `trust.source`, when declared.
+    pub trust: Option<String>,
 }
 
 /// Why a probe gave nothing usable.
@@ -195,9 +197,14 @@ pub fn probe_agent(
         )),
         _ => {}
     }
+    let trust = value
+        .pointer("/trust/source")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned);
     Ok(ProbeAnswer {
         document: out.stdout,
         warnings,
+        trust,
     })
 }
 
