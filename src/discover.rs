@@ -565,7 +565,11 @@ pub fn scan(
             && old_cache.tools.get(&w.exe.name) == Some(&record)
             && old_index.as_ref().is_some_and(|i| {
                 i.tools.get(&w.exe.name).is_some_and(|e| {
-                    e.path == record.path && e.hash == record.hash && e.source == record.source
+                    e.path == record.path
+                        && e.hash == record.hash
+                        && e.source == record.source
+                        // A deleted metadata file is written again from the document.
+                        && dirs.data.join(&e.metadata).is_file()
                 })
             });
         tool_reports.insert(

@@ -653,6 +653,25 @@ fn warm_rescan_runs_nothing_and_changes_are_picked_up() {
             .all(|t| t["status"] == "unchanged")
     );
 
+    // A deleted metadata file is restored from the cached answer, without a probe.
+    let meta_rel = env.registry()["tools"]["beta"]["metadata"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::remove_file(env.sb.data_dir().join(&meta_rel)).unwrap();
+    let r = env.scan(&[]);
+    assert_eq!(r["summary"]["probed"], 0);
+    assert_eq!(
+        env.log().lines().count(),
+        runs,
+        "restoring metadata ran a tool"
+    );
+    let meta_rel = env.registry()["tools"]["beta"]["metadata"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(env.sb.data_dir().join(&meta_rel).is_file(), "{r:#}");
+
     // A changed tool is probed again; the others are not.
     std::thread::sleep(Duration::from_millis(20));
     env.tool("bin1/alpha", "alpha", "1.1.0");
@@ -841,6 +860,14 @@ fn shims_overrides_and_patterns_follow_precedence() {
     let hashed_hex = sha256_hex(&env.p("bin1/hashed"));
     env.script("bin2/overridden", "echo overridden");
     env.tool("bin2/native", "native", "1.0.0");
+    env.script(
+        "bin2/vendored",
+        r#"if [ "$1" = --agent ]; then
+cat <<'EOF'
+{"atip": {"version": "0.6", "features": ["trust-v1"]}, "name": "vendored", "version": "2.0.0", "description": "Vendor-published metadata", "trust": {"source": "vendor", "verified": true}}
+EOF
+fi"#,
+    );
     // Name-keyed shims from --shims; a shim for a tool that is not installed.
     env.sb.write(
         "extra/legacy.json",
@@ -902,10 +929,13 @@ fn shims_overrides_and_patterns_follow_precedence() {
             .ends_with(&format!("{wrong}.json"))
     );
     assert!(!rejected[0]["diagnostics"].as_array().unwrap().is_empty());
+    assert_eq!(tool(&r, "vendored").unwrap()["trust"], "vendor");
+    assert_eq!(tool(&r, "native").unwrap()["trust"], "native");
     assert_eq!(
         registered(&env),
-        ["hashed", "legacy", "native", "overridden"]
+        ["hashed", "legacy", "native", "overridden", "vendored"]
     );
+    assert_eq!(env.registry()["tools"]["vendored"]["trust"], "vendor");
     // The winner's document (with the merged pattern) is what `get` returns.
     let reg = env.registry();
     assert_eq!(reg["tools"]["legacy"]["description"], "Legacy from --shims");
@@ -918,12 +948,19 @@ fn shims_overrides_and_patterns_follow_precedence() {
     let doc: Value = serde_json::from_slice(&std::fs::read(meta_file).unwrap()).unwrap();
     assert_eq!(doc["patterns"][0]["name"], "twice");
     // No shimmed program was ever run, and only the native one was probed.
-    assert_eq!(env.log().lines().collect::<Vec<_>>(), ["native --agent"]);
+    let mut log: Vec<String> = env.log().lines().map(str::to_owned).collect();
+    log.sort();
+    assert_eq!(log, ["native --agent", "vendored --agent"]);
     // Changing the binary drops its content-addressed shim (falls back to the name shim).
     let _ = legacy;
     env.script("bin1/hashed", "echo hashed v2");
     let r = env.scan(&["--shims", extra.to_str().unwrap()]);
     assert_eq!(tool(&r, "hashed").unwrap()["source"], "shim");
+    assert_eq!(
+        tool(&r, "vendored").unwrap()["trust"],
+        "vendor",
+        "trust lost on a warm scan"
+    );
     assert_eq!(
         env.registry()["tools"]["hashed"]["description"],
         "Name shim loses to hash shim"
