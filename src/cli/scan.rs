@@ -4,7 +4,7 @@
 
 use crate::Ctx;
 use atip::discover::{self, ProbeMode, Progress, ScanOptions};
-use atip::output::{AtipError, Category, OutputFormat};
+use atip::output::{AtipError, Category};
 use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -128,7 +128,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     } else {
         discover::scan(&ctx.dirs, &opts, &discover::NoProgress).map_err(|e| e.to_atip())?
     };
-    if ctx.output == OutputFormat::Json {
+    if ctx.output.is_json() {
         atip::output::print_json(&report).map_err(|e| {
             AtipError::new(
                 "output_failed",
