@@ -83,10 +83,6 @@ fn interrupt_flag() -> Arc<AtomicBool> {
 }
 
 /// Runs `atip scan`; returns the exit code.
-#[expect(
-    clippy::result_large_err,
-    reason = "the shared subcommand signature returns AtipError by value"
-)]
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     if args.jobs == Some(0) {
         return Err(AtipError::new(
