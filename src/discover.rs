@@ -356,22 +356,28 @@ pub fn scan(
         let cancel = opts.cancel.as_ref();
         let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
         pool.install(|| {
-            works.par_iter_mut().filter(|w| active(w)).for_each(|w| {
-                if cancelled() {
-                    return;
-                }
-                if needs_sign(w) {
-                    match sign::detect(&w.exe.canonical) {
-                        Ok(s) => w.rec.sign = Some(s),
-                        Err(e) => w.unreadable = Some(format!("failed to read: {e}")),
+            // One job per executable: a hanging probe must never hold back others that
+            // rayon would otherwise have batched with it on the same thread.
+            works
+                .par_iter_mut()
+                .with_max_len(1)
+                .filter(|w| active(w))
+                .for_each(|w| {
+                    if cancelled() {
+                        return;
                     }
-                    decide(w, mode);
-                }
-                if !dry_run && w.probe_now.is_some() {
-                    probe_one(w, &data, timeout, cancel);
-                }
-                progress.tick(&w.exe.name);
-            });
+                    if needs_sign(w) {
+                        match sign::detect(&w.exe.canonical) {
+                            Ok(s) => w.rec.sign = Some(s),
+                            Err(e) => w.unreadable = Some(format!("failed to read: {e}")),
+                        }
+                        decide(w, mode);
+                    }
+                    if !dry_run && w.probe_now.is_some() {
+                        probe_one(w, &data, timeout, cancel);
+                    }
+                    progress.tick(&w.exe.name);
+                });
         });
         progress.finish();
     }
