@@ -822,6 +822,46 @@ impl Metadata {
         out
     }
 
+    /// One line summarising what the tool's commands may do, for the registry and `list`.
+    ///
+    /// With no commands it is the tool-level [`Effects::summary`]. Otherwise it is built from
+    /// the effective effects of every runnable command: their common summary when they all
+    /// agree, else counts such as `mixed: 3/38 destructive, 12/38 network, 20/38 read-only`,
+    /// so a destructive subcommand is never hidden behind a harmless tool-level line.
+    pub fn effects_summary(&self) -> String {
+        let all: Vec<Effects> = self
+            .walk()
+            .iter()
+            .filter(|e| e.command.is_runnable())
+            .map(|e| self.effective_effects(e))
+            .collect();
+        let Some(first) = all.first() else {
+            return self.effects.clone().unwrap_or_default().summary();
+        };
+        let first = first.summary();
+        if all.iter().all(|e| e.summary() == first) {
+            return first;
+        }
+        let n = all.len();
+        let count = |f: &dyn Fn(&Effects) -> bool| all.iter().filter(|e| f(e)).count();
+        let counts = [
+            (count(&|e| e.destructive == Some(true)), "destructive"),
+            (count(&|e| e.is_billable()), "billable"),
+            (count(&|e| e.network == Some(true)), "network"),
+            (count(&|e| e.needs_human()), "interactive"),
+            (count(&|e| e.is_read_only()), "read-only"),
+        ];
+        let parts: Vec<String> = counts
+            .iter()
+            .filter(|(c, _)| *c > 0)
+            .map(|(c, what)| format!("{c}/{n} {what}"))
+            .collect();
+        if parts.is_empty() {
+            return "mixed".into();
+        }
+        format!("mixed: {}", parts.join(", "))
+    }
+
     /// Number of commands at every depth.
     pub fn command_count(&self) -> usize {
         fn count(cmds: &Commands) -> usize {
@@ -1185,6 +1225,16 @@ mod tests {
             "destructive, writes files, network"
         );
         assert_eq!(Effects::default().summary(), "unknown");
+        assert_eq!(
+            m.effects_summary(),
+            "mixed: 1/4 destructive, 4/4 network, 3/4 read-only"
+        );
+        let single = Metadata::from_value(
+            json!({"atip": "0.4", "name": "rm", "version": "1", "description": "d",
+            "commands": {"": {"description": "rm", "effects": {"destructive": true}}}}),
+        )
+        .unwrap();
+        assert_eq!(single.effects_summary(), "destructive");
     }
 
     #[test]

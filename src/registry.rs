@@ -102,7 +102,7 @@ pub struct Entry {
     /// Trust source: `trust.source` of the metadata, else `native` for native answers and
     /// `community` for shims.
     pub trust: String,
-    /// One-line summary of the tool-level effects (see `Effects::summary`).
+    /// One-line summary of what the commands may do (see `Metadata::effects_summary`).
     pub effects: String,
     /// Number of commands at every depth.
     pub commands: u64,

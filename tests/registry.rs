@@ -175,7 +175,10 @@ fn commit_round_trip_builds_entries_and_metadata_files() {
     assert_eq!(e.version.as_deref(), Some("1.30"));
     assert_eq!(e.atip, "0.6");
     assert_eq!(e.trust, "native");
-    assert_eq!(e.effects, "network");
+    assert_eq!(
+        e.effects,
+        "mixed: 1/5 destructive, 5/5 network, 1/5 read-only"
+    );
     assert_eq!(e.commands, 6, "list, list all, delete, c0..c2");
     assert_eq!(e.last_checked, "2026-11-25T11:59:00Z");
     // The stored document is byte for byte what the scan read.
@@ -898,7 +901,10 @@ fn list_outputs_json_filters_by_glob_and_source() {
     assert_eq!(gh["source"], "native");
     assert_eq!(gh["version"], "2.40.0");
     assert_eq!(gh["commands"], 3);
-    assert_eq!(gh["effects"], "network");
+    assert_eq!(
+        gh["effects"],
+        "mixed: 1/2 destructive, 2/2 network, 1/2 read-only"
+    );
     assert_eq!(gh["description"], "The gh tool");
     assert!(gh["metadata"].as_str().unwrap().starts_with("tools/"));
     assert_eq!(all[1]["shimRegistry"], "/usr/share/agent-tools/shims");

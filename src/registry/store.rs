@@ -384,10 +384,7 @@ fn entry_from_fresh(f: &Found, metadata: &Metadata, checked_at: &str, rel: Strin
         version: metadata.tool_version().map(str::to_string),
         atip: metadata.atip.version_text().to_string(),
         trust: f.trust.clone(),
-        effects: metadata
-            .effects
-            .as_ref()
-            .map_or_else(|| "unknown".to_string(), |e| e.summary()),
+        effects: metadata.effects_summary(),
         commands: metadata.command_count() as u64,
         metadata: rel,
     }
