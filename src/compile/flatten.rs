@@ -1,0 +1,396 @@
+//! Flattening one metadata document: one [`FlatTool`] per runnable command, with its
+//! parameters (arguments, then every option in scope) mapped to a plain JSON Schema.
+//!
+//! Owns the ATIP type → JSON Schema mapping. Must not apply any provider's restrictions;
+//! `formats` derives those from the plain schema.
+
+use super::names;
+use super::safety;
+use super::{FlatTool, FlattenOptions, Param, ParamOrigin};
+use crate::model::{Argument, Effects, Metadata, Opt, ParamType};
+use serde_json::{Map, Value, json};
+use std::collections::HashSet;
+
+/// Flattens one document. Names are unique within the document (`tool_sub_cmd`, a clash
+/// gets `_2`); use [`super::Catalog`] for uniqueness across several documents. Commands
+/// that need a human are dropped unless `opts.include_interactive`.
+pub fn flatten(meta: &Metadata, opts: &FlattenOptions) -> Vec<FlatTool> {
+    let tool = meta.tool_name().unwrap_or("tool").to_string();
+    let mut taken = HashSet::new();
+    let mut out = Vec::new();
+    let mut push = |mut t: FlatTool| {
+        t.name = names::unique(t.name, &mut taken, names::MAX_NAME);
+        if opts.wants(&t.tool, &t.command) && (opts.include_interactive || !t.effects.needs_human())
+        {
+            out.push(t);
+        }
+    };
+    let has_commands = meta.commands.as_ref().is_some_and(|c| !c.is_empty());
+    if !has_commands {
+        let effects = meta.effects.clone().unwrap_or_default();
+        let options: Vec<&Opt> = meta.global_opts().iter().collect();
+        push(build(
+            &tool,
+            vec![String::new()],
+            &meta.description,
+            &[],
+            &options,
+            effects,
+        ));
+        return out;
+    }
+    for entry in meta.walk() {
+        if !exported(entry.command) {
+            continue;
+        }
+        let path: Vec<String> = entry.path.iter().map(|s| s.to_string()).collect();
+        let effects = meta.effective_effects(&entry);
+        let options = meta.options_in_scope(&entry);
+        push(build(
+            &tool,
+            path,
+            &entry.command.description,
+            entry.command.args(),
+            &options,
+            effects,
+        ));
+    }
+    out
+}
+
+/// Whether a command becomes a tool: a leaf, or a group that takes its own positional
+/// arguments. Options on a group are inherited by its subcommands (`gh pr -R`), so they
+/// alone do not make the group a tool an agent would call.
+fn exported(command: &crate::model::Command) -> bool {
+    command.commands.as_ref().is_none_or(|c| c.is_empty()) || !command.args().is_empty()
+}
+
+fn build(
+    tool: &str,
+    command: Vec<String>,
+    description: &str,
+    args: &[Argument],
+    options: &[&Opt],
+    effects: Effects,
+) -> FlatTool {
+    let title = if command.len() == 1 && command[0].is_empty() {
+        tool.to_string()
+    } else {
+        format!("{tool} {}", command.join(" "))
+    };
+    let summary = match description.trim() {
+        "" => format!("Run `{title}`."),
+        d => d.to_string(),
+    };
+    let safety = safety::suffix(&effects);
+    let full = safety::with_suffix(&summary, &safety, safety::MAX_DESCRIPTION);
+    let mut taken = HashSet::new();
+    let mut params = Vec::with_capacity(args.len() + options.len());
+    for (index, arg) in args.iter().enumerate() {
+        let property = names::unique(
+            names::property_name(&arg.name),
+            &mut taken,
+            names::MAX_PROPERTY,
+        );
+        let variadic = arg.is_variadic() && arg.kind != ParamType::Boolean;
+        let fallback = format!("The {} argument.", arg.name);
+        let description = param_description(
+            &arg.description,
+            &fallback,
+            &arg.kind,
+            None,
+            arg.default.as_ref(),
+        );
+        let schema = property_schema(
+            &arg.kind,
+            arg.values.as_deref(),
+            variadic,
+            &description,
+            arg.default.as_ref(),
+        );
+        params.push(Param {
+            property,
+            origin: ParamOrigin::Argument {
+                index,
+                name: arg.name.clone(),
+            },
+            kind: arg.kind.clone(),
+            required: arg.is_required(),
+            variadic,
+            description,
+            schema,
+        });
+    }
+    for opt in options {
+        let property = names::unique(
+            names::property_name(&opt.name),
+            &mut taken,
+            names::MAX_PROPERTY,
+        );
+        let flag = opt.long_flag().unwrap_or(&opt.name).to_string();
+        let variadic = opt.is_variadic() && opt.kind != ParamType::Boolean;
+        let fallback = format!("The {flag} option.");
+        let description = param_description(
+            &opt.description,
+            &fallback,
+            &opt.kind,
+            opt.env_var.as_deref(),
+            opt.default.as_ref(),
+        );
+        let schema = property_schema(
+            &opt.kind,
+            opt.values.as_deref(),
+            variadic,
+            &description,
+            opt.default.as_ref(),
+        );
+        params.push(Param {
+            property,
+            origin: ParamOrigin::Option {
+                name: opt.name.clone(),
+                flag,
+            },
+            kind: opt.kind.clone(),
+            required: opt.is_required(),
+            variadic,
+            description,
+            schema,
+        });
+    }
+    let input_schema = object_schema(&params);
+    FlatTool {
+        name: names::tool_name(tool, &command),
+        tool: tool.to_string(),
+        command,
+        title,
+        summary,
+        safety,
+        description: full,
+        params,
+        effects,
+        input_schema,
+    }
+}
+
+/// `{"type":"object","properties":…,"required":[…],"additionalProperties":false}`;
+/// `required` is left out when empty.
+pub(super) fn object_schema(params: &[Param]) -> Value {
+    let mut props = Map::new();
+    let mut required = Vec::new();
+    for p in params {
+        props.insert(p.property.clone(), p.schema.clone());
+        if p.required {
+            required.push(Value::String(p.property.clone()));
+        }
+    }
+    let mut root = Map::new();
+    root.insert("type".into(), "object".into());
+    root.insert("properties".into(), Value::Object(props));
+    if !required.is_empty() {
+        root.insert("required".into(), Value::Array(required));
+    }
+    root.insert("additionalProperties".into(), false.into());
+    Value::Object(root)
+}
+
+fn param_description(
+    text: &str,
+    fallback: &str,
+    kind: &ParamType,
+    env_var: Option<&str>,
+    default: Option<&Value>,
+) -> String {
+    let mut out = match text.trim() {
+        "" => fallback.to_string(),
+        t => t.to_string(),
+    };
+    let mut add = |s: &str| {
+        if !out.ends_with(['.', '!', '?', ':', ')']) {
+            out.push('.');
+        }
+        out.push(' ');
+        out.push_str(s);
+    };
+    match kind {
+        ParamType::File => add("A file path."),
+        ParamType::Directory => add("A directory path."),
+        ParamType::Url => add("A URL."),
+        _ => {}
+    }
+    if let Some(v) = env_var {
+        add(&format!("Environment variable: {v}."));
+    }
+    if let Some(d) = default.filter(|d| !d.is_null()) {
+        let shown = match d {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        add(&format!("Default: {}.", safety::cut(&shown, 80)));
+    }
+    safety::cut(&out, safety::MAX_DESCRIPTION)
+}
+
+/// JSON type and enum values for a parameter. Enum values keep their JSON type when they
+/// all share one (numeric enums stay numeric); mixed values become strings.
+fn value_schema(kind: &ParamType, values: Option<&[Value]>) -> Map<String, Value> {
+    let mut m = Map::new();
+    let values: Vec<&Value> = values
+        .unwrap_or(&[])
+        .iter()
+        .filter(|v| !v.is_null())
+        .collect();
+    if !values.is_empty() {
+        let (ty, vals): (&str, Vec<Value>) = if values.iter().all(|v| v.is_i64() || v.is_u64()) {
+            ("integer", values.iter().map(|v| (*v).clone()).collect())
+        } else if values.iter().all(|v| v.is_number()) {
+            ("number", values.iter().map(|v| (*v).clone()).collect())
+        } else if values.iter().all(|v| v.is_boolean()) {
+            ("boolean", values.iter().map(|v| (*v).clone()).collect())
+        } else {
+            let strings = values
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => Value::String(s.clone()),
+                    other => Value::String(other.to_string()),
+                })
+                .collect();
+            ("string", strings)
+        };
+        let mut seen = HashSet::new();
+        let vals: Vec<Value> = vals
+            .into_iter()
+            .filter(|v| seen.insert(v.to_string()))
+            .collect();
+        if *kind == ParamType::Array {
+            let mut items = Map::new();
+            items.insert("type".into(), ty.into());
+            items.insert("enum".into(), Value::Array(vals));
+            m.insert("type".into(), "array".into());
+            m.insert("items".into(), Value::Object(items));
+        } else {
+            m.insert("type".into(), ty.into());
+            m.insert("enum".into(), Value::Array(vals));
+        }
+        return m;
+    }
+    let ty = match kind {
+        ParamType::Integer => "integer",
+        ParamType::Number => "number",
+        ParamType::Boolean => "boolean",
+        ParamType::Array => {
+            m.insert("type".into(), "array".into());
+            m.insert("items".into(), json!({"type": "string"}));
+            return m;
+        }
+        _ => "string",
+    };
+    m.insert("type".into(), ty.into());
+    m
+}
+
+fn property_schema(
+    kind: &ParamType,
+    values: Option<&[Value]>,
+    variadic: bool,
+    description: &str,
+    default: Option<&Value>,
+) -> Value {
+    let base = value_schema(kind, values);
+    let mut m = if variadic && base.get("type").and_then(Value::as_str) != Some("array") {
+        let mut m = Map::new();
+        m.insert("type".into(), "array".into());
+        m.insert("items".into(), Value::Object(base));
+        m
+    } else {
+        base
+    };
+    m.insert("description".into(), description.into());
+    if let Some(d) = default.filter(|d| default_fits(&m, d)) {
+        m.insert("default".into(), d.clone());
+    }
+    Value::Object(m)
+}
+
+/// Whether a default value matches the property's type (and enum), so the schema never
+/// carries a default that contradicts it.
+fn default_fits(schema: &Map<String, Value>, value: &Value) -> bool {
+    let ty_ok = match schema.get("type").and_then(Value::as_str) {
+        Some("string") => value.is_string(),
+        Some("integer") => value.is_i64() || value.is_u64(),
+        Some("number") => value.is_number(),
+        Some("boolean") => value.is_boolean(),
+        Some("array") => value.as_array().is_some_and(|a| {
+            let items = schema.get("items").and_then(Value::as_object);
+            a.iter().all(|v| items.is_none_or(|i| default_fits(i, v)))
+        }),
+        _ => false,
+    };
+    ty_ok
+        && schema
+            .get("enum")
+            .and_then(Value::as_array)
+            .is_none_or(|e| e.contains(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Metadata;
+
+    fn meta(v: Value) -> Metadata {
+        Metadata::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn parent_options_and_inherited_effects_reach_leaves() {
+        let m = meta(json!({
+            "atip": "0.4", "name": "gh", "version": "1", "description": "GitHub",
+            "globalOptions": [{"name": "help", "flags": ["--help"], "type": "boolean", "description": "Help"}],
+            "commands": {"repo": {"description": "Repos", "effects": {"destructive": true},
+                "options": [{"name": "repo", "flags": ["-R", "--repo"], "type": "string", "description": ""}],
+                "commands": {"delete": {"description": "Delete a repo",
+                    "arguments": [{"name": "name", "type": "string", "description": "Name"}],
+                    "options": [{"name": "dry-run", "flags": ["--dry-run"], "type": "boolean", "description": "Dry"}]}}}}
+        }));
+        let tools = flatten(&m, &FlattenOptions::default());
+        assert_eq!(tools.len(), 1);
+        let t = &tools[0];
+        assert_eq!(t.name, "gh_repo_delete");
+        assert_eq!(t.description, "Delete a repo [⚠️ DESTRUCTIVE]");
+        let props: Vec<&str> = t.params.iter().map(|p| p.property.as_str()).collect();
+        assert_eq!(props, ["name", "help", "repo", "dry_run"]);
+        assert_eq!(
+            t.input_schema["properties"]["repo"]["description"],
+            "The --repo option."
+        );
+        assert_eq!(t.input_schema["required"], json!(["name"]));
+    }
+
+    #[test]
+    fn enums_variadics_and_defaults() {
+        let s = property_schema(
+            &ParamType::Enum,
+            Some(&[json!(1), json!(2)]),
+            false,
+            "d",
+            Some(&json!(2)),
+        );
+        assert_eq!(
+            s,
+            json!({"type": "integer", "enum": [1, 2], "description": "d", "default": 2})
+        );
+        let s = property_schema(&ParamType::File, None, true, "d", Some(&json!(3)));
+        assert_eq!(
+            s,
+            json!({"type": "array", "items": {"type": "string"}, "description": "d"})
+        );
+        let s = property_schema(
+            &ParamType::Enum,
+            Some(&[json!("a"), json!(1)]),
+            false,
+            "d",
+            None,
+        );
+        assert_eq!(s["enum"], json!(["a", "1"]));
+    }
+}

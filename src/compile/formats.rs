@@ -1,0 +1,548 @@
+//! Per-provider tool lists: OpenAI (plain and strict), Anthropic, Gemini and MCP, from
+//! flattened tools, one tool per command (`flat`) or per command group (`grouped`).
+//!
+//! Owns each provider's schema restrictions as transforms of the plain JSON Schema that
+//! flattening produced. Every output is the value a provider's `tools` field takes
+//! (MCP: the `tools/list` result). Must not read files or print.
+
+use super::safety;
+use super::{FlatTool, names};
+use crate::model::{Effects, Metadata};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use std::collections::HashSet;
+
+/// Output formats of `atip export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// OpenAI Chat Completions `tools`, plain JSON Schema.
+    Openai,
+    /// OpenAI `tools` with `strict: true` (every property required, optional ones nullable).
+    OpenaiStrict,
+    /// Anthropic Messages `tools` (`input_schema`).
+    Anthropic,
+    /// Gemini `tools` (`functionDeclarations`, OpenAPI schema subset).
+    Gemini,
+    /// MCP `tools/list` result, with annotations from effects.
+    Mcp,
+    /// One SKILL.md per tool.
+    Skill,
+    /// A system-prompt fragment (Markdown).
+    Prompt,
+}
+
+impl Format {
+    /// Whether the format is a JSON tool list (not Markdown).
+    pub fn is_json(self) -> bool {
+        !matches!(self, Format::Skill | Format::Prompt)
+    }
+}
+
+/// How commands become provider tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// One tool per runnable command (`gh_pr_create`).
+    #[default]
+    Flat,
+    /// One tool per command group with an `action` enum (`gh_pr` + `action: "create"`).
+    Grouped,
+}
+
+/// MCP tool annotations, derived from effects (see spec/export.md for the mapping).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Annotations {
+    /// The command changes nothing.
+    pub read_only_hint: bool,
+    /// The command may destroy data (also when the effects do not say: MCP's default).
+    pub destructive_hint: bool,
+    /// Repeating the call has no further effect.
+    pub idempotent_hint: bool,
+    /// The command talks to the outside world (also when the effects do not say).
+    pub open_world_hint: bool,
+}
+
+impl Annotations {
+    /// The annotations for one command's effective effects.
+    pub fn from_effects(e: &Effects) -> Annotations {
+        let read_only = e.is_read_only();
+        Annotations {
+            read_only_hint: read_only,
+            destructive_hint: !read_only && (e.destructive != Some(false) || e.deletes_files()),
+            idempotent_hint: e.idempotent == Some(true) || (read_only && e.idempotent.is_none()),
+            open_world_hint: e.network != Some(false),
+        }
+    }
+
+    /// The cautious combination for a group: read-only and idempotent only if every
+    /// action is, destructive and open-world if any is.
+    fn merge(all: impl Iterator<Item = Annotations>) -> Annotations {
+        let mut out = Annotations {
+            read_only_hint: true,
+            destructive_hint: false,
+            idempotent_hint: true,
+            open_world_hint: false,
+        };
+        for a in all {
+            out.read_only_hint &= a.read_only_hint;
+            out.destructive_hint |= a.destructive_hint;
+            out.idempotent_hint &= a.idempotent_hint;
+            out.open_world_hint |= a.open_world_hint;
+        }
+        out
+    }
+}
+
+/// One tool as exported: a flattened command, or a group of them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExportTool {
+    /// Provider tool name.
+    pub name: String,
+    /// Human title (`gh pr create`, or `gh pr` for a group).
+    pub title: String,
+    /// Description with safety suffix, ≤ 1024 characters.
+    pub description: String,
+    /// Plain JSON Schema of the input.
+    pub input_schema: Value,
+    /// MCP annotations.
+    pub annotations: Annotations,
+    /// For a group: what each `action` value runs; empty for a flat tool.
+    pub actions: Vec<GroupAction>,
+}
+
+/// One `action` value of a grouped tool and the flat tool it stands for.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupAction {
+    /// The `action` enum value (the last command word; the tool name for the root command).
+    pub action: String,
+    /// Name of the flat tool it runs.
+    pub tool: String,
+    /// Group property → flat property, for properties renamed to stay unique.
+    pub properties: Vec<(String, String)>,
+}
+
+/// Flattened tools as export tools, one per command.
+pub fn flat(tools: &[FlatTool]) -> Vec<ExportTool> {
+    tools
+        .iter()
+        .map(|t| ExportTool {
+            name: t.name.clone(),
+            title: t.title.clone(),
+            description: t.description.clone(),
+            input_schema: t.input_schema.clone(),
+            annotations: Annotations::from_effects(&t.effects),
+            actions: Vec::new(),
+        })
+        .collect()
+}
+
+/// (tool, parent command path).
+type GroupKey = (String, Vec<String>);
+
+/// Flattened tools grouped by parent command (the protocol's strategy B): one tool per
+/// (tool, parent path) with a required `action` enum. `metas` supplies group descriptions.
+pub fn grouped(tools: &[FlatTool], metas: &[Metadata]) -> Vec<ExportTool> {
+    let mut groups: Vec<(GroupKey, Vec<&FlatTool>)> = Vec::new();
+    for t in tools {
+        let parent: Vec<String> = match t.command.split_last() {
+            Some((_, rest)) => rest.to_vec(),
+            None => Vec::new(),
+        };
+        let key = (t.tool.clone(), parent);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, members)) => members.push(t),
+            None => groups.push((key, vec![t])),
+        }
+    }
+    let mut taken = HashSet::new();
+    groups
+        .into_iter()
+        .map(|((tool, parent), members)| {
+            let meta = metas.iter().find(|m| m.tool_name() == Some(tool.as_str()));
+            let about = if parent.is_empty() {
+                meta.map(|m| m.description.trim().to_string())
+                    .unwrap_or_default()
+            } else {
+                meta.and_then(|m| m.find(&parent))
+                    .map(|e| e.command.description.trim().to_string())
+                    .unwrap_or_default()
+            };
+            let title = std::iter::once(tool.as_str())
+                .chain(parent.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let name = names::unique(
+                names::tool_name(&tool, &parent),
+                &mut taken,
+                names::MAX_NAME,
+            );
+            build_group(name, title, about, &tool, &members)
+        })
+        .collect()
+}
+
+fn build_group(
+    name: String,
+    title: String,
+    about: String,
+    tool: &str,
+    members: &[&FlatTool],
+) -> ExportTool {
+    let action_of = |t: &FlatTool| match t.command.last().map(String::as_str) {
+        Some("") | None => tool.to_string(),
+        Some(a) => a.to_string(),
+    };
+    let mut action_values: Vec<String> = Vec::new();
+    let mut listing = Vec::new();
+    for t in members {
+        let mut a = action_of(t);
+        while action_values.contains(&a) {
+            a.push('_');
+        }
+        listing.push(if t.safety.is_empty() {
+            format!("{a}: {}", t.summary)
+        } else {
+            format!("{a}: {} {}", t.summary, t.safety)
+        });
+        action_values.push(a);
+    }
+    let mut props = Map::new();
+    props.insert(
+        "action".into(),
+        json!({"type": "string", "enum": action_values, "description": safety::cut(&format!("What to run. {}", listing.join("; ")), safety::MAX_DESCRIPTION)}),
+    );
+    let mut users: Vec<(String, Vec<String>, Vec<String>)> = Vec::new(); // property, used by, required by
+    let mut actions = Vec::new();
+    for (t, a) in members.iter().zip(&action_values) {
+        let mut renamed = Vec::new();
+        for p in &t.params {
+            let mut bare = p.schema.clone();
+            if let Some(o) = bare.as_object_mut() {
+                o.remove("description");
+            }
+            let same = props.get(&p.property).is_some_and(|s| {
+                let mut s = s.clone();
+                if let Some(o) = s.as_object_mut() {
+                    o.remove("description");
+                }
+                s == bare
+            }) && p.property != "action";
+            let prop = if same {
+                p.property.clone()
+            } else if !props.contains_key(&p.property) && p.property != "action" {
+                props.insert(p.property.clone(), p.schema.clone());
+                p.property.clone()
+            } else {
+                let mut taken: HashSet<String> = props.keys().cloned().collect();
+                let n = names::unique(
+                    names::property_name(&format!("{a}_{}", p.property)),
+                    &mut taken,
+                    names::MAX_PROPERTY,
+                );
+                props.insert(n.clone(), p.schema.clone());
+                n
+            };
+            if prop != p.property {
+                renamed.push((prop.clone(), p.property.clone()));
+            }
+            match users.iter_mut().find(|(n, _, _)| *n == prop) {
+                Some((_, used, req)) => {
+                    used.push(a.clone());
+                    if p.required {
+                        req.push(a.clone());
+                    }
+                }
+                None => users.push((
+                    prop,
+                    vec![a.clone()],
+                    if p.required { vec![a.clone()] } else { vec![] },
+                )),
+            }
+        }
+        actions.push(GroupAction {
+            action: a.clone(),
+            tool: t.name.clone(),
+            properties: renamed,
+        });
+    }
+    for (prop, used, req) in &users {
+        if let Some(Value::Object(o)) = props.get_mut(prop) {
+            let desc = o
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let mut note = String::new();
+            if used.len() < action_values.len() {
+                note.push_str(&format!(" For: {}.", used.join(", ")));
+            }
+            if !req.is_empty() {
+                note.push_str(&format!(" Required for: {}.", req.join(", ")));
+            }
+            o.insert(
+                "description".into(),
+                safety::cut(&format!("{desc}{note}"), safety::MAX_DESCRIPTION).into(),
+            );
+        }
+    }
+    let input_schema = json!({"type": "object", "properties": props, "required": ["action"], "additionalProperties": false});
+    let mut flags: Vec<&str> = Vec::new();
+    for t in members {
+        for f in safety::flags(&t.effects) {
+            if !flags.contains(&f) {
+                flags.push(f);
+            }
+        }
+    }
+    let suffix = if !flags.is_empty() {
+        format!("[{}]", flags.join(" | "))
+    } else if members.iter().all(|t| t.effects.is_read_only()) {
+        "[READ-ONLY]".to_string()
+    } else {
+        String::new()
+    };
+    let lead = if about.is_empty() {
+        format!("`{title}` commands.")
+    } else {
+        about
+    };
+    let text = format!("{lead} Actions: {}", listing.join("; "));
+    ExportTool {
+        name,
+        title,
+        description: safety::with_suffix(&text, &suffix, safety::MAX_DESCRIPTION),
+        input_schema,
+        annotations: Annotations::merge(
+            members
+                .iter()
+                .map(|t| Annotations::from_effects(&t.effects)),
+        ),
+        actions,
+    }
+}
+
+/// Renders export tools in a JSON format. Panics never; Markdown formats give `Value::Null`
+/// (use `skill`/`prompt` for them).
+pub fn render(tools: &[ExportTool], format: Format) -> Value {
+    match format {
+        Format::Openai => Value::Array(
+            tools
+                .iter()
+                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}))
+                .collect(),
+        ),
+        Format::OpenaiStrict => Value::Array(
+            tools
+                .iter()
+                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": openai_strict(&t.input_schema), "strict": true}}))
+                .collect(),
+        ),
+        Format::Anthropic => Value::Array(
+            tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+                .collect(),
+        ),
+        Format::Gemini => {
+            let decls: Vec<Value> = tools
+                .iter()
+                .map(|t| {
+                    let mut d = Map::new();
+                    d.insert("name".into(), t.name.clone().into());
+                    d.insert("description".into(), t.description.clone().into());
+                    let has_props = t.input_schema["properties"].as_object().is_some_and(|p| !p.is_empty());
+                    if has_props {
+                        d.insert("parameters".into(), gemini(&t.input_schema));
+                    }
+                    Value::Object(d)
+                })
+                .collect();
+            json!([{"functionDeclarations": decls}])
+        }
+        Format::Mcp => {
+            let list: Vec<Value> = tools
+                .iter()
+                .map(|t| {
+                    json!({"name": t.name, "title": t.title, "description": t.description,
+                           "inputSchema": t.input_schema, "annotations": t.annotations})
+                })
+                .collect();
+            json!({"tools": list})
+        }
+        Format::Skill | Format::Prompt => Value::Null,
+    }
+}
+
+/// OpenAI strict form of a plain schema: every property required, the optional ones
+/// nullable (`["T","null"]`, and `null` added to their `enum`), `additionalProperties:
+/// false` on every object, `default` dropped (strict mode does not support it).
+pub fn openai_strict(schema: &Value) -> Value {
+    let mut s = schema.clone();
+    strictify(&mut s);
+    s
+}
+
+fn strictify(v: &mut Value) {
+    let Some(o) = v.as_object_mut() else { return };
+    o.remove("default");
+    if let Some(items) = o.get_mut("items") {
+        strictify(items);
+    }
+    if o.get("type").and_then(Value::as_str) != Some("object") {
+        return;
+    }
+    let required: HashSet<String> = o
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut all = Vec::new();
+    if let Some(Value::Object(props)) = o.get_mut("properties") {
+        for (name, prop) in props.iter_mut() {
+            strictify(prop);
+            all.push(Value::String(name.clone()));
+            if !required.contains(name) {
+                nullable(prop);
+            }
+        }
+    } else {
+        o.insert("properties".into(), Value::Object(Map::new()));
+    }
+    o.insert("required".into(), Value::Array(all));
+    o.insert("additionalProperties".into(), false.into());
+}
+
+fn nullable(prop: &mut Value) {
+    let Some(o) = prop.as_object_mut() else {
+        return;
+    };
+    match o.get("type").cloned() {
+        Some(Value::String(t)) if t != "null" => {
+            o.insert("type".into(), json!([t, "null"]));
+        }
+        Some(Value::Array(mut ts)) if !ts.contains(&Value::from("null")) => {
+            ts.push("null".into());
+            o.insert("type".into(), Value::Array(ts));
+        }
+        _ => {}
+    }
+    if let Some(Value::Array(e)) = o.get_mut("enum")
+        && !e.contains(&Value::Null)
+    {
+        e.push(Value::Null);
+    }
+}
+
+/// Gemini's OpenAPI subset of a plain schema: single upper-case types, string-only enums
+/// (numeric enums keep their type and list the values in the description), no
+/// `additionalProperties`, `default`, `const`, `$schema`.
+pub fn gemini(schema: &Value) -> Value {
+    let Some(o) = schema.as_object() else {
+        return schema.clone();
+    };
+    let mut out = Map::new();
+    let ty = o.get("type").and_then(Value::as_str).unwrap_or("string");
+    out.insert("type".into(), ty.to_ascii_uppercase().into());
+    let mut description = o
+        .get("description")
+        .and_then(Value::as_str)
+        .map(String::from);
+    if let Some(Value::Array(values)) = o.get("enum") {
+        if ty == "string" {
+            out.insert("enum".into(), Value::Array(values.clone()));
+        } else {
+            let shown: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+            let d = description.take().unwrap_or_default();
+            let sep = if d.is_empty() || d.ends_with(['.', '!', '?']) {
+                ""
+            } else {
+                "."
+            };
+            description = Some(safety::cut(
+                format!("{d}{sep} One of: {}.", shown.join(", ")).trim_start(),
+                safety::MAX_DESCRIPTION,
+            ));
+        }
+    }
+    if let Some(d) = description {
+        out.insert("description".into(), d.into());
+    }
+    if let Some(items) = o.get("items") {
+        out.insert("items".into(), gemini(items));
+    }
+    if let Some(Value::Object(props)) = o.get("properties") {
+        let mapped: Map<String, Value> =
+            props.iter().map(|(k, v)| (k.clone(), gemini(v))).collect();
+        out.insert("properties".into(), Value::Object(mapped));
+        if let Some(r) = o
+            .get("required")
+            .filter(|r| r.as_array().is_some_and(|a| !a.is_empty()))
+        {
+            out.insert("required".into(), r.clone());
+        }
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_makes_optional_nullable() {
+        let plain = json!({"type": "object", "properties": {
+            "a": {"type": "string"},
+            "b": {"type": "integer", "enum": [1, 2], "default": 1},
+            "c": {"type": "array", "items": {"type": "string"}}
+        }, "required": ["a"], "additionalProperties": false});
+        assert_eq!(
+            openai_strict(&plain),
+            json!({"type": "object", "properties": {
+                "a": {"type": "string"},
+                "b": {"type": ["integer", "null"], "enum": [1, 2, null]},
+                "c": {"type": ["array", "null"], "items": {"type": "string"}}
+            }, "required": ["a", "b", "c"], "additionalProperties": false})
+        );
+    }
+
+    #[test]
+    fn gemini_subset() {
+        let plain = json!({"type": "object", "properties": {
+            "level": {"type": "integer", "enum": [1, 2], "description": "Level", "default": 1},
+            "mode": {"type": "string", "enum": ["a"]}
+        }, "additionalProperties": false});
+        assert_eq!(
+            gemini(&plain),
+            json!({"type": "OBJECT", "properties": {
+                "level": {"type": "INTEGER", "description": "Level. One of: 1, 2."},
+                "mode": {"type": "STRING", "enum": ["a"]}
+            }})
+        );
+    }
+
+    #[test]
+    fn annotations_follow_mcp_defaults() {
+        let unknown = Annotations::from_effects(&Effects::default());
+        assert!(unknown.destructive_hint && unknown.open_world_hint && !unknown.read_only_hint);
+        let ro = Annotations::from_effects(&Effects {
+            destructive: Some(false),
+            network: Some(false),
+            ..Effects::default()
+        });
+        assert_eq!(
+            ro,
+            Annotations {
+                read_only_hint: true,
+                destructive_hint: false,
+                idempotent_hint: true,
+                open_world_hint: false
+            }
+        );
+    }
+}
