@@ -45,10 +45,7 @@ pub fn into_object(value: Value) -> Result<Map<String, Value>, AtipError> {
         other => Err(AtipError::new(
             "args_not_object",
             Category::Data,
-            format!(
-                "arguments must be a JSON object, got {}",
-                type_name(&other)
-            ),
+            format!("arguments must be a JSON object, got {}", type_name(&other)),
         )
         .hint("send a JSON object such as {\"name\": \"value\"}")),
     }
@@ -146,10 +143,11 @@ fn coerce_scalar(schema: &Value, value: &mut Value, at: &str, notes: &mut Vec<St
             "false" => Some(Value::Bool(false)),
             _ => None,
         },
-        Value::Number(n) if wants("integer") && !wants("number") && !(n.is_i64() || n.is_u64()) => n
-            .as_f64()
-            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
-            .map(|f| Value::from(f as i64)),
+        Value::Number(n) if wants("integer") && !wants("number") && !(n.is_i64() || n.is_u64()) => {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+                .map(|f| Value::from(f as i64))
+        }
         _ => None,
     };
     if let Some(new) = new {
@@ -233,7 +231,13 @@ pub fn check_limits(
             });
             continue;
         }
-        walk(v, format!("/{}", escape(k)), max_string, max_items, &mut out);
+        walk(
+            v,
+            format!("/{}", escape(k)),
+            max_string,
+            max_items,
+            &mut out,
+        );
     }
     out
 }

@@ -88,9 +88,11 @@ pub fn build(
             ParamOrigin::Argument { index, .. } => {
                 let mut texts = Vec::new();
                 for item in items {
-                    texts.push(scalar_text(item).ok_or_else(|| {
-                        unusable(&p.property, "nested values are not supported")
-                    })?);
+                    texts.push(
+                        scalar_text(item).ok_or_else(|| {
+                            unusable(&p.property, "nested values are not supported")
+                        })?,
+                    );
                 }
                 positionals.push((*index, texts));
             }
@@ -155,11 +157,26 @@ mod tests {
             opt("count", "-n", ParamType::Integer),
         ];
         let cmd = vec!["pr".to_string(), "create".to_string()];
-        let a = args(json!({"files": ["a", "b"], "title": "; rm -rf ~", "draft": true,
-            "quiet": false, "label": ["x", "y"], "count": 3}));
+        let a = args(
+            json!({"files": ["a", "b"], "title": "; rm -rf ~", "draft": true,
+            "quiet": false, "label": ["x", "y"], "count": 3}),
+        );
         assert_eq!(
             build(&cmd, &params, &a).unwrap(),
-            ["pr", "create", "--draft", "--label", "x", "--label", "y", "-n", "3", "; rm -rf ~", "a", "b"]
+            [
+                "pr",
+                "create",
+                "--draft",
+                "--label",
+                "x",
+                "--label",
+                "y",
+                "-n",
+                "3",
+                "; rm -rf ~",
+                "a",
+                "b"
+            ]
         );
     }
 
