@@ -20,9 +20,9 @@ use crate::exec::{self, Confirmation, Engine, Prepared, Via};
 use crate::output::{AtipError, Category};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams,
-    ElicitationAction, ElicitationSchema, ErrorData, Implementation, InputRequest,
-    InputRequiredResult, InputRequests, ListToolsResult, PaginatedRequestParams, Request,
-    ServerCapabilities, ServerConfig, Tool,
+    ElicitationAction, ElicitationSchema, ErrorData, Implementation, InputRequest, InputRequests,
+    InputRequiredResult, ListToolsResult, PaginatedRequestParams, Request, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
@@ -90,16 +90,13 @@ impl Server {
     /// still running.
     pub async fn serve_stdio(self) -> Result<(), AtipError> {
         let running = self.running.clone();
-        let service = self
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|e| {
-                AtipError::new(
-                    "mcp_failed",
-                    Category::Unavailable,
-                    format!("failed to start the MCP session: {e}"),
-                )
-            })?;
+        let service = self.serve(rmcp::transport::stdio()).await.map_err(|e| {
+            AtipError::new(
+                "mcp_failed",
+                Category::Unavailable,
+                format!("failed to start the MCP session: {e}"),
+            )
+        })?;
         let res = service.waiting().await;
         // The client is gone: whatever still runs has nobody to report to.
         for flag in running.lock().unwrap_or_else(|p| p.into_inner()).values() {
@@ -191,7 +188,9 @@ impl Server {
                     CallToolResult::structured(v)
                 }
             }
-            Ok((name, Err(e))) => CallToolResult::structured_error(exec::error_envelope(Some(&name), &e)),
+            Ok((name, Err(e))) => {
+                CallToolResult::structured_error(exec::error_envelope(Some(&name), &e))
+            }
             Err(e) => CallToolResult::structured_error(exec::error_envelope(
                 None,
                 &AtipError::new("internal", Category::Internal, format!("call failed: {e}")),
@@ -199,7 +198,12 @@ impl Server {
         }
     }
 
-    fn refused(&self, p: &Prepared, answer: Option<Confirmation>, ctx: &RequestContext<RoleServer>) -> CallToolResult {
+    fn refused(
+        &self,
+        p: &Prepared,
+        answer: Option<Confirmation>,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
         let call_id = format!("{:?}", ctx.id);
         let mut e = self.engine.refuse(p, answer, Via::Mcp, Some(&call_id));
         if e.code == "confirmation_required" {
@@ -241,9 +245,7 @@ impl ServerHandler for Server {
                 .strip_prefix("atip-page:")
                 .and_then(|n| n.parse::<usize>().ok())
                 .filter(|n| *n > 0 && *n < self.tools.len())
-                .ok_or_else(|| {
-                    ErrorData::invalid_params(format!("invalid cursor {c:?}"), None)
-                })?,
+                .ok_or_else(|| ErrorData::invalid_params(format!("invalid cursor {c:?}"), None))?,
         };
         let end = (start + PAGE_SIZE).min(self.tools.len());
         let page = self.tools[start..end].to_vec();
@@ -276,7 +278,9 @@ impl ServerHandler for Server {
         let p = match self.engine.prepare(&name, args) {
             Ok(p) => p,
             Err(e) => {
-                return Ok(CallToolResult::structured_error(exec::error_envelope(Some(&name), &e)).into());
+                return Ok(
+                    CallToolResult::structured_error(exec::error_envelope(Some(&name), &e)).into(),
+                );
             }
         };
         let confirmed = match p.decision.action {
@@ -285,16 +289,19 @@ impl ServerHandler for Server {
             Action::Confirm => {
                 // 2026-07-28 retry form: the answer comes back with the same call.
                 if let Some(responses) = &request.input_responses {
-                    let answer = match (responses.get(CONFIRM_KEY), request.request_state.as_deref()) {
-                        (Some(r), Some(state)) if state == token => Self::accepted(r),
-                        _ => Confirmation::No,
-                    };
+                    let answer =
+                        match (responses.get(CONFIRM_KEY), request.request_state.as_deref()) {
+                            (Some(r), Some(state)) if state == token => Self::accepted(r),
+                            _ => Confirmation::No,
+                        };
                     if answer != Confirmation::Yes {
                         return Ok(self.refused(&p, Some(answer), &context).into());
                     }
                     true
                 } else if !supports_form_elicitation(&context) {
-                    return Ok(self.refused(&p, Some(Confirmation::Unavailable), &context).into());
+                    return Ok(self
+                        .refused(&p, Some(Confirmation::Unavailable), &context)
+                        .into());
                 } else if context
                     .protocol_version()
                     .is_some_and(|v| !v.has_initialize())
@@ -306,9 +313,10 @@ impl ServerHandler for Server {
                     );
                     return Ok(InputRequiredResult::new(Some(reqs), Some(token)).into());
                 } else {
-                    let ask = context
-                        .peer
-                        .create_elicitation_with_timeout(Self::confirm_params(&p), Some(ELICIT_TIMEOUT));
+                    let ask = context.peer.create_elicitation_with_timeout(
+                        Self::confirm_params(&p),
+                        Some(ELICIT_TIMEOUT),
+                    );
                     let answer = tokio::select! {
                         r = ask => match r {
                             Ok(res) if res.action == ElicitationAction::Accept => {
