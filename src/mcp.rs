@@ -161,7 +161,7 @@ impl Server {
             .unwrap_or_else(|e| e.into_inner())
             .insert(id, flag.clone());
         let engine = self.engine.clone();
-        let call_id = format!("{:?}", ctx.id);
+        let call_id = ctx.id.to_string();
         let run_flag = flag.clone();
         let mut task = tokio::task::spawn_blocking(move || {
             let r = engine.run(&p, confirmed, Some(run_flag), Via::Mcp, Some(&call_id));
@@ -204,7 +204,7 @@ impl Server {
         answer: Option<Confirmation>,
         ctx: &RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let call_id = format!("{:?}", ctx.id);
+        let call_id = ctx.id.to_string();
         let mut e = self.engine.refuse(p, answer, Via::Mcp, Some(&call_id));
         if e.code == "confirmation_required" {
             e.hint = Some(format!(
