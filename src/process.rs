@@ -17,7 +17,7 @@ mod sys;
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -196,7 +196,7 @@ pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
         program: program.clone(),
         source,
     };
-    // Removed when this frame ends, after the child has been reaped.
+    // Removed once the child has been reaped.
     let temp_cwd = match spawn.cwd {
         Some(_) => None,
         None => Some(
@@ -206,16 +206,14 @@ pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
                 .map_err(io_err)?,
         ),
     };
-    let cwd: &Path = match (&spawn.cwd, &temp_cwd) {
-        (Some(dir), _) => dir,
-        (None, Some(tmp)) => tmp.path(),
-        (None, None) => unreachable!("a temp dir exists whenever no cwd is given"),
-    };
+    let cwd: Option<&Path> = spawn.cwd.as_deref().or(temp_cwd.as_ref().map(|t| t.path()));
 
     let mut cmd = Command::new(&program);
+    if let Some(cwd) = cwd {
+        cmd.current_dir(cwd);
+    }
     cmd.args(&spawn.args)
         .env_clear()
-        .current_dir(cwd)
         .stdin(if spawn.stdin.is_some() {
             Stdio::piped()
         } else {
@@ -243,7 +241,9 @@ pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
     let mut sup = Supervisor::new(child, spawn, start).map_err(io_err)?;
     let result = sup.supervise().map_err(io_err);
     drop(sup); // kills and reaps whatever is left, even on error
-    drop(temp_cwd);
+    if let Some(dir) = temp_cwd {
+        remove_temp_dir(dir);
+    }
     let (exit, stdout, stderr) = result?;
     Ok(Outcome {
         exit,
@@ -379,7 +379,7 @@ impl Feed<'_> {
             return;
         };
         while !self.data.is_empty() {
-            match pipe.write(self.data) {
+            match sys::write_no_sigpipe(pipe, self.data) {
                 Ok(n) => self.data = &self.data[n..],
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -449,11 +449,21 @@ impl<'a> Supervisor<'a> {
             if exited_at.is_none() && sys::exited_unreaped(self.pid)? {
                 // The direct child is gone: nothing of its group may outlive it.
                 sys::kill_group(self.pid, libc::SIGKILL);
+                if verdict.is_some() {
+                    sys::signal_session(self.pid, libc::SIGKILL);
+                }
                 exited_at = Some(now);
                 self.feed.pipe = None;
             }
             if let Some(at) = exited_at {
-                if (!self.out.open() && !self.err.open()) || now >= at + DRAIN_WINDOW {
+                if !self.out.open() && !self.err.open() {
+                    break;
+                }
+                if now >= at + DRAIN_WINDOW {
+                    // Someone still holds a pipe: if it is in the tool's session, it
+                    // goes too. (One that left with setsid is out of reach; it only
+                    // loses its reader.)
+                    sys::signal_session(self.pid, libc::SIGKILL);
                     break;
                 }
             } else {
@@ -468,12 +478,14 @@ impl<'a> Supervisor<'a> {
                     if let Some(why) = why {
                         verdict = Some(why);
                         sys::kill_group(self.pid, libc::SIGTERM);
-                        kill_at = Some(now + self.spawn.kill_grace);
+                        sys::signal_session(self.pid, libc::SIGTERM);
+                        kill_at = Some(later(now, self.spawn.kill_grace));
                         self.feed.pipe = None;
                     }
                 }
                 if killed_at.is_none() && kill_at.is_some_and(|k| now >= k) {
                     sys::kill_group(self.pid, libc::SIGKILL);
+                    sys::signal_session(self.pid, libc::SIGKILL);
                     killed_at = Some(now);
                 }
                 if killed_at.is_some_and(|k| now >= k + KILL_WAIT) {
@@ -578,6 +590,7 @@ impl Drop for Supervisor<'_> {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
             sys::kill_group(self.pid, libc::SIGKILL);
+            sys::signal_session(self.pid, libc::SIGKILL);
             match child.try_wait() {
                 Ok(Some(_)) | Err(_) => {}
                 // Stuck in the kernel; reap it whenever it finally dies.
@@ -589,6 +602,41 @@ impl Drop for Supervisor<'_> {
             }
         }
     }
+}
+
+/// Removes the child's temporary working directory, even when the tool left
+/// directories without write or search permission in it (symlinks are never followed).
+fn remove_temp_dir(dir: tempfile::TempDir) {
+    let path = dir.path().to_path_buf();
+    if dir.close().is_ok() || !path.exists() {
+        return;
+    }
+    unlock_tree(&path, 0);
+    let _ = std::fs::remove_dir_all(&path);
+}
+
+/// Gives the owner rwx on `dir` and every directory below it (not through symlinks), so
+/// the tree can be removed. Each directory is unlocked before it is read.
+fn unlock_tree(dir: &Path, depth: usize) {
+    use std::os::unix::fs::PermissionsExt;
+    if depth > 256 {
+        return;
+    }
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            unlock_tree(&entry.path(), depth + 1);
+        }
+    }
+}
+
+/// `t + d`, saturating far in the future instead of panicking on absurd durations.
+fn later(t: Instant, d: Duration) -> Instant {
+    t.checked_add(d)
+        .unwrap_or_else(|| t + Duration::from_secs(365 * 24 * 3600))
 }
 
 fn exit_of(status: ExitStatus) -> Exit {

@@ -616,3 +616,116 @@ fn parallel_hostile_runs_all_finish_within_their_timeout() {
         }
     }
 }
+
+/// A perl one-liner that leaves the tool's process group (but not its session), writes
+/// its pid to `moved.pid`, optionally ignores SIGTERM, and sleeps holding stdout.
+#[cfg(target_os = "linux")]
+fn group_leaver(ignore_term: bool) -> Option<String> {
+    if !Path::new("/usr/bin/perl").exists() {
+        eprintln!("skipped: needs /usr/bin/perl to call setpgrp");
+        return None;
+    }
+    let trap = if ignore_term {
+        "$SIG{TERM}=q(IGNORE); "
+    } else {
+        ""
+    };
+    Some(format!(
+        "/usr/bin/perl -e '{trap}setpgrp(0,0); open(F,q(>moved.pid)); print F $$; close F; sleep 30' &\n\
+         while [ ! -s moved.pid ]; do sleep 0.01; done\n\
+         echo pid:$(cat moved.pid)"
+    ))
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn group_leaver_in_the_session_is_killed_at_the_timeout() {
+    let Some(leaver) = group_leaver(true) else {
+        return;
+    };
+    let s = Scripts::new();
+    let spawn = s.sh("leaver-hang", &format!("{leaver}\nsleep 30"), SHORT);
+    let out = process::run(&spawn).unwrap();
+    let pids = pids(&out);
+    let _reaper = Reaper(pids.clone());
+    assert_eq!(out.exit, Exit::TimedOut);
+    assert_eq!(pids.len(), 1, "{out:?}");
+    assert!(
+        gone(pids[0]),
+        "a grandchild in its own group survived the timeout"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn group_leaver_holding_stdout_is_killed_after_the_drain_window() {
+    let Some(leaver) = group_leaver(false) else {
+        return;
+    };
+    let s = Scripts::new();
+    let spawn = s.sh(
+        "leaver-exit",
+        &format!("{leaver}\necho done"),
+        Duration::from_secs(20),
+    );
+    let out = process::run(&spawn).unwrap();
+    let pids = pids(&out);
+    let _reaper = Reaper(pids.clone());
+    assert_eq!(out.exit, Exit::Code(0));
+    assert!(out.elapsed < DRAIN_WINDOW + SLACK, "{:?}", out.elapsed);
+    assert_eq!(pids.len(), 1, "{out:?}");
+    assert!(
+        gone(pids[0]),
+        "a pipe-holding grandchild in the session survived"
+    );
+}
+
+#[test]
+fn host_with_default_sigpipe_survives_a_child_closing_stdin() {
+    in_child_process(
+        "host_with_default_sigpipe_survives_a_child_closing_stdin",
+        &[],
+    );
+    if !is_child_process() {
+        return;
+    }
+    // Some hosts restore SIGPIPE's default action; a write to a closed stdin pipe would
+    // then kill the whole process instead of returning EPIPE.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    let s = Scripts::new();
+    for _ in 0..5 {
+        let mut spawn = s.sh("closer", "exec 0<&-; echo closed", Duration::from_secs(20));
+        spawn.stdin = Some(vec![b'x'; 4 << 20]);
+        let out = process::run(&spawn).unwrap();
+        assert_eq!(out.exit, Exit::Code(0));
+        assert_eq!(text(&out.stdout), "closed\n");
+    }
+}
+
+#[test]
+fn absurd_durations_do_not_panic() {
+    let s = Scripts::new();
+    let out = process::run(&s.sh("quick", "echo ok", Duration::MAX)).unwrap();
+    assert_eq!(out.exit, Exit::Code(0));
+    let mut spawn = s.sh("term", "echo pid:$$; sleep 30", Duration::ZERO);
+    spawn.kill_grace = Duration::MAX; // SIGTERM alone ends a plain sh
+    let out = process::run(&spawn).unwrap();
+    let _reaper = Reaper(pids(&out));
+    assert_eq!(out.exit, Exit::TimedOut);
+    assert!(out.elapsed < SLACK, "{:?}", out.elapsed);
+}
+
+#[test]
+fn temp_cwd_is_removed_even_with_locked_subdirectories() {
+    let s = Scripts::new();
+    let spawn = s.sh(
+        "locker",
+        "mkdir -p a/b/c; echo x > a/b/c/f; ln -s / a/root; chmod 000 a/b/c; chmod 500 a/b; chmod 000 a; pwd",
+        SHORT * 5,
+    );
+    let out = process::run(&spawn).unwrap();
+    assert_eq!(out.exit, Exit::Code(0));
+    let dir = PathBuf::from(text(&out.stdout).trim_end());
+    assert!(dir.starts_with(std::env::temp_dir()) || dir.to_string_lossy().contains("atip-run-"));
+    assert!(!dir.exists(), "{} left behind", dir.display());
+}

@@ -188,3 +188,102 @@ pub(super) fn poll(fds: &mut [libc::pollfd], wait: Duration) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Sends `sig` to every process of session `sid` except its leader (which the group
+/// signal reaches). Catches descendants that moved to a process group of their own
+/// (`setpgid`, shell job control) but stayed in the tool's session; only
+/// `setsid` leaves it. The leader is still unreaped when this runs, so no other
+/// session can carry its id. Linux only (reads /proc); elsewhere a no-op.
+pub(super) fn signal_session(sid: libc::pid_t, sig: libc::c_int) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::io::Read;
+        if sid <= 1 {
+            return;
+        }
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        let mut buf = Vec::with_capacity(512);
+        for entry in dir.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(|s| s.parse::<libc::pid_t>().ok()) else {
+                continue;
+            };
+            if pid == sid {
+                continue;
+            }
+            buf.clear();
+            let Ok(mut stat) = std::fs::File::open(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            if stat.read_to_end(&mut buf).is_ok() && stat_session(&buf) == Some(sid) {
+                // SAFETY: plain syscall on a positive pid.
+                unsafe {
+                    libc::kill(pid, sig);
+                }
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (sid, sig);
+    }
+}
+
+/// The session id field of a `/proc/PID/stat` line (the command name may contain
+/// spaces and parentheses, so fields are counted from the last `)`).
+#[cfg(target_os = "linux")]
+fn stat_session(stat: &[u8]) -> Option<libc::pid_t> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
+    // After the name: state ppid pgrp session ...
+    rest.split_ascii_whitespace().nth(3)?.parse().ok()
+}
+
+/// `write(2)` with SIGPIPE blocked for the calling thread, so a child that closed its
+/// stdin yields EPIPE even in a host program that restored SIGPIPE's default action
+/// (which would otherwise kill atip). A SIGPIPE raised by this write is consumed.
+pub(super) fn write_no_sigpipe(file: &mut std::fs::File, data: &[u8]) -> io::Result<usize> {
+    use std::io::Write;
+    #[cfg(target_os = "linux")]
+    // SAFETY: signal-set manipulation on locals; the mask is restored before return.
+    unsafe {
+        let mut pipe_only: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pipe_only);
+        libc::sigaddset(&mut pipe_only, libc::SIGPIPE);
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        libc::sigpending(&mut pending);
+        let already_pending = libc::sigismember(&pending, libc::SIGPIPE) == 1;
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &pipe_only, &mut old);
+        let result = file.write(data);
+        if !already_pending && matches!(&result, Err(e) if e.raw_os_error() == Some(libc::EPIPE)) {
+            let now = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            libc::sigtimedwait(&pipe_only, std::ptr::null_mut(), &now);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        result
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        // Rust programs ignore SIGPIPE from startup; atip keeps it that way.
+        file.write(data)
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::stat_session;
+
+    #[test]
+    fn session_is_read_after_the_last_parenthesis() {
+        let stat = b"4242 (a) b (c)) S 1 4242 4300 0 -1 4194560";
+        assert_eq!(stat_session(stat), Some(4300));
+        assert_eq!(stat_session(b"garbage"), None);
+        assert_eq!(stat_session(b"1 (x) S 0"), None);
+    }
+}
