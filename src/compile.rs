@@ -6,16 +6,19 @@
 //! rules and the strict-mode checker. The [`Catalog`] is the reverse map (name → tool and
 //! command path) that `exec` and `mcp` use to turn a model's call back into a command line.
 //!
-//! Must not do I/O or run anything: callers hand it parsed metadata and print the result.
+//! Must not run anything, and does no I/O outside `source` (which reads the registry or a
+//! file): callers hand it parsed metadata and print the result.
 //! Agent-only fields (`interactive`, `duration`, `authentication`) never reach a
 //! model-facing schema.
 
 mod flatten;
 pub mod formats;
 pub mod names;
+pub mod prompt;
 
 pub mod safety;
-
+pub mod skill;
+pub mod source;
 pub mod strict;
 
 use crate::model::{CommandEntry, Effects, Metadata, ParamType};
@@ -245,4 +248,113 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
         std::mem::swap(&mut prev, &mut cur);
     }
     prev[b.len()]
+}
+
+/// What `atip export` asks for.
+#[derive(Debug, Clone)]
+pub struct ExportOptions {
+    /// Output format.
+    pub format: Format,
+    /// One tool per command, or per command group.
+    pub strategy: Strategy,
+    /// Which commands.
+    pub flatten: FlattenOptions,
+}
+
+/// A rendered export.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rendered {
+    /// A JSON tool list (OpenAI, Anthropic, Gemini, MCP).
+    Json(Value),
+    /// A Markdown prompt fragment.
+    Text(String),
+    /// SKILL.md texts: (skill directory name, text), one per tool.
+    Skills(Vec<(String, String)>),
+}
+
+/// The result of [`export`].
+#[derive(Debug, Clone)]
+pub struct Export {
+    /// The output.
+    pub rendered: Rendered,
+    /// How many provider tools it holds (groups count once with `grouped`).
+    pub tools: usize,
+    /// Commands left out because they need a human.
+    pub skipped: Vec<FlatTool>,
+    /// Command filters that matched no command.
+    pub unmatched_filters: Vec<String>,
+}
+
+/// Compiles documents (sorted by tool name for stable output) into one export.
+pub fn export(metas: &[Metadata], opts: &ExportOptions) -> Export {
+    let catalog = Catalog::build(metas, &opts.flatten);
+    let unmatched_filters = opts
+        .flatten
+        .commands
+        .iter()
+        .flatten()
+        .filter(|f| {
+            let one = FlattenOptions {
+                include_interactive: true,
+                commands: Some(vec![(*f).clone()]),
+            };
+            !catalog
+                .tools()
+                .iter()
+                .chain(catalog.skipped())
+                .any(|t| one.wants(&t.tool, &t.command))
+        })
+        .cloned()
+        .collect();
+    let (rendered, tools) = match opts.format {
+        Format::Skill => {
+            let skills: Vec<(String, String)> = metas
+                .iter()
+                .filter_map(|m| {
+                    let name = m.tool_name().unwrap_or("tool");
+                    let mine: Vec<FlatTool> = catalog
+                        .tools()
+                        .iter()
+                        .filter(|t| t.tool == name)
+                        .cloned()
+                        .collect();
+                    (!mine.is_empty()).then(|| (skill::skill_name(m), skill::render(m, &mine)))
+                })
+                .collect();
+            let n = skills.len();
+            (Rendered::Skills(skills), n)
+        }
+        Format::Prompt => {
+            let items: Vec<(&Metadata, Vec<&FlatTool>)> = metas
+                .iter()
+                .map(|m| {
+                    let name = m.tool_name().unwrap_or("tool");
+                    (
+                        m,
+                        catalog
+                            .tools()
+                            .iter()
+                            .filter(|t| t.tool == name)
+                            .collect::<Vec<_>>(),
+                    )
+                })
+                .filter(|(_, t)| !t.is_empty())
+                .collect();
+            let n = items.iter().map(|(_, t)| t.len()).sum();
+            (Rendered::Text(prompt::render(&items)), n)
+        }
+        format => {
+            let list = match opts.strategy {
+                Strategy::Flat => formats::flat(catalog.tools()),
+                Strategy::Grouped => formats::grouped(catalog.tools(), metas),
+            };
+            (Rendered::Json(render(&list, format)), list.len())
+        }
+    };
+    Export {
+        rendered,
+        tools,
+        skipped: catalog.skipped().to_vec(),
+        unmatched_filters,
+    }
 }

@@ -1,1 +1,486 @@
-//! (being built)
+//! Ranked search over flattened commands: which few tools does an agent need for a task?
+//!
+//! Owns the index (BM25 over weighted fields: tool name, command path, description,
+//! parameter names and descriptions), query correction (exact, prefix and edit-distance
+//! matches, the abbreviation table in `text`), name boosts and the capped result report.
+//! Must not read files; callers hand it a [`Catalog`].
+
+mod text;
+
+pub use text::ABBREVIATIONS;
+
+use crate::compile::formats::{self, Format};
+use crate::compile::{Catalog, FlatTool, ParamOrigin, edit_distance};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::HashMap;
+
+const K1: f32 = 1.2;
+const B: f32 = 0.75;
+const W_NAME: f32 = 3.0;
+const W_PATH: f32 = 3.0;
+const W_DESCRIPTION: f32 = 1.0;
+const W_PARAM_NAME: f32 = 1.5;
+const W_PARAM_DESCRIPTION: f32 = 0.4;
+const BOOST_EXACT: f32 = 8.0;
+const BOOST_PREFIX: f32 = 3.0;
+const BOOST_ALL_IN_NAME: f32 = 2.0;
+
+/// An inverted index over a catalog's tools (by position in `Catalog::tools`).
+#[derive(Debug, Clone, Default)]
+pub struct SearchIndex {
+    ids: HashMap<String, u32>,
+    vocab: Vec<String>,
+    postings: Vec<Vec<(u32, f32)>>,
+    doc_len: Vec<f32>,
+    avg_len: f32,
+    title_words: Vec<Vec<String>>,
+    titles: Vec<String>,
+}
+
+/// One query word and the index terms it stands for.
+#[derive(Debug, Clone)]
+struct Group {
+    word: String,
+    terms: Vec<(u32, f32, &'static str)>,
+}
+
+/// A ranked result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    /// Position in `Catalog::tools`.
+    pub doc: usize,
+    /// Relevance, higher is better.
+    pub score: f32,
+    /// Why it scored (only with `explain`).
+    pub why: Vec<String>,
+}
+
+impl SearchIndex {
+    /// Indexes every tool of the catalog.
+    pub fn build(tools: &[FlatTool]) -> SearchIndex {
+        let mut ix = SearchIndex::default();
+        for (doc, t) in tools.iter().enumerate() {
+            let mut tf: HashMap<u32, f32> = HashMap::new();
+            let mut len = 0.0;
+            let mut add = |ix: &mut SearchIndex, text: &str, w: f32| {
+                for term in text::terms(text) {
+                    let id = ix.intern(term);
+                    *tf.entry(id).or_default() += w;
+                    len += w;
+                }
+            };
+            add(&mut ix, &t.tool, W_NAME);
+            add(&mut ix, &t.command.join(" "), W_PATH);
+            add(&mut ix, &t.summary, W_DESCRIPTION);
+            for p in &t.params {
+                let name = match &p.origin {
+                    ParamOrigin::Argument { name, .. } | ParamOrigin::Option { name, .. } => name,
+                };
+                add(&mut ix, name, W_PARAM_NAME);
+                add(&mut ix, &p.description, W_PARAM_DESCRIPTION);
+            }
+            let mut tf: Vec<(u32, f32)> = tf.into_iter().collect();
+            tf.sort_unstable_by_key(|(id, _)| *id);
+            for (id, f) in tf {
+                ix.postings[id as usize].push((doc as u32, f));
+            }
+            ix.doc_len.push(len);
+            ix.title_words.push(text::terms(&t.title));
+            ix.titles.push(t.title.to_lowercase());
+        }
+        let n = ix.doc_len.len().max(1) as f32;
+        ix.avg_len = ix.doc_len.iter().sum::<f32>() / n;
+        ix
+    }
+
+    fn intern(&mut self, term: String) -> u32 {
+        if let Some(&id) = self.ids.get(&term) {
+            return id;
+        }
+        let id = self.vocab.len() as u32;
+        self.ids.insert(term.clone(), id);
+        self.vocab.push(term);
+        self.postings.push(Vec::new());
+        id
+    }
+
+    /// Number of indexed tools.
+    pub fn len(&self) -> usize {
+        self.doc_len.len()
+    }
+
+    /// Whether nothing is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.doc_len.is_empty()
+    }
+
+    fn idf(&self, id: u32) -> f32 {
+        let n = self.len() as f32;
+        let df = self.postings[id as usize].len() as f32;
+        ((n - df + 0.5) / (df + 0.5) + 1.0).ln()
+    }
+
+    /// The index terms a query word stands for: itself, longer words it is a prefix of,
+    /// and, when it is not a known word, the nearest words by edit distance (1 for words
+    /// up to four letters, 2 for longer ones).
+    fn resolve_word(&self, word: &str) -> Vec<(u32, f32, &'static str)> {
+        let mut out = Vec::new();
+        let exact = self.ids.get(word).copied();
+        if let Some(id) = exact {
+            out.push((id, 1.0, "exact"));
+        }
+        let chars = word.chars().count();
+        if chars >= 3 {
+            let mut prefixed: Vec<u32> = self
+                .vocab
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.len() > word.len() && v.starts_with(word))
+                .map(|(i, _)| i as u32)
+                .collect();
+            prefixed.sort_by_key(|&i| std::cmp::Reverse(self.postings[i as usize].len()));
+            out.extend(prefixed.into_iter().take(8).map(|i| (i, 0.6, "prefix")));
+        }
+        if exact.is_none() && chars >= 3 {
+            let max = if chars <= 4 { 1 } else { 2 };
+            let mut near: Vec<(usize, u32)> = self
+                .vocab
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.len().abs_diff(word.len()) <= max)
+                .filter_map(|(i, v)| {
+                    let d = edit_distance(word, v);
+                    (d <= max).then_some((d, i as u32))
+                })
+                .collect();
+            near.sort_by_key(|&(d, i)| (d, std::cmp::Reverse(self.postings[i as usize].len())));
+            if let Some(&(best, _)) = near.first() {
+                out.extend(
+                    near.into_iter()
+                        .filter(|&(d, _)| d == best)
+                        .take(3)
+                        .map(|(d, i)| (i, if d == 1 { 0.7 } else { 0.45 }, "typo")),
+                );
+            }
+        }
+        out
+    }
+
+    fn groups(&self, query: &str) -> (Vec<Group>, Vec<String>) {
+        let raw = text::words(query);
+        let mut groups: Vec<Group> = raw
+            .iter()
+            .map(|w| Group {
+                word: w.clone(),
+                terms: self.resolve_word(w),
+            })
+            .collect();
+        // The best reading of each word, then abbreviations of that reading.
+        let mut corrected: Vec<String> = groups
+            .iter()
+            .map(|g| match g.terms.iter().find(|t| t.2 != "prefix") {
+                Some((id, _, _)) => self.vocab[*id as usize].clone(),
+                None => g.word.clone(),
+            })
+            .collect();
+        let before = corrected.len();
+        text::expand(&mut corrected);
+        for short in corrected.iter().skip(before) {
+            if let Some(&id) = self.ids.get(short)
+                && !groups.iter().any(|g| g.terms.iter().any(|t| t.0 == id))
+            {
+                groups.push(Group {
+                    word: short.clone(),
+                    terms: vec![(id, 1.0, "abbreviation")],
+                });
+            }
+        }
+        corrected.truncate(before);
+        (groups, corrected)
+    }
+
+    /// The `limit` best tools for `query`, best first (ties by position, so stable).
+    pub fn search(&self, query: &str, limit: usize, explain: bool) -> Vec<Hit> {
+        let (groups, corrected) = self.groups(query);
+        let mut scores = vec![0f32; self.len()];
+        let mut best: HashMap<u32, f32> = HashMap::new();
+        for g in &groups {
+            best.clear();
+            for &(id, w, _) in &g.terms {
+                let idf = self.idf(id);
+                for &(doc, tf) in &self.postings[id as usize] {
+                    let s = w * idf * self.saturate(doc, tf);
+                    let e = best.entry(doc).or_default();
+                    *e = e.max(s);
+                }
+            }
+            for (&doc, &s) in &best {
+                scores[doc as usize] += s;
+            }
+        }
+        let q = corrected.join(" ");
+        let raw_q = text::words(query).join(" ");
+        let mut boosts = vec![0f32; self.len()];
+        if !q.is_empty() {
+            for (doc, title) in self.titles.iter().enumerate() {
+                if scores[doc] <= 0.0 {
+                    continue;
+                }
+                boosts[doc] = self.boost(doc, title, &q, &raw_q, &corrected);
+                scores[doc] += boosts[doc];
+            }
+        }
+        let mut ranked: Vec<(usize, f32)> = scores
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, s)| *s > 0.0)
+            .collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked.truncate(limit);
+        ranked
+            .into_iter()
+            .map(|(doc, score)| Hit {
+                doc,
+                score,
+                why: if explain {
+                    self.explain(doc, &groups, boosts[doc])
+                } else {
+                    Vec::new()
+                },
+            })
+            .collect()
+    }
+
+    fn saturate(&self, doc: u32, tf: f32) -> f32 {
+        let dl = self.doc_len[doc as usize];
+        tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / self.avg_len.max(f32::EPSILON)))
+    }
+
+    fn boost(&self, doc: usize, title: &str, q: &str, raw_q: &str, corrected: &[String]) -> f32 {
+        let title_words = text::words(title).join(" ");
+        if title_words == q || title_words == raw_q {
+            BOOST_EXACT
+        } else if title_words.starts_with(&format!("{q} "))
+            || title_words.starts_with(&format!("{raw_q} "))
+        {
+            BOOST_PREFIX
+        } else if corrected.iter().all(|w| self.title_words[doc].contains(w)) {
+            BOOST_ALL_IN_NAME
+        } else {
+            0.0
+        }
+    }
+
+    fn explain(&self, doc: usize, groups: &[Group], boost: f32) -> Vec<String> {
+        let mut why = Vec::new();
+        for g in groups {
+            let mut best: Option<(f32, &str, &str)> = None;
+            for &(id, w, how) in &g.terms {
+                if let Ok(i) =
+                    self.postings[id as usize].binary_search_by_key(&(doc as u32), |p| p.0)
+                {
+                    let tf = self.postings[id as usize][i].1;
+                    let s = w * self.idf(id) * self.saturate(doc as u32, tf);
+                    if best.is_none_or(|b| s > b.0) {
+                        best = Some((s, &self.vocab[id as usize], how));
+                    }
+                }
+            }
+            if let Some((s, term, how)) = best {
+                if how == "exact" {
+                    why.push(format!("{term}: +{s:.2}"));
+                } else if how == "abbreviation" {
+                    why.push(format!("{term} (abbreviation): +{s:.2}"));
+                } else {
+                    why.push(format!("{term} ({how} of {:?}): +{s:.2}", g.word));
+                }
+            }
+        }
+        if boost > 0.0 {
+            let kind = if boost == BOOST_EXACT {
+                "exact name"
+            } else if boost == BOOST_PREFIX {
+                "name prefix"
+            } else {
+                "every word in the name"
+            };
+            why.push(format!("{kind}: +{boost:.2}"));
+        }
+        why
+    }
+}
+
+/// Postings are appended in document order, so each list is sorted by document; `explain`
+/// relies on that for its binary search.
+#[cfg(test)]
+fn postings_sorted(ix: &SearchIndex) -> bool {
+    ix.postings
+        .iter()
+        .all(|p| p.windows(2).all(|w| w[0].0 < w[1].0))
+}
+
+/// What `atip search` asks for.
+#[derive(Debug, Clone)]
+pub struct SearchOptions {
+    /// Most results.
+    pub limit: usize,
+    /// Full schemas for this many of the best results.
+    pub schemas: usize,
+    /// Schema form: `None` for the plain JSON Schema, or a JSON export format for that
+    /// provider's whole tool definition.
+    pub format: Option<Format>,
+    /// Include scores' reasons.
+    pub explain: bool,
+    /// Cap on the serialized report, in bytes.
+    pub max_bytes: usize,
+}
+
+/// `atip search --output json`: `{"query", "results": [...], "truncated"}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchReport {
+    /// The query as given.
+    pub query: String,
+    /// Best first.
+    pub results: Vec<SearchResult>,
+    /// Whether results or schemas were dropped to stay under the byte cap.
+    pub truncated: bool,
+}
+
+/// One result.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResult {
+    /// Tool-call name (`gh_pr_create`), as `atip exec` and `atip mcp` take it.
+    pub name: String,
+    /// The ATIP tool.
+    pub tool: String,
+    /// Command path (`["pr", "create"]`; `[""]` for the root command).
+    pub command: Vec<String>,
+    /// Relevance, rounded to 3 decimals.
+    pub score: f64,
+    /// Description with safety suffix.
+    pub description: String,
+    /// Full schema (top `--schemas` results only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Value>,
+    /// Why it ranked (with `--explain`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub why: Vec<String>,
+}
+
+/// Searches and builds the capped report. Schemas of later results go first, then whole
+/// results from the end, until the JSON fits `max_bytes`; `truncated` says so.
+pub fn search(
+    catalog: &Catalog,
+    index: &SearchIndex,
+    query: &str,
+    opts: &SearchOptions,
+) -> SearchReport {
+    let hits = index.search(query, opts.limit, opts.explain);
+    let mut report = SearchReport {
+        query: query.to_string(),
+        results: Vec::new(),
+        truncated: false,
+    };
+    // Sizes are those of the pretty JSON `atip search` prints: a result nested in
+    // `results` gains four spaces per line, plus `,\n` between results.
+    let cost_of = |r: &SearchResult| {
+        let s = serde_json::to_string_pretty(r).unwrap_or_default();
+        s.len() + 4 * s.lines().count() + 2
+    };
+    let base = serde_json::to_string_pretty(&report)
+        .map(|s| s.len() + 1)
+        .unwrap_or(0);
+    let mut size = base;
+    for (rank, hit) in hits.into_iter().enumerate() {
+        let t = &catalog.tools()[hit.doc];
+        let mut r = SearchResult {
+            name: t.name.clone(),
+            tool: t.tool.clone(),
+            command: t.command.clone(),
+            score: (f64::from(hit.score) * 1000.0).round() / 1000.0,
+            description: t.description.clone(),
+            schema: (rank < opts.schemas).then(|| schema_for(t, opts.format)),
+            why: hit.why,
+        };
+        let mut cost = cost_of(&r);
+        if size + cost > opts.max_bytes && r.schema.is_some() {
+            r.schema = None;
+            report.truncated = true;
+            cost = cost_of(&r);
+        }
+        if size + cost > opts.max_bytes {
+            report.truncated = true;
+            break;
+        }
+        size += cost;
+        report.results.push(r);
+    }
+    report
+}
+
+/// The schema of one tool: plain JSON Schema, or the provider's whole tool definition.
+pub fn schema_for(tool: &FlatTool, format: Option<Format>) -> Value {
+    match format {
+        Some(f) if f.is_json() => {
+            let rendered = formats::render(&formats::flat(std::slice::from_ref(tool)), f);
+            match f {
+                Format::Gemini => rendered
+                    .pointer("/0/functionDeclarations/0")
+                    .cloned()
+                    .unwrap_or(Value::Null),
+                Format::Mcp => rendered.pointer("/tools/0").cloned().unwrap_or(Value::Null),
+                _ => rendered.get(0).cloned().unwrap_or(Value::Null),
+            }
+        }
+        _ => tool.input_schema.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::FlattenOptions;
+    use crate::model::Metadata;
+    use serde_json::json;
+
+    fn catalog() -> Catalog {
+        let gh = Metadata::from_value(
+            json!({"atip": "0.4", "name": "gh", "version": "1", "description": "GitHub CLI",
+            "commands": {"pr": {"description": "Work with pull requests", "commands": {
+                "create": {"description": "Create a pull request"},
+                "list": {"description": "List pull requests in a repository"},
+                "merge": {"description": "Merge a pull request"}}},
+              "repo": {"description": "Work with repositories", "commands": {
+                "create": {"description": "Create a new repository"},
+                "clone": {"description": "Clone a repository locally"}}}}}),
+        )
+        .unwrap();
+        let git = Metadata::from_value(json!({"atip": "0.4", "name": "git", "version": "1", "description": "Version control",
+            "commands": {"log": {"description": "Show commit logs"}, "commit": {"description": "Record changes to the repository"}}}))
+        .unwrap();
+        Catalog::build(&[gh, git], &FlattenOptions::default())
+    }
+
+    fn top(q: &str) -> Vec<String> {
+        let c = catalog();
+        let ix = SearchIndex::build(c.tools());
+        assert!(postings_sorted(&ix));
+        ix.search(q, 3, false)
+            .iter()
+            .map(|h| c.tools()[h.doc].name.clone())
+            .collect()
+    }
+
+    #[test]
+    fn typos_and_abbreviations() {
+        assert_eq!(top("pul request")[..1], ["gh_pr_create"]);
+        assert_eq!(top("create pull request")[0], "gh_pr_create");
+        assert_eq!(top("pr list")[0], "gh_pr_list");
+        assert_eq!(top("clone repository")[0], "gh_repo_clone");
+        assert_eq!(top("comit")[0], "git_commit");
+        assert_eq!(top("git log")[0], "git_log");
+        assert!(top("zzzzzz").is_empty());
+    }
+}

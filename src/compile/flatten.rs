@@ -121,7 +121,8 @@ fn build(
             schema,
         });
     }
-    for opt in options {
+    // `--help` only prints usage: no agent needs it as a parameter.
+    for opt in options.iter().filter(|o| o.long_flag() != Some("--help")) {
         let property = names::unique(
             names::property_name(&opt.name),
             &mut taken,
@@ -345,7 +346,8 @@ mod tests {
     fn parent_options_and_inherited_effects_reach_leaves() {
         let m = meta(json!({
             "atip": "0.4", "name": "gh", "version": "1", "description": "GitHub",
-            "globalOptions": [{"name": "help", "flags": ["--help"], "type": "boolean", "description": "Help"}],
+            "globalOptions": [{"name": "help", "flags": ["--help"], "type": "boolean", "description": "Help"},
+                              {"name": "verbose", "flags": ["--verbose"], "type": "boolean", "description": "Chatty"}],
             "commands": {"repo": {"description": "Repos", "effects": {"destructive": true},
                 "options": [{"name": "repo", "flags": ["-R", "--repo"], "type": "string", "description": ""}],
                 "commands": {"delete": {"description": "Delete a repo",
@@ -358,7 +360,7 @@ mod tests {
         assert_eq!(t.name, "gh_repo_delete");
         assert_eq!(t.description, "Delete a repo [⚠️ DESTRUCTIVE]");
         let props: Vec<&str> = t.params.iter().map(|p| p.property.as_str()).collect();
-        assert_eq!(props, ["name", "help", "repo", "dry_run"]);
+        assert_eq!(props, ["name", "verbose", "repo", "dry_run"]);
         assert_eq!(
             t.input_schema["properties"]["repo"]["description"],
             "The --repo option."

@@ -274,16 +274,16 @@ fn build_group(
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string();
-            let mut note = String::new();
+            let mut text = desc;
             if used.len() < action_values.len() {
-                note.push_str(&format!(" For: {}.", used.join(", ")));
+                text = safety::join_sentences(&text, &format!("For: {}.", used.join(", ")));
             }
             if !req.is_empty() {
-                note.push_str(&format!(" Required for: {}.", req.join(", ")));
+                text = safety::join_sentences(&text, &format!("Required for: {}.", req.join(", ")));
             }
             o.insert(
                 "description".into(),
-                safety::cut(&format!("{desc}{note}"), safety::MAX_DESCRIPTION).into(),
+                safety::cut(&text, safety::MAX_DESCRIPTION).into(),
             );
         }
     }
@@ -308,7 +308,7 @@ fn build_group(
     } else {
         about
     };
-    let text = format!("{lead} Actions: {}", listing.join("; "));
+    let text = safety::join_sentences(&lead, &format!("Actions: {}", listing.join("; ")));
     ExportTool {
         name,
         title,
@@ -416,6 +416,21 @@ fn strictify(v: &mut Value) {
     }
     o.insert("required".into(), Value::Array(all));
     o.insert("additionalProperties".into(), false.into());
+    // Fixed key order so strict output diffs cleanly against the plain form.
+    let mut ordered = Map::new();
+    for key in [
+        "type",
+        "description",
+        "properties",
+        "required",
+        "additionalProperties",
+    ] {
+        if let Some(v) = o.remove(key) {
+            ordered.insert(key.into(), v);
+        }
+    }
+    ordered.append(o);
+    *o = ordered;
 }
 
 fn nullable(prop: &mut Value) {

@@ -62,6 +62,21 @@ pub fn with_suffix(text: &str, suffix: &str, max: usize) -> String {
     out
 }
 
+/// `a` and `b` joined as sentences: a full stop is added to `a` when it lacks closing
+/// punctuation; either may be empty.
+pub fn join_sentences(a: &str, b: &str) -> String {
+    let (a, b) = (a.trim(), b.trim());
+    if a.is_empty() || b.is_empty() {
+        return format!("{a}{b}");
+    }
+    let stop = if a.ends_with(['.', '!', '?', ':', ')', ']', '`']) {
+        ""
+    } else {
+        "."
+    };
+    format!("{a}{stop} {b}")
+}
+
 /// `text` cut to at most `max` characters, ending in `…` when cut.
 pub fn cut(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
