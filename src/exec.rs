@@ -277,9 +277,10 @@ impl Engine {
         settings: Settings,
         only: Option<&[String]>,
     ) -> Result<Engine, AtipError> {
+        use rayon::prelude::*;
         let index = Index::load(dirs)
             .map_err(|e| {
-                AtipError::new("registry_unreadable", Category::Config, e.to_string())
+                AtipError::new("registry_unreadable", Category::Data, e.to_string())
                     .hint("run `atip scan` to rebuild the registry")
             })?
             .ok_or_else(|| {
@@ -290,6 +291,8 @@ impl Engine {
                 )
                 .hint("run `atip scan` to find ATIP tools on PATH")
             })?;
+        let mut names: Vec<&String> = index.tools.keys().collect();
+        names.sort();
         if let Some(only) = only {
             let missing: Vec<&String> = only
                 .iter()
@@ -297,8 +300,8 @@ impl Engine {
                 .collect();
             if !missing.is_empty() {
                 return Err(AtipError::new(
-                    "unknown_tool",
-                    Category::Usage,
+                    "tool_not_found",
+                    Category::Input,
                     format!(
                         "not in the registry: {}",
                         missing
@@ -308,31 +311,47 @@ impl Engine {
                             .join(", ")
                     ),
                 )
-                .hint(format!(
-                    "registered tools: {}",
-                    index.tools.keys().cloned().collect::<Vec<_>>().join(", ")
-                )));
+                .hint("`atip list` shows the registered tools")
+                .details(json!({"missing": missing, "known": names})));
             }
+            names.retain(|n| only.contains(n));
         }
-        let mut names: Vec<&String> = index.tools.keys().collect();
-        names.sort();
+        // Same order and naming rule as `compile::source::load_registry`, so flattened
+        // names match what `atip export` printed.
+        let read: Vec<(&String, Result<Metadata, String>)> = names
+            .par_iter()
+            .map(|name| {
+                let entry = &index.tools[name.as_str()];
+                (
+                    *name,
+                    Index::read_metadata(dirs, entry).map_err(|e| e.to_string()),
+                )
+            })
+            .collect();
         let mut metas: Vec<Metadata> = Vec::new();
-        let mut tools = HashMap::new();
+        let mut tools: HashMap<String, ToolInfo> = HashMap::new();
         let mut warnings = Vec::new();
-        for name in names {
-            if only.is_some_and(|o| !o.contains(name)) {
-                continue;
-            }
-            let entry = &index.tools[name];
-            let mut meta = match Index::read_metadata(dirs, entry) {
+        for (name, r) in read {
+            let entry = &index.tools[name.as_str()];
+            let mut meta = match r {
                 Ok(m) => m,
                 Err(e) => {
-                    warnings.push(format!("skipping {name}: {e}"));
+                    warnings.push(format!("skipped {name}: {e}"));
                     continue;
                 }
             };
-            // The registry key is the name the tool is known by.
-            meta.name = Some(name.clone());
+            if meta.tool_name().is_none() {
+                meta.name = Some(name.clone());
+            }
+            let tool_name = meta.tool_name().unwrap_or(name).to_string();
+            if tools.contains_key(&tool_name) {
+                // Two entries describing a tool of the same name: running the wrong
+                // executable is worse than not offering the second one.
+                warnings.push(format!(
+                    "skipped {name}: its metadata names tool {tool_name:?}, already provided by another registry entry"
+                ));
+                continue;
+            }
             let auth_env = meta
                 .authentication
                 .iter()
@@ -346,7 +365,7 @@ impl Engine {
                     .and_then(|o| o.safety_assumption.as_deref())
                     .is_none_or(|s| s == "unknown");
             tools.insert(
-                name.clone(),
+                tool_name,
                 ToolInfo {
                     program: entry.path.clone(),
                     trust: entry.trust.clone(),

@@ -407,10 +407,12 @@ async fn large_registries_are_paginated() {
     c.cancel().await.unwrap();
     let out = sb
         .atip()
-        .args(["mcp", "--tools", "nosuch"])
+        .args(["--output", "json", "mcp", "--tools", "nosuch"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(66));
+    let err: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(err["error"]["code"], "tool_not_found");
 }
 
 #[test]
