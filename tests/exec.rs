@@ -299,6 +299,13 @@ fn tool_failure_is_an_ok_result_and_json_output_is_parsed() {
     assert!(r.out["data"].get("json").is_none());
     let r = run(&sb, &["t_json", "--args", "{}"]);
     assert_eq!(r.out["data"]["json"], json!({"ok": true, "n": 1}));
+    // Killed by a signal: exitCode null, the signal, and 128 + signal as atip's code.
+    let r = run(&sb, &["t_crash"]);
+    assert_eq!(r.code, 128 + 15, "{}", show(&r.raw));
+    assert_eq!(r.out["status"], "ok");
+    assert_eq!(r.out["data"]["exitCode"], Value::Null);
+    assert_eq!(r.out["data"]["signal"], 15);
+    assert_eq!(r.out["data"]["stdout"], "going down\n");
 }
 
 #[test]
@@ -457,6 +464,26 @@ fn trust_floor_and_interactive_commands() {
     let r = run(&sb, &["low_hi", "-y"]);
     assert_eq!(r.code, 0, "{}", show(&r.raw));
 
+    // A partial answer whose omitted commands have unknown safety: confirm.
+    register(
+        &sb,
+        "part",
+        &json!({"atip": {"version": "0.6"}, "name": "part", "version": "1",
+        "description": "Partial", "partial": true, "totalCommands": 5, "includedCommands": 1,
+        "omitted": {"reason": "filtered", "safetyAssumption": "unknown"},
+        "commands": {"go": {"description": "Go", "effects": {"destructive": false}}}}),
+        "#!/bin/sh\necho went\n",
+        "native",
+    );
+    let r = run(&sb, &["part_go"]);
+    assert_eq!(r.code, 77);
+    assert!(
+        r.err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("effects.unknown")
+    );
+
     let r = run(&sb, &["t_login", "--yes"]);
     assert_eq!(r.code, 77);
     assert_eq!(r.err["error"]["code"], "policy_denied");
@@ -570,7 +597,34 @@ fn provider_batches_openai_anthropic_gemini() {
         "args_invalid"
     );
 
-    // Wrong provider shape: data error.
+    // Not JSON at all, and the wrong provider shape: data errors.
+    let junk = sb.write("junk.json", "{not json");
+    let r = run(
+        &sb,
+        &["--calls", junk.to_str().unwrap(), "--provider", "openai"],
+    );
+    assert_eq!(
+        (r.code, r.err["error"]["code"].clone()),
+        (65, json!("calls_malformed"))
+    );
+    let r = run(
+        &sb,
+        &["--calls", "/nonexistent.json", "--provider", "openai"],
+    );
+    assert_eq!(
+        (r.code, r.err["error"]["code"].clone()),
+        (66, json!("input_unreadable"))
+    );
+    // A response with no tool calls gives no messages.
+    let done = sb.write(
+        "done.json",
+        r#"{"choices":[{"message":{"role":"assistant","content":"All done."}}]}"#,
+    );
+    let r = run(
+        &sb,
+        &["--calls", done.to_str().unwrap(), "--provider", "openai"],
+    );
+    assert_eq!((r.code, r.out.clone()), (0, json!([])));
     let r = run(
         &sb,
         &["--calls", f.to_str().unwrap(), "--provider", "anthropic"],

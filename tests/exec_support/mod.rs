@@ -80,7 +80,8 @@ pub fn t_meta() -> Value {
                       "arguments": [{"name": "line", "type": "string", "description": "Line"}]},
             "login": {"description": "Interactive login",
                       "effects": {"destructive": false, "interactive": {"tty": true, "stdin": "required"}}},
-            "mystery": {"description": "No effects stated"}
+            "mystery": {"description": "No effects stated"},
+            "crash": {"description": "Killed by a signal", "effects": ro}
         }
     })
 }
@@ -100,6 +101,7 @@ case "$cmd" in
   write) echo "$1" >> written.txt ;;
   login) echo "logged in" ;;
   mystery) echo "mystery" ;;
+  crash) echo "going down"; kill -TERM $$ ;;
   *) echo "unknown command $cmd" >&2; exit 64 ;;
 esac
 "#;
