@@ -266,6 +266,46 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
+        let started = std::time::Instant::now();
+        let response = self.handle_call(request, &context).await;
+        log_call(&name, &response, started.elapsed());
+        response
+    }
+}
+
+/// One line per call on stderr: tool, outcome, time. Never arguments or output.
+fn log_call(name: &str, response: &Result<CallToolResponse, ErrorData>, took: std::time::Duration) {
+    let what = match response {
+        Err(e) => format!("protocol error {}", e.code.0),
+        Ok(CallToolResponse::Complete(r)) => {
+            let s = r.structured_content.as_ref();
+            match s
+                .and_then(|v| v.pointer("/error/code"))
+                .and_then(Value::as_str)
+            {
+                Some(code) => format!("error {code}"),
+                None => format!(
+                    "exit {}",
+                    s.and_then(|v| v.pointer("/data/exitCode"))
+                        .map(|v| v.to_string())
+                        .unwrap_or_else(|| "?".into())
+                ),
+            }
+        }
+        Ok(CallToolResponse::InputRequired(_)) => "confirmation requested".into(),
+        Ok(_) => "other".into(),
+    };
+    eprintln!("atip mcp: {name}: {what} ({} ms)", took.as_millis());
+}
+
+impl Server {
+    async fn handle_call(
+        &self,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let context = context.clone();
+        let name = request.name.to_string();
         if !self.visible.contains_key(&name) {
             let close = self.engine.catalog().closest(&name, 5);
             return Err(ErrorData::invalid_params(
