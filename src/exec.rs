@@ -21,7 +21,7 @@ pub mod calls;
 pub mod policy;
 pub mod redact;
 
-use crate::compile::{Catalog, FlatTool, FlattenOptions};
+use crate::compile::{Catalog, FlatTool, FlattenOptions, names};
 use crate::dirs::Dirs;
 use crate::model::{Metadata, ParamType};
 use crate::output::{AtipError, Category};
@@ -270,12 +270,15 @@ pub enum Confirmation {
 
 impl Engine {
     /// Loads the registry's tools. `only` keeps the named tools (registry names), as
-    /// `atip mcp --tools gh,git` does; unknown names are an error.
+    /// `atip mcp --tools gh,git` does; unknown names are an error. `focus` names the one
+    /// flattened tool about to be called, so only the documents that can produce that
+    /// name are flattened (the catalog then holds just those).
     pub fn load(
         dirs: &Dirs,
         policy: Policy,
         settings: Settings,
         only: Option<&[String]>,
+        focus: Option<&str>,
     ) -> Result<Engine, AtipError> {
         use rayon::prelude::*;
         let index = Index::load(dirs)
@@ -375,13 +378,35 @@ impl Engine {
             );
             metas.push(meta);
         }
-        let catalog = Catalog::build(
-            &metas,
-            &FlattenOptions {
-                include_interactive: true,
-                commands: None,
-            },
-        );
+        let opts = FlattenOptions {
+            include_interactive: true,
+            commands: None,
+        };
+        // One call by name: flatten only the documents that can produce that name. Every
+        // flattened name starts with its tool's own root name (then `_`), and `_N`
+        // suffixes only append, so any document whose names could collide with the
+        // wanted one is among these, in the same relative order: the name means the same
+        // command as in the full catalog. Unknown names fall back to the full catalog,
+        // for the closest-name suggestions.
+        let focused = focus.and_then(|want| {
+            let subset: Vec<Metadata> = metas
+                .iter()
+                .filter(|m| {
+                    let root = names::tool_name(m.tool_name().unwrap_or(""), &[String::new()]);
+                    want == root
+                        || want
+                            .strip_prefix(root.as_str())
+                            .is_some_and(|rest| rest.starts_with('_'))
+                })
+                .cloned()
+                .collect();
+            let c = Catalog::build(&subset, &opts);
+            c.get(want).is_some().then_some(c)
+        });
+        let catalog = match focused {
+            Some(c) => c,
+            None => Catalog::build(&metas, &opts),
+        };
         let cwd = std::env::current_dir().map_err(|e| {
             AtipError::new(
                 "cwd_unavailable",

@@ -128,7 +128,12 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         stderr_cap: args.max_output,
         allow_interactive: args.allow_interactive,
     };
-    let engine = Engine::load(&ctx.dirs, policy, settings, None)?;
+    let focus = if args.calls.is_none() {
+        args.name.as_deref()
+    } else {
+        None
+    };
+    let engine = Engine::load(&ctx.dirs, policy, settings, None, focus)?;
     for w in &engine.warnings {
         eprintln!("atip: warning: {w}");
     }

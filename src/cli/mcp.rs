@@ -43,7 +43,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         stderr_cap: args.max_output,
         allow_interactive: args.allow_interactive,
     };
-    let engine = Engine::load(&ctx.dirs, policy, settings, args.tools.as_deref())?;
+    let engine = Engine::load(&ctx.dirs, policy, settings, args.tools.as_deref(), None)?;
     for w in &engine.warnings {
         eprintln!("atip mcp: warning: {w}");
     }
