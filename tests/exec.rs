@@ -693,3 +693,39 @@ fn batch_runs_idempotent_calls_in_parallel_and_keeps_order() {
     let c: Value = serde_json::from_str(blocks[2]["content"].as_str().unwrap()).unwrap();
     assert_eq!(c["error"]["code"], "call_budget_exceeded");
 }
+
+#[test]
+fn colliding_flattened_names_resolve_as_in_the_full_catalog() {
+    let sb = Sandbox::new();
+    let ro = json!({"destructive": false});
+    register(
+        &sb,
+        "gh",
+        &json!({"atip": "0.4", "name": "gh", "version": "1", "description": "A",
+        "commands": {"pr": {"description": "PRs", "commands": {"list": {"description": "List", "effects": ro}}}}}),
+        "#!/bin/sh\necho from-gh \"$@\"\n",
+        "native",
+    );
+    register(
+        &sb,
+        "gh_pr",
+        &json!({"atip": "0.4", "name": "gh_pr", "version": "1", "description": "B",
+        "commands": {"list": {"description": "List", "effects": ro}}}),
+        "#!/bin/sh\necho from-gh_pr \"$@\"\n",
+        "native",
+    );
+    let r = run(&sb, &["gh_pr_list"]);
+    assert_eq!(
+        r.out["data"]["stdout"],
+        "from-gh pr list\n",
+        "{}",
+        show(&r.raw)
+    );
+    let r = run(&sb, &["gh_pr_list_2"]);
+    assert_eq!(
+        r.out["data"]["stdout"],
+        "from-gh_pr list\n",
+        "{}",
+        show(&r.raw)
+    );
+}
