@@ -321,16 +321,20 @@ impl Engine {
         }
         // Same order and naming rule as `compile::source::load_registry`, so flattened
         // names match what `atip export` printed.
-        let read: Vec<(&String, Result<Metadata, String>)> = names
-            .par_iter()
-            .map(|name| {
-                let entry = &index.tools[name.as_str()];
-                (
-                    *name,
-                    Index::read_metadata(dirs, entry).map_err(|e| e.to_string()),
-                )
-            })
-            .collect();
+        let read_one = |name: &&String| -> (String, Result<Metadata, String>) {
+            let entry = &index.tools[name.as_str()];
+            (
+                (*name).clone(),
+                Index::read_metadata(dirs, entry).map_err(|e| e.to_string()),
+            )
+        };
+        // Threads pay off only for many documents; rayon's idle workers spin, which
+        // costs more than reading a handful of files.
+        let read: Vec<(String, Result<Metadata, String>)> = if names.len() > 8 {
+            names.par_iter().map(read_one).collect()
+        } else {
+            names.iter().map(read_one).collect()
+        };
         let mut metas: Vec<Metadata> = Vec::new();
         let mut tools: HashMap<String, ToolInfo> = HashMap::new();
         let mut warnings = Vec::new();
@@ -346,7 +350,7 @@ impl Engine {
             if meta.tool_name().is_none() {
                 meta.name = Some(name.clone());
             }
-            let tool_name = meta.tool_name().unwrap_or(name).to_string();
+            let tool_name = meta.tool_name().unwrap_or(&name).to_string();
             if tools.contains_key(&tool_name) {
                 // Two entries describing a tool of the same name: running the wrong
                 // executable is worse than not offering the second one.
