@@ -11,6 +11,7 @@
 //! Agent-only fields (`interactive`, `duration`, `authentication`) never reach a
 //! model-facing schema.
 
+mod emit;
 mod flatten;
 pub mod formats;
 pub mod names;
@@ -24,7 +25,8 @@ pub mod strict;
 use crate::model::{CommandEntry, Effects, Metadata, ParamType};
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
 
 pub use flatten::flatten;
 pub use formats::{Format, Strategy, render};
@@ -160,25 +162,18 @@ impl Catalog {
     /// is taken gets `_2`, `_3`, …; names are assigned before filtering, so a filter never
     /// changes the name of a command it keeps.
     pub fn build(metas: &[Metadata], opts: &FlattenOptions) -> Catalog {
-        let mut taken = std::collections::HashSet::new();
+        let mut taken = HashSet::new();
         let mut tools = Vec::new();
         let mut skipped = Vec::new();
-        let everything = FlattenOptions {
-            include_interactive: true,
-            commands: None,
-        };
-        for meta in metas {
-            for mut tool in flatten(meta, &everything) {
-                tool.name = names::unique(tool.name, &mut taken, names::MAX_NAME);
-                if !opts.wants(&tool.tool, &tool.command) {
-                    continue;
-                }
-                if tool.effects.needs_human() && !opts.include_interactive {
-                    skipped.push(tool);
-                } else {
-                    tools.push(tool);
-                }
-            }
+        use rayon::prelude::*;
+        let flat: Vec<Vec<FlatTool>> = metas
+            .par_iter()
+            .map(|m| flatten(m, &everything()))
+            .collect();
+        for doc in flat {
+            let (kept, left_out) = assign_names(doc, opts, &mut taken);
+            tools.extend(kept);
+            skipped.extend(left_out);
         }
         let by_name = tools
             .iter()
@@ -234,6 +229,41 @@ impl Catalog {
     }
 }
 
+/// Flatten options that keep every command (names are assigned before filtering).
+fn everything() -> FlattenOptions {
+    FlattenOptions {
+        include_interactive: true,
+        commands: None,
+    }
+}
+
+/// Makes the names of one document's flattened tools unique against `taken`, then splits
+/// what `opts` keeps from the commands left out because they need a human.
+fn assign_names(
+    tools: Vec<FlatTool>,
+    opts: &FlattenOptions,
+    taken: &mut HashSet<String>,
+) -> (Vec<FlatTool>, Vec<FlatTool>) {
+    let mut kept = Vec::new();
+    let mut skipped = Vec::new();
+    for mut tool in tools {
+        if !taken.contains(&tool.name) {
+            taken.insert(tool.name.clone());
+        } else {
+            tool.name = names::unique(tool.name, taken, names::MAX_NAME);
+        }
+        if !opts.wants(&tool.tool, &tool.command) {
+            continue;
+        }
+        if tool.effects.needs_human() && !opts.include_interactive {
+            skipped.push(tool);
+        } else {
+            kept.push(tool);
+        }
+    }
+    (kept, skipped)
+}
+
 /// Levenshtein distance over characters.
 pub fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
@@ -261,100 +291,172 @@ pub struct ExportOptions {
     pub flatten: FlattenOptions,
 }
 
-/// A rendered export.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Rendered {
-    /// A JSON tool list (OpenAI, Anthropic, Gemini, MCP).
-    Json(Value),
-    /// A Markdown prompt fragment.
-    Text(String),
-    /// SKILL.md texts: (skill directory name, text), one per tool.
-    Skills(Vec<(String, String)>),
-}
-
-/// The result of [`export`].
-#[derive(Debug, Clone)]
-pub struct Export {
-    /// The output.
-    pub rendered: Rendered,
-    /// How many provider tools it holds (groups count once with `grouped`).
+/// What an export produced, besides its output.
+#[derive(Debug, Clone, Default)]
+pub struct ExportSummary {
+    /// Provider tools written (a group counts once; a skill or prompt counts its commands).
     pub tools: usize,
-    /// Commands left out because they need a human.
-    pub skipped: Vec<FlatTool>,
+    /// Titles of commands left out because they need a human.
+    pub skipped: Vec<String>,
     /// Command filters that matched no command.
     pub unmatched_filters: Vec<String>,
+    /// Rule violations, when checking was asked for.
+    pub violations: Vec<strict::Violation>,
 }
 
-/// Compiles documents (sorted by tool name for stable output) into one export.
-pub fn export(metas: &[Metadata], opts: &ExportOptions) -> Export {
-    let catalog = Catalog::build(metas, &opts.flatten);
-    let unmatched_filters = opts
-        .flatten
-        .commands
-        .iter()
-        .flatten()
-        .filter(|f| {
-            let one = FlattenOptions {
-                include_interactive: true,
-                commands: Some(vec![(*f).clone()]),
-            };
-            !catalog
-                .tools()
-                .iter()
-                .chain(catalog.skipped())
-                .any(|t| one.wants(&t.tool, &t.command))
+/// Builds an export one document at a time, writing as it goes, so memory stays that of
+/// one document whatever the registry's size. Names are unique across every document
+/// added, in the order added (add them sorted by tool name for stable output).
+pub struct Exporter<W: Write> {
+    opts: ExportOptions,
+    taken: HashSet<String>,
+    group_taken: HashSet<String>,
+    list: Option<formats::ListWriter<W>>,
+    text: Option<W>,
+    checker: Option<strict::StreamChecker>,
+    matched: Vec<bool>,
+    summary: ExportSummary,
+}
+
+impl<W: Write> Exporter<W> {
+    /// Starts an export into `out` (unused for `skill`, whose texts [`Exporter::add`]
+    /// returns); `check` runs the format's checker on every element.
+    pub fn new(opts: ExportOptions, mut out: W, check: bool) -> std::io::Result<Exporter<W>> {
+        let (list, text) = match opts.format {
+            Format::Prompt => {
+                out.write_all(prompt::header().as_bytes())?;
+                (None, Some(out))
+            }
+            Format::Skill => (None, Some(out)),
+            f => (Some(formats::ListWriter::new(out, f)), None),
+        };
+        let filters = opts.flatten.commands.as_ref().map_or(0, Vec::len);
+        Ok(Exporter {
+            checker: check.then(|| strict::StreamChecker::new(opts.format)),
+            opts,
+            taken: HashSet::new(),
+            group_taken: HashSet::new(),
+            list,
+            text,
+            matched: vec![false; filters],
+            summary: ExportSummary::default(),
         })
-        .cloned()
-        .collect();
-    let (rendered, tools) = match opts.format {
-        Format::Skill => {
-            let skills: Vec<(String, String)> = metas
-                .iter()
-                .filter_map(|m| {
-                    let name = m.tool_name().unwrap_or("tool");
-                    let mine: Vec<FlatTool> = catalog
-                        .tools()
-                        .iter()
-                        .filter(|t| t.tool == name)
-                        .cloned()
-                        .collect();
-                    (!mine.is_empty()).then(|| (skill::skill_name(m), skill::render(m, &mine)))
-                })
-                .collect();
-            let n = skills.len();
-            (Rendered::Skills(skills), n)
-        }
-        Format::Prompt => {
-            let items: Vec<(&Metadata, Vec<&FlatTool>)> = metas
-                .iter()
-                .map(|m| {
-                    let name = m.tool_name().unwrap_or("tool");
-                    (
-                        m,
-                        catalog
-                            .tools()
+    }
+
+    /// Adds one document. For `skill`, returns (skill directory name, SKILL.md text) when
+    /// the document has commands to export.
+    pub fn add(&mut self, meta: &Metadata) -> std::io::Result<Option<(String, String)>> {
+        Ok(self
+            .add_batch(std::slice::from_ref(meta))?
+            .into_iter()
+            .next())
+    }
+
+    /// Adds documents in order, flattening and rendering them in parallel; the output is
+    /// the same as adding them one by one. For `skill`, returns the SKILL.md texts.
+    pub fn add_batch(&mut self, metas: &[Metadata]) -> std::io::Result<Vec<(String, String)>> {
+        use rayon::prelude::*;
+        let flat: Vec<Vec<FlatTool>> = metas
+            .par_iter()
+            .map(|m| flatten(m, &everything()))
+            .collect();
+        let mut skills = Vec::new();
+        let mut pending: Vec<formats::ExportTool> = Vec::new();
+        for (meta, tools) in metas.iter().zip(flat) {
+            let (kept, skipped) = assign_names(tools, &self.opts.flatten, &mut self.taken);
+            if let Some(filters) = &self.opts.flatten.commands {
+                for (i, f) in filters.iter().enumerate() {
+                    if !self.matched[i] {
+                        let one = FlattenOptions {
+                            include_interactive: true,
+                            commands: Some(vec![f.clone()]),
+                        };
+                        self.matched[i] = kept
                             .iter()
-                            .filter(|t| t.tool == name)
-                            .collect::<Vec<_>>(),
-                    )
-                })
-                .filter(|(_, t)| !t.is_empty())
+                            .chain(&skipped)
+                            .any(|t| one.wants(&t.tool, &t.command));
+                    }
+                }
+            }
+            self.summary
+                .skipped
+                .extend(skipped.into_iter().map(|t| t.title));
+            if kept.is_empty() {
+                continue;
+            }
+            match self.opts.format {
+                Format::Skill => {
+                    self.summary.tools += kept.len();
+                    skills.push((skill::skill_name(meta), skill::render(meta, &kept)));
+                }
+                Format::Prompt => {
+                    self.summary.tools += kept.len();
+                    let refs: Vec<&FlatTool> = kept.iter().collect();
+                    if let Some(out) = self.text.as_mut() {
+                        out.write_all(prompt::section(meta, &refs).as_bytes())?;
+                    }
+                }
+                _ => pending.extend(match self.opts.strategy {
+                    Strategy::Flat => formats::flat_owned(kept),
+                    Strategy::Grouped => formats::grouped_with(
+                        &kept,
+                        std::slice::from_ref(meta),
+                        &mut self.group_taken,
+                    ),
+                }),
+            }
+        }
+        if pending.is_empty() {
+            return Ok(skills);
+        }
+        let format = self.opts.format;
+        let list = self.list.as_mut().expect("JSON formats have a list writer");
+        match self.checker.as_mut() {
+            Some(c) => {
+                for t in &pending {
+                    let element = formats::element(t, format);
+                    c.tool(&list.next_pointer(), &element);
+                    list.push(&element)?;
+                }
+            }
+            None => {
+                let pad = list.pad();
+                let rendered: Vec<std::io::Result<Vec<u8>>> = pending
+                    .par_iter()
+                    .map(|t| {
+                        let mut buf = Vec::with_capacity(4096);
+                        emit::write_element(&mut buf, t, format, pad)?;
+                        Ok(buf)
+                    })
+                    .collect();
+                for bytes in rendered {
+                    list.push_rendered(&bytes?)?;
+                }
+            }
+        }
+        self.summary.tools += pending.len();
+        Ok(skills)
+    }
+
+    /// Closes the output and says what happened.
+    pub fn finish(mut self) -> std::io::Result<ExportSummary> {
+        if let Some(list) = self.list.take() {
+            list.finish()?;
+        }
+        if let Some(mut out) = self.text.take() {
+            out.flush()?;
+        }
+        if let Some(filters) = &self.opts.flatten.commands {
+            self.summary.unmatched_filters = filters
+                .iter()
+                .zip(&self.matched)
+                .filter(|(_, m)| !**m)
+                .map(|(f, _)| f.clone())
                 .collect();
-            let n = items.iter().map(|(_, t)| t.len()).sum();
-            (Rendered::Text(prompt::render(&items)), n)
         }
-        format => {
-            let list = match opts.strategy {
-                Strategy::Flat => formats::flat(catalog.tools()),
-                Strategy::Grouped => formats::grouped(catalog.tools(), metas),
-            };
-            (Rendered::Json(render(&list, format)), list.len())
+        if let Some(c) = self.checker.take() {
+            self.summary.violations = c.finish();
         }
-    };
-    Export {
-        rendered,
-        tools,
-        skipped: catalog.skipped().to_vec(),
-        unmatched_filters,
+        Ok(self.summary)
     }
 }

@@ -26,16 +26,60 @@ const BOOST_EXACT: f32 = 8.0;
 const BOOST_PREFIX: f32 = 3.0;
 const BOOST_ALL_IN_NAME: f32 = 2.0;
 
+/// A fast non-cryptographic hasher for index terms (the registry is local and trusted,
+/// so hash flooding is not a concern).
+#[derive(Debug, Default, Clone, Copy)]
+struct Fx(u64);
+
+impl std::hash::Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut v = 0u64;
+            for (i, b) in chunk.iter().enumerate() {
+                v |= u64::from(*b) << (i * 8);
+            }
+            self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+
+    fn write_u8(&mut self, b: u8) {
+        self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxBuild = std::hash::BuildHasherDefault<Fx>;
+
 /// An inverted index over a catalog's tools (by position in `Catalog::tools`).
 #[derive(Debug, Clone, Default)]
 pub struct SearchIndex {
-    ids: HashMap<String, u32>,
+    ids: HashMap<String, u32, FxBuild>,
     vocab: Vec<String>,
     postings: Vec<Vec<(u32, f32)>>,
     doc_len: Vec<f32>,
     avg_len: f32,
     title_words: Vec<Vec<String>>,
     titles: Vec<String>,
+}
+
+/// Adds the terms of `text` with weight `w` to `pairs`, tokenizing each distinct text once.
+fn add_text<'t>(
+    ix: &mut SearchIndex,
+    cache: &mut HashMap<&'t str, Vec<u32>, FxBuild>,
+    pairs: &mut Vec<(u32, f32)>,
+    text: &'t str,
+    w: f32,
+) {
+    let ids = cache.entry(text).or_insert_with(|| {
+        text::terms(text)
+            .into_iter()
+            .map(|term| ix.intern(term))
+            .collect()
+    });
+    pairs.extend(ids.iter().map(|&id| (id, w)));
 }
 
 /// One query word and the index terms it stands for.
@@ -60,29 +104,42 @@ impl SearchIndex {
     /// Indexes every tool of the catalog.
     pub fn build(tools: &[FlatTool]) -> SearchIndex {
         let mut ix = SearchIndex::default();
+        // Texts repeat across commands (global and parent options): tokenize each once.
+        let mut cache: HashMap<&str, Vec<u32>, FxBuild> = HashMap::default();
+        let mut pairs: Vec<(u32, f32)> = Vec::with_capacity(128);
         for (doc, t) in tools.iter().enumerate() {
-            let mut tf: HashMap<u32, f32> = HashMap::new();
-            let mut len = 0.0;
-            let mut add = |ix: &mut SearchIndex, text: &str, w: f32| {
-                for term in text::terms(text) {
-                    let id = ix.intern(term);
-                    *tf.entry(id).or_default() += w;
-                    len += w;
-                }
-            };
-            add(&mut ix, &t.tool, W_NAME);
-            add(&mut ix, &t.command.join(" "), W_PATH);
-            add(&mut ix, &t.summary, W_DESCRIPTION);
+            pairs.clear();
+            add_text(&mut ix, &mut cache, &mut pairs, &t.tool, W_NAME);
+            let path = t.command.join(" ");
+            for term in text::terms(&path) {
+                let id = ix.intern(term);
+                pairs.push((id, W_PATH));
+            }
+            add_text(&mut ix, &mut cache, &mut pairs, &t.summary, W_DESCRIPTION);
             for p in &t.params {
                 let name = match &p.origin {
                     ParamOrigin::Argument { name, .. } | ParamOrigin::Option { name, .. } => name,
                 };
-                add(&mut ix, name, W_PARAM_NAME);
-                add(&mut ix, &p.description, W_PARAM_DESCRIPTION);
+                add_text(&mut ix, &mut cache, &mut pairs, name, W_PARAM_NAME);
+                add_text(
+                    &mut ix,
+                    &mut cache,
+                    &mut pairs,
+                    &p.description,
+                    W_PARAM_DESCRIPTION,
+                );
             }
-            let mut tf: Vec<(u32, f32)> = tf.into_iter().collect();
-            tf.sort_unstable_by_key(|(id, _)| *id);
-            for (id, f) in tf {
+            pairs.sort_unstable_by_key(|(id, _)| *id);
+            let mut len = 0.0;
+            let mut i = 0;
+            while i < pairs.len() {
+                let id = pairs[i].0;
+                let mut f = 0.0;
+                while i < pairs.len() && pairs[i].0 == id {
+                    f += pairs[i].1;
+                    i += 1;
+                }
+                len += f;
                 ix.postings[id as usize].push((doc as u32, f));
             }
             ix.doc_len.push(len);

@@ -66,6 +66,17 @@ fn golden_per_format_flat_and_grouped() {
             if format == "prompt" && strategy == "grouped" {
                 continue;
             }
+            // Two paths must print the same bytes: streamed views, and checked values.
+            let fast = export(
+                &sb,
+                &["--format", format, "--strategy", strategy, "--file", &gh()],
+            );
+            assert_eq!(
+                fast.status.code(),
+                Some(0),
+                "{format}/{strategy}: {}",
+                show(&fast)
+            );
             let out = export(
                 &sb,
                 &[
@@ -83,6 +94,10 @@ fn golden_per_format_flat_and_grouped() {
                 Some(0),
                 "{format}/{strategy}: {}",
                 show(&out)
+            );
+            assert_eq!(
+                fast.stdout, out.stdout,
+                "{format}/{strategy}: --check changed the output"
             );
             let ext = if format == "prompt" { "md" } else { "json" };
             golden(

@@ -267,7 +267,18 @@ proptest! {
                 prop_assert!(t.description.chars().count() <= safety::MAX_DESCRIPTION);
             }
             for f in JSON_FORMATS {
+                // The streamed views print exactly the pretty-printed values.
+                let mut fast = formats::ListWriter::new(Vec::new(), f);
+                let mut slow = formats::ListWriter::new(Vec::new(), f);
+                for t in &list {
+                    fast.push_tool(t).unwrap();
+                    slow.push(&formats::element(t, f)).unwrap();
+                }
+                let (fast, slow) = (fast.finish().unwrap(), slow.finish().unwrap());
+                prop_assert_eq!(String::from_utf8(fast).unwrap(), String::from_utf8(slow.clone()).unwrap());
                 let out = formats::render(&list, f);
+                let pretty = serde_json::to_string_pretty(&out).unwrap() + "\n";
+                prop_assert_eq!(pretty, String::from_utf8(slow).unwrap());
                 let v = strict::check(f, &out);
                 prop_assert!(v.is_empty(), "{:?} grouped={}: {:?}", f, strategy_grouped, v);
                 prop_assert!(!out.to_string().contains("\"$ref\""));

@@ -3,8 +3,12 @@
 //! the work is in `atip::compile`.
 
 use crate::Ctx;
-use atip::compile::{self, ExportOptions, FlattenOptions, Format, Rendered, Strategy, strict};
+use atip::compile::{
+    self, Catalog, ExportOptions, ExportSummary, Exporter, FlattenOptions, Format, Strategy,
+};
+use atip::model::Metadata;
 use atip::output::{AtipError, Category, exit};
+use rayon::prelude::*;
 use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -38,20 +42,13 @@ pub struct Args {
     pub check: bool,
 }
 
+/// Documents read in parallel per batch, then compiled and written in order.
+const BATCH: usize = 16;
+
 /// Runs `atip export`; returns the exit code.
 #[allow(clippy::result_large_err)]
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
-    let loaded = match &args.file {
-        Some(path) => compile::source::Loaded {
-            metas: vec![compile::source::load_file(path)?],
-            warnings: Vec::new(),
-        },
-        None => compile::source::load_registry(&ctx.dirs, args.tools.as_deref())?,
-    };
-    for w in &loaded.warnings {
-        eprintln!("warning: {w}");
-    }
-    let commands = args.commands.map(|c| {
+    let commands = args.commands.clone().map(|c| {
         c.into_iter()
             .map(|f| f.trim().to_string())
             .filter(|f| !f.is_empty())
@@ -62,128 +59,276 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         strategy: args.strategy,
         flatten: FlattenOptions {
             include_interactive: args.include_interactive,
-            commands,
+            commands: commands.clone(),
         },
     };
-    let result = compile::export(&loaded.metas, &opts);
-    if !result.unmatched_filters.is_empty() {
-        return Err(AtipError::new(
-            "no_such_command",
-            Category::Usage,
-            format!(
-                "no command matches --commands {}",
-                result.unmatched_filters.join(", ")
-            ),
-        )
-        .hint("a filter is the tool name then a command path prefix, e.g. \"gh pr\"")
-        .details(json!({"unmatched": result.unmatched_filters})));
+    // With a file, a tool list or command filters the documents are few: read them first
+    // so a bad filter fails before any output. Otherwise stream the whole registry.
+    let mut docs: Option<Vec<Metadata>> = None;
+    let mut entries = Vec::new();
+    if let Some(path) = &args.file {
+        docs = Some(vec![compile::source::load_file(path)?]);
+    } else {
+        let mut only = args.tools.clone();
+        if let Some(filters) = &commands {
+            let named: Vec<String> = filters
+                .iter()
+                .filter_map(|f| f.split_whitespace().next().map(String::from))
+                .collect();
+            only = Some(match only {
+                Some(t) => t.into_iter().filter(|n| named.contains(n)).collect(),
+                None => {
+                    let all = compile::source::registry_entries(&ctx.dirs, None)?;
+                    let mut n: Vec<String> = named
+                        .into_iter()
+                        .filter(|n| all.iter().any(|(e, _)| e == n))
+                        .collect();
+                    n.sort();
+                    n.dedup();
+                    n
+                }
+            });
+        }
+        entries = compile::source::registry_entries(&ctx.dirs, only.as_deref())?;
+        if only.is_some() {
+            let loaded = compile::source::load_registry(&ctx.dirs, only.as_deref())?;
+            docs = Some(loaded.metas);
+        }
     }
-    if !result.skipped.is_empty() {
-        let names: Vec<&str> = result.skipped.iter().map(|t| t.title.as_str()).collect();
+    if let (Some(docs), Some(filters)) = (&docs, &commands) {
+        let catalog = Catalog::build(
+            docs,
+            &FlattenOptions {
+                include_interactive: true,
+                commands: commands.clone(),
+            },
+        );
+        let unmatched: Vec<&String> = filters
+            .iter()
+            .filter(|f| {
+                let one = FlattenOptions {
+                    include_interactive: true,
+                    commands: Some(vec![(*f).clone()]),
+                };
+                !catalog
+                    .tools()
+                    .iter()
+                    .any(|t| one.wants(&t.tool, &t.command))
+            })
+            .collect();
+        if !unmatched.is_empty() {
+            return Err(AtipError::new(
+                "no_such_command",
+                Category::Usage,
+                format!(
+                    "no command matches --commands {}",
+                    unmatched
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+            .hint("a filter is the tool name then a command path prefix, e.g. \"gh pr\"")
+            .details(json!({"unmatched": unmatched})));
+        }
+    }
+    if args.format == Format::Skill && args.out.is_none() {
+        let n = docs.as_ref().map_or(entries.len(), Vec::len);
+        if n > 1 {
+            return Err(AtipError::new("output_dir_needed", Category::Usage, format!("{n} tools give {n} SKILL.md files"))
+                .hint("give a directory with -o DIR (one DIR/<tool>/SKILL.md each), or pick one tool with --tools"));
+        }
+    }
+
+    let mut sink = Sink::open(args.out.as_deref(), args.format)?;
+    let mut exporter = Exporter::new(opts, sink.writer(), args.check).map_err(|e| sink.fail(e))?;
+    let mut skills: Vec<(String, String)> = Vec::new();
+    match docs {
+        Some(docs) => {
+            for batch in docs.chunks(BATCH) {
+                skills.extend(exporter.add_batch(batch).map_err(|e| sink.fail(e))?);
+            }
+        }
+        None => {
+            for batch in entries.chunks(BATCH) {
+                let read: Vec<Result<Metadata, String>> = batch
+                    .par_iter()
+                    .map(|(name, entry)| compile::source::read_entry(&ctx.dirs, name, entry))
+                    .collect();
+                let mut metas = Vec::with_capacity(batch.len());
+                for ((name, _), r) in batch.iter().zip(read) {
+                    match r {
+                        Ok(meta) => metas.push(meta),
+                        Err(e) => eprintln!("warning: skipped {name}: {e}"),
+                    }
+                }
+                skills.extend(exporter.add_batch(&metas).map_err(|e| sink.fail(e))?);
+            }
+        }
+    }
+    let summary = exporter.finish().map_err(|e| sink.fail(e))?;
+    if args.format == Format::Skill {
+        match args.out.as_deref() {
+            Some(dir) => {
+                for (name, text) in &skills {
+                    write_file(&dir.join(name).join("SKILL.md"), &format!("{text}\n"))?;
+                }
+            }
+            None => {
+                if let Some((_, text)) = skills.first() {
+                    let mut out = std::io::stdout().lock();
+                    let _ = out
+                        .write_all(format!("{text}\n").as_bytes())
+                        .and_then(|_| out.flush());
+                }
+            }
+        }
+    }
+    sink.commit()?;
+    report(&args, ctx, &summary)
+}
+
+#[allow(clippy::result_large_err)]
+fn report(args: &Args, ctx: &Ctx, summary: &ExportSummary) -> Result<u8, AtipError> {
+    if !summary.skipped.is_empty() {
         eprintln!(
             "note: left out {} interactive command{} an agent cannot drive (TTY, prompts or password): {}; --include-interactive keeps them",
-            names.len(),
-            if names.len() == 1 { "" } else { "s" },
-            names.join(", ")
+            summary.skipped.len(),
+            if summary.skipped.len() == 1 { "" } else { "s" },
+            summary.skipped.join(", ")
         );
     }
-    let violations = match &result.rendered {
-        Rendered::Json(v) if args.check => strict::check(args.format, v),
-        _ => Vec::new(),
-    };
-    write_output(&result.rendered, args.out.as_deref())?;
-    if args.check {
-        if violations.is_empty() {
-            let name = clap::ValueEnum::to_possible_value(&args.format)
-                .map(|v| v.get_name().to_string())
-                .unwrap_or_default();
+    if !args.check {
+        return Ok(exit::OK);
+    }
+    let violations = &summary.violations;
+    if violations.is_empty() {
+        let name = clap::ValueEnum::to_possible_value(&args.format)
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default();
+        eprintln!(
+            "check: {} tool{} pass the {name} rules",
+            summary.tools,
+            if summary.tools == 1 { "" } else { "s" }
+        );
+        return Ok(exit::OK);
+    }
+    if ctx.output.is_json() {
+        eprintln!("{}", json!({"violations": violations}));
+    } else {
+        for v in violations {
             eprintln!(
-                "check: {} tool{} pass the {name} rules",
-                result.tools,
-                if result.tools == 1 { "" } else { "s" }
-            );
-        } else if ctx.output.is_json() {
-            eprintln!("{}", json!({"violations": violations}));
-        } else {
-            for v in &violations {
-                eprintln!(
-                    "violation [{}] {} at {}: {}",
-                    v.rule, v.tool, v.pointer, v.message
-                );
-            }
-            eprintln!(
-                "check: {} violation{}",
-                violations.len(),
-                if violations.len() == 1 { "" } else { "s" }
+                "violation [{}] {} at {}: {}",
+                v.rule, v.tool, v.pointer, v.message
             );
         }
-        if !violations.is_empty() {
-            return Ok(exit::FAILURE);
-        }
+        eprintln!(
+            "check: {} violation{}",
+            violations.len(),
+            if violations.len() == 1 { "" } else { "s" }
+        );
     }
-    Ok(exit::OK)
+    Ok(exit::FAILURE)
 }
 
-#[allow(clippy::result_large_err)]
-fn write_output(rendered: &Rendered, out: Option<&Path>) -> Result<(), AtipError> {
-    match rendered {
-        Rendered::Json(v) => {
-            let mut text = serde_json::to_string_pretty(v).expect("values always serialize");
-            text.push('\n');
-            emit(out, &text)
-        }
-        Rendered::Text(t) => emit(out, t),
-        Rendered::Skills(skills) => match out {
-            Some(dir) => {
-                for (name, text) in skills {
-                    let mut text = text.clone();
-                    text.push('\n');
-                    write_file(&dir.join(name).join("SKILL.md"), &text)?;
-                }
-                Ok(())
+/// Where the output goes: stdout, or a temp file persisted at the end (so a failed
+/// export never leaves half a file behind).
+struct Sink {
+    file: Option<(tempfile::NamedTempFile, PathBuf)>,
+}
+
+impl Sink {
+    #[allow(clippy::result_large_err)]
+    fn open(out: Option<&Path>, format: Format) -> Result<Sink, AtipError> {
+        match out {
+            Some(path) if format != Format::Skill && path != Path::new("-") => {
+                let dir = match path.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                    _ => PathBuf::from("."),
+                };
+                let fail = |e: std::io::Error| output_error(path, e);
+                std::fs::create_dir_all(&dir).map_err(fail)?;
+                let tmp = tempfile::NamedTempFile::new_in(&dir).map_err(fail)?;
+                Ok(Sink {
+                    file: Some((tmp, path.to_path_buf())),
+                })
             }
-            None if skills.len() <= 1 => emit(None, &skills.first().map(|(_, t)| format!("{t}\n")).unwrap_or_default()),
-            None => Err(AtipError::new(
-                "output_dir_needed",
-                Category::Usage,
-                format!("{} tools give {} SKILL.md files", skills.len(), skills.len()),
-            )
-            .hint("give a directory with -o DIR (one DIR/<tool>/SKILL.md each), or pick one tool with --tools")),
-        },
+            _ => Ok(Sink { file: None }),
+        }
+    }
+
+    fn writer(&mut self) -> Box<dyn Write> {
+        match &self.file {
+            Some((tmp, _)) => Box::new(std::io::BufWriter::with_capacity(
+                1 << 16,
+                tmp.as_file()
+                    .try_clone()
+                    .expect("a temp file handle can be cloned"),
+            )),
+            None => Box::new(Stdout(std::io::BufWriter::with_capacity(
+                1 << 16,
+                std::io::stdout(),
+            ))),
+        }
+    }
+
+    fn fail(&self, e: std::io::Error) -> AtipError {
+        match &self.file {
+            Some((_, path)) => output_error(path, e),
+            None => AtipError::new(
+                "output_failed",
+                Category::Output,
+                format!("failed to write stdout: {e}"),
+            ),
+        }
+    }
+
+    #[allow(clippy::result_large_err)]
+    fn commit(self) -> Result<(), AtipError> {
+        if let Some((tmp, path)) = self.file {
+            use std::os::unix::fs::PermissionsExt;
+            let fail = |e: std::io::Error| output_error(&path, e);
+            tmp.as_file().sync_all().map_err(fail)?;
+            std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))
+                .map_err(fail)?;
+            tmp.persist(&path).map_err(|e| fail(e.error))?;
+        }
+        Ok(())
     }
 }
 
-#[allow(clippy::result_large_err)]
-fn emit(out: Option<&Path>, text: &str) -> Result<(), AtipError> {
-    match out {
-        Some(path) if path != Path::new("-") => write_file(path, text),
-        _ => {
-            let mut stdout = std::io::stdout().lock();
-            match stdout
-                .write_all(text.as_bytes())
-                .and_then(|_| stdout.flush())
-            {
-                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(AtipError::new(
-                    "output_failed",
-                    Category::Output,
-                    format!("failed to write stdout: {e}"),
-                )),
-                _ => Ok(()),
-            }
+/// Stdout where a closed pipe ends the output quietly.
+struct Stdout(std::io::BufWriter<std::io::Stdout>);
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self.0.write(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(buf.len()),
+            other => other,
         }
     }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self.0.flush() {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            other => other,
+        }
+    }
+}
+
+fn output_error(path: &Path, e: std::io::Error) -> AtipError {
+    AtipError::new(
+        "output_failed",
+        Category::Output,
+        format!("failed to write {}: {e}", path.display()),
+    )
 }
 
 /// Writes a file atomically (temp file in the same directory, then rename).
 #[allow(clippy::result_large_err)]
 fn write_file(path: &Path, text: &str) -> Result<(), AtipError> {
-    let fail = |e: std::io::Error| {
-        AtipError::new(
-            "output_failed",
-            Category::Output,
-            format!("failed to write {}: {e}", path.display()),
-        )
-    };
+    let fail = |e: std::io::Error| output_error(path, e);
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),

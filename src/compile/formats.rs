@@ -141,9 +141,34 @@ pub fn flat(tools: &[FlatTool]) -> Vec<ExportTool> {
 /// (tool, parent command path).
 type GroupKey = (String, Vec<String>);
 
+/// Flattened tools as export tools, taking their schemas instead of copying them.
+pub fn flat_owned(tools: Vec<FlatTool>) -> Vec<ExportTool> {
+    tools
+        .into_iter()
+        .map(|t| ExportTool {
+            annotations: Annotations::from_effects(&t.effects),
+            name: t.name,
+            title: t.title,
+            description: t.description,
+            input_schema: t.input_schema,
+            actions: Vec::new(),
+        })
+        .collect()
+}
+
 /// Flattened tools grouped by parent command (the protocol's strategy B): one tool per
 /// (tool, parent path) with a required `action` enum. `metas` supplies group descriptions.
 pub fn grouped(tools: &[FlatTool], metas: &[Metadata]) -> Vec<ExportTool> {
+    grouped_with(tools, metas, &mut HashSet::new())
+}
+
+/// [`grouped`], with group names kept unique against (and added to) `taken`, for
+/// exports built one document at a time.
+pub fn grouped_with(
+    tools: &[FlatTool],
+    metas: &[Metadata],
+    taken: &mut HashSet<String>,
+) -> Vec<ExportTool> {
     let mut groups: Vec<(GroupKey, Vec<&FlatTool>)> = Vec::new();
     for t in tools {
         let parent: Vec<String> = match t.command.split_last() {
@@ -156,7 +181,6 @@ pub fn grouped(tools: &[FlatTool], metas: &[Metadata]) -> Vec<ExportTool> {
             None => groups.push((key, vec![t])),
         }
     }
-    let mut taken = HashSet::new();
     groups
         .into_iter()
         .map(|((tool, parent), members)| {
@@ -173,11 +197,7 @@ pub fn grouped(tools: &[FlatTool], metas: &[Metadata]) -> Vec<ExportTool> {
                 .chain(parent.iter().map(String::as_str))
                 .collect::<Vec<_>>()
                 .join(" ");
-            let name = names::unique(
-                names::tool_name(&tool, &parent),
-                &mut taken,
-                names::MAX_NAME,
-            );
+            let name = names::unique(names::tool_name(&tool, &parent), taken, names::MAX_NAME);
             build_group(name, title, about, &tool, &members)
         })
         .collect()
@@ -323,55 +343,156 @@ fn build_group(
     }
 }
 
-/// Renders export tools in a JSON format. Panics never; Markdown formats give `Value::Null`
-/// (use `skill`/`prompt` for them).
-pub fn render(tools: &[ExportTool], format: Format) -> Value {
+/// One tool as an element of `format`'s list (for Gemini: one function declaration; for
+/// MCP: one `tools/list` entry). Markdown formats give `Value::Null`.
+pub fn element(t: &ExportTool, format: Format) -> Value {
     match format {
-        Format::Openai => Value::Array(
-            tools
-                .iter()
-                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}))
-                .collect(),
-        ),
-        Format::OpenaiStrict => Value::Array(
-            tools
-                .iter()
-                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": openai_strict(&t.input_schema), "strict": true}}))
-                .collect(),
-        ),
-        Format::Anthropic => Value::Array(
-            tools
-                .iter()
-                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
-                .collect(),
-        ),
+        Format::Openai => {
+            json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}})
+        }
+        Format::OpenaiStrict => {
+            json!({"type": "function", "function": {"name": t.name, "description": t.description,
+            "parameters": openai_strict(&t.input_schema), "strict": true}})
+        }
+        Format::Anthropic => {
+            json!({"name": t.name, "description": t.description, "input_schema": t.input_schema})
+        }
         Format::Gemini => {
-            let decls: Vec<Value> = tools
-                .iter()
-                .map(|t| {
-                    let mut d = Map::new();
-                    d.insert("name".into(), t.name.clone().into());
-                    d.insert("description".into(), t.description.clone().into());
-                    let has_props = t.input_schema["properties"].as_object().is_some_and(|p| !p.is_empty());
-                    if has_props {
-                        d.insert("parameters".into(), gemini(&t.input_schema));
-                    }
-                    Value::Object(d)
-                })
-                .collect();
-            json!([{"functionDeclarations": decls}])
+            let mut d = Map::new();
+            d.insert("name".into(), t.name.clone().into());
+            d.insert("description".into(), t.description.clone().into());
+            if t.input_schema["properties"]
+                .as_object()
+                .is_some_and(|p| !p.is_empty())
+            {
+                d.insert("parameters".into(), gemini(&t.input_schema));
+            }
+            Value::Object(d)
         }
-        Format::Mcp => {
-            let list: Vec<Value> = tools
-                .iter()
-                .map(|t| {
-                    json!({"name": t.name, "title": t.title, "description": t.description,
-                           "inputSchema": t.input_schema, "annotations": t.annotations})
-                })
-                .collect();
-            json!({"tools": list})
-        }
+        Format::Mcp => json!({"name": t.name, "title": t.title, "description": t.description,
+            "inputSchema": t.input_schema, "annotations": t.annotations}),
         Format::Skill | Format::Prompt => Value::Null,
+    }
+}
+
+/// Renders export tools as the value of the provider's `tools` field (MCP: the
+/// `tools/list` result). Markdown formats give `Value::Null`.
+pub fn render(tools: &[ExportTool], format: Format) -> Value {
+    let list: Vec<Value> = tools.iter().map(|t| element(t, format)).collect();
+    match format {
+        Format::Gemini => json!([{"functionDeclarations": list}]),
+        Format::Mcp => json!({"tools": list}),
+        Format::Skill | Format::Prompt => Value::Null,
+        _ => Value::Array(list),
+    }
+}
+
+/// Writes a tool list element by element, byte for byte what pretty-printing
+/// [`render`]'s value gives, without holding the whole list in memory.
+pub struct ListWriter<W: std::io::Write> {
+    out: W,
+    format: Format,
+    count: usize,
+}
+
+impl<W: std::io::Write> ListWriter<W> {
+    /// Starts the list.
+    pub fn new(out: W, format: Format) -> ListWriter<W> {
+        ListWriter {
+            out,
+            format,
+            count: 0,
+        }
+    }
+
+    fn indent(&self) -> usize {
+        match self.format {
+            Format::Gemini => 6,
+            Format::Mcp => 4,
+            _ => 2,
+        }
+    }
+
+    /// JSON Pointer of the next element within the whole output.
+    pub fn next_pointer(&self) -> String {
+        match self.format {
+            Format::Gemini => format!("/0/functionDeclarations/{}", self.count),
+            Format::Mcp => format!("/tools/{}", self.count),
+            _ => format!("/{}", self.count),
+        }
+    }
+
+    /// Appends one element (from [`element`]).
+    pub fn push(&mut self, value: &Value) -> std::io::Result<()> {
+        self.separator()?;
+        let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+        let pad = " ".repeat(self.indent());
+        let mut first = true;
+        for line in text.lines() {
+            if !first {
+                self.out.write_all(b"\n")?;
+            }
+            first = false;
+            self.out.write_all(pad.as_bytes())?;
+            self.out.write_all(line.as_bytes())?;
+        }
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Appends one tool, serialized straight from it (same bytes as `push(&element(t, format))`).
+    pub fn push_tool(&mut self, t: &ExportTool) -> std::io::Result<()> {
+        self.separator()?;
+        let pad = self.pad();
+        self.out.write_all(pad)?;
+        super::emit::write_element(&mut self.out, t, self.format, pad)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// The indentation of elements in this format's list.
+    pub fn pad(&self) -> &'static [u8] {
+        match self.indent() {
+            6 => b"      ",
+            4 => b"    ",
+            _ => b"  ",
+        }
+    }
+
+    /// Appends an element already serialized by `emit::write_element` with [`Self::pad`].
+    pub fn push_rendered(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.separator()?;
+        self.out.write_all(self.pad())?;
+        self.out.write_all(bytes)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    fn separator(&mut self) -> std::io::Result<()> {
+        if self.count == 0 {
+            self.out.write_all(match self.format {
+                Format::Gemini => b"[\n  {\n    \"functionDeclarations\": [\n",
+                Format::Mcp => b"{\n  \"tools\": [\n",
+                _ => b"[\n",
+            })
+        } else {
+            self.out.write_all(b",\n")
+        }
+    }
+
+    /// Closes the list (and a trailing newline); gives the writer back.
+    pub fn finish(mut self) -> std::io::Result<W> {
+        let tail: &[u8] = match (self.format, self.count) {
+            (Format::Gemini, 0) => b"[\n  {\n    \"functionDeclarations\": []\n  }\n]\n",
+            (Format::Mcp, 0) => b"{\n  \"tools\": []\n}\n",
+            (_, 0) => b"[]\n",
+            (Format::Gemini, _) => b"\n    ]\n  }\n]\n",
+            (Format::Mcp, _) => b"\n  ]\n}\n",
+            _ => b"\n]\n",
+        };
+        self.out.write_all(tail)?;
+        self.out.flush()?;
+        Ok(self.out)
     }
 }
 
@@ -454,6 +575,22 @@ fn nullable(prop: &mut Value) {
     }
 }
 
+/// The description of a non-string enum in Gemini, which only takes string enums: the
+/// allowed values are listed in words.
+pub(super) fn enum_note(description: Option<&str>, values: &[Value]) -> String {
+    let shown: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+    let d = description.unwrap_or_default();
+    let sep = if d.is_empty() || d.ends_with(['.', '!', '?']) {
+        ""
+    } else {
+        "."
+    };
+    safety::cut(
+        format!("{d}{sep} One of: {}.", shown.join(", ")).trim_start(),
+        safety::MAX_DESCRIPTION,
+    )
+}
+
 /// Gemini's OpenAPI subset of a plain schema: single upper-case types, string-only enums
 /// (numeric enums keep their type and list the values in the description), no
 /// `additionalProperties`, `default`, `const`, `$schema`.
@@ -472,17 +609,7 @@ pub fn gemini(schema: &Value) -> Value {
         if ty == "string" {
             out.insert("enum".into(), Value::Array(values.clone()));
         } else {
-            let shown: Vec<String> = values.iter().map(|v| v.to_string()).collect();
-            let d = description.take().unwrap_or_default();
-            let sep = if d.is_empty() || d.ends_with(['.', '!', '?']) {
-                ""
-            } else {
-                "."
-            };
-            description = Some(safety::cut(
-                format!("{d}{sep} One of: {}.", shown.join(", ")).trim_start(),
-                safety::MAX_DESCRIPTION,
-            ));
+            description = Some(enum_note(description.as_deref(), values));
         }
     }
     if let Some(d) = description {

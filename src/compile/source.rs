@@ -10,7 +10,7 @@
 use crate::dirs::Dirs;
 use crate::model::Metadata;
 use crate::output::{AtipError, Category};
-use crate::registry::Index;
+use crate::registry::{Entry, Index};
 use rayon::prelude::*;
 use serde_json::json;
 use std::path::Path;
@@ -24,8 +24,12 @@ pub struct Loaded {
     pub warnings: Vec<String>,
 }
 
-/// Reads the registry's tools, all of them or those named in `only`.
-pub fn load_registry(dirs: &Dirs, only: Option<&[String]>) -> Result<Loaded, AtipError> {
+/// The registry's entries sorted by tool name: all of them, or those named in `only`
+/// (an unknown name is an error naming it).
+pub fn registry_entries(
+    dirs: &Dirs,
+    only: Option<&[String]>,
+) -> Result<Vec<(String, Entry)>, AtipError> {
     let index = Index::load(dirs)
         .map_err(|e| {
             AtipError::new("registry_unreadable", Category::Data, e.to_string())
@@ -39,15 +43,15 @@ pub fn load_registry(dirs: &Dirs, only: Option<&[String]>) -> Result<Loaded, Ati
             )
             .hint("run `atip scan` first, or export one file with --file")
         })?;
-    let mut names: Vec<&String> = index.tools.keys().collect();
-    names.sort();
+    let mut entries: Vec<(String, Entry)> = index.tools.into_iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
     if let Some(only) = only {
         let missing: Vec<&String> = only
             .iter()
-            .filter(|n| !index.tools.contains_key(n.as_str()))
+            .filter(|n| !entries.iter().any(|(e, _)| e == *n))
             .collect();
         if !missing.is_empty() {
-            let known: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+            let known: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
             return Err(AtipError::new(
                 "tool_not_found",
                 Category::Input,
@@ -63,37 +67,47 @@ pub fn load_registry(dirs: &Dirs, only: Option<&[String]>) -> Result<Loaded, Ati
             .hint("`atip list` shows the registered tools")
             .details(json!({"missing": missing, "known": known})));
         }
-        names.retain(|n| only.contains(n));
+        entries.retain(|(n, _)| only.contains(n));
     }
-    let results: Vec<(String, Result<Metadata, String>)> = names
+    Ok(entries)
+}
+
+/// Reads one entry's metadata; a document without a `name` takes its registry name.
+pub fn read_entry(dirs: &Dirs, name: &str, entry: &Entry) -> Result<Metadata, String> {
+    let mut m = Index::read_metadata(dirs, entry).map_err(|e| e.to_string())?;
+    if m.tool_name().is_none() {
+        m.name = Some(name.to_string());
+    }
+    Ok(m)
+}
+
+/// Reads the registry's tools, all of them or those named in `only`, in parallel. An
+/// unreadable document is a warning, or an error when `only` named it.
+pub fn load_registry(dirs: &Dirs, only: Option<&[String]>) -> Result<Loaded, AtipError> {
+    let entries = registry_entries(dirs, only)?;
+    let results: Vec<(&String, Result<Metadata, String>)> = entries
         .par_iter()
-        .map(|name| {
-            let entry = &index.tools[name.as_str()];
-            let r = Index::read_metadata(dirs, entry).map_err(|e| e.to_string());
-            ((*name).clone(), r)
-        })
+        .map(|(name, entry)| (name, read_entry(dirs, name, entry)))
         .collect();
     let mut loaded = Loaded::default();
     for (name, r) in results {
         match r {
-            Ok(mut m) => {
-                if m.tool_name().is_none() {
-                    m.name = Some(name);
-                }
-                loaded.metas.push(m);
-            }
-            Err(e) if only.is_some() => {
-                return Err(AtipError::new(
-                    "metadata_unreadable",
-                    Category::Data,
-                    format!("tool {name}: {e}"),
-                )
-                .hint("run `atip scan` to refresh it, or `atip doctor`"));
-            }
+            Ok(m) => loaded.metas.push(m),
+            Err(e) if only.is_some() => return Err(unreadable(name, &e)),
             Err(e) => loaded.warnings.push(format!("skipped {name}: {e}")),
         }
     }
     Ok(loaded)
+}
+
+/// The error for a named tool whose metadata cannot be read.
+pub fn unreadable(name: &str, e: &str) -> AtipError {
+    AtipError::new(
+        "metadata_unreadable",
+        Category::Data,
+        format!("tool {name}: {e}"),
+    )
+    .hint("run `atip scan` to refresh it, or `atip doctor`")
 }
 
 /// Reads one metadata file (`-` is stdin).

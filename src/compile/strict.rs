@@ -149,136 +149,180 @@ pub fn check(format: Format, output: &Value) -> Vec<Violation> {
     };
     let mut seen = HashSet::new();
     for (ptr, tool) in tools {
-        let (base, schema_key) = match format {
-            Format::Openai | Format::OpenaiStrict => (format!("{ptr}/function"), "parameters"),
-            Format::Anthropic => (ptr.clone(), "input_schema"),
-            Format::Gemini => (ptr.clone(), "parameters"),
-            Format::Mcp => (ptr.clone(), "inputSchema"),
-            Format::Skill | Format::Prompt => unreachable!("returned above"),
-        };
-        let def = tool
-            .pointer(&base.replacen(&ptr, "", 1))
-            .unwrap_or(&Value::Null);
-        let name = def.get("name").and_then(Value::as_str).unwrap_or("");
-        c.tool = if name.is_empty() {
-            format!("#{ptr}")
-        } else {
-            name.to_string()
-        };
-        if format == Format::Openai || format == Format::OpenaiStrict {
-            if tool.get("type").and_then(Value::as_str) != Some("function") {
-                c.bad(
-                    &format!("{ptr}/type"),
-                    "shape",
-                    "tool type must be \"function\"",
-                );
-            }
-            if format == Format::OpenaiStrict && def.get("strict") != Some(&Value::Bool(true)) {
-                c.bad(
-                    &format!("{base}/strict"),
-                    "strict-flag",
-                    "strict must be true",
-                );
-            }
+        check_tool(&mut c, format, &ptr, tool, &mut seen);
+    }
+    c.out
+}
+
+/// Checks a tool list one element at a time (for outputs written as a stream).
+pub struct StreamChecker {
+    format: Format,
+    c: Checker,
+    seen: HashSet<String>,
+}
+
+impl StreamChecker {
+    /// A checker for `format`.
+    pub fn new(format: Format) -> StreamChecker {
+        StreamChecker {
+            format,
+            c: Checker {
+                out: Vec::new(),
+                tool: String::new(),
+            },
+            seen: HashSet::new(),
         }
-        check_name(&mut c, format, name, &format!("{base}/name"));
-        if !seen.insert(name.to_string()) {
+    }
+
+    /// Checks one element (from `formats::element`) found at `pointer` in the output.
+    pub fn tool(&mut self, pointer: &str, element: &Value) {
+        if self.format.is_json() {
+            check_tool(&mut self.c, self.format, pointer, element, &mut self.seen);
+        }
+    }
+
+    /// The violations found.
+    pub fn finish(self) -> Vec<Violation> {
+        self.c.out
+    }
+}
+
+fn check_tool(
+    c: &mut Checker,
+    format: Format,
+    ptr: &str,
+    tool: &Value,
+    seen: &mut HashSet<String>,
+) {
+    let ptr = ptr.to_string();
+    let (base, schema_key) = match format {
+        Format::Openai | Format::OpenaiStrict => (format!("{ptr}/function"), "parameters"),
+        Format::Anthropic => (ptr.clone(), "input_schema"),
+        Format::Gemini => (ptr.clone(), "parameters"),
+        Format::Mcp => (ptr.clone(), "inputSchema"),
+        Format::Skill | Format::Prompt => unreachable!("returned above"),
+    };
+    let def = tool
+        .pointer(&base.replacen(&ptr, "", 1))
+        .unwrap_or(&Value::Null);
+    let name = def.get("name").and_then(Value::as_str).unwrap_or("");
+    c.tool = if name.is_empty() {
+        format!("#{ptr}")
+    } else {
+        name.to_string()
+    };
+    if format == Format::Openai || format == Format::OpenaiStrict {
+        if tool.get("type").and_then(Value::as_str) != Some("function") {
             c.bad(
-                &format!("{base}/name"),
-                "unique-name",
-                format!("tool name {name:?} is used twice"),
+                &format!("{ptr}/type"),
+                "shape",
+                "tool type must be \"function\"",
             );
         }
-        match def.get("description") {
-            Some(Value::String(d)) => {
-                if d.chars().count() > MAX_DESCRIPTION {
-                    c.bad(
-                        &format!("{base}/description"),
-                        "description-length",
-                        format!(
-                            "description has {} characters, more than {MAX_DESCRIPTION}",
-                            d.chars().count()
-                        ),
-                    );
-                }
-                if d.trim().is_empty() || d.contains("undefined") && d.trim() == "undefined" {
-                    c.bad(
-                        &format!("{base}/description"),
-                        "description-empty",
-                        "description is empty",
-                    );
-                }
-            }
-            _ => c.bad(
-                &format!("{base}/description"),
-                "description-missing",
-                "description is missing",
-            ),
+        if format == Format::OpenaiStrict && def.get("strict") != Some(&Value::Bool(true)) {
+            c.bad(
+                &format!("{base}/strict"),
+                "strict-flag",
+                "strict must be true",
+            );
         }
-        let sptr = format!("{base}/{schema_key}");
-        match def.get(schema_key) {
-            None if format == Format::Gemini => {}
-            None => c.bad(&sptr, "schema-missing", format!("{schema_key} is missing")),
-            Some(schema) => {
-                if schema
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .map(str::to_ascii_lowercase)
-                    .as_deref()
-                    != Some("object")
-                {
-                    c.bad(&sptr, "root-object", "the root schema must be type object");
-                }
-                match format {
-                    Format::OpenaiStrict => {
-                        if schema.get("anyOf").is_some() {
-                            c.bad(&sptr, "strict-root-anyof", "the root must not be anyOf");
-                        }
-                        let mut stats = Stats::default();
-                        strict_node(&mut c, schema, &sptr, 1, &mut stats);
-                        stats.report(&mut c, &sptr);
-                    }
-                    Format::Gemini => gemini_node(&mut c, schema, &sptr),
-                    _ => {
-                        general_node(&mut c, schema, &sptr);
-                        if let Err(e) = jsonschema::draft202012::meta::validate(schema) {
-                            c.bad(
-                                &sptr,
-                                "json-schema",
-                                format!("not a valid JSON Schema 2020-12: {e}"),
-                            );
-                        }
-                    }
-                }
+    }
+    check_name(c, format, name, &format!("{base}/name"));
+    if !seen.insert(name.to_string()) {
+        c.bad(
+            &format!("{base}/name"),
+            "unique-name",
+            format!("tool name {name:?} is used twice"),
+        );
+    }
+    match def.get("description") {
+        Some(Value::String(d)) => {
+            if d.chars().count() > MAX_DESCRIPTION {
+                c.bad(
+                    &format!("{base}/description"),
+                    "description-length",
+                    format!(
+                        "description has {} characters, more than {MAX_DESCRIPTION}",
+                        d.chars().count()
+                    ),
+                );
+            }
+            if d.trim().is_empty() || d.contains("undefined") && d.trim() == "undefined" {
+                c.bad(
+                    &format!("{base}/description"),
+                    "description-empty",
+                    "description is empty",
+                );
             }
         }
-        if format == Format::Mcp {
-            match tool.get("annotations") {
-                Some(Value::Object(a)) => {
-                    for key in [
-                        "readOnlyHint",
-                        "destructiveHint",
-                        "idempotentHint",
-                        "openWorldHint",
-                    ] {
-                        if !a.get(key).is_some_and(Value::is_boolean) {
-                            c.bad(
-                                &format!("{ptr}/annotations/{key}"),
-                                "mcp-annotations",
-                                format!("{key} must be a boolean"),
-                            );
-                        }
+        _ => c.bad(
+            &format!("{base}/description"),
+            "description-missing",
+            "description is missing",
+        ),
+    }
+    let sptr = format!("{base}/{schema_key}");
+    match def.get(schema_key) {
+        None if format == Format::Gemini => {}
+        None => c.bad(&sptr, "schema-missing", format!("{schema_key} is missing")),
+        Some(schema) => {
+            if schema
+                .get("type")
+                .and_then(Value::as_str)
+                .map(str::to_ascii_lowercase)
+                .as_deref()
+                != Some("object")
+            {
+                c.bad(&sptr, "root-object", "the root schema must be type object");
+            }
+            match format {
+                Format::OpenaiStrict => {
+                    if schema.get("anyOf").is_some() {
+                        c.bad(&sptr, "strict-root-anyof", "the root must not be anyOf");
+                    }
+                    let mut stats = Stats::default();
+                    strict_node(c, schema, &sptr, 1, &mut stats);
+                    stats.report(c, &sptr);
+                }
+                Format::Gemini => gemini_node(c, schema, &sptr),
+                _ => {
+                    general_node(c, schema, &sptr);
+                    if let Err(e) = jsonschema::draft202012::meta::validate(schema) {
+                        c.bad(
+                            &sptr,
+                            "json-schema",
+                            format!("not a valid JSON Schema 2020-12: {e}"),
+                        );
                     }
                 }
-                _ => c.bad(
-                    &format!("{ptr}/annotations"),
-                    "mcp-annotations",
-                    "annotations are missing",
-                ),
             }
         }
     }
-    c.out
+    if format == Format::Mcp {
+        match tool.get("annotations") {
+            Some(Value::Object(a)) => {
+                for key in [
+                    "readOnlyHint",
+                    "destructiveHint",
+                    "idempotentHint",
+                    "openWorldHint",
+                ] {
+                    if !a.get(key).is_some_and(Value::is_boolean) {
+                        c.bad(
+                            &format!("{ptr}/annotations/{key}"),
+                            "mcp-annotations",
+                            format!("{key} must be a boolean"),
+                        );
+                    }
+                }
+            }
+            _ => c.bad(
+                &format!("{ptr}/annotations"),
+                "mcp-annotations",
+                "annotations are missing",
+            ),
+        }
+    }
 }
 
 fn check_name(c: &mut Checker, format: Format, name: &str, ptr: &str) {

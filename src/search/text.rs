@@ -86,24 +86,33 @@ pub fn terms(text: &str) -> Vec<String> {
     out
 }
 
+/// The abbreviation table with stemmed long forms, built once.
+fn table() -> &'static [(&'static str, Vec<String>)] {
+    static TABLE: std::sync::OnceLock<Vec<(&'static str, Vec<String>)>> =
+        std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        ABBREVIATIONS
+            .iter()
+            .map(|(short, long)| (*short, long.iter().map(|w| stem(w)).collect()))
+            .collect()
+    })
+}
+
 /// Appends abbreviation short forms for long forms found in `tokens`.
 pub fn expand(tokens: &mut Vec<String>) {
     let n = tokens.len();
-    let mut extra = Vec::new();
-    for (short, long) in ABBREVIATIONS {
-        if long.len() > n {
+    for (short, long) in table() {
+        if long.len() > n || !tokens[..n].contains(&long[0]) {
             continue;
         }
-        let long: Vec<String> = long.iter().map(|w| stem(w)).collect();
         if tokens[..n]
             .windows(long.len())
             .any(|w| w == long.as_slice())
             && !tokens.iter().any(|t| t == short)
         {
-            extra.push((*short).to_string());
+            tokens.push((*short).to_string());
         }
     }
-    tokens.extend(extra);
 }
 
 #[cfg(test)]
