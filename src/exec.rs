@@ -669,8 +669,10 @@ impl Engine {
         spawn.stderr_cap = self.settings.stderr_cap;
         spawn.cwd = Some(self.cwd.clone());
         spawn.cancel = cancel;
-        for name in &p.info.auth_env {
-            if let Some(v) = std::env::var_os(name) {
+        for name in p.info.auth_env.iter().chain(&self.policy.file.env.pass) {
+            if let Some(v) = std::env::var_os(name)
+                && !spawn.env.iter().any(|(k, _)| k == name.as_str())
+            {
                 spawn.env.push((name.into(), v));
             }
         }

@@ -322,6 +322,17 @@ fn secrets_are_redacted_from_results_and_audit() {
     assert!(out.contains("token=[REDACTED:env:T_TOKEN]"), "{out}");
     assert!(out.contains("[REDACTED:github-token]"));
     assert!(out.contains("[REDACTED:aws-access-key-id]"));
+    // Other variables reach the tool only when the policy passes them.
+    assert!(out.contains("extra=unset"), "{out}");
+    sb.write("config/policy.json", r#"{"env": {"pass": ["EXTRA_VAR"]}}"#);
+    let r = run_with(&sb, &["t_secret"], None, &[("EXTRA_VAR", "kube.conf")]);
+    assert!(
+        r.out["data"]["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("extra=kube.conf")
+    );
+    std::fs::remove_file(sb.path().join("config/policy.json")).unwrap();
     // A secret passed as an argument to a side-effecting call stays out of the log.
     let args = json!({"line": format!("Authorization: Bearer {secret}")}).to_string();
     let r = run_with(

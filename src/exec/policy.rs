@@ -117,6 +117,16 @@ pub struct PathRules {
     pub roots: Vec<PathBuf>,
 }
 
+/// Environment passed to tools.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvRules {
+    /// Variables passed through to every tool when set (on top of the `process`
+    /// allowlist and the tool's own authentication variables), e.g. `KUBECONFIG`.
+    #[serde(default)]
+    pub pass: Vec<String>,
+}
+
 /// Size limits on arguments and batches.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -180,6 +190,9 @@ pub struct PolicyFile {
     /// Size limits.
     #[serde(default)]
     pub limits: Limits,
+    /// Environment passed to tools.
+    #[serde(default)]
+    pub env: EnvRules,
 }
 
 fn one() -> u32 {
@@ -197,6 +210,7 @@ impl Default for PolicyFile {
             trust: TrustRule::default(),
             paths: PathRules::default(),
             limits: Limits::default(),
+            env: EnvRules::default(),
         }
     }
 }
@@ -336,6 +350,18 @@ impl Policy {
                 "policy_invalid",
                 Category::Config,
                 format!("unsupported policy version {} (expected 1)", file.version),
+            ));
+        }
+        if let Some(bad) = file
+            .env
+            .pass
+            .iter()
+            .find(|n| n.is_empty() || n.contains(['=', '\0']))
+        {
+            return Err(AtipError::new(
+                "policy_invalid",
+                Category::Config,
+                format!("invalid environment variable name {bad:?} in env.pass"),
             ));
         }
         if trust_rank(&file.trust.minimum) < 0 {

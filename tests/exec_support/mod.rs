@@ -93,7 +93,7 @@ case "$cmd" in
   echo) for a in "$@"; do printf '%s\0' "$a"; done ;;
   json) printf '{"ok": true, "n": 1}\n' ;;
   fail) echo "it broke" >&2; exit 3 ;;
-  secret) echo "token=$T_TOKEN"; echo "gh: ghp_abcdefghijklmnopqrstuvwxyz0123456789"; echo "aws AKIAIOSFODNN7EXAMPLE" ;;
+  secret) echo "extra=${EXTRA_VAR:-unset}"; echo "token=$T_TOKEN"; echo "gh: ghp_abcdefghijklmnopqrstuvwxyz0123456789"; echo "aws AKIAIOSFODNN7EXAMPLE" ;;
   flood) i=0; while [ $i -lt 2000 ]; do echo "line $i of a long and repetitive output stream"; i=$((i+1)); done ;;
   hang) sleep 30 & echo $! > grandchild.pid; echo started; sleep 30 ;;
   sleep) sleep 0.3; echo "$1" >> sleep-markers.txt; echo "$1" ;;
