@@ -11,16 +11,18 @@ dir=$(mktemp -d)
 mkdir -p "$dir/data/tools" "$dir/bin" "$dir/work"
 printf '#!/bin/sh\necho "$@"\n' > "$dir/bin/triv"
 chmod +x "$dir/bin/triv"
-cat > "$dir/data/tools/triv.json" <<'JSON'
+cat > "$dir/triv.json" <<'JSON'
 {"atip":{"version":"0.6"},"name":"triv","version":"1","description":"Trivial tool",
  "commands":{"say":{"description":"Say it","effects":{"destructive":false,"idempotent":true},
    "arguments":[{"name":"word","type":"string","description":"Word"}],
    "options":[{"name":"loud","flags":["--loud"],"type":"boolean","description":"Loud"}]}}}
 JSON
+hex=$(sha256sum "$dir/triv.json" | cut -d' ' -f1)
+mv "$dir/triv.json" "$dir/data/tools/$hex.json"
 cat > "$dir/data/registry.json" <<JSON
 {"version":"2","updated":"2026-01-01T00:00:00Z","agent":{"name":"atip","version":"0"},
- "tools":{"triv":{"path":"$dir/bin/triv","hash":"sha256:00","source":"native","lastChecked":"2026-01-01T00:00:00Z",
-  "description":"Trivial tool","atip":"0.6","trust":"native","effects":"read-only","commands":1,"metadata":"tools/triv.json"}}}
+ "tools":{"triv":{"path":"$dir/bin/triv","hash":"sha256:$hex","source":"native","lastChecked":"2026-01-01T00:00:00Z",
+  "description":"Trivial tool","atip":"0.6","trust":"native","effects":"read-only","commands":1,"metadata":"tools/$hex.json"}}}
 JSON
 export ATIP_DATA_DIR=$dir/data ATIP_CONFIG_DIR=$dir/config ATIP_STATE_DIR=$dir/state
 cd "$dir/work"

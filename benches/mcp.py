@@ -26,13 +26,16 @@ commands = {f"c{i:03}": {"description": f"Command number {i}",
             for i in range(500)}
 meta = {"atip": {"version": "0.6"}, "name": "triv", "version": "1",
         "description": "Trivial tool", "commands": commands}
-json.dump(meta, open(f"{tmp}/data/tools/triv.json", "w"))
+import hashlib
+body = json.dumps(meta).encode()
+hexd = hashlib.sha256(body).hexdigest()
+open(f"{tmp}/data/tools/{hexd}.json", "wb").write(body)
 json.dump({"version": "2", "updated": "2026-01-01T00:00:00Z",
            "agent": {"name": "atip", "version": "0"},
-           "tools": {"triv": {"path": tool, "hash": "sha256:00", "source": "native",
+           "tools": {"triv": {"path": tool, "hash": f"sha256:{hexd}", "source": "native",
                               "lastChecked": "2026-01-01T00:00:00Z", "description": "Trivial tool",
                               "atip": "0.6", "trust": "native", "effects": "read-only",
-                              "commands": 500, "metadata": "tools/triv.json"}}},
+                              "commands": 500, "metadata": f"tools/{hexd}.json"}}},
           open(f"{tmp}/data/registry.json", "w"))
 env = dict(os.environ, ATIP_DATA_DIR=f"{tmp}/data", ATIP_CONFIG_DIR=f"{tmp}/config",
            ATIP_STATE_DIR=f"{tmp}/state")

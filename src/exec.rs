@@ -404,7 +404,17 @@ impl Engine {
                 })
                 .cloned()
                 .collect();
-            let c = Catalog::build(&subset, &opts);
+            // A handful of documents: flatten them on this thread. `Catalog::build` uses
+            // rayon, whose global pool would start a spinning thread per core for one call.
+            let build = || Catalog::build(&subset, &opts);
+            let c = match rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .use_current_thread()
+                .build()
+            {
+                Ok(pool) if subset.len() <= 8 => pool.install(build),
+                _ => build(),
+            };
             c.get(want).is_some().then_some(c)
         });
         let catalog = match focused {
