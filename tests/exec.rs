@@ -740,3 +740,48 @@ fn colliding_flattened_names_resolve_as_in_the_full_catalog() {
         show(&r.raw)
     );
 }
+
+#[test]
+fn batch_dry_run_jobs_bound_and_text_output() {
+    let sb = sandbox_with_t();
+    let calls: Vec<Value> = (0..4)
+        .map(|i| json!({"type": "tool_use", "id": format!("u{i}"), "name": "t_sleep", "input": {"tag": format!("s{i}")}}))
+        .collect();
+    let doc = json!({"content": calls}).to_string();
+    // --jobs 2: four 300 ms calls take at least two rounds.
+    let start = std::time::Instant::now();
+    let r = run_with(
+        &sb,
+        &["--calls", "-", "--provider", "anthropic", "--jobs", "2"],
+        Some(&doc),
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}", show(&r.raw));
+    assert!(start.elapsed() >= std::time::Duration::from_millis(600));
+    // Dry run over a batch: one report per call, nothing runs.
+    std::fs::remove_file(sb.path().join("sleep-markers.txt")).unwrap();
+    let r = run_with(
+        &sb,
+        &["--calls", "-", "--provider", "anthropic", "--dry-run"],
+        Some(&doc),
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}", show(&r.raw));
+    let reports = r.out.as_array().unwrap();
+    assert_eq!(reports.len(), 4);
+    assert_eq!(reports[2]["status"], "dry-run");
+    assert_eq!(reports[2]["id"], "u2");
+    assert_eq!(reports[2]["decision"]["action"], "allow");
+    assert!(!sb.path().join("sleep-markers.txt").exists());
+    // Text output: the tool's own streams pass through, atip's summary on stderr.
+    let out = sb
+        .atip()
+        .args(["--output", "text", "exec", "t_fail"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(out.stdout, b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("it broke\n"), "{err}");
+    assert!(err.contains("t_fail exited 3"), "{err}");
+}
