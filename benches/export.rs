@@ -184,6 +184,23 @@ fn write_registry(data: &Path) {
     .unwrap();
 }
 
+/// CPU seconds (user + system) of every waited-for child so far.
+fn child_cpu() -> f64 {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage fills the struct we own.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// CPU time of the calling thread, in seconds.
+fn thread_cpu() -> f64 {
+    let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: clock_gettime fills the struct we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}
+
 fn child_maxrss_kib() -> i64 {
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: getrusage fills the struct we own.
@@ -293,7 +310,9 @@ fn main() {
     ] {
         let out = tmp.path().join(format!("out.{format}"));
         let mut walls = Vec::new();
+        let mut cpus: Vec<f64> = Vec::new();
         for _ in 0..5 {
+            let c0 = child_cpu();
             let start = Instant::now();
             let status = Command::new(bin)
                 .args([
@@ -309,14 +328,16 @@ fn main() {
                 .status()
                 .unwrap();
             walls.push(ms(start.elapsed()));
+            cpus.push((child_cpu() - c0) * 1000.0);
             assert!(status.success());
         }
         let size = std::fs::metadata(&out).unwrap().len();
         println!(
-            "export --format {format:<13} {} ; output {:.1} MiB",
+            "export --format {format:<13} wall {} ; output {:.1} MiB",
             stats(walls),
             size as f64 / 1048576.0
         );
+        println!("{:>30}cpu  {}", "", stats(cpus));
     }
     println!(
         "export peak RSS (max over runs): {:.1} MB",
@@ -325,21 +346,25 @@ fn main() {
 
     let dirs = Dirs::resolve(Some(&data), Some(&tmp.path().join("config")));
     let mut loads = Vec::new();
+    let mut load_cpu = Vec::new();
     let mut last = None;
     for _ in 0..5 {
+        let c0 = cpu();
         let start = Instant::now();
         let loaded = atip::compile::source::load_registry(&dirs, None).unwrap();
         let catalog = Catalog::build(&loaded.metas, &FlattenOptions::default());
         let index = SearchIndex::build(catalog.tools());
         loads.push(ms(start.elapsed()));
+        load_cpu.push((cpu() - c0) * 1000.0);
         last = Some((catalog, index));
     }
     let (catalog, index) = last.unwrap();
     println!(
-        "search load (read registry + flatten + index) of {} commands: {}",
+        "search load (read registry + flatten + index) of {} commands: wall {}",
         catalog.tools().len(),
         stats(loads)
     );
+    println!("{:>30}cpu (all threads) {}", "", stats(load_cpu));
     let queries = [
         "pul request",
         "create pull request",
@@ -370,20 +395,24 @@ fn main() {
         max_bytes: 256 * 1024,
     };
     let mut per_query = Vec::new();
+    let mut per_query_cpu = Vec::new();
     for _ in 0..5 {
         for q in queries {
+            let c0 = thread_cpu();
             let start = Instant::now();
             let report = atip::search::search(&catalog, &index, q, &opts);
             per_query.push(ms(start.elapsed()));
+            per_query_cpu.push((thread_cpu() - c0) * 1000.0);
             std::hint::black_box(report);
         }
     }
     println!(
-        "search query (limit 5, 3 schemas) over {} commands, {} queries: {}",
+        "search query (limit 5, 3 schemas) over {} commands, {} queries: wall {}",
         index.len(),
         per_query.len(),
         stats(per_query)
     );
+    println!("{:>30}cpu {}", "", stats(per_query_cpu));
     let start = Instant::now();
     let status = Command::new(bin)
         .args([

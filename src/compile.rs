@@ -202,30 +202,27 @@ impl Catalog {
         &self.skipped
     }
 
-    /// Up to `n` names closest to `name` (edit distance, then shared prefix), for
-    /// "unknown tool, did you mean …" errors.
+    /// Up to `n` names closest to `name`, for "unknown tool, did you mean …" errors: names
+    /// within an edit distance of a third of its length (at least 2), or starting with it;
+    /// nearest first, then longest shared prefix, then name.
     pub fn closest(&self, name: &str, n: usize) -> Vec<&str> {
-        let mut scored: Vec<(usize, &str)> = self
+        let limit = (name.chars().count() / 3).max(2);
+        let mut scored: Vec<(usize, std::cmp::Reverse<usize>, &str)> = self
             .tools
             .iter()
-            .map(|t| {
+            .filter_map(|t| {
                 let d = edit_distance(name, &t.name);
                 let prefix = name
                     .chars()
                     .zip(t.name.chars())
                     .take_while(|(a, b)| a == b)
                     .count();
-                (d.saturating_sub(prefix.min(d)), t.name.as_str())
+                let close = d <= limit || (prefix >= 3 && t.name.starts_with(name));
+                close.then_some((d, std::cmp::Reverse(prefix), t.name.as_str()))
             })
             .collect();
         scored.sort();
-        let limit = name.chars().count().max(3);
-        scored
-            .into_iter()
-            .filter(|(d, _)| *d <= limit)
-            .take(n)
-            .map(|(_, n)| n)
-            .collect()
+        scored.into_iter().take(n).map(|(_, _, n)| n).collect()
     }
 }
 
@@ -458,5 +455,75 @@ impl<W: Write> Exporter<W> {
             self.summary.violations = c.finish();
         }
         Ok(self.summary)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn meta(v: Value) -> Metadata {
+        Metadata::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn catalog_names_are_unique_across_tools_and_stable_under_filters() {
+        let gh = meta(
+            json!({"atip": "0.4", "name": "gh", "version": "1", "description": "d",
+            "commands": {"pr": {"description": "p", "commands": {"create": {"description": "c"}}},
+                         "auth": {"description": "a", "commands": {"login": {"description": "l", "effects": {"interactive": {"tty": true}}}}}}}),
+        );
+        let ghpr = meta(
+            json!({"atip": "0.4", "name": "gh_pr", "version": "1", "description": "d",
+            "commands": {"create": {"description": "c2"}}}),
+        );
+        let all = Catalog::build(&[gh.clone(), ghpr.clone()], &FlattenOptions::default());
+        let names: Vec<&str> = all.tools().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["gh_pr_create", "gh_pr_create_2"]);
+        assert_eq!(all.skipped().len(), 1);
+        assert_eq!(all.get("gh_pr_create_2").unwrap().tool, "gh_pr");
+        assert_eq!(all.get("gh_pr_create").unwrap().command, ["pr", "create"]);
+        assert!(all.get("gh_auth_login").is_none());
+        let only = Catalog::build(
+            &[gh, ghpr],
+            &FlattenOptions {
+                include_interactive: false,
+                commands: Some(vec!["gh_pr".into()]),
+            },
+        );
+        let names: Vec<&str> = only.tools().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["gh_pr_create_2"],
+            "a filter never renames what it keeps"
+        );
+        assert_eq!(all.closest("gh_pr_creat", 1), ["gh_pr_create"]);
+        assert!(all.closest("zzzzzzzzzzzzzzzzzzzzzzzz", 3).is_empty());
+    }
+
+    #[test]
+    fn a_tool_without_commands_is_one_bare_tool() {
+        let m = meta(
+            json!({"atip": "0.3", "name": "ls", "version": "1", "description": "List",
+            "globalOptions": [{"name": "all", "flags": ["-a"], "type": "boolean", "description": "All"}]}),
+        );
+        let tools = flatten(&m, &FlattenOptions::default());
+        assert_eq!(tools.len(), 1);
+        assert_eq!(
+            (tools[0].name.as_str(), tools[0].command.clone()),
+            ("ls", vec![String::new()])
+        );
+        assert!(matches!(
+            resolve(&m, &tools[0].command),
+            Some(ResolvedCommand::Bare)
+        ));
+        assert_eq!(
+            tools[0].params[0].origin,
+            ParamOrigin::Option {
+                name: "all".into(),
+                flag: "-a".into()
+            }
+        );
     }
 }

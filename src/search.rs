@@ -62,6 +62,7 @@ pub struct SearchIndex {
     doc_len: Vec<f32>,
     avg_len: f32,
     title_words: Vec<Vec<String>>,
+    /// Title words joined by one space, for the exact and prefix boosts.
     titles: Vec<String>,
 }
 
@@ -144,7 +145,7 @@ impl SearchIndex {
             }
             ix.doc_len.push(len);
             ix.title_words.push(text::terms(&t.title));
-            ix.titles.push(t.title.to_lowercase());
+            ix.titles.push(text::words(&t.title).join(" "));
         }
         let n = ix.doc_len.len().max(1) as f32;
         ix.avg_len = ix.doc_len.iter().sum::<f32>() / n;
@@ -260,32 +261,38 @@ impl SearchIndex {
     /// The `limit` best tools for `query`, best first (ties by position, so stable).
     pub fn search(&self, query: &str, limit: usize, explain: bool) -> Vec<Hit> {
         let (groups, corrected) = self.groups(query);
-        let mut scores = vec![0f32; self.len()];
-        let mut best: HashMap<u32, f32> = HashMap::new();
+        let n = self.len();
+        let mut scores = vec![0f32; n];
+        let mut best = vec![0f32; n];
+        let mut touched: Vec<u32> = Vec::new();
         for g in &groups {
-            best.clear();
             for &(id, w, _) in &g.terms {
                 let idf = self.idf(id);
                 for &(doc, tf) in &self.postings[id as usize] {
                     let s = w * idf * self.saturate(doc, tf);
-                    let e = best.entry(doc).or_default();
+                    let e = &mut best[doc as usize];
+                    if *e == 0.0 {
+                        touched.push(doc);
+                    }
                     *e = e.max(s);
                 }
             }
-            for (&doc, &s) in &best {
-                scores[doc as usize] += s;
+            for doc in touched.drain(..) {
+                scores[doc as usize] += best[doc as usize];
+                best[doc as usize] = 0.0;
             }
         }
         let q = corrected.join(" ");
         let raw_q = text::words(query).join(" ");
-        let mut boosts = vec![0f32; self.len()];
+        let (q_prefix, raw_prefix) = (format!("{q} "), format!("{raw_q} "));
+        let mut boosts = vec![0f32; n];
         if !q.is_empty() {
-            for (doc, title) in self.titles.iter().enumerate() {
-                if scores[doc] <= 0.0 {
-                    continue;
+            for doc in 0..n {
+                if scores[doc] > 0.0 {
+                    boosts[doc] =
+                        self.boost(doc, [&q, &raw_q], [&q_prefix, &raw_prefix], &corrected);
+                    scores[doc] += boosts[doc];
                 }
-                boosts[doc] = self.boost(doc, title, &q, &raw_q, &corrected);
-                scores[doc] += boosts[doc];
             }
         }
         let mut ranked: Vec<(usize, f32)> = scores
@@ -294,8 +301,12 @@ impl SearchIndex {
             .enumerate()
             .filter(|(_, s)| *s > 0.0)
             .collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let order = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        if ranked.len() > limit && limit > 0 {
+            ranked.select_nth_unstable_by(limit - 1, order);
+        }
         ranked.truncate(limit);
+        ranked.sort_by(order);
         ranked
             .into_iter()
             .map(|(doc, score)| Hit {
@@ -315,13 +326,17 @@ impl SearchIndex {
         tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / self.avg_len.max(f32::EPSILON)))
     }
 
-    fn boost(&self, doc: usize, title: &str, q: &str, raw_q: &str, corrected: &[String]) -> f32 {
-        let title_words = text::words(title).join(" ");
-        if title_words == q || title_words == raw_q {
+    fn boost(
+        &self,
+        doc: usize,
+        queries: [&str; 2],
+        prefixes: [&str; 2],
+        corrected: &[String],
+    ) -> f32 {
+        let title = &self.titles[doc];
+        if queries.contains(&title.as_str()) {
             BOOST_EXACT
-        } else if title_words.starts_with(&format!("{q} "))
-            || title_words.starts_with(&format!("{raw_q} "))
-        {
+        } else if prefixes.iter().any(|p| title.starts_with(p)) {
             BOOST_PREFIX
         } else if corrected.iter().all(|w| self.title_words[doc].contains(w)) {
             BOOST_ALL_IN_NAME

@@ -570,3 +570,46 @@ fn every_shipped_shim_exports_cleanly() {
     }
     eprintln!("checked {} shims", files.len());
 }
+
+#[test]
+fn unwritable_output_exits_73_and_leaves_nothing_behind() {
+    let sb = Sandbox::new();
+    let dir = sb.path().join("a-dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = export(
+        &sb,
+        &[
+            "--format",
+            "openai",
+            "--file",
+            &gh(),
+            "-o",
+            dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(73), "{}", show(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a-dir"));
+    let leftovers: Vec<_> = std::fs::read_dir(sb.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+    // A filter that matches nothing fails before any file is written.
+    let file = sb.path().join("never.json");
+    let out = export(
+        &sb,
+        &[
+            "--format",
+            "openai",
+            "--file",
+            &gh(),
+            "--commands",
+            "gh nope",
+            "-o",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert!(!file.exists());
+}

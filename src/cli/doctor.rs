@@ -13,10 +13,6 @@ use atip::registry::doctor;
 pub struct Args {}
 
 /// Runs `atip doctor`; returns the exit code.
-#[allow(
-    clippy::result_large_err,
-    reason = "the run signature is fixed by the cli contract"
-)]
 pub fn run(_args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     let report = doctor::check(&ctx.dirs);
     if ctx.output == OutputFormat::Json {

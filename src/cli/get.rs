@@ -22,10 +22,6 @@ pub struct Args {
 }
 
 /// Runs `atip get`; returns the exit code.
-#[allow(
-    clippy::result_large_err,
-    reason = "the run signature is fixed by the cli contract"
-)]
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     let tool = query::get_tool(&ctx.dirs, &args.name).map_err(|e| e.to_atip())?;
     let value = if args.commands.is_none() && args.depth.is_none() {

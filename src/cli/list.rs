@@ -49,10 +49,6 @@ fn source_name(s: Source) -> &'static str {
 }
 
 /// Runs `atip list`; returns the exit code.
-#[allow(
-    clippy::result_large_err,
-    reason = "the run signature is fixed by the cli contract"
-)]
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     let index = Index::load(&ctx.dirs)?;
     let empty = Index::empty(String::new());
@@ -162,10 +158,6 @@ fn write_failed(e: std::io::Error) -> AtipError {
 }
 
 /// Writes text to stdout; a closed pipe is not an error.
-#[allow(
-    clippy::result_large_err,
-    reason = "AtipError is the cli contract's error type"
-)]
 pub(crate) fn write_stdout(text: &str) -> Result<(), AtipError> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();

@@ -93,10 +93,10 @@ fn build(
             names::MAX_PROPERTY,
         );
         let variadic = arg.is_variadic() && arg.kind != ParamType::Boolean;
-        let fallback = format!("The {} argument.", arg.name);
+        let fallback = || format!("The {} argument.", arg.name);
         let description = param_description(
             &arg.description,
-            &fallback,
+            fallback,
             &arg.kind,
             None,
             arg.default.as_ref(),
@@ -130,10 +130,10 @@ fn build(
         );
         let flag = opt.long_flag().unwrap_or(&opt.name).to_string();
         let variadic = opt.is_variadic() && opt.kind != ParamType::Boolean;
-        let fallback = format!("The {flag} option.");
+        let fallback = || format!("The {flag} option.");
         let description = param_description(
             &opt.description,
-            &fallback,
+            fallback,
             &opt.kind,
             opt.env_var.as_deref(),
             opt.default.as_ref(),
@@ -196,13 +196,13 @@ pub(super) fn object_schema(params: &[Param]) -> Value {
 
 fn param_description(
     text: &str,
-    fallback: &str,
+    fallback: impl FnOnce() -> String,
     kind: &ParamType,
     env_var: Option<&str>,
     default: Option<&Value>,
 ) -> String {
     let mut out = match text.trim() {
-        "" => fallback.to_string(),
+        "" => fallback(),
         t => t.to_string(),
     };
     let mut add = |s: &str| {
@@ -228,7 +228,11 @@ fn param_description(
         };
         add(&format!("Default: {}.", safety::cut(&shown, 80)));
     }
-    safety::cut(&out, safety::MAX_DESCRIPTION)
+    if out.len() > safety::MAX_DESCRIPTION {
+        safety::cut(&out, safety::MAX_DESCRIPTION)
+    } else {
+        out
+    }
 }
 
 /// JSON type and enum values for a parameter. Enum values keep their JSON type when they

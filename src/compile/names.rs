@@ -90,6 +90,9 @@ pub fn tool_name(tool: &str, path: &[String]) -> String {
     if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
         name.insert(0, '_');
     }
+    if name.len() <= MAX_NAME {
+        return name;
+    }
     let full = format!("{tool}\u{0}{}", path.join("\u{0}"));
     fit(name, &full, MAX_NAME)
 }

@@ -39,6 +39,14 @@ fn flags_of(opt: &Opt) -> String {
     flags
 }
 
+/// An option's description on one line, or a fallback naming its flag.
+fn opt_text(opt: &Opt) -> String {
+    match one_line(&opt.description) {
+        d if d.is_empty() => format!("The {} option.", opt.long_flag().unwrap_or(&opt.name)),
+        d => d,
+    }
+}
+
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -54,10 +62,13 @@ pub fn render(meta: &Metadata, tools: &[FlatTool]) -> String {
         about
     };
     let description = safety::cut(
-        &format!(
-            "{about} Use when a task needs `{tool}`: {} command{} with their options and safety warnings.",
-            tools.len(),
-            if tools.len() == 1 { "" } else { "s" }
+        &safety::join_sentences(
+            &about,
+            &format!(
+                "Use when a task needs `{tool}`: {} command{} with their options and safety warnings.",
+                tools.len(),
+                if tools.len() == 1 { "" } else { "s" }
+            ),
         ),
         1024,
     );
@@ -120,7 +131,7 @@ pub fn render(meta: &Metadata, tools: &[FlatTool]) -> String {
     if !globals.is_empty() {
         s.push_str("## Global options\n\n");
         for o in globals {
-            let _ = writeln!(s, "- `{}`: {}", flags_of(o), one_line(&o.description));
+            let _ = writeln!(s, "- `{}`: {}", flags_of(o), opt_text(o));
         }
         s.push('\n');
     }
@@ -176,7 +187,7 @@ pub fn render(meta: &Metadata, tools: &[FlatTool]) -> String {
         }
         for o in &own_opts {
             let req = if o.is_required() { " (required)" } else { "" };
-            let _ = writeln!(s, "- `{}`{req}: {}", flags_of(o), one_line(&o.description));
+            let _ = writeln!(s, "- `{}`{req}: {}", flags_of(o), opt_text(o));
         }
         let _ = writeln!(s, "\nEffects: {}.", t.effects.summary());
         if !examples.is_empty() {
