@@ -98,19 +98,29 @@ pub struct Engine {
 }
 
 /// Where a call came from, for the audit log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Via {
     /// `atip exec`.
     Exec,
-    /// `atip mcp`.
-    Mcp,
+    /// `atip mcp`, with the client's `clientInfo` (`name/version`) when it sent one.
+    Mcp {
+        /// `name/version` of the MCP client.
+        client: Option<String>,
+    },
 }
 
 impl Via {
-    fn as_str(self) -> &'static str {
+    fn as_str(&self) -> &'static str {
         match self {
             Via::Exec => "exec",
-            Via::Mcp => "mcp",
+            Via::Mcp { .. } => "mcp",
+        }
+    }
+
+    fn client(&self) -> Option<String> {
+        match self {
+            Via::Exec => None,
+            Via::Mcp { client } => client.clone(),
         }
     }
 }
@@ -579,7 +589,7 @@ impl Engine {
         &self,
         p: &Prepared,
         answer: Option<Confirmation>,
-        via: Via,
+        via: &Via,
         call_id: Option<&str>,
     ) -> AtipError {
         let (code, message, hint, decision) = match (p.decision.action, answer) {
@@ -631,7 +641,7 @@ impl Engine {
     fn record(
         &self,
         p: &Prepared,
-        via: Via,
+        via: &Via,
         call_id: Option<&str>,
         decision: &str,
         outcome: &str,
@@ -642,6 +652,9 @@ impl Engine {
         let rec = AuditRecord {
             time: audit::now_rfc3339(),
             via: via.as_str(),
+            client: via.client().map(|c| p.redactor.redact(&c).into_owned()),
+            pid: std::process::id(),
+            uid: unsafe { libc::getuid() },
             call_id: call_id.map(|c| p.redactor.redact(c).into_owned()),
             tool: p.tool.name.clone(),
             command: p.command_path(),
@@ -669,7 +682,7 @@ impl Engine {
         p: &Prepared,
         confirmed: bool,
         cancel: Option<Arc<AtomicBool>>,
-        via: Via,
+        via: &Via,
         call_id: Option<&str>,
     ) -> Result<ExecResult, AtipError> {
         debug_assert!(p.decision.action != Action::Deny);
@@ -880,11 +893,13 @@ pub fn run_batch(
         };
         match p.decision.action {
             Action::Allow => runnable.push((i, p, false)),
-            Action::Deny => slots[i] = fail(engine.refuse(&p, None, Via::Exec, call.id.as_deref())),
+            Action::Deny => {
+                slots[i] = fail(engine.refuse(&p, None, &Via::Exec, call.id.as_deref()))
+            }
             Action::Confirm => match confirm(&p) {
                 Confirmation::Yes => runnable.push((i, p, true)),
                 answer => {
-                    slots[i] = fail(engine.refuse(&p, Some(answer), Via::Exec, call.id.as_deref()))
+                    slots[i] = fail(engine.refuse(&p, Some(answer), &Via::Exec, call.id.as_deref()))
                 }
             },
         }
@@ -933,7 +948,7 @@ pub fn run_batch(
 }
 
 fn settle(engine: &Engine, p: &Prepared, confirmed: bool, id: Option<&str>) -> CallOutcome {
-    match engine.run(p, confirmed, None, Via::Exec, id) {
+    match engine.run(p, confirmed, None, &Via::Exec, id) {
         Ok(r) => CallOutcome {
             failed: r.tool_failed(),
             envelope: serde_json::to_value(&r).unwrap_or(Value::Null),

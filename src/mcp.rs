@@ -162,9 +162,10 @@ impl Server {
             .insert(id, flag.clone());
         let engine = self.engine.clone();
         let call_id = ctx.id.to_string();
+        let via = via_mcp(ctx);
         let run_flag = flag.clone();
         let mut task = tokio::task::spawn_blocking(move || {
-            let r = engine.run(&p, confirmed, Some(run_flag), Via::Mcp, Some(&call_id));
+            let r = engine.run(&p, confirmed, Some(run_flag), &via, Some(&call_id));
             (p.tool.name.clone(), r)
         });
         let joined = tokio::select! {
@@ -205,7 +206,7 @@ impl Server {
         ctx: &RequestContext<RoleServer>,
     ) -> CallToolResult {
         let call_id = ctx.id.to_string();
-        let mut e = self.engine.refuse(p, answer, Via::Mcp, Some(&call_id));
+        let mut e = self.engine.refuse(p, answer, &via_mcp(ctx), Some(&call_id));
         if e.code == "confirmation_required" {
             e.hint = Some(format!(
                 "this MCP client cannot confirm (no elicitation support); allow it in the policy ({}) or run it with `atip exec --yes`",
@@ -213,6 +214,14 @@ impl Server {
             ));
         }
         CallToolResult::structured_error(exec::error_envelope(Some(&p.tool.name), &e))
+    }
+}
+
+fn via_mcp(ctx: &RequestContext<RoleServer>) -> Via {
+    Via::Mcp {
+        client: ctx
+            .client_info()
+            .map(|i| format!("{}/{}", i.name, i.version)),
     }
 }
 

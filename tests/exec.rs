@@ -419,6 +419,8 @@ fn confirmation_policy_and_audit() {
     assert_eq!(log[1]["argv"], json!(["delete", "db"]));
     assert!(log[1]["time"].as_str().unwrap().ends_with('Z'));
     assert!(log[1]["durationMs"].is_u64());
+    assert!(log[1]["pid"].as_u64().unwrap() > 0 && log[1]["uid"].is_u64());
+    assert!(log[1].get("client").is_none());
 
     // A deny in the policy file wins over --yes.
     let pf = sb.write(

@@ -218,6 +218,12 @@ async fn destructive_tool_refused_without_elicitation() {
         .collect();
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["via"], "mcp");
+    assert!(
+        lines[0]["client"].as_str().unwrap().contains('/'),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0]["pid"].as_u64().unwrap() > 0);
     assert_eq!(lines[0]["outcome"], "refused");
     assert_eq!(lines[1]["decision"], "allow");
     assert_eq!(lines[1]["exitCode"], 0);

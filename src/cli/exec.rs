@@ -206,13 +206,13 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     }
     let confirmed = match prepared.decision.action {
         Action::Allow => false,
-        Action::Deny => return Err(engine.refuse(&prepared, None, Via::Exec, None)),
+        Action::Deny => return Err(engine.refuse(&prepared, None, &Via::Exec, None)),
         Action::Confirm => match confirm(&prepared) {
             Confirmation::Yes => true,
-            answer => return Err(engine.refuse(&prepared, Some(answer), Via::Exec, None)),
+            answer => return Err(engine.refuse(&prepared, Some(answer), &Via::Exec, None)),
         },
     };
-    let result = engine.run(&prepared, confirmed, None, Via::Exec, None)?;
+    let result = engine.run(&prepared, confirmed, None, &Via::Exec, None)?;
     if ctx.output == OutputFormat::Text {
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(result.data.stdout.as_bytes());

@@ -21,6 +21,13 @@ pub struct AuditRecord {
     pub time: String,
     /// `exec` or `mcp`.
     pub via: &'static str,
+    /// The MCP client's `name/version`, when it told.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// Process id of the atip process that ran the call.
+    pub pid: u32,
+    /// User id it ran as.
+    pub uid: u32,
     /// Provider call id, when the call came from a provider response or MCP request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
@@ -139,6 +146,9 @@ mod tests {
         let rec = AuditRecord {
             time: now_rfc3339(),
             via: "exec",
+            client: None,
+            pid: 1,
+            uid: 0,
             call_id: None,
             tool: "t_x".into(),
             command: "t x".into(),
