@@ -184,6 +184,24 @@ impl Prepared {
     }
 }
 
+/// Every string value of a `url` parameter, with its property name.
+fn url_values<'a>(tool: &'a FlatTool, a: &'a Map<String, Value>) -> Vec<(&'a str, &'a str)> {
+    let mut out = Vec::new();
+    for p in tool.params.iter().filter(|p| p.kind == ParamType::Url) {
+        match a.get(&p.property) {
+            Some(Value::String(s)) => out.push((p.property.as_str(), s.as_str())),
+            Some(Value::Array(items)) => out.extend(
+                items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|s| (p.property.as_str(), s)),
+            ),
+            _ => {}
+        }
+    }
+    out
+}
+
 fn command_path(tool: &FlatTool) -> String {
     std::iter::once(tool.tool.as_str())
         .chain(
@@ -525,7 +543,7 @@ impl Engine {
         }
         self.check_paths(&tool, &a)?;
         let argv = argv::build(&tool.command, &tool.params, &a)?;
-        let decision = self.policy.evaluate(&CallFacts {
+        let mut decision = self.policy.evaluate(&CallFacts {
             tool: &tool.tool,
             flat_name: &tool.name,
             command_path: &command_path(&tool),
@@ -535,6 +553,17 @@ impl Engine {
             partial_unknown: info.partial_unknown,
             allow_interactive: self.settings.allow_interactive,
         });
+        for (property, value) in url_values(&tool, &a) {
+            decision
+                .rules
+                .extend(self.policy.check_url(property, value));
+        }
+        decision.action = decision
+            .rules
+            .iter()
+            .map(|r| r.action)
+            .max()
+            .unwrap_or(Action::Allow);
         let timeout = self.settings.timeout.unwrap_or_else(|| {
             tool.effects
                 .duration

@@ -159,6 +159,78 @@ fn path_guardrails() {
 }
 
 #[test]
+fn url_guardrails() {
+    let sb = sandbox_with_t();
+    let r = run(
+        &sb,
+        &["t_fetch", "--args", r#"{"url": "https://example.com/x"}"#],
+    );
+    assert_eq!(
+        r.out["data"]["stdout"],
+        "fetched https://example.com/x\n",
+        "{}",
+        show(&r.raw)
+    );
+    let r = run(
+        &sb,
+        &[
+            "t_fetch",
+            "--args",
+            r#"{"url": "http://169.254.169.254/latest/meta-data"}"#,
+        ],
+    );
+    assert_eq!(r.code, 77);
+    assert_eq!(r.err["error"]["code"], "confirmation_required");
+    assert!(
+        r.err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("urls.private")
+    );
+    let r = run(
+        &sb,
+        &[
+            "t_fetch",
+            "--yes",
+            "--args",
+            r#"{"url": "http://localhost:8080/"}"#,
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", show(&r.raw));
+    let r = run(
+        &sb,
+        &[
+            "t_fetch",
+            "--yes",
+            "--args",
+            r#"{"url": "file:///etc/passwd"}"#,
+        ],
+    );
+    assert_eq!(r.code, 77);
+    assert_eq!(r.err["error"]["code"], "policy_denied");
+    assert!(
+        r.err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("urls.schemes")
+    );
+    sb.write(
+        "config/policy.json",
+        r#"{"urls": {"allow": ["*.github.com"]}}"#,
+    );
+    let r = run(
+        &sb,
+        &["t_fetch", "--args", r#"{"url": "https://example.com/"}"#],
+    );
+    assert_eq!(r.err["error"]["code"], "policy_denied");
+    let r = run(
+        &sb,
+        &["t_fetch", "--args", r#"{"url": "https://api.github.com/"}"#],
+    );
+    assert_eq!(r.code, 0, "{}", show(&r.raw));
+}
+
+#[test]
 fn ten_megabyte_string_is_rejected_before_running() {
     let sb = sandbox_with_t();
     let big = "A".repeat(10 << 20);

@@ -393,7 +393,7 @@ async fn large_registries_are_paginated() {
     assert_eq!(first.tools.len(), 200);
     assert!(first.next_cursor.is_some());
     let all = c.list_all_tools().await.unwrap();
-    assert_eq!(all.len(), 450 + 11);
+    assert_eq!(all.len(), 450 + 12);
     assert_eq!(all[0].name, "big_c000");
     let bad = c
         .list_tools(Some(

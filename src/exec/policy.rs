@@ -117,6 +117,39 @@ pub struct PathRules {
     pub roots: Vec<PathBuf>,
 }
 
+/// Guardrails for `url` arguments.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UrlRules {
+    /// Schemes a URL argument may use.
+    #[serde(default = "default_schemes")]
+    pub schemes: Vec<String>,
+    /// When non-empty, the host must match one of these globs (`*.github.com`).
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Hosts never allowed (globs).
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// Loopback, private, link-local and unspecified addresses and `localhost`.
+    #[serde(default = "confirm")]
+    pub private: Action,
+}
+
+fn default_schemes() -> Vec<String> {
+    vec!["http".into(), "https".into()]
+}
+
+impl Default for UrlRules {
+    fn default() -> Self {
+        UrlRules {
+            schemes: default_schemes(),
+            allow: Vec::new(),
+            deny: Vec::new(),
+            private: Action::Confirm,
+        }
+    }
+}
+
 /// Environment passed to tools.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -193,6 +226,9 @@ pub struct PolicyFile {
     /// Environment passed to tools.
     #[serde(default)]
     pub env: EnvRules,
+    /// Guardrails for `url` arguments.
+    #[serde(default)]
+    pub urls: UrlRules,
 }
 
 fn one() -> u32 {
@@ -211,6 +247,7 @@ impl Default for PolicyFile {
             paths: PathRules::default(),
             limits: Limits::default(),
             env: EnvRules::default(),
+            urls: UrlRules::default(),
         }
     }
 }
@@ -225,6 +262,7 @@ pub struct Policy {
     tools: Compiled,
     commands: Compiled,
     programs: Compiled,
+    url_hosts: Compiled,
     roots: Vec<PathBuf>,
 }
 
@@ -389,6 +427,13 @@ impl Policy {
             tools: Compiled::new(&file.tools, "tools")?,
             commands: Compiled::new(&file.commands, "commands")?,
             programs: Compiled::new(&file.programs, "programs")?,
+            url_hosts: Compiled::new(
+                &Lists {
+                    allow: file.urls.allow.clone(),
+                    deny: file.urls.deny.clone(),
+                },
+                "urls",
+            )?,
             roots,
             file,
             source,
@@ -575,6 +620,113 @@ impl Policy {
     }
 }
 
+impl Policy {
+    /// Checks one `url` argument; returns the rules it triggers (none when it is fine).
+    pub fn check_url(&self, property: &str, value: &str) -> Vec<RuleHit> {
+        let mut hits = Vec::new();
+        let rules = &self.file.urls;
+        let Some((scheme, rest)) = value.split_once("://") else {
+            hits.push(RuleHit {
+                rule: "urls.schemes".into(),
+                action: Action::Deny,
+                reason: format!("argument {property:?} is not an absolute URL (scheme://host/…)"),
+            });
+            return hits;
+        };
+        let scheme = scheme.to_ascii_lowercase();
+        if !rules
+            .schemes
+            .iter()
+            .any(|s| s.eq_ignore_ascii_case(&scheme))
+        {
+            hits.push(RuleHit {
+                rule: "urls.schemes".into(),
+                action: Action::Deny,
+                reason: format!(
+                    "argument {property:?} uses scheme {scheme:?}; allowed: {}",
+                    rules.schemes.join(", ")
+                ),
+            });
+        }
+        let host = url_host(rest);
+        if self.url_hosts.deny.is_match(&host) {
+            hits.push(RuleHit {
+                rule: "urls.deny".into(),
+                action: Action::Deny,
+                reason: format!("host {host:?} of argument {property:?} matches a deny pattern"),
+            });
+        }
+        if let Some(allow) = &self.url_hosts.allow
+            && !allow.is_match(&host)
+        {
+            hits.push(RuleHit {
+                rule: "urls.allow".into(),
+                action: Action::Deny,
+                reason: format!("host {host:?} of argument {property:?} matches no allow pattern"),
+            });
+        }
+        if rules.private != Action::Allow && is_private_host(&host) {
+            hits.push(RuleHit {
+                rule: "urls.private".into(),
+                action: rules.private,
+                reason: format!(
+                    "argument {property:?} points at a local or private address ({host})"
+                ),
+            });
+        }
+        hits
+    }
+}
+
+/// The host of the part after `scheme://`: no userinfo, port or brackets, lowercase.
+fn url_host(rest: &str) -> String {
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(inner) = hostport.strip_prefix('[') {
+        inner.split(']').next().unwrap_or("")
+    } else {
+        hostport.split(':').next().unwrap_or("")
+    };
+    host.trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// Loopback, private, link-local, unspecified, or a `localhost` name. Names are not
+/// resolved: a public name that resolves to a private address is not caught here.
+pub fn is_private_host(host: &str) -> bool {
+    use std::net::IpAddr;
+    if host.is_empty() {
+        return false;
+    }
+    if host == "localhost" || host.ends_with(".localhost") {
+        return true;
+    }
+    let ip = match host.parse::<IpAddr>() {
+        Ok(ip) => ip,
+        // Shorthand IPv4 forms some resolvers accept: `127.1`, a bare integer.
+        Err(_) if host.bytes().all(|b| b.is_ascii_digit() || b == b'.') => return true,
+        Err(_) => return false,
+    };
+    match ip {
+        IpAddr::V4(v4) => {
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.octets()[0] == 100 && (64..128).contains(&v4.octets()[1])
+        }
+        IpAddr::V6(v6) => {
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || v6
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| is_private_host(&v4.to_string()))
+        }
+    }
+}
+
 /// Resolves a path as the kernel would: `..` and `.` applied component by component,
 /// every existing prefix canonicalized (symlinks followed), the part that does not
 /// exist yet appended lexically (a missing directory cannot be a symlink).
@@ -702,6 +854,40 @@ mod tests {
             Policy::new(f, None, Path::new("/")).unwrap_err().category,
             Category::Config
         );
+    }
+
+    #[test]
+    fn url_guardrails() {
+        let p = Policy::defaults(Path::new("/"));
+        let rules =
+            |v: &str| -> Vec<String> { p.check_url("u", v).into_iter().map(|h| h.rule).collect() };
+        assert!(rules("https://api.github.com/repos").is_empty());
+        assert!(rules("http://user:pw@example.com:8080/x?y#z").is_empty());
+        assert_eq!(rules("file:///etc/passwd"), ["urls.schemes"]);
+        assert_eq!(rules("example.com/x"), ["urls.schemes"]);
+        for private in [
+            "http://localhost:3000/",
+            "http://127.0.0.1/",
+            "http://127.1/",
+            "http://169.254.169.254/latest/meta-data",
+            "http://10.0.0.8/",
+            "http://192.168.1.1/",
+            "http://[::1]:80/",
+            "http://[fd00::1]/",
+            "http://[::ffff:10.0.0.1]/",
+            "http://api.localhost/",
+        ] {
+            assert_eq!(rules(private), ["urls.private"], "{private}");
+        }
+        let f: PolicyFile = serde_json::from_value(json!({"urls": {
+            "allow": ["*.github.com"], "deny": ["evil.github.com"], "private": "allow"}}))
+        .unwrap();
+        let p = Policy::new(f, None, Path::new("/")).unwrap();
+        let rules =
+            |v: &str| -> Vec<String> { p.check_url("u", v).into_iter().map(|h| h.rule).collect() };
+        assert!(rules("https://api.github.com/").is_empty());
+        assert_eq!(rules("https://evil.github.com/"), ["urls.deny"]);
+        assert_eq!(rules("https://example.com/"), ["urls.allow"]);
     }
 
     #[test]

@@ -81,7 +81,10 @@ pub fn t_meta() -> Value {
             "login": {"description": "Interactive login",
                       "effects": {"destructive": false, "interactive": {"tty": true, "stdin": "required"}}},
             "mystery": {"description": "No effects stated"},
-            "crash": {"description": "Killed by a signal", "effects": ro}
+            "crash": {"description": "Killed by a signal", "effects": ro},
+            "fetch": {"description": "Fetch a URL (prints it)",
+                      "effects": {"destructive": false, "network": true},
+                      "arguments": [{"name": "url", "type": "url", "description": "URL"}]}
         }
     })
 }
@@ -102,6 +105,7 @@ case "$cmd" in
   login) echo "logged in" ;;
   mystery) echo "mystery" ;;
   crash) echo "going down"; kill -TERM $$ ;;
+  fetch) echo "fetched $1" ;;
   *) echo "unknown command $cmd" >&2; exit 64 ;;
 esac
 "#;
