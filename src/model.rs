@@ -864,6 +864,13 @@ impl Metadata {
             }
         }
         let included = out.command_count();
+        // Partial-discovery fields exist from 0.3: an older document is declared 0.3.
+        if out.atip.version().is_none_or(|v| v.minor < 3) {
+            match &mut out.atip {
+                AtipField::Legacy(v) => *v = "0.3".into(),
+                AtipField::Current(o) => o.version = "0.4".into(),
+            }
+        }
         out.partial = Some(true);
         out.filter = Some(Filter {
             commands: commands.map(|c| c.to_vec()),
@@ -1156,6 +1163,14 @@ mod tests {
         let d = m.partial(None, Some(1));
         assert_eq!(d.included_commands, Some(2));
         assert_eq!(d.omitted.unwrap().reason.as_deref(), Some("depth-limited"));
+        let old = Metadata::from_value(
+            json!({"atip": "0.1", "name": "x", "version": "1", "description": "d"}),
+        )
+        .unwrap();
+        assert_eq!(
+            old.partial(None, Some(1)).atip,
+            AtipField::Legacy("0.3".into())
+        );
         let all = m.partial(None, Some(5));
         assert!(all.omitted.is_none());
         assert_eq!(all.included_commands, Some(4));

@@ -1,17 +1,141 @@
-//! `atip scan`: Find ATIP tools on PATH and record them in the registry.
+//! `atip scan`: find ATIP tools on PATH and record them in the registry.
+//!
+//! Only the flags and the rendering; the scan itself is `atip::discover::scan`.
 
 use crate::Ctx;
+use atip::discover::{self, ProbeMode, Progress, ScanOptions};
 use atip::output::{AtipError, Category};
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// Find ATIP tools on PATH and record them in the registry.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Directories to scan instead of $PATH, colon-separated like PATH.
+    #[arg(long, value_name = "DIR:DIR…")]
+    path: Option<OsString>,
+    /// Also scan this directory, after PATH, trusting its owner (repeatable).
+    #[arg(long = "allow-dir", value_name = "DIR")]
+    allow_dir: Vec<PathBuf>,
+    /// Also read shims from this directory (NAME.json, sha256/HEX.json); the first wins (repeatable).
+    #[arg(long = "shims", value_name = "DIR")]
+    shims: Vec<PathBuf>,
+    /// Which executables may be run with --agent: auto (only those showing an ATIP sign
+    /// or allowlisted in config.json), help (also those whose --help mentions --agent),
+    /// all (everything, unsafe), none (shims and cached answers only).
+    #[arg(long, value_enum, default_value = "auto")]
+    probe: ProbeMode,
+    /// Time limit of each probe, e.g. 2s or 500ms.
+    #[arg(long, default_value = "2s", value_parser = atip::units::parse_duration)]
+    timeout: std::time::Duration,
+    /// Probes run at once [default: 4 × CPUs, at least 8].
+    #[arg(long, short = 'j', value_name = "N")]
+    jobs: Option<usize>,
+    /// Leave out executables whose name matches this glob (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    skip: Vec<String>,
+    /// Ignore the cache: read, hash and probe everything again.
+    #[arg(long, env = "ATIP_REFRESH", value_parser = clap::builder::BoolishValueParser::new())]
+    refresh: bool,
+    /// List what would be probed; probe nothing, write nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+struct Bar(indicatif::ProgressBar);
+
+impl Progress for Bar {
+    fn start(&self, total: u64) {
+        self.0.set_length(total);
+    }
+    fn tick(&self, name: &str) {
+        self.0.set_message(name.to_owned());
+        self.0.inc(1);
+    }
+    fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+/// The flag SIGINT and SIGTERM set: probes run in their own sessions, so a Ctrl-C does
+/// not reach them; atip kills their groups itself and exits without writing.
+fn interrupt_flag() -> Arc<AtomicBool> {
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    extern "C" fn on_signal(_: libc::c_int) {
+        // Only an atomic store: async-signal-safe.
+        if let Some(flag) = FLAG.get() {
+            flag.store(true, Ordering::SeqCst);
+        }
+    }
+    let flag = FLAG
+        .get_or_init(|| Arc::new(AtomicBool::new(false)))
+        .clone();
+    let handler: extern "C" fn(libc::c_int) = on_signal;
+    // SAFETY: the handler only performs an atomic load and store.
+    unsafe {
+        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
+    }
+    flag
+}
 
 /// Runs `atip scan`; returns the exit code.
-pub fn run(_args: Args, _ctx: &Ctx) -> Result<u8, AtipError> {
-    Err(AtipError::new(
-        "not_built",
-        Category::Unavailable,
-        "`atip scan` is not built yet",
-    ))
+pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+    if args.jobs == Some(0) {
+        return Err(AtipError::new(
+            "usage",
+            Category::Usage,
+            "--jobs must be at least 1",
+        ));
+    }
+    if args.timeout.is_zero() {
+        return Err(AtipError::new(
+            "usage",
+            Category::Usage,
+            "--timeout must be more than 0",
+        ));
+    }
+    if args.probe == ProbeMode::All && !args.dry_run {
+        eprintln!(
+            "warning: --probe all runs EVERY executable on PATH with --agent, including programs that know nothing of ATIP; prefer --probe auto or --probe help"
+        );
+    }
+    let opts = ScanOptions {
+        path: args.path,
+        allow_dirs: args.allow_dir,
+        shim_dirs: args.shims,
+        probe: args.probe,
+        timeout: args.timeout,
+        jobs: args.jobs.unwrap_or_else(discover::default_jobs),
+        skip: args.skip,
+        refresh: args.refresh,
+        dry_run: args.dry_run,
+        cancel: Some(interrupt_flag()),
+    };
+    let report = if std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(0).with_style(
+            indicatif::ProgressStyle::with_template("probing {pos}/{len} {wide_msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        discover::scan(&ctx.dirs, &opts, &Bar(bar)).map_err(|e| e.to_atip())?
+    } else {
+        discover::scan(&ctx.dirs, &opts, &discover::NoProgress).map_err(|e| e.to_atip())?
+    };
+    if ctx.output.is_json() {
+        atip::output::print_json(&report).map_err(|e| {
+            AtipError::new(
+                "output_failed",
+                Category::Output,
+                format!("failed to write the report: {e}"),
+            )
+        })?;
+    } else {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(report.to_text().as_bytes());
+    }
+    Ok(0)
 }

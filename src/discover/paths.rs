@@ -1,0 +1,562 @@
+//! PATH enumeration and path safety: which directories are scanned, which files in them
+//! are executables the current user may run, and which name each executable answers to.
+//!
+//! Owns the rules a shell uses to resolve a name (first executable occurrence in PATH
+//! order) and the safety rules of the scan (no `.`, relative, missing, world-writable or
+//! foreign-owned directories; no world-writable files). Reads directories and `stat`s
+//! files; must not read file contents or run anything.
+
+use serde::Serialize;
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+/// What `stat` says about a file, enough to tell whether it changed since the last scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+pub struct Fingerprint {
+    /// Device.
+    pub dev: u64,
+    /// Inode.
+    pub ino: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i128,
+    /// Status-change time, nanoseconds since the epoch.
+    pub ctime_ns: i128,
+}
+
+impl Fingerprint {
+    /// The fingerprint of already-fetched metadata.
+    pub fn of(md: &fs::Metadata) -> Fingerprint {
+        Fingerprint {
+            dev: md.dev(),
+            ino: md.ino(),
+            size: md.size(),
+            mtime_ns: md.mtime() as i128 * 1_000_000_000 + md.mtime_nsec() as i128,
+            ctime_ns: md.ctime() as i128 * 1_000_000_000 + md.ctime_nsec() as i128,
+        }
+    }
+}
+
+/// Why a PATH entry was not scanned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DirSkipReason {
+    /// An empty PATH entry (which a shell would read as `.`).
+    Empty,
+    /// `.` or another relative entry: it would depend on the working directory.
+    Relative,
+    /// The directory does not exist (or a component is not searchable).
+    Missing,
+    /// The entry exists but is not a directory.
+    NotADirectory,
+    /// Anyone may add files to it.
+    WorldWritable,
+    /// Owned by neither root nor the current user.
+    ForeignOwner,
+    /// The same directory (after resolving symlinks) came earlier.
+    Duplicate,
+    /// The directory could not be listed.
+    Unreadable,
+}
+
+/// A PATH entry that was not scanned, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct DirSkip {
+    /// The entry as given.
+    pub path: String,
+    /// Why.
+    pub reason: DirSkipReason,
+    /// Details (the earlier duplicate, the owner uid, the OS error).
+    pub detail: String,
+}
+
+/// A directory that is scanned.
+#[derive(Debug, Clone)]
+pub struct ScanDir {
+    /// The entry as given.
+    pub given: PathBuf,
+    /// Its canonical form (symlinks resolved); executables are recorded under it.
+    pub canonical: PathBuf,
+}
+
+/// Why an executable (or a file that looked like one) was not considered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileSkipReason {
+    /// Anyone may change the file.
+    WorldWritable,
+    /// An earlier PATH directory already holds an executable of that name.
+    Shadowed,
+    /// The same file (device and inode) is already reached under an earlier name.
+    SameFile,
+    /// Matched a `--skip` glob.
+    SkipGlob,
+    /// The name cannot be a registry key (see `spec/scan.md`).
+    InvalidName,
+    /// The file could not be examined.
+    Unreadable,
+}
+
+/// A file that was not considered, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileSkip {
+    /// Executable name.
+    pub name: String,
+    /// Path as found in its PATH directory.
+    pub path: PathBuf,
+    /// Why.
+    pub reason: FileSkipReason,
+    /// Details (the winning path for shadowed names and same files).
+    pub detail: String,
+}
+
+/// One executable the scan considers: the file a shell would run for `name`.
+#[derive(Debug, Clone)]
+pub struct Executable {
+    /// The name a shell resolves to it (its file name in the PATH directory).
+    pub name: String,
+    /// `<canonical dir>/<name>`: what the registry records and what is run.
+    pub path: PathBuf,
+    /// The file with every symlink resolved; the cache key.
+    pub canonical: PathBuf,
+    /// `stat` of the resolved file.
+    pub fingerprint: Fingerprint,
+}
+
+/// Result of enumerating the scanned directories.
+#[derive(Debug, Default)]
+pub struct Enumeration {
+    /// Directories scanned, in PATH order.
+    pub dirs: Vec<ScanDir>,
+    /// PATH entries skipped.
+    pub skipped_dirs: Vec<DirSkip>,
+    /// Executables, in PATH order then name order.
+    pub executables: Vec<Executable>,
+    /// Files skipped with a reason.
+    pub skipped_files: Vec<FileSkip>,
+}
+
+/// The process's effective identity, for permission checks.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    /// Effective uid.
+    pub uid: u32,
+    /// Effective gid.
+    pub gid: u32,
+    /// Supplementary groups.
+    pub groups: Vec<u32>,
+}
+
+impl Identity {
+    /// The current process's identity.
+    pub fn current() -> Identity {
+        // SAFETY: plain libc getters with no preconditions; getgroups writes at most
+        // `n` entries into a buffer of that size.
+        unsafe {
+            let uid = libc::geteuid();
+            let gid = libc::getegid();
+            let n = libc::getgroups(0, std::ptr::null_mut());
+            let mut groups = vec![0 as libc::gid_t; n.max(0) as usize];
+            let got = if n > 0 {
+                libc::getgroups(n, groups.as_mut_ptr())
+            } else {
+                0
+            };
+            groups.truncate(got.max(0) as usize);
+            Identity { uid, gid, groups }
+        }
+    }
+
+    /// Whether this identity may execute a file with these mode bits and owner, the
+    /// way the kernel decides it (root needs at least one x bit).
+    pub fn may_execute(&self, md: &fs::Metadata) -> bool {
+        let mode = md.mode();
+        if self.uid == 0 {
+            return mode & 0o111 != 0;
+        }
+        if md.uid() == self.uid {
+            mode & 0o100 != 0
+        } else if md.gid() == self.gid || self.groups.contains(&md.gid()) {
+            mode & 0o010 != 0
+        } else {
+            mode & 0o001 != 0
+        }
+    }
+}
+
+/// Whether an executable name can be a registry key: letters, digits, `_`, `.`, `+`,
+/// `-`, starting with a letter, digit or `_`, at most 255 bytes.
+pub fn is_valid_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= 255
+        && (b[0].is_ascii_alphanumeric() || b[0] == b'_')
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'+' | b'-'))
+}
+
+/// One PATH-like entry and whether it came from `--allow-dir` (whose owner is trusted).
+#[derive(Debug, Clone)]
+pub struct DirEntrySpec {
+    /// The entry as given.
+    pub path: OsString,
+    /// From `--allow-dir`: the owner check is lifted.
+    pub allowed: bool,
+}
+
+/// Splits a PATH value into entries, keeping empty ones so they can be reported.
+pub fn split_path(value: &OsStr) -> Vec<OsString> {
+    value
+        .as_bytes()
+        .split(|&b| b == b':')
+        .map(|s| OsStr::from_bytes(s).to_os_string())
+        .collect()
+}
+
+/// Decides which directories are scanned, in order, and reports the others.
+pub fn resolve_dirs(specs: &[DirEntrySpec], me: &Identity) -> (Vec<ScanDir>, Vec<DirSkip>) {
+    let mut dirs: Vec<ScanDir> = Vec::new();
+    let mut skipped = Vec::new();
+    for spec in specs {
+        let given = PathBuf::from(&spec.path);
+        let shown = given.display().to_string();
+        let skip = |reason, detail: String| DirSkip {
+            path: shown.clone(),
+            reason,
+            detail,
+        };
+        if spec.path.is_empty() {
+            skipped.push(skip(
+                DirSkipReason::Empty,
+                "an empty PATH entry means the current directory".into(),
+            ));
+            continue;
+        }
+        if !given.is_absolute() {
+            skipped.push(skip(
+                DirSkipReason::Relative,
+                "relative entries depend on the working directory".into(),
+            ));
+            continue;
+        }
+        let canonical = match fs::canonicalize(&given) {
+            Ok(c) => c,
+            Err(e) => {
+                skipped.push(skip(DirSkipReason::Missing, e.to_string()));
+                continue;
+            }
+        };
+        let md = match fs::metadata(&canonical) {
+            Ok(md) => md,
+            Err(e) => {
+                skipped.push(skip(DirSkipReason::Missing, e.to_string()));
+                continue;
+            }
+        };
+        if !md.is_dir() {
+            skipped.push(skip(DirSkipReason::NotADirectory, String::new()));
+            continue;
+        }
+        if md.mode() & 0o002 != 0 {
+            skipped.push(skip(
+                DirSkipReason::WorldWritable,
+                format!(
+                    "mode {:o}: anyone may add programs here",
+                    md.mode() & 0o7777
+                ),
+            ));
+            continue;
+        }
+        if !spec.allowed && md.uid() != 0 && md.uid() != me.uid {
+            skipped.push(skip(
+                DirSkipReason::ForeignOwner,
+                format!(
+                    "owned by uid {}; pass --allow-dir {} to trust it",
+                    md.uid(),
+                    shown
+                ),
+            ));
+            continue;
+        }
+        if let Some(first) = dirs.iter().find(|d| d.canonical == canonical) {
+            skipped.push(skip(
+                DirSkipReason::Duplicate,
+                format!(
+                    "same directory as {} ({})",
+                    first.given.display(),
+                    canonical.display()
+                ),
+            ));
+            continue;
+        }
+        dirs.push(ScanDir { given, canonical });
+    }
+    (dirs, skipped)
+}
+
+/// Lists the executables of the scanned directories the way a shell resolves names:
+/// a name belongs to the first directory holding an executable regular file of that
+/// name; later ones are reported as shadowed. A file reached under several names (same
+/// device and inode) is considered once, under its first name.
+pub fn enumerate(
+    dirs: Vec<ScanDir>,
+    skipped_dirs: Vec<DirSkip>,
+    me: &Identity,
+    skip: &globset::GlobSet,
+) -> Enumeration {
+    let mut out = Enumeration {
+        skipped_dirs,
+        ..Enumeration::default()
+    };
+    let mut names: HashMap<String, PathBuf> = HashMap::new();
+    let mut inodes: HashMap<(u64, u64), PathBuf> = HashMap::new();
+    let mut kept = Vec::new();
+    for dir in dirs {
+        let rd = match fs::read_dir(&dir.canonical) {
+            Ok(rd) => rd,
+            Err(e) => {
+                out.skipped_dirs.push(DirSkip {
+                    path: dir.given.display().to_string(),
+                    reason: DirSkipReason::Unreadable,
+                    detail: e.to_string(),
+                });
+                continue;
+            }
+        };
+        let mut entries: Vec<(OsString, bool)> = rd
+            .filter_map(Result::ok)
+            .filter_map(|e| {
+                let ft = e.file_type().ok()?;
+                // Directories, sockets and the like can never be run.
+                if ft.is_dir() || ft.is_socket() || ft.is_fifo() || ft.is_block_device() {
+                    return None;
+                }
+                Some((e.file_name(), ft.is_symlink()))
+            })
+            .collect();
+        entries.sort();
+        for (file_name, is_link) in entries {
+            let path = dir.canonical.join(&file_name);
+            let Ok(md) = fs::metadata(&path) else {
+                continue; // dangling symlink or vanished: a shell would not run it either
+            };
+            if !md.is_file() || !me.may_execute(&md) {
+                continue;
+            }
+            let Some(name) = file_name.to_str().map(str::to_owned) else {
+                out.skipped_files.push(FileSkip {
+                    name: file_name.to_string_lossy().into_owned(),
+                    path,
+                    reason: FileSkipReason::InvalidName,
+                    detail: "the name is not UTF-8".into(),
+                });
+                continue;
+            };
+            if let Some(first) = names.get(&name) {
+                out.skipped_files.push(FileSkip {
+                    name,
+                    path,
+                    reason: FileSkipReason::Shadowed,
+                    detail: format!("the shell runs {}", first.display()),
+                });
+                continue;
+            }
+            names.insert(name.clone(), path.clone());
+            if md.mode() & 0o002 != 0 {
+                out.skipped_files.push(FileSkip {
+                    name,
+                    path,
+                    reason: FileSkipReason::WorldWritable,
+                    detail: format!("mode {:o}: anyone may change it", md.mode() & 0o7777),
+                });
+                continue;
+            }
+            if skip.is_match(&name) {
+                out.skipped_files.push(FileSkip {
+                    name,
+                    path,
+                    reason: FileSkipReason::SkipGlob,
+                    detail: String::new(),
+                });
+                continue;
+            }
+            if !is_valid_name(&name) {
+                out.skipped_files.push(FileSkip {
+                    name,
+                    path,
+                    reason: FileSkipReason::InvalidName,
+                    detail: "registry keys use letters, digits, `_`, `.`, `+`, `-`".into(),
+                });
+                continue;
+            }
+            let fingerprint = Fingerprint::of(&md);
+            if let Some(first) = inodes.get(&(fingerprint.dev, fingerprint.ino)) {
+                out.skipped_files.push(FileSkip {
+                    name,
+                    path,
+                    reason: FileSkipReason::SameFile,
+                    detail: format!("same file as {}", first.display()),
+                });
+                continue;
+            }
+            inodes.insert((fingerprint.dev, fingerprint.ino), path.clone());
+            let canonical = if is_link {
+                match fs::canonicalize(&path) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        out.skipped_files.push(FileSkip {
+                            name,
+                            path,
+                            reason: FileSkipReason::Unreadable,
+                            detail: e.to_string(),
+                        });
+                        continue;
+                    }
+                }
+            } else {
+                path.clone()
+            };
+            out.executables.push(Executable {
+                name,
+                path,
+                canonical,
+                fingerprint,
+            });
+        }
+        kept.push(dir);
+    }
+    out.dirs = kept;
+    out
+}
+
+/// Whether `path` lies directly in one of `dirs`.
+pub fn in_dirs(path: &Path, dirs: &[ScanDir]) -> bool {
+    path.parent()
+        .is_some_and(|p| dirs.iter().any(|d| d.canonical == p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn spec(p: &str) -> DirEntrySpec {
+        DirEntrySpec {
+            path: p.into(),
+            allowed: false,
+        }
+    }
+
+    #[test]
+    fn names_and_path_splitting() {
+        assert!(is_valid_name("gh"));
+        assert!(is_valid_name("g++"));
+        assert!(is_valid_name("python3.12"));
+        assert!(!is_valid_name("../../X"));
+        assert!(!is_valid_name("["));
+        assert!(!is_valid_name(".hidden"));
+        assert_eq!(
+            split_path(OsStr::new("/a::b:")),
+            vec![
+                OsString::from("/a"),
+                OsString::from(""),
+                OsString::from("b"),
+                OsString::from("")
+            ]
+        );
+    }
+
+    #[test]
+    fn unsafe_dirs_are_skipped_with_reasons() {
+        let t = tempfile::tempdir().unwrap();
+        let good = t.path().join("good");
+        let ww = t.path().join("ww");
+        fs::create_dir(&good).unwrap();
+        fs::create_dir(&ww).unwrap();
+        fs::set_permissions(&ww, fs::Permissions::from_mode(0o777)).unwrap();
+        std::os::unix::fs::symlink(&good, t.path().join("link")).unwrap();
+        let specs: Vec<DirEntrySpec> = [
+            "",
+            ".",
+            "rel/bin",
+            good.to_str().unwrap(),
+            ww.to_str().unwrap(),
+            t.path().join("missing").to_str().unwrap(),
+            t.path().join("link").to_str().unwrap(),
+        ]
+        .iter()
+        .map(|p| spec(p))
+        .collect();
+        let (dirs, skipped) = resolve_dirs(&specs, &Identity::current());
+        assert_eq!(dirs.len(), 1);
+        let reasons: Vec<DirSkipReason> = skipped.iter().map(|s| s.reason).collect();
+        assert_eq!(
+            reasons,
+            vec![
+                DirSkipReason::Empty,
+                DirSkipReason::Relative,
+                DirSkipReason::Relative,
+                DirSkipReason::WorldWritable,
+                DirSkipReason::Missing,
+                DirSkipReason::Duplicate
+            ]
+        );
+    }
+
+    #[test]
+    fn first_directory_wins_and_inodes_dedupe() {
+        let t = tempfile::tempdir().unwrap();
+        let a = t.path().join("a");
+        let b = t.path().join("b");
+        fs::create_dir(&a).unwrap();
+        fs::create_dir(&b).unwrap();
+        for (dir, name, mode) in [
+            (&a, "tool", 0o755),
+            (&b, "tool", 0o755),
+            (&a, "plain", 0o644),
+            (&b, "plain", 0o755),
+            (&a, "open", 0o777),
+        ] {
+            let p = dir.join(name);
+            fs::write(&p, "#!/bin/sh\n").unwrap();
+            fs::set_permissions(&p, fs::Permissions::from_mode(mode)).unwrap();
+        }
+        std::os::unix::fs::symlink(a.join("tool"), b.join("alias")).unwrap();
+        let specs = vec![spec(a.to_str().unwrap()), spec(b.to_str().unwrap())];
+        let me = Identity::current();
+        let (dirs, skipped) = resolve_dirs(&specs, &me);
+        let e = enumerate(dirs, skipped, &me, &globset::GlobSet::empty());
+        let got: Vec<(String, PathBuf)> = e
+            .executables
+            .iter()
+            .map(|x| (x.name.clone(), x.path.clone()))
+            .collect();
+        let a = fs::canonicalize(&a).unwrap();
+        let b = fs::canonicalize(&b).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                ("tool".to_string(), a.join("tool")),
+                ("plain".to_string(), b.join("plain"))
+            ]
+        );
+        let reasons: Vec<(&str, FileSkipReason)> = e
+            .skipped_files
+            .iter()
+            .map(|s| (s.name.as_str(), s.reason))
+            .collect();
+        assert_eq!(
+            reasons,
+            vec![
+                ("open", FileSkipReason::WorldWritable),
+                ("alias", FileSkipReason::SameFile),
+                ("tool", FileSkipReason::Shadowed)
+            ]
+        );
+    }
+}

@@ -1,0 +1,225 @@
+//! Probing: running `TOOL --agent` (and, for `--probe help`, `TOOL --help`) through
+//! [`crate::process::run`] and judging the answer.
+//!
+//! An answer counts only when the tool exits 0 within the timeout and stdout holds one
+//! JSON document (at most the probe cap) that validates as ATIP metadata. Anything
+//! else is a [`ProbeFailure`] with a reason. Must not spawn anything itself, and must
+//! not use anything from the answer as a file name.
+
+use super::report::{FailReason, ReportDiagnostic};
+use crate::process::{self, Exit, Spawn};
+use crate::validate::{Kind, Severity, check_bytes};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// A flag that, once set, kills running probes and stops new ones.
+pub type Cancel = Arc<AtomicBool>;
+
+/// Bytes of `--help` output kept when looking for `--agent` in it.
+pub const HELP_STDOUT_CAP: usize = 256 << 10;
+
+/// A usable answer.
+#[derive(Debug, Clone)]
+pub struct ProbeAnswer {
+    /// stdout, byte for byte.
+    pub document: Vec<u8>,
+    /// Warnings (validator warnings, a differing `name`).
+    pub warnings: Vec<String>,
+    /// `trust.source`, when declared.
+    pub trust: Option<String>,
+}
+
+/// Why a probe gave nothing usable.
+#[derive(Debug, Clone)]
+pub struct ProbeFailure {
+    /// The reason class.
+    pub reason: FailReason,
+    /// Details.
+    pub message: String,
+    /// Validator findings of an invalid answer.
+    pub diagnostics: Vec<ReportDiagnostic>,
+}
+
+impl ProbeFailure {
+    fn new(reason: FailReason, message: impl Into<String>) -> Self {
+        ProbeFailure {
+            reason,
+            message: message.into(),
+            diagnostics: Vec::new(),
+        }
+    }
+}
+
+fn stderr_tail(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    let line: String = line.chars().take(160).collect();
+    if line.is_empty() {
+        String::new()
+    } else {
+        format!(" (stderr: {line})")
+    }
+}
+
+fn run_checked(
+    path: &Path,
+    args: &[&str],
+    timeout: Duration,
+    cap: usize,
+    cancel: Option<&Cancel>,
+) -> Result<process::Outcome, ProbeFailure> {
+    let mut spawn = Spawn::new(path, args.iter().copied(), timeout);
+    spawn.stdout_cap = cap;
+    spawn.cancel = cancel.cloned();
+    let out = process::run(&spawn)
+        .map_err(|e| ProbeFailure::new(FailReason::SpawnFailed, e.to_string()))?;
+    let killed = matches!(out.exit, Exit::TimedOut | Exit::Cancelled);
+    if out.stdout_truncated && cap == process::DEFAULT_PROBE_STDOUT_CAP {
+        // A flood is the root cause even when the flooder was then killed at the timeout.
+        return Err(ProbeFailure::new(
+            FailReason::Oversize,
+            format!(
+                "stdout exceeded the {} MiB cap; the rest was discarded{}",
+                cap >> 20,
+                if killed {
+                    " and the tool was killed at the timeout"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    match out.exit {
+        Exit::TimedOut | Exit::Cancelled => Err(ProbeFailure::new(
+            FailReason::Timeout,
+            format!(
+                "no answer within {}; the process group was killed",
+                crate::units::format_duration(timeout)
+            ),
+        )),
+        Exit::Signal(sig) => Err(ProbeFailure::new(
+            FailReason::Signal,
+            format!("killed by signal {sig}{}", stderr_tail(&out.stderr)),
+        )),
+        _ => Ok(out),
+    }
+}
+
+/// Runs `TOOL --agent` and judges the answer. `name` is the executable's name, the
+/// registry key; a metadata `name` that differs is a warning.
+pub fn probe_agent(
+    path: &Path,
+    name: &str,
+    timeout: Duration,
+    cancel: Option<&Cancel>,
+) -> Result<ProbeAnswer, ProbeFailure> {
+    let out = run_checked(
+        path,
+        &["--agent"],
+        timeout,
+        process::DEFAULT_PROBE_STDOUT_CAP,
+        cancel,
+    )?;
+    if let Exit::Code(code) = out.exit
+        && code != 0
+    {
+        return Err(ProbeFailure::new(
+            FailReason::ExitStatus,
+            format!(
+                "`--agent` exited with status {code}{}",
+                stderr_tail(&out.stderr)
+            ),
+        ));
+    }
+    if out.stdout.iter().all(u8::is_ascii_whitespace) {
+        return Err(ProbeFailure::new(
+            FailReason::NoOutput,
+            format!(
+                "`--agent` printed nothing on stdout{}",
+                stderr_tail(&out.stderr)
+            ),
+        ));
+    }
+    let checked = check_bytes(&out.stdout, Some(Kind::Metadata), None);
+    let Some(value) = checked.value.as_ref() else {
+        let first = checked
+            .diagnostics
+            .first()
+            .map(|d| d.message.clone())
+            .unwrap_or_else(|| "not JSON".into());
+        let mut f = ProbeFailure::new(
+            FailReason::NotJson,
+            format!("stdout is not one JSON document: {first}"),
+        );
+        f.diagnostics = checked
+            .diagnostics
+            .iter()
+            .map(ReportDiagnostic::from)
+            .collect();
+        return Err(f);
+    };
+    if !checked.is_valid() {
+        let errors: Vec<ReportDiagnostic> = checked
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .map(ReportDiagnostic::from)
+            .collect();
+        let mut f = ProbeFailure::new(
+            FailReason::Invalid,
+            format!(
+                "the answer is not valid ATIP metadata ({} error(s); first: {})",
+                errors.len(),
+                errors.first().map(|d| d.message.as_str()).unwrap_or("")
+            ),
+        );
+        f.diagnostics = errors;
+        return Err(f);
+    }
+    if let Err(e) = crate::model::Metadata::from_slice(&out.stdout) {
+        return Err(ProbeFailure::new(FailReason::Invalid, e.to_string()));
+    }
+    let mut warnings: Vec<String> = checked
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Warning)
+        .map(|d| format!("{} at {:?}: {}", d.rule, d.pointer, d.message))
+        .collect();
+    match value.get("name").and_then(serde_json::Value::as_str) {
+        Some(n) if n != name => warnings.push(format!(
+            "the metadata names itself {n:?}; it is registered under its executable name {name:?}"
+        )),
+        _ => {}
+    }
+    let trust = value
+        .pointer("/trust/source")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned);
+    Ok(ProbeAnswer {
+        document: out.stdout,
+        warnings,
+        trust,
+    })
+}
+
+/// `--probe help`'s first phase: whether `TOOL --help` (stdout or stderr, any exit
+/// status) mentions `--agent`.
+pub fn help_mentions_agent(
+    path: &Path,
+    timeout: Duration,
+    cancel: Option<&Cancel>,
+) -> Result<bool, ProbeFailure> {
+    let out = run_checked(path, &["--help"], timeout, HELP_STDOUT_CAP, cancel)?;
+    let finder = memchr_find(b"--agent");
+    Ok(finder(&out.stdout) || finder(&out.stderr))
+}
+
+fn memchr_find(needle: &'static [u8]) -> impl Fn(&[u8]) -> bool {
+    move |hay: &[u8]| hay.windows(needle.len()).any(|w| w == needle)
+}

@@ -1,0 +1,431 @@
+//! The scan report: what `atip scan` prints, as text or as the JSON object documented in
+//! `spec/scan.md`. Key order is the field order here and never changes within a
+//! report version.
+//!
+//! Must not decide anything: it only records what the scan did.
+
+use super::ProbeMode;
+use super::paths::{DirSkip, FileSkip};
+use crate::registry::Source;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// The JSON report's format version.
+pub const REPORT_VERSION: u32 = 1;
+
+/// Everything `atip scan` did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScanReport {
+    /// Always [`REPORT_VERSION`].
+    pub report_version: u32,
+    /// Whether this was a `--dry-run` (nothing probed, nothing written).
+    pub dry_run: bool,
+    /// Probe strategy used.
+    pub probe: ProbeMode,
+    /// Probe timeout, e.g. `2s`.
+    pub timeout: String,
+    /// Where the registry is and whether it was written.
+    pub registry: RegistryInfo,
+    /// Counts.
+    pub summary: Summary,
+    /// Registered tools (what this scan found), sorted by name.
+    pub tools: Vec<ToolReport>,
+    /// Names removed from the registry.
+    pub removed: Vec<String>,
+    /// Executables whose probe failed, sorted by name.
+    pub failed: Vec<FailedTool>,
+    /// What was not scanned or probed, and why.
+    pub skipped: Skipped,
+    /// Shim and pattern files.
+    pub shims: ShimSummary,
+    /// With `--dry-run`: the executables that would be probed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub would_probe: Option<Vec<PlannedProbe>>,
+    /// Warnings about the scan as a whole.
+    pub warnings: Vec<String>,
+    /// How to widen or fix the scan.
+    pub hints: Vec<String>,
+}
+
+/// Registry location and write result.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegistryInfo {
+    /// `registry.json`.
+    pub path: PathBuf,
+    /// Whether it was replaced (false when nothing changed, and in a dry run).
+    pub written: bool,
+    /// Where a corrupt registry was moved before it was rebuilt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corrupt_backup: Option<PathBuf>,
+}
+
+/// Counts of the report.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    /// Directories scanned.
+    pub dirs: usize,
+    /// Executables considered (after name resolution and dedupe).
+    pub executables: usize,
+    /// Executables run with `--agent` by this scan.
+    pub probed: usize,
+    /// Answers reused from the cache (unchanged files).
+    pub cached: usize,
+    /// Tools new to the registry.
+    pub new: usize,
+    /// Tools whose entry changed.
+    pub updated: usize,
+    /// Tools whose entry stayed the same.
+    pub unchanged: usize,
+    /// Tools removed from the registry.
+    pub removed: usize,
+    /// Executables whose probe failed.
+    pub failed: usize,
+    /// Directories and files skipped with a reason (see `skipped`).
+    pub skipped: usize,
+    /// Executables not probed because they show no sign of supporting ATIP.
+    pub no_sign: usize,
+}
+
+/// How a registered tool compares with the registry before the scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ToolStatus {
+    /// Not in the registry before.
+    New,
+    /// In the registry with different contents.
+    Updated,
+    /// The same as before.
+    Unchanged,
+    /// Would be registered (dry run).
+    Planned,
+}
+
+/// One registered tool.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolReport {
+    /// Registry key: the executable's name.
+    pub name: String,
+    /// Executable.
+    pub path: PathBuf,
+    /// Winning source.
+    pub source: Source,
+    /// The file the metadata came from, for shim and override sources.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shim: Option<PathBuf>,
+    /// Trust source recorded.
+    pub trust: String,
+    /// New, updated or unchanged.
+    pub status: ToolStatus,
+    /// Pattern files merged into its metadata.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub patterns: Vec<PathBuf>,
+    /// Warnings (e.g. the metadata names itself differently).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// Why a probe gave nothing usable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailReason {
+    /// Ran past the timeout and was killed.
+    Timeout,
+    /// Exited with a non-zero status.
+    ExitStatus,
+    /// Died of a signal.
+    Signal,
+    /// Printed more than the stdout cap.
+    Oversize,
+    /// Printed nothing on stdout.
+    NoOutput,
+    /// stdout was not one JSON document.
+    NotJson,
+    /// JSON that is not valid ATIP metadata.
+    Invalid,
+    /// Could not be started.
+    SpawnFailed,
+    /// Could not be read or hashed.
+    Unreadable,
+}
+
+impl FailReason {
+    /// The kebab-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailReason::Timeout => "timeout",
+            FailReason::ExitStatus => "exit-status",
+            FailReason::Signal => "signal",
+            FailReason::Oversize => "oversize",
+            FailReason::NoOutput => "no-output",
+            FailReason::NotJson => "not-json",
+            FailReason::Invalid => "invalid",
+            FailReason::SpawnFailed => "spawn-failed",
+            FailReason::Unreadable => "unreadable",
+        }
+    }
+}
+
+/// A validator finding, as kept in the report and the cache.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportDiagnostic {
+    /// `error` or `warning`.
+    pub severity: String,
+    /// Rule id.
+    pub rule: String,
+    /// JSON pointer.
+    pub pointer: String,
+    /// 1-based line, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// 1-based column, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl From<&crate::validate::Diagnostic> for ReportDiagnostic {
+    fn from(d: &crate::validate::Diagnostic) -> Self {
+        ReportDiagnostic {
+            severity: d.severity.as_str().into(),
+            rule: d.rule.clone(),
+            pointer: d.pointer.clone(),
+            line: d.line,
+            column: d.column,
+            message: d.message.clone(),
+        }
+    }
+}
+
+/// An executable whose probe failed.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedTool {
+    /// Executable name.
+    pub name: String,
+    /// Executable.
+    pub path: PathBuf,
+    /// Why.
+    pub reason: FailReason,
+    /// Details.
+    pub message: String,
+    /// Whether this is the cached outcome of an earlier scan (the file is unchanged;
+    /// `--refresh` probes it again).
+    pub cached: bool,
+    /// Validator findings for an invalid answer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<ReportDiagnostic>,
+}
+
+/// What was skipped.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Skipped {
+    /// PATH entries not scanned.
+    pub dirs: Vec<DirSkip>,
+    /// Files not considered.
+    pub files: Vec<FileSkip>,
+    /// Executables not probed for lack of a sign (`--probe auto`) or of a `--help`
+    /// mention (`--probe help`); only counted, they are usually most of PATH.
+    pub no_sign: usize,
+    /// Count per reason over `dirs`, `files` and `noSign`.
+    pub counts: BTreeMap<String, usize>,
+}
+
+/// A shim or pattern file that was refused.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RejectedFile {
+    /// The file.
+    pub path: PathBuf,
+    /// Why, in one line.
+    pub message: String,
+    /// Validator findings.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<ReportDiagnostic>,
+}
+
+/// Shim and pattern files.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShimSummary {
+    /// Shim directories looked at, lowest precedence first.
+    pub dirs: Vec<PathBuf>,
+    /// Valid shim files found.
+    pub valid: usize,
+    /// Shims that won for some tool.
+    pub applied: usize,
+    /// Shim files refused.
+    pub rejected: Vec<RejectedFile>,
+    /// Valid pattern files found.
+    pub pattern_files: usize,
+    /// Pattern files refused.
+    pub rejected_patterns: Vec<RejectedFile>,
+}
+
+/// Why an executable would be probed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbeWhy {
+    /// Its bytes show an ATIP sign.
+    Sign,
+    /// It is on the config allowlist.
+    Allowlist,
+    /// `--probe help`: its `--help` would be checked first.
+    Help,
+    /// `--probe all`.
+    All,
+}
+
+/// A probe a dry run would make.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedProbe {
+    /// Executable name.
+    pub name: String,
+    /// Executable.
+    pub path: PathBuf,
+    /// Why it would be probed.
+    pub why: ProbeWhy,
+}
+
+impl ScanReport {
+    /// The human-readable summary printed on stdout in text mode.
+    pub fn to_text(&self) -> String {
+        let mut t = String::new();
+        let s = &self.summary;
+        if self.dry_run {
+            let _ = writeln!(t, "dry run: nothing probed, nothing written");
+            if let Some(plan) = &self.would_probe {
+                let _ = writeln!(t, "would probe {} executable(s):", plan.len());
+                for p in plan {
+                    let why = match p.why {
+                        ProbeWhy::Sign => "shows an ATIP sign",
+                        ProbeWhy::Allowlist => "on the config allowlist",
+                        ProbeWhy::Help => "--help checked first",
+                        ProbeWhy::All => "--probe all",
+                    };
+                    let _ = writeln!(t, "  {:<24} {}  ({why})", p.name, p.path.display());
+                }
+            }
+        }
+        let _ = writeln!(
+            t,
+            "scanned {} dir(s), {} executable(s): {} probed, {} cached",
+            s.dirs, s.executables, s.probed, s.cached
+        );
+        let _ = writeln!(
+            t,
+            "registry: {} new, {} updated, {} unchanged, {} removed, {} failed ({})",
+            s.new,
+            s.updated,
+            s.unchanged,
+            s.removed,
+            s.failed,
+            if self.registry.written {
+                format!("written to {}", self.registry.path.display())
+            } else {
+                "not written".into()
+            }
+        );
+        for tool in &self.tools {
+            let status = match tool.status {
+                ToolStatus::New => "new",
+                ToolStatus::Updated => "updated",
+                ToolStatus::Unchanged => "unchanged",
+                ToolStatus::Planned => "would register",
+            };
+            let source = serde_json::to_value(tool.source)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let _ = writeln!(
+                t,
+                "  {:<10} {:<24} {source} ({}) {}",
+                status,
+                tool.name,
+                tool.trust,
+                tool.path.display()
+            );
+            for w in &tool.warnings {
+                let _ = writeln!(t, "             warning: {w}");
+            }
+        }
+        for name in &self.removed {
+            let _ = writeln!(t, "  {:<10} {name}", "removed");
+        }
+        if !self.failed.is_empty() {
+            let _ = writeln!(t, "failed:");
+            for f in &self.failed {
+                let _ = writeln!(
+                    t,
+                    "  {:<24} {}: {}{}",
+                    f.name,
+                    f.reason.as_str(),
+                    f.message,
+                    if f.cached { " (cached)" } else { "" }
+                );
+                for d in f.diagnostics.iter().take(5) {
+                    let _ = writeln!(
+                        t,
+                        "      {} {} at {:?}: {}",
+                        d.severity, d.rule, d.pointer, d.message
+                    );
+                }
+            }
+        }
+        if !self.skipped.counts.is_empty() {
+            let counts: Vec<String> = self
+                .skipped
+                .counts
+                .iter()
+                .map(|(k, v)| format!("{v} {k}"))
+                .collect();
+            let _ = writeln!(t, "skipped: {}", counts.join(", "));
+            for d in &self.skipped.dirs {
+                let _ = writeln!(
+                    t,
+                    "  dir {:?}: {}{}",
+                    d.path,
+                    serde_json::to_value(d.reason)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    if d.detail.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", d.detail)
+                    }
+                );
+            }
+        }
+        for r in self
+            .shims
+            .rejected
+            .iter()
+            .chain(&self.shims.rejected_patterns)
+        {
+            let _ = writeln!(t, "rejected {}: {}", r.path.display(), r.message);
+            for d in r.diagnostics.iter().take(5) {
+                let _ = writeln!(
+                    t,
+                    "      {} {} at {:?}: {}",
+                    d.severity, d.rule, d.pointer, d.message
+                );
+            }
+        }
+        for w in &self.warnings {
+            let _ = writeln!(t, "warning: {w}");
+        }
+        for h in &self.hints {
+            let _ = writeln!(t, "hint: {h}");
+        }
+        t
+    }
+}

@@ -1,0 +1,590 @@
+//! Shim, pattern and scan-config loading, and their precedence.
+//!
+//! Shim layers, lowest precedence first: every system data dir (`$XDG_DATA_DIRS/agent-tools/shims`,
+//! walked in reverse so the first `XDG_DATA_DIRS` entry wins), the user data dir's
+//! `shims/`, each `--shims DIR` (the first given wins), then the user overrides in
+//! `<config-dir>/overrides/`. Each layer holds name-keyed `NAME.json` and content-addressed
+//! `sha256/<hex>.json` files. Every file is validated (kind `shim`); a refused file is
+//! reported with its diagnostics, never silently dropped.
+//!
+//! Pattern files (`*.json` in each `patterns/` dir of the system data dirs and the user
+//! data dir, same order) are validated (kind `pattern`) and merged into the metadata of
+//! the tools they are about (see `spec/scan.md`).
+//!
+//! Must not run anything or write anything.
+
+use super::cache::{Cache, ShimRecord, ShimVerdict};
+use super::paths::{Fingerprint, is_valid_name};
+use super::report::{RejectedFile, ReportDiagnostic};
+use crate::validate::{Kind, Severity, check_bytes};
+use serde_json::Value;
+use sha2::Digest;
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Which layer a shim comes from; later variants win.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Layer {
+    /// `$XDG_DATA_DIRS/agent-tools/shims`.
+    System,
+    /// `<data-dir>/shims`.
+    User,
+    /// `--shims DIR`.
+    Cli,
+    /// `<config-dir>/overrides`.
+    Override,
+}
+
+/// A valid shim file.
+#[derive(Debug, Clone)]
+pub struct ShimFile {
+    /// The file.
+    pub path: PathBuf,
+    /// Its layer.
+    pub layer: Layer,
+    /// The shim directory (recorded as the registry's `shimRegistry`).
+    pub dir: PathBuf,
+    /// `binary.name` or root `name`.
+    pub tool: Option<String>,
+    /// `trust.source`.
+    pub trust: Option<String>,
+    /// sha256 hex of the file's bytes.
+    pub doc: String,
+}
+
+/// Every usable shim, by key, already reduced to the winner of each key.
+#[derive(Debug, Default)]
+pub struct Shims {
+    /// Name-keyed shims (system, user, `--shims`).
+    pub by_name: HashMap<String, ShimFile>,
+    /// Content-addressed shims (system, user, `--shims`), by hex digest.
+    pub by_hash: HashMap<String, ShimFile>,
+    /// Name-keyed overrides.
+    pub override_by_name: HashMap<String, ShimFile>,
+    /// Content-addressed overrides, by hex digest.
+    pub override_by_hash: HashMap<String, ShimFile>,
+    /// Executable names a content-addressed shim is about (their `binary.name`): only
+    /// these are hashed to look for one.
+    pub hash_names: HashSet<String>,
+    /// Shim directories looked at, lowest precedence first.
+    pub dirs: Vec<PathBuf>,
+    /// Number of valid shim files.
+    pub valid: usize,
+    /// Refused shim files.
+    pub rejected: Vec<RejectedFile>,
+}
+
+/// A valid pattern file.
+#[derive(Debug, Clone)]
+pub struct PatternFile {
+    /// The file.
+    pub path: PathBuf,
+    /// The tool it names (`tool`), if any.
+    pub tool: Option<String>,
+    /// Its file name without `.json`.
+    pub stem: String,
+    /// The patterns, in file order.
+    pub patterns: Vec<Value>,
+    /// sha256 hex of the bytes.
+    pub doc: String,
+}
+
+/// Pattern files, lowest precedence first.
+#[derive(Debug, Default)]
+pub struct Patterns {
+    /// Valid files.
+    pub files: Vec<PatternFile>,
+    /// Refused files.
+    pub rejected: Vec<RejectedFile>,
+}
+
+fn sha_hex(bytes: &[u8]) -> String {
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = rd
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn diag(rule: &str, pointer: &str, message: String) -> ReportDiagnostic {
+    ReportDiagnostic {
+        severity: "error".into(),
+        rule: rule.into(),
+        pointer: pointer.into(),
+        line: None,
+        column: None,
+        message,
+    }
+}
+
+/// Validates one shim file (or takes the cached verdict while its fingerprint holds).
+fn shim_verdict(
+    path: &Path,
+    hash_keyed: bool,
+    old: &Cache,
+    new: &mut Cache,
+) -> Option<(ShimVerdict, Fingerprint)> {
+    let md = fs::metadata(path).ok()?;
+    if !md.is_file() {
+        return None;
+    }
+    let fp = Fingerprint::of(&md);
+    if let Some(rec) = old.shim(path, &fp) {
+        new.put_shim(path, rec.clone());
+        return Some((rec.verdict.clone(), fp));
+    }
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = file_name.strip_suffix(".json").unwrap_or(&file_name);
+    let verdict = match fs::read(path) {
+        Err(e) => ShimVerdict::Rejected {
+            message: format!("failed to read: {e}"),
+            diagnostics: Vec::new(),
+        },
+        Ok(bytes) => {
+            let checked = check_bytes(&bytes, Some(Kind::Shim), Some(&file_name));
+            let mut errors: Vec<ReportDiagnostic> = checked
+                .diagnostics
+                .iter()
+                .filter(|d| d.severity == Severity::Error)
+                .map(ReportDiagnostic::from)
+                .collect();
+            let value = checked.value.unwrap_or(Value::Null);
+            let bin_hash = value.pointer("/binary/hash").and_then(Value::as_str);
+            if hash_keyed {
+                let stem_ok = stem.len() == 64
+                    && stem
+                        .bytes()
+                        .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c));
+                if !stem_ok {
+                    errors.push(diag(
+                        "shim-file-name",
+                        "",
+                        format!(
+                            "a content-addressed shim must be named <64 lowercase hex>.json, not {file_name}"
+                        ),
+                    ));
+                } else if bin_hash != Some(&format!("sha256:{stem}")) && errors.is_empty() {
+                    errors.push(diag(
+                        "shim-hash-mismatch",
+                        "/binary/hash",
+                        format!(
+                            "binary.hash {} does not equal the file name sha256:{stem}",
+                            bin_hash.unwrap_or("(missing)")
+                        ),
+                    ));
+                }
+            } else if !is_valid_name(stem) {
+                errors.push(diag(
+                    "shim-file-name",
+                    "",
+                    format!("{file_name} does not name a tool (NAME.json)"),
+                ));
+            }
+            if errors.is_empty() {
+                let tool = value
+                    .pointer("/binary/name")
+                    .or_else(|| value.get("name"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                ShimVerdict::Valid {
+                    tool,
+                    trust: value
+                        .pointer("/trust/source")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                    doc: sha_hex(&bytes),
+                    warnings: checked
+                        .diagnostics
+                        .iter()
+                        .filter(|d| d.severity == Severity::Warning)
+                        .map(ReportDiagnostic::from)
+                        .collect(),
+                }
+            } else {
+                ShimVerdict::Rejected {
+                    message: errors
+                        .first()
+                        .map(|d| d.message.clone())
+                        .unwrap_or_default(),
+                    diagnostics: errors,
+                }
+            }
+        }
+    };
+    new.put_shim(
+        path,
+        ShimRecord {
+            fp,
+            verdict: verdict.clone(),
+        },
+    );
+    Some((verdict, fp))
+}
+
+/// The shim layers, lowest precedence first: (layer, directory).
+pub fn shim_layers(
+    system_data: &[PathBuf],
+    data: &Path,
+    cli: &[PathBuf],
+    config: &Path,
+) -> Vec<(Layer, PathBuf)> {
+    let mut layers: Vec<(Layer, PathBuf)> = system_data
+        .iter()
+        .rev()
+        .map(|d| (Layer::System, d.join("shims")))
+        .collect();
+    layers.push((Layer::User, data.join("shims")));
+    layers.extend(cli.iter().rev().map(|d| (Layer::Cli, d.clone())));
+    layers.push((Layer::Override, config.join("overrides")));
+    layers
+}
+
+/// Loads every shim layer; later layers replace earlier ones key by key.
+pub fn load_shims(layers: &[(Layer, PathBuf)], old: &Cache, new: &mut Cache) -> Shims {
+    let mut shims = Shims::default();
+    for (layer, dir) in layers {
+        shims.dirs.push(dir.clone());
+        for (hash_keyed, files) in [
+            (false, json_files(dir)),
+            (true, json_files(&dir.join("sha256"))),
+        ] {
+            for path in files {
+                let Some((verdict, _)) = shim_verdict(&path, hash_keyed, old, new) else {
+                    continue;
+                };
+                match verdict {
+                    ShimVerdict::Rejected {
+                        message,
+                        diagnostics,
+                    } => shims.rejected.push(RejectedFile {
+                        path,
+                        message,
+                        diagnostics,
+                    }),
+                    ShimVerdict::Valid {
+                        tool, trust, doc, ..
+                    } => {
+                        shims.valid += 1;
+                        let stem = path
+                            .file_stem()
+                            .map(|s| s.to_string_lossy().into_owned())
+                            .unwrap_or_default();
+                        let file = ShimFile {
+                            path: path.clone(),
+                            layer: *layer,
+                            dir: dir.clone(),
+                            tool: tool.clone(),
+                            trust,
+                            doc,
+                        };
+                        let map = match (hash_keyed, *layer == Layer::Override) {
+                            (false, false) => &mut shims.by_name,
+                            (true, false) => &mut shims.by_hash,
+                            (false, true) => &mut shims.override_by_name,
+                            (true, true) => &mut shims.override_by_hash,
+                        };
+                        map.insert(stem, file);
+                        if hash_keyed && let Some(t) = tool {
+                            shims.hash_names.insert(t);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    shims
+}
+
+/// The pattern dirs, lowest precedence first.
+pub fn pattern_dirs(system_data: &[PathBuf], data: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = system_data
+        .iter()
+        .rev()
+        .map(|d| d.join("patterns"))
+        .collect();
+    dirs.push(data.join("patterns"));
+    dirs
+}
+
+/// Loads and validates every pattern file.
+pub fn load_patterns(dirs: &[PathBuf], old: &Cache, new: &mut Cache) -> Patterns {
+    let mut out = Patterns::default();
+    for dir in dirs {
+        for path in json_files(dir) {
+            let Ok(md) = fs::metadata(&path) else {
+                continue;
+            };
+            let fp = Fingerprint::of(&md);
+            let bytes = match fs::read(&path) {
+                Ok(b) => b,
+                Err(e) => {
+                    out.rejected.push(RejectedFile {
+                        path,
+                        message: format!("failed to read: {e}"),
+                        diagnostics: Vec::new(),
+                    });
+                    continue;
+                }
+            };
+            let cached_ok = old.shim(&path, &fp).cloned();
+            let verdict = match cached_ok {
+                Some(rec) => rec.verdict,
+                None => {
+                    let checked = check_bytes(&bytes, Some(Kind::Pattern), None);
+                    if checked.is_valid() {
+                        ShimVerdict::Valid {
+                            tool: None,
+                            trust: None,
+                            doc: sha_hex(&bytes),
+                            warnings: Vec::new(),
+                        }
+                    } else {
+                        let diagnostics: Vec<ReportDiagnostic> = checked
+                            .diagnostics
+                            .iter()
+                            .filter(|d| d.severity == Severity::Error)
+                            .map(ReportDiagnostic::from)
+                            .collect();
+                        ShimVerdict::Rejected {
+                            message: diagnostics
+                                .first()
+                                .map(|d| d.message.clone())
+                                .unwrap_or_default(),
+                            diagnostics,
+                        }
+                    }
+                }
+            };
+            new.put_shim(
+                &path,
+                ShimRecord {
+                    fp,
+                    verdict: verdict.clone(),
+                },
+            );
+            match verdict {
+                ShimVerdict::Rejected {
+                    message,
+                    diagnostics,
+                } => out.rejected.push(RejectedFile {
+                    path,
+                    message,
+                    diagnostics,
+                }),
+                ShimVerdict::Valid { .. } => {
+                    let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+                        continue;
+                    };
+                    let (tool, patterns) = match value {
+                        Value::Array(items) => (None, items),
+                        Value::Object(mut obj) if obj.contains_key("patterns") => {
+                            let tool = obj.get("tool").and_then(Value::as_str).map(str::to_owned);
+                            match obj.remove("patterns") {
+                                Some(Value::Array(items)) => (tool, items),
+                                _ => (tool, Vec::new()),
+                            }
+                        }
+                        single @ Value::Object(_) => (None, vec![single]),
+                        _ => continue,
+                    };
+                    let stem = path
+                        .file_stem()
+                        .map(|s| s.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    out.files.push(PatternFile {
+                        path,
+                        tool,
+                        stem,
+                        patterns,
+                        doc: sha_hex(&bytes),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+impl PatternFile {
+    /// Whether this file's patterns belong to `tool`: the file's `tool` key names it;
+    /// without one, the file is named after it (`patterns/gh.json`); without either, a
+    /// step of one of its patterns runs it (the step's first word).
+    pub fn applies_to(&self, tool: &str, existing: &dyn Fn(&str) -> bool) -> bool {
+        if let Some(t) = &self.tool {
+            return t == tool;
+        }
+        if existing(&self.stem) {
+            return self.stem == tool;
+        }
+        self.patterns.iter().any(|p| {
+            p.get("steps")
+                .and_then(Value::as_array)
+                .is_some_and(|steps| {
+                    steps.iter().any(|s| {
+                        s.get("command")
+                            .and_then(Value::as_str)
+                            .and_then(|c| c.split_whitespace().next())
+                            == Some(tool)
+                    })
+                })
+        })
+    }
+}
+
+/// Merges patterns into a metadata document: a pattern replaces an existing one of the
+/// same `name`, otherwise it is appended. Files are applied in precedence order, so a
+/// later file wins.
+pub fn merge_patterns(doc: &mut Value, files: &[&PatternFile]) {
+    let Some(obj) = doc.as_object_mut() else {
+        return;
+    };
+    let list = obj
+        .entry("patterns")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !list.is_array() {
+        *list = Value::Array(Vec::new());
+    }
+    let list = list.as_array_mut().expect("just made an array");
+    for file in files {
+        for p in &file.patterns {
+            let name = p.get("name").and_then(Value::as_str);
+            match list
+                .iter_mut()
+                .find(|q| name.is_some() && q.get("name").and_then(Value::as_str) == name)
+            {
+                Some(slot) => *slot = p.clone(),
+                None => list.push(p.clone()),
+            }
+        }
+    }
+}
+
+/// `config.json`'s scan settings.
+#[derive(Debug, Default)]
+pub struct ScanConfig {
+    /// `probe.allow`: names or globs always probed in `auto` and `help` mode.
+    pub allow: Vec<String>,
+}
+
+/// Reads `<config-dir>/config.json`; a missing file is an empty config.
+pub fn load_config(config_dir: &Path) -> Result<ScanConfig, String> {
+    let path = config_dir.join("config.json");
+    let bytes = match fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ScanConfig::default()),
+        Err(e) => return Err(format!("failed to read {}: {e}", path.display())),
+    };
+    let value: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("failed to parse {}: {e}", path.display()))?;
+    let Some(obj) = value.as_object() else {
+        return Err(format!("{} must hold a JSON object", path.display()));
+    };
+    let mut cfg = ScanConfig::default();
+    match obj.get("probe") {
+        None => {}
+        Some(Value::Object(probe)) => match probe.get("allow") {
+            None => {}
+            Some(Value::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    match item.as_str() {
+                        Some(s) if !s.is_empty() => cfg.allow.push(s.to_owned()),
+                        _ => {
+                            return Err(format!(
+                                "{}: /probe/allow/{i} must be a non-empty string (a tool name or glob)",
+                                path.display()
+                            ));
+                        }
+                    }
+                }
+            }
+            Some(_) => {
+                return Err(format!(
+                    "{}: /probe/allow must be an array of tool names or globs",
+                    path.display()
+                ));
+            }
+        },
+        Some(_) => return Err(format!("{}: /probe must be an object", path.display())),
+    }
+    Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn patterns_merge_by_name_later_wins() {
+        let a = PatternFile {
+            path: "a".into(),
+            tool: Some("gh".into()),
+            stem: "a".into(),
+            patterns: vec![json!({"name": "p1", "steps": [{"command": "gh a"}]})],
+            doc: String::new(),
+        };
+        let b = PatternFile {
+            path: "b".into(),
+            tool: None,
+            stem: "org".into(),
+            patterns: vec![
+                json!({"name": "p1", "description": "new", "steps": [{"command": "gh b"}]}),
+                json!({"name": "p2", "steps": [{"command": "kubectl apply"}]}),
+            ],
+            doc: String::new(),
+        };
+        let mut doc = json!({"name": "gh", "patterns": [{"name": "own"}]});
+        merge_patterns(&mut doc, &[&a, &b]);
+        let names: Vec<&str> = doc["patterns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["own", "p1", "p2"]);
+        assert_eq!(doc["patterns"][1]["description"], "new");
+        let exists = |n: &str| n == "gh" || n == "kubectl";
+        assert!(a.applies_to("gh", &exists));
+        assert!(!a.applies_to("kubectl", &exists));
+        assert!(b.applies_to("kubectl", &exists));
+        assert!(b.applies_to("gh", &exists));
+        assert!(!b.applies_to("curl", &exists));
+    }
+
+    #[test]
+    fn config_allowlist() {
+        let t = tempfile::tempdir().unwrap();
+        assert!(load_config(t.path()).unwrap().allow.is_empty());
+        fs::write(
+            t.path().join("config.json"),
+            r#"{"probe": {"allow": ["mytool", "corp-*"]}, "other": 1}"#,
+        )
+        .unwrap();
+        assert_eq!(load_config(t.path()).unwrap().allow, ["mytool", "corp-*"]);
+        fs::write(
+            t.path().join("config.json"),
+            r#"{"probe": {"allow": "mytool"}}"#,
+        )
+        .unwrap();
+        assert!(load_config(t.path()).unwrap_err().contains("/probe/allow"));
+        fs::write(t.path().join("config.json"), "{").unwrap();
+        assert!(
+            load_config(t.path())
+                .unwrap_err()
+                .contains("failed to parse")
+        );
+    }
+}
