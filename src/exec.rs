@@ -1,1 +1,990 @@
-//! (being built)
+//! `exec`: turns a model's tool call into a checked, policy-gated run of the real
+//! command-line tool, and the run into a result a model can read.
+//!
+//! The pipeline, each step with its own structured error ([`AtipError`], codes listed in
+//! `spec/exec.md`): resolve the flattened tool name against the registry's
+//! [`Catalog`](crate::compile::Catalog) → parse the arguments → coerce ([`args`]) →
+//! size limits → schema validation → path guardrails → argv ([`argv`]) → policy
+//! ([`policy`]) → confirmation (the caller's job: a flag, a prompt, or MCP elicitation)
+//! → run through [`crate::process`] → redaction ([`redact`]) → result, with an audit
+//! record ([`audit`]) for every side-effecting call. [`calls`] adapts provider responses.
+//!
+//! `atip exec` and `atip mcp` both go through [`Engine`], so a call behaves the same
+//! whichever way it arrives. Must not print (callers render) or spawn anything except
+//! through `process`.
+#![allow(clippy::result_large_err)] // AtipError is the crate-wide error; boxing it everywhere buys nothing here.
+
+pub mod args;
+pub mod argv;
+pub mod audit;
+pub mod calls;
+pub mod policy;
+pub mod redact;
+
+use crate::compile::{Catalog, FlatTool, FlattenOptions, names};
+use crate::dirs::Dirs;
+use crate::model::{Metadata, ParamType};
+use crate::output::{AtipError, Category};
+use crate::process::{self, Exit, Spawn};
+use crate::registry::Index;
+use audit::{AuditLog, AuditRecord};
+use policy::{Action, CallFacts, Decision, Policy};
+use redact::Redactor;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Timeout when neither `--timeout` nor the command's `duration.timeout` says.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default cap on each of stdout and stderr.
+pub const DEFAULT_OUTPUT_CAP: usize = 256 * 1024;
+
+/// Run-wide settings from flags.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Overrides every command's own timeout.
+    pub timeout: Option<Duration>,
+    /// Bytes of stdout kept.
+    pub stdout_cap: usize,
+    /// Bytes of stderr kept.
+    pub stderr_cap: usize,
+    /// Let commands that need a terminal or stdin run.
+    pub allow_interactive: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            timeout: None,
+            stdout_cap: DEFAULT_OUTPUT_CAP,
+            stderr_cap: DEFAULT_OUTPUT_CAP,
+            allow_interactive: false,
+        }
+    }
+}
+
+/// What `exec` knows about one registered tool beyond its flattened commands.
+#[derive(Debug, Clone)]
+pub struct ToolInfo {
+    /// Absolute path of the executable, from the registry.
+    pub program: PathBuf,
+    /// Trust source of the registry entry.
+    pub trust: String,
+    /// Environment variables named by `authentication.methods[].envVar`: passed to the
+    /// child when set, and their values redacted.
+    pub auth_env: Vec<String>,
+    /// The metadata is partial and says omitted commands have unknown safety.
+    pub partial_unknown: bool,
+}
+
+/// The registry's tools, compiled for execution, plus policy and audit log.
+#[derive(Debug)]
+pub struct Engine {
+    catalog: Catalog,
+    tools: HashMap<String, ToolInfo>,
+    checkers: Mutex<HashMap<String, Arc<args::Checker>>>,
+    /// The policy in force.
+    pub policy: Policy,
+    /// Run-wide settings.
+    pub settings: Settings,
+    audit: AuditLog,
+    cwd: PathBuf,
+    /// Warnings collected while loading (unreadable metadata files).
+    pub warnings: Vec<String>,
+}
+
+/// Where a call came from, for the audit log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Via {
+    /// `atip exec`.
+    Exec,
+    /// `atip mcp`, with the client's `clientInfo` (`name/version`) when it sent one.
+    Mcp {
+        /// `name/version` of the MCP client.
+        client: Option<String>,
+    },
+}
+
+impl Via {
+    fn as_str(&self) -> &'static str {
+        match self {
+            Via::Exec => "exec",
+            Via::Mcp { .. } => "mcp",
+        }
+    }
+
+    fn client(&self) -> Option<String> {
+        match self {
+            Via::Exec => None,
+            Via::Mcp { client } => client.clone(),
+        }
+    }
+}
+
+/// A call that passed every check up to the policy, ready to be confirmed and run.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The flattened tool.
+    pub tool: FlatTool,
+    /// The registered tool it belongs to.
+    pub info: ToolInfo,
+    /// Validated, coerced arguments.
+    pub args: Map<String, Value>,
+    /// Coercions applied (`count: "5" → 5`).
+    pub coerced: Vec<String>,
+    /// Arguments after the program.
+    pub argv: Vec<String>,
+    /// The policy's verdict.
+    pub decision: Decision,
+    /// The timeout that applies.
+    pub timeout: Duration,
+    /// Redactor for this tool's secrets.
+    pub redactor: Redactor,
+}
+
+impl Prepared {
+    /// Command path as typed: `gh pr create`.
+    pub fn command_path(&self) -> String {
+        command_path(&self.tool)
+    }
+
+    /// Program plus arguments, redacted, for results and logs.
+    pub fn shown_argv(&self) -> Vec<String> {
+        std::iter::once(self.info.program.display().to_string())
+            .chain(self.argv.iter().cloned())
+            .map(|a| self.redactor.redact(&a).into_owned())
+            .collect()
+    }
+
+    /// Whether the call changes nothing (no audit record, may run in parallel).
+    pub fn read_only(&self) -> bool {
+        self.tool.effects.is_read_only()
+    }
+
+    /// Whether running it twice is harmless (read-only or declared idempotent).
+    pub fn parallel_safe(&self) -> bool {
+        self.read_only() || self.tool.effects.idempotent == Some(true)
+    }
+
+    /// The dry-run report: argv and the policy decision, nothing run.
+    pub fn dry_run_report(&self) -> Value {
+        json!({
+            "status": "dry-run",
+            "tool": self.tool.name,
+            "command": self.command_path(),
+            "argv": self.shown_argv(),
+            "decision": self.decision,
+            "timeoutMs": self.timeout.as_millis() as u64,
+            "coerced": self.coerced,
+        })
+    }
+}
+
+/// Every string value of a `url` parameter, with its property name.
+fn url_values<'a>(tool: &'a FlatTool, a: &'a Map<String, Value>) -> Vec<(&'a str, &'a str)> {
+    let mut out = Vec::new();
+    for p in tool.params.iter().filter(|p| p.kind == ParamType::Url) {
+        match a.get(&p.property) {
+            Some(Value::String(s)) => out.push((p.property.as_str(), s.as_str())),
+            Some(Value::Array(items)) => out.extend(
+                items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|s| (p.property.as_str(), s)),
+            ),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn command_path(tool: &FlatTool) -> String {
+    std::iter::once(tool.tool.as_str())
+        .chain(
+            tool.command
+                .iter()
+                .map(String::as_str)
+                .filter(|s| !s.is_empty()),
+        )
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A finished run: the `ok` result, shape fixed by `spec/exec.md`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExecResult {
+    /// Always `ok`: atip ran the tool (whatever its exit code).
+    pub status: &'static str,
+    /// What the tool produced.
+    pub data: ResultData,
+    /// About the run.
+    pub meta: ResultMeta,
+}
+
+/// `data` of a result.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultData {
+    /// The tool's exit code; `null` when a signal ended it.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// Standard output (UTF-8, lossy), redacted, with a marker when truncated.
+    pub stdout: String,
+    /// Standard error, likewise.
+    pub stderr: String,
+    /// Standard output parsed, when it is whole and is JSON.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub json: Option<Value>,
+}
+
+/// `meta` of a result.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultMeta {
+    /// Flattened tool name.
+    pub tool: String,
+    /// Program and arguments, redacted.
+    pub argv: Vec<String>,
+    /// Wall time of the run.
+    pub duration_ms: u64,
+    /// Whether stdout or stderr went past its cap.
+    pub truncated: bool,
+    /// Coercions applied to the arguments.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub coerced: Vec<String>,
+}
+
+impl ExecResult {
+    /// Whether the tool itself reported failure (non-zero exit or a signal).
+    pub fn tool_failed(&self) -> bool {
+        self.data.exit_code != Some(0)
+    }
+
+    /// The exit code `atip exec` passes on: the tool's, or 128 + signal.
+    pub fn exit_code(&self) -> u8 {
+        match (self.data.exit_code, self.data.signal) {
+            (Some(c), _) => (c & 0xff) as u8,
+            (None, Some(s)) => (128 + s).clamp(0, 255) as u8,
+            _ => 1,
+        }
+    }
+}
+
+/// The envelope of a failed call: `{"status":"error","error":{…},"meta":{"tool"}}`.
+pub fn error_envelope(tool: Option<&str>, err: &AtipError) -> Value {
+    let mut v = json!({"status": "error", "error": err});
+    if let Some(t) = tool {
+        v["meta"] = json!({"tool": t});
+    }
+    v
+}
+
+/// How a confirmation request was answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confirmation {
+    /// Confirmed (`--yes`, a prompt, elicitation).
+    Yes,
+    /// A human said no.
+    No,
+    /// Nobody could be asked.
+    Unavailable,
+}
+
+impl Engine {
+    /// Loads the registry's tools. `only` keeps the named tools (registry names), as
+    /// `atip mcp --tools gh,git` does; unknown names are an error. `focus` names the one
+    /// flattened tool about to be called, so only the documents that can produce that
+    /// name are flattened (the catalog then holds just those).
+    pub fn load(
+        dirs: &Dirs,
+        policy: Policy,
+        settings: Settings,
+        only: Option<&[String]>,
+        focus: Option<&str>,
+    ) -> Result<Engine, AtipError> {
+        use rayon::prelude::*;
+        let index = Index::load(dirs)
+            .map_err(|e| {
+                AtipError::new("registry_unreadable", Category::Data, e.to_string())
+                    .hint("run `atip scan` to rebuild the registry")
+            })?
+            .ok_or_else(|| {
+                AtipError::new(
+                    "registry_missing",
+                    Category::Input,
+                    format!("no registry at {}", dirs.registry_file().display()),
+                )
+                .hint("run `atip scan` to find ATIP tools on PATH")
+            })?;
+        let mut names: Vec<&String> = index.tools.keys().collect();
+        names.sort();
+        if let Some(only) = only {
+            let missing: Vec<&String> = only
+                .iter()
+                .filter(|n| !index.tools.contains_key(n.as_str()))
+                .collect();
+            if !missing.is_empty() {
+                return Err(AtipError::new(
+                    "tool_not_found",
+                    Category::Input,
+                    format!(
+                        "not in the registry: {}",
+                        missing
+                            .iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+                .hint("`atip list` shows the registered tools")
+                .details(json!({"missing": missing, "known": names})));
+            }
+            names.retain(|n| only.contains(n));
+        }
+        // Same order and naming rule as `compile::source::load_registry`, so flattened
+        // names match what `atip export` printed.
+        let read_one = |name: &&String| -> (String, Result<Metadata, String>) {
+            let entry = &index.tools[name.as_str()];
+            (
+                (*name).clone(),
+                Index::read_metadata(dirs, entry).map_err(|e| e.to_string()),
+            )
+        };
+        // Threads pay off only for many documents; rayon's idle workers spin, which
+        // costs more than reading a handful of files.
+        let read: Vec<(String, Result<Metadata, String>)> = if names.len() > 8 {
+            names.par_iter().map(read_one).collect()
+        } else {
+            names.iter().map(read_one).collect()
+        };
+        let mut metas: Vec<Metadata> = Vec::new();
+        let mut tools: HashMap<String, ToolInfo> = HashMap::new();
+        let mut warnings = Vec::new();
+        for (name, r) in read {
+            let entry = &index.tools[name.as_str()];
+            let mut meta = match r {
+                Ok(m) => m,
+                Err(e) => {
+                    warnings.push(format!("skipped {name}: {e}"));
+                    continue;
+                }
+            };
+            if meta.tool_name().is_none() {
+                meta.name = Some(name.clone());
+            }
+            let tool_name = meta.tool_name().unwrap_or(&name).to_string();
+            if tools.contains_key(&tool_name) {
+                // Two entries describing a tool of the same name: running the wrong
+                // executable is worse than not offering the second one.
+                warnings.push(format!(
+                    "skipped {name}: its metadata names tool {tool_name:?}, already provided by another registry entry"
+                ));
+                continue;
+            }
+            let auth_env = meta
+                .authentication
+                .iter()
+                .flat_map(|a| a.methods.iter().flatten())
+                .filter_map(|m| m.env_var.clone())
+                .collect();
+            let partial_unknown = meta.partial == Some(true)
+                && meta
+                    .omitted
+                    .as_ref()
+                    .and_then(|o| o.safety_assumption.as_deref())
+                    .is_none_or(|s| s == "unknown");
+            tools.insert(
+                tool_name,
+                ToolInfo {
+                    program: entry.path.clone(),
+                    trust: entry.trust.clone(),
+                    auth_env,
+                    partial_unknown,
+                },
+            );
+            metas.push(meta);
+        }
+        let opts = FlattenOptions {
+            include_interactive: true,
+            commands: None,
+        };
+        // One call by name: flatten only the documents that can produce that name. Every
+        // flattened name starts with its tool's own root name (then `_`), and `_N`
+        // suffixes only append, so any document whose names could collide with the
+        // wanted one is among these, in the same relative order: the name means the same
+        // command as in the full catalog. Unknown names fall back to the full catalog,
+        // for the closest-name suggestions.
+        let focused = focus.and_then(|want| {
+            let subset: Vec<Metadata> = metas
+                .iter()
+                .filter(|m| {
+                    let root = names::tool_name(m.tool_name().unwrap_or(""), &[String::new()]);
+                    want == root
+                        || want
+                            .strip_prefix(root.as_str())
+                            .is_some_and(|rest| rest.starts_with('_'))
+                })
+                .cloned()
+                .collect();
+            // A handful of documents: flatten them on this thread. `Catalog::build` uses
+            // rayon, whose global pool would start a spinning thread per core for one call.
+            let build = || Catalog::build(&subset, &opts);
+            let c = match rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .use_current_thread()
+                .build()
+            {
+                Ok(pool) if subset.len() <= 8 => pool.install(build),
+                _ => build(),
+            };
+            c.get(want).is_some().then_some(c)
+        });
+        let catalog = match focused {
+            Some(c) => c,
+            None => Catalog::build(&metas, &opts),
+        };
+        let cwd = std::env::current_dir().map_err(|e| {
+            AtipError::new(
+                "cwd_unavailable",
+                Category::Unavailable,
+                format!("failed to read the working directory: {e}"),
+            )
+        })?;
+        Ok(Engine {
+            catalog,
+            tools,
+            checkers: Mutex::new(HashMap::new()),
+            audit: AuditLog::in_dir(&dirs.state),
+            policy,
+            settings,
+            cwd,
+            warnings,
+        })
+    }
+
+    /// Every tool a client may see: all flattened commands, minus those needing a human
+    /// unless interactive commands are allowed.
+    pub fn visible_tools(&self) -> Vec<&FlatTool> {
+        self.catalog
+            .tools()
+            .iter()
+            .filter(|t| self.settings.allow_interactive || !t.effects.needs_human())
+            .collect()
+    }
+
+    /// The catalog.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The audit log.
+    pub fn audit_log(&self) -> &AuditLog {
+        &self.audit
+    }
+
+    /// Resolves a flattened tool name.
+    pub fn resolve(&self, name: &str) -> Result<&FlatTool, AtipError> {
+        self.catalog.get(name).ok_or_else(|| {
+            let close = self.catalog.closest(name, 5);
+            let shown: String = name.chars().take(80).collect();
+            let e = AtipError::new(
+                "unknown_tool",
+                Category::Usage,
+                format!("no tool named {shown:?} in the registry"),
+            )
+            .details(json!({"closest": close}));
+            if close.is_empty() {
+                e.hint("list tools with `atip export --format mcp` or `atip list`")
+            } else {
+                e.hint(format!("did you mean: {}", close.join(", ")))
+            }
+        })
+    }
+
+    fn checker(&self, tool: &FlatTool) -> Result<Arc<args::Checker>, AtipError> {
+        let mut map = self.checkers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = map.get(&tool.name) {
+            return Ok(c.clone());
+        }
+        let c = Arc::new(args::Checker::new(&tool.input_schema)?);
+        map.insert(tool.name.clone(), c.clone());
+        Ok(c)
+    }
+
+    /// Runs every check up to and including the policy. `raw` is the parsed argument
+    /// object (see [`args::parse_text`]).
+    pub fn prepare(&self, name: &str, raw: Map<String, Value>) -> Result<Prepared, AtipError> {
+        let tool = self.resolve(name)?.clone();
+        let info = self.tools.get(&tool.tool).cloned().ok_or_else(|| {
+            AtipError::new(
+                "internal",
+                Category::Internal,
+                format!("tool {} has no registry entry", tool.tool),
+            )
+        })?;
+        let redactor = Redactor::new().with_env_vars(info.auth_env.iter().map(String::as_str));
+        let mut a = raw;
+        let coerced = args::coerce(&tool.input_schema, &mut a);
+        let limits = self.policy.limits();
+        let over = args::check_limits(&a, limits.max_string_bytes, limits.max_array_items);
+        if !over.is_empty() {
+            return Err(args::invalid(&tool.name, over, &tool.input_schema)
+                .hint("raise limits.maxStringBytes / limits.maxArrayItems in the policy if this is intended"));
+        }
+        let violations = self.checker(&tool)?.check(&a);
+        if !violations.is_empty() {
+            return Err(args::invalid(&tool.name, violations, &tool.input_schema));
+        }
+        self.check_paths(&tool, &a)?;
+        let argv = argv::build(&tool.command, &tool.params, &a)?;
+        let mut decision = self.policy.evaluate(&CallFacts {
+            tool: &tool.tool,
+            flat_name: &tool.name,
+            command_path: &command_path(&tool),
+            program: &info.program,
+            effects: &tool.effects,
+            trust: &info.trust,
+            partial_unknown: info.partial_unknown,
+            allow_interactive: self.settings.allow_interactive,
+        });
+        for (property, value) in url_values(&tool, &a) {
+            decision
+                .rules
+                .extend(self.policy.check_url(property, value));
+        }
+        decision.action = decision
+            .rules
+            .iter()
+            .map(|r| r.action)
+            .max()
+            .unwrap_or(Action::Allow);
+        let timeout = self.settings.timeout.unwrap_or_else(|| {
+            tool.effects
+                .duration
+                .as_ref()
+                .and_then(|d| d.timeout.as_deref())
+                .and_then(|t| crate::units::parse_duration(t).ok())
+                .filter(|d| !d.is_zero())
+                .unwrap_or(DEFAULT_TIMEOUT)
+        });
+        Ok(Prepared {
+            tool,
+            info,
+            args: a,
+            coerced,
+            argv,
+            decision,
+            timeout,
+            redactor,
+        })
+    }
+
+    fn check_paths(&self, tool: &FlatTool, a: &Map<String, Value>) -> Result<(), AtipError> {
+        for p in &tool.params {
+            if !matches!(p.kind, ParamType::File | ParamType::Directory) {
+                continue;
+            }
+            let Some(v) = a.get(&p.property) else {
+                continue;
+            };
+            let values: Vec<&Value> = match v {
+                Value::Array(items) => items.iter().collect(),
+                other => vec![other],
+            };
+            for value in values {
+                let Some(s) = value.as_str() else { continue };
+                if let Err(why) = self.policy.check_path(s, &self.cwd) {
+                    return Err(AtipError::new(
+                        "path_outside_roots",
+                        Category::Policy,
+                        format!("argument {:?} is refused: {why}", p.property),
+                    )
+                    .hint("use a path inside the working directory, or add a root under paths.roots in the policy")
+                    .details(json!({"property": p.property, "roots": self.policy.roots()})));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The error for a call the policy (or a human) did not let run; also audited.
+    pub fn refuse(
+        &self,
+        p: &Prepared,
+        answer: Option<Confirmation>,
+        via: &Via,
+        call_id: Option<&str>,
+    ) -> AtipError {
+        let (code, message, hint, decision) = match (p.decision.action, answer) {
+            (Action::Deny, _) => (
+                "policy_denied",
+                format!(
+                    "policy refuses {}: {}",
+                    p.command_path(),
+                    p.decision.explain(Action::Deny)
+                ),
+                "change the policy file if this call should be allowed (see spec/policy.md)"
+                    .to_string(),
+                "deny",
+            ),
+            (_, Some(Confirmation::No)) => (
+                "confirmation_declined",
+                format!(
+                    "{} was not confirmed: {}",
+                    p.command_path(),
+                    p.decision.explain(Action::Confirm)
+                ),
+                "the call was declined; do not retry it without asking the user".to_string(),
+                "declined",
+            ),
+            _ => (
+                "confirmation_required",
+                format!(
+                    "{} needs confirmation: {}",
+                    p.command_path(),
+                    p.decision.explain(Action::Confirm)
+                ),
+                format!(
+                    "pass --yes, confirm on a terminal, or allow it in the policy ({})",
+                    p.decision.rule_ids(Action::Confirm).join(", ")
+                ),
+                "needs-confirmation",
+            ),
+        };
+        let err = AtipError::new(code, Category::Policy, message)
+            .hint(hint)
+            .details(json!({"rules": p.decision.rules, "argv": p.shown_argv()}));
+        if !p.read_only() || p.decision.action == Action::Deny {
+            self.record(p, via, call_id, decision, "refused", None, 0, Some(code));
+        }
+        err
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        p: &Prepared,
+        via: &Via,
+        call_id: Option<&str>,
+        decision: &str,
+        outcome: &str,
+        exit_code: Option<i32>,
+        duration_ms: u64,
+        error: Option<&str>,
+    ) {
+        let rec = AuditRecord {
+            time: audit::now_rfc3339(),
+            via: via.as_str(),
+            client: via.client().map(|c| p.redactor.redact(&c).into_owned()),
+            pid: std::process::id(),
+            uid: unsafe { libc::getuid() },
+            call_id: call_id.map(|c| p.redactor.redact(c).into_owned()),
+            tool: p.tool.name.clone(),
+            command: p.command_path(),
+            program: p.info.program.display().to_string(),
+            argv: p.shown_argv().into_iter().skip(1).collect(),
+            decision: decision.into(),
+            rules: p.decision.rules.iter().map(|r| r.rule.clone()).collect(),
+            outcome: outcome.into(),
+            exit_code,
+            duration_ms,
+            error: error.map(str::to_string),
+        };
+        if let Err(e) = self.audit.append(&rec) {
+            eprintln!(
+                "atip: warning: failed to write audit log {}: {e}",
+                self.audit.path().display()
+            );
+        }
+    }
+
+    /// Runs a prepared call that policy allowed (or a human confirmed). `confirmed`
+    /// says how it was allowed, for the audit log.
+    pub fn run(
+        &self,
+        p: &Prepared,
+        confirmed: bool,
+        cancel: Option<Arc<AtomicBool>>,
+        via: &Via,
+        call_id: Option<&str>,
+    ) -> Result<ExecResult, AtipError> {
+        debug_assert!(p.decision.action != Action::Deny);
+        let decision = if confirmed { "confirmed" } else { "allow" };
+        let mut spawn = Spawn::new(&p.info.program, p.argv.clone(), p.timeout);
+        spawn.stdout_cap = self.settings.stdout_cap;
+        spawn.stderr_cap = self.settings.stderr_cap;
+        spawn.cwd = Some(self.cwd.clone());
+        spawn.cancel = cancel;
+        for name in p.info.auth_env.iter().chain(&self.policy.file.env.pass) {
+            if let Some(v) = std::env::var_os(name)
+                && !spawn.env.iter().any(|(k, _)| k == name.as_str())
+            {
+                spawn.env.push((name.into(), v));
+            }
+        }
+        let audited = !p.read_only();
+        let outcome = match process::run(&spawn) {
+            Ok(o) => o,
+            Err(e) => {
+                let err = AtipError::new(
+                    "tool_unavailable",
+                    Category::Unavailable,
+                    format!("failed to start {}: {}", p.info.program.display(), e),
+                )
+                .hint("the registered executable is missing or not executable; run `atip scan`");
+                if audited {
+                    self.record(
+                        p,
+                        via,
+                        call_id,
+                        decision,
+                        "failed",
+                        None,
+                        0,
+                        Some("tool_unavailable"),
+                    );
+                }
+                return Err(err);
+            }
+        };
+        let ms = outcome.elapsed.as_millis() as u64;
+        let text = |bytes: &[u8], truncated: bool, stream: &str, cap: usize| {
+            let s = String::from_utf8_lossy(bytes);
+            let mut s = p.redactor.redact(&s).into_owned();
+            if truncated {
+                if !s.ends_with('\n') && !s.is_empty() {
+                    s.push('\n');
+                }
+                s.push_str(&format!("[atip: {stream} truncated at {cap} bytes]"));
+            }
+            s
+        };
+        let stdout = text(
+            &outcome.stdout,
+            outcome.stdout_truncated,
+            "stdout",
+            spawn.stdout_cap,
+        );
+        let stderr = text(
+            &outcome.stderr,
+            outcome.stderr_truncated,
+            "stderr",
+            spawn.stderr_cap,
+        );
+        let (exit_code, signal) = match outcome.exit {
+            Exit::Code(c) => (Some(c), None),
+            Exit::Signal(s) => (None, Some(s)),
+            Exit::TimedOut | Exit::Cancelled => {
+                let (code, what, outcome_name) = if outcome.exit == Exit::TimedOut {
+                    (
+                        "timeout",
+                        format!(
+                            "{} ran past its timeout of {} and was killed with its process group",
+                            p.command_path(),
+                            crate::units::format_duration(p.timeout)
+                        ),
+                        "timeout",
+                    )
+                } else {
+                    (
+                        "cancelled",
+                        format!(
+                            "{} was cancelled and killed with its process group",
+                            p.command_path()
+                        ),
+                        "cancelled",
+                    )
+                };
+                if audited {
+                    self.record(
+                        p,
+                        via,
+                        call_id,
+                        decision,
+                        outcome_name,
+                        None,
+                        ms,
+                        Some(code),
+                    );
+                }
+                return Err(AtipError::new(code, Category::Temporary, what)
+                    .hint(if code == "timeout" {
+                        "retry with a larger --timeout, or narrow the request"
+                    } else {
+                        "retry the call if it is still wanted"
+                    })
+                    .details(json!({
+                        "timeoutMs": p.timeout.as_millis() as u64,
+                        "durationMs": ms,
+                        "argv": p.shown_argv(),
+                        "stdout": stdout,
+                        "stderr": stderr,
+                    })));
+            }
+        };
+        let json = if outcome.stdout_truncated {
+            None
+        } else {
+            let t = stdout.trim();
+            (t.starts_with('{') || t.starts_with('['))
+                .then(|| serde_json::from_str::<Value>(t).ok())
+                .flatten()
+        };
+        if audited {
+            let name = if signal.is_some() { "signal" } else { "exited" };
+            self.record(p, via, call_id, decision, name, exit_code, ms, None);
+        }
+        Ok(ExecResult {
+            status: "ok",
+            data: ResultData {
+                exit_code,
+                signal,
+                stdout,
+                stderr,
+                json,
+            },
+            meta: ResultMeta {
+                tool: p.tool.name.clone(),
+                argv: p.shown_argv(),
+                duration_ms: ms,
+                truncated: outcome.stdout_truncated || outcome.stderr_truncated,
+                coerced: p.coerced.clone(),
+            },
+        })
+    }
+
+    /// Working directory calls run in and relative paths resolve against.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+}
+
+/// One call of a batch, once settled.
+#[derive(Debug, Clone)]
+pub struct CallOutcome {
+    /// The result envelope (`ok` result or `error`).
+    pub envelope: Value,
+    /// Whether it counts as a failure (atip error, or the tool's non-zero exit).
+    pub failed: bool,
+}
+
+/// Runs the calls of one provider response: checks and confirmations in input order,
+/// then read-only or idempotent calls in parallel (at most `jobs` at a time) and the
+/// others one by one, each side-effecting call a barrier, so their relative order is
+/// kept. Results come back in input order.
+pub fn run_batch(
+    engine: &Engine,
+    list: &[calls::ToolCall],
+    jobs: usize,
+    confirm: &mut dyn FnMut(&Prepared) -> Confirmation,
+) -> Vec<CallOutcome> {
+    let max = engine.policy.limits().max_calls;
+    let mut slots: Vec<Option<CallOutcome>> = vec![None; list.len()];
+    let mut runnable: Vec<(usize, Prepared, bool)> = Vec::new();
+    for (i, call) in list.iter().enumerate() {
+        let fail = |e: AtipError| {
+            Some(CallOutcome {
+                envelope: error_envelope(Some(&call.name), &e),
+                failed: true,
+            })
+        };
+        if i >= max {
+            slots[i] = fail(
+                AtipError::new(
+                    "call_budget_exceeded",
+                    Category::Policy,
+                    format!(
+                        "only {max} tool calls are run per response; this is call {}",
+                        i + 1
+                    ),
+                )
+                .hint("split the work over several turns, or raise limits.maxCalls in the policy"),
+            );
+            continue;
+        }
+        let raw = match &call.arguments {
+            calls::RawArgs::Text(t) => args::parse_text(t),
+            calls::RawArgs::Value(v) => args::into_object(v.clone()),
+        };
+        let prepared = raw.and_then(|r| engine.prepare(&call.name, r));
+        let p = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                slots[i] = fail(e);
+                continue;
+            }
+        };
+        match p.decision.action {
+            Action::Allow => runnable.push((i, p, false)),
+            Action::Deny => {
+                slots[i] = fail(engine.refuse(&p, None, &Via::Exec, call.id.as_deref()))
+            }
+            Action::Confirm => match confirm(&p) {
+                Confirmation::Yes => runnable.push((i, p, true)),
+                answer => {
+                    slots[i] = fail(engine.refuse(&p, Some(answer), &Via::Exec, call.id.as_deref()))
+                }
+            },
+        }
+    }
+    let jobs = jobs.max(1);
+    let mut k = 0;
+    while k < runnable.len() {
+        let mut end = k + 1;
+        if runnable[k].1.parallel_safe() {
+            while end < runnable.len() && runnable[end].1.parallel_safe() {
+                end += 1;
+            }
+        }
+        let group = &runnable[k..end];
+        let results: Vec<(usize, CallOutcome)> = if group.len() == 1 || jobs == 1 {
+            group
+                .iter()
+                .map(|(i, p, c)| (*i, settle(engine, p, *c, list[*i].id.as_deref())))
+                .collect()
+        } else {
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            let out = Mutex::new(Vec::new());
+            std::thread::scope(|s| {
+                for _ in 0..jobs.min(group.len()) {
+                    s.spawn(|| {
+                        loop {
+                            let j = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            let Some((i, p, c)) = group.get(j) else { break };
+                            let r = settle(engine, p, *c, list[*i].id.as_deref());
+                            out.lock().unwrap_or_else(|e| e.into_inner()).push((*i, r));
+                        }
+                    });
+                }
+            });
+            out.into_inner().unwrap_or_else(|e| e.into_inner())
+        };
+        for (i, r) in results {
+            slots[i] = Some(r);
+        }
+        k = end;
+    }
+    slots
+        .into_iter()
+        .map(|s| s.expect("every call settled"))
+        .collect()
+}
+
+fn settle(engine: &Engine, p: &Prepared, confirmed: bool, id: Option<&str>) -> CallOutcome {
+    match engine.run(p, confirmed, None, &Via::Exec, id) {
+        Ok(r) => CallOutcome {
+            failed: r.tool_failed(),
+            envelope: serde_json::to_value(&r).unwrap_or(Value::Null),
+        },
+        Err(e) => CallOutcome {
+            envelope: error_envelope(Some(&p.tool.name), &e),
+            failed: true,
+        },
+    }
+}

@@ -1,17 +1,235 @@
-//! `atip exec`: Run a model's tool call under policy.
+//! `atip exec`: run one tool call, or every tool call of a provider response, under
+//! policy. Only the flags and the rendering live here; the work is in `atip::exec`.
+#![allow(clippy::result_large_err)] // AtipError is the crate-wide error type.
 
 use crate::Ctx;
-use atip::output::{AtipError, Category};
+use atip::exec::calls::{self, Provider};
+use atip::exec::policy::{Action, Policy};
+use atip::exec::{self, Confirmation, Engine, Prepared, Settings, Via, args};
+use atip::output::{AtipError, Category, OutputFormat, print_json};
+use serde_json::Value;
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
 
 /// Run a model's tool call under policy.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(group(clap::ArgGroup::new("input").args(["args", "args_file", "args_stdin", "calls"])))]
+pub struct Args {
+    /// Flattened tool name, e.g. `gh_pr_create` (see `atip export`).
+    #[arg(required_unless_present = "calls", conflicts_with = "calls")]
+    pub name: Option<String>,
+    /// Arguments as a JSON object.
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+    /// Read the arguments (a JSON object) from a file.
+    #[arg(long, value_name = "FILE")]
+    pub args_file: Option<PathBuf>,
+    /// Read the arguments (a JSON object) from stdin.
+    #[arg(long)]
+    pub args_stdin: bool,
+    /// Run every tool call in a provider response (`-` = stdin) and print the
+    /// tool-result messages to append to the conversation.
+    #[arg(long, value_name = "FILE", requires = "provider")]
+    pub calls: Option<PathBuf>,
+    /// Provider format of `--calls`.
+    #[arg(long, value_enum)]
+    pub provider: Option<Provider>,
+    /// Policy file (default: <config-dir>/policy.json, else built-in defaults).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Timeout per call, e.g. `30s`, `500ms` (default: the command's duration.timeout, else 60s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// Cap on each of stdout and stderr, e.g. `256KiB`.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256KiB")]
+    pub max_output: usize,
+    /// Confirm calls the policy wants confirmed.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Allow commands that need a terminal, prompts, or stdin.
+    #[arg(long)]
+    pub allow_interactive: bool,
+    /// Print argv and the policy decision; run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Parallel read-only/idempotent calls with `--calls`.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub jobs: u16,
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    atip::units::parse_duration(s)
+}
+
+fn parse_size(s: &str) -> Result<usize, String> {
+    atip::units::parse_size(s).map(|v| v as usize)
+}
+
+fn read_input(path: &std::path::Path, what: &str) -> Result<String, AtipError> {
+    let mut text = String::new();
+    let res = if path.as_os_str() == "-" {
+        std::io::stdin().read_to_string(&mut text).map(|_| ())
+    } else {
+        std::fs::read_to_string(path).map(|t| text = t)
+    };
+    res.map_err(|e| {
+        AtipError::new(
+            "input_unreadable",
+            Category::Input,
+            format!("failed to read {what} {}: {e}", path.display()),
+        )
+    })?;
+    Ok(text)
+}
+
+/// Asks on the controlling terminal, only when stderr is one (never in a pipeline).
+fn prompt(p: &Prepared) -> Confirmation {
+    if !std::io::stderr().is_terminal() {
+        return Confirmation::Unavailable;
+    }
+    let Ok(mut tty) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+    else {
+        return Confirmation::Unavailable;
+    };
+    let question = format!(
+        "atip: run `{}`?\n  {}\n  argv: {}\nConfirm [y/N]: ",
+        p.command_path(),
+        p.decision.explain(Action::Confirm),
+        p.shown_argv().join(" ")
+    );
+    if tty.write_all(question.as_bytes()).is_err() {
+        return Confirmation::Unavailable;
+    }
+    let mut line = String::new();
+    let mut byte = [0u8; 1];
+    while let Ok(1) = tty.read(&mut byte) {
+        if byte[0] == b'\n' {
+            break;
+        }
+        line.push(byte[0] as char);
+    }
+    match line.trim() {
+        "y" | "Y" | "yes" | "YES" | "Yes" => Confirmation::Yes,
+        _ => Confirmation::No,
+    }
+}
 
 /// Runs `atip exec`; returns the exit code.
-pub fn run(_args: Args, _ctx: &Ctx) -> Result<u8, AtipError> {
-    Err(AtipError::new(
-        "not_built",
-        Category::Unavailable,
-        "`atip exec` is not built yet",
-    ))
+pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| AtipError::new("cwd_unavailable", Category::Unavailable, e.to_string()))?;
+    let policy = Policy::load(args.policy.as_deref(), &ctx.dirs.config, &cwd)?;
+    let settings = Settings {
+        timeout: args.timeout,
+        stdout_cap: args.max_output,
+        stderr_cap: args.max_output,
+        allow_interactive: args.allow_interactive,
+    };
+    let focus = if args.calls.is_none() {
+        args.name.as_deref()
+    } else {
+        None
+    };
+    let engine = Engine::load(&ctx.dirs, policy, settings, None, focus)?;
+    for w in &engine.warnings {
+        eprintln!("atip: warning: {w}");
+    }
+    let yes = args.yes;
+    let mut confirm = |p: &Prepared| if yes { Confirmation::Yes } else { prompt(p) };
+
+    if let Some(calls_path) = &args.calls {
+        let provider = args
+            .provider
+            .expect("clap requires --provider with --calls");
+        let text = read_input(calls_path, "provider response")?;
+        let doc: Value = serde_json::from_str(&text).map_err(|e| {
+            AtipError::new(
+                "calls_malformed",
+                Category::Data,
+                format!(
+                    "{} is not valid JSON: {e} (line {}, column {})",
+                    calls_path.display(),
+                    e.line(),
+                    e.column()
+                ),
+            )
+        })?;
+        let (shape, list) = calls::parse(provider, &doc)?;
+        if args.dry_run {
+            let reports: Vec<Value> = list
+                .iter()
+                .map(|c| {
+                    let raw = match &c.arguments {
+                        calls::RawArgs::Text(t) => args::parse_text(t),
+                        calls::RawArgs::Value(v) => args::into_object(v.clone()),
+                    };
+                    match raw.and_then(|r| engine.prepare(&c.name, r)) {
+                        Ok(p) => {
+                            let mut r = p.dry_run_report();
+                            r["id"] = c.id.clone().map(Value::from).unwrap_or(Value::Null);
+                            r
+                        }
+                        Err(e) => exec::error_envelope(Some(&c.name), &e),
+                    }
+                })
+                .collect();
+            print_json(&reports).ok();
+            return Ok(0);
+        }
+        let outcomes = exec::run_batch(&engine, &list, args.jobs as usize, &mut confirm);
+        let envelopes: Vec<Value> = outcomes.iter().map(|o| o.envelope.clone()).collect();
+        let failed: Vec<bool> = outcomes.iter().map(|o| o.failed).collect();
+        print_json(&calls::result_messages(shape, &list, &envelopes, &failed)).ok();
+        return Ok(0);
+    }
+
+    let name = args
+        .name
+        .as_deref()
+        .expect("clap requires NAME without --calls");
+    let raw = if let Some(text) = &args.args {
+        args::parse_text(text)?
+    } else if let Some(path) = &args.args_file {
+        args::parse_text(&read_input(path, "arguments file")?)?
+    } else if args.args_stdin {
+        args::parse_text(&read_input(std::path::Path::new("-"), "arguments")?)?
+    } else {
+        serde_json::Map::new()
+    };
+    let prepared = engine.prepare(name, raw)?;
+    if args.dry_run {
+        print_json(&prepared.dry_run_report()).ok();
+        return Ok(0);
+    }
+    let confirmed = match prepared.decision.action {
+        Action::Allow => false,
+        Action::Deny => return Err(engine.refuse(&prepared, None, &Via::Exec, None)),
+        Action::Confirm => match confirm(&prepared) {
+            Confirmation::Yes => true,
+            answer => return Err(engine.refuse(&prepared, Some(answer), &Via::Exec, None)),
+        },
+    };
+    let result = engine.run(&prepared, confirmed, None, &Via::Exec, None)?;
+    if ctx.output == OutputFormat::Text {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(result.data.stdout.as_bytes());
+        let _ = out.flush();
+        eprint!("{}", result.data.stderr);
+        eprintln!(
+            "atip: {} exited {} in {} ms",
+            result.meta.tool,
+            result
+                .data
+                .exit_code
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| format!("by signal {}", result.data.signal.unwrap_or(0))),
+            result.meta.duration_ms
+        );
+    } else {
+        print_json(&result).ok();
+    }
+    Ok(result.exit_code())
 }

@@ -1,0 +1,465 @@
+//! Tool-call arguments: parsing the JSON text, the coercion policy, size limits and
+//! validation against the tool's exported input schema.
+//!
+//! Coercion policy (documented in `spec/exec.md`): JSON types are strict, with four
+//! narrow, lossless exceptions applied before validation, each reported in the result's
+//! `meta.coerced`:
+//! 1. `null` for an optional property means "absent" (OpenAI strict mode sends `null` for
+//!    every optional property it does not use);
+//! 2. a string holding a decimal number where `integer`/`number` is expected (`"5"` → 5);
+//! 3. `"true"`/`"false"` where `boolean` is expected;
+//! 4. a single scalar where an array is expected becomes a one-item array;
+//!
+//! plus a float with no fractional part where an integer is expected (`3.0` → 3).
+//! Anything else that does not match the schema is an error. Must not build argv or run.
+
+use crate::output::{AtipError, Category};
+use serde_json::{Map, Value, json};
+
+/// Parses argument text. Empty text (some models send `""` for no arguments) is `{}`.
+pub fn parse_text(text: &str) -> Result<Map<String, Value>, AtipError> {
+    if text.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        let offset = byte_offset(text, e.line(), e.column());
+        AtipError::new(
+            "args_malformed",
+            Category::Data,
+            format!(
+                "arguments are not valid JSON: {e} (line {}, column {}, byte {offset})",
+                e.line(),
+                e.column()
+            ),
+        )
+        .hint("send a JSON object such as {\"name\": \"value\"}")
+        .details(json!({"line": e.line(), "column": e.column(), "offset": offset}))
+    })?;
+    into_object(value)
+}
+
+/// Checks an already-parsed value is an object.
+pub fn into_object(value: Value) -> Result<Map<String, Value>, AtipError> {
+    match value {
+        Value::Object(m) => Ok(m),
+        other => Err(AtipError::new(
+            "args_not_object",
+            Category::Data,
+            format!("arguments must be a JSON object, got {}", type_name(&other)),
+        )
+        .hint("send a JSON object such as {\"name\": \"value\"}")),
+    }
+}
+
+fn byte_offset(text: &str, line: usize, column: usize) -> usize {
+    let mut off = 0;
+    for (i, l) in text.split_inclusive('\n').enumerate() {
+        if i + 1 == line {
+            return off + column.saturating_sub(1).min(l.len());
+        }
+        off += l.len();
+    }
+    text.len()
+}
+
+/// The JSON type name of a value.
+pub fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn schema_types(schema: &Value) -> Vec<&str> {
+    match schema.get("type") {
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Applies the coercion policy in place; returns notes such as `count: "5" → 5`.
+pub fn coerce(schema: &Value, args: &mut Map<String, Value>) -> Vec<String> {
+    let mut notes = Vec::new();
+    let props = schema.get("properties").and_then(Value::as_object);
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let keys: Vec<String> = args.keys().cloned().collect();
+    for key in keys {
+        let Some(prop) = props.and_then(|p| p.get(&key)) else {
+            continue;
+        };
+        let types = schema_types(prop);
+        if args[&key].is_null() && !types.contains(&"null") && !required.contains(&key.as_str()) {
+            args.remove(&key);
+            notes.push(format!("{key}: null → absent"));
+            continue;
+        }
+        let value = args.get_mut(&key).expect("key exists");
+        if types.contains(&"array") && !value.is_array() && !value.is_null() {
+            let item_schema = prop.get("items").cloned().unwrap_or(json!({}));
+            let mut item = value.take();
+            coerce_scalar(&item_schema, &mut item, &key, &mut notes);
+            *value = Value::Array(vec![item]);
+            notes.push(format!("{key}: single value → one-item array"));
+            continue;
+        }
+        if let Value::Array(items) = value {
+            let item_schema = prop.get("items").cloned().unwrap_or(json!({}));
+            for (i, item) in items.iter_mut().enumerate() {
+                coerce_scalar(&item_schema, item, &format!("{key}[{i}]"), &mut notes);
+            }
+            continue;
+        }
+        coerce_scalar(prop, value, &key, &mut notes);
+    }
+    notes
+}
+
+fn coerce_scalar(schema: &Value, value: &mut Value, at: &str, notes: &mut Vec<String>) {
+    let types = schema_types(schema);
+    let wants = |t: &str| types.contains(&t);
+    let new = match &*value {
+        Value::String(s) if wants("integer") && !wants("string") => {
+            s.trim().parse::<i64>().ok().map(Value::from)
+        }
+        Value::String(s) if wants("number") && !wants("string") => s
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite())
+            .and_then(serde_json::Number::from_f64)
+            .map(Value::Number),
+        Value::String(s) if wants("boolean") && !wants("string") => match s.as_str() {
+            "true" => Some(Value::Bool(true)),
+            "false" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        Value::Number(n) if wants("integer") && !wants("number") && !(n.is_i64() || n.is_u64()) => {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+                .map(|f| Value::from(f as i64))
+        }
+        _ => None,
+    };
+    if let Some(new) = new {
+        notes.push(format!("{at}: {} → {}", short(value), short(&new)));
+        *value = new;
+    }
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() > 40 {
+        format!("{}…", &s[..s.floor_char_boundary(40)])
+    } else {
+        s
+    }
+}
+
+/// One schema violation.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Violation {
+    /// JSON pointer into the arguments (`/count`, or `` for the whole object).
+    pub path: String,
+    /// What is wrong (argument values are not echoed).
+    pub message: String,
+}
+
+/// Enforces size limits and the NUL ban before schema validation, so a 10 MB string is
+/// rejected without being copied around.
+pub fn check_limits(
+    args: &Map<String, Value>,
+    max_string: usize,
+    max_items: usize,
+) -> Vec<Violation> {
+    let mut out = Vec::new();
+    fn walk(v: &Value, path: String, max_s: usize, max_i: usize, out: &mut Vec<Violation>) {
+        match v {
+            Value::String(s) => {
+                if s.len() > max_s {
+                    out.push(Violation {
+                        path,
+                        message: format!(
+                            "string of {} bytes exceeds the limit of {max_s} bytes",
+                            s.len()
+                        ),
+                    });
+                } else if s.contains('\0') {
+                    out.push(Violation {
+                        path,
+                        message: "string contains a NUL byte, which no command line can carry"
+                            .into(),
+                    });
+                }
+            }
+            Value::Array(items) => {
+                if items.len() > max_i {
+                    out.push(Violation {
+                        path: path.clone(),
+                        message: format!(
+                            "array of {} items exceeds the limit of {max_i} items",
+                            items.len()
+                        ),
+                    });
+                }
+                for (i, item) in items.iter().enumerate().take(max_i) {
+                    walk(item, format!("{path}/{i}"), max_s, max_i, out);
+                }
+            }
+            Value::Object(m) => {
+                for (k, v) in m {
+                    walk(v, format!("{path}/{}", escape(k)), max_s, max_i, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    for (k, v) in args {
+        if k.len() > 256 {
+            out.push(Violation {
+                path: String::new(),
+                message: format!("property name of {} bytes is too long", k.len()),
+            });
+            continue;
+        }
+        walk(
+            v,
+            format!("/{}", escape(k)),
+            max_string,
+            max_items,
+            &mut out,
+        );
+    }
+    out
+}
+
+fn escape(k: &str) -> String {
+    k.replace('~', "~0").replace('/', "~1")
+}
+
+/// A compiled input schema.
+pub struct Checker {
+    validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for Checker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Checker")
+    }
+}
+
+impl Checker {
+    /// Compiles a tool's input schema.
+    ///
+    /// The exporter writes JSON Schema 2020-12 using only keywords that mean the same in
+    /// draft 7 (type, properties, required, additionalProperties, enum, items as one
+    /// schema, bounds, lengths, pattern). For such schemas the draft-7 rules are used:
+    /// identical results, and the much smaller draft-7 meta-schema compiles in a fraction
+    /// of the time, which every `atip exec` process pays once. A schema using anything
+    /// 2020-12 added is validated under 2020-12. `format` is an annotation in both cases,
+    /// as 2020-12 says.
+    pub fn new(schema: &Value) -> Result<Checker, AtipError> {
+        let draft = if uses_2020_keywords(schema) {
+            jsonschema::Draft::Draft202012
+        } else {
+            jsonschema::Draft::Draft7
+        };
+        let validator = jsonschema::options()
+            .with_draft(draft)
+            .should_validate_formats(false)
+            .build(schema)
+            .map_err(|e| {
+                AtipError::new(
+                    "schema_invalid",
+                    Category::Internal,
+                    format!("the exported input schema does not compile: {e}"),
+                )
+            })?;
+        Ok(Checker { validator })
+    }
+
+    /// Every violation of the schema (values masked).
+    pub fn check(&self, args: &Map<String, Value>) -> Vec<Violation> {
+        let instance = Value::Object(args.clone());
+        self.validator
+            .iter_errors(&instance)
+            .map(|e| Violation {
+                path: e.instance_path().to_string(),
+                message: e.masked().to_string(),
+            })
+            .collect()
+    }
+}
+
+/// Whether a schema uses a keyword that draft 7 does not know or reads differently.
+fn uses_2020_keywords(v: &Value) -> bool {
+    const NEW: &[&str] = &[
+        "$schema",
+        "$defs",
+        "$ref",
+        "$dynamicRef",
+        "$dynamicAnchor",
+        "$anchor",
+        "$recursiveRef",
+        "prefixItems",
+        "dependentRequired",
+        "dependentSchemas",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "minContains",
+        "maxContains",
+        "contentSchema",
+    ];
+    match v {
+        Value::Object(m) => {
+            m.keys().any(|k| NEW.contains(&k.as_str()))
+                || m.get("items").is_some_and(Value::is_array)
+                || m.values().any(uses_2020_keywords)
+        }
+        Value::Array(a) => a.iter().any(uses_2020_keywords),
+        _ => false,
+    }
+}
+
+/// The error for a list of violations.
+pub fn invalid(tool: &str, violations: Vec<Violation>, schema: &Value) -> AtipError {
+    let first = violations
+        .iter()
+        .take(3)
+        .map(|v| {
+            if v.path.is_empty() {
+                v.message.clone()
+            } else {
+                format!("{}: {}", v.path, v.message)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let more = if violations.len() > 3 {
+        format!(" (and {} more)", violations.len() - 3)
+    } else {
+        String::new()
+    };
+    let props: Vec<&String> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().collect())
+        .unwrap_or_default();
+    AtipError::new(
+        "args_invalid",
+        Category::Data,
+        format!("arguments for {tool} do not match its input schema: {first}{more}"),
+    )
+    .hint(if props.is_empty() {
+        "this tool takes no arguments: send {}".to_string()
+    } else {
+        format!(
+            "known properties: {}",
+            props
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+    .details(json!({"violations": violations}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema() -> Value {
+        json!({"type": "object", "additionalProperties": false,
+            "properties": {
+                "count": {"type": "integer"},
+                "ratio": {"type": "number"},
+                "force": {"type": "boolean"},
+                "name": {"type": "string"},
+                "files": {"type": "array", "items": {"type": "string"}},
+                "ids": {"type": "array", "items": {"type": "integer"}}
+            },
+            "required": ["name"]})
+    }
+
+    #[test]
+    fn parse_errors_have_positions() {
+        let e = parse_text("{\n  \"a\": 1,\n  oops}").unwrap_err();
+        assert_eq!(e.code, "args_malformed");
+        assert_eq!(e.details["line"], 3);
+        assert!(e.message.contains("line 3"));
+        assert_eq!(parse_text("[1]").unwrap_err().code, "args_not_object");
+        assert!(parse_text("  ").unwrap().is_empty());
+    }
+
+    #[test]
+    fn coercions() {
+        let s = schema();
+        let mut a = parse_text(
+            r#"{"count":"5","ratio":"0.5","force":"true","name":"x","files":"a.txt","ids":["1",2.0],"extra":null}"#,
+        )
+        .unwrap();
+        let notes = coerce(&s, &mut a);
+        assert_eq!(
+            Value::Object(a.clone()),
+            json!({"count":5,"ratio":0.5,"force":true,"name":"x","files":["a.txt"],"ids":[1,2],"extra":null})
+        );
+        assert_eq!(notes.len(), 6, "{notes:?}");
+        let mut b = parse_text(r#"{"count":null,"name":"5"}"#).unwrap();
+        coerce(&s, &mut b);
+        assert_eq!(Value::Object(b), json!({"name": "5"}));
+        let mut c = parse_text(r#"{"count":"five","force":"yes","name":"n"}"#).unwrap();
+        assert!(coerce(&s, &mut c).is_empty());
+    }
+
+    #[test]
+    fn draft_choice() {
+        assert!(!uses_2020_keywords(&schema()));
+        assert!(uses_2020_keywords(
+            &json!({"properties": {"a": {"prefixItems": []}}})
+        ));
+        assert!(uses_2020_keywords(&json!({"items": [{}]})));
+        // Under 2020-12, prefixItems is enforced.
+        let s = json!({"type": "object", "properties": {"p": {"type": "array",
+            "prefixItems": [{"type": "integer"}]}}});
+        let c = Checker::new(&s).unwrap();
+        assert_eq!(c.check(&parse_text(r#"{"p": ["x"]}"#).unwrap()).len(), 1);
+        assert!(
+            c.check(&parse_text(r#"{"p": [1, "x"]}"#).unwrap())
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn validation_and_limits() {
+        let s = schema();
+        let checker = Checker::new(&s).unwrap();
+        let a = parse_text(r#"{"name":"secret-value","bogus":1,"count":"x"}"#).unwrap();
+        let v = checker.check(&a);
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert!(v.iter().all(|x| !x.message.contains("secret-value")));
+        let e = invalid("t_x", v, &s);
+        assert_eq!(e.exit_code(), 65);
+        assert!(e.hint.unwrap().contains("count"));
+        let missing = checker.check(&Map::new());
+        assert_eq!(missing.len(), 1);
+        let big = parse_text(&format!(
+            r#"{{"name":"{}","files":["a\u0000b"]}}"#,
+            "x".repeat(100)
+        ))
+        .unwrap();
+        let v = check_limits(&big, 50, 10);
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[0].path, "/name");
+        assert_eq!(v[1].path, "/files/0");
+    }
+}

@@ -1,0 +1,204 @@
+//! Building the command line of a validated tool call: the executable, then the
+//! subcommand path, then options, then positionals. Never a shell: every value is one
+//! argv element, passed to `execve` as is.
+//!
+//! Rules (normative text in `spec/exec.md`):
+//! - options by their long flag, in the order the tool's parameters are listed; a value
+//!   that starts with `-` is joined as `--flag=value`, so no parser can mistake it for a
+//!   flag (an option with only a short flag cannot take such a value safely: refused);
+//! - booleans: the bare flag when `true`, nothing when `false`;
+//! - arrays and variadic options: the flag repeated once per item;
+//! - positionals in argument order, array items each their own element; `--` before the
+//!   first positional when any positional starts with `-`;
+//! - numbers in their JSON spelling.
+//!
+//! Must not validate types (the schema did) or decide policy.
+
+use crate::compile::{Param, ParamOrigin};
+use crate::model::ParamType;
+use crate::output::{AtipError, Category};
+use serde_json::{Map, Value};
+
+fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+fn unusable(property: &str, why: &str) -> AtipError {
+    AtipError::new(
+        "args_unusable",
+        Category::Data,
+        format!("argument {property:?} cannot be put on the command line: {why}"),
+    )
+}
+
+/// The arguments after the program, for a call of `command` with `args`.
+pub fn build(
+    command: &[String],
+    params: &[Param],
+    args: &Map<String, Value>,
+) -> Result<Vec<String>, AtipError> {
+    let mut argv: Vec<String> = command.iter().filter(|s| !s.is_empty()).cloned().collect();
+    let mut positionals: Vec<(usize, Vec<String>)> = Vec::new();
+    for p in params {
+        let Some(value) = args.get(&p.property) else {
+            continue;
+        };
+        if value.is_null() {
+            continue;
+        }
+        let items: Vec<&Value> = match value {
+            Value::Array(a) => a.iter().collect(),
+            v => vec![v],
+        };
+        match &p.origin {
+            ParamOrigin::Option { flag, .. } => {
+                let is_bool = p.kind == ParamType::Boolean;
+                for item in items {
+                    if is_bool {
+                        match item {
+                            Value::Bool(true) => argv.push(flag.clone()),
+                            Value::Bool(false) => {}
+                            _ => return Err(unusable(&p.property, "expected true or false")),
+                        }
+                        continue;
+                    }
+                    let text = scalar_text(item)
+                        .ok_or_else(|| unusable(&p.property, "nested values are not supported"))?;
+                    if text.starts_with('-') {
+                        if !flag.starts_with("--") {
+                            return Err(unusable(
+                                &p.property,
+                                &format!(
+                                    "the value starts with '-' and {flag} has no long form to attach it to"
+                                ),
+                            ));
+                        }
+                        argv.push(format!("{flag}={text}"));
+                    } else {
+                        argv.push(flag.clone());
+                        argv.push(text);
+                    }
+                }
+            }
+            ParamOrigin::Argument { index, .. } => {
+                let mut texts = Vec::new();
+                for item in items {
+                    texts.push(
+                        scalar_text(item).ok_or_else(|| {
+                            unusable(&p.property, "nested values are not supported")
+                        })?,
+                    );
+                }
+                positionals.push((*index, texts));
+            }
+        }
+    }
+    positionals.sort_by_key(|(i, _)| *i);
+    let values: Vec<String> = positionals.into_iter().flat_map(|(_, v)| v).collect();
+    if values.iter().any(|v| v.starts_with('-')) {
+        argv.push("--".into());
+    }
+    argv.extend(values);
+    Ok(argv)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn opt(property: &str, flag: &str, kind: ParamType) -> Param {
+        Param {
+            property: property.into(),
+            origin: ParamOrigin::Option {
+                name: property.into(),
+                flag: flag.into(),
+            },
+            kind,
+            required: false,
+            variadic: false,
+            description: String::new(),
+            schema: json!({}),
+        }
+    }
+
+    fn arg(property: &str, index: usize, kind: ParamType) -> Param {
+        Param {
+            property: property.into(),
+            origin: ParamOrigin::Argument {
+                index,
+                name: property.into(),
+            },
+            kind,
+            required: true,
+            variadic: false,
+            description: String::new(),
+            schema: json!({}),
+        }
+    }
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn layout() {
+        let params = vec![
+            arg("title", 0, ParamType::String),
+            arg("files", 1, ParamType::Array),
+            opt("draft", "--draft", ParamType::Boolean),
+            opt("quiet", "--quiet", ParamType::Boolean),
+            opt("label", "--label", ParamType::Array),
+            opt("count", "-n", ParamType::Integer),
+        ];
+        let cmd = vec!["pr".to_string(), "create".to_string()];
+        let a = args(
+            json!({"files": ["a", "b"], "title": "; rm -rf ~", "draft": true,
+            "quiet": false, "label": ["x", "y"], "count": 3}),
+        );
+        assert_eq!(
+            build(&cmd, &params, &a).unwrap(),
+            [
+                "pr",
+                "create",
+                "--draft",
+                "--label",
+                "x",
+                "--label",
+                "y",
+                "-n",
+                "3",
+                "; rm -rf ~",
+                "a",
+                "b"
+            ]
+        );
+    }
+
+    #[test]
+    fn dashes() {
+        let params = vec![
+            arg("path", 0, ParamType::String),
+            opt("msg", "--message", ParamType::String),
+            opt("short", "-s", ParamType::String),
+        ];
+        let root = vec![String::new()];
+        let a = args(json!({"path": "--help", "msg": "--force"}));
+        assert_eq!(
+            build(&root, &params, &a).unwrap(),
+            ["--message=--force", "--", "--help"]
+        );
+        let a = args(json!({"short": "-x"}));
+        assert_eq!(build(&root, &params, &a).unwrap_err().code, "args_unusable");
+        let a = args(json!({"path": "x\ny", "msg": "$(id) `id`"}));
+        assert_eq!(
+            build(&root, &params, &a).unwrap(),
+            ["--message", "$(id) `id`", "x\ny"]
+        );
+    }
+}

@@ -1,0 +1,917 @@
+//! The execution policy: which tool calls may run, which need a human's confirmation,
+//! which are refused, and the guardrails on their arguments (path roots, size limits).
+//!
+//! The policy is a JSON file (format in `spec/policy.md`), by default
+//! `<config-dir>/policy.json`; without one the built-in defaults apply. Evaluation is
+//! pure: it looks at facts about one call and returns a decision naming every rule that
+//! applied. Must not run anything, prompt, or print.
+
+use crate::model::Effects;
+use crate::output::{AtipError, Category};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::{Deserialize, Serialize};
+use std::path::{Component, Path, PathBuf};
+
+/// File name of the default policy inside the config directory.
+pub const POLICY_FILE: &str = "policy.json";
+
+/// What a rule does to a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Runs without asking.
+    Allow,
+    /// Runs only after confirmation (`--yes`, a terminal prompt, MCP elicitation).
+    Confirm,
+    /// Never runs.
+    Deny,
+}
+
+/// Allow and deny glob lists.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lists {
+    /// When non-empty, only matching calls may run.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Matching calls never run; deny wins over allow.
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+/// Actions for effect classes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EffectRules {
+    /// `effects.destructive: true`.
+    #[serde(default = "confirm")]
+    pub destructive: Action,
+    /// `effects.cost.billable: true`.
+    #[serde(default = "confirm")]
+    pub billable: Action,
+    /// `effects.filesystem.delete: true`.
+    #[serde(default = "confirm")]
+    pub filesystem_delete: Action,
+    /// `effects.network: true`.
+    #[serde(default = "allow")]
+    pub network: Action,
+    /// Commands whose safety is unknown: no effects stated anywhere, or metadata from a
+    /// partial answer whose omitted commands have `safetyAssumption: unknown`.
+    #[serde(default = "confirm")]
+    pub unknown: Action,
+}
+
+impl Default for EffectRules {
+    fn default() -> Self {
+        EffectRules {
+            destructive: Action::Confirm,
+            billable: Action::Confirm,
+            filesystem_delete: Action::Confirm,
+            network: Action::Allow,
+            unknown: Action::Confirm,
+        }
+    }
+}
+
+fn confirm() -> Action {
+    Action::Confirm
+}
+fn allow() -> Action {
+    Action::Allow
+}
+
+/// Trust floor.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustRule {
+    /// Lowest trust source that runs under the other rules:
+    /// `native` > `vendor` > `org` > `community` > `user` > `inferred`.
+    #[serde(default = "default_minimum")]
+    pub minimum: String,
+    /// What happens to tools below it.
+    #[serde(default = "confirm")]
+    pub below: Action,
+}
+
+fn default_minimum() -> String {
+    "user".into()
+}
+
+impl Default for TrustRule {
+    fn default() -> Self {
+        TrustRule {
+            minimum: default_minimum(),
+            below: Action::Confirm,
+        }
+    }
+}
+
+/// Path guardrails.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathRules {
+    /// Directories file and directory arguments must resolve inside (symlinks
+    /// followed). Relative entries are relative to the working directory. Empty means
+    /// the working directory only.
+    #[serde(default)]
+    pub roots: Vec<PathBuf>,
+}
+
+/// Guardrails for `url` arguments.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UrlRules {
+    /// Schemes a URL argument may use.
+    #[serde(default = "default_schemes")]
+    pub schemes: Vec<String>,
+    /// When non-empty, the host must match one of these globs (`*.github.com`).
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Hosts never allowed (globs).
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// Loopback, private, link-local and unspecified addresses and `localhost`.
+    #[serde(default = "confirm")]
+    pub private: Action,
+}
+
+fn default_schemes() -> Vec<String> {
+    vec!["http".into(), "https".into()]
+}
+
+impl Default for UrlRules {
+    fn default() -> Self {
+        UrlRules {
+            schemes: default_schemes(),
+            allow: Vec::new(),
+            deny: Vec::new(),
+            private: Action::Confirm,
+        }
+    }
+}
+
+/// Environment passed to tools.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvRules {
+    /// Variables passed through to every tool when set (on top of the `process`
+    /// allowlist and the tool's own authentication variables), e.g. `KUBECONFIG`.
+    #[serde(default)]
+    pub pass: Vec<String>,
+}
+
+/// Size limits on arguments and batches.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Limits {
+    /// Longest string argument, in bytes.
+    #[serde(default = "default_max_string")]
+    pub max_string_bytes: usize,
+    /// Most items in one array argument.
+    #[serde(default = "default_max_items")]
+    pub max_array_items: usize,
+    /// Most tool calls taken from one provider response.
+    #[serde(default = "default_max_calls")]
+    pub max_calls: usize,
+}
+
+fn default_max_string() -> usize {
+    64 * 1024
+}
+fn default_max_items() -> usize {
+    256
+}
+fn default_max_calls() -> usize {
+    64
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_string_bytes: default_max_string(),
+            max_array_items: default_max_items(),
+            max_calls: default_max_calls(),
+        }
+    }
+}
+
+/// The policy file, as written.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PolicyFile {
+    /// Format version, `1`.
+    #[serde(default = "one")]
+    pub version: u32,
+    /// Globs on tool names (`gh`) and flattened tool names (`gh_pr_create`).
+    #[serde(default)]
+    pub tools: Lists,
+    /// Globs on command paths as typed (`gh pr create`, `git *`).
+    #[serde(default)]
+    pub commands: Lists,
+    /// Globs on the absolute path of the executable (`/usr/bin/*`).
+    #[serde(default)]
+    pub programs: Lists,
+    /// Effect rules.
+    #[serde(default)]
+    pub effects: EffectRules,
+    /// Trust floor.
+    #[serde(default)]
+    pub trust: TrustRule,
+    /// Path guardrails.
+    #[serde(default)]
+    pub paths: PathRules,
+    /// Size limits.
+    #[serde(default)]
+    pub limits: Limits,
+    /// Environment passed to tools.
+    #[serde(default)]
+    pub env: EnvRules,
+    /// Guardrails for `url` arguments.
+    #[serde(default)]
+    pub urls: UrlRules,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl Default for PolicyFile {
+    fn default() -> Self {
+        PolicyFile {
+            version: 1,
+            tools: Lists::default(),
+            commands: Lists::default(),
+            programs: Lists::default(),
+            effects: EffectRules::default(),
+            trust: TrustRule::default(),
+            paths: PathRules::default(),
+            limits: Limits::default(),
+            env: EnvRules::default(),
+            urls: UrlRules::default(),
+        }
+    }
+}
+
+/// A loaded, compiled policy.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// The file as written (or the defaults).
+    pub file: PolicyFile,
+    /// Where it came from; `None` for the built-in defaults.
+    pub source: Option<PathBuf>,
+    tools: Compiled,
+    commands: Compiled,
+    programs: Compiled,
+    url_hosts: Compiled,
+    roots: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone)]
+struct Compiled {
+    allow: Option<GlobSet>,
+    deny: GlobSet,
+}
+
+impl Compiled {
+    fn new(lists: &Lists, field: &str) -> Result<Compiled, AtipError> {
+        let build = |pats: &[String], which: &str| -> Result<GlobSet, AtipError> {
+            let mut b = GlobSetBuilder::new();
+            for p in pats {
+                let g = Glob::new(p).map_err(|e| {
+                    AtipError::new(
+                        "policy_invalid",
+                        Category::Config,
+                        format!("invalid glob {p:?} in policy {field}.{which}: {e}"),
+                    )
+                })?;
+                b.add(g);
+            }
+            b.build().map_err(|e| {
+                AtipError::new("policy_invalid", Category::Config, format!("{field}: {e}"))
+            })
+        };
+        Ok(Compiled {
+            allow: if lists.allow.is_empty() {
+                None
+            } else {
+                Some(build(&lists.allow, "allow")?)
+            },
+            deny: build(&lists.deny, "deny")?,
+        })
+    }
+}
+
+/// One rule that applied to a call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuleHit {
+    /// Rule id, e.g. `effects.destructive`, `tools.deny`, `trust.minimum`, `interactive`.
+    pub rule: String,
+    /// What it asks for.
+    pub action: Action,
+    /// Why, in words.
+    pub reason: String,
+}
+
+/// The policy's verdict on one call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    /// The strictest action of all rules that applied (`allow` when none did).
+    pub action: Action,
+    /// Every rule that applied.
+    pub rules: Vec<RuleHit>,
+}
+
+impl Decision {
+    /// Rule ids with the given action.
+    pub fn rule_ids(&self, action: Action) -> Vec<String> {
+        self.rules
+            .iter()
+            .filter(|r| r.action == action)
+            .map(|r| r.rule.clone())
+            .collect()
+    }
+
+    /// A one-line explanation of the rules with the given action.
+    pub fn explain(&self, action: Action) -> String {
+        self.rules
+            .iter()
+            .filter(|r| r.action == action)
+            .map(|r| format!("{} ({})", r.rule, r.reason))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// What the policy looks at.
+#[derive(Debug, Clone)]
+pub struct CallFacts<'a> {
+    /// Registered tool name, e.g. `gh`.
+    pub tool: &'a str,
+    /// Flattened tool name, e.g. `gh_pr_create`.
+    pub flat_name: &'a str,
+    /// Command path as typed, e.g. `gh pr create`.
+    pub command_path: &'a str,
+    /// Executable.
+    pub program: &'a Path,
+    /// Effective effects of the command.
+    pub effects: &'a Effects,
+    /// Trust source of the registry entry.
+    pub trust: &'a str,
+    /// The metadata is a partial answer whose omitted commands have unknown safety.
+    pub partial_unknown: bool,
+    /// Whether `--allow-interactive` was given.
+    pub allow_interactive: bool,
+}
+
+/// Rank of a trust source; unknown sources rank below `inferred`.
+pub fn trust_rank(source: &str) -> i32 {
+    match source {
+        "native" => 5,
+        "vendor" => 4,
+        "org" => 3,
+        "community" => 2,
+        "user" => 1,
+        "inferred" => 0,
+        _ => -1,
+    }
+}
+
+impl Policy {
+    /// Compiles a policy file; `base` resolves relative path roots.
+    pub fn new(
+        file: PolicyFile,
+        source: Option<PathBuf>,
+        base: &Path,
+    ) -> Result<Policy, AtipError> {
+        if file.version != 1 {
+            return Err(AtipError::new(
+                "policy_invalid",
+                Category::Config,
+                format!("unsupported policy version {} (expected 1)", file.version),
+            ));
+        }
+        if let Some(bad) = file
+            .env
+            .pass
+            .iter()
+            .find(|n| n.is_empty() || n.contains(['=', '\0']))
+        {
+            return Err(AtipError::new(
+                "policy_invalid",
+                Category::Config,
+                format!("invalid environment variable name {bad:?} in env.pass"),
+            ));
+        }
+        if trust_rank(&file.trust.minimum) < 0 {
+            return Err(AtipError::new(
+                "policy_invalid",
+                Category::Config,
+                format!(
+                    "unknown trust.minimum {:?}: expected native, vendor, org, community, user or inferred",
+                    file.trust.minimum
+                ),
+            ));
+        }
+        let mut roots = Vec::new();
+        let raw_roots = if file.paths.roots.is_empty() {
+            vec![PathBuf::from(".")]
+        } else {
+            file.paths.roots.clone()
+        };
+        for r in raw_roots {
+            let abs = base.join(&r);
+            let canon = resolve_path(&abs);
+            roots.push(canon);
+        }
+        Ok(Policy {
+            tools: Compiled::new(&file.tools, "tools")?,
+            commands: Compiled::new(&file.commands, "commands")?,
+            programs: Compiled::new(&file.programs, "programs")?,
+            url_hosts: Compiled::new(
+                &Lists {
+                    allow: file.urls.allow.clone(),
+                    deny: file.urls.deny.clone(),
+                },
+                "urls",
+            )?,
+            roots,
+            file,
+            source,
+        })
+    }
+
+    /// The built-in defaults, path roots relative to `cwd`.
+    pub fn defaults(cwd: &Path) -> Policy {
+        Policy::new(PolicyFile::default(), None, cwd).expect("defaults are valid")
+    }
+
+    /// Loads `explicit` (must exist), else `<config>/policy.json` when present, else the
+    /// defaults. Relative roots resolve against `cwd`.
+    pub fn load(
+        explicit: Option<&Path>,
+        config_dir: &Path,
+        cwd: &Path,
+    ) -> Result<Policy, AtipError> {
+        let (path, required) = match explicit {
+            Some(p) => (p.to_path_buf(), true),
+            None => (config_dir.join(POLICY_FILE), false),
+        };
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
+                return Ok(Policy::defaults(cwd));
+            }
+            Err(e) => {
+                return Err(AtipError::new(
+                    "policy_unreadable",
+                    Category::Input,
+                    format!("failed to read policy {}: {e}", path.display()),
+                ));
+            }
+        };
+        let file: PolicyFile = serde_json::from_slice(&bytes).map_err(|e| {
+            AtipError::new(
+                "policy_invalid",
+                Category::Config,
+                format!(
+                    "invalid policy {} at line {} column {}: {e}",
+                    path.display(),
+                    e.line(),
+                    e.column()
+                ),
+            )
+            .hint("see spec/policy.md for the format")
+        })?;
+        Policy::new(file, Some(path), cwd)
+    }
+
+    /// Canonical allowed roots for file and directory arguments.
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
+    }
+
+    /// Size limits.
+    pub fn limits(&self) -> &Limits {
+        &self.file.limits
+    }
+
+    /// Decides on one call.
+    pub fn evaluate(&self, f: &CallFacts<'_>) -> Decision {
+        let mut rules = Vec::new();
+        let mut hit = |rule: &str, action: Action, reason: String| {
+            if action != Action::Allow {
+                rules.push(RuleHit {
+                    rule: rule.into(),
+                    action,
+                    reason,
+                });
+            }
+        };
+        let lists: [(&Compiled, &str, Vec<&str>); 3] = [
+            (&self.tools, "tools", vec![f.tool, f.flat_name]),
+            (&self.commands, "commands", vec![f.command_path]),
+            (
+                &self.programs,
+                "programs",
+                vec![f.program.to_str().unwrap_or("")],
+            ),
+        ];
+        for (c, field, subjects) in lists {
+            if subjects.iter().any(|s| c.deny.is_match(s)) {
+                hit(
+                    &format!("{field}.deny"),
+                    Action::Deny,
+                    format!("{} matches a deny pattern", subjects.join(" / ")),
+                );
+            }
+            if let Some(allow) = &c.allow
+                && !subjects.iter().any(|s| allow.is_match(s))
+            {
+                hit(
+                    &format!("{field}.allow"),
+                    Action::Deny,
+                    format!("{} matches no allow pattern", subjects.join(" / ")),
+                );
+            }
+        }
+        let e = f.effects;
+        let rules_cfg = &self.file.effects;
+        if e.destructive == Some(true) {
+            hit(
+                "effects.destructive",
+                rules_cfg.destructive,
+                "the command is destructive".into(),
+            );
+        }
+        if e.is_billable() {
+            hit(
+                "effects.billable",
+                rules_cfg.billable,
+                "the command may incur charges".into(),
+            );
+        }
+        if e.deletes_files() {
+            hit(
+                "effects.filesystemDelete",
+                rules_cfg.filesystem_delete,
+                "the command deletes files".into(),
+            );
+        }
+        if e.network == Some(true) {
+            hit(
+                "effects.network",
+                rules_cfg.network,
+                "the command uses the network".into(),
+            );
+        }
+        if f.partial_unknown || *e == Effects::default() {
+            let why = if f.partial_unknown {
+                "the metadata is partial and omitted commands have unknown safety"
+            } else {
+                "the metadata states no effects for the command"
+            };
+            hit("effects.unknown", rules_cfg.unknown, why.into());
+        }
+        if trust_rank(f.trust) < trust_rank(&self.file.trust.minimum) {
+            hit(
+                "trust.minimum",
+                self.file.trust.below,
+                format!(
+                    "trust source {:?} is below {:?}",
+                    f.trust, self.file.trust.minimum
+                ),
+            );
+        }
+        if e.needs_human() && !f.allow_interactive {
+            hit(
+                "interactive",
+                Action::Deny,
+                "the command needs a terminal, prompts, or required/password stdin; pass --allow-interactive".into(),
+            );
+        }
+        let action = rules
+            .iter()
+            .map(|r| r.action)
+            .max()
+            .unwrap_or(Action::Allow);
+        Decision { action, rules }
+    }
+
+    /// Checks a file or directory argument: resolved against `cwd` with symlinks
+    /// followed, it must lie inside one of the roots. Returns the resolved path.
+    pub fn check_path(&self, value: &str, cwd: &Path) -> Result<PathBuf, String> {
+        if value.is_empty() {
+            return Err("empty path".into());
+        }
+        let resolved = resolve_path(&cwd.join(value));
+        if self.roots.iter().any(|r| resolved.starts_with(r)) {
+            Ok(resolved)
+        } else {
+            Err(format!(
+                "{value:?} resolves to {} which is outside the allowed roots ({})",
+                resolved.display(),
+                self.roots
+                    .iter()
+                    .map(|r| r.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        }
+    }
+}
+
+impl Policy {
+    /// Checks one `url` argument; returns the rules it triggers (none when it is fine).
+    pub fn check_url(&self, property: &str, value: &str) -> Vec<RuleHit> {
+        let mut hits = Vec::new();
+        let rules = &self.file.urls;
+        let Some((scheme, rest)) = value.split_once("://") else {
+            hits.push(RuleHit {
+                rule: "urls.schemes".into(),
+                action: Action::Deny,
+                reason: format!("argument {property:?} is not an absolute URL (scheme://host/…)"),
+            });
+            return hits;
+        };
+        let scheme = scheme.to_ascii_lowercase();
+        if !rules
+            .schemes
+            .iter()
+            .any(|s| s.eq_ignore_ascii_case(&scheme))
+        {
+            hits.push(RuleHit {
+                rule: "urls.schemes".into(),
+                action: Action::Deny,
+                reason: format!(
+                    "argument {property:?} uses scheme {scheme:?}; allowed: {}",
+                    rules.schemes.join(", ")
+                ),
+            });
+        }
+        let host = url_host(rest);
+        if self.url_hosts.deny.is_match(&host) {
+            hits.push(RuleHit {
+                rule: "urls.deny".into(),
+                action: Action::Deny,
+                reason: format!("host {host:?} of argument {property:?} matches a deny pattern"),
+            });
+        }
+        if let Some(allow) = &self.url_hosts.allow
+            && !allow.is_match(&host)
+        {
+            hits.push(RuleHit {
+                rule: "urls.allow".into(),
+                action: Action::Deny,
+                reason: format!("host {host:?} of argument {property:?} matches no allow pattern"),
+            });
+        }
+        if rules.private != Action::Allow && is_private_host(&host) {
+            hits.push(RuleHit {
+                rule: "urls.private".into(),
+                action: rules.private,
+                reason: format!(
+                    "argument {property:?} points at a local or private address ({host})"
+                ),
+            });
+        }
+        hits
+    }
+}
+
+/// The host of the part after `scheme://`: no userinfo, port or brackets, lowercase.
+fn url_host(rest: &str) -> String {
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(inner) = hostport.strip_prefix('[') {
+        inner.split(']').next().unwrap_or("")
+    } else {
+        hostport.split(':').next().unwrap_or("")
+    };
+    host.trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// Loopback, private, link-local, unspecified, or a `localhost` name. Names are not
+/// resolved: a public name that resolves to a private address is not caught here.
+pub fn is_private_host(host: &str) -> bool {
+    use std::net::IpAddr;
+    if host.is_empty() {
+        return false;
+    }
+    if host == "localhost" || host.ends_with(".localhost") {
+        return true;
+    }
+    let ip = match host.parse::<IpAddr>() {
+        Ok(ip) => ip,
+        // Shorthand IPv4 forms some resolvers accept: `127.1`, a bare integer.
+        Err(_) if host.bytes().all(|b| b.is_ascii_digit() || b == b'.') => return true,
+        Err(_) => return false,
+    };
+    match ip {
+        IpAddr::V4(v4) => {
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.octets()[0] == 100 && (64..128).contains(&v4.octets()[1])
+        }
+        IpAddr::V6(v6) => {
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || v6
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| is_private_host(&v4.to_string()))
+        }
+    }
+}
+
+/// Resolves a path as the kernel would: `..` and `.` applied component by component,
+/// every existing prefix canonicalized (symlinks followed), the part that does not
+/// exist yet appended lexically (a missing directory cannot be a symlink).
+pub fn resolve_path(path: &Path) -> PathBuf {
+    resolve_depth(path, 0)
+}
+
+fn resolve_depth(path: &Path, depth: u32) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    let mut exists = true;
+    for comp in path.components() {
+        match comp {
+            Component::RootDir | Component::Prefix(_) => out = PathBuf::from("/"),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+                if !exists {
+                    exists = out.exists();
+                }
+            }
+            Component::Normal(name) => {
+                out.push(name);
+                if exists {
+                    match std::fs::canonicalize(&out) {
+                        Ok(c) => out = c,
+                        Err(_) => {
+                            // A dangling symlink: follow its target lexically.
+                            if let (Ok(target), true) = (std::fs::read_link(&out), depth < 40) {
+                                out.pop();
+                                let next = resolve_depth(&out.join(target), depth + 1);
+                                out = next;
+                            }
+                            exists = false;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn effects(v: serde_json::Value) -> Effects {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn facts<'a>(e: &'a Effects, trust: &'a str) -> CallFacts<'a> {
+        CallFacts {
+            tool: "gh",
+            flat_name: "gh_repo_delete",
+            command_path: "gh repo delete",
+            program: Path::new("/usr/bin/gh"),
+            effects: e,
+            trust,
+            partial_unknown: false,
+            allow_interactive: false,
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let p = Policy::defaults(Path::new("/"));
+        let ro = effects(json!({"destructive": false, "filesystem": {"read": true}}));
+        assert_eq!(p.evaluate(&facts(&ro, "native")).action, Action::Allow);
+        let d = effects(json!({"destructive": true, "network": true}));
+        let dec = p.evaluate(&facts(&d, "native"));
+        assert_eq!(dec.action, Action::Confirm);
+        assert_eq!(dec.rule_ids(Action::Confirm), ["effects.destructive"]);
+        let unknown = Effects::default();
+        assert_eq!(
+            p.evaluate(&facts(&unknown, "native"))
+                .rule_ids(Action::Confirm),
+            ["effects.unknown"]
+        );
+        assert_eq!(
+            p.evaluate(&facts(&ro, "inferred"))
+                .rule_ids(Action::Confirm),
+            ["trust.minimum"]
+        );
+        let tty = effects(json!({"destructive": false, "interactive": {"tty": true}}));
+        assert_eq!(p.evaluate(&facts(&tty, "native")).action, Action::Deny);
+        let mut f = facts(&tty, "native");
+        f.allow_interactive = true;
+        assert_eq!(p.evaluate(&f).action, Action::Allow);
+    }
+
+    #[test]
+    fn lists_and_effect_rules() {
+        let file: PolicyFile = serde_json::from_value(json!({
+            "tools": {"allow": ["gh"], "deny": []},
+            "commands": {"deny": ["gh repo delete"]},
+            "effects": {"destructive": "allow", "network": "deny"}
+        }))
+        .unwrap();
+        let p = Policy::new(file, None, Path::new("/")).unwrap();
+        let d = effects(json!({"destructive": true}));
+        let dec = p.evaluate(&facts(&d, "native"));
+        assert_eq!(dec.action, Action::Deny);
+        assert_eq!(dec.rule_ids(Action::Deny), ["commands.deny"]);
+        let mut f = facts(&d, "native");
+        f.tool = "git";
+        f.flat_name = "git_push";
+        f.command_path = "git push";
+        assert_eq!(p.evaluate(&f).rule_ids(Action::Deny), ["tools.allow"]);
+        let n = effects(json!({"destructive": false, "network": true}));
+        let mut f = facts(&n, "native");
+        f.command_path = "gh pr list";
+        assert_eq!(p.evaluate(&f).rule_ids(Action::Deny), ["effects.network"]);
+    }
+
+    #[test]
+    fn bad_policy_files() {
+        let bad: Result<PolicyFile, _> = serde_json::from_value(json!({"tool": {}}));
+        assert!(bad.is_err());
+        let bad: Result<PolicyFile, _> =
+            serde_json::from_value(json!({"effects": {"destructive": "maybe"}}));
+        assert!(bad.is_err());
+        let f: PolicyFile = serde_json::from_value(json!({"tools": {"deny": ["["]}})).unwrap();
+        assert_eq!(
+            Policy::new(f, None, Path::new("/")).unwrap_err().category,
+            Category::Config
+        );
+    }
+
+    #[test]
+    fn url_guardrails() {
+        let p = Policy::defaults(Path::new("/"));
+        let rules =
+            |v: &str| -> Vec<String> { p.check_url("u", v).into_iter().map(|h| h.rule).collect() };
+        assert!(rules("https://api.github.com/repos").is_empty());
+        assert!(rules("http://user:pw@example.com:8080/x?y#z").is_empty());
+        assert_eq!(rules("file:///etc/passwd"), ["urls.schemes"]);
+        assert_eq!(rules("example.com/x"), ["urls.schemes"]);
+        for private in [
+            "http://localhost:3000/",
+            "http://127.0.0.1/",
+            "http://127.1/",
+            "http://169.254.169.254/latest/meta-data",
+            "http://10.0.0.8/",
+            "http://192.168.1.1/",
+            "http://[::1]:80/",
+            "http://[fd00::1]/",
+            "http://[::ffff:10.0.0.1]/",
+            "http://api.localhost/",
+        ] {
+            assert_eq!(rules(private), ["urls.private"], "{private}");
+        }
+        let f: PolicyFile = serde_json::from_value(json!({"urls": {
+            "allow": ["*.github.com"], "deny": ["evil.github.com"], "private": "allow"}}))
+        .unwrap();
+        let p = Policy::new(f, None, Path::new("/")).unwrap();
+        let rules =
+            |v: &str| -> Vec<String> { p.check_url("u", v).into_iter().map(|h| h.rule).collect() };
+        assert!(rules("https://api.github.com/").is_empty());
+        assert_eq!(rules("https://evil.github.com/"), ["urls.deny"]);
+        assert_eq!(rules("https://example.com/"), ["urls.allow"]);
+    }
+
+    #[test]
+    fn path_guardrails() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let work = root.join("work");
+        std::fs::create_dir_all(work.join("sub")).unwrap();
+        std::fs::write(work.join("a.txt"), "a").unwrap();
+        std::os::unix::fs::symlink("/etc", work.join("escape")).unwrap();
+        std::os::unix::fs::symlink("../outside/new", work.join("dangling")).unwrap();
+        let p = Policy::defaults(&work);
+        assert!(p.check_path("a.txt", &work).is_ok());
+        assert!(p.check_path("sub/new-file", &work).is_ok());
+        assert!(p.check_path("not/yet/../made", &work).is_ok());
+        assert!(p.check_path("../../etc/passwd", &work).is_err());
+        assert!(p.check_path("/etc/passwd", &work).is_err());
+        assert!(p.check_path("escape/passwd", &work).is_err());
+        assert!(p.check_path("dangling", &work).is_err());
+        assert!(p.check_path("nope/../../x", &work).is_err());
+        assert!(p.check_path("", &work).is_err());
+        std::os::unix::fs::symlink("loop2", work.join("loop1")).unwrap();
+        std::os::unix::fs::symlink("loop1", work.join("loop2")).unwrap();
+        assert!(p.check_path("loop1/x", &work).is_ok());
+        assert_eq!(p.check_path(".", &work).unwrap(), work);
+    }
+}
