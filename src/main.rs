@@ -91,7 +91,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            e.report(ctx.output == OutputFormat::Json);
+            e.report(ctx.output.is_json());
             ExitCode::from(e.exit_code())
         }
     }

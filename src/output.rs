@@ -44,6 +44,8 @@ pub enum OutputFormat {
     Text,
     /// Stable, documented JSON.
     Json,
+    /// SARIF 2.1.0 (`atip validate`; other commands print JSON).
+    Sarif,
 }
 
 impl OutputFormat {
@@ -56,9 +58,9 @@ impl OutputFormat {
         }
     }
 
-    /// Whether JSON is wanted (after resolving `auto`).
+    /// Whether JSON is wanted (after resolving `auto`); SARIF is JSON too.
     pub fn is_json(self) -> bool {
-        self.resolve() == OutputFormat::Json
+        matches!(self.resolve(), OutputFormat::Json | OutputFormat::Sarif)
     }
 }
 

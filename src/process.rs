@@ -1,17 +1,31 @@
 //! The one way atip runs a child process (scan probes, `validate --exec`, `exec`, `mcp`).
 //!
-//! CONTRACT (implementation pending): argv only, never a shell; stdin from /dev/null;
-//! environment scrubbed to an allowlist; a fresh temporary working directory unless one
-//! is given; its own session and process group (setsid: no controlling terminal); a
-//! timeout after which the whole process group is killed (SIGTERM, then SIGKILL after a
-//! grace); stdout and stderr capped, drained without ever blocking past the deadline, so a
-//! grandchild that keeps a pipe open cannot delay the result.
+//! Owns spawning, supervising and reaping children: argv only, never a shell; stdin
+//! from /dev/null (or given bytes, then EOF); environment scrubbed to [`ENV_ALLOWLIST`]
+//! plus explicit extras; a fresh temporary working directory unless one is given; its
+//! own session and process group (setsid: no controlling terminal); a deadline after
+//! which the whole process group gets SIGTERM, then SIGKILL after a grace; the rest of
+//! the group killed as soon as the direct child exits; stdout and stderr capped and
+//! read with non-blocking `poll`, so neither a flood nor a grandchild holding a pipe
+//! open can delay the result past the deadline (plus the grace and [`DRAIN_WINDOW`]).
+//!
+//! Must not interpret what the child printed (that is the caller's job: probe parsing,
+//! exec result shaping, truncation markers) and must not be bypassed: nothing else in
+//! atip calls `std::process::Command`. The normative description is `spec/process.md`.
 
-use std::ffi::OsString;
-use std::path::PathBuf;
+mod sys;
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 /// Default stdout cap for `--agent` probes: room for a kubectl-sized document.
 pub const DEFAULT_PROBE_STDOUT_CAP: usize = 16 << 20;
@@ -19,7 +33,11 @@ pub const DEFAULT_PROBE_STDOUT_CAP: usize = 16 << 20;
 pub const DEFAULT_STDERR_CAP: usize = 64 << 10;
 /// Grace between SIGTERM and SIGKILL.
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_millis(200);
-/// Environment variables passed through to children.
+/// How long the pipes are still read after the direct child has exited (EOF ends it
+/// sooner). Output a tool wrote just before exiting is kept; an escaped grandchild
+/// that holds a pipe open costs at most this long.
+pub const DRAIN_WINDOW: Duration = Duration::from_millis(100);
+/// Environment variables passed through to children (when set in atip's environment).
 pub const ENV_ALLOWLIST: &[&str] = &[
     "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "LOGNAME", "TERM",
 ];
@@ -122,8 +140,480 @@ pub enum ProcessError {
     },
 }
 
-/// Runs a child under the contract above.
+impl Exit {
+    /// Whether the child exited by itself with code 0.
+    pub fn success(&self) -> bool {
+        *self == Exit::Code(0)
+    }
+}
+
+impl Outcome {
+    /// Whether the child exited by itself with code 0.
+    pub fn success(&self) -> bool {
+        self.exit.success()
+    }
+}
+
+/// How long to keep waiting for a SIGKILLed child before giving up on it and
+/// reaping it in the background (a process stuck in uninterruptible sleep).
+const KILL_WAIT: Duration = Duration::from_secs(2);
+/// Poll slice while a cancel flag must be watched.
+const CANCEL_SLICE: Duration = Duration::from_millis(20);
+/// Longest poll slice when no pidfd tells us about the child's exit.
+const FALLBACK_SLICE: Duration = Duration::from_millis(10);
+/// Bytes read per `read` call.
+const CHUNK: usize = 64 << 10;
+/// Reads per pipe per wake-up, so a flood cannot starve the deadline checks.
+const READS_PER_WAKE: usize = 16;
+/// Attempts to start a program that is busy (ETXTBSY: someone has it open for writing,
+/// typically a freshly written script while another thread forks).
+const SPAWN_ATTEMPTS: u32 = 5;
+
+/// Runs a child under the contract of this module and returns what came back.
+///
+/// Blocks the calling thread until the child has exited (or was killed) and its output
+/// has been collected; safe to call from many threads at once. Returns at the latest
+/// after `timeout + kill_grace + DRAIN_WINDOW` (plus scheduling noise), whatever the
+/// child and its descendants do. A cancel flag that is already set when `run` is called
+/// starts nothing and returns [`Exit::Cancelled`].
+///
+/// Errors only when the program cannot be resolved or started, or when supervising
+/// fails at the OS level; a child that misbehaves is an `Ok` [`Outcome`].
 pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
-    let _ = spawn;
-    unimplemented!("process::run is being implemented")
+    let start = Instant::now();
+    if is_cancelled(spawn) {
+        return Ok(Outcome {
+            exit: Exit::Cancelled,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            stdout_truncated: false,
+            stderr_truncated: false,
+            elapsed: start.elapsed(),
+        });
+    }
+    let program = resolve_program(spawn)?;
+    let io_err = |source| ProcessError::Io {
+        program: program.clone(),
+        source,
+    };
+    // Removed when this frame ends, after the child has been reaped.
+    let temp_cwd = match spawn.cwd {
+        Some(_) => None,
+        None => Some(
+            tempfile::Builder::new()
+                .prefix("atip-run-")
+                .tempdir()
+                .map_err(io_err)?,
+        ),
+    };
+    let cwd: &Path = match (&spawn.cwd, &temp_cwd) {
+        (Some(dir), _) => dir,
+        (None, Some(tmp)) => tmp.path(),
+        (None, None) => unreachable!("a temp dir exists whenever no cwd is given"),
+    };
+
+    let mut cmd = Command::new(&program);
+    cmd.args(&spawn.args)
+        .env_clear()
+        .current_dir(cwd)
+        .stdin(if spawn.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for name in ENV_ALLOWLIST {
+        if let Some(value) = std::env::var_os(name) {
+            cmd.env(name, value);
+        }
+    }
+    for (name, value) in &spawn.env {
+        cmd.env(name, value);
+    }
+    // SAFETY: `child_setup` only makes async-signal-safe calls.
+    unsafe {
+        cmd.pre_exec(sys::child_setup);
+    }
+    let child = spawn_retrying(&mut cmd).map_err(|source| ProcessError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
+
+    let mut sup = Supervisor::new(child, spawn, start).map_err(io_err)?;
+    let result = sup.supervise().map_err(io_err);
+    drop(sup); // kills and reaps whatever is left, even on error
+    drop(temp_cwd);
+    let (exit, stdout, stderr) = result?;
+    Ok(Outcome {
+        exit,
+        stdout_truncated: stdout.truncated,
+        stderr_truncated: stderr.truncated,
+        stdout: stdout.buf,
+        stderr: stderr.buf,
+        elapsed: start.elapsed(),
+    })
+}
+
+fn is_cancelled(spawn: &Spawn) -> bool {
+    spawn
+        .cancel
+        .as_ref()
+        .is_some_and(|flag| flag.load(Ordering::SeqCst))
+}
+
+/// An absolute path for `spawn.program`: absolute as given, relative paths with a `/`
+/// against atip's working directory (the child runs elsewhere), bare names on PATH (the
+/// PATH the child will see: an explicit `PATH` in `spawn.env`, else atip's own).
+fn resolve_program(spawn: &Spawn) -> Result<PathBuf, ProcessError> {
+    let program = &spawn.program;
+    let not_found = |msg: String| ProcessError::Spawn {
+        program: program.clone(),
+        source: io::Error::new(io::ErrorKind::NotFound, msg),
+    };
+    if program.as_os_str().is_empty() {
+        return Err(not_found("empty program name".into()));
+    }
+    if program.is_absolute() {
+        return Ok(program.clone());
+    }
+    let cwd = std::env::current_dir().map_err(|source| ProcessError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
+    if program.as_os_str().as_bytes().contains(&b'/') {
+        return Ok(cwd.join(program));
+    }
+    let path_var: Option<OsString> = spawn
+        .env
+        .iter()
+        .rev()
+        .find(|(name, _)| name.as_os_str() == OsStr::new("PATH"))
+        .map(|(_, value)| value.clone())
+        .or_else(|| std::env::var_os("PATH"));
+    which::which_in(program, path_var, &cwd)
+        .map_err(|e| not_found(format!("not found on PATH ({e})")))
+}
+
+fn spawn_retrying(cmd: &mut Command) -> io::Result<Child> {
+    let mut attempt = 0;
+    loop {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempt + 1 < SPAWN_ATTEMPTS => {
+                attempt += 1;
+                std::thread::sleep(Duration::from_millis(5 << attempt));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// One captured stream: kept bytes, whether more came, and the pipe while still open.
+struct Capture {
+    pipe: Option<File>,
+    buf: Vec<u8>,
+    cap: usize,
+    truncated: bool,
+}
+
+impl Capture {
+    fn empty(cap: usize) -> Capture {
+        Capture {
+            pipe: None,
+            buf: Vec::new(),
+            cap,
+            truncated: false,
+        }
+    }
+
+    fn attach(&mut self, pipe: Option<OwnedFd>) -> io::Result<()> {
+        if let Some(fd) = pipe {
+            sys::set_nonblocking(&fd)?;
+            self.pipe = Some(File::from(fd));
+        }
+        Ok(())
+    }
+
+    fn open(&self) -> bool {
+        self.pipe.is_some()
+    }
+
+    /// Reads what is available (bounded per call); bytes past the cap are dropped.
+    fn drain(&mut self, scratch: &mut [u8]) -> io::Result<()> {
+        let Some(pipe) = self.pipe.as_mut() else {
+            return Ok(());
+        };
+        for _ in 0..READS_PER_WAKE {
+            match pipe.read(scratch) {
+                Ok(0) => {
+                    self.pipe = None;
+                    return Ok(());
+                }
+                Ok(n) => {
+                    let room = self.cap.saturating_sub(self.buf.len());
+                    let keep = n.min(room);
+                    self.buf.extend_from_slice(&scratch[..keep]);
+                    if keep < n {
+                        self.truncated = true;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Bytes still to be written to the child's stdin.
+struct Feed<'a> {
+    pipe: Option<File>,
+    data: &'a [u8],
+}
+
+impl Feed<'_> {
+    /// Writes what the pipe accepts; closes it when done or when the reader is gone.
+    fn pump(&mut self) {
+        let Some(pipe) = self.pipe.as_mut() else {
+            return;
+        };
+        while !self.data.is_empty() {
+            match sys::write_no_sigpipe(pipe, self.data) {
+                Ok(n) => self.data = &self.data[n..],
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // EPIPE and friends: the child does not want the rest.
+                Err(_) => break,
+            }
+        }
+        self.pipe = None;
+    }
+}
+
+/// Watches one child until it has exited and its pipes are drained or abandoned.
+struct Supervisor<'a> {
+    child: Option<Child>,
+    pid: libc::pid_t,
+    pidfd: Option<OwnedFd>,
+    spawn: &'a Spawn,
+    start: Instant,
+    out: Capture,
+    err: Capture,
+    feed: Feed<'a>,
+}
+
+impl<'a> Supervisor<'a> {
+    fn new(mut child: Child, spawn: &'a Spawn, start: Instant) -> io::Result<Supervisor<'a>> {
+        let pid = child.id() as libc::pid_t;
+        let out = child.stdout.take().map(OwnedFd::from);
+        let err = child.stderr.take().map(OwnedFd::from);
+        let stdin = child.stdin.take().map(OwnedFd::from);
+        // Own the child before anything can fail, so Drop cleans up.
+        let mut sup = Supervisor {
+            child: Some(child),
+            pid,
+            pidfd: sys::pidfd_open(pid),
+            spawn,
+            start,
+            out: Capture::empty(spawn.stdout_cap),
+            err: Capture::empty(spawn.stderr_cap),
+            feed: Feed {
+                pipe: None,
+                data: spawn.stdin.as_deref().unwrap_or_default(),
+            },
+        };
+        sup.out.attach(out)?;
+        sup.err.attach(err)?;
+        if let Some(fd) = stdin {
+            sys::set_nonblocking(&fd)?;
+            sup.feed.pipe = Some(File::from(fd));
+            sup.feed.pump();
+        }
+        Ok(sup)
+    }
+
+    /// The supervision loop; returns how the child ended and the two captures.
+    fn supervise(&mut self) -> io::Result<(Exit, Capture, Capture)> {
+        let deadline = self.start.checked_add(self.spawn.timeout);
+        let mut scratch = vec![0u8; CHUNK];
+        // Set once atip starts killing: the reason reported instead of the status.
+        let mut verdict: Option<Exit> = None;
+        let mut kill_at: Option<Instant> = None;
+        let mut killed_at: Option<Instant> = None;
+        let mut exited_at: Option<Instant> = None;
+        let mut fallback = Duration::from_millis(1);
+
+        loop {
+            let now = Instant::now();
+            if exited_at.is_none() && sys::exited_unreaped(self.pid)? {
+                // The direct child is gone: nothing of its group may outlive it.
+                sys::kill_group(self.pid, libc::SIGKILL);
+                if verdict.is_some() {
+                    sys::signal_session(self.pid, libc::SIGKILL);
+                }
+                exited_at = Some(now);
+                self.feed.pipe = None;
+            }
+            if let Some(at) = exited_at {
+                if !self.out.open() && !self.err.open() {
+                    break;
+                }
+                if now >= at + DRAIN_WINDOW {
+                    // Someone still holds a pipe: if it is in the tool's session, it
+                    // goes too. (One that left with setsid is out of reach; it only
+                    // loses its reader.)
+                    sys::signal_session(self.pid, libc::SIGKILL);
+                    break;
+                }
+            } else {
+                if verdict.is_none() {
+                    let why = if is_cancelled(self.spawn) {
+                        Some(Exit::Cancelled)
+                    } else if deadline.is_some_and(|d| now >= d) {
+                        Some(Exit::TimedOut)
+                    } else {
+                        None
+                    };
+                    if let Some(why) = why {
+                        verdict = Some(why);
+                        sys::kill_group(self.pid, libc::SIGTERM);
+                        sys::signal_session(self.pid, libc::SIGTERM);
+                        kill_at = Some(later(now, self.spawn.kill_grace));
+                        self.feed.pipe = None;
+                    }
+                }
+                if killed_at.is_none() && kill_at.is_some_and(|k| now >= k) {
+                    sys::kill_group(self.pid, libc::SIGKILL);
+                    sys::signal_session(self.pid, libc::SIGKILL);
+                    killed_at = Some(now);
+                }
+                if killed_at.is_some_and(|k| now >= k + KILL_WAIT) {
+                    break; // unkillable for now; Drop reaps it in the background
+                }
+            }
+
+            // Pipes are read before the deadline and after the child's exit (drain
+            // window), never while a killed child is dying: the result must not wait
+            // on output.
+            let reading = exited_at.is_some() || verdict.is_none();
+            let mut fds: Vec<libc::pollfd> = Vec::with_capacity(4);
+            let mut slots = [usize::MAX; 4]; // out, err, stdin, pidfd
+            let mut add = |slot: usize, fd: i32, events: i16| {
+                slots[slot] = fds.len();
+                fds.push(libc::pollfd {
+                    fd,
+                    events,
+                    revents: 0,
+                });
+            };
+            if reading {
+                if let Some(p) = &self.out.pipe {
+                    add(0, p.as_raw_fd(), libc::POLLIN);
+                }
+                if let Some(p) = &self.err.pipe {
+                    add(1, p.as_raw_fd(), libc::POLLIN);
+                }
+            }
+            if let Some(p) = &self.feed.pipe {
+                add(2, p.as_raw_fd(), libc::POLLOUT);
+            }
+            if exited_at.is_none()
+                && let Some(p) = &self.pidfd
+            {
+                add(3, p.as_raw_fd(), libc::POLLIN);
+            }
+
+            let mut wake: Option<Instant> = None;
+            let mut sooner = |t: Instant| wake = Some(wake.map_or(t, |w| w.min(t)));
+            match (exited_at, verdict, killed_at) {
+                (Some(at), _, _) => sooner(at + DRAIN_WINDOW),
+                (None, None, _) => {
+                    if let Some(d) = deadline {
+                        sooner(d);
+                    }
+                    if self.spawn.cancel.is_some() {
+                        sooner(now + CANCEL_SLICE);
+                    }
+                }
+                (None, Some(_), None) => sooner(kill_at.unwrap_or(now)),
+                (None, Some(_), Some(k)) => sooner(k + KILL_WAIT),
+            }
+            if exited_at.is_none() && self.pidfd.is_none() {
+                sooner(now + fallback);
+                fallback = (fallback * 2).min(FALLBACK_SLICE);
+            }
+            let wait = wake.map_or(Duration::from_secs(3600), |w| {
+                w.saturating_duration_since(Instant::now())
+            });
+            sys::poll(&mut fds, wait)?;
+
+            let ready = |slot: usize| slots[slot] != usize::MAX && fds[slots[slot]].revents != 0;
+            if ready(0) {
+                self.out.drain(&mut scratch)?;
+            }
+            if ready(1) {
+                self.err.drain(&mut scratch)?;
+            }
+            if ready(2) {
+                self.feed.pump();
+            }
+        }
+
+        let status = if exited_at.is_some() {
+            self.reap()?
+        } else {
+            None
+        };
+        let exit = match (verdict, status) {
+            (Some(why), _) => why,
+            (None, Some(status)) => exit_of(status),
+            // No verdict means the loop ended on the child's exit, so a status exists;
+            // report a generic failure rather than panic should that ever break.
+            (None, None) => Exit::Code(-1),
+        };
+        let out = std::mem::replace(&mut self.out, Capture::empty(0));
+        let err = std::mem::replace(&mut self.err, Capture::empty(0));
+        Ok((exit, out, err))
+    }
+
+    /// Collects the exit status of a child known to have exited.
+    fn reap(&mut self) -> io::Result<Option<ExitStatus>> {
+        match self.child.take() {
+            Some(mut child) => child.wait().map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+impl Drop for Supervisor<'_> {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            sys::kill_group(self.pid, libc::SIGKILL);
+            sys::signal_session(self.pid, libc::SIGKILL);
+            match child.try_wait() {
+                Ok(Some(_)) | Err(_) => {}
+                // Stuck in the kernel; reap it whenever it finally dies.
+                Ok(None) => {
+                    std::thread::spawn(move || {
+                        let _ = child.wait();
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// `t + d`, saturating far in the future instead of panicking on absurd durations.
+fn later(t: Instant, d: Duration) -> Instant {
+    t.checked_add(d)
+        .unwrap_or_else(|| t + Duration::from_secs(365 * 24 * 3600))
+}
+
+fn exit_of(status: ExitStatus) -> Exit {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Exit::Code(code),
+        (None, Some(sig)) => Exit::Signal(sig),
+        (None, None) => Exit::Code(-1),
+    }
 }

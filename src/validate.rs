@@ -1,1 +1,260 @@
-//! (being built)
+//! Checking ATIP documents: tool metadata, shims, `registry.json` and pattern files.
+//!
+//! Owns the pipeline for one document — decode (size, UTF-8, BOM), parse once (duplicate
+//! keys and nesting depth watched while parsing), detect the kind, check the schema,
+//! then the rules no schema can express — and the [`Diagnostic`] every check produces,
+//! with its stable rule id (catalogue in [`rules::RULES`], described in
+//! `spec/validate.md`). Line and column are computed from the source only when there
+//! is something to report. Submodules: `parse` (bytes → value), `locate` (pointer →
+//! line:column), `rules` (semantic checks), `run` (files, directories, stdin,
+//! `--exec`), `render` (text, JSON and SARIF output).
+//!
+//! Must not print, exit, or decide exit codes; the CLI layer does that.
+
+use serde::Serialize;
+use serde_json::Value;
+use std::ops::Range;
+
+pub mod locate;
+pub mod parse;
+pub mod render;
+pub mod rules;
+pub mod run;
+
+pub use run::{FileReport, Input, Options, Summary, check_inputs};
+
+/// What a document is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// A tool's `--agent` metadata.
+    Metadata,
+    /// A shim: metadata with `binary`, written by someone other than the tool's authors.
+    Shim,
+    /// `registry.json` (index format 2).
+    Registry,
+    /// A pattern file: a list of patterns, `{"patterns": [...]}`, or one pattern.
+    Pattern,
+}
+
+impl Kind {
+    /// The lowercase name used in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Metadata => "metadata",
+            Kind::Shim => "shim",
+            Kind::Registry => "registry",
+            Kind::Pattern => "pattern",
+        }
+    }
+
+    fn schema(self) -> crate::schema::SchemaName {
+        use crate::schema::SchemaName;
+        match self {
+            Kind::Metadata => SchemaName::Metadata,
+            Kind::Shim => SchemaName::Shim,
+            Kind::Registry => SchemaName::Registry,
+            Kind::Pattern => SchemaName::Pattern,
+        }
+    }
+
+    /// Guesses the kind of a parsed document: an array, or an object with `steps` or
+    /// `patterns` but no `atip`, is a pattern file; an object with a `tools` object and
+    /// `"version": "2"` is a registry; an object with `binary` is a shim; anything else
+    /// is metadata (and the metadata schema says what is missing).
+    pub fn detect(value: &Value) -> Kind {
+        let Some(obj) = value.as_object() else {
+            return if value.is_array() {
+                Kind::Pattern
+            } else {
+                Kind::Metadata
+            };
+        };
+        if obj.contains_key("atip") {
+            return if obj.contains_key("binary") {
+                Kind::Shim
+            } else {
+                Kind::Metadata
+            };
+        }
+        if obj.get("tools").is_some_and(Value::is_object)
+            && obj.get("version").and_then(Value::as_str) == Some("2")
+        {
+            return Kind::Registry;
+        }
+        if obj.contains_key("steps") || obj.contains_key("patterns") {
+            return Kind::Pattern;
+        }
+        if obj.contains_key("binary") {
+            return Kind::Shim;
+        }
+        Kind::Metadata
+    }
+}
+
+/// How bad a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The document is invalid.
+    Error,
+    /// Worth fixing; the document stays valid (unless `--deny-warnings`).
+    Warning,
+}
+
+impl Severity {
+    /// `error` or `warning`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// One finding about one document.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Diagnostic {
+    /// Error or warning.
+    pub severity: Severity,
+    /// Stable rule id, e.g. `duplicate-key` (see `spec/validate.md`).
+    pub rule: String,
+    /// JSON pointer (RFC 6901) to the offending value; `""` is the whole document.
+    pub pointer: String,
+    /// 1-based line in the source, when known.
+    pub line: Option<usize>,
+    /// 1-based column in the source (in characters), when known.
+    pub column: Option<usize>,
+    /// What is wrong, naming the value.
+    pub message: String,
+    /// How to fix it.
+    pub hint: Option<String>,
+    /// Byte range in the source that the diagnostic points at, when known.
+    #[serde(skip)]
+    pub span: Option<Range<usize>>,
+}
+
+impl Diagnostic {
+    /// A diagnostic with the rule's catalogue severity and hint.
+    pub fn new(rule: &str, pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        let info = rules::rule_info(rule);
+        Diagnostic {
+            severity: info.map_or(Severity::Error, |i| i.severity),
+            rule: rule.to_string(),
+            pointer: pointer.into(),
+            line: None,
+            column: None,
+            message: message.into(),
+            hint: info.and_then(|i| (!i.hint.is_empty()).then(|| i.hint.to_string())),
+            span: None,
+        }
+    }
+
+    /// Replaces the hint.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// Sets a source position directly (parse errors, where no pointer applies).
+    pub fn at(mut self, pos: locate::Position) -> Self {
+        self.line = Some(pos.line);
+        self.column = Some(pos.column);
+        self.span = Some(pos.offset..pos.offset + pos.len.max(1));
+        self
+    }
+}
+
+/// The result of checking one document.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The kind, forced or detected; `None` when the bytes are not JSON.
+    pub kind: Option<Kind>,
+    /// The parsed document, when it parsed.
+    pub value: Option<Value>,
+    /// Every finding, in document order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Checked {
+    /// Whether no diagnostic is an error (warnings allowed).
+    pub fn is_valid(&self) -> bool {
+        !self
+            .diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error)
+    }
+
+    /// Number of diagnostics of a severity.
+    pub fn count(&self, severity: Severity) -> usize {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.severity == severity)
+            .count()
+    }
+}
+
+/// Checks one document.
+///
+/// `kind` forces a kind (otherwise [`Kind::detect`]); `file_name` (the last path
+/// component) lets the content-addressed shim rule compare `binary.hash` with the name.
+pub fn check_bytes(bytes: &[u8], kind: Option<Kind>, file_name: Option<&str>) -> Checked {
+    check_with(bytes, kind, file_name, true)
+}
+
+/// [`check_bytes`], dropping the parsed value when `keep_value` is false (the CLI does
+/// not need it and should not hold it).
+pub fn check_with(
+    bytes: &[u8],
+    kind: Option<Kind>,
+    file_name: Option<&str>,
+    keep_value: bool,
+) -> Checked {
+    let mut parsed = parse::parse(bytes);
+    let mut diagnostics = std::mem::take(&mut parsed.diagnostics);
+    let Some(value) = parsed.value.take() else {
+        return Checked {
+            kind,
+            value: None,
+            diagnostics,
+        };
+    };
+    let kind = kind.unwrap_or_else(|| Kind::detect(&value));
+    let validator = crate::schema::validator(kind.schema());
+    if !validator.is_valid(&value) {
+        for error in validator.iter_errors(&value) {
+            diagnostics.extend(rules::from_schema_error(&error));
+        }
+    }
+    rules::check(kind, &value, file_name, &mut diagnostics);
+    if parsed.duplicates > 0 {
+        diagnostics.extend(locate::duplicate_keys(parsed.text(bytes)));
+    }
+    if !diagnostics.is_empty() {
+        locate::resolve(parsed.text(bytes), parsed.text_offset, &mut diagnostics);
+        diagnostics.sort_by_key(|d| (d.line.is_none(), d.line, d.column));
+        // allOf branches can report the same failure twice.
+        diagnostics.dedup_by(|a, b| a.rule == b.rule && a.pointer == b.pointer && a.message == b.message);
+    }
+    Checked {
+        kind: Some(kind),
+        value: keep_value.then_some(value),
+        diagnostics,
+    }
+}
+
+/// Parses only (size, UTF-8, BOM, JSON syntax, duplicate keys, depth): the floor any
+/// validation sits on, measured by the benchmark through `atip validate --parse-only`.
+pub fn parse_only(bytes: &[u8]) -> Checked {
+    let mut parsed = parse::parse(bytes);
+    let mut diagnostics = std::mem::take(&mut parsed.diagnostics);
+    if parsed.duplicates > 0 {
+        diagnostics.extend(locate::duplicate_keys(parsed.text(bytes)));
+        locate::resolve(parsed.text(bytes), parsed.text_offset, &mut diagnostics);
+    }
+    Checked {
+        kind: None,
+        value: None,
+        diagnostics,
+    }
+}

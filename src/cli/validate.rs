@@ -1,17 +1,132 @@
-//! `atip validate`: Check ATIP metadata, shims, registries and pattern files against the schema and semantic rules.
+//! `atip validate`: check ATIP metadata, shims, registries and pattern files.
+//!
+//! Only the clap arguments and the glue: inputs → `atip::validate::run`, results →
+//! `atip::validate::render`, totals → exit code. Rules and formats live in the library.
 
 use crate::Ctx;
-use atip::output::{AtipError, Category};
+use atip::output::{AtipError, Category, OutputFormat, exit};
+use atip::validate::render::{Format, Printer};
+use atip::validate::{Input, Kind, Options, check_inputs};
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::PathBuf;
 
 /// Check ATIP metadata, shims, registries and pattern files against the schema and semantic rules.
+///
+/// Exit status: 0 all valid (warnings allowed unless --deny-warnings), 1 any invalid,
+/// 2 usage, 66 an input missing or unreadable. See spec/validate.md.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Files or directories (searched recursively for *.json); `-` reads standard input.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Run `TOOL [ARGS...] --agent` and check its answer and the --agent contract
+    /// (exit 0, one JSON document on stdout). Takes every argument after it.
+    #[arg(long, value_name = "TOOL", num_args = 1.., allow_hyphen_values = true)]
+    pub exec: Option<Vec<OsString>>,
+    /// Check every input as this kind instead of detecting it.
+    #[arg(long, value_enum)]
+    pub kind: Option<Kind>,
+    /// Treat warnings as errors for the exit status.
+    #[arg(long)]
+    pub deny_warnings: bool,
+    /// Refuse inputs larger than this, unread (e.g. 16MiB, 500KB, 1048576).
+    #[arg(long, value_name = "SIZE", default_value = "16MiB", value_parser = parse_size)]
+    pub max_size: u64,
+    /// Timeout for --exec (e.g. 5s, 500ms); the whole process group is killed past it.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+    /// Only decode and parse, no schema or rules (benchmark floor).
+    #[arg(long, hide = true)]
+    pub parse_only: bool,
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    atip::units::parse_size(s)
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    atip::units::parse_duration(s)
+}
 
 /// Runs `atip validate`; returns the exit code.
-pub fn run(_args: Args, _ctx: &Ctx) -> Result<u8, AtipError> {
-    Err(AtipError::new(
-        "not_built",
-        Category::Unavailable,
-        "`atip validate` is not built yet",
-    ))
+pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+    let mut inputs: Vec<Input> = Vec::new();
+    let mut stdin_seen = false;
+    for p in &args.paths {
+        if p.as_os_str() == "-" {
+            if stdin_seen {
+                return Err(AtipError::new(
+                    "usage",
+                    Category::Usage,
+                    "`-` (standard input) is given more than once",
+                ));
+            }
+            stdin_seen = true;
+            inputs.push(Input::Stdin);
+        } else {
+            inputs.push(Input::Path(p.clone()));
+        }
+    }
+    if let Some(exec) = &args.exec {
+        let (program, rest) = exec
+            .split_first()
+            .ok_or_else(|| AtipError::new("usage", Category::Usage, "--exec needs a TOOL"))?;
+        inputs.push(Input::Exec {
+            program: program.clone(),
+            args: rest.to_vec(),
+        });
+    }
+    if inputs.is_empty() {
+        return Err(AtipError::new(
+            "usage",
+            Category::Usage,
+            "nothing to validate: give files, directories, `-` or --exec TOOL",
+        )
+        .hint("e.g. `atip validate shims/` or `atip validate --exec mytool`"));
+    }
+    let format = match ctx.output {
+        OutputFormat::Json => Format::Json,
+        OutputFormat::Sarif => Format::Sarif,
+        OutputFormat::Text | OutputFormat::Auto => Format::Text {
+            color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::io::stdout().is_terminal(),
+        },
+    };
+    let opts = Options {
+        kind: args.kind,
+        max_size: args.max_size,
+        timeout: args.timeout,
+        parse_only: args.parse_only,
+        keep_source: matches!(format, Format::Text { .. }),
+    };
+    let stdout = std::io::stdout().lock();
+    let mut printer = Printer::new(std::io::BufWriter::new(stdout), format);
+    let mut write_error = None;
+    let mut note = |r: std::io::Result<()>| {
+        if let Err(e) = r
+            && write_error.is_none()
+        {
+            write_error = Some(e);
+        }
+    };
+    note(printer.begin());
+    let summary = check_inputs(&inputs, &opts, |report| note(printer.file(&report)));
+    note(printer.end(&summary));
+    if let Some(e) = write_error
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return Err(AtipError::new(
+            "output_failed",
+            Category::Output,
+            format!("failed to write results: {e}"),
+        ));
+    }
+    Ok(if summary.missing > 0 {
+        exit::NO_INPUT
+    } else if summary.invalid > 0 || (args.deny_warnings && summary.warnings > 0) {
+        exit::FAILURE
+    } else {
+        exit::OK
+    })
 }

@@ -1,0 +1,289 @@
+//! Thin, audited wrappers over the Unix calls the supervisor needs (setsid, group
+//! signals, non-reaping exit checks, pidfd, poll, O_NONBLOCK).
+//!
+//! Owns every `unsafe` block of the process module. Must not hold policy: no deadlines,
+//! no caps, no decisions about which signal to send; `super` decides.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+/// Runs in the forked child between `fork` and `exec` (std calls it after wiring fds
+/// 0–2). Only async-signal-safe calls are allowed here: no allocation, no locks.
+///
+/// - `setsid`: new session and process group led by the child; no controlling terminal,
+///   so the tool cannot read from or signal the user's terminal, and `kill(-pid)`
+///   reaches everything it forks that does not escape on its own.
+/// - Empty signal mask and default dispositions: ignored signals survive `exec`, and a
+///   tool that inherited "SIGTERM ignored" from atip's parent would defeat the timeout.
+/// - No core dumps: a probed binary crashing must not write a core file.
+/// - Close-on-exec on every descriptor above 2 (Linux 5.11+, best effort): descriptors
+///   some library opened without `O_CLOEXEC` must not leak into the tool.
+pub(super) fn child_setup() -> io::Result<()> {
+    // SAFETY: all calls below are async-signal-safe syscall wrappers operating on
+    // locals or on process-wide state of the child only.
+    unsafe {
+        if libc::setsid() == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+        reset_signal_dispositions();
+        let no_core = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+        #[cfg(target_os = "linux")]
+        libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        );
+    }
+    Ok(())
+}
+
+/// Sets every signal atip may have inherited as ignored back to its default. Handlers
+/// are reset by `exec` anyway; only `SIG_IGN` survives it.
+///
+/// On these 64-signal Linux targets the raw `rt_sigaction` syscall also reaches 32 and
+/// 33, which glibc's wrappers refuse (they are its internal signals), and which glibc's
+/// `posix_spawn` (std's fast path) leaves ignored in processes it starts. An all-zero
+/// kernel `struct sigaction` means SIG_DFL, no flags, empty mask on every layout.
+#[cfg(all(
+    target_os = "linux",
+    any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "riscv64"
+    )
+))]
+unsafe fn reset_signal_dispositions() {
+    let dfl = [0u64; 4];
+    for sig in 1..=64 {
+        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+            // SAFETY: `dfl` outlives the call; the kernel validates `sig`.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_rt_sigaction,
+                    sig,
+                    dfl.as_ptr(),
+                    std::ptr::null_mut::<u64>(),
+                    8usize,
+                );
+            }
+        }
+    }
+}
+
+/// Sets every standard signal atip may have inherited as ignored back to its default.
+#[cfg(not(all(
+    target_os = "linux",
+    any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "riscv64"
+    )
+)))]
+unsafe fn reset_signal_dispositions() {
+    for sig in 1..32 {
+        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+            // SAFETY: async-signal-safe; invalid numbers just fail.
+            unsafe {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
+    }
+}
+
+/// Sends `sig` to the process group `pgid`. A group that no longer exists is fine.
+pub(super) fn kill_group(pgid: libc::pid_t, sig: libc::c_int) {
+    if pgid <= 1 {
+        return; // never signal "every process" or init's group by mistake
+    }
+    // SAFETY: plain syscall; a negative pid addresses the group.
+    unsafe {
+        libc::kill(-pgid, sig);
+    }
+}
+
+/// Whether the child `pid` has exited, without reaping it: while the zombie stays
+/// unreaped its pid (= its group id) cannot be reused, so signalling the group after
+/// this returns true still reaches only the tool's own processes.
+pub(super) fn exited_unreaped(pid: libc::pid_t) -> io::Result<bool> {
+    loop {
+        // SAFETY: `info` is a zeroed out-parameter owned by this frame.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 {
+            // SAFETY: waitid filled (or left zeroed) the structure.
+            return Ok(unsafe { info.si_pid() } == pid);
+        }
+        let err = io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            // Already reaped by someone else (e.g. SIGCHLD set to SIG_IGN): gone.
+            Some(libc::ECHILD) => return Ok(true),
+            _ => return Err(err),
+        }
+    }
+}
+
+/// A descriptor that becomes readable when `pid` exits (Linux 5.3+), or `None`, in
+/// which case the supervisor falls back to short poll slices.
+pub(super) fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: plain syscall; on success we own the returned descriptor.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0 as libc::c_uint) };
+        if fd >= 0 {
+            // SAFETY: fd is a fresh descriptor owned by nobody else.
+            return Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+        }
+        None
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
+/// Puts a descriptor into non-blocking mode.
+pub(super) fn set_nonblocking(fd: &impl AsRawFd) -> io::Result<()> {
+    let fd = fd.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags == -1 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) == -1 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// `poll(2)` over `fds` for at most `wait`; EINTR counts as "nothing ready".
+pub(super) fn poll(fds: &mut [libc::pollfd], wait: Duration) -> io::Result<()> {
+    let ms = wait.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: `fds` is a valid slice of pollfd for its whole length.
+    let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+    if rc == -1 {
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+        for fd in fds.iter_mut() {
+            fd.revents = 0;
+        }
+    }
+    Ok(())
+}
+
+/// Sends `sig` to every process of session `sid` except its leader (which the group
+/// signal reaches). Catches descendants that moved to a process group of their own
+/// (`setpgid`, shell job control) but stayed in the tool's session; only
+/// `setsid` leaves it. The leader is still unreaped when this runs, so no other
+/// session can carry its id. Linux only (reads /proc); elsewhere a no-op.
+pub(super) fn signal_session(sid: libc::pid_t, sig: libc::c_int) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::io::Read;
+        if sid <= 1 {
+            return;
+        }
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        let mut buf = Vec::with_capacity(512);
+        for entry in dir.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(|s| s.parse::<libc::pid_t>().ok()) else {
+                continue;
+            };
+            if pid == sid {
+                continue;
+            }
+            buf.clear();
+            let Ok(mut stat) = std::fs::File::open(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            if stat.read_to_end(&mut buf).is_ok() && stat_session(&buf) == Some(sid) {
+                // SAFETY: plain syscall on a positive pid.
+                unsafe {
+                    libc::kill(pid, sig);
+                }
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (sid, sig);
+    }
+}
+
+/// The session id field of a `/proc/PID/stat` line (the command name may contain
+/// spaces and parentheses, so fields are counted from the last `)`).
+#[cfg(target_os = "linux")]
+fn stat_session(stat: &[u8]) -> Option<libc::pid_t> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
+    // After the name: state ppid pgrp session ...
+    rest.split_ascii_whitespace().nth(3)?.parse().ok()
+}
+
+/// `write(2)` with SIGPIPE blocked for the calling thread, so a child that closed its
+/// stdin yields EPIPE even in a host program that restored SIGPIPE's default action
+/// (which would otherwise kill atip). A SIGPIPE raised by this write is consumed.
+pub(super) fn write_no_sigpipe(file: &mut std::fs::File, data: &[u8]) -> io::Result<usize> {
+    use std::io::Write;
+    #[cfg(target_os = "linux")]
+    // SAFETY: signal-set manipulation on locals; the mask is restored before return.
+    unsafe {
+        let mut pipe_only: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pipe_only);
+        libc::sigaddset(&mut pipe_only, libc::SIGPIPE);
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        libc::sigpending(&mut pending);
+        let already_pending = libc::sigismember(&pending, libc::SIGPIPE) == 1;
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &pipe_only, &mut old);
+        let result = file.write(data);
+        if !already_pending && matches!(&result, Err(e) if e.raw_os_error() == Some(libc::EPIPE)) {
+            let now = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            libc::sigtimedwait(&pipe_only, std::ptr::null_mut(), &now);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        result
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        // Rust programs ignore SIGPIPE from startup; atip keeps it that way.
+        file.write(data)
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::stat_session;
+
+    #[test]
+    fn session_is_read_after_the_last_parenthesis() {
+        let stat = b"4242 (a) b (c)) S 1 4242 4300 0 -1 4194560";
+        assert_eq!(stat_session(stat), Some(4300));
+        assert_eq!(stat_session(b"garbage"), None);
+        assert_eq!(stat_session(b"1 (x) S 0"), None);
+    }
+}

@@ -1,0 +1,275 @@
+//! How validation results look: rustc-style text, a JSON array, SARIF 2.1.0.
+//!
+//! Owns the three printers. Each streams: `begin`, one `file` per document as results
+//! arrive, `end` with the totals, so a run over 10,000 files never holds them all.
+//! Text uses `annotate-snippets` to show the offending source line with a caret.
+//!
+//! Must not check anything or choose exit codes.
+
+use super::rules::{RULES, rule_info};
+use super::run::{FileReport, Summary};
+use super::{Diagnostic, Severity};
+use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet};
+use serde_json::{Value, json};
+use std::io::{self, Write};
+
+/// Output format of `atip validate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Human-readable, with source snippets.
+    Text {
+        /// ANSI colours.
+        color: bool,
+    },
+    /// One JSON array, one object per document (see `spec/validate.md`).
+    Json,
+    /// SARIF 2.1.0.
+    Sarif,
+}
+
+/// A streaming printer.
+pub struct Printer<W: Write> {
+    out: W,
+    format: Format,
+    first: bool,
+}
+
+impl<W: Write> Printer<W> {
+    /// A printer writing to `out`.
+    pub fn new(out: W, format: Format) -> Self {
+        Printer {
+            out,
+            format,
+            first: true,
+        }
+    }
+
+    /// Writes what comes before the first document.
+    pub fn begin(&mut self) -> io::Result<()> {
+        match self.format {
+            Format::Text { .. } => Ok(()),
+            Format::Json => self.out.write_all(b"["),
+            Format::Sarif => {
+                let head = sarif_head();
+                let text = serde_json::to_string(&head).map_err(io::Error::other)?;
+                // Open the results array inside runs[0]: the head ends with `"results":[]}]}`.
+                let cut = text.len() - "]}]}".len();
+                self.out.write_all(&text.as_bytes()[..cut])
+            }
+        }
+    }
+
+    /// Writes one document's results.
+    pub fn file(&mut self, report: &FileReport) -> io::Result<()> {
+        match self.format {
+            Format::Text { color } => {
+                if !report.diagnostics.is_empty() {
+                    self.out.write_all(text(report, color).as_bytes())?;
+                }
+                Ok(())
+            }
+            Format::Json => {
+                let sep = if self.first { "\n" } else { ",\n" };
+                self.first = false;
+                self.out.write_all(sep.as_bytes())?;
+                serde_json::to_writer(&mut self.out, report).map_err(io::Error::other)
+            }
+            Format::Sarif => {
+                for d in &report.diagnostics {
+                    let sep = if self.first { "" } else { "," };
+                    self.first = false;
+                    self.out.write_all(sep.as_bytes())?;
+                    serde_json::to_writer(&mut self.out, &sarif_result(&report.path, d))
+                        .map_err(io::Error::other)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes what comes after the last document.
+    pub fn end(&mut self, summary: &Summary) -> io::Result<()> {
+        match self.format {
+            Format::Text { .. } => writeln!(
+                self.out,
+                "checked {} document{}: {} valid, {} invalid ({} error{}, {} warning{})",
+                summary.files,
+                plural(summary.files),
+                summary.valid,
+                summary.invalid,
+                summary.errors,
+                plural(summary.errors),
+                summary.warnings,
+                plural(summary.warnings)
+            )?,
+            Format::Json => self
+                .out
+                .write_all(if self.first { b"]\n" } else { b"\n]\n" })?,
+            Format::Sarif => self.out.write_all(b"]}]}\n")?,
+        }
+        self.out.flush()
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Moves a byte index down to a char boundary.
+fn floor_boundary(text: &str, mut i: usize) -> usize {
+    i = i.min(text.len());
+    while i > 0 && !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Renders one document's diagnostics like rustc: title with rule id, the source line
+/// with a caret under the span, and the hint.
+pub fn text(report: &FileReport, color: bool) -> String {
+    let renderer = if color {
+        Renderer::styled()
+    } else {
+        Renderer::plain()
+    };
+    let source = report.source.as_deref().map(|bytes| {
+        let bytes = bytes.strip_prefix(super::parse::BOM).unwrap_or(bytes);
+        String::from_utf8_lossy(bytes)
+    });
+    let mut out = String::new();
+    for d in &report.diagnostics {
+        let level = match d.severity {
+            Severity::Error => Level::ERROR,
+            Severity::Warning => Level::WARNING,
+        };
+        let title = level.primary_title(d.message.as_str()).id(d.rule.as_str());
+        let mut group = match (&source, &d.span) {
+            (Some(src), Some(span)) => {
+                let start = floor_boundary(src, span.start);
+                let mut end = floor_boundary(src, span.end.max(start));
+                if end <= start {
+                    end = src[start..]
+                        .chars()
+                        .next()
+                        .map_or(start, |c| start + c.len_utf8());
+                }
+                // Long spans (a whole object) are cut to their first line.
+                if let Some(nl) = src[start..end].find('\n') {
+                    end = start + nl.max(1);
+                    end = floor_boundary(src, end);
+                }
+                let label = if d.pointer.is_empty() {
+                    String::new()
+                } else {
+                    d.pointer.clone()
+                };
+                title.element(
+                    Snippet::source(src.as_ref())
+                        .path(report.path.as_str())
+                        .fold(true)
+                        .annotation(AnnotationKind::Primary.span(start..end).label(label)),
+                )
+            }
+            _ => {
+                let mut origin = Origin::path(report.path.as_str());
+                if let (Some(line), Some(col)) = (d.line, d.column) {
+                    origin = origin.line(line).char_column(col.saturating_sub(1));
+                }
+                let g = title.element(origin);
+                if d.pointer.is_empty() {
+                    g
+                } else {
+                    g.element(Level::NOTE.message(format!("at {}", d.pointer)))
+                }
+            }
+        };
+        if let Some(hint) = &d.hint {
+            group = group.element(Level::HELP.message(hint.as_str()));
+        }
+        let groups: [Group<'_>; 1] = [group];
+        out.push_str(&renderer.render(&groups));
+        out.push_str("\n\n");
+    }
+    out
+}
+
+fn sarif_level(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    }
+}
+
+/// `runs[0]` without results: the tool and every rule atip can report.
+fn sarif_head() -> Value {
+    let rules: Vec<Value> = RULES
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id,
+                "shortDescription": {"text": r.summary},
+                "help": {"text": r.hint},
+                "helpUri": "https://atip.dev/spec/validate#rules",
+                "defaultConfiguration": {"level": sarif_level(r.severity)}
+            })
+        })
+        .collect();
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "atip",
+                "version": env!("CARGO_PKG_VERSION"),
+                "informationUri": "https://atip.dev",
+                "rules": rules
+            }},
+            "columnKind": "unicodeCodePoints",
+            "results": []
+        }]
+    })
+}
+
+/// A SARIF artifact URI for a path: relative paths stay relative, characters outside
+/// the URI set are percent-encoded.
+fn sarif_uri(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// One SARIF result.
+pub fn sarif_result(path: &str, d: &Diagnostic) -> Value {
+    let mut physical = json!({"artifactLocation": {"uri": sarif_uri(path)}});
+    if let (Some(line), Some(col)) = (d.line, d.column) {
+        physical["region"] = json!({"startLine": line, "startColumn": col});
+    }
+    let mut location = json!({"physicalLocation": physical});
+    if !d.pointer.is_empty() {
+        location["logicalLocations"] = json!([{"fullyQualifiedName": d.pointer, "kind": "member"}]);
+    }
+    let mut message = d.message.clone();
+    if let Some(hint) = &d.hint {
+        message.push_str(" (hint: ");
+        message.push_str(hint);
+        message.push(')');
+    }
+    let mut result = json!({
+        "ruleId": d.rule,
+        "level": sarif_level(d.severity),
+        "message": {"text": message},
+        "locations": [location],
+        "properties": {"pointer": d.pointer}
+    });
+    if let Some(index) = RULES.iter().position(|r| r.id == d.rule) {
+        result["ruleIndex"] = json!(index);
+    }
+    debug_assert!(rule_info(&d.rule).is_some(), "rule {} not in RULES", d.rule);
+    result
+}

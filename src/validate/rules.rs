@@ -1,0 +1,1249 @@
+//! The rule catalogue and the checks no JSON Schema can express.
+//!
+//! Owns [`RULES`] (every stable rule id with its severity, summary and hint — the list
+//! `spec/validate.md` documents and SARIF output publishes), the mapping of schema
+//! errors to rule ids, and the semantic checks on a parsed document: flags, names,
+//! enums and defaults, positional order, version features, shim hashes, flattened
+//! tool names. Checks work on the raw JSON value (so they run even on documents the
+//! schema rejects, and every finding has a pointer) and walk commands with an explicit
+//! stack.
+//!
+//! Must not parse bytes or compute source positions.
+
+use super::locate::escape_token;
+use super::{Diagnostic, Kind, Severity};
+use crate::model::{ParamType, ProtocolVersion};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+
+/// One rule of the catalogue.
+#[derive(Debug, Clone, Copy)]
+pub struct RuleInfo {
+    /// Stable id, e.g. `duplicate-key`.
+    pub id: &'static str,
+    /// Default severity.
+    pub severity: Severity,
+    /// One line: what the rule finds.
+    pub summary: &'static str,
+    /// How to fix it.
+    pub hint: &'static str,
+}
+
+const fn rule(
+    id: &'static str,
+    severity: Severity,
+    summary: &'static str,
+    hint: &'static str,
+) -> RuleInfo {
+    RuleInfo {
+        id,
+        severity,
+        summary,
+        hint,
+    }
+}
+
+use Severity::{Error as E, Warning as W};
+
+/// Every rule atip reports, in the order `spec/validate.md` lists them.
+pub static RULES: &[RuleInfo] = &[
+    // Input and parsing.
+    rule(
+        "input-missing",
+        E,
+        "an input path does not exist",
+        "check the path; directories are searched for *.json recursively",
+    ),
+    rule(
+        "input-unreadable",
+        E,
+        "an input could not be read (permissions, I/O error, not a regular file)",
+        "make the file readable by the user running atip",
+    ),
+    rule(
+        "file-too-large",
+        E,
+        "the input is larger than the size cap (--max-size, default 16 MiB)",
+        "split the document or raise --max-size",
+    ),
+    rule(
+        "empty-input",
+        E,
+        "the input is empty or only whitespace",
+        "a document is one JSON object (or, for pattern files, an array)",
+    ),
+    rule(
+        "invalid-utf8",
+        E,
+        "the input is not valid UTF-8",
+        "save the file as UTF-8; JSON text must be UTF-8",
+    ),
+    rule(
+        "bom",
+        W,
+        "the input starts with a UTF-8 byte-order mark",
+        "save the file as UTF-8 without BOM; some JSON readers reject it",
+    ),
+    rule(
+        "json-syntax",
+        E,
+        "the input is not valid JSON",
+        "fix the JSON syntax at the position shown",
+    ),
+    rule(
+        "truncated-json",
+        E,
+        "the JSON document ends before it is complete",
+        "the document was cut off: close every open string, array and object",
+    ),
+    rule(
+        "trailing-characters",
+        E,
+        "there is more text after the JSON document",
+        "remove what follows the document; --agent output must be exactly one JSON document",
+    ),
+    rule(
+        "nesting-too-deep",
+        E,
+        "arrays and objects are nested deeper than 128 levels",
+        "flatten the document; no ATIP document needs this depth",
+    ),
+    rule(
+        "duplicate-key",
+        E,
+        "a key appears twice in one JSON object",
+        "remove or rename one of them; readers disagree on which value wins",
+    ),
+    // Schema.
+    rule(
+        "schema-required",
+        E,
+        "a required field is missing",
+        "add the field (see schemas/ and spec/validate.md)",
+    ),
+    rule(
+        "schema-type",
+        E,
+        "a value has the wrong JSON type",
+        "change the value to the type the schema expects",
+    ),
+    rule(
+        "schema-enum",
+        E,
+        "a value is not one of the allowed values",
+        "use one of the values listed in the message",
+    ),
+    rule(
+        "schema-pattern",
+        E,
+        "a string does not match its required pattern",
+        "change the string to match the pattern in the message",
+    ),
+    rule(
+        "schema-format",
+        E,
+        "a string is not in its required format (uri, date-time)",
+        "write the value in the named format",
+    ),
+    rule(
+        "schema-size",
+        E,
+        "a string, array or number is outside its allowed size or range",
+        "respect the bound named in the message",
+    ),
+    rule(
+        "schema",
+        E,
+        "another schema constraint failed",
+        "see the message and the schema in schemas/",
+    ),
+    rule(
+        "unknown-field",
+        W,
+        "a field the protocol does not define",
+        "fix the spelling, or prefix vendor extensions with x-",
+    ),
+    rule(
+        "invalid-name",
+        E,
+        "a tool name is not made of letters, digits, _ and -",
+        "use the executable's name, e.g. gh or git-lfs",
+    ),
+    // Versions.
+    rule(
+        "unknown-version",
+        E,
+        "the declared protocol version is not one atip knows (0.1 to 0.6)",
+        "declare a version from 0.1 to 0.6",
+    ),
+    rule(
+        "field-not-in-version",
+        E,
+        "a field is used that the declared protocol version does not have",
+        "raise the declared version (and list the feature), or remove the field",
+    ),
+    rule(
+        "feature-not-in-version",
+        E,
+        "a feature id is declared that is newer than the declared version",
+        "raise the declared version or drop the feature id",
+    ),
+    rule(
+        "unknown-feature",
+        W,
+        "a feature id atip does not know",
+        "use one of the feature ids of ATIP 0.3 to 0.6",
+    ),
+    rule(
+        "min-agent-version",
+        E,
+        "minAgentVersion is newer than the document's own version",
+        "set minAgentVersion to at most the declared version",
+    ),
+    rule(
+        "legacy-version-form",
+        W,
+        "a 0.4+ document uses the legacy string form of atip",
+        "write \"atip\": {\"version\": \"0.N\"}",
+    ),
+    // Descriptions.
+    rule(
+        "description-too-long",
+        W,
+        "the tool description is longer than 200 characters",
+        "keep the one-line description under 200 characters; put detail in commands",
+    ),
+    rule(
+        "description-multiline",
+        W,
+        "the tool description spans several lines",
+        "write the description on one line",
+    ),
+    // Commands, arguments, options.
+    rule(
+        "duplicate-flag",
+        E,
+        "a flag is spelled by two options in the same command (own, ancestors' or global options)",
+        "give each option its own flags; an option that overrides an inherited one must use the same name",
+    ),
+    rule(
+        "duplicate-name",
+        E,
+        "two arguments or options of one command have the same name (after - → _)",
+        "rename one: names become the properties of exported tool schemas",
+    ),
+    rule(
+        "enum-without-values",
+        E,
+        "a parameter of type enum lists no values",
+        "add a non-empty \"enum\" array, or change the type",
+    ),
+    rule(
+        "enum-value-type",
+        E,
+        "an enum value does not have the parameter's type",
+        "make every enum value of the declared type",
+    ),
+    rule(
+        "default-type",
+        E,
+        "a default value does not have the parameter's type",
+        "make the default of the declared type",
+    ),
+    rule(
+        "default-not-in-enum",
+        E,
+        "a default value is not one of the enum values",
+        "use one of the enum values as default",
+    ),
+    rule(
+        "required-after-optional",
+        E,
+        "a required positional argument follows an optional one",
+        "put required arguments first, or make this one optional",
+    ),
+    rule(
+        "argument-after-variadic",
+        E,
+        "a positional argument follows a variadic one",
+        "make the variadic argument the last one",
+    ),
+    rule(
+        "multiple-variadic",
+        E,
+        "more than one positional argument is variadic",
+        "keep one variadic argument, the last",
+    ),
+    rule(
+        "flattened-name-collision",
+        E,
+        "two command paths flatten to the same tool name (a_b vs a b)",
+        "rename one command: exported tools would collide",
+    ),
+    // Shims.
+    rule(
+        "shim-hash-mismatch",
+        E,
+        "a content-addressed shim's binary.hash differs from its file name",
+        "name the file <hex>.json after binary.hash (sha256:<hex>), lowercase",
+    ),
+    rule(
+        "shim-name-mismatch",
+        W,
+        "a shim's root name differs from binary.name",
+        "leave name out (binary.name supplies it) or make them equal",
+    ),
+    // --exec.
+    rule(
+        "agent-exit-status",
+        E,
+        "`TOOL --agent` did not exit with status 0",
+        "exit 0 after printing the metadata",
+    ),
+    rule(
+        "agent-timeout",
+        E,
+        "`TOOL --agent` did not finish within the timeout",
+        "answer --agent without network, prompts or waiting; raise --timeout if it is just slow",
+    ),
+    rule(
+        "agent-output-too-large",
+        E,
+        "`TOOL --agent` printed more than the output cap",
+        "print only the metadata; use partial discovery for very large tools",
+    ),
+    rule(
+        "agent-spawn",
+        E,
+        "`TOOL --agent` could not be started",
+        "check the tool path and that it is executable",
+    ),
+];
+
+/// Looks up a rule in the catalogue.
+pub fn rule_info(id: &str) -> Option<&'static RuleInfo> {
+    RULES.iter().find(|r| r.id == id)
+}
+
+/// Feature ids and the version that introduced each.
+pub const FEATURES: &[(&str, u32)] = &[
+    ("partial-discovery", 3),
+    ("interactive-effects", 3),
+    ("trust-v1", 4),
+    ("patterns-v1", 4),
+    ("trust-integrity", 5),
+    ("trust-provenance", 5),
+    ("content-addressable", 6),
+];
+
+fn short(value: &Value) -> String {
+    match value {
+        Value::Object(_) => "an object".into(),
+        Value::Array(_) => "an array".into(),
+        other => {
+            let text = other.to_string();
+            if text.chars().count() > 60 {
+                let cut: String = text.chars().take(57).collect();
+                format!("{cut}...")
+            } else {
+                text
+            }
+        }
+    }
+}
+
+/// Turns one schema error into diagnostics (several for `additionalProperties`).
+pub fn from_schema_error(error: &jsonschema::ValidationError<'_>) -> Vec<Diagnostic> {
+    use jsonschema::error::ValidationErrorKind as K;
+    let pointer = error.instance_path().as_str().to_string();
+    let instance = short(error.instance());
+    let field = pointer.rsplit('/').next().unwrap_or("");
+    let one = |rule: &str, message: String| vec![Diagnostic::new(rule, pointer.clone(), message)];
+    match error.kind() {
+        K::AdditionalProperties { unexpected } => unexpected
+            .iter()
+            .map(|key| {
+                Diagnostic::new(
+                    "unknown-field",
+                    format!("{pointer}/{}", escape_token(key)),
+                    format!("unknown field \"{key}\" (kept, but no ATIP reader will use it)"),
+                )
+            })
+            .collect(),
+        K::Required { property } => one(
+            "schema-required",
+            format!(
+                "missing required field {property}{}",
+                if pointer.is_empty() {
+                    String::new()
+                } else {
+                    format!(" in {pointer}")
+                }
+            ),
+        ),
+        K::Type { .. } => one(
+            "schema-type",
+            format!("{} at {}", error.masked_with(&instance), display_ptr(&pointer)),
+        ),
+        K::Enum { options } => one(
+            "schema-enum",
+            format!(
+                "{instance} at {} is not one of {}",
+                display_ptr(&pointer),
+                short_list(options)
+            ),
+        ),
+        K::Constant { expected_value } => one(
+            "schema-enum",
+            format!(
+                "{instance} at {} must be {expected_value}",
+                display_ptr(&pointer)
+            ),
+        ),
+        K::Pattern { pattern }
+            if field == "name"
+                && !pointer.contains("/commands/")
+                && !pointer.contains("/arguments/")
+                && !pointer.contains("/options/")
+                && !pointer.contains("globalOptions") =>
+        {
+            one(
+                "invalid-name",
+                format!("tool name {instance} does not match {pattern} (letters, digits, _ and -)"),
+            )
+        }
+        K::Pattern { .. } if pointer.contains("/flags/") => one(
+            "schema-pattern",
+            format!("flag {instance} at {pointer} must start with - and hold no spaces or ="),
+        ),
+        K::Pattern { pattern } => one(
+            "schema-pattern",
+            format!(
+                "{instance} at {} does not match {pattern}",
+                display_ptr(&pointer)
+            ),
+        ),
+        K::Format { format } => one(
+            "schema-format",
+            format!(
+                "{instance} at {} is not a valid {format}",
+                display_ptr(&pointer)
+            ),
+        ),
+        K::MinItems { .. }
+        | K::MaxItems { .. }
+        | K::MinLength { .. }
+        | K::MaxLength { .. }
+        | K::Minimum { .. }
+        | K::Maximum { .. }
+        | K::ExclusiveMinimum { .. }
+        | K::ExclusiveMaximum { .. }
+        | K::MinProperties { .. }
+        | K::MaxProperties { .. } => one(
+            "schema-size",
+            format!(
+                "{} at {}",
+                error.masked_with(&instance),
+                display_ptr(&pointer)
+            ),
+        ),
+        _ => one(
+            "schema",
+            format!(
+                "{} at {}",
+                error.masked_with(&instance),
+                display_ptr(&pointer)
+            ),
+        ),
+    }
+}
+
+fn display_ptr(pointer: &str) -> &str {
+    if pointer.is_empty() {
+        "the top level"
+    } else {
+        pointer
+    }
+}
+
+fn short_list(options: &Value) -> String {
+    match options.as_array() {
+        Some(items) if items.len() <= 12 => items
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        Some(items) => format!("{} allowed values", items.len()),
+        None => options.to_string(),
+    }
+}
+
+/// Runs every semantic rule that applies to `kind`.
+pub fn check(kind: Kind, value: &Value, file_name: Option<&str>, out: &mut Vec<Diagnostic>) {
+    let Some(root) = value.as_object() else {
+        return;
+    };
+    match kind {
+        Kind::Metadata | Kind::Shim => {
+            check_metadata(root, out);
+            if kind == Kind::Shim || root.contains_key("binary") {
+                check_shim(root, file_name, out);
+            }
+        }
+        Kind::Pattern => {
+            if let Some(v) = root.get("atip") {
+                check_version_value(v, "/atip", out);
+            }
+        }
+        Kind::Registry => {}
+    }
+}
+
+fn check_version_value(atip: &Value, pointer: &str, out: &mut Vec<Diagnostic>) -> Option<u32> {
+    let text = match atip {
+        Value::String(s) => s.as_str(),
+        Value::Object(o) => o.get("version").and_then(Value::as_str)?,
+        _ => return None,
+    };
+    let ptr = if atip.is_object() {
+        format!("{pointer}/version")
+    } else {
+        pointer.to_string()
+    };
+    match ProtocolVersion::parse(text) {
+        Some(v) if v.is_supported() => Some(v.minor),
+        _ => {
+            out.push(Diagnostic::new(
+                "unknown-version",
+                ptr,
+                format!("protocol version \"{text}\" is not one atip knows (0.1 to 0.6)"),
+            ));
+            None
+        }
+    }
+}
+
+fn check_metadata(root: &Map<String, Value>, out: &mut Vec<Diagnostic>) {
+    let version = root
+        .get("atip")
+        .and_then(|a| check_version_value(a, "/atip", out));
+    if let Some(minor) = version {
+        check_version_features(root, minor, out);
+    }
+    if let Some(desc) = root.get("description").and_then(Value::as_str) {
+        let chars = desc.chars().count();
+        if chars > 200 {
+            out.push(Diagnostic::new(
+                "description-too-long",
+                "/description",
+                format!("the tool description has {chars} characters (at most 200)"),
+            ));
+        }
+        if desc.contains('\n') {
+            out.push(Diagnostic::new(
+                "description-multiline",
+                "/description",
+                "the tool description spans several lines",
+            ));
+        }
+    }
+    check_commands(root, out);
+}
+
+fn needs(minor: u32, since: u32, pointer: &str, what: &str, out: &mut Vec<Diagnostic>) {
+    if minor < since {
+        out.push(Diagnostic::new(
+            "field-not-in-version",
+            pointer,
+            format!("{what} needs ATIP 0.{since}, but the document declares 0.{minor}"),
+        ));
+    }
+}
+
+fn check_version_features(root: &Map<String, Value>, minor: u32, out: &mut Vec<Diagnostic>) {
+    match root.get("atip") {
+        Some(Value::Object(atip)) => {
+            needs(minor, 4, "/atip", "the object form of \"atip\"", out);
+            if let Some(features) = atip.get("features").and_then(Value::as_array) {
+                for (i, f) in features.iter().enumerate() {
+                    let Some(id) = f.as_str() else { continue };
+                    let ptr = format!("/atip/features/{i}");
+                    match FEATURES.iter().find(|(name, _)| *name == id) {
+                        Some((_, since)) if *since > minor => out.push(Diagnostic::new(
+                            "feature-not-in-version",
+                            ptr,
+                            format!("feature \"{id}\" is from ATIP 0.{since}, but the document declares 0.{minor}"),
+                        )),
+                        Some(_) => {}
+                        None if id.starts_with("x-") => {}
+                        None => out.push(Diagnostic::new(
+                            "unknown-feature",
+                            ptr,
+                            format!("feature \"{id}\" is not one atip knows"),
+                        )),
+                    }
+                }
+            }
+            if let Some(min) = atip.get("minAgentVersion").and_then(Value::as_str)
+                && let Some(v) = ProtocolVersion::parse(min)
+                && v.minor > minor
+            {
+                out.push(Diagnostic::new(
+                    "min-agent-version",
+                    "/atip/minAgentVersion",
+                    format!("minAgentVersion {min} is newer than the declared version 0.{minor}"),
+                ));
+            }
+        }
+        Some(Value::String(_)) if minor >= 4 => out.push(Diagnostic::new(
+            "legacy-version-form",
+            "/atip",
+            format!("ATIP 0.{minor} documents write \"atip\" as an object"),
+        )),
+        _ => {}
+    }
+    if root.contains_key("binary") {
+        needs(
+            minor,
+            6,
+            "/binary",
+            "\"binary\" (content-addressable shims)",
+            out,
+        );
+    }
+    if let Some(trust) = root.get("trust") {
+        needs(minor, 4, "/trust", "\"trust\"", out);
+        if let Some(t) = trust.as_object() {
+            for key in ["integrity", "provenance", "shimIntegrity"] {
+                if t.contains_key(key) {
+                    needs(
+                        minor,
+                        5,
+                        &format!("/trust/{key}"),
+                        &format!("\"trust.{key}\""),
+                        out,
+                    );
+                }
+            }
+        }
+    }
+    for key in [
+        "partial",
+        "filter",
+        "totalCommands",
+        "includedCommands",
+        "omitted",
+    ] {
+        if root.contains_key(key) {
+            needs(
+                minor,
+                3,
+                &format!("/{key}"),
+                &format!("\"{key}\" (partial discovery)"),
+                out,
+            );
+        }
+    }
+    if let Some(patterns) = root.get("patterns").and_then(Value::as_array) {
+        for (i, p) in patterns.iter().enumerate() {
+            if p.get("executable").is_some() {
+                needs(
+                    minor,
+                    3,
+                    &format!("/patterns/{i}/executable"),
+                    "pattern \"executable\"",
+                    out,
+                );
+            }
+        }
+    }
+    if minor < 3 {
+        let mut effects: Vec<(String, &Value)> = Vec::new();
+        if let Some(e) = root.get("effects") {
+            effects.push(("/effects".into(), e));
+        }
+        for_each_command(root, |ptr, cmd| {
+            if let Some(e) = cmd.get("effects") {
+                effects.push((format!("{ptr}/effects"), e));
+            }
+        });
+        for (ptr, e) in effects {
+            if e.get("interactive").is_some() {
+                needs(
+                    minor,
+                    3,
+                    &format!("{ptr}/interactive"),
+                    "\"effects.interactive\"",
+                    out,
+                );
+            }
+        }
+    }
+}
+
+/// Calls `f` with the pointer and object of every command, parents first.
+fn for_each_command<'a>(
+    root: &'a Map<String, Value>,
+    mut f: impl FnMut(&str, &'a Map<String, Value>),
+) {
+    let mut stack: Vec<(String, &Map<String, Value>)> = Vec::new();
+    push_children(root, "", &mut stack);
+    while let Some((ptr, cmd)) = stack.pop() {
+        f(&ptr, cmd);
+        push_children(cmd, &ptr, &mut stack);
+    }
+}
+
+fn push_children<'a>(
+    parent: &'a Map<String, Value>,
+    ptr: &str,
+    stack: &mut Vec<(String, &'a Map<String, Value>)>,
+) {
+    if let Some(children) = parent.get("commands").and_then(Value::as_object) {
+        for (name, child) in children.iter().rev() {
+            if let Some(c) = child.as_object() {
+                stack.push((format!("{ptr}/commands/{}", escape_token(name)), c));
+            }
+        }
+    }
+}
+
+/// An option in scope of a command.
+#[derive(Clone)]
+struct ScopedOpt<'a> {
+    name: &'a str,
+    flags: Vec<&'a str>,
+    pointer: String,
+}
+
+fn scoped_opts<'a>(list: Option<&'a Value>, ptr: &str) -> Vec<ScopedOpt<'a>> {
+    let Some(items) = list.and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| {
+            let o = o.as_object()?;
+            Some(ScopedOpt {
+                name: o.get("name").and_then(Value::as_str).unwrap_or(""),
+                flags: o
+                    .get("flags")
+                    .and_then(Value::as_array)
+                    .map(|f| f.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default(),
+                pointer: format!("{ptr}/{i}"),
+            })
+        })
+        .collect()
+}
+
+fn norm_name(name: &str) -> String {
+    name.replace('-', "_")
+}
+
+/// Checks one option list against what is already in scope; returns the new scope.
+fn check_option_list<'a>(
+    inherited: &[ScopedOpt<'a>],
+    own: Vec<ScopedOpt<'a>>,
+    where_: &str,
+    out: &mut Vec<Diagnostic>,
+) -> Vec<ScopedOpt<'a>> {
+    // Inherited options an own option overrides (same name) are out of scope.
+    let mut scope: Vec<ScopedOpt<'a>> = inherited
+        .iter()
+        .filter(|i| !own.iter().any(|o| o.name == i.name))
+        .cloned()
+        .collect();
+    let mut names: HashMap<String, &str> = HashMap::new();
+    for opt in &own {
+        if !opt.name.is_empty() {
+            let key = norm_name(opt.name);
+            if let Some(first) = names.get(&key) {
+                out.push(Diagnostic::new(
+                    "duplicate-name",
+                    format!("{}/name", opt.pointer),
+                    format!(
+                        "option name \"{}\" is already used by {first}/name {where_}",
+                        opt.name
+                    ),
+                ));
+            } else {
+                names.insert(key, &opt.pointer);
+            }
+        }
+        for (j, flag) in opt.flags.iter().enumerate() {
+            let earlier_same = opt.flags[..j].contains(flag);
+            let clash = scope.iter().find(|s| s.flags.contains(flag));
+            if earlier_same {
+                out.push(Diagnostic::new(
+                    "duplicate-flag",
+                    format!("{}/flags/{j}", opt.pointer),
+                    format!("flag {flag} is listed twice in option \"{}\"", opt.name),
+                ));
+            } else if let Some(other) = clash {
+                let inherited = !other.pointer.starts_with(&format!("{where_}/"));
+                out.push(Diagnostic::new(
+                    "duplicate-flag",
+                    format!("{}/flags/{j}", opt.pointer),
+                    format!(
+                        "flag {flag} of option \"{}\" is also a flag of {}option \"{}\" ({})",
+                        opt.name,
+                        if inherited { "inherited " } else { "" },
+                        other.name,
+                        other.pointer
+                    ),
+                ));
+            }
+        }
+        scope.push(opt.clone());
+    }
+    scope
+}
+
+fn check_commands(root: &Map<String, Value>, out: &mut Vec<Diagnostic>) {
+    let globals = scoped_opts(root.get("globalOptions"), "/globalOptions");
+    let global_scope = check_option_list(&[], globals, "/globalOptions", out);
+    for (i, o) in root
+        .get("globalOptions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if let Some(o) = o.as_object() {
+            check_param(o, &format!("/globalOptions/{i}"), out);
+        }
+    }
+    let tool = root
+        .get("name")
+        .and_then(Value::as_str)
+        .or_else(|| root.get("binary")?.get("name")?.as_str())
+        .unwrap_or("tool");
+    let mut flat: HashMap<String, String> = HashMap::new();
+    // (pointer, command, path, options in scope)
+    type Item<'a> = (
+        String,
+        &'a Map<String, Value>,
+        Vec<&'a str>,
+        Vec<ScopedOpt<'a>>,
+    );
+    let mut stack: Vec<Item<'_>> = Vec::new();
+    if let Some(children) = root.get("commands").and_then(Value::as_object) {
+        for (name, child) in children.iter().rev() {
+            if let Some(c) = child.as_object() {
+                stack.push((
+                    format!("/commands/{}", escape_token(name)),
+                    c,
+                    vec![name.as_str()],
+                    global_scope.clone(),
+                ));
+            }
+        }
+    }
+    while let Some((ptr, cmd, path, inherited)) = stack.pop() {
+        let own = scoped_opts(cmd.get("options"), &format!("{ptr}/options"));
+        let scope = check_option_list(&inherited, own, &ptr, out);
+        check_arguments(cmd, &ptr, &scope, out);
+        for (i, o) in cmd
+            .get("options")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            if let Some(o) = o.as_object() {
+                check_param(o, &format!("{ptr}/options/{i}"), out);
+            }
+        }
+        let flat_name = flatten_name(tool, &path);
+        if let Some(first) = flat.get(&flat_name) {
+            out.push(Diagnostic::new(
+                "flattened-name-collision",
+                ptr.clone(),
+                format!(
+                    "command \"{}\" flattens to tool name \"{flat_name}\", like {first}",
+                    path.join(" ")
+                ),
+            ));
+        } else {
+            flat.insert(flat_name, ptr.clone());
+        }
+        if let Some(children) = cmd.get("commands").and_then(Value::as_object) {
+            for (name, child) in children.iter().rev() {
+                if let Some(c) = child.as_object() {
+                    let mut child_path = path.clone();
+                    child_path.push(name.as_str());
+                    stack.push((
+                        format!("{ptr}/commands/{}", escape_token(name)),
+                        c,
+                        child_path,
+                        scope.clone(),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// The provider tool name a command path flattens to: the tool name and the non-empty
+/// path segments joined by `_`, every character outside `[A-Za-z0-9_-]` replaced by `_`.
+pub fn flatten_name(tool: &str, path: &[&str]) -> String {
+    let mut name = tool.to_string();
+    for segment in path.iter().filter(|s| !s.is_empty()) {
+        name.push('_');
+        name.push_str(segment);
+    }
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn check_arguments(
+    cmd: &Map<String, Value>,
+    ptr: &str,
+    scope: &[ScopedOpt<'_>],
+    out: &mut Vec<Diagnostic>,
+) {
+    let Some(args) = cmd.get("arguments").and_then(Value::as_array) else {
+        return;
+    };
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut seen_optional: Option<String> = None;
+    let mut seen_variadic: Option<String> = None;
+    for (i, arg) in args.iter().enumerate() {
+        let Some(a) = arg.as_object() else { continue };
+        let aptr = format!("{ptr}/arguments/{i}");
+        check_param(a, &aptr, out);
+        let name = a.get("name").and_then(Value::as_str).unwrap_or("");
+        if !name.is_empty() {
+            let key = norm_name(name);
+            if let Some(first) = names.get(&key) {
+                out.push(Diagnostic::new(
+                    "duplicate-name",
+                    format!("{aptr}/name"),
+                    format!("argument name \"{name}\" is already used by {first}/name"),
+                ));
+            } else if let Some(opt) = scope.iter().find(|o| norm_name(o.name) == key) {
+                out.push(Diagnostic::new(
+                    "duplicate-name",
+                    format!("{aptr}/name"),
+                    format!(
+                        "argument name \"{name}\" is also the name of option {}",
+                        opt.pointer
+                    ),
+                ));
+            } else {
+                names.insert(key, aptr.clone());
+            }
+        }
+        let required = a.get("required").and_then(Value::as_bool).unwrap_or(true);
+        let variadic = a.get("variadic").and_then(Value::as_bool).unwrap_or(false);
+        if let Some(v) = &seen_variadic {
+            out.push(Diagnostic::new(
+                if variadic { "multiple-variadic" } else { "argument-after-variadic" },
+                aptr.clone(),
+                if variadic {
+                    format!("argument \"{name}\" is variadic, but so is {v}")
+                } else {
+                    format!("argument \"{name}\" follows variadic argument {v}, which takes every remaining value")
+                },
+            ));
+        } else if required && let Some(o) = &seen_optional {
+            out.push(Diagnostic::new(
+                "required-after-optional",
+                aptr.clone(),
+                format!("required argument \"{name}\" follows optional argument {o}"),
+            ));
+        }
+        if variadic && seen_variadic.is_none() {
+            seen_variadic = Some(aptr.clone());
+        }
+        if !required && seen_optional.is_none() {
+            seen_optional = Some(aptr.clone());
+        }
+    }
+}
+
+/// Enum and default checks for one argument or option.
+fn check_param(p: &Map<String, Value>, ptr: &str, out: &mut Vec<Diagnostic>) {
+    let Some(type_name) = p.get("type").and_then(Value::as_str) else {
+        return;
+    };
+    let kind = ParamType::parse(type_name);
+    if matches!(kind, ParamType::Unknown(_)) {
+        return;
+    }
+    let name = p.get("name").and_then(Value::as_str).unwrap_or("");
+    let values = p.get("enum").and_then(Value::as_array);
+    if kind == ParamType::Enum && values.is_none_or(|v| v.is_empty()) {
+        out.push(Diagnostic::new(
+            "enum-without-values",
+            if values.is_some() {
+                format!("{ptr}/enum")
+            } else {
+                ptr.to_string()
+            },
+            format!("\"{name}\" has type enum but lists no values"),
+        ));
+    }
+    // Element type: enum values and defaults of a list are checked per element.
+    let element = |v: &Value| {
+        kind.accepts(v) || (kind == ParamType::Array && !v.is_array() && !v.is_object())
+    };
+    if let Some(values) = values {
+        for (i, v) in values.iter().enumerate() {
+            if !element(v) {
+                out.push(Diagnostic::new(
+                    "enum-value-type",
+                    format!("{ptr}/enum/{i}"),
+                    format!(
+                        "enum value {} of \"{name}\" is not of type {type_name}",
+                        short(v)
+                    ),
+                ));
+            }
+        }
+    }
+    let Some(default) = p.get("default") else {
+        return;
+    };
+    if default.is_null() {
+        return;
+    }
+    let variadic = p.get("variadic").and_then(Value::as_bool).unwrap_or(false);
+    let items: Vec<&Value> = match default {
+        Value::Array(items) if variadic && kind != ParamType::Array => items.iter().collect(),
+        other => vec![other],
+    };
+    let dptr = format!("{ptr}/default");
+    let list_ok = variadic && default.is_array() && items.iter().all(|v| kind.accepts(v));
+    if !(kind.accepts(default) || list_ok) {
+        out.push(Diagnostic::new(
+            "default-type",
+            dptr,
+            format!(
+                "default {} of \"{name}\" is not of type {type_name}",
+                short(default)
+            ),
+        ));
+        return;
+    }
+    if let Some(values) = values.filter(|v| !v.is_empty()) {
+        let items: Vec<&Value> = match default {
+            Value::Array(list) => list.iter().collect(),
+            _ => items,
+        };
+        for item in items {
+            if !values.contains(item) {
+                out.push(Diagnostic::new(
+                    "default-not-in-enum",
+                    dptr.clone(),
+                    format!(
+                        "default {} of \"{name}\" is not one of {}",
+                        short(item),
+                        short_list(&Value::Array(values.clone()))
+                    ),
+                ));
+                break;
+            }
+        }
+    }
+}
+
+fn check_shim(root: &Map<String, Value>, file_name: Option<&str>, out: &mut Vec<Diagnostic>) {
+    let binary = root.get("binary").and_then(Value::as_object);
+    if let (Some(root_name), Some(bin_name)) = (
+        root.get("name").and_then(Value::as_str),
+        binary.and_then(|b| b.get("name")).and_then(Value::as_str),
+    ) && root_name != bin_name
+    {
+        out.push(Diagnostic::new(
+            "shim-name-mismatch",
+            "/name",
+            format!("name \"{root_name}\" differs from binary.name \"{bin_name}\""),
+        ));
+    }
+    let Some(stem) = file_name.and_then(|f| f.strip_suffix(".json")) else {
+        return;
+    };
+    if stem.len() != 64 || !stem.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return;
+    }
+    let hash = binary.and_then(|b| b.get("hash")).and_then(Value::as_str);
+    let expected = format!("sha256:{stem}");
+    match hash {
+        Some(h) if h == expected => {}
+        Some(h) => out.push(Diagnostic::new(
+            "shim-hash-mismatch",
+            "/binary/hash",
+            format!("binary.hash is {h}, but the file is named {stem}.json (content-addressed: expected {expected})"),
+        )),
+        None => out.push(Diagnostic::new(
+            "shim-hash-mismatch",
+            if binary.is_some() { "/binary" } else { "" },
+            format!("the file is named after a hash ({stem}.json) but has no binary.hash"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ids(kind: Kind, v: Value, file: Option<&str>) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        check(kind, &v, file, &mut out);
+        out.into_iter().map(|d| (d.rule, d.pointer)).collect()
+    }
+
+    fn meta(extra: Value) -> Value {
+        let mut base =
+            json!({"atip": {"version": "0.6"}, "name": "t", "version": "1", "description": "d"});
+        base.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        base
+    }
+
+    #[test]
+    fn catalogue_ids_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for r in RULES {
+            assert!(seen.insert(r.id), "duplicate rule id {}", r.id);
+        }
+    }
+
+    #[test]
+    fn flags_inherited_and_overridden() {
+        let v = meta(json!({
+            "globalOptions": [{"name": "verbose", "flags": ["-v"], "type": "boolean", "description": "x"}],
+            "commands": {"a": {"description": "a", "options": [
+                {"name": "version", "flags": ["-v"], "type": "boolean", "description": "x"},
+                {"name": "verbose", "flags": ["-V"], "type": "boolean", "description": "override"}
+            ]}}
+        }));
+        // "verbose" is overridden by the command's own "verbose", so -v is free.
+        assert!(ids(Kind::Metadata, v, None).is_empty());
+        let v = meta(json!({
+            "globalOptions": [{"name": "verbose", "flags": ["-v"], "type": "boolean", "description": "x"}],
+            "commands": {"a": {"description": "a", "commands": {"b": {"description": "b", "options": [
+                {"name": "version", "flags": ["-v", "-v"], "type": "boolean", "description": "x"}]}}}}
+        }));
+        assert_eq!(
+            ids(Kind::Metadata, v, None),
+            [
+                (
+                    "duplicate-flag".into(),
+                    "/commands/a/commands/b/options/0/flags/0".into()
+                ),
+                (
+                    "duplicate-flag".into(),
+                    "/commands/a/commands/b/options/0/flags/1".into()
+                )
+            ]
+        );
+    }
+
+    #[test]
+    fn positional_order() {
+        let arg = |n: &str, req: bool, var: bool| json!({"name": n, "type": "string", "description": "x", "required": req, "variadic": var});
+        let v = meta(json!({"commands": {"c": {"description": "c", "arguments": [
+            arg("a", false, false), arg("b", true, false), arg("c", false, true), arg("d", false, true), arg("e", false, false)
+        ]}}}));
+        let got: Vec<String> = ids(Kind::Metadata, v, None)
+            .into_iter()
+            .map(|x| x.0)
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "required-after-optional",
+                "multiple-variadic",
+                "argument-after-variadic"
+            ]
+        );
+    }
+
+    #[test]
+    fn enums_and_defaults() {
+        let v = meta(json!({"commands": {"c": {"description": "c", "options": [
+            {"name": "a", "flags": ["--a"], "type": "enum", "description": "x"},
+            {"name": "b", "flags": ["--b"], "type": "enum", "enum": ["x", "y"], "default": "z", "description": "x"},
+            {"name": "c", "flags": ["--c"], "type": "integer", "default": "3", "description": "x"},
+            {"name": "d", "flags": ["--d"], "type": "integer", "enum": [1, "2"], "description": "x"},
+            {"name": "e", "flags": ["--e"], "type": "string", "variadic": true, "default": ["p", "q"], "description": "x"}
+        ]}}}));
+        let got: Vec<String> = ids(Kind::Metadata, v, None)
+            .into_iter()
+            .map(|x| x.0)
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "enum-without-values",
+                "default-not-in-enum",
+                "default-type",
+                "enum-value-type"
+            ]
+        );
+    }
+
+    #[test]
+    fn versions_and_features() {
+        let v = json!({"atip": {"version": "0.3", "features": ["trust-v1", "nope"], "minAgentVersion": "0.5"},
+            "name": "t", "version": "1", "description": "d", "binary": {"name": "t", "version": "1"}, "trust": {"source": "native"}});
+        let got: Vec<String> = ids(Kind::Metadata, v, None)
+            .into_iter()
+            .map(|x| x.0)
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "field-not-in-version",
+                "feature-not-in-version",
+                "unknown-feature",
+                "min-agent-version",
+                "field-not-in-version",
+                "field-not-in-version"
+            ]
+        );
+        let v = json!({"atip": "0.9", "name": "t", "version": "1", "description": "d"});
+        assert_eq!(
+            ids(Kind::Metadata, v, None),
+            [("unknown-version".into(), "/atip".into())]
+        );
+    }
+
+    #[test]
+    fn flattened_collisions() {
+        let v = meta(
+            json!({"commands": {"a_b": {"description": "x"}, "a": {"description": "a", "commands": {"b": {"description": "b"}}}}}),
+        );
+        assert_eq!(
+            ids(Kind::Metadata, v, None),
+            [(
+                "flattened-name-collision".into(),
+                "/commands/a/commands/b".into()
+            )]
+        );
+    }
+
+    #[test]
+    fn shim_hash_against_file_name() {
+        let hex = "ab".repeat(32);
+        let v = json!({"atip": {"version": "0.6"}, "description": "d", "binary": {"name": "t", "version": "1", "hash": format!("sha256:{}", "cd".repeat(32))}});
+        assert_eq!(
+            ids(Kind::Shim, v.clone(), Some(&format!("{hex}.json"))),
+            [("shim-hash-mismatch".into(), "/binary/hash".into())]
+        );
+        assert!(ids(Kind::Shim, v, Some("curl.json")).is_empty());
+    }
+}

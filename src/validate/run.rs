@@ -1,0 +1,406 @@
+//! Where documents come from: files, directories, stdin and `TOOL --agent`.
+//!
+//! Owns expanding inputs (directories walked recursively for `*.json`, in a sorted,
+//! deterministic order), the size cap checked from file metadata before anything is
+//! read, reading with a hard limit, running `TOOL --agent` through `atip::process`
+//! and checking its contract (exit 0, one JSON document on stdout), and checking files
+//! in parallel (rayon) in bounded chunks so results stream out in input order and
+//! memory stays flat however many files there are.
+//!
+//! Must not print: results go to the caller's `emit` callback.
+
+use super::{Checked, Diagnostic, Kind, Severity};
+use crate::process::{self, Exit, Spawn};
+use rayon::prelude::*;
+use serde::Serialize;
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Default size cap: 16 MiB, far above the largest real `--agent` document.
+pub const DEFAULT_MAX_SIZE: u64 = 16 << 20;
+/// Default timeout of `--exec`.
+pub const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(5);
+/// Files checked per parallel chunk: bounds memory while keeping both cores busy.
+const CHUNK: usize = 256;
+
+/// One input named on the command line.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// A file, or a directory searched recursively for `*.json`.
+    Path(PathBuf),
+    /// Standard input (`-`).
+    Stdin,
+    /// `PROGRAM ARGS... --agent`.
+    Exec {
+        /// Program (path or name on PATH).
+        program: OsString,
+        /// Arguments placed before `--agent`.
+        args: Vec<OsString>,
+    },
+}
+
+/// How to check.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Force a kind instead of detecting it.
+    pub kind: Option<Kind>,
+    /// Inputs larger than this many bytes are refused unread.
+    pub max_size: u64,
+    /// Timeout of `--exec`.
+    pub timeout: Duration,
+    /// Only decode and parse (benchmark floor); no schema, no rules.
+    pub parse_only: bool,
+    /// Keep the source bytes of documents with diagnostics (for text rendering).
+    pub keep_source: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            kind: None,
+            max_size: DEFAULT_MAX_SIZE,
+            timeout: DEFAULT_EXEC_TIMEOUT,
+            parse_only: false,
+            keep_source: false,
+        }
+    }
+}
+
+/// The result for one document, in the shape `--output json` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileReport {
+    /// The path as given or found; `-` for stdin; `TOOL --agent` for `--exec`.
+    pub path: String,
+    /// Forced or detected kind; null when the input never parsed.
+    pub kind: Option<Kind>,
+    /// No errors (warnings allowed).
+    pub valid: bool,
+    /// Findings, in source order.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The input was missing or unreadable (exit code 66).
+    #[serde(skip)]
+    pub missing: bool,
+    /// Source bytes, kept only when asked and when there is something to show.
+    #[serde(skip)]
+    pub source: Option<Vec<u8>>,
+}
+
+impl FileReport {
+    fn from_checked(path: String, checked: Checked) -> Self {
+        FileReport {
+            valid: checked.is_valid(),
+            path,
+            kind: checked.kind,
+            diagnostics: checked.diagnostics,
+            missing: false,
+            source: None,
+        }
+    }
+
+    fn failed(path: String, rule: &str, message: String, missing: bool) -> Self {
+        FileReport {
+            path,
+            kind: None,
+            valid: false,
+            diagnostics: vec![Diagnostic::new(rule, "", message)],
+            missing,
+            source: None,
+        }
+    }
+
+    /// Number of diagnostics of a severity.
+    pub fn count(&self, severity: Severity) -> usize {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.severity == severity)
+            .count()
+    }
+}
+
+/// Totals over a run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    /// Documents checked (inputs that could not be read included).
+    pub files: usize,
+    /// Documents without errors.
+    pub valid: usize,
+    /// Documents with errors.
+    pub invalid: usize,
+    /// Errors over all documents.
+    pub errors: usize,
+    /// Warnings over all documents.
+    pub warnings: usize,
+    /// Inputs that were missing or unreadable.
+    pub missing: usize,
+}
+
+impl Summary {
+    fn add(&mut self, r: &FileReport) {
+        self.files += 1;
+        if r.valid {
+            self.valid += 1;
+        } else {
+            self.invalid += 1;
+        }
+        self.errors += r.count(Severity::Error);
+        self.warnings += r.count(Severity::Warning);
+        if r.missing {
+            self.missing += 1;
+        }
+    }
+}
+
+enum Item {
+    File(PathBuf),
+    Failed(FileReport),
+    Stdin,
+    Exec(OsString, Vec<OsString>),
+}
+
+fn display(path: &Path) -> String {
+    path.display().to_string()
+}
+
+fn expand(input: &Input, out: &mut Vec<Item>) {
+    match input {
+        Input::Stdin => out.push(Item::Stdin),
+        Input::Exec { program, args } => out.push(Item::Exec(program.clone(), args.clone())),
+        Input::Path(path) => match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => {
+                for entry in walkdir::WalkDir::new(path).sort_by_file_name() {
+                    match entry {
+                        Ok(e) => {
+                            let p = e.path();
+                            if p.extension().is_some_and(|x| x == "json")
+                                && (e.file_type().is_file()
+                                    || (e.file_type().is_symlink() && p.is_file()))
+                            {
+                                out.push(Item::File(e.into_path()));
+                            }
+                        }
+                        Err(err) => {
+                            let where_ = err.path().map_or_else(|| display(path), display);
+                            out.push(Item::Failed(FileReport::failed(
+                                where_.clone(),
+                                "input-unreadable",
+                                format!("cannot read {where_}: {err}"),
+                                true,
+                            )));
+                        }
+                    }
+                }
+            }
+            Ok(_) => out.push(Item::File(path.clone())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                out.push(Item::Failed(FileReport::failed(
+                    display(path),
+                    "input-missing",
+                    format!("{} does not exist", display(path)),
+                    true,
+                )))
+            }
+            Err(e) => out.push(Item::Failed(FileReport::failed(
+                display(path),
+                "input-unreadable",
+                format!("cannot read {}: {e}", display(path)),
+                true,
+            ))),
+        },
+    }
+}
+
+fn too_large(path: String, size: u64, cap: u64) -> FileReport {
+    FileReport::failed(
+        path,
+        "file-too-large",
+        format!("the input is {size} bytes, over the {cap}-byte cap (--max-size); it was not read"),
+        false,
+    )
+}
+
+fn check_source(path: String, bytes: Vec<u8>, name: Option<&str>, opts: &Options) -> FileReport {
+    let checked = if opts.parse_only {
+        super::parse_only(&bytes)
+    } else {
+        super::check_with(&bytes, opts.kind, name, false)
+    };
+    let mut report = FileReport::from_checked(path, checked);
+    if opts.keep_source && !report.diagnostics.is_empty() {
+        report.source = Some(bytes);
+    }
+    report
+}
+
+/// Reads at most `cap + 1` bytes, so an input over the cap is noticed without reading it all.
+fn read_capped(reader: impl Read, cap: u64, hint: u64) -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(hint.min(cap) as usize + 1);
+    reader.take(cap.saturating_add(1)).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+fn check_file(path: &Path, opts: &Options) -> FileReport {
+    let shown = display(path);
+    let unreadable = |e: std::io::Error| {
+        let missing = e.kind() == std::io::ErrorKind::NotFound;
+        FileReport::failed(
+            shown.clone(),
+            if missing {
+                "input-missing"
+            } else {
+                "input-unreadable"
+            },
+            format!("cannot read {shown}: {e}"),
+            true,
+        )
+    };
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) => return unreadable(e),
+    };
+    let meta = match file.metadata() {
+        Ok(m) => m,
+        Err(e) => return unreadable(e),
+    };
+    if !meta.is_file() {
+        return FileReport::failed(
+            shown.clone(),
+            "input-unreadable",
+            format!("{shown} is not a regular file"),
+            true,
+        );
+    }
+    if meta.len() > opts.max_size {
+        return too_large(shown, meta.len(), opts.max_size);
+    }
+    let bytes = match read_capped(file, opts.max_size, meta.len()) {
+        Ok(b) => b,
+        Err(e) => return unreadable(e),
+    };
+    if bytes.len() as u64 > opts.max_size {
+        return too_large(shown, bytes.len() as u64, opts.max_size);
+    }
+    let name = path.file_name().and_then(|n| n.to_str());
+    check_source(shown.clone(), bytes, name, opts)
+}
+
+fn check_stdin(opts: &Options) -> FileReport {
+    match read_capped(std::io::stdin().lock(), opts.max_size, 64 << 10) {
+        Ok(bytes) if bytes.len() as u64 > opts.max_size => {
+            too_large("-".into(), bytes.len() as u64, opts.max_size)
+        }
+        Ok(bytes) => check_source("-".into(), bytes, None, opts),
+        Err(e) => FileReport::failed(
+            "-".into(),
+            "input-unreadable",
+            format!("cannot read standard input: {e}"),
+            true,
+        ),
+    }
+}
+
+/// Runs `program args... --agent` and checks both its contract and its output.
+pub fn check_exec(program: &OsString, args: &[OsString], opts: &Options) -> FileReport {
+    let mut argv: Vec<OsString> = args.to_vec();
+    argv.push("--agent".into());
+    let shown = format!(
+        "{} --agent",
+        std::iter::once(program)
+            .chain(args.iter())
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let mut spawn = Spawn::new(PathBuf::from(program), argv, opts.timeout);
+    spawn.stdout_cap = usize::try_from(opts.max_size).unwrap_or(usize::MAX);
+    let outcome = match process::run(&spawn) {
+        Ok(o) => o,
+        Err(e) => {
+            return FileReport::failed(shown, "agent-spawn", e.to_string(), true);
+        }
+    };
+    let stderr_line = String::from_utf8_lossy(&outcome.stderr)
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| format!("; stderr: {}", l.chars().take(200).collect::<String>()))
+        .unwrap_or_default();
+    let contract = match outcome.exit {
+        Exit::Code(0) => None,
+        Exit::Code(code) => Some((
+            "agent-exit-status",
+            format!("`{shown}` exited with status {code}{stderr_line}"),
+        )),
+        Exit::Signal(sig) => Some((
+            "agent-exit-status",
+            format!("`{shown}` was killed by signal {sig}{stderr_line}"),
+        )),
+        Exit::TimedOut | Exit::Cancelled => Some((
+            "agent-timeout",
+            format!(
+                "`{shown}` did not finish within {:?}; its process group was killed",
+                opts.timeout
+            ),
+        )),
+    };
+    if outcome.stdout_truncated {
+        let mut r = FileReport::failed(
+            shown.clone(),
+            "agent-output-too-large",
+            format!(
+                "`{shown}` printed more than {} bytes on stdout (--max-size)",
+                opts.max_size
+            ),
+            false,
+        );
+        if let Some((rule, message)) = contract {
+            r.diagnostics.push(Diagnostic::new(rule, "", message));
+        }
+        return r;
+    }
+    if let Some((rule, message)) = contract {
+        let mut r = FileReport::failed(shown.clone(), rule, message, false);
+        if !outcome.stdout.is_empty() && matches!(outcome.exit, Exit::Code(_)) {
+            // Still say what is wrong with the output, if anything.
+            let checked = check_source(shown, outcome.stdout, None, opts);
+            r.diagnostics.extend(checked.diagnostics);
+            r.kind = checked.kind;
+            r.source = checked.source;
+        }
+        return r;
+    }
+    check_source(shown, outcome.stdout, None, opts)
+}
+
+fn check_item(item: Item, opts: &Options) -> FileReport {
+    match item {
+        Item::File(p) => check_file(&p, opts),
+        Item::Failed(r) => r,
+        Item::Stdin => check_stdin(opts),
+        Item::Exec(program, args) => check_exec(&program, &args, opts),
+    }
+}
+
+/// Checks every input, calling `emit` for each document in input order (directory
+/// entries sorted by name), and returns the totals.
+pub fn check_inputs(inputs: &[Input], opts: &Options, mut emit: impl FnMut(FileReport)) -> Summary {
+    let mut summary = Summary::default();
+    let mut items = Vec::new();
+    for input in inputs {
+        expand(input, &mut items);
+    }
+    let mut items = items.into_iter().peekable();
+    while items.peek().is_some() {
+        let chunk: Vec<Item> = items.by_ref().take(CHUNK).collect();
+        let reports: Vec<FileReport> = if chunk.len() == 1 {
+            chunk.into_iter().map(|i| check_item(i, opts)).collect()
+        } else {
+            chunk.into_par_iter().map(|i| check_item(i, opts)).collect()
+        };
+        for r in reports {
+            summary.add(&r);
+            emit(r);
+        }
+    }
+    summary
+}
