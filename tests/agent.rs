@@ -76,10 +76,12 @@ fn agent_metadata_is_well_formed() {
         .find(|o| o.name == "output")
         .expect("--output");
     assert_eq!(output.kind, ParamType::Enum);
-    assert_eq!(
-        output.values.as_deref(),
-        Some(&["auto".into(), "text".into(), "json".into()][..])
-    );
+    let real: Vec<Value> = <atip::output::OutputFormat as clap::ValueEnum>::value_variants()
+        .iter()
+        .filter_map(|v| clap::ValueEnum::to_possible_value(v))
+        .map(|p| Value::from(p.get_name()))
+        .collect();
+    assert_eq!(output.values.as_deref(), Some(&real[..]));
     assert_eq!(output.default, Some("auto".into()));
     let data_dir = meta
         .global_opts()
@@ -152,4 +154,59 @@ fn partial_flags_need_agent() {
     let out = sb.atip().args(["--depth", "1", "list"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", show(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--agent"));
+}
+
+#[test]
+fn agent_output_passes_atips_own_validator() {
+    let sb = Sandbox::new();
+    let out = agent(&sb, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let metadata = sb.write("atip-agent.json", &out.stdout);
+    let checked = sb
+        .atip()
+        .args(["validate", "--deny-warnings", "--output", "json"])
+        .arg(&metadata)
+        .output()
+        .unwrap();
+    assert_eq!(checked.status.code(), Some(0), "{}", show(&checked));
+    let report: Value = serde_json::from_slice(&checked.stdout).expect("JSON report");
+    assert_eq!(report[0]["kind"], "metadata", "{report}");
+    assert_eq!(report[0]["diagnostics"], serde_json::json!([]), "{report}");
+
+    // The same through stdin, as `atip --agent | atip validate -`.
+    use std::io::Write;
+    let mut child = sb
+        .atip()
+        .args(["validate", "--deny-warnings", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&out.stdout).unwrap();
+    let piped = child.wait_with_output().unwrap();
+    assert_eq!(piped.status.code(), Some(0), "{}", show(&piped));
+}
+
+#[test]
+fn agent_contract_passes_validate_exec() {
+    let sb = Sandbox::new();
+    let out = sb
+        .atip()
+        .args(["validate", "--deny-warnings", "--output", "json", "--exec"])
+        .arg(env!("CARGO_BIN_EXE_atip"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(report[0]["valid"], true, "{report}");
+    // A partial answer is valid metadata too.
+    let out = sb
+        .atip()
+        .args(["validate", "--deny-warnings", "--exec"])
+        .arg(env!("CARGO_BIN_EXE_atip"))
+        .args(["--commands", "export,exec", "--depth", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
 }

@@ -450,3 +450,22 @@ fn git_read_only_commands_run_with_declared_flags() {
     git(&argv(&["remote", "show"], &[], &[]));
     git(&argv(&["stash", "list"], &[], &[]));
 }
+
+#[test]
+fn shims_pass_atip_validate_with_no_warnings() {
+    let sb = common::Sandbox::new();
+    let out = sb
+        .atip()
+        .args(["validate", "--deny-warnings", "--output", "json"])
+        .arg(shims_dir())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", common::show(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let files = report.as_array().unwrap();
+    assert_eq!(files.len(), load_all().len());
+    for file in files {
+        assert_eq!(file["kind"], "shim", "{file}");
+        assert_eq!(file["diagnostics"], serde_json::json!([]), "{file}");
+    }
+}
