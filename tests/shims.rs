@@ -39,7 +39,9 @@ fn load_all() -> Vec<(String, Metadata, serde_json::Value)> {
 #[test]
 fn the_promised_shims_exist() {
     let names: BTreeSet<String> = load_all().into_iter().map(|(n, _, _)| n).collect();
-    for want in ["git", "curl", "tar", "rm", "ls", "grep"] {
+    for want in [
+        "git", "curl", "tar", "rm", "ls", "grep", "cp", "mv", "sed", "jq",
+    ] {
         assert!(names.contains(want), "shims/{want}.json missing");
     }
 }
@@ -156,6 +158,49 @@ fn dangerous_commands_say_so() {
     assert!(get("tar", &["t"]).is_read_only());
     assert_eq!(get("tar", &["x"]).destructive, Some(true));
     assert_eq!(get("curl", &[""]).network, Some(true));
+    assert_eq!(get("cp", &[""]).destructive, Some(true));
+    assert_eq!(get("mv", &[""]).destructive, Some(true));
+    assert!(get("jq", &[""]).is_read_only());
+    assert!(!get("sed", &[""]).is_read_only());
+}
+
+#[test]
+fn jq_accepts_every_declared_option() {
+    use std::io::Write;
+    if help_of("jq", &["--version"]).is_none() {
+        eprintln!("note: jq not installed; not run");
+        return;
+    }
+    let meta = shim("jq");
+    let root = meta.find(&[""]).unwrap();
+    for opt in meta.options_in_scope(&root) {
+        for flag in &opt.flags {
+            let mut args = vec![flag.clone()];
+            if opt.kind != ParamType::Boolean {
+                args.push("2".into());
+            }
+            args.push(".".into());
+            let mut child = Command::new("jq")
+                .args(&args)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(b"{\"a\": 1}\n")
+                .unwrap();
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "jq {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
 }
 
 /// Output of a command (stdout + stderr, whatever the exit code), or None if it cannot run.
@@ -219,6 +264,9 @@ fn single_command_tool_flags_match_their_help() {
         ("grep", &["--help"]),
         ("curl", &["--help", "all"]),
         ("tar", &["--help"]),
+        ("cp", &["--help"]),
+        ("mv", &["--help"]),
+        ("sed", &["--help"]),
     ] {
         let Some(help) = help_of(tool, help_args) else {
             eprintln!("note: {tool} not installed; flags not checked");
