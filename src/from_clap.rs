@@ -527,11 +527,26 @@ fn param_type(arg: &Arg) -> ParamType {
         TypeId::of::<std::num::NonZeroU64>(),
         TypeId::of::<std::num::NonZeroUsize>(),
     ];
+    // A custom parser may produce a number from other text (`16MiB` → bytes): when the
+    // arg's own default is not a plain number, the accepted syntax is wider than the type.
+    let defaults_parse = |ok: fn(&str) -> bool| {
+        arg.get_default_values()
+            .iter()
+            .all(|d| d.to_str().is_some_and(ok))
+    };
     if integers.iter().any(|t| id == *t) {
-        return ParamType::Integer;
+        return if defaults_parse(|d| d.parse::<i64>().is_ok()) {
+            ParamType::Integer
+        } else {
+            ParamType::String
+        };
     }
     if id == TypeId::of::<f64>() || id == TypeId::of::<f32>() {
-        return ParamType::Number;
+        return if defaults_parse(|d| d.parse::<f64>().is_ok()) {
+            ParamType::Number
+        } else {
+            ParamType::String
+        };
     }
     match arg.get_value_hint() {
         ValueHint::DirPath => ParamType::Directory,
@@ -814,6 +829,36 @@ mod tests {
             meta.atip.features(),
             ["partial-discovery", "interactive-effects"]
         );
+    }
+
+    #[test]
+    fn custom_numeric_parser_with_textual_default_is_a_string() {
+        fn size(s: &str) -> Result<u64, String> {
+            s.trim_end_matches("MiB")
+                .parse::<u64>()
+                .map(|n| n << 20)
+                .map_err(|e| e.to_string())
+        }
+        let cmd = ClapCommand::new("x")
+            .version("1")
+            .arg(
+                Arg::new("max")
+                    .long("max")
+                    .value_parser(size)
+                    .default_value("16MiB"),
+            )
+            .arg(
+                Arg::new("n")
+                    .long("n")
+                    .value_parser(size)
+                    .default_value("3"),
+            );
+        let meta = FromClap::new(&cmd).build().unwrap();
+        let opts = meta.find(&[""]).unwrap().command.opts();
+        assert_eq!(opts[0].kind, ParamType::String);
+        assert_eq!(opts[0].default, Some(json!("16MiB")));
+        assert_eq!(opts[1].kind, ParamType::Integer);
+        assert_eq!(opts[1].default, Some(json!(3)));
     }
 
     #[test]
