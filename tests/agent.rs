@@ -78,7 +78,7 @@ fn agent_metadata_is_well_formed() {
     assert_eq!(output.kind, ParamType::Enum);
     let real: Vec<Value> = <atip::output::OutputFormat as clap::ValueEnum>::value_variants()
         .iter()
-        .filter_map(|v| clap::ValueEnum::to_possible_value(v))
+        .filter_map(clap::ValueEnum::to_possible_value)
         .map(|p| Value::from(p.get_name()))
         .collect();
     assert_eq!(output.values.as_deref(), Some(&real[..]));

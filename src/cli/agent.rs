@@ -6,7 +6,7 @@
 //! arguments or options.
 
 use crate::Cli;
-use atip::from_clap::FromClap;
+use atip::from_clap::{FromClap, FromClapError};
 use atip::model::{Effects, FilesystemEffects, Metadata};
 use atip::output::{AtipError, Category};
 use clap::CommandFactory;
@@ -94,7 +94,7 @@ pub fn effects_table() -> Vec<(&'static [&'static str], Effects)> {
 }
 
 /// atip's metadata, from the real command tree.
-pub fn metadata() -> Result<Metadata, AtipError> {
+pub fn metadata() -> Result<Metadata, FromClapError> {
     FromClap::new(&Cli::command())
         .description("Find, validate, export and run ATIP command-line tools for AI agents")
         .skip_root_arg("commands")
@@ -102,19 +102,18 @@ pub fn metadata() -> Result<Metadata, AtipError> {
         .feature("partial-discovery")
         .effects_table(&effects_table())
         .build()
-        .map_err(|e| {
-            AtipError::new(
-                "agent_metadata",
-                Category::Internal,
-                format!("failed to build atip's own metadata: {e}"),
-            )
-            .hint("this is a bug in atip; please report it")
-        })
 }
 
 /// Prints atip's metadata (partial when `commands` or `depth` is given); returns the exit code.
 pub fn run(commands: Option<&[String]>, depth: Option<usize>) -> Result<u8, AtipError> {
-    let mut meta = metadata()?;
+    let mut meta = metadata().map_err(|e| {
+        AtipError::new(
+            "agent_metadata",
+            Category::Internal,
+            format!("failed to build atip's own metadata: {e}"),
+        )
+        .hint("this is a bug in atip; please report it")
+    })?;
     if commands.is_some() || depth.is_some() {
         if let Some(wanted) = commands {
             for path in wanted {
