@@ -234,7 +234,8 @@ pub fn check_with(
         locate::resolve(parsed.text(bytes), parsed.text_offset, &mut diagnostics);
         diagnostics.sort_by_key(|d| (d.line.is_none(), d.line, d.column));
         // allOf branches can report the same failure twice.
-        diagnostics.dedup_by(|a, b| a.rule == b.rule && a.pointer == b.pointer && a.message == b.message);
+        diagnostics
+            .dedup_by(|a, b| a.rule == b.rule && a.pointer == b.pointer && a.message == b.message);
     }
     Checked {
         kind: Some(kind),

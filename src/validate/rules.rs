@@ -383,7 +383,11 @@ pub fn from_schema_error(error: &jsonschema::ValidationError<'_>) -> Vec<Diagnos
         ),
         K::Type { .. } => one(
             "schema-type",
-            format!("{} at {}", error.masked_with(&instance), display_ptr(&pointer)),
+            format!(
+                "{} at {}",
+                error.masked_with(&instance),
+                display_ptr(&pointer)
+            ),
         ),
         K::Enum { options } => one(
             "schema-enum",

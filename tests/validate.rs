@@ -1,0 +1,516 @@
+//! `atip validate` end to end: the real binary on real files, stdin and child processes.
+
+mod common;
+
+use common::{Sandbox, show};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// Every file under `dir` whose name ends with `suffix`, sorted.
+fn files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .map(|e| e.unwrap().into_path())
+        .filter(|p| p.is_file() && p.to_string_lossy().ends_with(suffix))
+        .collect();
+    out.sort();
+    out
+}
+
+fn validate(sb: &Sandbox, args: &[&str]) -> Output {
+    sb.atip().arg("validate").args(args).output().unwrap()
+}
+
+/// Runs with `--output json` and parses the array.
+fn validate_json(sb: &Sandbox, args: &[&str]) -> (Output, Vec<Value>) {
+    let out = sb
+        .atip()
+        .args(["--output", "json", "validate"])
+        .args(args)
+        .output()
+        .unwrap();
+    let parsed: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", show(&out)));
+    let Value::Array(items) = parsed else {
+        panic!("not an array:\n{}", show(&out))
+    };
+    (out, items)
+}
+
+fn rules_of(entry: &Value) -> Vec<String> {
+    entry["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["rule"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn valid_fixtures_are_valid_and_clean() {
+    let sb = Sandbox::new();
+    let dir = fixtures().join("valid");
+    let (out, items) = validate_json(&sb, &[dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let expected: Vec<String> = files(&dir, ".json")
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let got: Vec<String> = items
+        .iter()
+        .map(|i| i["path"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(got, expected, "every *.json, in sorted order");
+    for item in &items {
+        assert_eq!(item["valid"], true, "{item}");
+        assert_eq!(item["diagnostics"], serde_json::json!([]), "{item}");
+    }
+    let kinds: BTreeSet<&str> = items.iter().map(|i| i["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        BTreeSet::from(["metadata", "pattern", "registry", "shim"]),
+        "every kind is detected at least once"
+    );
+}
+
+#[test]
+fn invalid_fixtures_give_their_expected_diagnostics() {
+    let sb = Sandbox::new();
+    let dir = fixtures().join("invalid");
+    let docs = files(&dir, ".json");
+    let expectations = files(&dir, ".expected");
+    assert_eq!(
+        docs.iter()
+            .map(|p| p.with_extension(""))
+            .collect::<Vec<_>>(),
+        expectations
+            .iter()
+            .map(|p| p.with_extension(""))
+            .collect::<Vec<_>>(),
+        "each invalid fixture has exactly one NAME.expected beside it"
+    );
+    let (out, items) = validate_json(&sb, &[dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_eq!(items.len(), docs.len());
+    for (item, doc) in items.iter().zip(&docs) {
+        assert_eq!(item["path"].as_str().unwrap(), doc.to_str().unwrap());
+        let expected: Value =
+            serde_json::from_slice(&std::fs::read(doc.with_extension("expected")).unwrap())
+                .unwrap();
+        assert_eq!(item["valid"], expected["valid"], "{}", doc.display());
+        assert_eq!(item["kind"], expected["kind"], "{}", doc.display());
+        let got: Vec<Value> = item["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                assert!(!d["message"].as_str().unwrap().is_empty());
+                assert!(d["hint"].is_string(), "every rule has a hint: {d}");
+                serde_json::json!({"severity": d["severity"], "rule": d["rule"],
+                                   "pointer": d["pointer"], "line": d["line"]})
+            })
+            .collect();
+        assert_eq!(
+            Value::Array(got),
+            expected["diagnostics"],
+            "diagnostics of {}",
+            doc.display()
+        );
+    }
+    // Every fixture also fails (or warns) alone, through the same binary.
+    let one = validate(&sb, &[docs[0].to_str().unwrap()]);
+    assert!(matches!(one.status.code(), Some(0 | 1)), "{}", show(&one));
+}
+
+#[test]
+fn valid_fixtures_round_trip_through_the_model() {
+    for path in files(&fixtures().join("valid"), ".json") {
+        let bytes = std::fs::read(&path).unwrap();
+        let checked = atip::validate::check_bytes(&bytes, None, None);
+        assert!(
+            checked.is_valid(),
+            "{}: {:?}",
+            path.display(),
+            checked.diagnostics
+        );
+        let kind = checked.kind.unwrap();
+        if !matches!(
+            kind,
+            atip::validate::Kind::Metadata | atip::validate::Kind::Shim
+        ) {
+            continue;
+        }
+        let value = checked.value.unwrap();
+        let model = atip::model::Metadata::from_value(value.clone())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(model.to_value(), value, "{} lost data", path.display());
+        assert!(model.tool_name().is_some() && model.tool_version().is_some());
+    }
+}
+
+#[test]
+fn missing_input_exits_66_and_still_checks_the_rest() {
+    let sb = Sandbox::new();
+    let good = fixtures().join("valid/minimal-0.1.json");
+    let (out, items) = validate_json(&sb, &["no/such/file.json", good.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(66), "{}", show(&out));
+    assert_eq!(rules_of(&items[0]), ["input-missing"]);
+    assert_eq!(items[1]["valid"], true);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let sb = Sandbox::new();
+    let out = validate(&sb, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to validate"));
+    let out = validate(&sb, &["--kind", "nonsense", "x.json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    let out = validate(&sb, &["--max-size", "lots", "x.json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    let out = validate(&sb, &["-", "-"]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+}
+
+#[test]
+fn warnings_pass_unless_denied() {
+    let sb = Sandbox::new();
+    let bom = fixtures().join("invalid/bom.json");
+    let out = validate(&sb, &[bom.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let out = validate(&sb, &["--deny-warnings", bom.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+}
+
+#[test]
+fn text_output_shows_source_line_and_caret() {
+    let sb = Sandbox::new();
+    let f = fixtures().join("invalid/duplicate-keys.json");
+    let out = sb
+        .atip()
+        .args(["--output", "text", "validate"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("error[duplicate-key]"), "{text}");
+    assert!(
+        text.contains(&format!("--> {}:13:3", f.display())),
+        "{text}"
+    );
+    assert!(text.contains("13 |   \"name\": \"dup2\""), "{text}");
+    assert!(text.contains("^^^^^^ /name"), "{text}");
+    assert!(text.contains("= help: remove or rename"), "{text}");
+    assert!(text.contains("checked 1 document: 0 valid, 1 invalid (3 errors, 0 warnings)"));
+}
+
+#[test]
+fn sarif_output_is_sarif_2_1_0() {
+    let sb = Sandbox::new();
+    let dir = fixtures().join("invalid");
+    let out = sb
+        .atip()
+        .args(["--output", "sarif", "validate"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let sarif: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(sarif["version"], "2.1.0");
+    let run = &sarif["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "atip");
+    let rules: Vec<&str> = run["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    let results = run["results"].as_array().unwrap();
+    assert!(results.len() > 40);
+    for r in results {
+        let id = r["ruleId"].as_str().unwrap();
+        let index = r["ruleIndex"].as_u64().unwrap() as usize;
+        assert_eq!(rules[index], id);
+        assert!(matches!(r["level"].as_str(), Some("error" | "warning")));
+        let loc = &r["locations"][0]["physicalLocation"];
+        assert!(
+            loc["artifactLocation"]["uri"]
+                .as_str()
+                .unwrap()
+                .ends_with(".json")
+        );
+        if id != "empty-input" {
+            assert!(loc["region"]["startLine"].as_u64().unwrap() >= 1, "{r}");
+            assert!(loc["region"]["startColumn"].as_u64().unwrap() >= 1, "{r}");
+        }
+    }
+    let dup = results
+        .iter()
+        .find(|r| {
+            r["ruleId"] == "duplicate-key"
+                && r["locations"][0]["physicalLocation"]["region"]["startLine"] == 13
+        })
+        .expect("duplicate key result");
+    assert_eq!(
+        dup["locations"][0]["logicalLocations"][0]["fullyQualifiedName"],
+        "/name"
+    );
+}
+
+#[test]
+fn stdin_is_read_with_dash() {
+    let sb = Sandbox::new();
+    let mut child = sb
+        .atip()
+        .args(["--output", "json", "validate", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            br#"{"atip": "0.1", "name": "x", "version": "1", "description": "d", "name": "y"}"#,
+        )
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let items: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(items[0]["path"], "-");
+    assert_eq!(rules_of(&items[0]), ["duplicate-key"]);
+    assert_eq!(items[0]["diagnostics"][0]["column"], 66);
+}
+
+#[test]
+fn bad_bytes_are_reported_not_panicked_on() {
+    let sb = Sandbox::new();
+    let cases: &[(&str, &[u8], &str)] = &[
+        ("empty.json", b"", "empty-input"),
+        ("latin1.json", b"{\"a\": \"caf\xe9\"}", "invalid-utf8"),
+        ("garbage.json", b"{} {}", "trailing-characters"),
+        ("cut.json", b"{\"atip\": {\"version\":", "truncated-json"),
+        ("nul.json", b"\0\0\0", "json-syntax"),
+    ];
+    for (name, bytes, rule) in cases {
+        let p = sb.write(name, bytes);
+        let (out, items) = validate_json(&sb, &[p.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", show(&out));
+        assert_eq!(rules_of(&items[0]), [*rule], "{name}");
+        assert!(out.stderr.is_empty(), "{name}: {}", show(&out));
+    }
+}
+
+#[test]
+fn nesting_200000_levels_is_a_clear_error() {
+    let sb = Sandbox::new();
+    let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+    let p = sb.write("deep.json", deep);
+    let objects = "{\"a\":".repeat(200_000);
+    let q = sb.write("deep-objects.json", objects);
+    let (out, items) = validate_json(&sb, &[p.to_str().unwrap(), q.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    for item in &items {
+        assert_eq!(rules_of(item), ["nesting-too-deep"]);
+        assert!(
+            item["diagnostics"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("128 levels")
+        );
+    }
+    // Text output renders the (very long) line without trouble.
+    let out = sb
+        .atip()
+        .args(["--output", "text", "validate"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+}
+
+#[test]
+fn oversized_file_is_refused_unread() {
+    let sb = Sandbox::new();
+    let p = sb.path().join("huge.json");
+    // Sparse: 300 MB of apparent size, no disk used.
+    std::fs::File::create(&p)
+        .unwrap()
+        .set_len(300 << 20)
+        .unwrap();
+    let started = std::time::Instant::now();
+    let (out, items) = validate_json(&sb, &[p.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_eq!(rules_of(&items[0]), ["file-too-large"]);
+    let message = items[0]["diagnostics"][0]["message"].as_str().unwrap();
+    assert!(message.contains("314572800 bytes"), "{message}");
+    assert!(message.contains("16777216"), "{message}");
+    // Reading 300 MB of zeros and parsing them would take far longer than refusing.
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+
+    let small = fixtures().join("valid/gh-0.6.json");
+    let (out, items) = validate_json(&sb, &["--max-size", "1KiB", small.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_eq!(rules_of(&items[0]), ["file-too-large"]);
+    let (out, _) = validate_json(&sb, &["--max-size", "1MiB", small.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+}
+
+#[test]
+fn a_directory_of_2000_files_is_reported_in_order() {
+    let sb = Sandbox::new();
+    let dir = sb.path().join("many");
+    for i in 0..2000 {
+        let sub = dir.join(format!("d{}", i % 7));
+        std::fs::create_dir_all(&sub).unwrap();
+        let body = if i % 500 == 0 {
+            format!(r#"{{"atip": "0.1", "name": "t{i}", "version": "1"}}"#)
+        } else {
+            format!(
+                r#"{{"atip": "0.1", "name": "t{i}", "version": "1", "description": "tool {i}"}}"#
+            )
+        };
+        std::fs::write(sub.join(format!("f{i:05}.json")), body).unwrap();
+    }
+    std::fs::write(dir.join("README.txt"), "not json, not checked").unwrap();
+    let (out, items) = validate_json(&sb, &[dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_eq!(items.len(), 2000);
+    let paths: Vec<&str> = items.iter().map(|i| i["path"].as_str().unwrap()).collect();
+    let mut sorted = paths.clone();
+    sorted.sort();
+    assert_eq!(paths, sorted, "deterministic, sorted order");
+    let invalid: Vec<&str> = items
+        .iter()
+        .filter(|i| i["valid"] == false)
+        .map(|i| i["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(invalid.len(), 4, "{invalid:?}");
+    for p in invalid {
+        let n: usize = p
+            .rsplit('f')
+            .next()
+            .unwrap()
+            .trim_end_matches(".json")
+            .parse()
+            .unwrap();
+        assert_eq!(n % 500, 0, "{p}");
+    }
+}
+
+#[test]
+fn kind_can_be_forced() {
+    let sb = Sandbox::new();
+    let reg = fixtures().join("valid/registry.json");
+    let (out, items) = validate_json(&sb, &["--kind", "metadata", reg.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_eq!(items[0]["kind"], "metadata");
+    assert!(rules_of(&items[0]).contains(&"schema-required".to_string()));
+    let (out, items) = validate_json(&sb, &["--kind", "registry", reg.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(items[0]["kind"], "registry");
+}
+
+#[test]
+fn content_addressed_shim_name_is_checked_against_its_hash() {
+    let sb = Sandbox::new();
+    let src = std::fs::read(fixtures().join(
+        "valid/shims/sha256/5f70bf18a086007016e948b04aed3b82103a36bea41755b6cddfaf10ace3c6ef.json",
+    ))
+    .unwrap();
+    let renamed = sb.write(&format!("shims/sha256/{}.json", "e".repeat(64)), &src);
+    let (out, items) = validate_json(&sb, &[renamed.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_eq!(rules_of(&items[0]), ["shim-hash-mismatch"]);
+    assert_eq!(items[0]["diagnostics"][0]["pointer"], "/binary/hash");
+    // A name-keyed shim with the same content is fine.
+    let keyed = sb.write("shims/tar.json", &src);
+    let (out, _) = validate_json(&sb, &[keyed.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+}
+
+const GOOD_DOC: &str = r#"{"atip": "0.1", "name": "good", "version": "1", "description": "d"}"#;
+
+#[test]
+fn exec_checks_the_agent_contract() {
+    let sb = Sandbox::new();
+    let good = sb.script(
+        "bin/good",
+        &format!("#!/bin/sh\n[ \"$1\" = --agent ] || exit 9\necho '{GOOD_DOC}'\necho 'diagnostics may go to stderr' >&2\n"),
+    );
+    let (out, items) = validate_json(&sb, &["--exec", good.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(items[0]["path"], format!("{} --agent", good.display()));
+    assert_eq!(items[0]["kind"], "metadata");
+
+    // Arguments after TOOL come before --agent.
+    let wrapper = sb.script(
+        "bin/wrapper",
+        "#!/bin/sh\n[ \"$1\" = sub ] && [ \"$2\" = --agent ] || exit 9\necho '{}'\n",
+    );
+    let (out, items) = validate_json(&sb, &["--exec", wrapper.to_str().unwrap(), "sub"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(rules_of(&items[0]).contains(&"schema-required".to_string()));
+
+    let chatty = sb.script(
+        "bin/chatty",
+        &format!("#!/bin/sh\necho '{GOOD_DOC}'\necho 'done'\n"),
+    );
+    let (out, items) = validate_json(&sb, &["--exec", chatty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_eq!(rules_of(&items[0]), ["trailing-characters"]);
+
+    let failing = sb.script(
+        "bin/failing",
+        &format!("#!/bin/sh\necho '{GOOD_DOC}'\necho 'boom' >&2\nexit 3\n"),
+    );
+    let (out, items) = validate_json(&sb, &["--exec", failing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_eq!(rules_of(&items[0]), ["agent-exit-status"]);
+    let msg = items[0]["diagnostics"][0]["message"].as_str().unwrap();
+    assert!(msg.contains("status 3") && msg.contains("boom"), "{msg}");
+
+    let hang = sb.script("bin/hang", "#!/bin/sh\nsleep 30 &\nsleep 30\n");
+    let started = std::time::Instant::now();
+    let (out, items) = validate_json(
+        &sb,
+        &["--timeout", "300ms", "--exec", hang.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_eq!(rules_of(&items[0]), ["agent-timeout"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+
+    let flood = sb.script("bin/flood", "#!/bin/sh\nhead -c 300000 /dev/zero\n");
+    let (out, items) = validate_json(
+        &sb,
+        &["--max-size", "100KB", "--exec", flood.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_eq!(rules_of(&items[0]), ["agent-output-too-large"]);
+
+    let missing = sb.path().join("bin/does-not-exist");
+    let (out, items) = validate_json(&sb, &["--exec", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(66), "{}", show(&out));
+    assert_eq!(rules_of(&items[0]), ["agent-spawn"]);
+}
+
+#[test]
+fn parse_only_skips_schema_and_rules() {
+    let sb = Sandbox::new();
+    let p = sb.write("x.json", r#"{"not": "atip", "a": 1, "a": 2}"#);
+    let (out, items) = validate_json(&sb, &["--parse-only", p.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_eq!(rules_of(&items[0]), ["duplicate-key"]);
+    let q = sb.write("y.json", r#"{"not": "atip"}"#);
+    let (out, _) = validate_json(&sb, &["--parse-only", q.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+}
