@@ -862,6 +862,41 @@ mod tests {
     }
 
     #[test]
+    fn subcommand_globals_stay_on_their_command() {
+        let cmd = ClapCommand::new("x")
+            .version("1")
+            .arg(Arg::new("target").help("Run on this target"))
+            .subcommand(
+                ClapCommand::new("pr")
+                    .about("Pull requests")
+                    .arg(
+                        Arg::new("repo")
+                            .long("repo")
+                            .global(true)
+                            .help("Repository"),
+                    )
+                    .subcommand(ClapCommand::new("list").about("List them")),
+            );
+        let meta = FromClap::new(&cmd).build().unwrap();
+        // The root's own positional makes a "" command; no global options at the root.
+        assert_eq!(meta.find(&[""]).unwrap().command.args()[0].name, "target");
+        assert!(meta.global_options.is_none());
+        let pr = meta.find(&["pr"]).unwrap();
+        assert_eq!(pr.command.opts()[0].flags, ["--repo"]);
+        let list = meta.find(&["pr", "list"]).unwrap();
+        assert!(
+            list.command.options.is_none(),
+            "propagated copy not repeated"
+        );
+        let in_scope: Vec<&str> = meta
+            .options_in_scope(&list)
+            .iter()
+            .map(|o| o.name.as_str())
+            .collect();
+        assert_eq!(in_scope, ["repo"]);
+    }
+
+    #[test]
     fn long_tool_description_is_cut_to_one_line_of_200() {
         let cmd = ClapCommand::new("x").version("1").about("a".repeat(300));
         let meta = FromClap::new(&cmd).build().unwrap();
