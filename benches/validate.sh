@@ -10,20 +10,24 @@
 # validate / parse-only wall-time ratio, against the targets:
 #   >= 6,000 documents/s, peak < 100 MB, validate <= 2x parse-only.
 #
-# Run by hand (never by CI):  benches/validate.sh [--keep] [--count N]
+# Run by hand (never by CI):  benches/validate.sh [--keep | --work DIR] [--count N]
+#   --keep      keep the generated files (the path is printed on stderr)
+#   --work DIR  generate into DIR and keep it; a later run with the same DIR reuses the files
 # Needs python3. Uses /usr/bin/time -v for peak memory when present, else a python3
 # getrusage(RUSAGE_CHILDREN) wrapper. Prints a Markdown table; exits 1 if a target is missed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 keep=0
+work=""
 big=10000
 small=2000
 while [ $# -gt 0 ]; do
   case "$1" in
     --keep) keep=1 ;;
     --count) big="$2"; shift ;;
-    *) echo "usage: $0 [--keep] [--count N]" >&2; exit 2 ;;
+    --work) work="$2"; keep=1; shift ;;
+    *) echo "usage: $0 [--keep | --work DIR] [--count N]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -33,16 +37,24 @@ sets="$small $big"
 cargo build --release --quiet
 atip="$PWD/target/release/atip"
 
-work="$(mktemp -d "${TMPDIR:-/tmp}/atip-bench.XXXXXX")"
+if [ -z "$work" ]; then work="$(mktemp -d "${TMPDIR:-/tmp}/atip-bench.XXXXXX")"; fi
+mkdir -p "$work"
 if [ "$keep" = 0 ]; then trap 'rm -rf "$work"' EXIT; else echo "keeping $work" >&2; fi
 
-echo "generating $big documents in $work ..." >&2
-python3 benches/gen_metadata.py "$work/set$big" "$big"
-if [ "$sets" != "$big" ]; then
-  mkdir -p "$work/set$small"
-  find "$work/set$big" -name '*.json' | sort | head -n "$small" | while read -r f; do
-    ln "$f" "$work/set$small/"
-  done
+if [ -f "$work/set$big/.complete" ]; then
+  echo "reusing $big documents in $work" >&2
+else
+  echo "generating $big documents in $work ..." >&2
+  rm -rf "$work/set$big" "$work/set$small"
+  python3 benches/gen_metadata.py "$work/set$big" "$big"
+  if [ "$sets" != "$big" ]; then
+    mkdir -p "$work/set$small"
+    # Names are zero-padded, so the first $small in name order are the first generated.
+    for ((i = 0; i < small; i++)); do
+      ln "$work/set$big/$(printf 'tool%05d.json' "$i")" "$work/set$small/"
+    done
+  fi
+  touch "$work/set$big/.complete"
 fi
 
 # Runs a command; prints "<wall seconds> <peak KiB> <exit code> <user+sys CPU seconds>".
