@@ -138,6 +138,7 @@ impl Diagnostic {
     /// A diagnostic with the rule's catalogue severity and hint.
     pub fn new(rule: &str, pointer: impl Into<String>, message: impl Into<String>) -> Self {
         let info = rules::rule_info(rule);
+        debug_assert!(info.is_some(), "rule {rule} is not in rules::RULES");
         Diagnostic {
             severity: info.map_or(Severity::Error, |i| i.severity),
             rule: rule.to_string(),

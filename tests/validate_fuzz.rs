@@ -52,6 +52,7 @@ fn check_all(bytes: &[u8]) {
             diagnostics: checked.diagnostics,
             missing: false,
             source: Some(bytes.to_vec()),
+            rendered: None,
         };
         let text = render::text(&report, false);
         assert_eq!(text.is_empty(), report.diagnostics.is_empty());

@@ -98,7 +98,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         max_size: args.max_size,
         timeout: args.timeout,
         parse_only: args.parse_only,
-        keep_source: matches!(format, Format::Text { .. }),
+        render_text: match format {
+            Format::Text { color } => Some(color),
+            _ => None,
+        },
     };
     let stdout = std::io::stdout().lock();
     let mut printer = Printer::new(std::io::BufWriter::new(stdout), format);

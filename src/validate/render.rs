@@ -63,7 +63,9 @@ impl<W: Write> Printer<W> {
     pub fn file(&mut self, report: &FileReport) -> io::Result<()> {
         match self.format {
             Format::Text { color } => {
-                if !report.diagnostics.is_empty() {
+                if let Some(rendered) = &report.rendered {
+                    self.out.write_all(rendered.as_bytes())?;
+                } else if !report.diagnostics.is_empty() {
                     self.out.write_all(text(report, color).as_bytes())?;
                 }
                 Ok(())
@@ -127,12 +129,17 @@ fn floor_boundary(text: &str, mut i: usize) -> usize {
 /// Renders one document's diagnostics like rustc: title with rule id, the source line
 /// with a caret under the span, and the hint.
 pub fn text(report: &FileReport, color: bool) -> String {
+    text_with(report, report.source.as_deref(), color)
+}
+
+/// [`text`] with the source given separately (it need not live in the report).
+pub fn text_with(report: &FileReport, source: Option<&[u8]>, color: bool) -> String {
     let renderer = if color {
         Renderer::styled()
     } else {
         Renderer::plain()
     };
-    let source = report.source.as_deref().map(|bytes| {
+    let source = source.map(|bytes| {
         let bytes = bytes.strip_prefix(super::parse::BOM).unwrap_or(bytes);
         String::from_utf8_lossy(bytes)
     });

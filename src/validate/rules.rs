@@ -10,11 +10,14 @@
 //!
 //! Must not parse bytes or compute source positions.
 
+mod commands;
+
 use super::locate::escape_token;
 use super::{Diagnostic, Kind, Severity};
-use crate::model::{ParamType, ProtocolVersion};
+use crate::model::ProtocolVersion;
+use commands::check_commands;
+pub use commands::flatten_name;
 use serde_json::{Map, Value};
-use std::collections::HashMap;
 
 /// One rule of the catalogue.
 #[derive(Debug, Clone, Copy)]
@@ -282,6 +285,18 @@ pub static RULES: &[RuleInfo] = &[
     ),
     // Shims.
     rule(
+        "undeclared-variable",
+        W,
+        "a pattern step uses a {placeholder} its variables do not declare",
+        "declare it under the pattern's variables, or write ${NAME} for a shell variable",
+    ),
+    rule(
+        "unused-variable",
+        W,
+        "a pattern declares a variable no step uses",
+        "use it in a step as {NAME}, or remove it",
+    ),
+    rule(
         "shim-hash-mismatch",
         E,
         "a content-addressed shim's binary.hash differs from its file name",
@@ -485,6 +500,9 @@ fn short_list(options: &Value) -> String {
 /// Runs every semantic rule that applies to `kind`.
 pub fn check(kind: Kind, value: &Value, file_name: Option<&str>, out: &mut Vec<Diagnostic>) {
     let Some(root) = value.as_object() else {
+        if let (Kind::Pattern, Some(list)) = (kind, value.as_array()) {
+            check_patterns(list, "", out);
+        }
         return;
     };
     match kind {
@@ -497,6 +515,10 @@ pub fn check(kind: Kind, value: &Value, file_name: Option<&str>, out: &mut Vec<D
         Kind::Pattern => {
             if let Some(v) = root.get("atip") {
                 check_version_value(v, "/atip", out);
+            }
+            match root.get("patterns").and_then(Value::as_array) {
+                Some(list) => check_patterns(list, "/patterns", out),
+                None => check_pattern(root, "", out),
             }
         }
         Kind::Registry => {}
@@ -552,6 +574,66 @@ fn check_metadata(root: &Map<String, Value>, out: &mut Vec<Diagnostic>) {
         }
     }
     check_commands(root, out);
+    if let Some(list) = root.get("patterns").and_then(Value::as_array) {
+        check_patterns(list, "/patterns", out);
+    }
+}
+
+fn check_patterns(list: &[Value], base: &str, out: &mut Vec<Diagnostic>) {
+    for (i, p) in list.iter().enumerate() {
+        if let Some(p) = p.as_object() {
+            check_pattern(p, &format!("{base}/{i}"), out);
+        }
+    }
+}
+
+/// `{name}` placeholders of a step command (also `{{name}}`); `${name}` is the shell's.
+fn placeholders(command: &str) -> impl Iterator<Item = &str> {
+    let bytes = command.as_bytes();
+    command.match_indices('{').filter_map(move |(i, _)| {
+        if i > 0 && matches!(bytes[i - 1], b'$' | b'{') {
+            return None;
+        }
+        let rest = command[i + 1..].trim_start_matches('{');
+        let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))?;
+        let name = &rest[..end];
+        let first_ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+        (first_ok && rest[end..].starts_with('}')).then_some(name)
+    })
+}
+
+/// Placeholders against declared variables.
+fn check_pattern(p: &Map<String, Value>, ptr: &str, out: &mut Vec<Diagnostic>) {
+    let vars = p.get("variables").and_then(Value::as_object);
+    let mut used: Vec<&str> = Vec::new();
+    let steps = p
+        .get("steps")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    for (j, step) in steps.iter().enumerate() {
+        let Some(command) = step.get("command").and_then(Value::as_str) else {
+            continue;
+        };
+        for name in placeholders(command) {
+            if !vars.is_some_and(|v| v.contains_key(name)) && !used.contains(&name) {
+                out.push(Diagnostic::new(
+                    "undeclared-variable",
+                    format!("{ptr}/steps/{j}/command"),
+                    format!("step uses {{{name}}}, which the pattern's variables do not declare"),
+                ));
+            }
+            used.push(name);
+        }
+    }
+    for name in vars.into_iter().flat_map(|v| v.keys()) {
+        if !used.contains(&name.as_str()) {
+            out.push(Diagnostic::new(
+                "unused-variable",
+                format!("{ptr}/variables/{}", escape_token(name)),
+                format!("variable \"{name}\" is declared but no step uses {{{name}}}"),
+            ));
+        }
+    }
 }
 
 fn needs(minor: u32, since: u32, pointer: &str, what: &str, out: &mut Vec<Diagnostic>) {
@@ -712,355 +794,6 @@ fn push_children<'a>(
     }
 }
 
-/// An option in scope of a command.
-#[derive(Clone)]
-struct ScopedOpt<'a> {
-    name: &'a str,
-    flags: Vec<&'a str>,
-    pointer: String,
-}
-
-fn scoped_opts<'a>(list: Option<&'a Value>, ptr: &str) -> Vec<ScopedOpt<'a>> {
-    let Some(items) = list.and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    items
-        .iter()
-        .enumerate()
-        .filter_map(|(i, o)| {
-            let o = o.as_object()?;
-            Some(ScopedOpt {
-                name: o.get("name").and_then(Value::as_str).unwrap_or(""),
-                flags: o
-                    .get("flags")
-                    .and_then(Value::as_array)
-                    .map(|f| f.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default(),
-                pointer: format!("{ptr}/{i}"),
-            })
-        })
-        .collect()
-}
-
-fn norm_name(name: &str) -> String {
-    name.replace('-', "_")
-}
-
-/// Checks one option list against what is already in scope; returns the new scope.
-fn check_option_list<'a>(
-    inherited: &[ScopedOpt<'a>],
-    own: Vec<ScopedOpt<'a>>,
-    where_: &str,
-    out: &mut Vec<Diagnostic>,
-) -> Vec<ScopedOpt<'a>> {
-    // Inherited options an own option overrides (same name) are out of scope.
-    let mut scope: Vec<ScopedOpt<'a>> = inherited
-        .iter()
-        .filter(|i| !own.iter().any(|o| o.name == i.name))
-        .cloned()
-        .collect();
-    let mut names: HashMap<String, &str> = HashMap::new();
-    for opt in &own {
-        if !opt.name.is_empty() {
-            let key = norm_name(opt.name);
-            if let Some(first) = names.get(&key) {
-                out.push(Diagnostic::new(
-                    "duplicate-name",
-                    format!("{}/name", opt.pointer),
-                    format!(
-                        "option name \"{}\" is already used by {first}/name {where_}",
-                        opt.name
-                    ),
-                ));
-            } else {
-                names.insert(key, &opt.pointer);
-            }
-        }
-        for (j, flag) in opt.flags.iter().enumerate() {
-            let earlier_same = opt.flags[..j].contains(flag);
-            let clash = scope.iter().find(|s| s.flags.contains(flag));
-            if earlier_same {
-                out.push(Diagnostic::new(
-                    "duplicate-flag",
-                    format!("{}/flags/{j}", opt.pointer),
-                    format!("flag {flag} is listed twice in option \"{}\"", opt.name),
-                ));
-            } else if let Some(other) = clash {
-                let inherited = !other.pointer.starts_with(&format!("{where_}/"));
-                out.push(Diagnostic::new(
-                    "duplicate-flag",
-                    format!("{}/flags/{j}", opt.pointer),
-                    format!(
-                        "flag {flag} of option \"{}\" is also a flag of {}option \"{}\" ({})",
-                        opt.name,
-                        if inherited { "inherited " } else { "" },
-                        other.name,
-                        other.pointer
-                    ),
-                ));
-            }
-        }
-        scope.push(opt.clone());
-    }
-    scope
-}
-
-fn check_commands(root: &Map<String, Value>, out: &mut Vec<Diagnostic>) {
-    let globals = scoped_opts(root.get("globalOptions"), "/globalOptions");
-    let global_scope = check_option_list(&[], globals, "/globalOptions", out);
-    for (i, o) in root
-        .get("globalOptions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        if let Some(o) = o.as_object() {
-            check_param(o, &format!("/globalOptions/{i}"), out);
-        }
-    }
-    let tool = root
-        .get("name")
-        .and_then(Value::as_str)
-        .or_else(|| root.get("binary")?.get("name")?.as_str())
-        .unwrap_or("tool");
-    let mut flat: HashMap<String, String> = HashMap::new();
-    // (pointer, command, path, options in scope)
-    type Item<'a> = (
-        String,
-        &'a Map<String, Value>,
-        Vec<&'a str>,
-        Vec<ScopedOpt<'a>>,
-    );
-    let mut stack: Vec<Item<'_>> = Vec::new();
-    if let Some(children) = root.get("commands").and_then(Value::as_object) {
-        for (name, child) in children.iter().rev() {
-            if let Some(c) = child.as_object() {
-                stack.push((
-                    format!("/commands/{}", escape_token(name)),
-                    c,
-                    vec![name.as_str()],
-                    global_scope.clone(),
-                ));
-            }
-        }
-    }
-    while let Some((ptr, cmd, path, inherited)) = stack.pop() {
-        let own = scoped_opts(cmd.get("options"), &format!("{ptr}/options"));
-        let scope = check_option_list(&inherited, own, &ptr, out);
-        check_arguments(cmd, &ptr, &scope, out);
-        for (i, o) in cmd
-            .get("options")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            if let Some(o) = o.as_object() {
-                check_param(o, &format!("{ptr}/options/{i}"), out);
-            }
-        }
-        let flat_name = flatten_name(tool, &path);
-        if let Some(first) = flat.get(&flat_name) {
-            out.push(Diagnostic::new(
-                "flattened-name-collision",
-                ptr.clone(),
-                format!(
-                    "command \"{}\" flattens to tool name \"{flat_name}\", like {first}",
-                    path.join(" ")
-                ),
-            ));
-        } else {
-            flat.insert(flat_name, ptr.clone());
-        }
-        if let Some(children) = cmd.get("commands").and_then(Value::as_object) {
-            for (name, child) in children.iter().rev() {
-                if let Some(c) = child.as_object() {
-                    let mut child_path = path.clone();
-                    child_path.push(name.as_str());
-                    stack.push((
-                        format!("{ptr}/commands/{}", escape_token(name)),
-                        c,
-                        child_path,
-                        scope.clone(),
-                    ));
-                }
-            }
-        }
-    }
-}
-
-/// The provider tool name a command path flattens to: the tool name and the non-empty
-/// path segments joined by `_`, every character outside `[A-Za-z0-9_-]` replaced by `_`.
-pub fn flatten_name(tool: &str, path: &[&str]) -> String {
-    let mut name = tool.to_string();
-    for segment in path.iter().filter(|s| !s.is_empty()) {
-        name.push('_');
-        name.push_str(segment);
-    }
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-fn check_arguments(
-    cmd: &Map<String, Value>,
-    ptr: &str,
-    scope: &[ScopedOpt<'_>],
-    out: &mut Vec<Diagnostic>,
-) {
-    let Some(args) = cmd.get("arguments").and_then(Value::as_array) else {
-        return;
-    };
-    let mut names: HashMap<String, String> = HashMap::new();
-    let mut seen_optional: Option<String> = None;
-    let mut seen_variadic: Option<String> = None;
-    for (i, arg) in args.iter().enumerate() {
-        let Some(a) = arg.as_object() else { continue };
-        let aptr = format!("{ptr}/arguments/{i}");
-        check_param(a, &aptr, out);
-        let name = a.get("name").and_then(Value::as_str).unwrap_or("");
-        if !name.is_empty() {
-            let key = norm_name(name);
-            if let Some(first) = names.get(&key) {
-                out.push(Diagnostic::new(
-                    "duplicate-name",
-                    format!("{aptr}/name"),
-                    format!("argument name \"{name}\" is already used by {first}/name"),
-                ));
-            } else if let Some(opt) = scope.iter().find(|o| norm_name(o.name) == key) {
-                out.push(Diagnostic::new(
-                    "duplicate-name",
-                    format!("{aptr}/name"),
-                    format!(
-                        "argument name \"{name}\" is also the name of option {}",
-                        opt.pointer
-                    ),
-                ));
-            } else {
-                names.insert(key, aptr.clone());
-            }
-        }
-        let required = a.get("required").and_then(Value::as_bool).unwrap_or(true);
-        let variadic = a.get("variadic").and_then(Value::as_bool).unwrap_or(false);
-        if let Some(v) = &seen_variadic {
-            out.push(Diagnostic::new(
-                if variadic { "multiple-variadic" } else { "argument-after-variadic" },
-                aptr.clone(),
-                if variadic {
-                    format!("argument \"{name}\" is variadic, but so is {v}")
-                } else {
-                    format!("argument \"{name}\" follows variadic argument {v}, which takes every remaining value")
-                },
-            ));
-        } else if required && let Some(o) = &seen_optional {
-            out.push(Diagnostic::new(
-                "required-after-optional",
-                aptr.clone(),
-                format!("required argument \"{name}\" follows optional argument {o}"),
-            ));
-        }
-        if variadic && seen_variadic.is_none() {
-            seen_variadic = Some(aptr.clone());
-        }
-        if !required && seen_optional.is_none() {
-            seen_optional = Some(aptr.clone());
-        }
-    }
-}
-
-/// Enum and default checks for one argument or option.
-fn check_param(p: &Map<String, Value>, ptr: &str, out: &mut Vec<Diagnostic>) {
-    let Some(type_name) = p.get("type").and_then(Value::as_str) else {
-        return;
-    };
-    let kind = ParamType::parse(type_name);
-    if matches!(kind, ParamType::Unknown(_)) {
-        return;
-    }
-    let name = p.get("name").and_then(Value::as_str).unwrap_or("");
-    let values = p.get("enum").and_then(Value::as_array);
-    if kind == ParamType::Enum && values.is_none_or(|v| v.is_empty()) {
-        out.push(Diagnostic::new(
-            "enum-without-values",
-            if values.is_some() {
-                format!("{ptr}/enum")
-            } else {
-                ptr.to_string()
-            },
-            format!("\"{name}\" has type enum but lists no values"),
-        ));
-    }
-    // Element type: enum values and defaults of a list are checked per element.
-    let element = |v: &Value| {
-        kind.accepts(v) || (kind == ParamType::Array && !v.is_array() && !v.is_object())
-    };
-    if let Some(values) = values {
-        for (i, v) in values.iter().enumerate() {
-            if !element(v) {
-                out.push(Diagnostic::new(
-                    "enum-value-type",
-                    format!("{ptr}/enum/{i}"),
-                    format!(
-                        "enum value {} of \"{name}\" is not of type {type_name}",
-                        short(v)
-                    ),
-                ));
-            }
-        }
-    }
-    let Some(default) = p.get("default") else {
-        return;
-    };
-    if default.is_null() {
-        return;
-    }
-    let variadic = p.get("variadic").and_then(Value::as_bool).unwrap_or(false);
-    let items: Vec<&Value> = match default {
-        Value::Array(items) if variadic && kind != ParamType::Array => items.iter().collect(),
-        other => vec![other],
-    };
-    let dptr = format!("{ptr}/default");
-    let list_ok = variadic && default.is_array() && items.iter().all(|v| kind.accepts(v));
-    if !(kind.accepts(default) || list_ok) {
-        out.push(Diagnostic::new(
-            "default-type",
-            dptr,
-            format!(
-                "default {} of \"{name}\" is not of type {type_name}",
-                short(default)
-            ),
-        ));
-        return;
-    }
-    if let Some(values) = values.filter(|v| !v.is_empty()) {
-        let items: Vec<&Value> = match default {
-            Value::Array(list) => list.iter().collect(),
-            _ => items,
-        };
-        for item in items {
-            if !values.contains(item) {
-                out.push(Diagnostic::new(
-                    "default-not-in-enum",
-                    dptr.clone(),
-                    format!(
-                        "default {} of \"{name}\" is not one of {}",
-                        short(item),
-                        short_list(&Value::Array(values.clone()))
-                    ),
-                ));
-                break;
-            }
-        }
-    }
-}
-
 fn check_shim(root: &Map<String, Value>, file_name: Option<&str>, out: &mut Vec<Diagnostic>) {
     let binary = root.get("binary").and_then(Value::as_object);
     if let (Some(root_name), Some(bin_name)) = (
@@ -1115,6 +848,30 @@ mod tests {
             .unwrap()
             .extend(extra.as_object().unwrap().clone());
         base
+    }
+
+    #[test]
+    fn spec_documents_every_rule_and_no_other() {
+        let spec = include_str!("../../spec/validate.md");
+        let table = spec
+            .split("## Rules")
+            .nth(1)
+            .and_then(|t| t.split("\n## ").next())
+            .expect("spec/validate.md has a Rules section");
+        let documented: Vec<&str> = table
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `")?.split('`').next())
+            .collect();
+        let ids: Vec<&str> = RULES.iter().map(|r| r.id).collect();
+        assert_eq!(documented, ids, "spec/validate.md rule table vs RULES");
+        for r in RULES {
+            let row = table
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{}` |", r.id)))
+                .unwrap();
+            assert!(row.contains(r.severity.as_str()), "{row}");
+            assert!(row.contains(&r.hint.replace('|', "\\|")), "{row}");
+        }
     }
 
     #[test]
@@ -1237,6 +994,23 @@ mod tests {
                 "flattened-name-collision".into(),
                 "/commands/a/commands/b".into()
             )]
+        );
+    }
+
+    #[test]
+    fn pattern_placeholders() {
+        let got: Vec<&str> =
+            placeholders("git checkout -b {branch} && echo ${HOME} {{tag}} {} {1x} {a b}")
+                .collect();
+        assert_eq!(got, ["branch", "tag"]);
+        let v = json!([{"name": "p", "steps": [{"command": "git tag {version} {other}"}],
+            "variables": {"version": {"type": "string"}, "unused": {}}}]);
+        assert_eq!(
+            ids(Kind::Pattern, v, None),
+            [
+                ("undeclared-variable".into(), "/0/steps/0/command".into()),
+                ("unused-variable".into(), "/0/variables/unused".into())
+            ]
         );
     }
 

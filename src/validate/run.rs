@@ -52,8 +52,9 @@ pub struct Options {
     pub timeout: Duration,
     /// Only decode and parse (benchmark floor); no schema, no rules.
     pub parse_only: bool,
-    /// Keep the source bytes of documents with diagnostics (for text rendering).
-    pub keep_source: bool,
+    /// Render text output for documents with diagnostics while their source is at hand
+    /// (`Some(colour)`), so the source never outlives the check.
+    pub render_text: Option<bool>,
 }
 
 impl Default for Options {
@@ -63,7 +64,7 @@ impl Default for Options {
             max_size: DEFAULT_MAX_SIZE,
             timeout: DEFAULT_EXEC_TIMEOUT,
             parse_only: false,
-            keep_source: false,
+            render_text: None,
         }
     }
 }
@@ -82,9 +83,13 @@ pub struct FileReport {
     /// The input was missing or unreadable (exit code 66).
     #[serde(skip)]
     pub missing: bool,
-    /// Source bytes, kept only when asked and when there is something to show.
+    /// Source bytes, for rendering; `check_inputs` drops them once rendered.
     #[serde(skip)]
     pub source: Option<Vec<u8>>,
+    /// Text output, rendered by the worker that checked the document (see
+    /// [`Options::render_text`]).
+    #[serde(skip)]
+    pub rendered: Option<String>,
 }
 
 impl FileReport {
@@ -96,6 +101,7 @@ impl FileReport {
             diagnostics: checked.diagnostics,
             missing: false,
             source: None,
+            rendered: None,
         }
     }
 
@@ -107,6 +113,7 @@ impl FileReport {
             diagnostics: vec![Diagnostic::new(rule, "", message)],
             missing,
             source: None,
+            rendered: None,
         }
     }
 
@@ -220,25 +227,48 @@ fn too_large(path: String, size: u64, cap: u64) -> FileReport {
     )
 }
 
-fn check_source(path: String, bytes: Vec<u8>, name: Option<&str>, opts: &Options) -> FileReport {
+fn check_source(path: String, bytes: &[u8], name: Option<&str>, opts: &Options) -> FileReport {
     let checked = if opts.parse_only {
-        super::parse_only(&bytes)
+        super::parse_only(bytes)
     } else {
-        super::check_with(&bytes, opts.kind, name, false)
+        super::check_with(bytes, opts.kind, name, false)
     };
     let mut report = FileReport::from_checked(path, checked);
-    if opts.keep_source && !report.diagnostics.is_empty() {
-        report.source = Some(bytes);
+    if let Some(color) = opts.render_text
+        && !report.diagnostics.is_empty()
+    {
+        report.rendered = Some(super::render::text_with(&report, Some(bytes), color));
     }
     report
 }
 
-/// Reads at most `cap + 1` bytes, so an input over the cap is noticed without reading it all.
+/// Reads at most `cap + 1` bytes into `buf`, so an input over the cap is noticed without
+/// reading it all.
+fn read_capped_into(
+    reader: impl Read,
+    cap: u64,
+    hint: u64,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    buf.clear();
+    buf.reserve(hint.min(cap) as usize + 1);
+    reader.take(cap.saturating_add(1)).read_to_end(buf)?;
+    Ok(())
+}
+
 fn read_capped(reader: impl Read, cap: u64, hint: u64) -> std::io::Result<Vec<u8>> {
-    let mut buf = Vec::with_capacity(hint.min(cap) as usize + 1);
-    reader.take(cap.saturating_add(1)).read_to_end(&mut buf)?;
+    let mut buf = Vec::new();
+    read_capped_into(reader, cap, hint, &mut buf)?;
     Ok(buf)
 }
+
+thread_local! {
+    /// Each worker reads every file into the same buffer: no large allocation per file.
+    static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Buffers larger than this are released after use rather than kept per thread.
+const KEEP_BUFFER: usize = 1 << 20;
 
 fn check_file(path: &Path, opts: &Options) -> FileReport {
     let shown = display(path);
@@ -274,15 +304,20 @@ fn check_file(path: &Path, opts: &Options) -> FileReport {
     if meta.len() > opts.max_size {
         return too_large(shown, meta.len(), opts.max_size);
     }
-    let bytes = match read_capped(file, opts.max_size, meta.len()) {
-        Ok(b) => b,
-        Err(e) => return unreadable(e),
-    };
-    if bytes.len() as u64 > opts.max_size {
-        return too_large(shown, bytes.len() as u64, opts.max_size);
-    }
     let name = path.file_name().and_then(|n| n.to_str());
-    check_source(shown.clone(), bytes, name, opts)
+    READ_BUFFER.with_borrow_mut(|buf| {
+        let report = match read_capped_into(file, opts.max_size, meta.len(), buf) {
+            Err(e) => unreadable(e),
+            Ok(()) if buf.len() as u64 > opts.max_size => {
+                too_large(shown.clone(), buf.len() as u64, opts.max_size)
+            }
+            Ok(()) => check_source(shown.clone(), buf, name, opts),
+        };
+        if buf.capacity() > KEEP_BUFFER {
+            *buf = Vec::new();
+        }
+        report
+    })
 }
 
 fn check_stdin(opts: &Options) -> FileReport {
@@ -290,7 +325,7 @@ fn check_stdin(opts: &Options) -> FileReport {
         Ok(bytes) if bytes.len() as u64 > opts.max_size => {
             too_large("-".into(), bytes.len() as u64, opts.max_size)
         }
-        Ok(bytes) => check_source("-".into(), bytes, None, opts),
+        Ok(bytes) => check_source("-".into(), &bytes, None, opts),
         Err(e) => FileReport::failed(
             "-".into(),
             "input-unreadable",
@@ -338,8 +373,8 @@ pub fn check_exec(program: &OsString, args: &[OsString], opts: &Options) -> File
         Exit::TimedOut | Exit::Cancelled => Some((
             "agent-timeout",
             format!(
-                "`{shown}` did not finish within {:?}; its process group was killed",
-                opts.timeout
+                "`{shown}` did not finish within {}; its process group was killed",
+                crate::units::format_duration(opts.timeout)
             ),
         )),
     };
@@ -362,23 +397,32 @@ pub fn check_exec(program: &OsString, args: &[OsString], opts: &Options) -> File
         let mut r = FileReport::failed(shown.clone(), rule, message, false);
         if !outcome.stdout.is_empty() && matches!(outcome.exit, Exit::Code(_)) {
             // Still say what is wrong with the output, if anything.
-            let checked = check_source(shown, outcome.stdout, None, opts);
+            let checked = super::check_with(&outcome.stdout, opts.kind, None, false);
             r.diagnostics.extend(checked.diagnostics);
             r.kind = checked.kind;
-            r.source = checked.source;
+            if let Some(color) = opts.render_text {
+                r.rendered = Some(super::render::text_with(&r, Some(&outcome.stdout), color));
+            }
         }
         return r;
     }
-    check_source(shown, outcome.stdout, None, opts)
+    check_source(shown, &outcome.stdout, None, opts)
 }
 
 fn check_item(item: Item, opts: &Options) -> FileReport {
-    match item {
+    let mut report = match item {
         Item::File(p) => check_file(&p, opts),
         Item::Failed(r) => r,
         Item::Stdin => check_stdin(opts),
         Item::Exec(program, args) => check_exec(&program, &args, opts),
+    };
+    if let Some(color) = opts.render_text
+        && report.rendered.is_none()
+        && !report.diagnostics.is_empty()
+    {
+        report.rendered = Some(super::render::text(&report, color));
     }
+    report
 }
 
 /// Checks every input, calling `emit` for each document in input order (directory

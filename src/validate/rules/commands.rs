@@ -1,0 +1,417 @@
+//! Rules over the command tree: flags and names in scope, positional order, enums and
+//! defaults, flattened tool names.
+//!
+//! One depth-first walk with an explicit stack (never recursion) that keeps the path
+//! and the options in scope (global, then each ancestor's, then the command's own) as
+//! borrowed slices: a valid document costs no allocation per command. Pointers are
+//! built only when a diagnostic is emitted.
+//!
+//! Must not check anything outside `globalOptions` and `commands`.
+
+use super::super::Diagnostic;
+use super::super::locate::escape_token;
+use super::{short, short_list};
+use crate::model::ParamType;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+
+/// An option in scope: where it was declared and its object.
+#[derive(Clone, Copy)]
+struct Entry<'a> {
+    name: &'a str,
+    opt: &'a Map<String, Value>,
+    /// 0 for `globalOptions`, else the depth of the declaring command.
+    depth: usize,
+    index: usize,
+}
+
+impl Entry<'_> {
+    fn flags(&self) -> &[Value] {
+        self.opt
+            .get("flags")
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice)
+    }
+
+    fn has_flag(&self, flag: &str) -> bool {
+        self.flags().iter().any(|f| f.as_str() == Some(flag))
+    }
+
+    fn pointer(&self, path: &[&str]) -> String {
+        if self.depth == 0 {
+            format!("/globalOptions/{}", self.index)
+        } else {
+            format!(
+                "{}/options/{}",
+                command_pointer(&path[..self.depth]),
+                self.index
+            )
+        }
+    }
+}
+
+/// `/commands/a/commands/b` for the path `[a, b]`.
+fn command_pointer(path: &[&str]) -> String {
+    let mut out = String::new();
+    for segment in path {
+        out.push_str("/commands/");
+        out.push_str(&escape_token(segment));
+    }
+    out
+}
+
+/// Names equal once `-` and `_` are taken as the same character (both become `_` in
+/// exported property names).
+fn same_name(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .all(|(x, y)| x == y || (matches!(x, b'-' | b'_') && matches!(y, b'-' | b'_')))
+}
+
+fn name_of(v: &Map<String, Value>) -> &str {
+    v.get("name").and_then(Value::as_str).unwrap_or("")
+}
+
+fn list(v: Option<&Value>) -> &[Value] {
+    v.and_then(Value::as_array).map_or(&[], Vec::as_slice)
+}
+
+/// Checks the options declared at `depth` against the scope and each other, then adds
+/// them to the scope.
+fn check_options<'a>(
+    own: &'a [Value],
+    depth: usize,
+    path: &[&'a str],
+    scope: &mut Vec<Entry<'a>>,
+    out: &mut Vec<Diagnostic>,
+) {
+    let inherited = scope.len();
+    for (index, o) in own.iter().enumerate() {
+        let Some(opt) = o.as_object() else { continue };
+        let entry = Entry {
+            name: name_of(opt),
+            opt,
+            depth,
+            index,
+        };
+        let here = || entry.pointer(path);
+        if !entry.name.is_empty()
+            && let Some(first) = scope[inherited..]
+                .iter()
+                .find(|e| same_name(e.name, entry.name))
+        {
+            out.push(Diagnostic::new(
+                "duplicate-name",
+                format!("{}/name", here()),
+                format!(
+                    "option name \"{}\" is already used by {}",
+                    entry.name,
+                    first.pointer(path)
+                ),
+            ));
+        }
+        let flags = entry.flags();
+        for (k, flag) in flags.iter().enumerate() {
+            let Some(flag) = flag.as_str() else { continue };
+            if flags[..k].iter().any(|f| f.as_str() == Some(flag)) {
+                out.push(Diagnostic::new(
+                    "duplicate-flag",
+                    format!("{}/flags/{k}", here()),
+                    format!("flag {flag} is listed twice in option \"{}\"", entry.name),
+                ));
+                continue;
+            }
+            let clash = scope.iter().enumerate().find(|(i, e)| {
+                e.has_flag(flag) && (*i >= inherited || !shadowed(scope, *i, inherited, own))
+            });
+            if let Some((i, other)) = clash {
+                out.push(Diagnostic::new(
+                    "duplicate-flag",
+                    format!("{}/flags/{k}", here()),
+                    format!(
+                        "flag {flag} of option \"{}\" is also a flag of {}option \"{}\" ({})",
+                        entry.name,
+                        if i < inherited { "inherited " } else { "" },
+                        other.name,
+                        other.pointer(path)
+                    ),
+                ));
+            }
+        }
+        check_param(opt, &here, out);
+        scope.push(entry);
+    }
+}
+
+/// Whether inherited scope entry `i` is overridden: a later inherited option, or one of
+/// the command's own options, has the same name.
+fn shadowed(scope: &[Entry<'_>], i: usize, inherited: usize, own: &[Value]) -> bool {
+    let name = scope[i].name;
+    scope[i + 1..inherited].iter().any(|e| e.name == name)
+        || own
+            .iter()
+            .filter_map(Value::as_object)
+            .any(|o| name_of(o) == name)
+}
+
+fn check_arguments(args: &[Value], path: &[&str], scope: &[Entry<'_>], out: &mut Vec<Diagnostic>) {
+    let mut seen_optional: Option<usize> = None;
+    let mut seen_variadic: Option<usize> = None;
+    let arg_ptr = |i: usize| format!("{}/arguments/{i}", command_pointer(path));
+    for (i, arg) in args.iter().enumerate() {
+        let Some(a) = arg.as_object() else { continue };
+        let here = || arg_ptr(i);
+        check_param(a, &here, out);
+        let name = name_of(a);
+        if !name.is_empty() {
+            let earlier = args[..i]
+                .iter()
+                .position(|b| b.as_object().is_some_and(|b| same_name(name_of(b), name)));
+            if let Some(j) = earlier {
+                out.push(Diagnostic::new(
+                    "duplicate-name",
+                    format!("{}/name", here()),
+                    format!(
+                        "argument name \"{name}\" is already used by {}/name",
+                        arg_ptr(j)
+                    ),
+                ));
+            } else if let Some(opt) = scope.iter().find(|o| same_name(o.name, name)) {
+                out.push(Diagnostic::new(
+                    "duplicate-name",
+                    format!("{}/name", here()),
+                    format!(
+                        "argument name \"{name}\" is also the name of option {}",
+                        opt.pointer(path)
+                    ),
+                ));
+            }
+        }
+        let required = a.get("required").and_then(Value::as_bool).unwrap_or(true);
+        let variadic = a.get("variadic").and_then(Value::as_bool).unwrap_or(false);
+        if let Some(v) = seen_variadic {
+            out.push(if variadic {
+                Diagnostic::new(
+                    "multiple-variadic",
+                    here(),
+                    format!("argument \"{name}\" is variadic, but so is {}", arg_ptr(v)),
+                )
+            } else {
+                Diagnostic::new(
+                    "argument-after-variadic",
+                    here(),
+                    format!(
+                        "argument \"{name}\" follows variadic argument {}, which takes every remaining value",
+                        arg_ptr(v)
+                    ),
+                )
+            });
+        } else if required && let Some(o) = seen_optional {
+            out.push(Diagnostic::new(
+                "required-after-optional",
+                here(),
+                format!(
+                    "required argument \"{name}\" follows optional argument {}",
+                    arg_ptr(o)
+                ),
+            ));
+        }
+        if variadic && seen_variadic.is_none() {
+            seen_variadic = Some(i);
+        }
+        if !required && seen_optional.is_none() {
+            seen_optional = Some(i);
+        }
+    }
+}
+
+/// Enum and default checks for one argument or option.
+fn check_param(p: &Map<String, Value>, ptr: &dyn Fn() -> String, out: &mut Vec<Diagnostic>) {
+    let Some(type_name) = p.get("type").and_then(Value::as_str) else {
+        return;
+    };
+    let kind = ParamType::parse(type_name);
+    if matches!(kind, ParamType::Unknown(_)) {
+        return;
+    }
+    let name = name_of(p);
+    let values = p.get("enum").and_then(Value::as_array);
+    if kind == ParamType::Enum && values.is_none_or(|v| v.is_empty()) {
+        out.push(Diagnostic::new(
+            "enum-without-values",
+            if values.is_some() {
+                format!("{}/enum", ptr())
+            } else {
+                ptr()
+            },
+            format!("\"{name}\" has type enum but lists no values"),
+        ));
+    }
+    // The values of an array parameter are its elements.
+    let element = |v: &Value| {
+        kind.accepts(v) || (kind == ParamType::Array && !v.is_array() && !v.is_object())
+    };
+    let values = values.map_or(&[][..], Vec::as_slice);
+    for (i, v) in values.iter().enumerate() {
+        if !element(v) {
+            out.push(Diagnostic::new(
+                "enum-value-type",
+                format!("{}/enum/{i}", ptr()),
+                format!(
+                    "enum value {} of \"{name}\" is not of type {type_name}",
+                    short(v)
+                ),
+            ));
+        }
+    }
+    let Some(default) = p.get("default").filter(|d| !d.is_null()) else {
+        return;
+    };
+    let variadic = p.get("variadic").and_then(Value::as_bool).unwrap_or(false);
+    // A variadic or array parameter may default to a list of values.
+    let items: &[Value] = match default {
+        Value::Array(items) if variadic || kind == ParamType::Array => items,
+        other => std::slice::from_ref(other),
+    };
+    let typed = kind.accepts(default)
+        || (variadic && default.is_array() && items.iter().all(|v| kind.accepts(v)));
+    if !typed {
+        out.push(Diagnostic::new(
+            "default-type",
+            format!("{}/default", ptr()),
+            format!(
+                "default {} of \"{name}\" is not of type {type_name}",
+                short(default)
+            ),
+        ));
+        return;
+    }
+    if values.is_empty() {
+        return;
+    }
+    if let Some(item) = items.iter().find(|item| !values.contains(item)) {
+        out.push(Diagnostic::new(
+            "default-not-in-enum",
+            format!("{}/default", ptr()),
+            format!(
+                "default {} of \"{name}\" is not one of {}",
+                short(item),
+                short_list(&Value::Array(values.to_vec()))
+            ),
+        ));
+    }
+}
+
+/// The provider tool name a command path flattens to: the tool name and the non-empty
+/// path segments joined by `_`, every character outside `[A-Za-z0-9_-]` replaced by `_`.
+pub fn flatten_name(tool: &str, path: &[&str]) -> String {
+    let mut name = tool.to_string();
+    for segment in path.iter().filter(|s| !s.is_empty()) {
+        name.push('_');
+        name.push_str(segment);
+    }
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Whether a command name can make two paths flatten alike: it holds `_` or a character
+/// that becomes `_`, or it is empty below the top level.
+fn risky(name: &str, depth: usize) -> bool {
+    (name.is_empty() && depth > 1)
+        || name
+            .bytes()
+            .any(|b| !(b.is_ascii_alphanumeric() || b == b'-'))
+}
+
+/// Runs every command-tree rule.
+pub(super) fn check_commands(root: &Map<String, Value>, out: &mut Vec<Diagnostic>) {
+    let mut scope: Vec<Entry<'_>> = Vec::new();
+    let mut path: Vec<&str> = Vec::new();
+    check_options(list(root.get("globalOptions")), 0, &path, &mut scope, out);
+    let Some(top) = root.get("commands").and_then(Value::as_object) else {
+        return;
+    };
+    let mut any_risky = false;
+    // (children still to visit, scope length to restore when leaving the parent)
+    let mut stack = vec![(top.iter(), scope.len())];
+    while let Some((children, _)) = stack.last_mut() {
+        let Some((name, child)) = children.next() else {
+            let (_, restore) = stack.pop().unwrap_or_else(|| unreachable!());
+            if !stack.is_empty() {
+                scope.truncate(restore);
+                path.pop();
+            }
+            continue;
+        };
+        let Some(cmd) = child.as_object() else {
+            continue;
+        };
+        path.push(name);
+        any_risky |= risky(name, path.len());
+        let before = scope.len();
+        check_options(list(cmd.get("options")), path.len(), &path, &mut scope, out);
+        check_arguments(list(cmd.get("arguments")), &path, &scope, out);
+        match cmd.get("commands").and_then(Value::as_object) {
+            Some(grandchildren) if !grandchildren.is_empty() => {
+                stack.push((grandchildren.iter(), before));
+            }
+            _ => {
+                scope.truncate(before);
+                path.pop();
+            }
+        }
+    }
+    if any_risky {
+        check_flattened(root, top, out);
+    }
+}
+
+/// Reports command paths whose flattened tool names collide (slow path: only when some
+/// command name could collide at all).
+fn check_flattened(root: &Map<String, Value>, top: &Map<String, Value>, out: &mut Vec<Diagnostic>) {
+    let tool = root
+        .get("name")
+        .and_then(Value::as_str)
+        .or_else(|| root.get("binary")?.get("name")?.as_str())
+        .unwrap_or("tool");
+    let mut seen: HashMap<String, String> = HashMap::new();
+    let mut stack: Vec<(Vec<&str>, &Map<String, Value>)> = top
+        .iter()
+        .rev()
+        .filter_map(|(n, c)| Some((vec![n.as_str()], c.as_object()?)))
+        .collect();
+    while let Some((path, cmd)) = stack.pop() {
+        let flat = flatten_name(tool, &path);
+        let ptr = command_pointer(&path);
+        match seen.get(&flat) {
+            Some(first) => out.push(Diagnostic::new(
+                "flattened-name-collision",
+                ptr,
+                format!(
+                    "command \"{}\" flattens to tool name \"{flat}\", like {first}",
+                    path.join(" ")
+                ),
+            )),
+            None => {
+                seen.insert(flat, ptr);
+            }
+        }
+        if let Some(children) = cmd.get("commands").and_then(Value::as_object) {
+            for (n, c) in children.iter().rev() {
+                if let Some(c) = c.as_object() {
+                    let mut p = path.clone();
+                    p.push(n.as_str());
+                    stack.push((p, c));
+                }
+            }
+        }
+    }
+}
