@@ -162,6 +162,9 @@ fn dangerous_commands_say_so() {
     assert_eq!(get("mv", &[""]).destructive, Some(true));
     assert!(get("jq", &[""]).is_read_only());
     assert!(!get("sed", &[""]).is_read_only());
+    for tool in ["diff", "head", "tail", "wc"] {
+        assert!(get(tool, &[""]).is_read_only(), "{tool}");
+    }
 }
 
 #[test]
@@ -267,6 +270,11 @@ fn single_command_tool_flags_match_their_help() {
         ("cp", &["--help"]),
         ("mv", &["--help"]),
         ("sed", &["--help"]),
+        ("diff", &["--help"]),
+        ("head", &["--help"]),
+        ("tail", &["--help"]),
+        ("wc", &["--help"]),
+        ("mkdir", &["--help"]),
     ] {
         let Some(help) = help_of(tool, help_args) else {
             eprintln!("note: {tool} not installed; flags not checked");
