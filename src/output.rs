@@ -120,9 +120,9 @@ pub struct AtipError {
     pub hint: Option<String>,
     /// Whether retrying the same call may succeed.
     pub retryable: bool,
-    /// Anything structured that helps.
-    #[serde(skip_serializing_if = "Value::is_null")]
-    pub details: Value,
+    /// Anything structured that helps (boxed: keeps `Result<_, AtipError>` small).
+    #[serde(skip_serializing_if = "is_null")]
+    pub details: Box<Value>,
 }
 
 impl AtipError {
@@ -134,7 +134,7 @@ impl AtipError {
             message: message.into(),
             hint: None,
             retryable: category == Category::Temporary,
-            details: Value::Null,
+            details: Box::new(Value::Null),
         }
     }
 
@@ -146,7 +146,7 @@ impl AtipError {
 
     /// Adds details.
     pub fn details(mut self, details: Value) -> Self {
-        self.details = details;
+        self.details = Box::new(details);
         self
     }
 
@@ -167,6 +167,10 @@ impl AtipError {
             }
         }
     }
+}
+
+fn is_null(value: &Value) -> bool {
+    value.is_null()
 }
 
 /// Writes a serializable value as pretty JSON plus newline to stdout; a closed pipe is not an error.

@@ -192,30 +192,40 @@ pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
         });
     }
     let program = resolve_program(spawn)?;
+    if let Some(dir) = &spawn.cwd
+        && !dir.is_dir()
+    {
+        return Err(ProcessError::Spawn {
+            program,
+            source: io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("working directory {} is not a directory", dir.display()),
+            ),
+        });
+    }
     let io_err = |source| ProcessError::Io {
         program: program.clone(),
         source,
     };
-    // Removed when this frame ends, after the child has been reaped.
+    // Removed once the child has been reaped.
     let temp_cwd = match spawn.cwd {
         Some(_) => None,
         None => Some(
             tempfile::Builder::new()
                 .prefix("atip-run-")
+                .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
                 .tempdir()
                 .map_err(io_err)?,
         ),
     };
-    let cwd: &Path = match (&spawn.cwd, &temp_cwd) {
-        (Some(dir), _) => dir,
-        (None, Some(tmp)) => tmp.path(),
-        (None, None) => unreachable!("a temp dir exists whenever no cwd is given"),
-    };
+    let cwd: Option<&Path> = spawn.cwd.as_deref().or(temp_cwd.as_ref().map(|t| t.path()));
 
     let mut cmd = Command::new(&program);
+    if let Some(cwd) = cwd {
+        cmd.current_dir(cwd);
+    }
     cmd.args(&spawn.args)
         .env_clear()
-        .current_dir(cwd)
         .stdin(if spawn.stdin.is_some() {
             Stdio::piped()
         } else {
@@ -243,7 +253,9 @@ pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
     let mut sup = Supervisor::new(child, spawn, start).map_err(io_err)?;
     let result = sup.supervise().map_err(io_err);
     drop(sup); // kills and reaps whatever is left, even on error
-    drop(temp_cwd);
+    if let Some(dir) = temp_cwd {
+        remove_temp_dir(dir);
+    }
     let (exit, stdout, stderr) = result?;
     Ok(Outcome {
         exit,
@@ -413,7 +425,7 @@ impl<'a> Supervisor<'a> {
         let mut sup = Supervisor {
             child: Some(child),
             pid,
-            pidfd: sys::pidfd_open(pid),
+            pidfd: child_pidfd(pid),
             spawn,
             start,
             out: Capture::empty(spawn.stdout_cap),
@@ -460,9 +472,14 @@ impl<'a> Supervisor<'a> {
                     break;
                 }
                 if now >= at + DRAIN_WINDOW {
-                    // Someone still holds a pipe: if it is in the tool's session, it
-                    // goes too. (One that left with setsid is out of reach; it only
-                    // loses its reader.)
+                    // A descendant still holds a pipe: it goes, wherever it moved, and
+                    // so does anything else left in the tool's session.
+                    let held: Vec<u64> = [&self.out.pipe, &self.err.pipe]
+                        .into_iter()
+                        .flatten()
+                        .filter_map(sys::pipe_inode)
+                        .collect();
+                    sys::signal_pipe_writers(&held, libc::SIGKILL);
                     sys::signal_session(self.pid, libc::SIGKILL);
                     break;
                 }
@@ -604,6 +621,44 @@ impl Drop for Supervisor<'_> {
     }
 }
 
+/// The child's pidfd, unless a unit test forces the portable fallback.
+fn child_pidfd(pid: libc::pid_t) -> Option<OwnedFd> {
+    #[cfg(test)]
+    if tests::NO_PIDFD.load(Ordering::SeqCst) {
+        return None;
+    }
+    sys::pidfd_open(pid)
+}
+
+/// Removes the child's temporary working directory, even when the tool left
+/// directories without write or search permission in it (symlinks are never followed).
+fn remove_temp_dir(dir: tempfile::TempDir) {
+    let path = dir.path().to_path_buf();
+    if dir.close().is_ok() || !path.exists() {
+        return;
+    }
+    unlock_tree(&path, 0);
+    let _ = std::fs::remove_dir_all(&path);
+}
+
+/// Gives the owner rwx on `dir` and every directory below it (not through symlinks), so
+/// the tree can be removed. Each directory is unlocked before it is read.
+fn unlock_tree(dir: &Path, depth: usize) {
+    use std::os::unix::fs::PermissionsExt;
+    if depth > 256 {
+        return;
+    }
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            unlock_tree(&entry.path(), depth + 1);
+        }
+    }
+}
+
 /// `t + d`, saturating far in the future instead of panicking on absurd durations.
 fn later(t: Instant, d: Duration) -> Instant {
     t.checked_add(d)
@@ -615,5 +670,65 @@ fn exit_of(status: ExitStatus) -> Exit {
         (Some(code), _) => Exit::Code(code),
         (None, Some(sig)) => Exit::Signal(sig),
         (None, None) => Exit::Code(-1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The supervision loop without a pidfd (the path other Unixes and old kernels take);
+    //! the integration tests in tests/process.rs cover the rest.
+    use super::*;
+
+    pub(super) static NO_PIDFD: AtomicBool = AtomicBool::new(false);
+
+    fn sh(script: &str, timeout: Duration) -> Spawn {
+        Spawn::new("/bin/sh", ["-c", script], timeout)
+    }
+
+    #[test]
+    fn fallback_without_pidfd_handles_exit_timeout_and_grandchildren() {
+        NO_PIDFD.store(true, Ordering::SeqCst);
+        let short = Duration::from_millis(300);
+
+        let out = run(&sh("echo hi; exit 4", Duration::from_secs(10))).unwrap();
+        assert_eq!(out.exit, Exit::Code(4));
+        assert_eq!(out.stdout, b"hi\n");
+
+        // The child closes its pipes long before it exits: only the exit check ends it.
+        let out = run(&sh("exec >&- 2>&-; sleep 0.2", Duration::from_secs(10))).unwrap();
+        assert_eq!(out.exit, Exit::Code(0));
+        assert!(out.elapsed >= Duration::from_millis(200));
+        assert!(out.elapsed < Duration::from_secs(3), "{:?}", out.elapsed);
+
+        let out = run(&sh("sleep 30", short)).unwrap();
+        assert_eq!(out.exit, Exit::TimedOut);
+        assert!(out.elapsed < short + DEFAULT_KILL_GRACE + Duration::from_secs(2));
+
+        let out = run(&sh("sleep 30 & echo $!", Duration::from_secs(10))).unwrap();
+        assert_eq!(out.exit, Exit::Code(0));
+        assert!(out.elapsed < Duration::from_secs(2), "{:?}", out.elapsed);
+        let pid: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        // Dead (possibly a zombie awaiting init): a zombie still accepts signal 0, so
+        // look at its state.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+        assert!(
+            stat.is_empty() || state.starts_with('Z'),
+            "grandchild alive: {stat}"
+        );
+
+        let flag = Arc::new(AtomicBool::new(false));
+        let mut spawn = sh("sleep 30", Duration::from_secs(10));
+        spawn.cancel = Some(flag.clone());
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            flag.store(true, Ordering::SeqCst);
+        });
+        let out = run(&spawn).unwrap();
+        setter.join().unwrap();
+        assert_eq!(out.exit, Exit::Cancelled);
+        assert!(out.elapsed < Duration::from_secs(2), "{:?}", out.elapsed);
+        NO_PIDFD.store(false, Ordering::SeqCst);
     }
 }

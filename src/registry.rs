@@ -3,13 +3,40 @@
 //!
 //! This file holds the on-disk format and the lock-free read side every stage uses.
 //! Writers replace `registry.json` atomically, so a reader never sees half a file and
-//! never takes a lock.
+//! never takes a lock. Submodules: `store` (the locked, atomic write path: [`commit`],
+//! [`write_atomic`], [`sha256_file`]), `lock` (the advisory writer lock), `time`
+//! (RFC 3339 timestamps), [`query`] (list filters, `get` look-ups with suggestions) and
+//! [`doctor`] (health checks). The normative description is `spec/registry.md`.
+//!
+//! Must not probe or run tools, and must never write outside the data dir: metadata
+//! files are named by the sha256 of their contents, never by a tool's name.
 
 use crate::dirs::Dirs;
 use crate::model::Metadata;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub mod doctor;
+mod lock;
+pub mod query;
+mod store;
+mod time;
+
+pub use lock::RegistryLock;
+pub use store::{
+    CommitOptions, CommitReport, DEFAULT_LOCK_TIMEOUT, Found, FoundMeta, Rejected, Update, commit,
+    is_valid_hash, is_valid_name, metadata_rel_path, sha256_bytes, sha256_file, write_atomic,
+};
+pub use time::{is_rfc3339, rfc3339, rfc3339_now};
+
+/// File name of the advisory writer lock, beside `registry.json`.
+pub const LOCK_FILE: &str = "registry.lock";
+/// Subdirectory of the data dir holding metadata files named by content hash.
+pub const TOOLS_DIR: &str = "tools";
+/// The registry's JSON Schema (`schemas/registry.schema.json`), embedded.
+pub const SCHEMA: &str = crate::schema::REGISTRY_SCHEMA;
 
 /// The index format atip writes: the protocol's name-keyed version "2".
 pub const FORMAT_VERSION: &str = "2";
@@ -83,7 +110,7 @@ pub struct Entry {
     pub metadata: String,
 }
 
-/// Failures reading the registry.
+/// Failures reading or writing the registry.
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
     /// A file could not be read.
@@ -102,6 +129,137 @@ pub enum RegistryError {
         /// What was wrong, with line and column when known.
         message: String,
     },
+    /// A file or directory could not be created or replaced (read-only or full disk,
+    /// missing permission, a path component that is not a directory).
+    #[error("failed to write {path}: {source}")]
+    Write {
+        /// File or directory.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// Another atip run held the writer lock for longer than the wait limit.
+    #[error("failed to lock {path}: another atip run held it for more than {}", crate::units::format_duration(*waited))]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+        /// How long this run waited.
+        waited: Duration,
+    },
+}
+
+impl RegistryError {
+    /// The file the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            RegistryError::Read { path, .. }
+            | RegistryError::Parse { path, .. }
+            | RegistryError::Write { path, .. }
+            | RegistryError::Locked { path, .. } => path,
+        }
+    }
+
+    /// The structured error the binary reports: read → input (66), parse → data (65),
+    /// write → output (73), lock timeout → temporary (75).
+    pub fn to_atip(&self) -> crate::output::AtipError {
+        use crate::output::{AtipError, Category};
+        let path = self.path().display().to_string();
+        match self {
+            RegistryError::Read { .. } => {
+                AtipError::new("registry_read_failed", Category::Input, self.to_string())
+                    .hint("check the file's permissions, or run `atip scan` to rebuild the registry")
+            }
+            RegistryError::Parse { .. } => {
+                AtipError::new("registry_corrupt", Category::Data, self.to_string())
+                    .hint("run `atip scan` to rebuild the registry; the bad file is kept aside")
+            }
+            RegistryError::Write { source, .. } => {
+                AtipError::new("registry_write_failed", Category::Output, self.to_string()).hint(
+                    match source.kind() {
+                        std::io::ErrorKind::StorageFull
+                        | std::io::ErrorKind::QuotaExceeded
+                        | std::io::ErrorKind::FileTooLarge => {
+                            "the disk or quota is full; free some space and run again; the old registry is untouched"
+                        }
+                        std::io::ErrorKind::ReadOnlyFilesystem => {
+                            "the file system is read-only; point --data-dir / ATIP_DATA_DIR at a writable directory"
+                        }
+                        _ => {
+                            "check that the data dir is writable, or point --data-dir / ATIP_DATA_DIR elsewhere; the old registry is untouched"
+                        }
+                    },
+                )
+            }
+            RegistryError::Locked { waited, .. } => {
+                AtipError::new("registry_locked", Category::Temporary, self.to_string()).hint(
+                    format!(
+                        "another `atip scan` is still writing; run again when it is done, or raise ATIP_LOCK_TIMEOUT (waited {})",
+                        crate::units::format_duration(*waited)
+                    ),
+                )
+            }
+        }
+        .details(serde_json::json!({ "path": path }))
+    }
+}
+
+impl From<RegistryError> for crate::output::AtipError {
+    fn from(e: RegistryError) -> Self {
+        e.to_atip()
+    }
+}
+
+impl Entry {
+    /// The lowercase hex sha256 its metadata file is named by, when `metadata` has the
+    /// only allowed form `tools/<64 hex>.json`.
+    pub fn metadata_hex(&self) -> Option<&str> {
+        let hex = self
+            .metadata
+            .strip_prefix("tools/")?
+            .strip_suffix(".json")?;
+        (hex.len() == 64
+            && hex
+                .bytes()
+                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)))
+        .then_some(hex)
+    }
+
+    /// The absolute path of its metadata file inside the data dir; an error when
+    /// `metadata` is not `tools/<64 hex>.json`.
+    pub fn metadata_file(&self, dirs: &Dirs) -> Result<PathBuf, RegistryError> {
+        match self.metadata_hex() {
+            Some(_) => Ok(dirs.data.join(&self.metadata)),
+            None => Err(RegistryError::Parse {
+                path: dirs.registry_file(),
+                message: format!(
+                    "metadata path {:?} is not tools/<sha256 hex>.json",
+                    self.metadata
+                ),
+            }),
+        }
+    }
+
+    /// Why this entry, stored under `name`, breaks the index format; `None` when it
+    /// is sound. Checks what a writer relies on: the name, an absolute path, the hash
+    /// and the metadata file name.
+    pub fn defect(&self, name: &str) -> Option<String> {
+        if !store::is_valid_name(name) {
+            return Some(format!("invalid tool name {name:?}"));
+        }
+        if !self.path.is_absolute() {
+            return Some(format!("path {} is not absolute", self.path.display()));
+        }
+        if !store::is_valid_hash(&self.hash) {
+            return Some(format!("hash {:?} is not sha256:<64 hex>", self.hash));
+        }
+        if self.metadata_hex().is_none() {
+            return Some(format!(
+                "metadata {:?} is not tools/<64 hex>.json",
+                self.metadata
+            ));
+        }
+        None
+    }
 }
 
 impl Index {
@@ -143,9 +301,10 @@ impl Index {
             })
     }
 
-    /// Reads the metadata document of one entry.
+    /// Reads the metadata document of one entry. Refuses a `metadata` value that is not
+    /// `tools/<64 hex>.json`, so a hand-edited index cannot make atip read elsewhere.
     pub fn read_metadata(dirs: &Dirs, entry: &Entry) -> Result<Metadata, RegistryError> {
-        let path = dirs.data.join(&entry.metadata);
+        let path = entry.metadata_file(dirs)?;
         let bytes = std::fs::read(&path).map_err(|source| RegistryError::Read {
             path: path.clone(),
             source,

@@ -514,3 +514,63 @@ fn parse_only_skips_schema_and_rules() {
     let (out, _) = validate_json(&sb, &["--parse-only", q.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
 }
+
+#[test]
+fn thousands_of_findings_in_one_minified_line() {
+    let sb = Sandbox::new();
+    let mut doc = serde_json::Map::new();
+    doc.insert("atip".into(), "0.1".into());
+    doc.insert("name".into(), "big".into());
+    doc.insert("version".into(), "1".into());
+    doc.insert("description".into(), "d".into());
+    for i in 0..20_000 {
+        doc.insert(format!("k{i}"), i.into());
+    }
+    let p = sb.write("big.json", serde_json::to_vec(&Value::Object(doc)).unwrap());
+    let out = sb
+        .atip()
+        .args(["--output", "text", "validate"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("warning[unknown-field]").count(), 20_000);
+    assert!(text.contains("(0 errors, 20000 warnings)"));
+    let (_, items) = validate_json(&sb, &[p.to_str().unwrap()]);
+    let last = items[0]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["pointer"], "/k19999");
+    assert_eq!(last["line"], 1);
+    assert!(last["column"].as_u64().unwrap() > 200_000);
+}
+
+#[test]
+fn a_fifo_or_device_is_refused_not_waited_on() {
+    let sb = Sandbox::new();
+    let fifo = sb.path().join("pipe.json");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (out, items) = validate_json(&sb, &[fifo.to_str().unwrap(), "/dev/zero"]);
+    assert_eq!(out.status.code(), Some(66), "{}", show(&out));
+    for item in &items {
+        assert_eq!(rules_of(item), ["input-unreadable"]);
+        assert!(
+            item["diagnostics"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("not a regular file")
+        );
+    }
+    // Inside a directory, only regular *.json files are checked.
+    let (out, items) = validate_json(&sb, &[sb.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(items.is_empty(), "{items:?}");
+}

@@ -1,11 +1,11 @@
 //! Thin, audited wrappers over the Unix calls the supervisor needs (setsid, group
 //! signals, non-reaping exit checks, pidfd, poll, O_NONBLOCK).
 //!
-//! Owns every `unsafe` block of the process module. Must not hold policy: no deadlines,
+//! Owns the raw libc calls of the process module. Must not hold policy: no deadlines,
 //! no caps, no decisions about which signal to send; `super` decides.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Duration;
 
 /// Runs in the forked child between `fork` and `exec` (std calls it after wiring fds
@@ -148,7 +148,9 @@ pub(super) fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0 as libc::c_uint) };
         if fd >= 0 {
             // SAFETY: fd is a fresh descriptor owned by nobody else.
-            return Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+            return Some(unsafe {
+                <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as std::os::fd::RawFd)
+            });
         }
         None
     }
@@ -231,6 +233,89 @@ pub(super) fn signal_session(sid: libc::pid_t, sig: libc::c_int) {
     }
 }
 
+/// The inode of a pipe descriptor (both ends of a pipe share it).
+pub(super) fn pipe_inode(fd: &impl AsRawFd) -> Option<u64> {
+    // SAFETY: fstat into a zeroed local on a descriptor we own.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        (libc::fstat(fd.as_raw_fd(), &mut st) == 0).then_some(st.st_ino as u64)
+    }
+}
+
+/// Sends `sig` to every other process that holds the *write* end of one of the pipes
+/// `inodes` (atip holds the read ends). Only the tool's descendants can hold them: they
+/// inherited the tool's stdout/stderr, whatever session or group they moved to. This is
+/// what reaches a grandchild that escaped with `setsid` but kept the pipe. Read ends are
+/// skipped on purpose: a sibling child forked by another atip thread briefly holds
+/// copies of atip's read ends until its `exec`. Linux only (reads /proc); elsewhere a
+/// no-op.
+pub(super) fn signal_pipe_writers(inodes: &[u64], sig: libc::c_int) {
+    #[cfg(target_os = "linux")]
+    {
+        if inodes.is_empty() {
+            return;
+        }
+        // SAFETY: plain syscall.
+        let me = unsafe { libc::getpid() };
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        for proc_entry in procs.flatten() {
+            let name = proc_entry.file_name();
+            let Some(pid) = name.to_str().and_then(|s| s.parse::<libc::pid_t>().ok()) else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+                continue; // gone, or another user's process
+            };
+            for fd in fds.flatten() {
+                let Ok(target) = std::fs::read_link(fd.path()) else {
+                    continue;
+                };
+                let Some(inode) = pipe_link_inode(target.as_os_str().as_encoded_bytes()) else {
+                    continue;
+                };
+                if !inodes.contains(&inode) {
+                    continue;
+                }
+                let info = format!("/proc/{pid}/fdinfo/{}", fd.file_name().to_string_lossy());
+                if std::fs::read_to_string(info)
+                    .ok()
+                    .and_then(|text| fdinfo_flags(&text))
+                    .is_some_and(|flags| flags & libc::O_ACCMODE != libc::O_RDONLY)
+                {
+                    // SAFETY: plain syscall on a positive pid.
+                    unsafe {
+                        libc::kill(pid, sig);
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (inodes, sig);
+    }
+}
+
+/// `pipe:[12345]` → 12345.
+#[cfg(target_os = "linux")]
+fn pipe_link_inode(link: &[u8]) -> Option<u64> {
+    let digits = link.strip_prefix(b"pipe:[")?.strip_suffix(b"]")?;
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// The `flags:` field (octal) of a `/proc/PID/fdinfo/FD` file.
+#[cfg(target_os = "linux")]
+fn fdinfo_flags(text: &str) -> Option<libc::c_int> {
+    let line = text.lines().find_map(|l| l.strip_prefix("flags:"))?;
+    libc::c_int::from_str_radix(line.trim(), 8).ok()
+}
+
 /// The session id field of a `/proc/PID/stat` line (the command name may contain
 /// spaces and parentheses, so fields are counted from the last `)`).
 #[cfg(target_os = "linux")]
@@ -277,7 +362,21 @@ pub(super) fn write_no_sigpipe(file: &mut std::fs::File, data: &[u8]) -> io::Res
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
-    use super::stat_session;
+    use super::{fdinfo_flags, pipe_link_inode, stat_session};
+
+    #[test]
+    fn pipe_links_and_fdinfo_flags_parse() {
+        assert_eq!(pipe_link_inode(b"pipe:[98765]"), Some(98765));
+        assert_eq!(pipe_link_inode(b"socket:[98765]"), None);
+        assert_eq!(pipe_link_inode(b"/tmp/pipe:[1]"), None);
+        let info = "pos:\t0\nflags:\t01000001\nmnt_id:\t15\n";
+        assert_eq!(fdinfo_flags(info), Some(0o1000001));
+        assert_eq!(
+            fdinfo_flags(info).unwrap() & libc::O_ACCMODE,
+            libc::O_WRONLY
+        );
+        assert_eq!(fdinfo_flags("pos: 0\n"), None);
+    }
 
     #[test]
     fn session_is_read_after_the_last_parenthesis() {

@@ -33,47 +33,43 @@ impl Position {
     };
 }
 
-/// Line starts of a text, for offset → line:column.
-pub struct LineIndex<'a> {
-    bytes: &'a [u8],
-    starts: Vec<usize>,
+/// Line and column (1-based; columns in characters) of many byte offsets, in one pass
+/// over the text: thousands of findings in one huge minified line cost no more than one.
+pub fn positions(bytes: &[u8], offsets: &[usize]) -> Vec<(usize, usize)> {
+    let mut order: Vec<usize> = (0..offsets.len()).collect();
+    order.sort_by_key(|&i| offsets[i]);
+    let mut out = vec![(1, 1); offsets.len()];
+    let (mut pos, mut line, mut column) = (0usize, 1usize, 1usize);
+    for i in order {
+        let target = offsets[i].min(bytes.len());
+        for &b in &bytes[pos..target] {
+            if b == b'\n' {
+                line += 1;
+                column = 1;
+            } else if b & 0xC0 != 0x80 {
+                // Not a UTF-8 continuation byte: a new character.
+                column += 1;
+            }
+        }
+        pos = pos.max(target);
+        out[i] = (line, column);
+    }
+    out
 }
 
-impl<'a> LineIndex<'a> {
-    /// Indexes the line starts of `bytes`.
-    pub fn new(bytes: &'a [u8]) -> Self {
-        let mut starts = vec![0];
-        starts.extend(
-            bytes
-                .iter()
-                .enumerate()
-                .filter(|(_, b)| **b == b'\n')
-                .map(|(i, _)| i + 1),
-        );
-        LineIndex { bytes, starts }
-    }
-
-    /// The position of a byte offset (clamped to the text).
-    pub fn position(&self, offset: usize, len: usize) -> Position {
-        let offset = offset.min(self.bytes.len());
-        let line = self.starts.partition_point(|s| *s <= offset).max(1);
-        let start = self.starts[line - 1];
-        let column = String::from_utf8_lossy(&self.bytes[start..offset])
-            .chars()
-            .count()
-            + 1;
-        Position {
-            offset,
-            len,
-            line,
-            column,
-        }
+fn position(bytes: &[u8], offset: usize, len: usize) -> Position {
+    let (line, column) = positions(bytes, &[offset])[0];
+    Position {
+        offset: offset.min(bytes.len()),
+        len,
+        line,
+        column,
     }
 }
 
 /// The position of a byte offset in raw bytes (which may not be UTF-8 past `offset`).
 pub fn position_in_bytes(bytes: &[u8], offset: usize) -> Position {
-    LineIndex::new(&bytes[..offset.min(bytes.len())]).position(offset, 1)
+    position(bytes, offset, 1)
 }
 
 /// The position serde_json reports as line and (byte) column, turned into an offset.
@@ -96,7 +92,7 @@ pub fn position_of_line_column(text: &str, line: usize, column: usize) -> Positi
     while offset > 0 && !text.is_char_boundary(offset) {
         offset -= 1;
     }
-    LineIndex::new(bytes).position(offset, 1)
+    position(bytes, offset, 1)
 }
 
 /// Escapes one reference token of a JSON pointer (`~` → `~0`, `/` → `~1`).
@@ -335,11 +331,18 @@ fn enter_member(
 pub fn duplicate_keys(text: &str) -> Vec<Diagnostic> {
     let mut found = Vec::new();
     scan(text, |_| {}, Some(&mut found));
-    let lines = LineIndex::new(text.as_bytes());
+    let firsts: Vec<usize> = found.iter().map(|d| d.first).collect();
+    let firsts = positions(text.as_bytes(), &firsts);
     found
         .into_iter()
-        .map(|d| {
-            let first = lines.position(d.first, 0);
+        .zip(firsts)
+        .map(|(d, (line, column))| {
+            let first = Position {
+                offset: d.first,
+                len: 0,
+                line,
+                column,
+            };
             let name = text.get(d.key.clone()).unwrap_or("?");
             let mut diag = Diagnostic::new(
                 "duplicate-key",
@@ -394,7 +397,6 @@ pub fn resolve(text: &str, _text_offset: usize, diagnostics: &mut [Diagnostic]) 
             None,
         );
     }
-    let lines = LineIndex::new(text.as_bytes());
     for d in diagnostics.iter_mut() {
         if d.span.is_none() {
             let mut p = d.pointer.as_str();
@@ -409,13 +411,17 @@ pub fn resolve(text: &str, _text_offset: usize, diagnostics: &mut [Diagnostic]) 
                 }
             }
         }
-        if d.line.is_none()
-            && let Some(span) = &d.span
-        {
-            let pos = lines.position(span.start, span.len());
-            d.line = Some(pos.line);
-            d.column = Some(pos.column);
-        }
+    }
+    let todo: Vec<usize> = (0..diagnostics.len())
+        .filter(|&i| diagnostics[i].line.is_none() && diagnostics[i].span.is_some())
+        .collect();
+    let offsets: Vec<usize> = todo
+        .iter()
+        .map(|&i| diagnostics[i].span.as_ref().map_or(0, |s| s.start))
+        .collect();
+    for (i, (line, column)) in todo.into_iter().zip(positions(text.as_bytes(), &offsets)) {
+        diagnostics[i].line = Some(line);
+        diagnostics[i].column = Some(column);
     }
 }
 

@@ -12,6 +12,7 @@ use super::{Diagnostic, Severity};
 use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet};
 use serde_json::{Value, json};
 use std::io::{self, Write};
+use std::ops::Range;
 
 /// Output format of `atip validate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +127,43 @@ fn floor_boundary(text: &str, mut i: usize) -> usize {
     i
 }
 
+/// Lines longer than this (minified JSON) are not shown; the position still is.
+const MAX_SHOWN_LINE: usize = 512;
+
+/// The source line holding `span` and the span within it (cut to that line), or `None`
+/// when the line is too long to show. Costs at most `MAX_SHOWN_LINE` bytes of scanning,
+/// so thousands of findings in a huge minified file stay cheap.
+fn line_snippet<'s>(src: &'s str, span: &Range<usize>) -> Option<(&'s str, Range<usize>)> {
+    let start = floor_boundary(src, span.start);
+    let back = floor_boundary(src, start.saturating_sub(MAX_SHOWN_LINE));
+    let line_start = match src[back..start].rfind('\n') {
+        Some(i) => back + i + 1,
+        None if back == 0 => 0,
+        None => return None,
+    };
+    let ahead = floor_boundary(src, start + MAX_SHOWN_LINE);
+    let line_end = match src[start..ahead].find('\n') {
+        Some(i) => start + i,
+        None if ahead == src.len() => src.len(),
+        None => return None,
+    };
+    if line_end - line_start > MAX_SHOWN_LINE {
+        return None;
+    }
+    let mut end = floor_boundary(src, span.end.clamp(start, line_end));
+    if end <= start {
+        // Point at one character (or just past the end of the line).
+        end = src[start..line_end]
+            .chars()
+            .next()
+            .map_or(start, |c| start + c.len_utf8());
+    }
+    Some((
+        &src[line_start..line_end],
+        start - line_start..end - line_start,
+    ))
+}
+
 /// Renders one document's diagnostics like rustc: title with rule id, the source line
 /// with a caret under the span, and the hint.
 pub fn text(report: &FileReport, color: bool) -> String {
@@ -150,37 +188,24 @@ pub fn text_with(report: &FileReport, source: Option<&[u8]>, color: bool) -> Str
             Severity::Warning => Level::WARNING,
         };
         let title = level.primary_title(d.message.as_str()).id(d.rule.as_str());
-        let mut group = match (&source, &d.span) {
-            (Some(src), Some(span)) => {
-                let start = floor_boundary(src, span.start);
-                let mut end = floor_boundary(src, span.end.max(start));
-                if end <= start {
-                    end = src[start..]
-                        .chars()
-                        .next()
-                        .map_or(start, |c| start + c.len_utf8());
-                }
-                // Long spans (a whole object) are cut to their first line.
-                if let Some(nl) = src[start..end].find('\n') {
-                    end = start + nl.max(1);
-                    end = floor_boundary(src, end);
-                }
-                let label = if d.pointer.is_empty() {
-                    String::new()
-                } else {
-                    d.pointer.clone()
-                };
+        let snippet = match (&source, &d.span) {
+            (Some(src), Some(span)) => line_snippet(src, span),
+            _ => None,
+        };
+        let mut group = match snippet {
+            Some((line_text, span)) => {
+                let label = d.pointer.clone();
                 title.element(
-                    Snippet::source(src.as_ref())
+                    Snippet::source(line_text)
                         .path(report.path.as_str())
-                        .fold(true)
-                        .annotation(AnnotationKind::Primary.span(start..end).label(label)),
+                        .line_start(d.line.unwrap_or(1))
+                        .annotation(AnnotationKind::Primary.span(span).label(label)),
                 )
             }
-            _ => {
+            None => {
                 let mut origin = Origin::path(report.path.as_str());
                 if let (Some(line), Some(col)) = (d.line, d.column) {
-                    origin = origin.line(line).char_column(col.saturating_sub(1));
+                    origin = origin.line(line).char_column(col);
                 }
                 let g = title.element(origin);
                 if d.pointer.is_empty() {

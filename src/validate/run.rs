@@ -285,7 +285,16 @@ fn check_file(path: &Path, opts: &Options) -> FileReport {
             true,
         )
     };
-    let file = match std::fs::File::open(path) {
+    // Non-blocking open: a FIFO or a device named on the command line must not hang
+    // the run (it is refused below as not a regular file).
+    let opened = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+    };
+    let file = match opened {
         Ok(f) => f,
         Err(e) => return unreadable(e),
     };

@@ -13,7 +13,7 @@ use super::super::locate::escape_token;
 use super::{short, short_list};
 use crate::model::ParamType;
 use serde_json::{Map, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// An option in scope: where it was declared and its object.
 #[derive(Clone, Copy)]
@@ -25,8 +25,8 @@ struct Entry<'a> {
     index: usize,
 }
 
-impl Entry<'_> {
-    fn flags(&self) -> &[Value] {
+impl<'a> Entry<'a> {
+    fn flags(&self) -> &'a [Value] {
         self.opt
             .get("flags")
             .and_then(Value::as_array)
@@ -77,6 +77,49 @@ fn list(v: Option<&Value>) -> &[Value] {
     v.and_then(Value::as_array).map_or(&[], Vec::as_slice)
 }
 
+/// Above this many pairwise comparisons a command is checked through hash indexes
+/// instead of linear scans, so hostile documents (60,000 options) stay linear.
+const LINEAR_BUDGET: usize = 4096;
+
+/// Hash indexes of a large command's options.
+struct Index<'a> {
+    /// Normalized name → scope index, for the command's own options.
+    names: HashMap<String, usize>,
+    /// Flag → scope index of the option in effect that spells it.
+    flags: HashMap<&'a str, usize>,
+}
+
+impl<'a> Index<'a> {
+    fn new(scope: &[Entry<'a>], own: &'a [Value]) -> Self {
+        let own_names: HashSet<&str> = own
+            .iter()
+            .filter_map(Value::as_object)
+            .map(name_of)
+            .collect();
+        let mut last: HashMap<&str, usize> = HashMap::new();
+        for (i, e) in scope.iter().enumerate() {
+            last.insert(e.name, i);
+        }
+        let mut flags = HashMap::new();
+        for (i, e) in scope.iter().enumerate() {
+            if last.get(e.name) != Some(&i) || own_names.contains(e.name) {
+                continue;
+            }
+            for f in e.flags().iter().filter_map(Value::as_str) {
+                flags.entry(f).or_insert(i);
+            }
+        }
+        Index {
+            names: HashMap::new(),
+            flags,
+        }
+    }
+}
+
+fn normalized(name: &str) -> String {
+    name.replace('-', "_")
+}
+
 /// Checks the options declared at `depth` against the scope and each other, then adds
 /// them to the scope.
 fn check_options<'a>(
@@ -87,34 +130,50 @@ fn check_options<'a>(
     out: &mut Vec<Diagnostic>,
 ) {
     let inherited = scope.len();
-    for (index, o) in own.iter().enumerate() {
+    let mut index = (own.len().saturating_mul(inherited + own.len()) > LINEAR_BUDGET)
+        .then(|| Index::new(scope, own));
+    for (position, o) in own.iter().enumerate() {
         let Some(opt) = o.as_object() else { continue };
         let entry = Entry {
             name: name_of(opt),
             opt,
             depth,
-            index,
+            index: position,
         };
         let here = || entry.pointer(path);
-        if !entry.name.is_empty()
-            && let Some(first) = scope[inherited..]
-                .iter()
-                .find(|e| same_name(e.name, entry.name))
-        {
-            out.push(Diagnostic::new(
-                "duplicate-name",
-                format!("{}/name", here()),
-                format!(
-                    "option name \"{}\" is already used by {}",
-                    entry.name,
-                    first.pointer(path)
-                ),
-            ));
+        if !entry.name.is_empty() {
+            let first = match index.as_mut() {
+                Some(ix) => match ix.names.entry(normalized(entry.name)) {
+                    std::collections::hash_map::Entry::Occupied(o) => Some(*o.get()),
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(scope.len());
+                        None
+                    }
+                },
+                None => (inherited..scope.len()).find(|&i| same_name(scope[i].name, entry.name)),
+            };
+            if let Some(first) = first {
+                out.push(Diagnostic::new(
+                    "duplicate-name",
+                    format!("{}/name", here()),
+                    format!(
+                        "option name \"{}\" is already used by {}",
+                        entry.name,
+                        scope[first].pointer(path)
+                    ),
+                ));
+            }
         }
         let flags = entry.flags();
+        let mut seen_here: HashSet<&str> = HashSet::new();
         for (k, flag) in flags.iter().enumerate() {
             let Some(flag) = flag.as_str() else { continue };
-            if flags[..k].iter().any(|f| f.as_str() == Some(flag)) {
+            let repeated = if flags.len() > 16 {
+                !seen_here.insert(flag)
+            } else {
+                flags[..k].iter().any(|f| f.as_str() == Some(flag))
+            };
+            if repeated {
                 out.push(Diagnostic::new(
                     "duplicate-flag",
                     format!("{}/flags/{k}", here()),
@@ -122,10 +181,15 @@ fn check_options<'a>(
                 ));
                 continue;
             }
-            let clash = scope.iter().enumerate().find(|(i, e)| {
-                e.has_flag(flag) && (*i >= inherited || !shadowed(scope, *i, inherited, own))
-            });
-            if let Some((i, other)) = clash {
+            let clash = match index.as_ref() {
+                Some(ix) => ix.flags.get(flag).copied(),
+                None => (0..scope.len()).find(|&i| {
+                    scope[i].has_flag(flag)
+                        && (i >= inherited || !shadowed(scope, i, inherited, own))
+                }),
+            };
+            if let Some(i) = clash {
+                let other = &scope[i];
                 out.push(Diagnostic::new(
                     "duplicate-flag",
                     format!("{}/flags/{k}", here()),
@@ -137,6 +201,11 @@ fn check_options<'a>(
                         other.pointer(path)
                     ),
                 ));
+            }
+        }
+        if let Some(ix) = index.as_mut() {
+            for f in flags.iter().filter_map(Value::as_str) {
+                ix.flags.entry(f).or_insert(scope.len());
             }
         }
         check_param(opt, &here, out);
@@ -159,15 +228,43 @@ fn check_arguments(args: &[Value], path: &[&str], scope: &[Entry<'_>], out: &mut
     let mut seen_optional: Option<usize> = None;
     let mut seen_variadic: Option<usize> = None;
     let arg_ptr = |i: usize| format!("{}/arguments/{i}", command_pointer(path));
+    let large = args.len().saturating_mul(args.len() + scope.len()) > LINEAR_BUDGET;
+    let mut arg_names: HashMap<String, usize> = HashMap::new();
+    let scope_names: HashMap<String, usize> = if large {
+        scope
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, e)| (normalized(e.name), i))
+            .collect()
+    } else {
+        HashMap::new()
+    };
     for (i, arg) in args.iter().enumerate() {
         let Some(a) = arg.as_object() else { continue };
         let here = || arg_ptr(i);
         check_param(a, &here, out);
         let name = name_of(a);
         if !name.is_empty() {
-            let earlier = args[..i]
-                .iter()
-                .position(|b| b.as_object().is_some_and(|b| same_name(name_of(b), name)));
+            let earlier = if large {
+                let key = normalized(name);
+                match arg_names.get(&key) {
+                    Some(&j) => Some(j),
+                    None => {
+                        arg_names.insert(key, i);
+                        None
+                    }
+                }
+            } else {
+                args[..i]
+                    .iter()
+                    .position(|b| b.as_object().is_some_and(|b| same_name(name_of(b), name)))
+            };
+            let in_scope = if large {
+                scope_names.get(&normalized(name)).map(|&k| &scope[k])
+            } else {
+                scope.iter().find(|o| same_name(o.name, name))
+            };
             if let Some(j) = earlier {
                 out.push(Diagnostic::new(
                     "duplicate-name",
@@ -177,7 +274,7 @@ fn check_arguments(args: &[Value], path: &[&str], scope: &[Entry<'_>], out: &mut
                         arg_ptr(j)
                     ),
                 ));
-            } else if let Some(opt) = scope.iter().find(|o| same_name(o.name, name)) {
+            } else if let Some(opt) = in_scope {
                 out.push(Diagnostic::new(
                     "duplicate-name",
                     format!("{}/name", here()),
@@ -413,5 +510,92 @@ fn check_flattened(root: &Map<String, Value>, top: &Map<String, Value>, out: &mu
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn opt(name: &str, flags: &[&str]) -> Value {
+        json!({"name": name, "flags": flags, "type": "boolean", "description": "x"})
+    }
+
+    /// The same clashes, found by linear scans (small command) and hash indexes (padded
+    /// with hundreds of harmless options).
+    fn clashes(padding: usize) -> Vec<(String, String)> {
+        let mut own = vec![
+            opt("version", &["-v"]), // clashes with global -v
+            opt("quiet", &["-q"]),   // global quiet is overridden: -q free
+            opt("dry-run", &["-n"]),
+            opt("dry_run", &["-N", "-N"]), // same name; flag twice
+            opt("force", &["-n"]),         // clashes with own dry-run
+        ];
+        for i in 0..padding {
+            own.push(opt(&format!("pad{i}"), &[&format!("--pad{i}")]));
+        }
+        let root = json!({
+            "globalOptions": [opt("verbose", &["-v"]), opt("quiet", &["-q"])],
+            "commands": {"c": {"description": "c", "options": own,
+                "arguments": [{"name": "force", "type": "string", "description": "x"},
+                              {"name": "file", "type": "string", "description": "x"},
+                              {"name": "file", "type": "string", "description": "x"}]}}
+        });
+        let mut out = Vec::new();
+        check_commands(root.as_object().unwrap(), &mut out);
+        let mut got: Vec<(String, String)> = out.into_iter().map(|d| (d.rule, d.pointer)).collect();
+        got.sort();
+        got
+    }
+
+    #[test]
+    fn large_commands_find_what_small_ones_find() {
+        let small = clashes(0);
+        assert_eq!(
+            small,
+            [
+                (
+                    "duplicate-flag".to_string(),
+                    "/commands/c/options/0/flags/0".to_string()
+                ),
+                (
+                    "duplicate-flag".into(),
+                    "/commands/c/options/3/flags/1".into()
+                ),
+                (
+                    "duplicate-flag".into(),
+                    "/commands/c/options/4/flags/0".into()
+                ),
+                (
+                    "duplicate-name".into(),
+                    "/commands/c/arguments/0/name".into()
+                ),
+                (
+                    "duplicate-name".into(),
+                    "/commands/c/arguments/2/name".into()
+                ),
+                ("duplicate-name".into(), "/commands/c/options/3/name".into()),
+            ]
+        );
+        assert_eq!(clashes(300), small);
+    }
+
+    #[test]
+    fn hostile_sizes_stay_linear() {
+        let own: Vec<Value> = (0..50_000)
+            .map(|i| opt(&format!("o{}", i % 3), &["-x"]))
+            .collect();
+        let args: Vec<Value> = (0..50_000)
+            .map(|_| json!({"name": "a", "type": "string", "description": "x"}))
+            .collect();
+        let root =
+            json!({"commands": {"c": {"description": "c", "options": own, "arguments": args}}});
+        // Linear scans would make this quadratic (billions of comparisons).
+        let mut out = Vec::new();
+        check_commands(root.as_object().unwrap(), &mut out);
+        let flags = out.iter().filter(|d| d.rule == "duplicate-flag").count();
+        let names = out.iter().filter(|d| d.rule == "duplicate-name").count();
+        assert_eq!((flags, names), (49_999, 49_997 + 49_999));
     }
 }

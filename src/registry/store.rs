@@ -1,0 +1,738 @@
+//! The write path: hashing, atomic file replacement and [`commit`], which merges one
+//! scan's findings into `registry.json` under the writer lock.
+//!
+//! Order of a commit (see `spec/registry.md`): create the data dir, take the lock,
+//! re-read `registry.json` (a corrupt one is renamed aside and rebuilt), validate the
+//! update, write new metadata files (`tools/<sha256 of the document>.json`), replace
+//! `registry.json` (temp file in the same dir, mode 0644, `sync_all`, rename, fsync of
+//! the dir), then garbage-collect metadata files no index generation needs and temp
+//! files left by killed writers. When the merged index equals the old one apart from
+//! `updated`, nothing is written at all.
+//!
+//! Must not probe or run tools, and must not derive any file name from a tool's name.
+
+use super::lock::RegistryLock;
+use super::time::{compact, is_rfc3339};
+use super::{Entry, FORMAT_VERSION, Index, RegistryError, Source, TOOLS_DIR};
+use crate::dirs::Dirs;
+use crate::model::Metadata;
+use indexmap::IndexMap;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, File};
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// Prefix of every temp file atip writes in the data dir and `tools/`; files with it
+/// are leftovers of a killed writer and are removed by the next commit under the lock.
+pub(crate) const TEMP_PREFIX: &str = ".atip-tmp-";
+
+/// Default wait for the writer lock when `ATIP_LOCK_TIMEOUT` is unset.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// sha256 of a file, streamed, as `sha256:<hex>`.
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    let mut file = File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+    }
+    Ok(format!("sha256:{}", hex::encode(hasher.finalize())))
+}
+
+/// sha256 of bytes as bare lowercase hex (64 characters).
+pub fn sha256_bytes(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// The path, relative to the data dir, of the metadata file holding `document`:
+/// `tools/<sha256 of the document>.json`.
+pub fn metadata_rel_path(document: &[u8]) -> String {
+    format!("{TOOLS_DIR}/{}.json", sha256_bytes(document))
+}
+
+/// Writes bytes to `path` atomically: temp file in the same dir, mode 0644, `sync_all`,
+/// rename (tempfile persist), fsync the dir. On failure the old file is untouched and
+/// the temp file removed.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RegistryError> {
+    write_replace(path, bytes)?;
+    sync_dir(parent_of(path))
+}
+
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Temp file + mode 0644 + `sync_all` + rename; the caller syncs the directory.
+fn write_replace(path: &Path, bytes: &[u8]) -> Result<(), RegistryError> {
+    let dir = parent_of(path);
+    let err = |source| RegistryError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .tempfile_in(dir)
+        .map_err(err)?;
+    // tempfile creates files 0600; registry files are world-readable like any XDG data.
+    tmp.as_file()
+        .set_permissions(fs::Permissions::from_mode(0o644))
+        .map_err(err)?;
+    // Through the inner File: NamedTempFile's own Write wraps errors in a path message.
+    tmp.as_file_mut().write_all(bytes).map_err(err)?;
+    tmp.as_file().sync_all().map_err(err)?;
+    // On error the NamedTempFile inside PersistError is dropped, which deletes it.
+    tmp.persist(path).map_err(|e| err(e.error))?;
+    Ok(())
+}
+
+/// How many temp files a batch keeps open at once.
+const BATCH: usize = 256;
+
+/// Writes many new files into one directory: every temp file is written, then made
+/// durable (fsyncs in parallel, see [`sync_parallel`]), then renamed into
+/// place, then the directory is synced. A name therefore never holds a partial file,
+/// even after a crash.
+fn write_batch(dir: &Path, files: &[(PathBuf, &[u8])]) -> Result<(), RegistryError> {
+    for chunk in files.chunks(BATCH) {
+        let mut temps = Vec::with_capacity(chunk.len());
+        for (target, bytes) in chunk {
+            let err = |source| RegistryError::Write {
+                path: target.clone(),
+                source,
+            };
+            let mut tmp = tempfile::Builder::new()
+                .prefix(TEMP_PREFIX)
+                .tempfile_in(dir)
+                .map_err(err)?;
+            tmp.as_file()
+                .set_permissions(fs::Permissions::from_mode(0o644))
+                .map_err(err)?;
+            tmp.as_file_mut().write_all(bytes).map_err(err)?;
+            temps.push((tmp, target));
+        }
+        sync_parallel(&temps)?;
+        for (tmp, target) in temps {
+            tmp.persist(target).map_err(|e| RegistryError::Write {
+                path: target.clone(),
+                source: e.error,
+            })?;
+        }
+    }
+    sync_dir(dir)
+}
+
+/// fsyncs every temp file, from several threads at once: the file system folds
+/// concurrent fsyncs into shared journal commits, so a batch costs a few commits
+/// rather than one per file. (`syncfs` would be one call, but it also flushes every
+/// other program's dirty data on the same file system.)
+fn sync_parallel(temps: &[(tempfile::NamedTempFile, &PathBuf)]) -> Result<(), RegistryError> {
+    const THREADS: usize = 16;
+    if temps.len() < 4 {
+        for (tmp, target) in temps {
+            sync_one(tmp, target)?;
+        }
+        return Ok(());
+    }
+    let per = temps.len().div_ceil(THREADS);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = temps
+            .chunks(per)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .try_for_each(|(tmp, target)| sync_one(tmp, target))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .try_for_each(|h| h.join().expect("fsync thread panicked"))
+    })
+}
+
+fn sync_one(tmp: &tempfile::NamedTempFile, target: &Path) -> Result<(), RegistryError> {
+    tmp.as_file()
+        .sync_all()
+        .map_err(|source| RegistryError::Write {
+            path: target.to_path_buf(),
+            source,
+        })
+}
+
+fn sync_dir(dir: &Path) -> Result<(), RegistryError> {
+    let err = |source| RegistryError::Write {
+        path: dir.to_path_buf(),
+        source,
+    };
+    File::open(dir).map_err(err)?.sync_all().map_err(err)
+}
+
+/// One tool this scan resolved.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// Tool name (the registry key); must match `^[A-Za-z0-9_][A-Za-z0-9_.+-]*$`, ≤ 255.
+    pub name: String,
+    /// Absolute path of the executable.
+    pub path: PathBuf,
+    /// `sha256:<hex>` of the binary.
+    pub hash: String,
+    /// Which source won.
+    pub source: Source,
+    /// The shim directory the metadata came from, for shim sources.
+    pub shim_registry: Option<String>,
+    /// Trust source: native, vendor, org, community, user or inferred.
+    pub trust: String,
+    /// Fresh metadata, or "keep what is stored".
+    pub meta: FoundMeta,
+}
+
+/// What a scan knows about a found tool's metadata.
+#[derive(Debug, Clone)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value per found tool; the contract hands Metadata by value"
+)]
+pub enum FoundMeta {
+    /// Metadata freshly read (probe answer or shim), already validated. `document` is
+    /// the JSON to store, byte for byte.
+    Fresh {
+        /// The JSON document stored under `tools/`.
+        document: Vec<u8>,
+        /// `document`, parsed.
+        metadata: Metadata,
+        /// When it was read (RFC 3339); becomes the entry's `lastChecked`.
+        checked_at: String,
+    },
+    /// Nothing changed since the last scan: keep the stored entry as it is. Honoured
+    /// only when a stored entry with the same path, hash and source exists; otherwise
+    /// the name is reported in [`CommitReport::stale`] and not registered.
+    Unchanged,
+}
+
+/// One scan's findings.
+#[derive(Debug, Clone, Default)]
+pub struct Update {
+    /// Tools resolved by this scan.
+    pub found: Vec<Found>,
+    /// Canonical dirs this scan covered completely: stored tools there that are not in
+    /// `found` are removed.
+    pub scanned_dirs: Vec<PathBuf>,
+}
+
+/// How to commit.
+#[derive(Debug, Clone)]
+pub struct CommitOptions {
+    /// Longest wait for another writer's lock.
+    pub lock_timeout: Duration,
+    /// Timestamp for `updated` (RFC 3339).
+    pub now: String,
+    /// Say on stderr when waiting for the lock or setting a corrupt registry aside.
+    pub announce: bool,
+}
+
+impl Default for CommitOptions {
+    /// Lock wait from `ATIP_LOCK_TIMEOUT` (e.g. `30s`, `500ms`; default 30 s), the
+    /// current time, announcements on.
+    fn default() -> Self {
+        let lock_timeout = match std::env::var("ATIP_LOCK_TIMEOUT") {
+            Ok(v) => crate::units::parse_duration(&v).unwrap_or_else(|e| {
+                eprintln!(
+                    "warning: ignoring ATIP_LOCK_TIMEOUT: {e}; waiting up to {} for the registry lock",
+                    crate::units::format_duration(DEFAULT_LOCK_TIMEOUT)
+                );
+                DEFAULT_LOCK_TIMEOUT
+            }),
+            Err(_) => DEFAULT_LOCK_TIMEOUT,
+        };
+        CommitOptions {
+            lock_timeout,
+            now: super::rfc3339_now(),
+            announce: true,
+        }
+    }
+}
+
+/// A found tool the registry refused, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Rejected {
+    /// The name as given (may be hostile; never used as a path).
+    pub name: String,
+    /// Why it was refused.
+    pub reason: String,
+}
+
+/// What a commit did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CommitReport {
+    /// Whether `registry.json` was replaced.
+    pub written: bool,
+    /// Names new to the registry.
+    pub added: Vec<String>,
+    /// Names whose entry changed.
+    pub updated: Vec<String>,
+    /// Names found with an identical entry.
+    pub unchanged: Vec<String>,
+    /// Names dropped (in a scanned dir but not found, or binary gone).
+    pub removed: Vec<String>,
+    /// Names sent as `Unchanged` without a matching stored entry: not registered;
+    /// the scanner should read their metadata again.
+    pub stale: Vec<String>,
+    /// Found tools refused as invalid.
+    pub rejected: Vec<Rejected>,
+    /// Where a corrupt `registry.json` was moved before it was rebuilt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corrupt_backup: Option<PathBuf>,
+    /// Metadata files deleted because no index generation refers to them any more.
+    pub collected: usize,
+    /// Whether the writer lock was held (false on file systems without locking).
+    pub locked: bool,
+    /// Warnings, also printed on stderr as they happen when announcing.
+    pub warnings: Vec<String>,
+}
+
+const TRUST_SOURCES: [&str; 6] = ["native", "vendor", "org", "community", "user", "inferred"];
+
+/// Whether a tool name may be a registry key: `^[A-Za-z0-9_][A-Za-z0-9_.+-]*$`, at
+/// most 255 bytes. Names never become file names, but this keeps keys printable and
+/// rules out path-like names such as `../../X`.
+pub fn is_valid_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= 255
+        && (b[0].is_ascii_alphanumeric() || b[0] == b'_')
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'+' | b'-'))
+}
+
+/// Whether `s` is `sha256:` followed by 64 lowercase hex digits.
+pub fn is_valid_hash(s: &str) -> bool {
+    s.strip_prefix("sha256:").is_some_and(|h| {
+        h.len() == 64
+            && h.bytes()
+                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+    })
+}
+
+fn check_found(f: &Found) -> Result<(), String> {
+    if !is_valid_name(&f.name) {
+        return Err(
+            "invalid tool name: use letters, digits, `_`, `.`, `+`, `-` (first a letter, digit or `_`), at most 255 bytes"
+                .into(),
+        );
+    }
+    if !f.path.is_absolute() {
+        return Err(format!("path {} is not absolute", f.path.display()));
+    }
+    if f.path.to_str().is_none() {
+        return Err(format!("path {} is not UTF-8", f.path.display()));
+    }
+    if !is_valid_hash(&f.hash) {
+        return Err(format!(
+            "hash {:?} is not sha256:<64 lowercase hex>",
+            f.hash
+        ));
+    }
+    if !TRUST_SOURCES.contains(&f.trust.as_str()) {
+        return Err(format!(
+            "trust {:?} is not one of {}",
+            f.trust,
+            TRUST_SOURCES.join(", ")
+        ));
+    }
+    if let FoundMeta::Fresh {
+        document,
+        metadata,
+        checked_at,
+    } = &f.meta
+    {
+        if !is_rfc3339(checked_at) {
+            return Err(format!("checkedAt {checked_at:?} is not an RFC 3339 time"));
+        }
+        if serde_json::from_slice::<serde::de::IgnoredAny>(document).is_err() {
+            return Err("metadata document is not JSON".into());
+        }
+        let v = metadata.atip.version_text();
+        if crate::model::ProtocolVersion::parse(v).is_none() {
+            return Err(format!("metadata protocol version {v:?} is not 0.N"));
+        }
+    }
+    Ok(())
+}
+
+fn entry_from_fresh(f: &Found, metadata: &Metadata, checked_at: &str, rel: String) -> Entry {
+    Entry {
+        path: f.path.clone(),
+        hash: f.hash.clone(),
+        source: f.source,
+        shim_registry: f.shim_registry.clone(),
+        last_checked: checked_at.to_string(),
+        description: metadata.description.clone(),
+        version: metadata.tool_version().map(str::to_string),
+        atip: metadata.atip.version_text().to_string(),
+        trust: f.trust.clone(),
+        effects: metadata
+            .effects
+            .as_ref()
+            .map_or_else(|| "unknown".to_string(), |e| e.summary()),
+        commands: metadata.command_count() as u64,
+        metadata: rel,
+    }
+}
+
+/// Serializes an index the way it is stored: pretty JSON, two-space indent, final newline.
+pub(crate) fn index_bytes(index: &Index) -> Vec<u8> {
+    let mut out = serde_json::to_vec_pretty(index).expect("index always serializes");
+    out.push(b'\n');
+    out
+}
+
+/// Reads `registry.json` for writing. A file that cannot be parsed, or has another
+/// format version, is renamed aside as `registry.json.corrupt-<timestamp>` and `None`
+/// is returned, so it is rebuilt. Also returns whether defective entries were dropped.
+fn load_for_write(
+    path: &Path,
+    announce: bool,
+    report: &mut CommitReport,
+) -> Result<(Option<Index>, bool), RegistryError> {
+    let loaded = match Index::load_file(path) {
+        // Another format version (from a newer atip, or hand-made) is not merged into
+        // and not overwritten in place: it is kept aside like a corrupt file.
+        Ok(Some(index)) if index.version != FORMAT_VERSION => Err(RegistryError::Parse {
+            path: path.to_path_buf(),
+            message: format!(
+                "index format version {:?}, this atip writes {FORMAT_VERSION:?}",
+                index.version
+            ),
+        }),
+        other => other,
+    };
+    match loaded {
+        Ok(Some(mut index)) => {
+            // Entries a writer cannot rely on are dropped, not carried forward.
+            let before = index.tools.len();
+            index.tools.retain(|name, entry| match entry.defect(name) {
+                None => true,
+                Some(why) => {
+                    let warning =
+                        format!("dropped the entry {name:?} from {}: {why}", path.display());
+                    if announce {
+                        eprintln!("warning: {warning}");
+                    }
+                    report.warnings.push(warning);
+                    false
+                }
+            });
+            let dropped = index.tools.len() != before;
+            Ok((Some(index), dropped))
+        }
+        Ok(None) => Ok((None, false)),
+        // A registry a writer cannot read (a directory in its place, no permission) is
+        // one it cannot replace either: an output error, nothing touched.
+        Err(RegistryError::Read { path, source }) => Err(RegistryError::Write { path, source }),
+        Err(RegistryError::Parse { message, .. }) => {
+            let stamp = compact(SystemTime::now());
+            let mut aside = path.with_file_name(format!("registry.json.corrupt-{stamp}"));
+            let mut n = 1;
+            while aside.exists() {
+                aside = path.with_file_name(format!("registry.json.corrupt-{stamp}.{n}"));
+                n += 1;
+            }
+            fs::rename(path, &aside).map_err(|source| RegistryError::Write {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            let warning = format!(
+                "{} is corrupt ({message}); kept it as {} and rebuilt the registry from this scan",
+                path.display(),
+                aside.display()
+            );
+            if announce {
+                eprintln!("warning: {warning}");
+            }
+            report.warnings.push(warning);
+            report.corrupt_backup = Some(aside);
+            Ok((None, false))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn in_scanned_dir(path: &Path, scanned: &HashSet<&Path>) -> bool {
+    let Some(parent) = path.parent() else {
+        return false;
+    };
+    scanned.contains(parent)
+        || fs::canonicalize(parent).is_ok_and(|c| scanned.contains(c.as_path()))
+}
+
+/// Under the lock: re-read `registry.json`, merge, write metadata files then
+/// `registry.json` atomically, garbage-collect. See the module doc and
+/// `spec/registry.md` for the merge rule.
+pub fn commit(
+    dirs: &Dirs,
+    update: &Update,
+    opts: &CommitOptions,
+) -> Result<CommitReport, RegistryError> {
+    let data = &dirs.data;
+    fs::create_dir_all(data).map_err(|source| RegistryError::Write {
+        path: data.clone(),
+        source,
+    })?;
+    let lock = RegistryLock::acquire(data, opts.lock_timeout, opts.announce)?;
+    let mut report = CommitReport {
+        locked: lock.is_locked(),
+        ..CommitReport::default()
+    };
+    let registry_path = dirs.registry_file();
+    let (old, dropped_defects) = load_for_write(&registry_path, opts.announce, &mut report)?;
+    let old_tools = old.as_ref().map(|i| &i.tools);
+    let empty = IndexMap::new();
+    let old_tools = old_tools.unwrap_or(&empty);
+
+    // Validate; the first occurrence of a name wins.
+    let mut valid: Vec<&Found> = Vec::with_capacity(update.found.len());
+    let mut seen: HashSet<&str> = HashSet::new();
+    for f in &update.found {
+        if let Err(reason) = check_found(f) {
+            report.rejected.push(Rejected {
+                name: f.name.clone(),
+                reason,
+            });
+        } else if !seen.insert(f.name.as_str()) {
+            report.rejected.push(Rejected {
+                name: f.name.clone(),
+                reason: "duplicate name in this update; the first one was kept".into(),
+            });
+        } else {
+            valid.push(f);
+        }
+    }
+
+    // Metadata files first, so registry.json never points at a missing file.
+    let tools_dir = data.join(TOOLS_DIR);
+    let mut rels: HashMap<&str, String> = HashMap::new();
+    let mut pending: Vec<(PathBuf, &[u8])> = Vec::new();
+    let mut planned: HashSet<String> = HashSet::new();
+    for f in &valid {
+        if let FoundMeta::Fresh { document, .. } = &f.meta {
+            let hex = sha256_bytes(document);
+            let rel = format!("{TOOLS_DIR}/{hex}.json");
+            let target = data.join(&rel);
+            // A file already named by this hash is reused only if its bytes still
+            // hash to its name, so a damaged one heals on the next scan.
+            let present = fs::metadata(&target)
+                .is_ok_and(|m| m.is_file() && m.len() == document.len() as u64)
+                && sha256_file(&target)
+                    .is_ok_and(|h| h.strip_prefix("sha256:") == Some(hex.as_str()));
+            if !present && planned.insert(rel.clone()) {
+                pending.push((target, document.as_slice()));
+            }
+            rels.insert(f.name.as_str(), rel);
+        }
+    }
+    if !pending.is_empty() {
+        fs::create_dir_all(&tools_dir).map_err(|source| RegistryError::Write {
+            path: tools_dir.clone(),
+            source,
+        })?;
+        write_batch(&tools_dir, &pending)?;
+    }
+
+    // Merge.
+    let scanned: HashSet<&Path> = update.scanned_dirs.iter().map(PathBuf::as_path).collect();
+    let mut tools: IndexMap<String, Entry> = IndexMap::with_capacity(old_tools.len() + valid.len());
+    for (name, entry) in old_tools {
+        if seen.contains(name.as_str()) {
+            continue;
+        }
+        if in_scanned_dir(&entry.path, &scanned) || !entry.path.exists() {
+            report.removed.push(name.clone());
+        } else {
+            tools.insert(name.clone(), entry.clone());
+        }
+    }
+    for f in &valid {
+        let old_entry = old_tools.get(&f.name);
+        let entry = match &f.meta {
+            FoundMeta::Fresh {
+                metadata,
+                checked_at,
+                ..
+            } => entry_from_fresh(f, metadata, checked_at, rels[f.name.as_str()].clone()),
+            FoundMeta::Unchanged => match old_entry {
+                Some(e) if e.path == f.path && e.hash == f.hash && e.source == f.source => {
+                    e.clone()
+                }
+                _ => {
+                    report.stale.push(f.name.clone());
+                    if old_entry.is_some() {
+                        report.removed.push(f.name.clone());
+                    }
+                    continue;
+                }
+            },
+        };
+        match old_entry {
+            None => report.added.push(f.name.clone()),
+            Some(e) if *e == entry => report.unchanged.push(f.name.clone()),
+            Some(_) => report.updated.push(f.name.clone()),
+        }
+        tools.insert(f.name.clone(), entry);
+    }
+    tools.sort_unstable_keys();
+    for list in [
+        &mut report.added,
+        &mut report.updated,
+        &mut report.unchanged,
+        &mut report.removed,
+        &mut report.stale,
+    ] {
+        list.sort_unstable();
+    }
+
+    let mut index = Index::empty(opts.now.clone());
+    index.tools = tools;
+    let same = !dropped_defects
+        && old.as_ref().is_some_and(|o| {
+            o.version == index.version
+                && o.agent == index.agent
+                && o.tools.iter().eq(index.tools.iter())
+        });
+    if !same {
+        write_atomic(&registry_path, &index_bytes(&index))?;
+        report.written = true;
+    }
+
+    if lock.is_locked() {
+        // Keep what the new index and the one it replaced refer to, so a reader that
+        // loaded the previous generation a moment ago can still open its files.
+        let mut keep: HashSet<String> = index.tools.values().map(|e| e.metadata.clone()).collect();
+        if report.written {
+            keep.extend(old_tools.values().map(|e| e.metadata.clone()));
+        }
+        report.collected = collect_garbage(data, &keep, report.written);
+    }
+    drop(lock);
+    Ok(report)
+}
+
+/// Removes writer temp files (in `tools/` only when `metadata` is set) and, when
+/// `metadata` is set, metadata files no index generation in `keep` refers to. Only ever called under the lock; only
+/// touches `tools/*.json` named by a hash and `.atip-tmp-*` files. Failures are
+/// ignored: garbage is harmless and the next commit tries again.
+fn collect_garbage(data: &Path, keep: &HashSet<String>, metadata: bool) -> usize {
+    let mut collected = 0;
+    // `tools/` may hold thousands of files: list it only after a real write (stray
+    // temp files there are invisible and harmless until then).
+    let dirs: &[PathBuf] = if metadata {
+        &[data.to_path_buf(), data.join(TOOLS_DIR)]
+    } else {
+        &[data.to_path_buf()]
+    };
+    for dir in dirs {
+        let Ok(read) = fs::read_dir(dir) else {
+            continue;
+        };
+        for item in read.flatten() {
+            let name = item.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name.starts_with(TEMP_PREFIX) {
+                let _ = fs::remove_file(item.path());
+                continue;
+            }
+            if dir.as_path() == data {
+                continue;
+            }
+            let is_hash_file = name
+                .strip_suffix(".json")
+                .is_some_and(|h| h.len() == 64 && h.bytes().all(|c| c.is_ascii_hexdigit()));
+            if is_hash_file
+                && !keep.contains(&format!("{TOOLS_DIR}/{name}"))
+                && fs::remove_file(item.path()).is_ok()
+            {
+                collected += 1;
+            }
+        }
+    }
+    collected
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        for ok in ["gh", "kubectl", "g++", "python3.12", "_x", "a-b_c.d+e"] {
+            assert!(is_valid_name(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "../../X",
+            "..",
+            ".hidden",
+            "a/b",
+            "a b",
+            "-x",
+            "é",
+            &"x".repeat(256),
+        ] {
+            assert!(!is_valid_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn hashes() {
+        assert!(is_valid_hash(&format!("sha256:{}", "a".repeat(64))));
+        assert!(!is_valid_hash(&format!("sha256:{}", "A".repeat(64))));
+        assert!(!is_valid_hash(&format!("sha256:{}", "a".repeat(63))));
+        assert!(!is_valid_hash(&"a".repeat(64)));
+    }
+
+    #[test]
+    fn sha256_of_known_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("abc");
+        fs::write(&p, b"abc").unwrap();
+        assert_eq!(
+            sha256_file(&p).unwrap(),
+            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(
+            sha256_bytes(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn write_atomic_replaces_and_sets_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o644
+        );
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("f.json")]);
+    }
+}
