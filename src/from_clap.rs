@@ -425,6 +425,14 @@ fn param_description(arg: &Arg, fallback: String) -> String {
     if arg.is_last_set() {
         text = format!("{} Given after `--`.", end_sentence(&text));
     }
+    if arg.is_require_equals_set() {
+        if let Some(long) = arg.get_long() {
+            text = format!(
+                "{} The value must be attached: `--{long}=VALUE`.",
+                end_sentence(&text)
+            );
+        }
+    }
     text
 }
 
@@ -894,6 +902,35 @@ mod tests {
             .map(|o| o.name.as_str())
             .collect();
         assert_eq!(in_scope, ["repo"]);
+    }
+
+    #[test]
+    fn require_equals_and_last_are_said_in_the_description() {
+        let cmd = ClapCommand::new("x")
+            .version("1")
+            .arg(
+                Arg::new("color")
+                    .long("color")
+                    .require_equals(true)
+                    .help("When to colour"),
+            )
+            .arg(
+                Arg::new("rest")
+                    .last(true)
+                    .num_args(0..)
+                    .help("Passed through"),
+            );
+        let meta = FromClap::new(&cmd).build().unwrap();
+        let root = meta.find(&[""]).unwrap().command;
+        assert_eq!(
+            root.opts()[0].description,
+            "When to colour. The value must be attached: `--color=VALUE`."
+        );
+        assert_eq!(
+            root.args()[0].description,
+            "Passed through. Given after `--`."
+        );
+        assert!(root.args()[0].is_variadic());
     }
 
     #[test]
