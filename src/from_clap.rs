@@ -425,13 +425,13 @@ fn param_description(arg: &Arg, fallback: String) -> String {
     if arg.is_last_set() {
         text = format!("{} Given after `--`.", end_sentence(&text));
     }
-    if arg.is_require_equals_set() {
-        if let Some(long) = arg.get_long() {
-            text = format!(
-                "{} The value must be attached: `--{long}=VALUE`.",
-                end_sentence(&text)
-            );
-        }
+    if arg.is_require_equals_set()
+        && let Some(long) = arg.get_long()
+    {
+        text = format!(
+            "{} The value must be attached: `--{long}=VALUE`.",
+            end_sentence(&text)
+        );
     }
     text
 }
