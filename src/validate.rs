@@ -1,6 +1,6 @@
 //! Checking ATIP documents: tool metadata, shims, `registry.json` and pattern files.
 //!
-//! Owns the pipeline for one document — decode (size, UTF-8, BOM), parse once (duplicate
+//! Owns the pipeline for one document — decode (UTF-8, BOM), parse once (duplicate
 //! keys and nesting depth watched while parsing), detect the kind, check the schema,
 //! then the rules no schema can express — and the [`Diagnostic`] every check produces,
 //! with its stable rule id (catalogue in [`rules::RULES`], described in
@@ -197,7 +197,8 @@ impl Checked {
 
 /// Checks one document.
 ///
-/// `kind` forces a kind (otherwise [`Kind::detect`]); `file_name` (the last path
+/// No size cap applies here: callers bound what they read (`run` refuses inputs over
+/// `--max-size` before reading them). `kind` forces a kind (otherwise [`Kind::detect`]); `file_name` (the last path
 /// component) lets the content-addressed shim rule compare `binary.hash` with the name.
 pub fn check_bytes(bytes: &[u8], kind: Option<Kind>, file_name: Option<&str>) -> Checked {
     check_with(bytes, kind, file_name, true)

@@ -218,11 +218,22 @@ fn expand(input: &Input, out: &mut Vec<Item>) {
     }
 }
 
+/// Refused from its metadata, before reading.
 fn too_large(path: String, size: u64, cap: u64) -> FileReport {
     FileReport::failed(
         path,
         "file-too-large",
         format!("the input is {size} bytes, over the {cap}-byte cap (--max-size); it was not read"),
+        false,
+    )
+}
+
+/// Refused while reading (stdin, a file that grew): reading stopped one byte past the cap.
+fn too_long(path: String, cap: u64) -> FileReport {
+    FileReport::failed(
+        path,
+        "file-too-large",
+        format!("the input is longer than the {cap}-byte cap (--max-size); reading stopped there"),
         false,
     )
 }
@@ -317,9 +328,7 @@ fn check_file(path: &Path, opts: &Options) -> FileReport {
     READ_BUFFER.with_borrow_mut(|buf| {
         let report = match read_capped_into(file, opts.max_size, meta.len(), buf) {
             Err(e) => unreadable(e),
-            Ok(()) if buf.len() as u64 > opts.max_size => {
-                too_large(shown.clone(), buf.len() as u64, opts.max_size)
-            }
+            Ok(()) if buf.len() as u64 > opts.max_size => too_long(shown.clone(), opts.max_size),
             Ok(()) => check_source(shown.clone(), buf, name, opts),
         };
         if buf.capacity() > KEEP_BUFFER {
@@ -331,9 +340,7 @@ fn check_file(path: &Path, opts: &Options) -> FileReport {
 
 fn check_stdin(opts: &Options) -> FileReport {
     match read_capped(std::io::stdin().lock(), opts.max_size, 64 << 10) {
-        Ok(bytes) if bytes.len() as u64 > opts.max_size => {
-            too_large("-".into(), bytes.len() as u64, opts.max_size)
-        }
+        Ok(bytes) if bytes.len() as u64 > opts.max_size => too_long("-".into(), opts.max_size),
         Ok(bytes) => check_source("-".into(), &bytes, None, opts),
         Err(e) => FileReport::failed(
             "-".into(),
