@@ -20,6 +20,12 @@ pub struct Cli {
     /// Print atip's own ATIP metadata (JSON) and exit.
     #[arg(long, global = false)]
     agent: bool,
+    /// With --agent: only these command paths, comma-separated (partial discovery).
+    #[arg(long, requires = "agent", value_delimiter = ',', value_name = "PATHS")]
+    commands: Option<Vec<String>>,
+    /// With --agent: only commands nested at most N levels deep (partial discovery).
+    #[arg(long, requires = "agent", value_name = "N")]
+    depth: Option<usize>,
     /// Output format: text on a terminal, JSON when piped.
     #[arg(long, global = true, value_enum, default_value = "auto")]
     output: OutputFormat,
@@ -71,6 +77,7 @@ fn main() -> ExitCode {
         dirs: Dirs::resolve(cli.data_dir.as_deref(), cli.config_dir.as_deref()),
     };
     let result: Result<u8, AtipError> = match cli.command {
+        _ if cli.agent => cli::agent::run(cli.commands.as_deref(), cli.depth),
         Some(Command::Validate(args)) => cli::validate::run(args, &ctx),
         Some(Command::Scan(args)) => cli::scan::run(args, &ctx),
         Some(Command::List(args)) => cli::list::run(args, &ctx),

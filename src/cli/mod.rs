@@ -1,4 +1,5 @@
 //! One file per subcommand: its clap arguments and a `run` that calls the library.
+pub mod agent;
 pub mod doctor;
 pub mod exec;
 pub mod export;

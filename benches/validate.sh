@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Benchmark of `atip validate` on directories of realistic, gh-sized metadata documents.
+#
+# Generates 10,000 varied ATIP 0.6 documents (~60 KB, ~200 commands each; see
+# benches/gen_metadata.py) in a temp dir, and a 2,000-document set made of hard links to the
+# first 2,000. For each set it runs ONE `atip validate DIR` (release build), then, on the
+# same files in the same run, ONE `atip validate --parse-only DIR` (decode + parse, no schema,
+# no rules: the floor any validator sits on). Reports documents/second, MB/second, peak
+# memory (max RSS), CPU seconds (user + sys: meaningful when the machine is shared) and the
+# validate / parse-only wall-time ratio, against the targets:
+#   >= 6,000 documents/s, peak < 100 MB, validate <= 2x parse-only.
+#
+# Run by hand (never by CI):  benches/validate.sh [--keep | --work DIR] [--count N]
+#   --keep      keep the generated files (the path is printed on stderr)
+#   --work DIR  generate into DIR and keep it; a later run with the same DIR reuses the files
+# Needs python3. Uses /usr/bin/time -v for peak memory when present, else a python3
+# getrusage(RUSAGE_CHILDREN) wrapper. Prints a Markdown table; exits 1 if a target is missed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+keep=0
+work=""
+big=10000
+small=2000
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --keep) keep=1 ;;
+    --count) big="$2"; shift ;;
+    --work) work="$2"; keep=1; shift ;;
+    *) echo "usage: $0 [--keep | --work DIR] [--count N]" >&2; exit 2 ;;
+  esac
+  shift
+done
+sets="$small $big"
+[ "$small" -ge "$big" ] && sets="$big"
+
+cargo build --release --quiet
+atip="$PWD/target/release/atip"
+
+if [ -z "$work" ]; then work="$(mktemp -d "${TMPDIR:-/tmp}/atip-bench.XXXXXX")"; fi
+mkdir -p "$work"
+if [ "$keep" = 0 ]; then trap 'rm -rf "$work"' EXIT; else echo "keeping $work" >&2; fi
+
+if [ -f "$work/set$big/.complete" ]; then
+  echo "reusing $big documents in $work" >&2
+else
+  echo "generating $big documents in $work ..." >&2
+  rm -rf "$work/set$big" "$work/set$small"
+  python3 benches/gen_metadata.py "$work/set$big" "$big"
+  if [ "$sets" != "$big" ]; then
+    mkdir -p "$work/set$small"
+    # Names are zero-padded, so the first $small in name order are the first generated.
+    for ((i = 0; i < small; i++)); do
+      ln "$work/set$big/$(printf 'tool%05d.json' "$i")" "$work/set$small/"
+    done
+  fi
+  touch "$work/set$big/.complete"
+fi
+
+# Runs a command; prints "<wall seconds> <peak KiB> <exit code> <user+sys CPU seconds>".
+measure() {
+  local out="$work/measure.txt" start end code=0
+  if [ -x /usr/bin/time ]; then
+    start=$(date +%s%N)
+    /usr/bin/time -v -o "$out" "$@" >/dev/null 2>"$work/stderr.txt" || code=$?
+    end=$(date +%s%N)
+    local kib cpu
+    kib=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$out")
+    cpu=$(awk -F': ' '/User time|System time/ {s+=$2} END {print s}' "$out")
+    echo "$(( (end - start) / 1000 )) $kib $code $cpu" | awk '{printf "%.3f %d %d %.2f\n", $1/1e6, $2, $3, $4}'
+  else
+    python3 - "$@" <<'PY'
+import resource, subprocess, sys, time
+start = time.perf_counter()
+code = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+elapsed = time.perf_counter() - start
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print("%.3f %d %d %.2f" % (elapsed, usage.ru_maxrss, code, usage.ru_utime + usage.ru_stime))
+PY
+  fi
+}
+
+fail=0
+printf '| set | docs | MB | mode | wall s | docs/s | MB/s | CPU s | docs/CPU-s | peak MB | valid/invalid | exit |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+for n in $sets; do
+  dir="$work/set$n"
+  files=$(find "$dir" -name '*.json' | wc -l)
+  bytes=$(find "$dir" -name '*.json' -printf '%s\n' | awk '{s+=$1} END {print s}')
+  mb=$(awk -v b="$bytes" 'BEGIN {printf "%.1f", b/1e6}')
+  cat "$dir"/*.json >/dev/null # same warm page cache for both passes
+  declare -A secs
+  for mode in validate parse-only; do
+    args=(validate --output json)
+    [ "$mode" = parse-only ] && args+=(--parse-only)
+    read -r s kib code cpu < <(measure "$atip" "${args[@]}" "$dir")
+    secs[$mode]=$s
+    # Count verdicts from a second, unmeasured run's JSON report only for validate.
+    verdict="-"
+    if [ "$mode" = validate ]; then
+      verdict=$("$atip" validate --output json "$dir" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+v = sum(1 for f in r if f.get("valid"))
+print("%d/%d" % (v, len(r) - v))')
+      [ "${verdict#*/}" != 0 ] && fail=1
+    fi
+    dps=$(awk -v f="$files" -v s="$s" 'BEGIN {printf "%.0f", f/s}')
+    mbs=$(awk -v b="$bytes" -v s="$s" 'BEGIN {printf "%.1f", b/1e6/s}')
+    peak=$(awk -v k="$kib" 'BEGIN {printf "%.1f", k/1024}')
+    dpc=$(awk -v f="$files" -v c="$cpu" 'BEGIN {if (c > 0) printf "%.0f", f/c; else print "-"}')
+    printf '| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+      "$n" "$files" "$mb" "$mode" "$s" "$dps" "$mbs" "$cpu" "$dpc" "$peak" "$verdict" "$code"
+    if [ "$mode" = validate ]; then
+      awk -v d="$dps" 'BEGIN {exit !(d < 6000)}' && fail=1
+    fi
+    awk -v p="$peak" 'BEGIN {exit !(p >= 100)}' && fail=1
+  done
+  ratio=$(awk -v v="${secs[validate]}" -v p="${secs[parse-only]}" 'BEGIN {printf "%.2f", v/p}')
+  printf '| %s | | | validate / parse-only | %sx | | | | | | | |\n' "$n" "$ratio"
+  awk -v r="$ratio" 'BEGIN {exit !(r > 2)}' && fail=1
+  unset secs
+done
+
+echo >&2
+echo "targets: >= 6000 docs/s, peak < 100 MB, validate <= 2x parse-only: $([ $fail = 0 ] && echo met || echo MISSED)" >&2
+exit "$fail"
