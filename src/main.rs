@@ -8,11 +8,6 @@ use std::process::ExitCode;
 
 mod cli;
 
-/// mimalloc: parsing JSON is atip's hot path and is allocation-bound; glibc malloc/free
-/// took about 35% of CPU time in `validate` and `export` profiles.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Find, validate, export and run ATIP command-line tools for AI agents.
 #[derive(Debug, Parser)]
 #[command(name = "atip", version, about, propagate_version = true)]
