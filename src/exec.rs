@@ -12,7 +12,6 @@
 //! `atip exec` and `atip mcp` both go through [`Engine`], so a call behaves the same
 //! whichever way it arrives. Must not print (callers render) or spawn anything except
 //! through `process`.
-#![allow(clippy::result_large_err)] // AtipError is the crate-wide error; boxing it everywhere buys nothing here.
 
 pub mod args;
 pub mod argv;
@@ -309,65 +308,26 @@ impl Engine {
         focus: Option<&str>,
     ) -> Result<Engine, AtipError> {
         use rayon::prelude::*;
-        let index = Index::load(dirs)
-            .map_err(|e| {
-                AtipError::new("registry_unreadable", Category::Data, e.to_string())
-                    .hint("run `atip scan` to rebuild the registry")
-            })?
-            .ok_or_else(|| {
-                AtipError::new(
-                    "registry_missing",
-                    Category::Input,
-                    format!("no registry at {}", dirs.registry_file().display()),
-                )
-                .hint("run `atip scan` to find ATIP tools on PATH")
-            })?;
-        let mut names: Vec<&String> = index.tools.keys().collect();
-        names.sort();
-        if let Some(only) = only {
-            let missing: Vec<&String> = only
-                .iter()
-                .filter(|n| !index.tools.contains_key(n.as_str()))
-                .collect();
-            if !missing.is_empty() {
-                return Err(AtipError::new(
-                    "tool_not_found",
-                    Category::Input,
-                    format!(
-                        "not in the registry: {}",
-                        missing
-                            .iter()
-                            .map(|s| s.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                )
-                .hint("`atip list` shows the registered tools")
-                .details(json!({"missing": missing, "known": names})));
-            }
-            names.retain(|n| only.contains(n));
-        }
-        // Same order and naming rule as `compile::source::load_registry`, so flattened
-        // names match what `atip export` printed.
-        let read_one = |name: &&String| -> (String, Result<Metadata, String>) {
-            let entry = &index.tools[name.as_str()];
+        // The same selection (sorted by name, unknown names an error) as `atip export`,
+        // so flattened names match what export printed.
+        let entries = crate::compile::source::registry_entries(dirs, only)?;
+        let read_one = |(name, entry): &(String, crate::registry::Entry)| -> (String, Result<Metadata, String>) {
             (
-                (*name).clone(),
+                name.clone(),
                 Index::read_metadata(dirs, entry).map_err(|e| e.to_string()),
             )
         };
         // Threads pay off only for many documents; rayon's idle workers spin, which
         // costs more than reading a handful of files.
-        let read: Vec<(String, Result<Metadata, String>)> = if names.len() > 8 {
-            names.par_iter().map(read_one).collect()
+        let read: Vec<(String, Result<Metadata, String>)> = if entries.len() > 8 {
+            entries.par_iter().map(read_one).collect()
         } else {
-            names.iter().map(read_one).collect()
+            entries.iter().map(read_one).collect()
         };
         let mut metas: Vec<Metadata> = Vec::new();
         let mut tools: HashMap<String, ToolInfo> = HashMap::new();
         let mut warnings = Vec::new();
-        for (name, r) in read {
-            let entry = &index.tools[name.as_str()];
+        for ((name, r), (_, entry)) in read.into_iter().zip(&entries) {
             let mut meta = match r {
                 Ok(m) => m,
                 Err(e) => {
@@ -679,7 +639,7 @@ impl Engine {
         error: Option<&str>,
     ) {
         let rec = AuditRecord {
-            time: audit::now_rfc3339(),
+            time: crate::timestamp::rfc3339_millis_now(),
             via: via.as_str(),
             client: via.client().map(|c| p.redactor.redact(&c).into_owned()),
             pid: std::process::id(),

@@ -18,5 +18,6 @@ pub mod process;
 pub mod registry;
 pub mod schema;
 pub mod search;
+pub mod timestamp;
 pub mod units;
 pub mod validate;

@@ -12,7 +12,6 @@
 //! refused with a message naming the rule.
 //!
 //! Must not print to stdout (the protocol owns it); logs go to stderr.
-#![allow(clippy::result_large_err)] // AtipError is the crate-wide error type.
 
 use crate::compile::formats::{self, Format};
 use crate::exec::policy::Action;

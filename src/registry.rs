@@ -22,14 +22,13 @@ pub mod doctor;
 mod lock;
 pub mod query;
 mod store;
-mod time;
 
+pub use crate::timestamp::{is_rfc3339, rfc3339, rfc3339_now};
 pub use lock::RegistryLock;
 pub use store::{
     CommitOptions, CommitReport, DEFAULT_LOCK_TIMEOUT, Found, FoundMeta, Rejected, Update, commit,
     is_valid_hash, is_valid_name, metadata_rel_path, sha256_bytes, sha256_file, write_atomic,
 };
-pub use time::{is_rfc3339, rfc3339, rfc3339_now};
 
 /// File name of the advisory writer lock, beside `registry.json`.
 pub const LOCK_FILE: &str = "registry.lock";

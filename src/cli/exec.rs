@@ -1,6 +1,5 @@
 //! `atip exec`: run one tool call, or every tool call of a provider response, under
 //! policy. Only the flags and the rendering live here; the work is in `atip::exec`.
-#![allow(clippy::result_large_err)] // AtipError is the crate-wide error type.
 
 use crate::Ctx;
 use atip::exec::calls::{self, Provider};

@@ -46,7 +46,6 @@ pub struct Args {
 const BATCH: usize = 16;
 
 /// Runs `atip export`; returns the exit code.
-#[allow(clippy::result_large_err)]
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     let commands = args.commands.clone().map(|c| {
         c.into_iter()
@@ -188,8 +187,6 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     sink.commit()?;
     report(&args, ctx, &summary)
 }
-
-#[allow(clippy::result_large_err)]
 fn report(args: &Args, ctx: &Ctx, summary: &ExportSummary) -> Result<u8, AtipError> {
     if !summary.skipped.is_empty() {
         eprintln!(
@@ -239,7 +236,6 @@ struct Sink {
 }
 
 impl Sink {
-    #[allow(clippy::result_large_err)]
     fn open(out: Option<&Path>, format: Format) -> Result<Sink, AtipError> {
         match out {
             Some(path) if format != Format::Skill && path != Path::new("-") => {
@@ -283,8 +279,6 @@ impl Sink {
             ),
         }
     }
-
-    #[allow(clippy::result_large_err)]
     fn commit(self) -> Result<(), AtipError> {
         if let Some((tmp, path)) = self.file {
             use std::os::unix::fs::PermissionsExt;
@@ -326,7 +320,6 @@ fn output_error(path: &Path, e: std::io::Error) -> AtipError {
 }
 
 /// Writes a file atomically (temp file in the same directory, then rename).
-#[allow(clippy::result_large_err)]
 fn write_file(path: &Path, text: &str) -> Result<(), AtipError> {
     let fail = |e: std::io::Error| output_error(path, e);
     let dir = match path.parent() {

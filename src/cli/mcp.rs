@@ -1,6 +1,5 @@
 //! `atip mcp`: serve registered tools as MCP tools over stdio. Only the flags live
 //! here; the server is `atip::mcp`.
-#![allow(clippy::result_large_err)] // AtipError is the crate-wide error type.
 
 use crate::Ctx;
 use atip::exec::policy::Policy;

@@ -40,7 +40,6 @@ pub struct Args {
 }
 
 /// Runs `atip search`; returns the exit code.
-#[allow(clippy::result_large_err)]
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     if matches!(args.format, Some(Format::Skill | Format::Prompt)) {
         return Err(AtipError::new(

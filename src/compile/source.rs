@@ -4,9 +4,6 @@
 //! Must not write anything. A registry entry whose metadata cannot be read is reported
 //! as a warning and skipped, unless the caller named that tool.
 
-// AtipError is the project-wide error contract; its size is the lead's call.
-#![allow(clippy::result_large_err)]
-
 use crate::dirs::Dirs;
 use crate::model::Metadata;
 use crate::output::{AtipError, Category};

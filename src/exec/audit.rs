@@ -90,51 +90,22 @@ impl AuditLog {
     }
 }
 
-/// Now as RFC 3339 UTC with milliseconds, e.g. `2026-11-25T23:10:04.123Z`.
-pub fn now_rfc3339() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    format_rfc3339(now.as_secs() as i64, now.subsec_millis())
-}
-
-/// Formats seconds since the epoch (UTC) plus milliseconds.
-pub fn format_rfc3339(secs: i64, millis: u32) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn dates() {
-        assert_eq!(format_rfc3339(0, 0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(format_rfc3339(951_782_400, 5), "2000-02-29T00:00:00.005Z");
+        use crate::timestamp::rfc3339_millis;
+        use std::time::{Duration, UNIX_EPOCH};
+        let at = |secs: u64, ms: u64| UNIX_EPOCH + Duration::from_millis(secs * 1000 + ms);
+        assert_eq!(rfc3339_millis(at(0, 0)), "1970-01-01T00:00:00.000Z");
         assert_eq!(
-            format_rfc3339(1_795_734_604, 123),
+            rfc3339_millis(at(951_782_400, 5)),
+            "2000-02-29T00:00:00.005Z"
+        );
+        assert_eq!(
+            rfc3339_millis(at(1_795_734_604, 123)),
             "2026-11-26T23:10:04.123Z"
         );
     }
@@ -144,7 +115,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = AuditLog::in_dir(&dir.path().join("state"));
         let rec = AuditRecord {
-            time: now_rfc3339(),
+            time: crate::timestamp::rfc3339_millis_now(),
             via: "exec",
             client: None,
             pid: 1,

@@ -12,10 +12,10 @@
 //! Must not probe or run tools, and must not derive any file name from a tool's name.
 
 use super::lock::RegistryLock;
-use super::time::{compact, is_rfc3339};
 use super::{Entry, FORMAT_VERSION, Index, RegistryError, Source, TOOLS_DIR};
 use crate::dirs::Dirs;
 use crate::model::Metadata;
+use crate::timestamp::{compact, is_rfc3339};
 use indexmap::IndexMap;
 use serde::Serialize;
 use sha2::{Digest, Sha256};

@@ -1,8 +1,8 @@
 //! RFC 3339 timestamps in UTC (`2026-11-25T22:55:54Z`), formatted from `SystemTime`
-//! without a date crate, and a strict syntactic check for timestamps other modules hand
-//! the registry.
+//! without a date crate, for the registry, the scan cache and the audit log; and a strict
+//! syntactic check for timestamps handed to the registry.
 //!
-//! Must not read the clock anywhere except [`rfc3339_now`].
+//! Must not read the clock anywhere except [`rfc3339_now`] and [`rfc3339_millis_now`].
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -16,6 +16,21 @@ pub fn rfc3339_now() -> String {
 pub fn rfc3339(t: SystemTime) -> String {
     let (y, mo, d, h, mi, s) = fields(t);
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+}
+
+/// The current time as RFC 3339 UTC with milliseconds, e.g. `2026-11-25T23:10:04.123Z`
+/// (audit records, where calls in the same second must still be ordered).
+pub fn rfc3339_millis_now() -> String {
+    rfc3339_millis(SystemTime::now())
+}
+
+/// Formats a time as RFC 3339 UTC with milliseconds. Times before 1970 are clamped.
+pub fn rfc3339_millis(t: SystemTime) -> String {
+    let (y, mo, d, h, mi, s) = fields(t);
+    let ms = t
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_millis());
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}Z")
 }
 
 /// A compact form for file names: `20261125T225554Z` (no colons).
