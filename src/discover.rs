@@ -11,6 +11,7 @@
 //! [`crate::registry::Update`] and the registry's `commit` merges it under the lock.
 //! Must not spawn a process except through [`crate::process::run`].
 
+pub mod builtin;
 pub mod cache;
 pub mod paths;
 pub mod probe;
@@ -63,6 +64,8 @@ pub struct ScanOptions {
     pub allow_dirs: Vec<PathBuf>,
     /// Extra shim directories (`NAME.json`, `sha256/<hex>.json`); the first wins.
     pub shim_dirs: Vec<PathBuf>,
+    /// Use the shims built into atip as the lowest-precedence layer.
+    pub builtin_shims: bool,
     /// Probe strategy.
     pub probe: ProbeMode,
     /// Timeout of each probe.
@@ -280,7 +283,21 @@ pub fn scan(
         c
     };
     let mut new_cache = Cache::empty();
-    let layers = shims::shim_layers(&dirs.system_data, &dirs.data, &opts.shim_dirs, &dirs.config);
+    let builtin = if opts.builtin_shims {
+        builtin::materialize(&dirs.data, !opts.dry_run).unwrap_or_else(|e| {
+            warnings.push(e);
+            None
+        })
+    } else {
+        None
+    };
+    let layers = shims::shim_layers(
+        builtin.as_deref(),
+        &dirs.system_data,
+        &dirs.data,
+        &opts.shim_dirs,
+        &dirs.config,
+    );
     let shim_set = shims::load_shims(&layers, &old_cache, &mut new_cache);
     let patterns = shims::load_patterns(
         &shims::pattern_dirs(&dirs.system_data, &dirs.data),

@@ -1146,3 +1146,55 @@ fn synthetic_tree_end_to_end() {
         .arg(tree.to_str().unwrap())
         .status();
 }
+
+#[test]
+fn builtin_shims_register_shipped_tools_and_lose_to_every_other_layer() {
+    let env = Env::new();
+    // Stand-ins named like shipped shims: no sign, so never run in default mode.
+    env.script("bin1/rm", "echo fake rm");
+    env.script("bin1/tar", "echo fake tar");
+    let r = env.scan(&[]);
+    let reg = env.registry();
+    let builtin_dir = env.sb.data_dir().join("builtin-shims");
+    for name in ["rm", "tar"] {
+        let e = &reg["tools"][name];
+        assert_eq!(e["source"], "shim", "{name}: {e}");
+        assert_eq!(e["trust"], "community", "{name}: {e}");
+        assert_eq!(
+            e["shimRegistry"],
+            builtin_dir.to_str().unwrap(),
+            "{name}: {e}"
+        );
+    }
+    assert!(
+        reg["tools"]["rm"]["effects"]
+            .as_str()
+            .unwrap()
+            .contains("destructive"),
+        "{}",
+        reg["tools"]["rm"]
+    );
+    // Shipped shims for tools that are not installed (git, curl, …) are not registered.
+    assert!(reg["tools"].get("git").is_none(), "{reg}");
+    assert_eq!(env.log(), "", "the stand-ins were run: {r}");
+    env.assert_registry_valid();
+
+    // A user's --shims entry wins over the built-in one.
+    env.sb
+        .write("extra/rm.json", shim("rm", None, "Site-specific rm"));
+    let extra = env.p("extra");
+    env.scan(&["--shims", extra.to_str().unwrap()]);
+    let reg = env.registry();
+    assert_eq!(reg["tools"]["rm"]["description"], "Site-specific rm");
+    assert_eq!(
+        reg["tools"]["tar"]["shimRegistry"],
+        builtin_dir.to_str().unwrap()
+    );
+
+    // --no-builtin-shims leaves them out: the stand-ins drop out of the registry.
+    env.scan(&["--no-builtin-shims"]);
+    let reg = env.registry();
+    assert!(reg["tools"].get("rm").is_none(), "{reg}");
+    assert!(reg["tools"].get("tar").is_none(), "{reg}");
+    assert_eq!(env.log(), "");
+}

@@ -23,6 +23,9 @@ pub struct Args {
     /// Also read shims from this directory (NAME.json, sha256/HEX.json); the first wins (repeatable).
     #[arg(long = "shims", value_name = "DIR")]
     shims: Vec<PathBuf>,
+    /// Leave out the shims built into atip (git, curl, tar, …; the lowest-precedence layer).
+    #[arg(long)]
+    no_builtin_shims: bool,
     /// Which executables may be run with --agent: auto (only those showing an ATIP sign
     /// or allowlisted in config.json), help (also those whose --help mentions --agent),
     /// all (everything, unsafe), none (shims and cached answers only).
@@ -107,6 +110,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         path: args.path,
         allow_dirs: args.allow_dir,
         shim_dirs: args.shims,
+        builtin_shims: !args.no_builtin_shims,
         probe: args.probe,
         timeout: args.timeout,
         jobs: args.jobs.unwrap_or_else(discover::default_jobs),

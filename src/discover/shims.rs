@@ -26,6 +26,8 @@ use std::path::{Path, PathBuf};
 /// Which layer a shim comes from; later variants win.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Layer {
+    /// The shims built into atip (`<data-dir>/builtin-shims`).
+    Builtin,
     /// `$XDG_DATA_DIRS/agent-tools/shims`.
     System,
     /// `<data-dir>/shims`.
@@ -236,16 +238,22 @@ fn shim_verdict(
 
 /// The shim layers, lowest precedence first: (layer, directory).
 pub fn shim_layers(
+    builtin: Option<&Path>,
     system_data: &[PathBuf],
     data: &Path,
     cli: &[PathBuf],
     config: &Path,
 ) -> Vec<(Layer, PathBuf)> {
-    let mut layers: Vec<(Layer, PathBuf)> = system_data
-        .iter()
-        .rev()
-        .map(|d| (Layer::System, d.join("shims")))
+    let mut layers: Vec<(Layer, PathBuf)> = builtin
+        .map(|d| (Layer::Builtin, d.to_path_buf()))
+        .into_iter()
         .collect();
+    layers.extend(
+        system_data
+            .iter()
+            .rev()
+            .map(|d| (Layer::System, d.join("shims"))),
+    );
     layers.push((Layer::User, data.join("shims")));
     layers.extend(cli.iter().rev().map(|d| (Layer::Cli, d.clone())));
     layers.push((Layer::Override, config.join("overrides")));

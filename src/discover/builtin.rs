@@ -1,0 +1,144 @@
+//! The shims atip ships (`shims/` in the source tree), built into the binary as the
+//! lowest-precedence shim layer, so a fresh `atip scan` already knows common tools
+//! without an install step.
+//!
+//! They are written once into `<data-dir>/builtin-shims/` (rewritten only when this
+//! build's set differs, told by a stamp file) so the scan treats them like any other shim
+//! directory: validated, cached by fingerprint, recorded as `shimRegistry`. Every other
+//! layer — admins' system dirs, the user's, `--shims`, overrides — wins over them.
+//!
+//! Must not write anywhere but that one directory of the data dir.
+
+use crate::registry::{sha256_bytes, write_atomic};
+use std::path::{Path, PathBuf};
+
+/// The shipped shims: (file name, contents), sorted by name. A unit test checks this list
+/// against the `shims/` directory, so a new shim cannot be forgotten.
+pub const SHIPPED: &[(&str, &str)] = &[
+    ("cp.json", include_str!("../../shims/cp.json")),
+    ("curl.json", include_str!("../../shims/curl.json")),
+    ("diff.json", include_str!("../../shims/diff.json")),
+    ("git.json", include_str!("../../shims/git.json")),
+    ("grep.json", include_str!("../../shims/grep.json")),
+    ("head.json", include_str!("../../shims/head.json")),
+    ("jq.json", include_str!("../../shims/jq.json")),
+    ("ls.json", include_str!("../../shims/ls.json")),
+    ("mkdir.json", include_str!("../../shims/mkdir.json")),
+    ("mv.json", include_str!("../../shims/mv.json")),
+    ("rm.json", include_str!("../../shims/rm.json")),
+    ("sed.json", include_str!("../../shims/sed.json")),
+    ("tail.json", include_str!("../../shims/tail.json")),
+    ("tar.json", include_str!("../../shims/tar.json")),
+    ("wc.json", include_str!("../../shims/wc.json")),
+];
+
+/// Directory name inside the data dir.
+pub const DIR_NAME: &str = "builtin-shims";
+
+const STAMP: &str = ".stamp";
+
+/// One digest over every shipped file's name and contents.
+fn stamp() -> String {
+    let mut all = Vec::new();
+    for (name, body) in SHIPPED {
+        all.extend_from_slice(name.as_bytes());
+        all.push(0);
+        all.extend_from_slice(body.as_bytes());
+        all.push(0);
+    }
+    sha256_bytes(&all)
+}
+
+/// Makes sure `<data>/builtin-shims/` holds exactly this build's shipped shims and returns
+/// it. Costs one small read when it is already up to date. With `write` false (a dry run)
+/// nothing is written: the directory is returned only if it is already up to date.
+pub fn materialize(data: &Path, write: bool) -> Result<Option<PathBuf>, String> {
+    let dir = data.join(DIR_NAME);
+    let want = stamp();
+    if std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s.trim() == want) {
+        return Ok(Some(dir));
+    }
+    if !write {
+        return Ok(None);
+    }
+    let fail = |e: String| format!("cannot write the built-in shims to {}: {e}", dir.display());
+    std::fs::create_dir_all(&dir).map_err(|e| fail(e.to_string()))?;
+    // The stamp goes first (removed) and last (written): a crash in between leaves no stamp,
+    // so the next scan rewrites the set.
+    match std::fs::remove_file(dir.join(STAMP)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(fail(e.to_string())),
+        _ => {}
+    }
+    for (name, body) in SHIPPED {
+        write_atomic(&dir.join(name), body.as_bytes()).map_err(|e| fail(e.to_string()))?;
+    }
+    let stale = std::fs::read_dir(&dir)
+        .map_err(|e| fail(e.to_string()))?
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json") && !SHIPPED.iter().any(|(s, _)| s == n));
+    for name in stale {
+        std::fs::remove_file(dir.join(&name)).map_err(|e| fail(e.to_string()))?;
+    }
+    write_atomic(&dir.join(STAMP), format!("{want}\n").as_bytes())
+        .map_err(|e| fail(e.to_string()))?;
+    Ok(Some(dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_list_matches_the_shims_directory() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("shims");
+        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".json"))
+            .collect();
+        on_disk.sort();
+        let listed: Vec<&str> = SHIPPED.iter().map(|(n, _)| *n).collect();
+        assert_eq!(listed, on_disk, "list every shims/*.json in SHIPPED");
+    }
+
+    #[test]
+    fn every_shipped_shim_is_valid() {
+        for (name, body) in SHIPPED {
+            let checked = crate::validate::check_bytes(
+                body.as_bytes(),
+                Some(crate::validate::Kind::Shim),
+                Some(name),
+            );
+            assert!(checked.is_valid(), "{name}: {:?}", checked.diagnostics);
+        }
+    }
+
+    #[test]
+    fn materialize_writes_once_and_repairs() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(
+            materialize(tmp.path(), false).unwrap(),
+            None,
+            "dry run writes nothing"
+        );
+        assert!(!tmp.path().join(DIR_NAME).exists());
+        let dir = materialize(tmp.path(), true).unwrap().unwrap();
+        for (name, body) in SHIPPED {
+            assert_eq!(std::fs::read_to_string(dir.join(name)).unwrap(), *body);
+        }
+        // Up to date: a second call rewrites nothing (a planted file survives).
+        std::fs::write(dir.join("planted.json"), "{}").unwrap();
+        materialize(tmp.path(), true).unwrap();
+        assert!(dir.join("planted.json").exists());
+        // A damaged set (stamp gone) is rewritten and cleaned.
+        std::fs::remove_file(dir.join(STAMP)).unwrap();
+        std::fs::write(dir.join(SHIPPED[0].0), "garbage").unwrap();
+        materialize(tmp.path(), true).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.join(SHIPPED[0].0)).unwrap(),
+            SHIPPED[0].1
+        );
+        assert!(!dir.join("planted.json").exists());
+    }
+}
