@@ -33,21 +33,12 @@ pub struct Args {
     /// Provider format of `--calls`.
     #[arg(long, value_enum)]
     pub provider: Option<Provider>,
-    /// Policy file (default: <config-dir>/policy.json, else built-in defaults).
-    #[arg(long, value_name = "FILE")]
-    pub policy: Option<PathBuf>,
-    /// Timeout per call, e.g. `30s`, `500ms` (default: the command's duration.timeout, else 60s).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub timeout: Option<std::time::Duration>,
-    /// Cap on each of stdout and stderr, e.g. `256KiB`.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256KiB")]
-    pub max_output: usize,
+    /// Policy, limits and interactivity, shared with `atip mcp`.
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Confirm calls the policy wants confirmed.
     #[arg(long, short = 'y')]
     pub yes: bool,
-    /// Allow commands that need a terminal, prompts, or stdin.
-    #[arg(long)]
-    pub allow_interactive: bool,
     /// Print argv and the policy decision; run nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -56,8 +47,38 @@ pub struct Args {
     pub jobs: u16,
 }
 
-fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    atip::units::parse_duration(s)
+/// How tool calls run, for `atip exec` and `atip mcp` alike.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Policy file (default: <config-dir>/policy.json, else built-in defaults).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Timeout per call, e.g. `30s`, `500ms` (default: the command's duration.timeout, else 60s).
+    #[arg(long, value_name = "DURATION", value_parser = atip::units::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// Cap on each of stdout and stderr, e.g. `256KiB`.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256KiB")]
+    pub max_output: usize,
+    /// Allow commands that need a terminal, prompts, or stdin.
+    #[arg(long)]
+    pub allow_interactive: bool,
+}
+
+impl RunArgs {
+    /// Loads the policy (relative roots resolve against the working directory) and
+    /// the engine settings.
+    pub fn resolve(&self, ctx: &Ctx) -> Result<(Policy, Settings), AtipError> {
+        let cwd = std::env::current_dir()
+            .map_err(|e| AtipError::new("cwd_unavailable", Category::Unavailable, e.to_string()))?;
+        let policy = Policy::load(self.policy.as_deref(), &ctx.dirs.config, &cwd)?;
+        let settings = Settings {
+            timeout: self.timeout,
+            stdout_cap: self.max_output,
+            stderr_cap: self.max_output,
+            allow_interactive: self.allow_interactive,
+        };
+        Ok((policy, settings))
+    }
 }
 
 fn parse_size(s: &str) -> Result<usize, String> {
@@ -118,15 +139,7 @@ fn prompt(p: &Prepared) -> Confirmation {
 
 /// Runs `atip exec`; returns the exit code.
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
-    let cwd = std::env::current_dir()
-        .map_err(|e| AtipError::new("cwd_unavailable", Category::Unavailable, e.to_string()))?;
-    let policy = Policy::load(args.policy.as_deref(), &ctx.dirs.config, &cwd)?;
-    let settings = Settings {
-        timeout: args.timeout,
-        stdout_cap: args.max_output,
-        stderr_cap: args.max_output,
-        allow_interactive: args.allow_interactive,
-    };
+    let (policy, settings) = args.run.resolve(ctx)?;
     let focus = if args.calls.is_none() {
         args.name.as_deref()
     } else {
