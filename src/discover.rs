@@ -283,14 +283,27 @@ pub fn scan(
         c
     };
     let mut new_cache = Cache::empty();
-    let builtin = if opts.builtin_shims {
-        builtin::materialize(&dirs.data, !opts.dry_run).unwrap_or_else(|e| {
-            warnings.push(e);
-            None
-        })
+    // A dry run writes nothing: unless the data dir's copy is current, it reads the
+    // built-in shims from a throw-away directory (removed when the scan ends).
+    let builtin_home = builtin::dir(&dirs.data);
+    let needs_copy = opts.dry_run && !builtin::is_current(&builtin_home);
+    let dry_copy = if opts.builtin_shims && needs_copy {
+        tempfile::tempdir().ok()
     } else {
         None
     };
+    let target = match &dry_copy {
+        Some(t) => Some(t.path().to_path_buf()),
+        None if opts.builtin_shims && !needs_copy => Some(builtin_home),
+        None => None,
+    };
+    let builtin = target.and_then(|d| match builtin::install(&d) {
+        Ok(()) => Some(d),
+        Err(e) => {
+            warnings.push(e);
+            None
+        }
+    });
     let layers = shims::shim_layers(
         builtin.as_deref(),
         &dirs.system_data,

@@ -1153,6 +1153,16 @@ fn builtin_shims_register_shipped_tools_and_lose_to_every_other_layer() {
     // Stand-ins named like shipped shims: no sign, so never run in default mode.
     env.script("bin1/rm", "echo fake rm");
     env.script("bin1/tar", "echo fake tar");
+    // A dry run already resolves them from the built-in layer, and writes nothing.
+    let dry = env.scan(&["--dry-run"]);
+    let names: Vec<&str> = dry["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["rm", "tar"], "{dry}");
+    assert!(!env.sb.data_dir().exists(), "a dry run wrote something");
     let r = env.scan(&[]);
     let reg = env.registry();
     let builtin_dir = env.sb.data_dir().join("builtin-shims");

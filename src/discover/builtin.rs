@@ -3,11 +3,12 @@
 //! without an install step.
 //!
 //! They are written once into `<data-dir>/builtin-shims/` (rewritten only when this
-//! build's set differs, told by a stamp file) so the scan treats them like any other shim
-//! directory: validated, cached by fingerprint, recorded as `shimRegistry`. Every other
+//! build's set differs, told by a stamp file; a dry run uses a throw-away copy instead) so
+//! the scan treats them like any other shim directory: validated, cached by fingerprint,
+//! recorded as `shimRegistry`. Every other
 //! layer — admins' system dirs, the user's, `--shims`, overrides — wins over them.
 //!
-//! Must not write anywhere but that one directory of the data dir.
+//! Must not write anywhere but the one directory it is given.
 
 use crate::registry::{sha256_bytes, write_atomic};
 use std::path::{Path, PathBuf};
@@ -49,22 +50,26 @@ fn stamp() -> String {
     sha256_bytes(&all)
 }
 
-/// Makes sure `<data>/builtin-shims/` holds exactly this build's shipped shims and returns
-/// it. Costs one small read when it is already up to date. With `write` false (a dry run)
-/// nothing is written: the directory is returned only if it is already up to date.
-pub fn materialize(data: &Path, write: bool) -> Result<Option<PathBuf>, String> {
-    let dir = data.join(DIR_NAME);
-    let want = stamp();
-    if std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s.trim() == want) {
-        return Ok(Some(dir));
-    }
-    if !write {
-        return Ok(None);
+/// Where the built-in shims live inside a data dir.
+pub fn dir(data: &Path) -> PathBuf {
+    data.join(DIR_NAME)
+}
+
+/// Whether `dir` already holds exactly this build's shipped shims (one small read).
+pub fn is_current(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s.trim() == stamp())
+}
+
+/// Makes sure `dir` holds exactly this build's shipped shims; does nothing when it
+/// already does.
+pub fn install(dir: &Path) -> Result<(), String> {
+    if is_current(dir) {
+        return Ok(());
     }
     let fail = |e: String| format!("cannot write the built-in shims to {}: {e}", dir.display());
-    std::fs::create_dir_all(&dir).map_err(|e| fail(e.to_string()))?;
-    // The stamp goes first (removed) and last (written): a crash in between leaves no stamp,
-    // so the next scan rewrites the set.
+    std::fs::create_dir_all(dir).map_err(|e| fail(e.to_string()))?;
+    // The stamp goes first (removed) and last (written): a crash in between leaves no
+    // stamp, so the next scan writes the set again.
     match std::fs::remove_file(dir.join(STAMP)) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(fail(e.to_string())),
         _ => {}
@@ -72,7 +77,7 @@ pub fn materialize(data: &Path, write: bool) -> Result<Option<PathBuf>, String> 
     for (name, body) in SHIPPED {
         write_atomic(&dir.join(name), body.as_bytes()).map_err(|e| fail(e.to_string()))?;
     }
-    let stale = std::fs::read_dir(&dir)
+    let stale = std::fs::read_dir(dir)
         .map_err(|e| fail(e.to_string()))?
         .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -80,9 +85,8 @@ pub fn materialize(data: &Path, write: bool) -> Result<Option<PathBuf>, String> 
     for name in stale {
         std::fs::remove_file(dir.join(&name)).map_err(|e| fail(e.to_string()))?;
     }
-    write_atomic(&dir.join(STAMP), format!("{want}\n").as_bytes())
-        .map_err(|e| fail(e.to_string()))?;
-    Ok(Some(dir))
+    write_atomic(&dir.join(STAMP), format!("{}\n", stamp()).as_bytes())
+        .map_err(|e| fail(e.to_string()))
 }
 
 #[cfg(test)]
@@ -115,26 +119,23 @@ mod tests {
     }
 
     #[test]
-    fn materialize_writes_once_and_repairs() {
+    fn install_writes_once_and_repairs() {
         let tmp = tempfile::tempdir().unwrap();
-        assert_eq!(
-            materialize(tmp.path(), false).unwrap(),
-            None,
-            "dry run writes nothing"
-        );
-        assert!(!tmp.path().join(DIR_NAME).exists());
-        let dir = materialize(tmp.path(), true).unwrap().unwrap();
+        let dir = dir(tmp.path());
+        assert!(!is_current(&dir));
+        install(&dir).unwrap();
+        assert!(is_current(&dir));
         for (name, body) in SHIPPED {
             assert_eq!(std::fs::read_to_string(dir.join(name)).unwrap(), *body);
         }
         // Up to date: a second call rewrites nothing (a planted file survives).
         std::fs::write(dir.join("planted.json"), "{}").unwrap();
-        materialize(tmp.path(), true).unwrap();
+        install(&dir).unwrap();
         assert!(dir.join("planted.json").exists());
         // A damaged set (stamp gone) is rewritten and cleaned.
         std::fs::remove_file(dir.join(STAMP)).unwrap();
         std::fs::write(dir.join(SHIPPED[0].0), "garbage").unwrap();
-        materialize(tmp.path(), true).unwrap();
+        install(&dir).unwrap();
         assert_eq!(
             std::fs::read_to_string(dir.join(SHIPPED[0].0)).unwrap(),
             SHIPPED[0].1
