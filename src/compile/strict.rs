@@ -422,37 +422,23 @@ struct Stats {
 }
 
 impl Stats {
+    /// Reports every OpenAI strict-mode limit the schema goes past.
     fn report(&self, c: &mut Checker, ptr: &str) {
-        if self.properties > 5000 {
-            c.bad(
-                ptr,
-                "strict-limit",
-                format!("{} object properties, more than 5000", self.properties),
-            );
-        }
-        if self.depth > 10 {
-            c.bad(
-                ptr,
-                "strict-limit",
-                format!("nesting depth {}, more than 10", self.depth),
-            );
-        }
-        if self.enum_values > 1000 {
-            c.bad(
-                ptr,
-                "strict-limit",
-                format!("{} enum values, more than 1000", self.enum_values),
-            );
-        }
-        if self.chars > 120_000 {
-            c.bad(
-                ptr,
-                "strict-limit",
-                format!(
-                    "{} characters of names and enum values, more than 120000",
-                    self.chars
-                ),
-            );
+        let limits = [
+            (self.properties, 5000, "object properties"),
+            (self.depth, 10, "nesting depth"),
+            (self.enum_values, 1000, "enum values"),
+            (self.chars, 120_000, "characters of names and enum values"),
+        ];
+        for (value, max, what) in limits {
+            if value > max {
+                let message = if what == "nesting depth" {
+                    format!("{what} {value}, more than {max}")
+                } else {
+                    format!("{value} {what}, more than {max}")
+                };
+                c.bad(ptr, "strict-limit", message);
+            }
         }
     }
 }
