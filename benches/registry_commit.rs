@@ -57,6 +57,8 @@ fn found(name: &str, path: &Path, version: &str, fresh: bool) -> Found {
         source: Source::Native,
         shim_registry: None,
         trust: "native".into(),
+        fingerprint: None,
+        vouched_by: None,
         meta,
     }
 }

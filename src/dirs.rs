@@ -1,7 +1,8 @@
 //! Where atip reads and writes: the ATIP XDG layout on every Unix, macOS included.
 //!
-//! `--data-dir` / `ATIP_DATA_DIR` and `--config-dir` / `ATIP_CONFIG_DIR` replace the data
-//! and config directories outright (tests always use them); otherwise
+//! `--data-dir` / `ATIP_DATA_DIR`, `--config-dir` / `ATIP_CONFIG_DIR` and `--state-dir` /
+//! `ATIP_STATE_DIR` replace the data, config and state directories outright (tests always
+//! use them); otherwise
 //! `$XDG_DATA_HOME/agent-tools`, `$XDG_CONFIG_HOME/agent-tools`, `$XDG_STATE_HOME/agent-tools`
 //! with the XDG defaults under `$HOME`. Relative XDG values are ignored, as the XDG spec says.
 //! The system data dirs (`$XDG_DATA_DIRS`, default `/usr/local/share:/usr/share`) hold
@@ -40,7 +41,7 @@ fn home() -> PathBuf {
 impl Dirs {
     /// Resolves the layout from explicit overrides (flag or env, already merged by clap)
     /// and the XDG environment.
-    pub fn resolve(data: Option<&Path>, config: Option<&Path>) -> Dirs {
+    pub fn resolve(data: Option<&Path>, config: Option<&Path>, state: Option<&Path>) -> Dirs {
         let data = data.map(Path::to_path_buf).unwrap_or_else(|| {
             absolute_env("XDG_DATA_HOME")
                 .unwrap_or_else(|| home().join(".local/share"))
@@ -51,7 +52,7 @@ impl Dirs {
                 .unwrap_or_else(|| home().join(".config"))
                 .join(APP_DIR)
         });
-        let state = absolute_env("ATIP_STATE_DIR").unwrap_or_else(|| {
+        let state = state.map(Path::to_path_buf).unwrap_or_else(|| {
             absolute_env("XDG_STATE_HOME")
                 .unwrap_or_else(|| home().join(".local/state"))
                 .join(APP_DIR)

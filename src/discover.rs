@@ -633,8 +633,15 @@ pub fn scan(
             path: w.exe.path.clone(),
             hash,
             source,
+            vouched_by: Some(registry::Vouch::derive(
+                dirs,
+                source,
+                shim_registry.as_deref().map(std::path::Path::new),
+                &trust,
+            )),
             shim_registry,
             trust,
+            fingerprint: Some(w.exe.fingerprint.into()),
             meta: FoundMeta::Unchanged,
         });
         if !unchanged {

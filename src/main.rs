@@ -30,6 +30,9 @@ pub struct Cli {
     /// Config directory (config.json, overrides/); replaces $XDG_CONFIG_HOME/agent-tools.
     #[arg(long, global = true, env = "ATIP_CONFIG_DIR", value_name = "DIR")]
     config_dir: Option<PathBuf>,
+    /// State directory (the audit log); replaces $XDG_STATE_HOME/agent-tools.
+    #[arg(long, global = true, env = "ATIP_STATE_DIR", value_name = "DIR")]
+    state_dir: Option<PathBuf>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -69,7 +72,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let ctx = Ctx {
         output: cli.output.resolve(),
-        dirs: Dirs::resolve(cli.data_dir.as_deref(), cli.config_dir.as_deref()),
+        dirs: Dirs::resolve(
+            cli.data_dir.as_deref(),
+            cli.config_dir.as_deref(),
+            cli.state_dir.as_deref(),
+        ),
     };
     let result: Result<u8, AtipError> = match cli.command {
         _ if cli.agent => cli::agent::run(cli.commands.as_deref(), cli.depth),

@@ -1058,6 +1058,15 @@ impl Effects {
         self.destructive == Some(false) && fs_quiet && no_resources
     }
 
+    /// Possibly destructive: everything but a command whose effective effects state
+    /// `destructive: false` and delete no files. Unstated means unknown, and unknown is
+    /// read the way MCP reads a missing `destructiveHint`: as destructive. The one
+    /// definition behind exec's and mcp's confirmation (`effects.destructive` in
+    /// `spec/policy.md`) and export's `destructiveHint`, so they cannot disagree.
+    pub fn possibly_destructive(&self) -> bool {
+        self.destructive != Some(false) || self.deletes_files()
+    }
+
     /// Billable: `cost.billable` is true.
     pub fn is_billable(&self) -> bool {
         self.cost.as_ref().and_then(|c| c.billable) == Some(true)

@@ -107,6 +107,114 @@ pub struct Entry {
     pub commands: u64,
     /// Metadata file, relative to the data dir (`tools/<hex>.json`).
     pub metadata: String,
+    /// What `stat` said about the executable when `hash` was computed: the run-time
+    /// integrity check compares it before every run and re-hashes only on a difference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<FileStamp>,
+    /// Who vouches for the metadata (see [`Vouch`]); derived from `source` and
+    /// `shimRegistry` when absent (registries written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vouched_by: Option<Vouch>,
+}
+
+/// `stat` facts that change whenever a file's contents do (the kernel sets `ctime` on
+/// every write, and nobody can set it back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileStamp {
+    /// Device.
+    pub dev: u64,
+    /// Inode.
+    pub ino: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i64,
+    /// Status-change time, nanoseconds since the epoch.
+    pub ctime_ns: i64,
+}
+
+impl FileStamp {
+    /// The stamp of already-fetched metadata.
+    pub fn of(md: &std::fs::Metadata) -> FileStamp {
+        use std::os::unix::fs::MetadataExt;
+        FileStamp {
+            dev: md.dev(),
+            ino: md.ino(),
+            size: md.size(),
+            mtime_ns: md.mtime().saturating_mul(1_000_000_000) + md.mtime_nsec(),
+            ctime_ns: md.ctime().saturating_mul(1_000_000_000) + md.ctime_nsec(),
+        }
+    }
+}
+
+/// Who vouches for a registry entry's metadata — a fact atip records, unlike the
+/// document's own `trust` block, which is a claim. Ranked from most to least vouched
+/// for (see `spec/policy.md`, trust).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Vouch {
+    /// A guess (metadata inferred from a man page or `--help`), or a shim from a
+    /// directory owned by someone other than root or the current user.
+    Inferred,
+    /// The tool describes itself (its `--agent` answer).
+    Tool,
+    /// A shim or override in a directory the current user owns.
+    User,
+    /// A shim in a directory owned by root (an admin installed it).
+    Admin,
+    /// A shim built into atip itself.
+    Builtin,
+}
+
+impl Vouch {
+    /// Every value, lowest first, as written in files.
+    pub const ALL: [&'static str; 5] = ["inferred", "tool", "user", "admin", "builtin"];
+
+    /// The name as written in files.
+    pub fn as_str(self) -> &'static str {
+        Self::ALL[self as usize]
+    }
+
+    /// Parses a name as written in files.
+    pub fn parse(s: &str) -> Option<Vouch> {
+        [
+            Vouch::Inferred,
+            Vouch::Tool,
+            Vouch::User,
+            Vouch::Admin,
+            Vouch::Builtin,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
+    }
+
+    /// Who vouches for metadata from `source` (and, for shims, the directory it came
+    /// from). A document whose own `trust.source` says `inferred` is believed: a claim
+    /// can only lower trust.
+    pub fn derive(dirs: &Dirs, source: Source, shim_dir: Option<&Path>, claimed: &str) -> Vouch {
+        use std::os::unix::fs::MetadataExt;
+        if claimed == "inferred" {
+            return Vouch::Inferred;
+        }
+        match source {
+            Source::Native => Vouch::Tool,
+            Source::Override => Vouch::User,
+            Source::Shim | Source::ShimHash => {
+                let Some(dir) = shim_dir else {
+                    return Vouch::Inferred;
+                };
+                if dir == dirs.data.join(crate::discover::builtin::DIR_NAME) {
+                    return Vouch::Builtin;
+                }
+                match std::fs::metadata(dir).map(|m| m.uid()) {
+                    Ok(0) => Vouch::Admin,
+                    Ok(uid) if uid == unsafe { libc::getuid() } => Vouch::User,
+                    _ => Vouch::Inferred,
+                }
+            }
+        }
+    }
 }
 
 /// Failures reading or writing the registry.
@@ -137,6 +245,14 @@ pub enum RegistryError {
         /// Cause.
         source: std::io::Error,
     },
+    /// A metadata file's bytes do not hash to its name: modified or damaged since the scan.
+    #[error(
+        "metadata file {path} does not match its sha256 name: it was modified or damaged since the scan"
+    )]
+    Tampered {
+        /// The metadata file.
+        path: PathBuf,
+    },
     /// Another atip run held the writer lock for longer than the wait limit.
     #[error("failed to lock {path}: another atip run held it for more than {}", crate::units::format_duration(*waited))]
     Locked {
@@ -154,6 +270,7 @@ impl RegistryError {
             RegistryError::Read { path, .. }
             | RegistryError::Parse { path, .. }
             | RegistryError::Write { path, .. }
+            | RegistryError::Tampered { path }
             | RegistryError::Locked { path, .. } => path,
         }
     }
@@ -171,6 +288,10 @@ impl RegistryError {
             RegistryError::Parse { .. } => {
                 AtipError::new("registry_corrupt", Category::Data, self.to_string())
                     .hint("run `atip scan` to rebuild the registry; the bad file is kept aside")
+            }
+            RegistryError::Tampered { .. } => {
+                AtipError::new("metadata_tampered", Category::Data, self.to_string())
+                    .hint("run `atip scan --refresh` to read the tool's metadata again")
             }
             RegistryError::Write { source, .. } => {
                 AtipError::new("registry_write_failed", Category::Output, self.to_string()).hint(
@@ -238,6 +359,18 @@ impl Entry {
         }
     }
 
+    /// Who vouches for it: as recorded by the scan, else derived from its source.
+    pub fn vouch(&self, dirs: &Dirs) -> Vouch {
+        self.vouched_by.unwrap_or_else(|| {
+            Vouch::derive(
+                dirs,
+                self.source,
+                self.shim_registry.as_deref().map(Path::new),
+                &self.trust,
+            )
+        })
+    }
+
     /// Why this entry, stored under `name`, breaks the index format; `None` when it
     /// is sound. Checks what a writer relies on: the name, an absolute path, the hash
     /// and the metadata file name.
@@ -300,16 +433,28 @@ impl Index {
             })
     }
 
-    /// Reads the metadata document of one entry. Refuses a `metadata` value that is not
-    /// `tools/<64 hex>.json`, so a hand-edited index cannot make atip read elsewhere.
-    pub fn read_metadata(dirs: &Dirs, entry: &Entry) -> Result<Metadata, RegistryError> {
+    /// Reads the stored document of one entry, byte for byte, and checks that it hashes
+    /// to its name: the one way every reader (exec, mcp, export, search, get) opens a
+    /// metadata file, so a file edited on disk is refused everywhere alike. Refuses a
+    /// `metadata` value that is not `tools/<64 hex>.json`, so a hand-edited index cannot
+    /// make atip read elsewhere.
+    pub fn read_document(dirs: &Dirs, entry: &Entry) -> Result<Vec<u8>, RegistryError> {
         let path = entry.metadata_file(dirs)?;
         let bytes = std::fs::read(&path).map_err(|source| RegistryError::Read {
             path: path.clone(),
             source,
         })?;
+        if entry.metadata_hex() != Some(store::sha256_bytes(&bytes).as_str()) {
+            return Err(RegistryError::Tampered { path });
+        }
+        Ok(bytes)
+    }
+
+    /// Reads and parses the metadata document of one entry (see [`Index::read_document`]).
+    pub fn read_metadata(dirs: &Dirs, entry: &Entry) -> Result<Metadata, RegistryError> {
+        let bytes = Self::read_document(dirs, entry)?;
         Metadata::from_slice(&bytes).map_err(|e| RegistryError::Parse {
-            path,
+            path: entry.metadata_file(dirs).unwrap_or_default(),
             message: e.to_string(),
         })
     }

@@ -84,6 +84,8 @@ fn fresh(name: &str, path: &Path, document: Vec<u8>) -> Found {
         source: Source::Native,
         shim_registry: None,
         trust: "native".into(),
+        fingerprint: None,
+        vouched_by: None,
         meta: FoundMeta::Fresh {
             document,
             metadata,
@@ -100,6 +102,8 @@ fn unchanged(name: &str, path: &Path) -> Found {
         source: Source::Native,
         shim_registry: None,
         trust: "native".into(),
+        fingerprint: None,
+        vouched_by: None,
         meta: FoundMeta::Unchanged,
     }
 }

@@ -70,7 +70,7 @@ impl Annotations {
         let read_only = e.is_read_only();
         Annotations {
             read_only_hint: read_only,
-            destructive_hint: !read_only && (e.destructive != Some(false) || e.deletes_files()),
+            destructive_hint: e.possibly_destructive(),
             idempotent_hint: e.idempotent == Some(true) || (read_only && e.idempotent.is_none()),
             open_world_hint: e.network != Some(false),
         }

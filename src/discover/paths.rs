@@ -42,6 +42,18 @@ impl Fingerprint {
     }
 }
 
+impl From<Fingerprint> for crate::registry::FileStamp {
+    fn from(f: Fingerprint) -> Self {
+        crate::registry::FileStamp {
+            dev: f.dev,
+            ino: f.ino,
+            size: f.size,
+            mtime_ns: f.mtime_ns as i64,
+            ctime_ns: f.ctime_ns as i64,
+        }
+    }
+}
+
 /// Why a PATH entry was not scanned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -536,12 +536,13 @@ impl Policy {
         }
         let e = f.effects;
         let rules_cfg = &self.file.effects;
-        if e.destructive == Some(true) {
-            hit(
-                "effects.destructive",
-                rules_cfg.destructive,
-                "the command is destructive".into(),
-            );
+        if e.possibly_destructive() {
+            let why = match e.destructive {
+                Some(true) => "the command is destructive",
+                Some(false) => "the command deletes files",
+                None => "the metadata does not state destructive: false, so the command may be destructive",
+            };
+            hit("effects.destructive", rules_cfg.destructive, why.into());
         }
         if e.is_billable() {
             hit(

@@ -5,7 +5,7 @@
 //! loaded `registry.json` just before a writer replaced it may find a metadata file
 //! collected; [`get_tool`] then reloads the index once.
 
-use super::{Entry, Index, RegistryError, Source, sha256_bytes};
+use super::{Entry, Index, RegistryError, Source};
 use crate::dirs::Dirs;
 use crate::model::Metadata;
 use serde::Serialize;
@@ -194,20 +194,22 @@ pub fn get_tool(dirs: &Dirs, name: &str) -> Result<StoredTool, GetError> {
             });
         };
         let path = entry.metadata_file(dirs)?;
-        let document = match std::fs::read(&path) {
+        let document = match Index::read_document(dirs, entry) {
             Ok(d) => d,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !retried => {
+            Err(RegistryError::Read { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound && !retried =>
+            {
                 retried = true;
                 continue;
             }
-            Err(source) => return Err(RegistryError::Read { path, source }.into()),
+            Err(RegistryError::Tampered { path }) => {
+                return Err(GetError::Tampered {
+                    name: name.to_string(),
+                    path,
+                });
+            }
+            Err(e) => return Err(e.into()),
         };
-        if entry.metadata_hex() != Some(sha256_bytes(&document).as_str()) {
-            return Err(GetError::Tampered {
-                name: name.to_string(),
-                path,
-            });
-        }
         let metadata = Metadata::from_slice(&document).map_err(|e| RegistryError::Parse {
             path: path.clone(),
             message: e.to_string(),

@@ -196,6 +196,10 @@ pub struct Found {
     pub shim_registry: Option<String>,
     /// Trust source: native, vendor, org, community, user or inferred.
     pub trust: String,
+    /// `stat` of the executable taken before it was hashed.
+    pub fingerprint: Option<super::FileStamp>,
+    /// Who vouches for the metadata.
+    pub vouched_by: Option<super::Vouch>,
     /// Fresh metadata, or "keep what is stored".
     pub meta: FoundMeta,
 }
@@ -387,6 +391,8 @@ fn entry_from_fresh(f: &Found, metadata: &Metadata, checked_at: &str, rel: Strin
         effects: metadata.effects_summary(),
         commands: metadata.command_count() as u64,
         metadata: rel,
+        fingerprint: f.fingerprint,
+        vouched_by: f.vouched_by,
     }
 }
 
@@ -572,7 +578,11 @@ pub fn commit(
             } => entry_from_fresh(f, metadata, checked_at, rels[f.name.as_str()].clone()),
             FoundMeta::Unchanged => match old_entry {
                 Some(e) if e.path == f.path && e.hash == f.hash && e.source == f.source => {
-                    e.clone()
+                    let mut e = e.clone();
+                    // The same contents may have a new stamp (touched, copied over).
+                    e.fingerprint = f.fingerprint.or(e.fingerprint);
+                    e.vouched_by = f.vouched_by.or(e.vouched_by);
+                    e
                 }
                 _ => {
                     report.stale.push(f.name.clone());
@@ -585,7 +595,14 @@ pub fn commit(
         };
         match old_entry {
             None => report.added.push(f.name.clone()),
-            Some(e) if *e == entry => report.unchanged.push(f.name.clone()),
+            Some(e)
+                if Entry {
+                    fingerprint: entry.fingerprint,
+                    ..e.clone()
+                } == entry =>
+            {
+                report.unchanged.push(f.name.clone())
+            }
             Some(_) => report.updated.push(f.name.clone()),
         }
         tools.insert(f.name.clone(), entry);
