@@ -54,6 +54,10 @@ pub struct FlatTool {
     pub effects: Effects,
     /// Plain JSON Schema 2020-12: `type: object`, no `$ref`, `additionalProperties: false`.
     pub input_schema: Value,
+    /// The metadata marks it (or an ancestor, or the tool) `x-atip-runner`: it runs a
+    /// program named in its own arguments.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub runner: bool,
 }
 
 /// One schema property and where its value goes on the command line.

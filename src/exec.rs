@@ -19,13 +19,15 @@ pub mod audit;
 pub mod calls;
 pub mod policy;
 pub mod redact;
+pub mod runners;
+pub mod trust;
 
 use crate::compile::{Catalog, FlatTool, FlattenOptions, names};
 use crate::dirs::Dirs;
 use crate::model::{Metadata, ParamType};
 use crate::output::{AtipError, Category};
 use crate::process::{self, Exit, Spawn};
-use crate::registry::Index;
+use crate::registry::{FileStamp, Index};
 use audit::{AuditLog, AuditRecord};
 use policy::{Action, CallFacts, Decision, Policy};
 use redact::Redactor;
@@ -36,6 +38,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// Rule id of a refusal because the executable changed since the scan.
+pub const INTEGRITY_RULE: &str = "integrity.changed";
 
 /// Timeout when neither `--timeout` nor the command's `duration.timeout` says.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -71,8 +76,12 @@ impl Default for Settings {
 pub struct ToolInfo {
     /// Absolute path of the executable, from the registry.
     pub program: PathBuf,
-    /// Trust source of the registry entry.
-    pub trust: String,
+    /// `sha256:<hex>` of the executable when it was scanned.
+    pub hash: String,
+    /// Its `stat` then, when the scan recorded it.
+    pub fingerprint: Option<FileStamp>,
+    /// Trust as atip derives it (never the document's claim).
+    pub trust: trust::TrustFacts,
     /// Environment variables named by `authentication.methods[].envVar`: passed to the
     /// child when set, and their values redacted.
     pub auth_env: Vec<String>,
@@ -86,6 +95,8 @@ pub struct Engine {
     catalog: Catalog,
     tools: HashMap<String, ToolInfo>,
     checkers: Mutex<HashMap<String, Arc<args::Checker>>>,
+    /// Stamps of executables whose contents were re-hashed and found unchanged.
+    rehashed: Mutex<HashMap<PathBuf, FileStamp>>,
     /// The policy in force.
     pub policy: Policy,
     /// Run-wide settings.
@@ -359,11 +370,14 @@ impl Engine {
                     .as_ref()
                     .and_then(|o| o.safety_assumption.as_deref())
                     .is_none_or(|s| s == "unknown");
+            let trust = trust::derive(&meta, entry, entry.vouch(dirs));
             tools.insert(
                 tool_name,
                 ToolInfo {
                     program: entry.path.clone(),
-                    trust: entry.trust.clone(),
+                    hash: entry.hash.clone(),
+                    fingerprint: entry.fingerprint,
+                    trust,
                     auth_env,
                     partial_unknown,
                 },
@@ -420,6 +434,7 @@ impl Engine {
             catalog,
             tools,
             checkers: Mutex::new(HashMap::new()),
+            rehashed: Mutex::new(HashMap::new()),
             audit: AuditLog::in_dir(&dirs.state),
             policy,
             settings,
@@ -503,16 +518,14 @@ impl Engine {
         }
         self.check_paths(&tool, &a)?;
         let argv = argv::build(&tool.command, &tool.params, &a)?;
-        let mut decision = self.policy.evaluate(&CallFacts {
-            tool: &tool.tool,
-            flat_name: &tool.name,
-            command_path: &command_path(&tool),
-            program: &info.program,
-            effects: &tool.effects,
-            trust: &info.trust,
-            partial_unknown: info.partial_unknown,
-            allow_interactive: self.settings.allow_interactive,
-        });
+        let mut decision = self.decide(&tool, &info, &argv);
+        if let Err(why) = self.check_integrity(&info) {
+            decision.rules.push(policy::RuleHit {
+                rule: INTEGRITY_RULE.into(),
+                action: Action::Deny,
+                reason: why,
+            });
+        }
         for (property, value) in url_values(&tool, &a) {
             decision
                 .rules
@@ -543,6 +556,74 @@ impl Engine {
             timeout,
             redactor,
         })
+    }
+
+    /// The policy's decision on running `tool` with `argv` (arguments after the program),
+    /// before argument-value rules (URLs) and the integrity check.
+    fn decide(&self, tool: &FlatTool, info: &ToolInfo, argv: &[String]) -> Decision {
+        let names = runners::program_names(&info.program);
+        let runner = runners::why_runner(
+            &names,
+            &tool.command,
+            argv,
+            tool.runner,
+            &self.policy.file.runners.programs,
+            &self.policy.file.runners.options,
+        );
+        self.policy.evaluate(&CallFacts {
+            tool: &tool.tool,
+            flat_name: &tool.name,
+            command_path: &command_path(tool),
+            program: &info.program,
+            effects: &tool.effects,
+            trust: &info.trust,
+            partial_unknown: info.partial_unknown,
+            allow_interactive: self.settings.allow_interactive,
+            is_self: runners::is_self(&info.program),
+            program_names: &names,
+            runner,
+        })
+    }
+
+    /// Whether the policy denies `tool` whatever its arguments (lists, runners, atip
+    /// itself, compromised trust): such a tool is not offered to a client at all.
+    pub fn denied_outright(&self, tool: &FlatTool) -> bool {
+        let Some(info) = self.tools.get(&tool.tool) else {
+            return true;
+        };
+        let bare: Vec<String> = tool.command.iter().filter(|s| !s.is_empty()).cloned().collect();
+        self.decide(tool, info, &bare).action == Action::Deny
+    }
+
+    /// Checks that the executable is still the one the scan hashed: its `stat` against
+    /// the recorded fingerprint (one `stat`, no reading), and only on a difference its
+    /// sha256 against the recorded hash. Returns why not, when it is not.
+    pub fn check_integrity(&self, info: &ToolInfo) -> Result<(), String> {
+        let md = std::fs::metadata(&info.program)
+            .map_err(|e| format!("{} cannot be checked: {e}", info.program.display()))?;
+        let now = FileStamp::of(&md);
+        if info.fingerprint == Some(now) {
+            return Ok(());
+        }
+        let mut known = self.rehashed.lock().unwrap_or_else(|p| p.into_inner());
+        if known.get(&info.program) == Some(&now) {
+            return Ok(());
+        }
+        let hash = crate::registry::sha256_file(&info.program)
+            .map_err(|e| format!("{} cannot be read: {e}", info.program.display()))?;
+        if hash != info.hash {
+            return Err(format!(
+                "{} changed since the scan: its sha256 is {hash}, the registry recorded {}",
+                info.program.display(),
+                info.hash
+            ));
+        }
+        // Same contents, new stamp (touched, or a registry without fingerprints).
+        // Re-checked if it changes again.
+        if FileStamp::of(&std::fs::metadata(&info.program).map_err(|e| e.to_string())?) == now {
+            known.insert(info.program.clone(), now);
+        }
+        Ok(())
     }
 
     fn check_paths(&self, tool: &FlatTool, a: &Map<String, Value>) -> Result<(), AtipError> {
@@ -581,7 +662,19 @@ impl Engine {
         via: &Via,
         call_id: Option<&str>,
     ) -> AtipError {
+        let integrity = p.decision.rules.iter().find(|r| r.rule == INTEGRITY_RULE);
         let (code, message, hint, decision) = match (p.decision.action, answer) {
+            (Action::Deny, _) if integrity.is_some() => (
+                "integrity_changed",
+                format!(
+                    "refusing to run {}: {}",
+                    p.command_path(),
+                    p.decision.explain(Action::Deny)
+                ),
+                "run `atip scan` to register the executable as it is now, if the change is expected"
+                    .to_string(),
+                "deny",
+            ),
             (Action::Deny, _) => (
                 "policy_denied",
                 format!(
@@ -676,6 +769,17 @@ impl Engine {
     ) -> Result<ExecResult, AtipError> {
         debug_assert!(p.decision.action != Action::Deny);
         let decision = if confirmed { "confirmed" } else { "allow" };
+        // Again right before the run: the file may have changed since `prepare`.
+        if let Err(why) = self.check_integrity(&p.info) {
+            let mut refused = p.clone();
+            refused.decision.rules.push(policy::RuleHit {
+                rule: INTEGRITY_RULE.into(),
+                action: Action::Deny,
+                reason: why,
+            });
+            refused.decision.action = Action::Deny;
+            return Err(self.refuse(&refused, None, via, call_id));
+        }
         let mut spawn = Spawn::new(&p.info.program, p.argv.clone(), p.timeout);
         spawn.stdout_cap = self.settings.stdout_cap;
         spawn.stderr_cap = self.settings.stderr_cap;

@@ -13,6 +13,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
 
+/// Extension key marking a command (or a whole tool) that runs a program named in its
+/// own arguments; see `spec/policy.md`, runners.
+pub const RUNNER_KEY: &str = "x-atip-runner";
+
 /// Keys this model does not know, kept verbatim (vendor `x-` extensions included).
 pub type Extra = Map<String, Value>;
 
@@ -807,6 +811,17 @@ impl Metadata {
             out.inherit(layer);
         }
         out
+    }
+
+    /// Whether a command runs a program named in its own arguments (a shell's `-c`,
+    /// `xargs`, `ssh HOST CMD`): the extension key [`RUNNER_KEY`] set to `true` on the
+    /// command, else on the nearest ancestor that sets it, else on the tool root.
+    pub fn is_runner(&self, entry: &CommandEntry<'_>) -> bool {
+        std::iter::once(&entry.command.extra)
+            .chain(entry.ancestors.iter().rev().map(|c| &c.extra))
+            .chain(std::iter::once(&self.extra))
+            .find_map(|extra| extra.get(RUNNER_KEY).and_then(Value::as_bool))
+            .unwrap_or(false)
     }
 
     /// Options a command accepts: the tool's global options, then each ancestor's

@@ -29,14 +29,20 @@ pub fn flatten(meta: &Metadata, opts: &FlattenOptions) -> Vec<FlatTool> {
     if !has_commands {
         let effects = meta.effects.clone().unwrap_or_default();
         let options: Vec<&Opt> = meta.global_opts().iter().collect();
-        push(build(
+        let mut t = build(
             &tool,
             vec![String::new()],
             &meta.description,
             &[],
             &options,
             effects,
-        ));
+        );
+        t.runner = meta
+            .extra
+            .get(crate::model::RUNNER_KEY)
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
+        push(t);
         return out;
     }
     for entry in meta.walk() {
@@ -46,14 +52,16 @@ pub fn flatten(meta: &Metadata, opts: &FlattenOptions) -> Vec<FlatTool> {
         let path: Vec<String> = entry.path.iter().map(|s| s.to_string()).collect();
         let effects = meta.effective_effects(&entry);
         let options = meta.options_in_scope(&entry);
-        push(build(
+        let mut t = build(
             &tool,
             path,
             &entry.command.description,
             entry.command.args(),
             &options,
             effects,
-        ));
+        );
+        t.runner = meta.is_runner(&entry);
+        push(t);
     }
     out
 }
@@ -170,6 +178,7 @@ fn build(
         params,
         effects,
         input_schema,
+        runner: false,
     }
 }
 

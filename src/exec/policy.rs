@@ -6,7 +6,9 @@
 //! pure: it looks at facts about one call and returns a decision naming every rule that
 //! applied. Must not run anything, prompt, or print.
 
+use super::trust::{TrustFacts, TrustLevel};
 use crate::model::Effects;
+use crate::registry::Vouch;
 use crate::output::{AtipError, Category};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
@@ -80,30 +82,59 @@ fn allow() -> Action {
     Action::Allow
 }
 
-/// Trust floor.
+/// Trust floor, on what atip derives (see [`super::trust`]), never on a tool's claim.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TrustRule {
-    /// Lowest trust source that runs under the other rules:
-    /// `native` > `vendor` > `org` > `community` > `user` > `inferred`.
+    /// Lowest derived trust level that runs under the other rules: `unsigned`,
+    /// `unverified` or `verified`. (`compromised` never runs.)
     #[serde(default = "default_minimum")]
     pub minimum: String,
-    /// What happens to tools below it.
+    /// Lowest vouching class that runs under the other rules: `inferred` < `tool` <
+    /// `user` < `admin` < `builtin`.
+    #[serde(default = "default_vouch")]
+    pub vouch: String,
+    /// What happens to tools below either floor.
     #[serde(default = "confirm")]
     pub below: Action,
 }
 
 fn default_minimum() -> String {
-    "user".into()
+    "unsigned".into()
+}
+
+fn default_vouch() -> String {
+    "tool".into()
 }
 
 impl Default for TrustRule {
     fn default() -> Self {
         TrustRule {
             minimum: default_minimum(),
+            vouch: default_vouch(),
             below: Action::Confirm,
         }
     }
+}
+
+/// Command runners the policy lets run, and more of them than the built-in table.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunnerRules {
+    /// Globs on the program's basename, its absolute path, the registered tool name or
+    /// the command path: matching runners run under the other rules instead of being
+    /// denied.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// More program basenames that are runners, on top of the built-in list.
+    #[serde(default)]
+    pub programs: Vec<String>,
+    /// More command paths that are runners (globs such as `mytool exec*`).
+    #[serde(default)]
+    pub commands: Vec<String>,
+    /// More flags that make a program a runner: program basename → flags.
+    #[serde(default)]
+    pub options: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// Path guardrails.
@@ -173,6 +204,34 @@ pub struct Limits {
     /// Most tool calls taken from one provider response.
     #[serde(default = "default_max_calls")]
     pub max_calls: usize,
+    /// Most tool calls one `atip mcp` session runs (0: no limit).
+    #[serde(default = "default_session_calls")]
+    pub max_session_calls: usize,
+    /// Most tool calls one `atip mcp` session starts per minute (0: no limit).
+    #[serde(default = "default_per_minute")]
+    pub calls_per_minute: usize,
+    /// What a call does when `--jobs` calls already run: `wait` for a slot, or be
+    /// refused at once with a retryable `busy` error.
+    #[serde(default)]
+    pub overflow: Overflow,
+}
+
+/// What a call finds when every slot is taken.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Overflow {
+    /// Wait for a running call to finish.
+    #[default]
+    Wait,
+    /// Refuse with a retryable error.
+    Refuse,
+}
+
+fn default_session_calls() -> usize {
+    1000
+}
+fn default_per_minute() -> usize {
+    120
 }
 
 fn default_max_string() -> usize {
@@ -191,6 +250,9 @@ impl Default for Limits {
             max_string_bytes: default_max_string(),
             max_array_items: default_max_items(),
             max_calls: default_max_calls(),
+            max_session_calls: default_session_calls(),
+            calls_per_minute: default_per_minute(),
+            overflow: Overflow::Wait,
         }
     }
 }
@@ -229,6 +291,9 @@ pub struct PolicyFile {
     /// Guardrails for `url` arguments.
     #[serde(default)]
     pub urls: UrlRules,
+    /// Command runners allowed, and more runners.
+    #[serde(default)]
+    pub runners: RunnerRules,
 }
 
 fn one() -> u32 {
@@ -248,6 +313,7 @@ impl Default for PolicyFile {
             limits: Limits::default(),
             env: EnvRules::default(),
             urls: UrlRules::default(),
+            runners: RunnerRules::default(),
         }
     }
 }
@@ -263,6 +329,10 @@ pub struct Policy {
     commands: Compiled,
     programs: Compiled,
     url_hosts: Compiled,
+    runners_allow: GlobSet,
+    runner_commands: GlobSet,
+    trust_floor: TrustLevel,
+    vouch_floor: Vouch,
     roots: Vec<PathBuf>,
 }
 
@@ -342,7 +412,8 @@ impl Decision {
     }
 }
 
-/// What the policy looks at.
+/// What the policy looks at: every fact about one call, gathered by the caller. Build it
+/// and pass it to [`Policy::evaluate`], the one function that decides.
 #[derive(Debug, Clone)]
 pub struct CallFacts<'a> {
     /// Registered tool name, e.g. `gh`.
@@ -355,25 +426,20 @@ pub struct CallFacts<'a> {
     pub program: &'a Path,
     /// Effective effects of the command.
     pub effects: &'a Effects,
-    /// Trust source of the registry entry.
-    pub trust: &'a str,
+    /// Trust as atip derived it (level and who vouches).
+    pub trust: &'a TrustFacts,
     /// The metadata is a partial answer whose omitted commands have unknown safety.
     pub partial_unknown: bool,
     /// Whether `--allow-interactive` was given.
     pub allow_interactive: bool,
-}
-
-/// Rank of a trust source; unknown sources rank below `inferred`.
-pub fn trust_rank(source: &str) -> i32 {
-    match source {
-        "native" => 5,
-        "vendor" => 4,
-        "org" => 3,
-        "community" => 2,
-        "user" => 1,
-        "inferred" => 0,
-        _ => -1,
-    }
+    /// The program is atip itself (same file, or a copy): never run.
+    pub is_self: bool,
+    /// Names the program answers to (basename, and its resolved target's), for the
+    /// runner table and `runners.allow`.
+    pub program_names: &'a [String],
+    /// Why the call runs another program (built-in table, `x-atip-runner` or an option
+    /// such as `find -exec`), when it does, before the policy's own runner lists.
+    pub runner: Option<String>,
 }
 
 impl Policy {
@@ -402,16 +468,41 @@ impl Policy {
                 format!("invalid environment variable name {bad:?} in env.pass"),
             ));
         }
-        if trust_rank(&file.trust.minimum) < 0 {
-            return Err(AtipError::new(
+        let trust_floor = TrustLevel::parse_floor(&file.trust.minimum).ok_or_else(|| {
+            AtipError::new(
                 "policy_invalid",
                 Category::Config,
                 format!(
-                    "unknown trust.minimum {:?}: expected native, vendor, org, community, user or inferred",
-                    file.trust.minimum
+                    "unknown trust.minimum {:?}: expected a derived trust level, {}",
+                    file.trust.minimum,
+                    TrustLevel::FLOORS.join(", ")
                 ),
-            ));
-        }
+            )
+            .hint("trust.minimum acts on the level atip derives, not on the tool's own trust.source; use trust.vouch to require who vouches (see spec/policy.md)")
+        })?;
+        let vouch_floor = Vouch::parse(&file.trust.vouch).ok_or_else(|| {
+            AtipError::new(
+                "policy_invalid",
+                Category::Config,
+                format!(
+                    "unknown trust.vouch {:?}: expected {}",
+                    file.trust.vouch,
+                    Vouch::ALL.join(", ")
+                ),
+            )
+        })?;
+        let globs = |pats: &[String], field: &str| -> Result<GlobSet, AtipError> {
+            Compiled::new(
+                &Lists {
+                    allow: Vec::new(),
+                    deny: pats.to_vec(),
+                },
+                field,
+            )
+            .map(|c| c.deny)
+        };
+        let runners_allow = globs(&file.runners.allow, "runners.allow")?;
+        let runner_commands = globs(&file.runners.commands, "runners.commands")?;
         let mut roots = Vec::new();
         let raw_roots = if file.paths.roots.is_empty() {
             vec![PathBuf::from(".")]
@@ -434,6 +525,10 @@ impl Policy {
                 },
                 "urls",
             )?,
+            runners_allow,
+            runner_commands,
+            trust_floor,
+            vouch_floor,
             roots,
             file,
             source,
@@ -573,15 +668,70 @@ impl Policy {
             };
             hit("effects.unknown", rules_cfg.unknown, why.into());
         }
-        if trust_rank(f.trust) < trust_rank(&self.file.trust.minimum) {
+        if f.trust.level == TrustLevel::Compromised {
+            hit("trust.compromised", Action::Deny, f.trust.why.clone());
+        } else if f.trust.level < self.trust_floor {
             hit(
                 "trust.minimum",
                 self.file.trust.below,
                 format!(
-                    "trust source {:?} is below {:?}",
-                    f.trust, self.file.trust.minimum
+                    "derived trust level {} is below {} ({})",
+                    f.trust.level.as_str(),
+                    self.trust_floor.as_str(),
+                    f.trust.why
                 ),
             );
+        }
+        if f.trust.vouch < self.vouch_floor {
+            hit(
+                "trust.vouch",
+                self.file.trust.below,
+                format!(
+                    "the metadata is vouched for by {}, below {}",
+                    f.trust.vouch.as_str(),
+                    self.vouch_floor.as_str()
+                ),
+            );
+        }
+        if f.is_self {
+            hit(
+                "runners.self",
+                Action::Deny,
+                "the program is atip itself; atip never runs atip".into(),
+            );
+        } else {
+            let runner = f.runner.clone().or_else(|| {
+                if let Some(n) = f
+                    .program_names
+                    .iter()
+                    .find(|n| self.file.runners.programs.contains(n))
+                {
+                    Some(format!("{n} is listed in runners.programs"))
+                } else if self.runner_commands.is_match(f.command_path) {
+                    Some(format!("{} matches runners.commands", f.command_path))
+                } else {
+                    None
+                }
+            });
+            if let Some(why) = runner {
+                let program = f.program.to_str().unwrap_or("");
+                let allowed = f
+                    .program_names
+                    .iter()
+                    .map(String::as_str)
+                    .chain([program, f.tool, f.command_path])
+                    .any(|s| self.runners_allow.is_match(s));
+                if !allowed {
+                    hit(
+                        "runners",
+                        Action::Deny,
+                        format!(
+                            "{why}; a command runner is denied unless the policy allows it (runners.allow: [{:?}])",
+                            f.program_names.first().map(String::as_str).unwrap_or(f.tool)
+                        ),
+                    );
+                }
+            }
         }
         if e.needs_human() && !f.allow_interactive {
             hit(

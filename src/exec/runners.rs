@@ -1,0 +1,288 @@
+//! Command runners: programs whose job is to run another program named in their own
+//! arguments (shells, interpreters, `env`, `sudo`, `xargs`, `ssh HOST CMD`, `find -exec`,
+//! `git -c`). Through one of them a model could run anything, whatever the policy says
+//! about the runner itself, so policy denies them unless it allows that program by name.
+//!
+//! This module only finds out *whether* a call runs another program and why; the policy
+//! ([`super::policy`]) decides what happens. It also recognises atip itself (by file
+//! identity or contents, whatever its name), which is never run. The built-in table is
+//! written out in `spec/policy.md`; the policy file extends it (`runners.programs`,
+//! `runners.commands`, `runners.options`). Must not run anything.
+
+use sha2::{Digest, Sha256};
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Programs that run whatever their arguments name, matched on the executable's
+/// basename with a trailing version stripped (`python3.12` → `python`).
+pub const PROGRAMS: &[&str] = &[
+    // shells
+    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "csh", "tcsh", "rc",
+    "busybox", "toybox",
+    // interpreters
+    "python", "pypy", "node", "nodejs", "deno", "bun", "perl", "ruby", "irb", "php", "lua",
+    "luajit", "tclsh", "wish", "expect", "Rscript", "R", "julia", "pwsh", "powershell",
+    "osascript", "awk", "gawk", "mawk", "nawk", "sed", "gdb", "lldb",
+    // wrappers that run their arguments
+    "env", "sudo", "doas", "su", "runuser", "pkexec", "xargs", "nohup", "timeout", "nice",
+    "ionice", "setsid", "chroot", "unshare", "nsenter", "flock", "watch", "script", "ssh",
+    "time", "taskset", "chrt", "stdbuf", "parallel", "strace", "ltrace", "valgrind",
+    "systemd-run", "at", "batch", "firejail", "bwrap", "fakeroot", "proot", "npx", "pipx",
+    "uvx", "atip",
+];
+
+/// Commands of otherwise ordinary programs that run a program named in their arguments:
+/// (program, command path).
+pub const COMMANDS: &[(&str, &str)] = &[
+    ("git", "submodule foreach"),
+    ("git", "bisect run"),
+    ("docker", "run"),
+    ("docker", "exec"),
+    ("docker", "container run"),
+    ("docker", "container exec"),
+    ("podman", "run"),
+    ("podman", "exec"),
+    ("kubectl", "exec"),
+    ("kubectl", "run"),
+    ("kubectl", "debug"),
+    ("npm", "exec"),
+    ("npm", "run-script"),
+    ("uv", "run"),
+    ("poetry", "run"),
+    ("cargo", "run"),
+    ("make", ""),
+];
+
+/// Options that make a call of a program run another program: (program, command path or
+/// `*` for any command, flags). A flag matches an argv element equal to it, or starting
+/// with it plus `=`, or (for a two-character flag) with its value attached (`-cx`).
+pub const OPTIONS: &[(&str, &str, &[&str])] = &[
+    ("find", "*", &["-exec", "-execdir", "-ok", "-okdir"]),
+    ("git", "", &["-c", "--config-env", "--exec-path"]),
+    ("git", "clone", &["-c", "--config", "-u", "--upload-pack"]),
+    ("git", "fetch", &["--upload-pack"]),
+    ("git", "pull", &["--upload-pack"]),
+    ("git", "ls-remote", &["--upload-pack"]),
+    ("git", "archive", &["--exec"]),
+    ("git", "push", &["--receive-pack", "--exec"]),
+    ("git", "rebase", &["-x", "--exec"]),
+    ("tar", "*", &["--to-command", "-I", "--use-compress-program", "--checkpoint-action", "-F", "--info-script", "--new-volume-script", "--rsh-command"]),
+    ("rsync", "*", &["-e", "--rsh", "--rsync-path"]),
+    ("sort", "*", &["--compress-program"]),
+    ("zip", "*", &["-TT", "--unzip-command"]),
+    ("man", "*", &["-P", "--pager", "-H", "--html"]),
+    ("less", "*", &[]),
+];
+
+/// The basename without a trailing version: `python3.12` → `python`, `perl5.36` → `perl`.
+pub fn base_name(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stripped = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+    if stripped.is_empty() {
+        name
+    } else {
+        stripped.to_string()
+    }
+}
+
+/// The names a program answers to: the registered path's basename, and its resolved
+/// target's (a `/usr/local/bin/tool` symlink to `bash` is bash) unless that target is a
+/// multi-call binary, which picks its behaviour from the name it was called by.
+pub fn program_names(program: &Path) -> Vec<String> {
+    let mut out = vec![base_name(program)];
+    if let Ok(real) = std::fs::canonicalize(program) {
+        let target = base_name(&real);
+        if !out.contains(&target) && !matches!(target.as_str(), "busybox" | "toybox") {
+            out.push(target);
+        }
+    }
+    out
+}
+
+/// Why a call runs another program, in words, or `None` when nothing says it does.
+/// `extra_programs`, `extra_commands` and `extra_options` come from the policy file.
+pub fn why_runner(
+    names: &[String],
+    command: &[String],
+    argv: &[String],
+    marked: bool,
+    extra_programs: &[String],
+    extra_options: &std::collections::BTreeMap<String, Vec<String>>,
+) -> Option<String> {
+    let path = command
+        .iter()
+        .filter(|s| !s.is_empty())
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if let Some(n) = names
+        .iter()
+        .find(|n| PROGRAMS.contains(&n.as_str()) || extra_programs.contains(n))
+    {
+        return Some(format!("{n} runs programs named in its arguments"));
+    }
+    if marked {
+        return Some(format!(
+            "its metadata marks it {} (it runs programs named in its arguments)",
+            crate::model::RUNNER_KEY
+        ));
+    }
+    for n in names {
+        if let Some((_, c)) = COMMANDS
+            .iter()
+            .find(|(p, c)| p == n && (*c == path || (!c.is_empty() && path.starts_with(&format!("{c} ")))))
+        {
+            let shown = if c.is_empty() { n.clone() } else { format!("{n} {c}") };
+            return Some(format!("{shown} runs programs named in its arguments"));
+        }
+        let built_in = OPTIONS
+            .iter()
+            .filter(|(p, c, _)| p == n && (*c == "*" || *c == path))
+            .flat_map(|(_, _, flags)| flags.iter().map(|f| f.to_string()));
+        let from_policy = extra_options.get(n).into_iter().flatten().cloned();
+        for flag in built_in.chain(from_policy) {
+            if let Some(a) = argv.iter().find(|a| flag_matches(a, &flag)) {
+                return Some(format!(
+                    "{n} with {a:?} runs a program named in its arguments"
+                ));
+            }
+        }
+    }
+    None
+}
+
+fn flag_matches(arg: &str, flag: &str) -> bool {
+    if arg == flag {
+        return true;
+    }
+    if let Some(rest) = arg.strip_prefix(flag) {
+        return rest.starts_with('=') || (flag.len() == 2 && flag.starts_with('-') && !flag.starts_with("--"));
+    }
+    false
+}
+
+/// How atip recognises itself on disk.
+struct SelfId {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    path: PathBuf,
+    hash: OnceLock<Option<[u8; 32]>>,
+}
+
+fn me() -> Option<&'static SelfId> {
+    static ME: OnceLock<Option<SelfId>> = OnceLock::new();
+    ME.get_or_init(|| {
+        let path = std::env::current_exe().ok()?;
+        let md = std::fs::metadata(&path).ok()?;
+        Some(SelfId {
+            dev: md.dev(),
+            ino: md.ino(),
+            size: md.size(),
+            path,
+            hash: OnceLock::new(),
+        })
+    })
+    .as_ref()
+}
+
+fn sha256_of(path: &Path) -> Option<[u8; 32]> {
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => h.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    Some(h.finalize().into())
+}
+
+/// Whether `program` is this very atip: the same file (device and inode, whatever name
+/// or symlink leads to it) or a copy of it (same size and sha256). Contents are hashed
+/// only when the sizes match, so the usual answer costs one `stat`.
+pub fn is_self(program: &Path) -> bool {
+    let Some(me) = me() else {
+        // atip cannot tell where it is: every program might be atip.
+        return true;
+    };
+    let Ok(md) = std::fs::metadata(program) else {
+        return false;
+    };
+    if md.dev() == me.dev && md.ino() == me.ino {
+        return true;
+    }
+    if md.size() != me.size {
+        return false;
+    }
+    let mine = me.hash.get_or_init(|| sha256_of(&me.path));
+    match (mine, sha256_of(program)) {
+        (Some(a), Some(b)) => *a == b,
+        // Unreadable either way: a file of atip's exact size that cannot be checked.
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn why(name: &str, command: &[&str], argv: &[&str]) -> Option<String> {
+        let command: Vec<String> = command.iter().map(|s| s.to_string()).collect();
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        why_runner(&[name.to_string()], &command, &argv, false, &[], &BTreeMap::new())
+    }
+
+    #[test]
+    fn names_strip_versions() {
+        assert_eq!(base_name(Path::new("/usr/bin/python3.12")), "python");
+        assert_eq!(base_name(Path::new("/usr/bin/perl5.36")), "perl");
+        assert_eq!(base_name(Path::new("/usr/bin/git")), "git");
+        assert_eq!(base_name(Path::new("/x/7z")), "7z");
+        assert_eq!(base_name(Path::new("/x/123")), "123");
+    }
+
+    #[test]
+    fn whole_programs_commands_and_options() {
+        assert!(why("bash", &[""], &["-c", "id"]).is_some());
+        assert!(why("xargs", &[""], &[]).is_some());
+        assert!(why("find", &[""], &[".", "-name", "x"]).is_none());
+        assert!(why("find", &[""], &[".", "-exec", "rm", "{}", ";"]).is_some());
+        assert!(why("find", &[""], &[".", "-executable"]).is_none());
+        assert!(why("git", &["switch"], &["switch", "-c", "topic"]).is_none());
+        assert!(why("git", &[""], &["-c", "core.pager=sh"]).is_some());
+        assert!(why("git", &["rebase"], &["rebase", "--exec=make"]).is_some());
+        assert!(why("git", &["submodule", "foreach"], &["submodule", "foreach"]).is_some());
+        assert!(why("git", &["status"], &["status"]).is_none());
+        assert!(why("tar", &[""], &["-Ixz", "-cf", "a.tar"]).is_some());
+        assert!(why("rsync", &[""], &["-av", "a", "b"]).is_none());
+        let extra = BTreeMap::from([("mytool".to_string(), vec!["--hook".to_string()])]);
+        let argv = vec!["--hook=x".to_string()];
+        assert!(why_runner(&["mytool".into()], &[], &argv, false, &[], &extra).is_some());
+        assert!(why_runner(&["mytool".into()], &[], &[], true, &[], &extra).is_some());
+        assert!(why_runner(&["mine".into()], &[], &[], false, &["mine".into()], &extra).is_some());
+    }
+
+    #[test]
+    fn self_is_recognised_by_identity_and_contents() {
+        let me = std::env::current_exe().unwrap();
+        assert!(is_self(&me));
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("innocent");
+        std::os::unix::fs::symlink(&me, &link).unwrap();
+        assert!(is_self(&link));
+        let copy = dir.path().join("copy");
+        std::fs::copy(&me, &copy).unwrap();
+        assert!(is_self(&copy));
+        assert!(!is_self(Path::new("/bin/sh")));
+    }
+}
