@@ -95,6 +95,9 @@ pub struct Engine {
     catalog: Catalog,
     tools: HashMap<String, ToolInfo>,
     checkers: Mutex<HashMap<String, Arc<args::Checker>>>,
+    /// Grouped tools as `atip export --strategy grouped` names them: group name → its
+    /// actions. Built on first use.
+    groups: std::sync::OnceLock<HashMap<String, Vec<crate::compile::formats::GroupAction>>>,
     /// Stamps of executables whose contents were re-hashed and found unchanged.
     rehashed: Mutex<HashMap<PathBuf, FileStamp>>,
     /// The policy in force.
@@ -435,6 +438,7 @@ impl Engine {
             tools,
             checkers: Mutex::new(HashMap::new()),
             rehashed: Mutex::new(HashMap::new()),
+            groups: std::sync::OnceLock::new(),
             audit: AuditLog::in_dir(&dirs.state),
             policy,
             settings,
@@ -482,6 +486,68 @@ impl Engine {
         })
     }
 
+    fn groups(&self) -> &HashMap<String, Vec<crate::compile::formats::GroupAction>> {
+        self.groups.get_or_init(|| {
+            let visible: Vec<FlatTool> = self.visible_tools().into_iter().cloned().collect();
+            crate::compile::formats::grouped(&visible, &[])
+                .into_iter()
+                .map(|g| (g.name, g.actions))
+                .collect()
+        })
+    }
+
+    /// Whether `name` is a tool a call may name: a flattened command, or a group of them
+    /// as `atip export --strategy grouped` writes it.
+    pub fn knows(&self, name: &str) -> bool {
+        self.catalog.get(name).is_some() || self.groups().contains_key(name)
+    }
+
+    /// A call of a grouped tool (`gh_pr` + `action: "create"`) as the call of the flat
+    /// tool it stands for (`gh_pr_create`), with renamed properties given back their
+    /// flat names and the nulls of other actions' properties (OpenAI strict mode sends
+    /// every property) dropped. Other calls pass through unchanged.
+    fn ungroup(
+        &self,
+        name: &str,
+        mut raw: Map<String, Value>,
+    ) -> Result<(String, Map<String, Value>), AtipError> {
+        let flat = self.catalog.get(name);
+        let grouped = raw.contains_key("action")
+            && flat.is_none_or(|t| !t.params.iter().any(|p| p.property == "action"));
+        let actions = match self.groups().get(name) {
+            Some(a) if grouped || flat.is_none() => a,
+            _ => return Ok((name.to_string(), raw)),
+        };
+        let values: Vec<&str> = actions.iter().map(|a| a.action.as_str()).collect();
+        let wanted = raw.remove("action");
+        let Some(action) = wanted
+            .as_ref()
+            .and_then(Value::as_str)
+            .and_then(|w| actions.iter().find(|a| a.action == w))
+        else {
+            return Err(AtipError::new(
+                "args_invalid",
+                Category::Data,
+                format!(
+                    "{name} is a grouped tool: \"action\" must be one of {}, got {}",
+                    values.join(", "),
+                    wanted.map_or("nothing".to_string(), |v| v.to_string())
+                ),
+            )
+            .hint(format!("pass \"action\": one of {}", values.join(", ")))
+            .details(json!({"violations": [{"path": "/action", "message": "not one of the enum values"}], "enum": values})));
+        };
+        for (group_prop, flat_prop) in &action.properties {
+            if let Some(v) = raw.remove(group_prop) {
+                raw.insert(flat_prop.clone(), v);
+            }
+        }
+        if let Some(target) = self.catalog.get(&action.tool) {
+            raw.retain(|k, v| !v.is_null() || target.params.iter().any(|p| &p.property == k));
+        }
+        Ok((action.tool.clone(), raw))
+    }
+
     fn checker(&self, tool: &FlatTool) -> Result<Arc<args::Checker>, AtipError> {
         let mut map = self.checkers.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(c) = map.get(&tool.name) {
@@ -495,6 +561,8 @@ impl Engine {
     /// Runs every check up to and including the policy. `raw` is the parsed argument
     /// object (see [`args::parse_text`]).
     pub fn prepare(&self, name: &str, raw: Map<String, Value>) -> Result<Prepared, AtipError> {
+        let (name, raw) = self.ungroup(name, raw)?;
+        let name = name.as_str();
         let tool = self.resolve(name)?.clone();
         let info = self.tools.get(&tool.tool).cloned().ok_or_else(|| {
             AtipError::new(

@@ -14,7 +14,7 @@
 //! Must not print to stdout (the protocol owns it); logs go to stderr.
 
 use crate::compile::formats::{self, Format};
-use crate::exec::policy::Action;
+use crate::exec::policy::{Action, Overflow};
 use crate::exec::{self, Confirmation, Engine, Prepared, Via};
 use crate::output::{AtipError, Category};
 use rmcp::model::{
@@ -47,12 +47,32 @@ pub struct Server {
     visible: Arc<HashMap<String, usize>>,
     running: Arc<Mutex<HashMap<u64, Arc<AtomicBool>>>>,
     next_id: Arc<AtomicU64>,
+    slots: Arc<tokio::sync::Semaphore>,
+    jobs: usize,
+    budget: Arc<Mutex<Budget>>,
 }
 
+/// The session's call budget and rate window (`limits.maxSessionCalls`,
+/// `limits.callsPerMinute`).
+#[derive(Debug, Default)]
+struct Budget {
+    runs: usize,
+    recent: std::collections::VecDeque<std::time::Instant>,
+}
+
+const RATE_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+
 impl Server {
-    /// Builds the tool list from the engine's visible tools.
-    pub fn new(engine: Engine) -> Result<Server, AtipError> {
-        let visible: Vec<_> = engine.visible_tools().into_iter().cloned().collect();
+    /// Builds the tool list from the engine's visible tools, leaving out every tool the
+    /// policy denies whatever its arguments (the same decision a call would get), and
+    /// runs at most `jobs` calls at once.
+    pub fn new(engine: Engine, jobs: usize) -> Result<Server, AtipError> {
+        let visible: Vec<_> = engine
+            .visible_tools()
+            .into_iter()
+            .filter(|t| !engine.denied_outright(t))
+            .cloned()
+            .collect();
         let rendered = formats::render(&formats::flat(&visible), Format::Mcp);
         let list = rendered["tools"].as_array().cloned().unwrap_or_default();
         let mut tools = Vec::with_capacity(list.len());
@@ -77,7 +97,59 @@ impl Server {
             visible: Arc::new(index),
             running: Arc::new(Mutex::new(HashMap::new())),
             next_id: Arc::new(AtomicU64::new(0)),
+            slots: Arc::new(tokio::sync::Semaphore::new(jobs.max(1))),
+            jobs: jobs.max(1),
+            budget: Arc::new(Mutex::new(Budget::default())),
         })
+    }
+
+    /// Counts one run against the session budget and the rate window, or says why not.
+    fn spend(&self) -> Result<(), AtipError> {
+        let limits = self.engine.policy.limits();
+        let mut b = self.budget.lock().unwrap_or_else(|p| p.into_inner());
+        if limits.max_session_calls > 0 && b.runs >= limits.max_session_calls {
+            return Err(AtipError::new(
+                "session_budget_exceeded",
+                Category::Temporary,
+                format!(
+                    "this MCP session already ran {} tool calls, its budget (limits.maxSessionCalls)",
+                    b.runs
+                ),
+            )
+            .hint("start a new session, or raise limits.maxSessionCalls in the policy")
+            .details(json!({"maxSessionCalls": limits.max_session_calls})));
+        }
+        let now = std::time::Instant::now();
+        while b
+            .recent
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= RATE_WINDOW)
+        {
+            b.recent.pop_front();
+        }
+        if limits.calls_per_minute > 0 && b.recent.len() >= limits.calls_per_minute {
+            let wait = b
+                .recent
+                .front()
+                .map(|t| RATE_WINDOW.saturating_sub(now.duration_since(*t)))
+                .unwrap_or(RATE_WINDOW);
+            return Err(AtipError::new(
+                "rate_limited",
+                Category::Temporary,
+                format!(
+                    "more than {} tool calls in one minute (limits.callsPerMinute)",
+                    limits.calls_per_minute
+                ),
+            )
+            .hint(format!(
+                "retry in {}, or raise limits.callsPerMinute in the policy",
+                crate::units::format_duration(wait)
+            ))
+            .details(json!({"retryAfterMs": wait.as_millis() as u64})));
+        }
+        b.runs += 1;
+        b.recent.push_back(now);
+        Ok(())
     }
 
     /// Number of tools served.
@@ -153,6 +225,40 @@ impl Server {
         confirmed: bool,
         ctx: &RequestContext<RoleServer>,
     ) -> CallToolResult {
+        let name = p.tool.name.clone();
+        let refused = |e: AtipError| {
+            CallToolResult::structured_error(exec::error_envelope(Some(&name), &e))
+        };
+        if let Err(e) = self.spend() {
+            return refused(e);
+        }
+        let permit = match self.engine.policy.limits().overflow {
+            Overflow::Wait => tokio::select! {
+                p = self.slots.clone().acquire_owned() => p.ok(),
+                _ = ctx.ct.cancelled() => None,
+            },
+            Overflow::Refuse => match self.slots.clone().try_acquire_owned() {
+                Ok(p) => Some(p),
+                Err(_) => {
+                    return refused(
+                        AtipError::new(
+                            "busy",
+                            Category::Temporary,
+                            format!("{} calls are already running (--jobs)", self.jobs),
+                        )
+                        .hint("retry when a running call has finished; the policy refuses calls past --jobs (limits.overflow: refuse)")
+                        .details(json!({"jobs": self.jobs})),
+                    );
+                }
+            },
+        };
+        let Some(_permit) = permit else {
+            return refused(AtipError::new(
+                "cancelled",
+                Category::Temporary,
+                "the call was cancelled while waiting for a free slot",
+            ));
+        };
         let flag = Arc::new(AtomicBool::new(false));
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         self.running
@@ -314,7 +420,7 @@ impl Server {
     ) -> Result<CallToolResponse, ErrorData> {
         let context = context.clone();
         let name = request.name.to_string();
-        if !self.visible.contains_key(&name) {
+        if !self.visible.contains_key(&name) && !self.engine.knows(&name) {
             let close = self.engine.catalog().closest(&name, 5);
             return Err(ErrorData::invalid_params(
                 format!("Unknown tool: {name}"),
@@ -390,8 +496,8 @@ impl Server {
 }
 
 /// Runs `atip mcp` to completion on a fresh multi-threaded runtime.
-pub fn serve_blocking(engine: Engine) -> Result<(), AtipError> {
-    let server = Server::new(engine)?;
+pub fn serve_blocking(engine: Engine, jobs: usize) -> Result<(), AtipError> {
+    let server = Server::new(engine, jobs)?;
     eprintln!("atip mcp: serving {} tools on stdio", server.tool_count());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

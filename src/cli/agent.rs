@@ -35,16 +35,22 @@ fn read_only() -> Effects {
 
 /// The effects of each atip subcommand, by command path.
 ///
-/// `exec` and `mcp` run whatever registered tool a model asks for: what that tool does
-/// is unknown here, so `destructive`, `reversible` and `network` are left unsaid (unknown,
-/// which consumers treat conservatively) rather than claimed safe.
+/// `exec` and `mcp` run whatever registered tool a model asks for, and `scan` runs the
+/// executables it finds (`--probe all` runs every one): what those programs do is unknown
+/// here, so `destructive`, `reversible`, `idempotent` and `network` are left unsaid
+/// (unknown, which consumers treat as possibly destructive) rather than claimed safe.
+/// The three are also marked as command runners ([`RUNNERS`]).
 pub fn effects_table() -> Vec<(&'static [&'static str], Effects)> {
     vec![
         (
             &["validate"],
             Effects {
-                // `--exec TOOL` runs `TOOL --agent`.
+                // `--exec TOOL` runs `TOOL --agent`: whatever that program does.
                 subprocess: Some(true),
+                destructive: None,
+                reversible: None,
+                idempotent: None,
+                network: None,
                 ..read_only()
             },
         ),
@@ -52,12 +58,9 @@ pub fn effects_table() -> Vec<(&'static [&'static str], Effects)> {
             &["scan"],
             Effects {
                 filesystem: fs(true, true, false),
-                network: Some(false),
-                // Probes each candidate with `TOOL --agent`.
+                // Probes candidates with `TOOL --agent`: what they do is unknown.
                 subprocess: Some(true),
-                idempotent: Some(true),
-                reversible: Some(true),
-                destructive: Some(false),
+                idempotent: Some(false),
                 modifies: Some(vec!["registry".into()]),
                 ..Effects::default()
             },
@@ -93,15 +96,26 @@ pub fn effects_table() -> Vec<(&'static [&'static str], Effects)> {
     ]
 }
 
+/// The atip commands that run programs chosen by their arguments or found on disk,
+/// marked `x-atip-runner` so a policy treats them as command runners.
+pub const RUNNERS: &[&str] = &["exec", "mcp", "scan", "validate"];
+
 /// atip's metadata, from the real command tree.
 pub fn metadata() -> Result<Metadata, FromClapError> {
-    FromClap::new(&Cli::command())
+    let mut meta = FromClap::new(&Cli::command())
         .description("Find, validate, export and run ATIP command-line tools for AI agents")
         .skip_root_arg("commands")
         .skip_root_arg("depth")
         .feature("partial-discovery")
         .effects_table(&effects_table())
-        .build()
+        .build()?;
+    for (name, cmd) in meta.commands.iter_mut().flatten() {
+        if RUNNERS.contains(&name.as_str()) {
+            cmd.extra
+                .insert(atip::model::RUNNER_KEY.into(), serde_json::Value::Bool(true));
+        }
+    }
+    Ok(meta)
 }
 
 /// Prints atip's metadata (partial when `commands` or `depth` is given); returns the exit code.
@@ -232,6 +246,13 @@ mod tests {
         let e = meta.effective_effects(&exec);
         assert_eq!(e.destructive, None, "exec's destructiveness is unknown");
         assert_eq!(e.subprocess, Some(true));
+        for runner in RUNNERS {
+            let entry = meta.find(&[runner]).unwrap();
+            let e = meta.effective_effects(&entry);
+            assert!(e.possibly_destructive() && !e.is_read_only(), "{runner}");
+            assert_ne!(e.idempotent, Some(true), "{runner}");
+            assert!(meta.is_runner(&entry), "{runner}");
+        }
     }
 
     #[test]

@@ -12,6 +12,10 @@ pub struct Args {
     /// Only these registered tools, comma-separated (e.g. `gh,git`).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub tools: Option<Vec<String>>,
+    /// Most calls run at once; further calls wait for a slot, or are refused when the
+    /// policy says `limits.overflow: refuse` (default: the number of CPUs).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub jobs: Option<u16>,
     /// Policy, limits and interactivity, as for `atip exec`.
     #[command(flatten)]
     pub run: RunArgs,
@@ -24,6 +28,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     for w in &engine.warnings {
         eprintln!("atip mcp: warning: {w}");
     }
-    atip::mcp::serve_blocking(engine)?;
+    let jobs = args.jobs.map(usize::from).unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    atip::mcp::serve_blocking(engine, jobs)?;
     Ok(0)
 }

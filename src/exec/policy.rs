@@ -929,16 +929,31 @@ mod tests {
         serde_json::from_value(v).unwrap()
     }
 
-    fn facts<'a>(e: &'a Effects, trust: &'a str) -> CallFacts<'a> {
+    fn trust(level: TrustLevel, vouch: Vouch) -> &'static TrustFacts {
+        Box::leak(Box::new(TrustFacts {
+            level,
+            vouch,
+            why: "test".into(),
+        }))
+    }
+
+    fn facts<'a>(e: &'a Effects, vouch: &str) -> CallFacts<'a> {
+        let t = match vouch {
+            "inferred" => trust(TrustLevel::Unsigned, Vouch::Inferred),
+            _ => trust(TrustLevel::Unsigned, Vouch::Tool),
+        };
         CallFacts {
             tool: "gh",
             flat_name: "gh_repo_delete",
             command_path: "gh repo delete",
             program: Path::new("/usr/bin/gh"),
             effects: e,
-            trust,
+            trust: t,
             partial_unknown: false,
             allow_interactive: false,
+            is_self: false,
+            program_names: &[],
+            runner: None,
         }
     }
 
@@ -955,12 +970,19 @@ mod tests {
         assert_eq!(
             p.evaluate(&facts(&unknown, "native"))
                 .rule_ids(Action::Confirm),
-            ["effects.unknown"]
+            ["effects.destructive", "effects.unknown"]
+        );
+        // Unstated destructive is possibly destructive, whatever else is stated.
+        let partial = effects(json!({"network": false}));
+        assert_eq!(
+            p.evaluate(&facts(&partial, "native"))
+                .rule_ids(Action::Confirm),
+            ["effects.destructive"]
         );
         assert_eq!(
             p.evaluate(&facts(&ro, "inferred"))
                 .rule_ids(Action::Confirm),
-            ["trust.minimum"]
+            ["trust.vouch"]
         );
         let tty = effects(json!({"destructive": false, "interactive": {"tty": true}}));
         assert_eq!(p.evaluate(&facts(&tty, "native")).action, Action::Deny);
@@ -991,6 +1013,59 @@ mod tests {
         let mut f = facts(&n, "native");
         f.command_path = "gh pr list";
         assert_eq!(p.evaluate(&f).rule_ids(Action::Deny), ["effects.network"]);
+    }
+
+    #[test]
+    fn trust_floor_acts_on_derived_level_and_compromised_never_runs() {
+        let f: PolicyFile = serde_json::from_value(json!({"trust": {"minimum": "verified"}})).unwrap();
+        let p = Policy::new(f, None, Path::new("/")).unwrap();
+        let ro = effects(json!({"destructive": false}));
+        let mut f = facts(&ro, "native");
+        f.trust = trust(TrustLevel::Unverified, Vouch::Builtin);
+        assert_eq!(p.evaluate(&f).rule_ids(Action::Confirm), ["trust.minimum"]);
+        f.trust = trust(TrustLevel::Verified, Vouch::Admin);
+        assert_eq!(p.evaluate(&f).action, Action::Allow);
+        let open: PolicyFile = serde_json::from_value(json!({"trust": {"below": "allow"}})).unwrap();
+        let p = Policy::new(open, None, Path::new("/")).unwrap();
+        f.trust = trust(TrustLevel::Compromised, Vouch::Builtin);
+        assert_eq!(p.evaluate(&f).rule_ids(Action::Deny), ["trust.compromised"]);
+        // The old claim-based floors are refused, not silently read.
+        let old: PolicyFile = serde_json::from_value(json!({"trust": {"minimum": "vendor"}})).unwrap();
+        assert_eq!(
+            Policy::new(old, None, Path::new("/")).unwrap_err().code,
+            "policy_invalid"
+        );
+    }
+
+    #[test]
+    fn runners_denied_unless_allowed_and_self_always() {
+        let p = Policy::defaults(Path::new("/"));
+        let ro = effects(json!({"destructive": false}));
+        let names = vec!["bash".to_string()];
+        let mut f = facts(&ro, "native");
+        f.program_names = &names;
+        f.runner = Some("bash runs programs named in its arguments".into());
+        let d = p.evaluate(&f);
+        assert_eq!(d.rule_ids(Action::Deny), ["runners"]);
+        assert!(d.explain(Action::Deny).contains("runners.allow"));
+        let allow: PolicyFile = serde_json::from_value(json!({"runners": {"allow": ["bash"]}})).unwrap();
+        let pa = Policy::new(allow, None, Path::new("/")).unwrap();
+        assert_eq!(pa.evaluate(&f).action, Action::Allow);
+        f.is_self = true;
+        assert_eq!(pa.evaluate(&f).rule_ids(Action::Deny), ["runners.self"]);
+        // Runners the policy adds.
+        let more: PolicyFile = serde_json::from_value(
+            json!({"runners": {"programs": ["mine"], "commands": ["gh repo *"]}}),
+        )
+        .unwrap();
+        let pm = Policy::new(more, None, Path::new("/")).unwrap();
+        let mine = vec!["mine".to_string()];
+        let mut g = facts(&ro, "native");
+        g.program_names = &mine;
+        assert_eq!(pm.evaluate(&g).rule_ids(Action::Deny), ["runners"]);
+        let mut h = facts(&ro, "native");
+        h.command_path = "gh repo delete";
+        assert_eq!(pm.evaluate(&h).rule_ids(Action::Deny), ["runners"]);
     }
 
     #[test]
