@@ -42,6 +42,15 @@ use std::time::Duration;
 /// Rule id of a refusal because the executable changed since the scan.
 pub const INTEGRITY_RULE: &str = "integrity.changed";
 
+/// Why an executable is not the one the scan registered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Integrity {
+    /// It is gone (nothing can run; reported as `tool_unavailable`).
+    Missing(String),
+    /// Its contents (or readability) changed: rule `integrity.changed`.
+    Changed(String),
+}
+
 /// Timeout when neither `--timeout` nor the command's `duration.timeout` says.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default cap on each of stdout and stderr.
@@ -98,6 +107,9 @@ pub struct Engine {
     /// Grouped tools as `atip export --strategy grouped` names them: group name → its
     /// actions. Built on first use.
     groups: std::sync::OnceLock<HashMap<String, Vec<crate::compile::formats::GroupAction>>>,
+    /// Registry entries whose metadata could not be used (tampered, unreadable), with
+    /// the error a call naming one of their tools gets.
+    unreadable: Vec<(String, AtipError)>,
     /// Stamps of executables whose contents were re-hashed and found unchanged.
     rehashed: Mutex<HashMap<PathBuf, FileStamp>>,
     /// The policy in force.
@@ -325,15 +337,12 @@ impl Engine {
         // The same selection (sorted by name, unknown names an error) as `atip export`,
         // so flattened names match what export printed.
         let entries = crate::compile::source::registry_entries(dirs, only)?;
-        let read_one = |(name, entry): &(String, crate::registry::Entry)| -> (String, Result<Metadata, String>) {
-            (
-                name.clone(),
-                Index::read_metadata(dirs, entry).map_err(|e| e.to_string()),
-            )
+        let read_one = |(name, entry): &(String, crate::registry::Entry)| -> (String, Result<Metadata, crate::registry::RegistryError>) {
+            (name.clone(), Index::read_metadata(dirs, entry))
         };
         // Threads pay off only for many documents; rayon's idle workers spin, which
         // costs more than reading a handful of files.
-        let read: Vec<(String, Result<Metadata, String>)> = if entries.len() > 8 {
+        let read: Vec<(String, Result<Metadata, crate::registry::RegistryError>)> = if entries.len() > 8 {
             entries.par_iter().map(read_one).collect()
         } else {
             entries.iter().map(read_one).collect()
@@ -341,11 +350,13 @@ impl Engine {
         let mut metas: Vec<Metadata> = Vec::new();
         let mut tools: HashMap<String, ToolInfo> = HashMap::new();
         let mut warnings = Vec::new();
+        let mut unreadable = Vec::new();
         for ((name, r), (_, entry)) in read.into_iter().zip(&entries) {
             let mut meta = match r {
                 Ok(m) => m,
                 Err(e) => {
                     warnings.push(format!("skipped {name}: {e}"));
+                    unreadable.push((name.clone(), e.to_atip()));
                     continue;
                 }
             };
@@ -438,6 +449,7 @@ impl Engine {
             tools,
             checkers: Mutex::new(HashMap::new()),
             rehashed: Mutex::new(HashMap::new()),
+            unreadable,
             groups: std::sync::OnceLock::new(),
             audit: AuditLog::in_dir(&dirs.state),
             policy,
@@ -470,6 +482,17 @@ impl Engine {
     /// Resolves a flattened tool name.
     pub fn resolve(&self, name: &str) -> Result<&FlatTool, AtipError> {
         self.catalog.get(name).ok_or_else(|| {
+            // A tool whose metadata file was refused: say so, not "unknown".
+            if let Some((tool, e)) = self.unreadable.iter().find(|(tool, _)| {
+                name == tool
+                    || name
+                        .strip_prefix(tool.as_str())
+                        .is_some_and(|rest| rest.starts_with('_'))
+            }) {
+                let mut e = e.clone();
+                e.message = format!("tool {tool}: {}", e.message);
+                return e;
+            }
             let close = self.catalog.closest(name, 5);
             let shown: String = name.chars().take(80).collect();
             let e = AtipError::new(
@@ -587,7 +610,7 @@ impl Engine {
         self.check_paths(&tool, &a)?;
         let argv = argv::build(&tool.command, &tool.params, &a)?;
         let mut decision = self.decide(&tool, &info, &argv);
-        if let Err(why) = self.check_integrity(&info) {
+        if let Err(Integrity::Changed(why)) = self.check_integrity(&info) {
             decision.rules.push(policy::RuleHit {
                 rule: INTEGRITY_RULE.into(),
                 action: Action::Deny,
@@ -666,9 +689,15 @@ impl Engine {
     /// Checks that the executable is still the one the scan hashed: its `stat` against
     /// the recorded fingerprint (one `stat`, no reading), and only on a difference its
     /// sha256 against the recorded hash. Returns why not, when it is not.
-    pub fn check_integrity(&self, info: &ToolInfo) -> Result<(), String> {
-        let md = std::fs::metadata(&info.program)
-            .map_err(|e| format!("{} cannot be checked: {e}", info.program.display()))?;
+    pub fn check_integrity(&self, info: &ToolInfo) -> Result<(), Integrity> {
+        let md = std::fs::metadata(&info.program).map_err(|e| {
+            let why = format!("{} cannot be checked: {e}", info.program.display());
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Integrity::Missing(why)
+            } else {
+                Integrity::Changed(why)
+            }
+        })?;
         let now = FileStamp::of(&md);
         if info.fingerprint == Some(now) {
             return Ok(());
@@ -677,18 +706,19 @@ impl Engine {
         if known.get(&info.program) == Some(&now) {
             return Ok(());
         }
-        let hash = crate::registry::sha256_file(&info.program)
-            .map_err(|e| format!("{} cannot be read: {e}", info.program.display()))?;
+        let hash = crate::registry::sha256_file(&info.program).map_err(|e| {
+            Integrity::Changed(format!("{} cannot be read: {e}", info.program.display()))
+        })?;
         if hash != info.hash {
-            return Err(format!(
+            return Err(Integrity::Changed(format!(
                 "{} changed since the scan: its sha256 is {hash}, the registry recorded {}",
                 info.program.display(),
                 info.hash
-            ));
+            )));
         }
         // Same contents, new stamp (touched, or a registry without fingerprints).
         // Re-checked if it changes again.
-        if FileStamp::of(&std::fs::metadata(&info.program).map_err(|e| e.to_string())?) == now {
+        if std::fs::metadata(&info.program).is_ok_and(|m| FileStamp::of(&m) == now) {
             known.insert(info.program.clone(), now);
         }
         Ok(())
@@ -838,7 +868,17 @@ impl Engine {
         debug_assert!(p.decision.action != Action::Deny);
         let decision = if confirmed { "confirmed" } else { "allow" };
         // Again right before the run: the file may have changed since `prepare`.
-        if let Err(why) = self.check_integrity(&p.info) {
+        if let Err(fail) = self.check_integrity(&p.info) {
+            let why = match fail {
+                Integrity::Missing(why) => {
+                    if !p.read_only() {
+                        self.record(p, via, call_id, decision, "failed", None, 0, Some("tool_unavailable"));
+                    }
+                    return Err(AtipError::new("tool_unavailable", Category::Unavailable, why)
+                        .hint("the registered executable is missing; run `atip scan`"));
+                }
+                Integrity::Changed(why) => why,
+            };
             let mut refused = p.clone();
             refused.decision.rules.push(policy::RuleHit {
                 rule: INTEGRITY_RULE.into(),

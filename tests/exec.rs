@@ -538,13 +538,14 @@ fn trust_floor_and_interactive_commands() {
         "#!/bin/sh\necho hi\n",
         "inferred",
     );
+    // Inferred metadata is the lowest vouching class: below the default floor (`tool`).
     let r = run(&sb, &["low_hi"]);
     assert_eq!(r.code, 77);
     assert!(
         r.err["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("trust.minimum")
+            .contains("trust.vouch")
     );
     let r = run(&sb, &["low_hi", "-y"]);
     assert_eq!(r.code, 0, "{}", show(&r.raw));

@@ -5,6 +5,8 @@
 
 mod common;
 
+use sha2::Digest;
+
 use common::{Sandbox, show};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -372,8 +374,11 @@ fn check_fails_on_a_strict_limit() {
 fn registry(sb: &Sandbox, docs: &[(&str, Value)]) {
     let mut tools = serde_json::Map::new();
     for (i, (name, doc)) in docs.iter().enumerate() {
-        let hex = format!("{:064x}", i + 1);
-        sb.write(&format!("data/tools/{hex}.json"), doc.to_string());
+        // Named by the sha256 of the document, as readers check.
+        let _ = i;
+        let text = doc.to_string();
+        let hex = hex::encode(sha2::Sha256::digest(text.as_bytes()));
+        sb.write(&format!("data/tools/{hex}.json"), text);
         tools.insert(
             name.to_string(),
             json!({"path": format!("/usr/bin/{name}"), "hash": format!("sha256:{hex}"), "source": "native",
@@ -496,7 +501,11 @@ fn errors_are_clear_and_coded() {
     let out = export(&sb, &["--format", "yaml", "--file", &gh()]);
     assert_eq!(out.status.code(), Some(2), "{}", show(&out));
     // A broken registry entry is skipped with a warning, not fatal.
-    sb.write(&format!("data/tools/{:064x}.json", 1), "not json");
+    let index: Value =
+        serde_json::from_slice(&std::fs::read(sb.data_dir().join("registry.json")).unwrap())
+            .unwrap();
+    let rel = index["tools"]["abc"]["metadata"].as_str().unwrap();
+    sb.write(&format!("data/{rel}"), "not json");
     let out = export(&sb, &["--format", "openai"]);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("warning: skipped abc"));

@@ -3,6 +3,8 @@
 
 mod common;
 
+use sha2::Digest;
+
 use common::{Sandbox, show};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -245,8 +247,10 @@ fn no_match_exits_1_and_registry_search_spans_tools() {
                      "commit": {"description": "Record changes to the repository", "options": [{"name": "message", "flags": ["-m", "--message"], "type": "string", "description": "Commit message"}]}}});
     let mut tools = serde_json::Map::new();
     for (i, (name, doc)) in [("gh", gh_doc), ("git", git)].into_iter().enumerate() {
-        let hex = format!("{:064x}", i + 1);
-        sb.write(&format!("data/tools/{hex}.json"), doc.to_string());
+        let _ = i;
+        let text = doc.to_string();
+        let hex = hex::encode(sha2::Sha256::digest(text.as_bytes()));
+        sb.write(&format!("data/tools/{hex}.json"), text);
         tools.insert(name.into(), json!({"path": format!("/usr/bin/{name}"), "hash": format!("sha256:{hex}"), "source": "native",
             "lastChecked": "2026-01-01T00:00:00Z", "description": "d", "atip": "0.6", "trust": "native", "effects": "unknown",
             "commands": 1, "metadata": format!("tools/{hex}.json")}));

@@ -14,8 +14,10 @@ pub fn register(sb: &Sandbox, name: &str, meta: &Value, script: &str, trust: &st
     let hex = hex::encode(Sha256::digest(script.as_bytes()));
     let data = sb.data_dir();
     std::fs::create_dir_all(data.join("tools")).unwrap();
-    let rel = format!("tools/{hex}.json");
-    std::fs::write(data.join(&rel), serde_json::to_vec_pretty(meta).unwrap()).unwrap();
+    // Metadata files are named by the sha256 of their own bytes (readers check it).
+    let doc = serde_json::to_vec_pretty(meta).unwrap();
+    let rel = format!("tools/{}.json", hex::encode(Sha256::digest(&doc)));
+    std::fs::write(data.join(&rel), &doc).unwrap();
     let reg_path = data.join("registry.json");
     let mut reg: Value = std::fs::read(&reg_path)
         .ok()
