@@ -119,11 +119,11 @@ pub fn why_runner(
         .cloned()
         .collect::<Vec<_>>()
         .join(" ");
-    if let Some(n) = names
-        .iter()
-        .find(|n| PROGRAMS.contains(&n.as_str()) || extra_programs.contains(n))
-    {
+    if let Some(n) = names.iter().find(|n| PROGRAMS.contains(&n.as_str())) {
         return Some(format!("{n} runs programs named in its arguments"));
+    }
+    if let Some(n) = names.iter().find(|n| extra_programs.contains(n)) {
+        return Some(format!("{n} is listed in runners.programs"));
     }
     if marked {
         return Some(format!(
