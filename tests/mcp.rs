@@ -494,3 +494,152 @@ fn survives_malformed_frames_and_exits_on_eof() {
         serde_json::from_str::<Value>(l).expect("only JSON-RPC on stdout");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listing_applies_the_same_allow_and_deny_as_calling() {
+    let sb = sandbox_with_t();
+    let other = json!({"atip": {"version": "0.6"}, "name": "other", "version": "1", "description": "Other",
+        "commands": {"go": {"description": "Go", "effects": {"destructive": false}}}});
+    register(&sb, "other", &other, "#!/bin/sh\necho other\n", "native");
+    let mut shell = other.clone();
+    shell["name"] = json!("bash");
+    register(&sb, "bash", &shell, "#!/bin/sh\necho shell\n", "native");
+    // Default policy: the runner is not offered, the others are.
+    let c = client(&sb, &[]).await;
+    let names: Vec<String> = c
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(names.contains(&"other_go".to_string()) && names.contains(&"t_echo".to_string()));
+    assert!(!names.iter().any(|n| n.starts_with("bash")), "{names:?}");
+    let r = c.call_tool(call("bash_go", json!({}))).await.unwrap();
+    assert_eq!(structured(&r)["error"]["code"], "policy_denied");
+    c.cancel().await.unwrap();
+    // tools.allow: only t is listed, and calling other is refused naming the rule.
+    let pf = sb.write("allow.json", r#"{"tools": {"allow": ["t"]}}"#);
+    let c = client(&sb, &["--policy", pf.to_str().unwrap()]).await;
+    let names: Vec<String> = c
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(!names.is_empty());
+    assert!(names.iter().all(|n| n.starts_with("t_")), "{names:?}");
+    let r = c.call_tool(call("other_go", json!({}))).await.unwrap();
+    let e = &structured(&r)["error"];
+    assert_eq!(e["code"], "policy_denied");
+    assert!(e["message"].as_str().unwrap().contains("tools.allow"), "{e}");
+    // A grouped tool name, as `atip export --strategy grouped` writes it, runs too.
+    let r = c
+        .call_tool(call("t", json!({"action": "json"})))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(false), "{r:?}");
+    assert_eq!(structured(&r)["meta"]["tool"], "t_json");
+    c.cancel().await.unwrap();
+}
+
+fn register_nap(sb: &Sandbox) {
+    let nap = json!({"atip": {"version": "0.6"}, "name": "nap", "version": "1", "description": "Sleeps",
+        "commands": {"nap": {"description": "Sleep a second",
+            "effects": {"destructive": false, "idempotent": true, "filesystem": {"write": false}},
+            "arguments": [{"name": "tag", "type": "string", "description": "Tag"}]}}});
+    register(sb, "nap", &nap, "#!/bin/sh\nsleep 1\necho \"$1\"\n", "native");
+}
+
+async fn nine_at_once(c: &RunningService<RoleClient, ()>) -> (Vec<Value>, Duration) {
+    let started = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..9 {
+        let peer = c.peer().clone();
+        set.spawn(async move {
+            let r = peer
+                .call_tool(call("nap_nap", json!({"tag": format!("n{i}")})))
+                .await
+                .unwrap();
+            structured(&r).clone()
+        });
+    }
+    let mut out = Vec::new();
+    while let Some(r) = set.join_next().await {
+        out.push(r.unwrap());
+    }
+    (out, started.elapsed())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ninth_concurrent_call_waits_or_is_refused_per_policy() {
+    let sb = sandbox_with_t();
+    register_nap(&sb);
+    // Default: it waits for a slot, so nine one-second calls on eight slots take two rounds.
+    let c = client(&sb, &["--jobs", "8"]).await;
+    let (results, took) = nine_at_once(&c).await;
+    assert!(results.iter().all(|r| r["status"] == "ok"), "{results:?}");
+    assert!(took >= Duration::from_millis(1900), "{took:?}");
+    c.cancel().await.unwrap();
+    // limits.overflow: refuse — the ninth is refused at once, retryable.
+    let pf = sb.write("refuse.json", r#"{"limits": {"overflow": "refuse"}}"#);
+    let c = client(&sb, &["--jobs", "8", "--policy", pf.to_str().unwrap()]).await;
+    let (results, _) = nine_at_once(&c).await;
+    let busy: Vec<&Value> = results.iter().filter(|r| r["status"] == "error").collect();
+    assert_eq!(busy.len(), 1, "{results:?}");
+    assert_eq!(busy[0]["error"]["code"], "busy");
+    assert_eq!(busy[0]["error"]["retryable"], true);
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_budget_and_rate_limit_refuse_with_retryable_errors() {
+    let sb = sandbox_with_t();
+    let pf = sb.write("rate.json", r#"{"limits": {"callsPerMinute": 3}}"#);
+    let c = client(&sb, &["--policy", pf.to_str().unwrap()]).await;
+    for _ in 0..3 {
+        let r = c.call_tool(call("t_json", json!({}))).await.unwrap();
+        assert_eq!(r.is_error, Some(false));
+    }
+    let r = c.call_tool(call("t_json", json!({}))).await.unwrap();
+    let e = &structured(&r)["error"];
+    assert_eq!(e["code"], "rate_limited");
+    assert_eq!(e["retryable"], true);
+    assert!(e["details"]["retryAfterMs"].as_u64().unwrap() > 0);
+    c.cancel().await.unwrap();
+    let pf = sb.write(
+        "budget.json",
+        r#"{"limits": {"maxSessionCalls": 2, "callsPerMinute": 0}}"#,
+    );
+    let c = client(&sb, &["--policy", pf.to_str().unwrap()]).await;
+    for _ in 0..2 {
+        let r = c.call_tool(call("t_json", json!({}))).await.unwrap();
+        assert_eq!(r.is_error, Some(false));
+    }
+    let r = c.call_tool(call("t_json", json!({}))).await.unwrap();
+    let e = &structured(&r)["error"];
+    assert_eq!(e["code"], "session_budget_exceeded");
+    assert!(e["hint"].as_str().unwrap().contains("maxSessionCalls"));
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_binary_is_refused_over_mcp() {
+    let sb = sandbox_with_t();
+    let c = client(&sb, &[]).await;
+    let r = c.call_tool(call("t_json", json!({}))).await.unwrap();
+    assert_eq!(r.is_error, Some(false));
+    use std::io::Write;
+    let mut f = std::fs::File::options()
+        .append(true)
+        .open(sb.path().join("bin/t"))
+        .unwrap();
+    f.write_all(b"# changed\n").unwrap();
+    drop(f);
+    let r = c.call_tool(call("t_json", json!({}))).await.unwrap();
+    let e = &structured(&r)["error"];
+    assert_eq!(e["code"], "integrity_changed", "{e}");
+    assert_eq!(e["details"]["rules"][0]["rule"], "integrity.changed");
+    c.cancel().await.unwrap();
+}
