@@ -16,7 +16,7 @@
 use crate::compile::formats::{self, Format};
 use crate::exec::policy::{Action, Overflow};
 use crate::exec::{self, Confirmation, Engine, Prepared, Via};
-use crate::output::{AtipError, Category};
+use crate::output::{AtipError, ErrorCode};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams,
     ElicitationAction, ElicitationSchema, ErrorData, Implementation, InputRequest, InputRequests,
@@ -79,8 +79,7 @@ impl Server {
         for t in list {
             let tool: Tool = serde_json::from_value(t).map_err(|e| {
                 AtipError::new(
-                    "internal",
-                    Category::Internal,
+                    ErrorCode::Internal,
                     format!("compiled MCP tool does not fit the MCP model: {e}"),
                 )
             })?;
@@ -109,8 +108,7 @@ impl Server {
         let mut b = self.budget.lock().unwrap_or_else(|p| p.into_inner());
         if limits.max_session_calls > 0 && b.runs >= limits.max_session_calls {
             return Err(AtipError::new(
-                "session_budget_exceeded",
-                Category::Temporary,
+                ErrorCode::SessionBudgetExceeded,
                 format!(
                     "this MCP session already ran {} tool calls, its budget (limits.maxSessionCalls)",
                     b.runs
@@ -134,8 +132,7 @@ impl Server {
                 .map(|t| RATE_WINDOW.saturating_sub(now.duration_since(*t)))
                 .unwrap_or(RATE_WINDOW);
             return Err(AtipError::new(
-                "rate_limited",
-                Category::Temporary,
+                ErrorCode::RateLimited,
                 format!(
                     "more than {} tool calls in one minute (limits.callsPerMinute)",
                     limits.calls_per_minute
@@ -163,8 +160,7 @@ impl Server {
         let running = self.running.clone();
         let service = self.serve(rmcp::transport::stdio()).await.map_err(|e| {
             AtipError::new(
-                "mcp_failed",
-                Category::Unavailable,
+                ErrorCode::McpFailed,
                 format!("failed to start the MCP session: {e}"),
             )
         })?;
@@ -242,8 +238,7 @@ impl Server {
                 Err(_) => {
                     return refused(
                         AtipError::new(
-                            "busy",
-                            Category::Temporary,
+                            ErrorCode::Busy,
                             format!("{} calls are already running (--jobs)", self.jobs),
                         )
                         .hint("retry when a running call has finished; the policy refuses calls past --jobs (limits.overflow: refuse)")
@@ -254,8 +249,7 @@ impl Server {
         };
         let Some(_permit) = permit else {
             return refused(AtipError::new(
-                "cancelled",
-                Category::Temporary,
+                ErrorCode::Cancelled,
                 "the call was cancelled while waiting for a free slot",
             ));
         };
@@ -299,7 +293,7 @@ impl Server {
             }
             Err(e) => CallToolResult::structured_error(exec::error_envelope(
                 None,
-                &AtipError::new("internal", Category::Internal, format!("call failed: {e}")),
+                &AtipError::new(ErrorCode::Internal, format!("call failed: {e}")),
             )),
         }
     }
@@ -312,7 +306,7 @@ impl Server {
     ) -> CallToolResult {
         let call_id = ctx.id.to_string();
         let mut e = self.engine.refuse(p, answer, &via_mcp(ctx), Some(&call_id));
-        if e.code == "confirmation_required" {
+        if e.code == ErrorCode::ConfirmationRequired {
             e.hint = Some(format!(
                 "this MCP client cannot confirm (no elicitation support); allow it in the policy ({}) or run it with `atip exec --yes`",
                 p.decision.rule_ids(Action::Confirm).join(", ")
@@ -505,8 +499,7 @@ pub fn serve_blocking(engine: Engine, jobs: usize) -> Result<(), AtipError> {
         .build()
         .map_err(|e| {
             AtipError::new(
-                "runtime_failed",
-                Category::Internal,
+                ErrorCode::Internal,
                 format!("failed to start the async runtime: {e}"),
             )
         })?;

@@ -3,11 +3,10 @@
 //! scanned, trust is derived and never claimed, grouped exports run, and a run with
 //! every directory redirected leaves HOME alone.
 
-mod common;
-mod exec_support;
+use crate::common;
 
+use common::tools::*;
 use common::{Sandbox, show};
-use exec_support::*;
 use serde_json::{Value, json};
 use sha2::Digest;
 use std::path::{Path, PathBuf};

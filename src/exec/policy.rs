@@ -8,8 +8,8 @@
 
 use super::trust::{TrustFacts, TrustLevel};
 use crate::model::Effects;
+use crate::output::{AtipError, ErrorCode};
 use crate::registry::Vouch;
-use crate::output::{AtipError, Category};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 use std::path::{Component, Path, PathBuf};
@@ -349,16 +349,14 @@ impl Compiled {
             for p in pats {
                 let g = Glob::new(p).map_err(|e| {
                     AtipError::new(
-                        "policy_invalid",
-                        Category::Config,
+                        ErrorCode::PolicyInvalid,
                         format!("invalid glob {p:?} in policy {field}.{which}: {e}"),
                     )
                 })?;
                 b.add(g);
             }
-            b.build().map_err(|e| {
-                AtipError::new("policy_invalid", Category::Config, format!("{field}: {e}"))
-            })
+            b.build()
+                .map_err(|e| AtipError::new(ErrorCode::PolicyInvalid, format!("{field}: {e}")))
         };
         Ok(Compiled {
             allow: if lists.allow.is_empty() {
@@ -451,8 +449,7 @@ impl Policy {
     ) -> Result<Policy, AtipError> {
         if file.version != 1 {
             return Err(AtipError::new(
-                "policy_invalid",
-                Category::Config,
+                ErrorCode::PolicyInvalid,
                 format!("unsupported policy version {} (expected 1)", file.version),
             ));
         }
@@ -463,15 +460,13 @@ impl Policy {
             .find(|n| n.is_empty() || n.contains(['=', '\0']))
         {
             return Err(AtipError::new(
-                "policy_invalid",
-                Category::Config,
+                ErrorCode::PolicyInvalid,
                 format!("invalid environment variable name {bad:?} in env.pass"),
             ));
         }
         let trust_floor = TrustLevel::parse_floor(&file.trust.minimum).ok_or_else(|| {
             AtipError::new(
-                "policy_invalid",
-                Category::Config,
+                ErrorCode::PolicyInvalid,
                 format!(
                     "unknown trust.minimum {:?}: expected a derived trust level, {}",
                     file.trust.minimum,
@@ -482,8 +477,7 @@ impl Policy {
         })?;
         let vouch_floor = Vouch::parse(&file.trust.vouch).ok_or_else(|| {
             AtipError::new(
-                "policy_invalid",
-                Category::Config,
+                ErrorCode::PolicyInvalid,
                 format!(
                     "unknown trust.vouch {:?}: expected {}",
                     file.trust.vouch,
@@ -558,16 +552,14 @@ impl Policy {
             }
             Err(e) => {
                 return Err(AtipError::new(
-                    "policy_unreadable",
-                    Category::Input,
+                    ErrorCode::PolicyUnreadable,
                     format!("failed to read policy {}: {e}", path.display()),
                 ));
             }
         };
         let file: PolicyFile = serde_json::from_slice(&bytes).map_err(|e| {
             AtipError::new(
-                "policy_invalid",
-                Category::Config,
+                ErrorCode::PolicyInvalid,
                 format!(
                     "invalid policy {} at line {} column {}: {e}",
                     path.display(),
@@ -1078,7 +1070,7 @@ mod tests {
         let f: PolicyFile = serde_json::from_value(json!({"tools": {"deny": ["["]}})).unwrap();
         assert_eq!(
             Policy::new(f, None, Path::new("/")).unwrap_err().category,
-            Category::Config
+            crate::output::Category::Config
         );
     }
 
