@@ -342,11 +342,12 @@ impl Engine {
         };
         // Threads pay off only for many documents; rayon's idle workers spin, which
         // costs more than reading a handful of files.
-        let read: Vec<(String, Result<Metadata, crate::registry::RegistryError>)> = if entries.len() > 8 {
-            entries.par_iter().map(read_one).collect()
-        } else {
-            entries.iter().map(read_one).collect()
-        };
+        let read: Vec<(String, Result<Metadata, crate::registry::RegistryError>)> =
+            if entries.len() > 8 {
+                entries.par_iter().map(read_one).collect()
+            } else {
+                entries.iter().map(read_one).collect()
+            };
         let mut metas: Vec<Metadata> = Vec::new();
         let mut tools: HashMap<String, ToolInfo> = HashMap::new();
         let mut warnings = Vec::new();
@@ -678,7 +679,12 @@ impl Engine {
         let Some(info) = self.tools.get(&tool.tool) else {
             return true;
         };
-        let bare: Vec<String> = tool.command.iter().filter(|s| !s.is_empty()).cloned().collect();
+        let bare: Vec<String> = tool
+            .command
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect();
         self.decide(tool, info, &bare).action == Action::Deny
     }
 
@@ -874,7 +880,16 @@ impl Engine {
             let why = match fail {
                 Integrity::Missing(why) => {
                     if !p.read_only() {
-                        self.record(p, via, call_id, decision, "failed", None, 0, Some("tool_unavailable"));
+                        self.record(
+                            p,
+                            via,
+                            call_id,
+                            decision,
+                            "failed",
+                            None,
+                            0,
+                            Some("tool_unavailable"),
+                        );
                     }
                     return Err(AtipError::new(ErrorCode::ToolUnavailable, why)
                         .hint("the registered executable is missing; run `atip scan`"));

@@ -222,9 +222,8 @@ impl Server {
         ctx: &RequestContext<RoleServer>,
     ) -> CallToolResult {
         let name = p.tool.name.clone();
-        let refused = |e: AtipError| {
-            CallToolResult::structured_error(exec::error_envelope(Some(&name), &e))
-        };
+        let refused =
+            |e: AtipError| CallToolResult::structured_error(exec::error_envelope(Some(&name), &e));
         if let Err(e) = self.spend() {
             return refused(e);
         }

@@ -525,7 +525,10 @@ async fn listing_applies_the_same_allow_and_deny_as_calling() {
     let r = c.call_tool(call("other_go", json!({}))).await.unwrap();
     let e = &structured(&r)["error"];
     assert_eq!(e["code"], "policy_denied");
-    assert!(e["message"].as_str().unwrap().contains("tools.allow"), "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("tools.allow"),
+        "{e}"
+    );
     // A grouped tool name, as `atip export --strategy grouped` writes it, runs too.
     let r = c
         .call_tool(call("t", json!({"action": "json"})))
@@ -541,7 +544,13 @@ fn register_nap(sb: &Sandbox) {
         "commands": {"nap": {"description": "Sleep a second",
             "effects": {"destructive": false, "idempotent": true, "filesystem": {"write": false}},
             "arguments": [{"name": "tag", "type": "string", "description": "Tag"}]}}});
-    register(sb, "nap", &nap, "#!/bin/sh\nsleep 1\necho \"$1\"\n", "native");
+    register(
+        sb,
+        "nap",
+        &nap,
+        "#!/bin/sh\nsleep 1\necho \"$1\"\n",
+        "native",
+    );
 }
 
 async fn nine_at_once(c: &RunningService<RoleClient, ()>) -> (Vec<Value>, Duration) {

@@ -139,7 +139,14 @@ fn atip_never_runs_atip_by_any_name_symlink_or_copy() {
         let pol = sb.write("allow-all.json", r#"{"runners": {"allow": ["*"]}}"#);
         let r = exec(
             &sb,
-            &[&call, "--args", &inner.to_string(), "--yes", "--policy", pol.to_str().unwrap()],
+            &[
+                &call,
+                "--args",
+                &inner.to_string(),
+                "--yes",
+                "--policy",
+                pol.to_str().unwrap(),
+            ],
         );
         assert_eq!(r.code, 77, "{name}: {}", show(&r.raw));
         assert_eq!(r.err["error"]["code"], "policy_denied");
@@ -201,8 +208,22 @@ const ECHO: &str = "#!/bin/sh\necho ran >> ran.txt\necho ran\n";
 fn command_runners_are_denied_with_the_rule_named_unless_allowed() {
     let sb = sandbox_with_t();
     let shells = [
-        "sh", "bash", "python3", "python3.12", "node", "perl", "env", "sudo", "xargs", "nohup",
-        "timeout", "nice", "setsid", "flock", "ssh", "watch",
+        "sh",
+        "bash",
+        "python3",
+        "python3.12",
+        "node",
+        "perl",
+        "env",
+        "sudo",
+        "xargs",
+        "nohup",
+        "timeout",
+        "nice",
+        "setsid",
+        "flock",
+        "ssh",
+        "watch",
     ];
     for name in shells {
         register(&sb, name, &runner_meta(name, json!({})), ECHO, "native");
@@ -213,7 +234,10 @@ fn command_runners_are_denied_with_the_rule_named_unless_allowed() {
         assert_eq!(r.code, 77, "{name}: {}", show(&r.raw));
         assert_eq!(r.err["error"]["code"], "policy_denied", "{name}");
         let msg = r.err["error"]["message"].as_str().unwrap();
-        assert!(msg.contains("runners") && msg.contains("runners.allow"), "{name}: {msg}");
+        assert!(
+            msg.contains("runners") && msg.contains("runners.allow"),
+            "{name}: {msg}"
+        );
     }
     assert!(!sb.path().join("ran.txt").exists(), "no runner ran");
 
@@ -222,7 +246,12 @@ fn command_runners_are_denied_with_the_rule_named_unless_allowed() {
     register(&sb, "find", &runner_meta("find", json!({})), ECHO, "native");
     let r = exec(&sb, &["find_go", "--args", r#"{"exec":"rm"}"#, "--yes"]);
     assert_eq!(r.code, 77, "{}", show(&r.raw));
-    assert!(r.err["error"]["message"].as_str().unwrap().contains("-exec"));
+    assert!(
+        r.err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("-exec")
+    );
     let r = exec(&sb, &["find_go", "--args", r#"{"words":["."]}"#]);
     assert_eq!(r.code, 0, "{}", show(&r.raw));
     std::fs::remove_file(sb.path().join("ran.txt")).unwrap();
@@ -235,9 +264,17 @@ fn command_runners_are_denied_with_the_rule_named_unless_allowed() {
         ECHO,
         "native",
     );
-    let r = exec(&sb, &["git", "--args", r#"{"config":"core.pager=sh"}"#, "--yes"]);
+    let r = exec(
+        &sb,
+        &["git", "--args", r#"{"config":"core.pager=sh"}"#, "--yes"],
+    );
     assert_eq!(r.code, 77, "{}", show(&r.raw));
-    assert!(r.err["error"]["message"].as_str().unwrap().contains("runners"));
+    assert!(
+        r.err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("runners")
+    );
     register(
         &sb,
         "wrap",
@@ -247,10 +284,21 @@ fn command_runners_are_denied_with_the_rule_named_unless_allowed() {
     );
     let r = exec(&sb, &["wrap_go", "--yes"]);
     assert_eq!(r.code, 77, "{}", show(&r.raw));
-    assert!(r.err["error"]["message"].as_str().unwrap().contains("x-atip-runner"));
+    assert!(
+        r.err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("x-atip-runner")
+    );
     // A symlink named innocently that resolves to a shell is a shell.
     let target = sb.script("shells/bash", ECHO);
-    let hidden = register(&sb, "helper", &runner_meta("helper", json!({})), ECHO, "native");
+    let hidden = register(
+        &sb,
+        "helper",
+        &runner_meta("helper", json!({})),
+        ECHO,
+        "native",
+    );
     std::fs::remove_file(&hidden).unwrap();
     std::os::unix::fs::symlink(&target, &hidden).unwrap();
     let r = exec(&sb, &["helper_go", "--dry-run"]);
@@ -274,7 +322,12 @@ fn command_runners_are_denied_with_the_rule_named_unless_allowed() {
     assert_eq!(r.code, 77);
     let r = exec(&sb, &["t_json", "--policy", p]);
     assert_eq!(r.code, 77, "{}", show(&r.raw));
-    assert!(r.err["error"]["message"].as_str().unwrap().contains("runners.programs"));
+    assert!(
+        r.err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("runners.programs")
+    );
 }
 
 #[test]
@@ -292,7 +345,12 @@ fn a_command_not_stating_destructive_false_asks_and_export_agrees() {
     let r = exec(&sb, &["q_quiet"]);
     assert_eq!(r.code, 77, "{}", show(&r.raw));
     assert_eq!(r.err["error"]["code"], "confirmation_required");
-    assert!(r.err["error"]["message"].as_str().unwrap().contains("effects.destructive"));
+    assert!(
+        r.err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("effects.destructive")
+    );
     assert!(!sb.path().join("ran.txt").exists());
     let r = exec(&sb, &["q_safe"]);
     assert_eq!(r.code, 0, "{}", show(&r.raw));
@@ -364,8 +422,16 @@ fn a_binary_changed_after_the_scan_is_refused_and_a_touched_one_runs() {
     let r = exec(&sb, &["nat_hello"]);
     assert_eq!(r.code, 77, "{}", show(&r.raw));
     assert_eq!(r.err["error"]["code"], "integrity_changed");
-    assert_eq!(rules(&r.err["error"]["details"]["rules"]), ["integrity.changed"]);
-    assert!(r.err["error"]["hint"].as_str().unwrap().contains("atip scan"));
+    assert_eq!(
+        rules(&r.err["error"]["details"]["rules"]),
+        ["integrity.changed"]
+    );
+    assert!(
+        r.err["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("atip scan")
+    );
     assert!(!sb.path().join("pwned.txt").exists() && !sb.path().join("ran.txt").exists());
     let r = exec(&sb, &["nat_hello", "--yes", "--dry-run"]);
     assert_eq!(r.out["decision"]["action"], "deny");
@@ -388,7 +454,9 @@ fn a_metadata_file_edited_on_disk_is_refused_by_every_reader() {
     let reg: Value =
         serde_json::from_slice(&std::fs::read(sb.data_dir().join("registry.json")).unwrap())
             .unwrap();
-    let file = sb.data_dir().join(reg["tools"]["t"]["metadata"].as_str().unwrap());
+    let file = sb
+        .data_dir()
+        .join(reg["tools"]["t"]["metadata"].as_str().unwrap());
     // Make the destructive command look harmless.
     let text = std::fs::read_to_string(&file)
         .unwrap()
@@ -403,7 +471,12 @@ fn a_metadata_file_edited_on_disk_is_refused_by_every_reader() {
         vec!["export", "--format", "mcp", "--tools", "t"],
         vec!["search", "delete", "--tools", "t"],
     ] {
-        let out = sb.atip().args(["--output", "json"]).args(&args).output().unwrap();
+        let out = sb
+            .atip()
+            .args(["--output", "json"])
+            .args(&args)
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(65), "{args:?}: {}", show(&out));
         assert!(
             String::from_utf8_lossy(&out.stderr).contains("sha256"),
@@ -428,7 +501,10 @@ fn a_lying_trust_block_does_not_pass_a_verified_floor_and_a_wrong_checksum_never
     assert_eq!(r.code, 77, "{}", show(&r.raw));
     assert_eq!(r.err["error"]["code"], "confirmation_required");
     let msg = r.err["error"]["message"].as_str().unwrap();
-    assert!(msg.contains("trust.minimum") && msg.contains("unverified"), "{msg}");
+    assert!(
+        msg.contains("trust.minimum") && msg.contains("unverified"),
+        "{msg}"
+    );
     // Without the floor it runs.
     let r = exec(&sb, &["liar_hi"]);
     assert_eq!(r.code, 0, "{}", show(&r.raw));
@@ -439,7 +515,12 @@ fn a_lying_trust_block_does_not_pass_a_verified_floor_and_a_wrong_checksum_never
     register(&sb, "bad", &bad, script, "vendor");
     let r = exec(&sb, &["bad_hi", "--yes"]);
     assert_eq!(r.code, 77, "{}", show(&r.raw));
-    assert!(r.err["error"]["message"].as_str().unwrap().contains("trust.compromised"));
+    assert!(
+        r.err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("trust.compromised")
+    );
     // The old claim-based floor is a configuration error, not silently read.
     let old = sb.write("old.json", r#"{"trust": {"minimum": "vendor"}}"#);
     let r = exec(&sb, &["liar_hi", "--policy", old.to_str().unwrap()]);
@@ -527,9 +608,7 @@ fn every_exported_tool_of_every_strategy_and_format_resolves_in_exec() {
                 .as_array()
                 .cloned()
                 .or_else(|| v["tools"].as_array().cloned())
-                .or_else(|| {
-                    v[0]["functionDeclarations"].as_array().cloned()
-                })
+                .or_else(|| v[0]["functionDeclarations"].as_array().cloned())
                 .or_else(|| v["functionDeclarations"].as_array().cloned())
                 .unwrap_or_else(|| panic!("{format}: {v}"));
             let list: Vec<Value> = list
@@ -545,7 +624,8 @@ fn every_exported_tool_of_every_strategy_and_format_resolves_in_exec() {
                 let args = sample_args(tool);
                 let r = exec(&sb, &[&name, "--args", &args.to_string(), "--dry-run"]);
                 assert_eq!(
-                    r.code, 0,
+                    r.code,
+                    0,
                     "{format}/{strategy} {name} {args}: {}",
                     show(&r.raw)
                 );

@@ -111,8 +111,10 @@ pub fn metadata() -> Result<Metadata, FromClapError> {
         .build()?;
     for (name, cmd) in meta.commands.iter_mut().flatten() {
         if RUNNERS.contains(&name.as_str()) {
-            cmd.extra
-                .insert(atip::model::RUNNER_KEY.into(), serde_json::Value::Bool(true));
+            cmd.extra.insert(
+                atip::model::RUNNER_KEY.into(),
+                serde_json::Value::Bool(true),
+            );
         }
     }
     Ok(meta)

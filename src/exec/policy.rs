@@ -627,7 +627,9 @@ impl Policy {
             let why = match e.destructive {
                 Some(true) => "the command is destructive",
                 Some(false) => "the command deletes files",
-                None => "the metadata does not state destructive: false, so the command may be destructive",
+                None => {
+                    "the metadata does not state destructive: false, so the command may be destructive"
+                }
             };
             hit("effects.destructive", rules_cfg.destructive, why.into());
         }
@@ -719,7 +721,10 @@ impl Policy {
                         Action::Deny,
                         format!(
                             "{why}; a command runner is denied unless the policy allows it (runners.allow: [{:?}])",
-                            f.program_names.first().map(String::as_str).unwrap_or(f.tool)
+                            f.program_names
+                                .first()
+                                .map(String::as_str)
+                                .unwrap_or(f.tool)
                         ),
                     );
                 }
@@ -1009,7 +1014,8 @@ mod tests {
 
     #[test]
     fn trust_floor_acts_on_derived_level_and_compromised_never_runs() {
-        let f: PolicyFile = serde_json::from_value(json!({"trust": {"minimum": "verified"}})).unwrap();
+        let f: PolicyFile =
+            serde_json::from_value(json!({"trust": {"minimum": "verified"}})).unwrap();
         let p = Policy::new(f, None, Path::new("/")).unwrap();
         let ro = effects(json!({"destructive": false}));
         let mut f = facts(&ro, "native");
@@ -1017,12 +1023,14 @@ mod tests {
         assert_eq!(p.evaluate(&f).rule_ids(Action::Confirm), ["trust.minimum"]);
         f.trust = trust(TrustLevel::Verified, Vouch::Admin);
         assert_eq!(p.evaluate(&f).action, Action::Allow);
-        let open: PolicyFile = serde_json::from_value(json!({"trust": {"below": "allow"}})).unwrap();
+        let open: PolicyFile =
+            serde_json::from_value(json!({"trust": {"below": "allow"}})).unwrap();
         let p = Policy::new(open, None, Path::new("/")).unwrap();
         f.trust = trust(TrustLevel::Compromised, Vouch::Builtin);
         assert_eq!(p.evaluate(&f).rule_ids(Action::Deny), ["trust.compromised"]);
         // The old claim-based floors are refused, not silently read.
-        let old: PolicyFile = serde_json::from_value(json!({"trust": {"minimum": "vendor"}})).unwrap();
+        let old: PolicyFile =
+            serde_json::from_value(json!({"trust": {"minimum": "vendor"}})).unwrap();
         assert_eq!(
             Policy::new(old, None, Path::new("/")).unwrap_err().code,
             "policy_invalid"
@@ -1040,7 +1048,8 @@ mod tests {
         let d = p.evaluate(&f);
         assert_eq!(d.rule_ids(Action::Deny), ["runners"]);
         assert!(d.explain(Action::Deny).contains("runners.allow"));
-        let allow: PolicyFile = serde_json::from_value(json!({"runners": {"allow": ["bash"]}})).unwrap();
+        let allow: PolicyFile =
+            serde_json::from_value(json!({"runners": {"allow": ["bash"]}})).unwrap();
         let pa = Policy::new(allow, None, Path::new("/")).unwrap();
         assert_eq!(pa.evaluate(&f).action, Action::Allow);
         f.is_self = true;

@@ -18,18 +18,88 @@ use std::sync::OnceLock;
 /// basename with a trailing version stripped (`python3.12` → `python`).
 pub const PROGRAMS: &[&str] = &[
     // shells
-    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "csh", "tcsh", "rc",
-    "busybox", "toybox",
+    "sh",
+    "bash",
+    "dash",
+    "zsh",
+    "ksh",
+    "mksh",
+    "ash",
+    "yash",
+    "fish",
+    "csh",
+    "tcsh",
+    "rc",
+    "busybox",
+    "toybox",
     // interpreters
-    "python", "pypy", "node", "nodejs", "deno", "bun", "perl", "ruby", "irb", "php", "lua",
-    "luajit", "tclsh", "wish", "expect", "Rscript", "R", "julia", "pwsh", "powershell",
-    "osascript", "awk", "gawk", "mawk", "nawk", "sed", "gdb", "lldb",
+    "python",
+    "pypy",
+    "node",
+    "nodejs",
+    "deno",
+    "bun",
+    "perl",
+    "ruby",
+    "irb",
+    "php",
+    "lua",
+    "luajit",
+    "tclsh",
+    "wish",
+    "expect",
+    "Rscript",
+    "R",
+    "julia",
+    "pwsh",
+    "powershell",
+    "osascript",
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "sed",
+    "gdb",
+    "lldb",
     // wrappers that run their arguments
-    "env", "sudo", "doas", "su", "runuser", "pkexec", "xargs", "nohup", "timeout", "nice",
-    "ionice", "setsid", "chroot", "unshare", "nsenter", "flock", "watch", "script", "ssh",
-    "time", "taskset", "chrt", "stdbuf", "parallel", "strace", "ltrace", "valgrind",
-    "systemd-run", "at", "batch", "firejail", "bwrap", "fakeroot", "proot", "npx", "pipx",
-    "uvx", "atip",
+    "env",
+    "sudo",
+    "doas",
+    "su",
+    "runuser",
+    "pkexec",
+    "xargs",
+    "nohup",
+    "timeout",
+    "nice",
+    "ionice",
+    "setsid",
+    "chroot",
+    "unshare",
+    "nsenter",
+    "flock",
+    "watch",
+    "script",
+    "ssh",
+    "time",
+    "taskset",
+    "chrt",
+    "stdbuf",
+    "parallel",
+    "strace",
+    "ltrace",
+    "valgrind",
+    "systemd-run",
+    "at",
+    "batch",
+    "firejail",
+    "bwrap",
+    "fakeroot",
+    "proot",
+    "npx",
+    "pipx",
+    "uvx",
+    "atip",
 ];
 
 /// Commands of otherwise ordinary programs that run a program named in their arguments:
@@ -67,7 +137,20 @@ pub const OPTIONS: &[(&str, &str, &[&str])] = &[
     ("git", "archive", &["--exec"]),
     ("git", "push", &["--receive-pack", "--exec"]),
     ("git", "rebase", &["-x", "--exec"]),
-    ("tar", "*", &["--to-command", "-I", "--use-compress-program", "--checkpoint-action", "-F", "--info-script", "--new-volume-script", "--rsh-command"]),
+    (
+        "tar",
+        "*",
+        &[
+            "--to-command",
+            "-I",
+            "--use-compress-program",
+            "--checkpoint-action",
+            "-F",
+            "--info-script",
+            "--new-volume-script",
+            "--rsh-command",
+        ],
+    ),
     ("rsync", "*", &["-e", "--rsh", "--rsync-path"]),
     ("sort", "*", &["--compress-program"]),
     ("zip", "*", &["-TT", "--unzip-command"]),
@@ -132,11 +215,14 @@ pub fn why_runner(
         ));
     }
     for n in names {
-        if let Some((_, c)) = COMMANDS
-            .iter()
-            .find(|(p, c)| p == n && (*c == path || (!c.is_empty() && path.starts_with(&format!("{c} ")))))
-        {
-            let shown = if c.is_empty() { n.clone() } else { format!("{n} {c}") };
+        if let Some((_, c)) = COMMANDS.iter().find(|(p, c)| {
+            p == n && (*c == path || (!c.is_empty() && path.starts_with(&format!("{c} "))))
+        }) {
+            let shown = if c.is_empty() {
+                n.clone()
+            } else {
+                format!("{n} {c}")
+            };
             return Some(format!("{shown} runs programs named in its arguments"));
         }
         let built_in = OPTIONS
@@ -160,7 +246,8 @@ fn flag_matches(arg: &str, flag: &str) -> bool {
         return true;
     }
     if let Some(rest) = arg.strip_prefix(flag) {
-        return rest.starts_with('=') || (flag.len() == 2 && flag.starts_with('-') && !flag.starts_with("--"));
+        return rest.starts_with('=')
+            || (flag.len() == 2 && flag.starts_with('-') && !flag.starts_with("--"));
     }
     false
 }
@@ -241,7 +328,14 @@ mod tests {
     fn why(name: &str, command: &[&str], argv: &[&str]) -> Option<String> {
         let command: Vec<String> = command.iter().map(|s| s.to_string()).collect();
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
-        why_runner(&[name.to_string()], &command, &argv, false, &[], &BTreeMap::new())
+        why_runner(
+            &[name.to_string()],
+            &command,
+            &argv,
+            false,
+            &[],
+            &BTreeMap::new(),
+        )
     }
 
     #[test]

@@ -96,9 +96,7 @@ pub fn derive(meta: &Metadata, entry: &Entry, vouch: Vouch) -> TrustFacts {
                 return TrustFacts {
                     level: TrustLevel::Compromised,
                     vouch,
-                    why: format!(
-                        "the metadata declares checksum {c} but the binary's is {actual}"
-                    ),
+                    why: format!("the metadata declares checksum {c} but the binary's is {actual}"),
                 };
             }
             bound = true;
@@ -165,18 +163,39 @@ mod tests {
         let plain = meta(json!({"atip": "0.6", "name": "t", "version": "1", "description": "t"}));
         let e = entry(Source::Native, &h);
         assert_eq!(derive(&plain, &e, Vouch::Tool).level, TrustLevel::Unsigned);
-        let liar = meta(json!({"atip": "0.6", "name": "t", "version": "1", "description": "t",
-            "trust": {"source": "vendor", "verified": true}}));
+        let liar = meta(
+            json!({"atip": "0.6", "name": "t", "version": "1", "description": "t",
+            "trust": {"source": "vendor", "verified": true}}),
+        );
         assert_eq!(derive(&liar, &e, Vouch::Tool).level, TrustLevel::Unverified);
-        let own_sum = meta(json!({"atip": "0.6", "name": "t", "version": "1", "description": "t",
-            "trust": {"integrity": {"checksum": h}}}));
-        assert_eq!(derive(&own_sum, &e, Vouch::Tool).level, TrustLevel::Unverified);
-        assert_eq!(derive(&own_sum, &e, Vouch::Admin).level, TrustLevel::Verified);
-        let wrong = meta(json!({"atip": "0.6", "name": "t", "version": "1", "description": "t",
-            "trust": {"integrity": {"checksum": other}}}));
-        assert_eq!(derive(&wrong, &e, Vouch::Builtin).level, TrustLevel::Compromised);
+        let own_sum = meta(
+            json!({"atip": "0.6", "name": "t", "version": "1", "description": "t",
+            "trust": {"integrity": {"checksum": h}}}),
+        );
+        assert_eq!(
+            derive(&own_sum, &e, Vouch::Tool).level,
+            TrustLevel::Unverified
+        );
+        assert_eq!(
+            derive(&own_sum, &e, Vouch::Admin).level,
+            TrustLevel::Verified
+        );
+        let wrong = meta(
+            json!({"atip": "0.6", "name": "t", "version": "1", "description": "t",
+            "trust": {"integrity": {"checksum": other}}}),
+        );
+        assert_eq!(
+            derive(&wrong, &e, Vouch::Builtin).level,
+            TrustLevel::Compromised
+        );
         let by_hash = entry(Source::ShimHash, &h);
-        assert_eq!(derive(&plain, &by_hash, Vouch::User).level, TrustLevel::Verified);
-        assert_eq!(derive(&plain, &by_hash, Vouch::Inferred).level, TrustLevel::Unverified);
+        assert_eq!(
+            derive(&plain, &by_hash, Vouch::User).level,
+            TrustLevel::Verified
+        );
+        assert_eq!(
+            derive(&plain, &by_hash, Vouch::Inferred).level,
+            TrustLevel::Unverified
+        );
     }
 }
