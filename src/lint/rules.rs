@@ -84,13 +84,13 @@ pub static LINT_RULES: &[RuleInfo] = &[
         "destructive-without-reversible",
         W,
         "a destructive command does not say whether it can be undone",
-        "state `reversible` beside `destructive` (fixable: --fix sets it to false)",
+        "state `reversible` beside `destructive`",
     ),
     rule(
         "billable-without-idempotent",
         W,
         "a billable command does not say it is not idempotent, so a retry may charge twice",
-        "state `idempotent: false` beside `cost.billable` (fixable when unstated)",
+        "state `idempotent: false` beside `cost.billable`",
     ),
     rule(
         "trust-source",
@@ -120,7 +120,7 @@ pub static LINT_RULES: &[RuleInfo] = &[
         "enum-values-undescribed",
         W,
         "an enum's description does not name its values",
-        "list the values in the description (fixable: --fix appends them)",
+        "list the values in the description",
     ),
     rule(
         "examples-missing",
