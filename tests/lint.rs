@@ -136,8 +136,14 @@ fn findings_point_at_line_and_column_not_1_1() {
             .clone()
     };
     let destructive = find("destructive-without-reversible");
-    assert_eq!(destructive["pointer"], "/commands/delete/effects/destructive");
-    assert_eq!((destructive["line"].as_u64(), destructive["column"].as_u64()), (Some(15), Some(19)));
+    assert_eq!(
+        destructive["pointer"],
+        "/commands/delete/effects/destructive"
+    );
+    assert_eq!(
+        (destructive["line"].as_u64(), destructive["column"].as_u64()),
+        (Some(15), Some(19))
+    );
     let todo = find("description-quality");
     assert_eq!(todo["line"].as_u64(), Some(18));
 }
@@ -147,7 +153,11 @@ fn config_file_changes_severity_and_turns_rules_off() {
     let sb = Sandbox::new();
     let dir = sb.path().join("proj/sub");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(fixtures().join("lint-golden/input.json"), dir.join("demo.json")).unwrap();
+    std::fs::copy(
+        fixtures().join("lint-golden/input.json"),
+        dir.join("demo.json"),
+    )
+    .unwrap();
     std::fs::copy(
         fixtures().join("lint-golden/cfg/.atip-lint.json"),
         sb.path().join("proj/.atip-lint.json"),
@@ -163,7 +173,11 @@ fn config_file_changes_severity_and_turns_rules_off() {
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     let docs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let diags = docs[0]["diagnostics"].as_array().unwrap();
-    assert!(diags.iter().any(|d| d["rule"] == "description-quality" && d["severity"] == "error"));
+    assert!(
+        diags
+            .iter()
+            .any(|d| d["rule"] == "description-quality" && d["severity"] == "error")
+    );
     assert!(!diags.iter().any(|d| d["rule"] == "effects-unstated"));
     // Without the config the same file only warns.
     let (code, docs) = lint_json(&sb, &[dir.join("demo.json").to_str().unwrap()]);
@@ -191,16 +205,30 @@ fn fix_applies_mechanical_fixes_and_relints() {
     assert!(before.contains(&"enum-values-undescribed".to_string()));
     let out = sb
         .atip()
-        .args(["--output", "json", "lint", "--no-config", "--fix", "demo.json"])
+        .args([
+            "--output",
+            "json",
+            "lint",
+            "--no-config",
+            "--fix",
+            "demo.json",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("fixed 2 findings"), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("fixed 2 findings"),
+        "{}",
+        show(&out)
+    );
     let after: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let after = rules_of(&after[0]);
     assert!(!after.contains(&"destructive-without-reversible".to_string()));
     assert!(!after.contains(&"enum-values-undescribed".to_string()));
-    assert!(after.contains(&"description-quality".to_string()), "not mechanical: kept");
+    assert!(
+        after.contains(&"description-quality".to_string()),
+        "not mechanical: kept"
+    );
     let fixed: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     assert_eq!(fixed["commands"]["delete"]["effects"]["reversible"], false);
     assert_eq!(
@@ -247,14 +275,22 @@ fn deny_warnings_and_exec_contract() {
     let input = fixtures().join("lint-golden/input.json");
     let out = sb
         .atip()
-        .args(["lint", "--no-config", "--deny-warnings", input.to_str().unwrap()])
+        .args([
+            "lint",
+            "--no-config",
+            "--deny-warnings",
+            input.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     // A tool whose --agent hangs is reported as agent-contract, and the run ends.
     let hang = sb.script("hang", "#!/bin/sh\nsleep 30\n");
     let started = std::time::Instant::now();
-    let (code, docs) = lint_json(&sb, &["--timeout", "300ms", "--exec", hang.to_str().unwrap()]);
+    let (code, docs) = lint_json(
+        &sb,
+        &["--timeout", "300ms", "--exec", hang.to_str().unwrap()],
+    );
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
     assert_eq!(code, Some(1));
     assert_eq!(rules_of(&docs[0]), ["agent-contract"]);
