@@ -21,7 +21,7 @@ static FORK: Mutex<()> = Mutex::new(());
 
 const SLACK: Duration = Duration::from_secs(3);
 
-fn lock() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn lock() -> std::sync::MutexGuard<'static, ()> {
     FORK.lock().unwrap_or_else(|e| e.into_inner())
 }
 

@@ -2,20 +2,16 @@
 //! sources that lose nothing, `--explain`. Every test runs the real binary in a sandbox;
 //! every program it plants logs its runs, and the tests assert what was (not) run.
 
-mod common;
+use crate::common;
 
 use common::{Sandbox, show};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
 
-/// Writing a script and spawning must not interleave (ETXTBSY).
-static FORK: Mutex<()> = Mutex::new(());
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    FORK.lock().unwrap_or_else(|e| e.into_inner())
-}
+/// Writing a script and spawning must not interleave (ETXTBSY): the same lock as the
+/// other scan tests, which run in this binary.
+use super::scan::lock;
 
 struct Env {
     sb: Sandbox,
@@ -226,10 +222,28 @@ fn a_failing_source_keeps_its_entries_and_exits_non_zero() {
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["sourceFailures"][0]["source"], "shims", "{r:#}");
+    // Text mode says it on stderr too.
+    let mut c = env.sb.atip();
+    c.args([
+        "scan",
+        "--output",
+        "text",
+        "--path",
+        &path,
+        "--shims",
+        shims.to_str().unwrap(),
+    ]);
+    let text = c.output().unwrap();
+    assert_eq!(text.status.code(), Some(1), "{}", show(&text));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("were kept"),
+        String::from_utf8_lossy(&text.stderr).contains("were kept"),
         "{}",
-        show(&out)
+        show(&text)
+    );
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("kept"),
+        "{}",
+        show(&text)
     );
     let st = tool(&r, "st").unwrap();
     assert_eq!(st["status"], "kept", "{st}");

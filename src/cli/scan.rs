@@ -134,7 +134,12 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     let code = if report.source_failures.is_empty() {
         0
     } else {
-        for f in &report.source_failures {
+        // In JSON the report's `sourceFailures` says it; in text, stderr says it too.
+        for f in report
+            .source_failures
+            .iter()
+            .filter(|_| !ctx.output.is_json())
+        {
             eprintln!(
                 "error: metadata source {} failed: {}; the tools it provided before were kept",
                 f.source, f.message
@@ -146,8 +151,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         if ctx.output.is_json() {
             atip::output::print_json(ex).map_err(|e| {
                 AtipError::new(
-                    "output_failed",
-                    Category::Output,
+                    ErrorCode::StdoutWriteFailed,
                     format!("failed to write the explanation: {e}"),
                 )
             })?;
