@@ -69,13 +69,19 @@ fn main() {
         let p = engine.prepare("big_go", serde_json::Map::new()).unwrap();
         let mut info = p.info.clone();
         if with_fingerprint {
-            time("integrity check, nothing changed (stat only)", 10_000, || {
-                assert!(engine.check_integrity(&info).is_ok())
-            });
-            time("prepare() of a call: every check and the policy", 2_000, || {
-                let p = engine.prepare("big_go", serde_json::Map::new()).unwrap();
-                assert_eq!(p.decision.action, atip::exec::policy::Action::Allow);
-            });
+            time(
+                "integrity check, nothing changed (stat only)",
+                10_000,
+                || assert!(engine.check_integrity(&info).is_ok()),
+            );
+            time(
+                "prepare() of a call: every check and the policy",
+                2_000,
+                || {
+                    let p = engine.prepare("big_go", serde_json::Map::new()).unwrap();
+                    assert_eq!(p.decision.action, atip::exec::policy::Action::Allow);
+                },
+            );
         } else {
             // A fingerprint that never matches: every call re-hashes (the first call of
             // a process after a touch, or a registry without fingerprints).
@@ -88,9 +94,11 @@ fn main() {
                 None,
             )
             .unwrap();
-            time("integrity check, fingerprint differs (sha256 of 32 MiB)", 1, || {
-                assert!(fresh.check_integrity(&info).is_ok())
-            });
+            time(
+                "integrity check, fingerprint differs (sha256 of 32 MiB)",
+                1,
+                || assert!(fresh.check_integrity(&info).is_ok()),
+            );
             time("  same, later calls (re-hash remembered)", 10_000, || {
                 assert!(fresh.check_integrity(&info).is_ok())
             });
@@ -102,3 +110,4 @@ fn main() {
     time("program_names(program) (canonicalize)", 10_000, || {
         assert!(!runners::program_names(&tool).is_empty())
     });
+}

@@ -385,7 +385,7 @@ impl Engine {
                     .as_ref()
                     .and_then(|o| o.safety_assumption.as_deref())
                     .is_none_or(|s| s == "unknown");
-            let trust = trust::derive(&meta, entry, entry.vouch(dirs));
+            let trust = trust::derive(&meta, entry, entry.vouch());
             tools.insert(
                 tool_name,
                 ToolInfo {

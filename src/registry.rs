@@ -74,6 +74,10 @@ pub enum Source {
     ShimHash,
     /// A name-keyed shim (`shims/NAME.json`).
     Shim,
+    /// A metadata file installed beside the tool (`<prefix>/share/agent-tools/tools/NAME.json`).
+    Installed,
+    /// Converted by atip from an agent-CLI framework's own manifest (not native ATIP).
+    Converted,
 }
 
 /// One tool in the index.
@@ -192,19 +196,23 @@ impl Vouch {
     /// Who vouches for metadata from `source` (and, for shims, the directory it came
     /// from). A document whose own `trust.source` says `inferred` is believed: a claim
     /// can only lower trust.
-    pub fn derive(dirs: &Dirs, source: Source, shim_dir: Option<&Path>, claimed: &str) -> Vouch {
+    pub fn derive(source: Source, shim_dir: Option<&Path>, claimed: &str) -> Vouch {
         use std::os::unix::fs::MetadataExt;
         if claimed == "inferred" {
             return Vouch::Inferred;
         }
         match source {
-            Source::Native => Vouch::Tool,
+            // The tool's own answer, a file its package installed beside it, or its own
+            // framework manifest converted: the tool describes itself.
+            Source::Native | Source::Installed | Source::Converted => Vouch::Tool,
             Source::Override => Vouch::User,
             Source::Shim | Source::ShimHash => {
                 let Some(dir) = shim_dir else {
                     return Vouch::Inferred;
                 };
-                if dir == dirs.data.join(crate::discover::builtin::DIR_NAME) {
+                // Built-in shims are recorded as the relative name `builtin`; a real
+                // shim directory is always absolute.
+                if dir == Path::new(crate::discover::builtin::REGISTRY) {
                     return Vouch::Builtin;
                 }
                 match std::fs::metadata(dir).map(|m| m.uid()) {
@@ -360,10 +368,9 @@ impl Entry {
     }
 
     /// Who vouches for it: as recorded by the scan, else derived from its source.
-    pub fn vouch(&self, dirs: &Dirs) -> Vouch {
+    pub fn vouch(&self) -> Vouch {
         self.vouched_by.unwrap_or_else(|| {
             Vouch::derive(
-                dirs,
                 self.source,
                 self.shim_registry.as_deref().map(Path::new),
                 &self.trust,
