@@ -285,8 +285,17 @@ impl Chat<'_> {
                 }
                 break (reason, Some(error));
             }
-            let (results, failed) =
-                self.dispatch(turn, &reply.calls, &mut used, &mut budget_told, &via, deadline, confirm, log, &mut report);
+            let (results, failed) = self.dispatch(
+                turn,
+                &reply.calls,
+                &mut used,
+                &mut budget_told,
+                &via,
+                deadline,
+                confirm,
+                log,
+                &mut report,
+            );
             let messages = conv.results(&reply.calls, &results, &failed);
             conv.push(&messages);
             if let Some(t) = self.transcript.as_mut() {
@@ -321,7 +330,10 @@ impl Chat<'_> {
             .map(|c| {
                 if *used >= self.options.max_calls {
                     *budget_told = true;
-                    return Step::Done(envelope(&c.name, &budget_exhausted(self.options.max_calls)), true);
+                    return Step::Done(
+                        envelope(&c.name, &budget_exhausted(self.options.max_calls)),
+                        true,
+                    );
                 }
                 *used += 1;
                 self.classify(c)
@@ -347,13 +359,21 @@ impl Chat<'_> {
                 Step::Done(env, f) => (call.name.clone(), raw_value(&call.arguments), env, f),
                 Step::Run(inner) => {
                     let o = outcomes.next().expect("one outcome per run");
-                    (inner.name.clone(), raw_value(&inner.arguments), o.envelope, o.failed)
+                    (
+                        inner.name.clone(),
+                        raw_value(&inner.arguments),
+                        o.envelope,
+                        o.failed,
+                    )
                 }
             };
             speak_to_the_model(&mut env);
             self.redactor.redact_json(&mut env);
             let rec = self.record(turn, call, &name, status_of(&env), &env);
-            let rec = CallRecord { arguments: self.redacted(args), ..rec };
+            let rec = CallRecord {
+                arguments: self.redacted(args),
+                ..rec
+            };
             log(&rec);
             report.calls.push(rec);
             results.push(env);
@@ -399,10 +419,20 @@ impl Chat<'_> {
         SearchMode::new(tools.clone()).unknown(name)
     }
 
-    fn record(&self, turn: u32, call: &ToolCall, name: &str, status: &'static str, env: &Value) -> CallRecord {
+    fn record(
+        &self,
+        turn: u32,
+        call: &ToolCall,
+        name: &str,
+        status: &'static str,
+        env: &Value,
+    ) -> CallRecord {
         CallRecord {
             turn,
-            id: call.id.as_ref().map(|i| self.redactor.redact(i).into_owned()),
+            id: call
+                .id
+                .as_ref()
+                .map(|i| self.redactor.redact(i).into_owned()),
             name: name.to_string(),
             arguments: self.redacted(raw_value(&call.arguments)),
             status,

@@ -915,9 +915,7 @@ pub fn run_batch(
             Action::Deny => slots[i] = fail(engine.refuse(&p, None, via, call.id.as_deref())),
             Action::Confirm => match confirm(&p) {
                 Confirmation::Yes => runnable.push((i, p, true)),
-                answer => {
-                    slots[i] = fail(engine.refuse(&p, Some(answer), via, call.id.as_deref()))
-                }
+                answer => slots[i] = fail(engine.refuse(&p, Some(answer), via, call.id.as_deref())),
             },
         }
     }

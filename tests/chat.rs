@@ -64,7 +64,11 @@ fn check_requests(sb: &Sandbox, api: Api, ep: &Endpoint) -> Vec<chat_support::Re
     let (h, v) = api.auth(KEY);
     for r in &reqs {
         assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", api.path()));
-        assert_eq!(r.header(h), Some(v.as_str()), "{api:?} sends the key in {h}");
+        assert_eq!(
+            r.header(h),
+            Some(v.as_str()),
+            "{api:?} sends the key in {h}"
+        );
         assert_eq!(r.header("content-type"), Some("application/json"));
         if api == Api::Anthropic {
             assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
@@ -85,7 +89,11 @@ fn check_requests(sb: &Sandbox, api: Api, ep: &Endpoint) -> Vec<chat_support::Re
         Api::Gemini => json!({"role": "user", "parts": [{"text": "What does the tool say?"}]}),
         _ => json!({"role": "user", "content": "What does the tool say?"}),
     };
-    assert_eq!(first, [prompt], "{api:?}: the conversation starts with the prompt");
+    assert_eq!(
+        first,
+        [prompt],
+        "{api:?}: the conversation starts with the prompt"
+    );
     reqs
 }
 
@@ -117,7 +125,10 @@ fn one_call_then_an_answer() {
         assert_eq!(reqs.len(), 2);
         let results = api.results(&reqs[1].body, &calls);
         assert_eq!(results[0].content["status"], "ok");
-        assert_eq!(results[0].content["data"]["json"], json!({"ok": true, "n": 1}));
+        assert_eq!(
+            results[0].content["data"]["json"],
+            json!({"ok": true, "n": 1})
+        );
         assert_eq!(results[0].content["meta"]["tool"], "t_json");
         assert_eq!(results[0].is_error, None, "a success carries no is_error");
         assert_eq!(r.out["answer"], "The tool says ok.");
@@ -129,7 +140,11 @@ fn one_call_then_an_answer() {
         );
         let c = &r.out["calls"][0];
         assert_eq!(
-            (c["name"].as_str(), c["status"].as_str(), c["exitCode"].as_i64()),
+            (
+                c["name"].as_str(),
+                c["status"].as_str(),
+                c["exitCode"].as_i64()
+            ),
             (Some("t_json"), Some("ok"), Some(0))
         );
         assert_eq!(c["arguments"], json!({}));
@@ -143,7 +158,11 @@ fn several_calls_in_one_turn_answer_in_order_with_their_ids() {
     for api in ALL {
         let sb = sandbox_with_t();
         let calls = [
-            (id(api, "call_a"), "t_echo", json!({"words": ["hello", "world"]})),
+            (
+                id(api, "call_a"),
+                "t_echo",
+                json!({"words": ["hello", "world"]}),
+            ),
             (id(api, "call_b"), "t_json", json!({})),
             (id(api, "call_c"), "t_fail", json!({})),
         ];
@@ -173,7 +192,10 @@ fn several_calls_in_one_turn_answer_in_order_with_their_ids() {
             .map(|c| c["status"].as_str().unwrap())
             .collect();
         assert_eq!(statuses, ["ok", "ok", "failed"]);
-        assert_eq!(r.out["calls"][0]["arguments"], json!({"words": ["hello", "world"]}));
+        assert_eq!(
+            r.out["calls"][0]["arguments"],
+            json!({"words": ["hello", "world"]})
+        );
         assert_eq!(r.out["calls"][2]["exitCode"], 3);
         assert_eq!(r.out["answer"], "Three results.");
     }
@@ -183,7 +205,11 @@ fn several_calls_in_one_turn_answer_in_order_with_their_ids() {
 fn invalid_arguments_come_back_as_an_error_the_model_corrects() {
     for api in ALL {
         let sb = sandbox_with_t();
-        let bad = [(id(api, "call_1"), "t_echo", json!({"count": "many", "colour": "red"}))];
+        let bad = [(
+            id(api, "call_1"),
+            "t_echo",
+            json!({"count": "many", "colour": "red"}),
+        )];
         let good = [(id(api, "call_2"), "t_echo", json!({"count": 2}))];
         let ep = Endpoint::start(vec![
             Reply::ok(api.calls(&bad)),
@@ -220,7 +246,12 @@ fn invalid_arguments_come_back_as_an_error_the_model_corrects() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|c| (c["status"].as_str().unwrap(), c["error"].as_str().unwrap_or("")))
+            .map(|c| {
+                (
+                    c["status"].as_str().unwrap(),
+                    c["error"].as_str().unwrap_or(""),
+                )
+            })
             .collect();
         assert_eq!(statuses, [("error", "args_invalid"), ("ok", "")]);
         assert_eq!(r.out["turns"], 3);
@@ -231,7 +262,11 @@ fn invalid_arguments_come_back_as_an_error_the_model_corrects() {
 fn a_destructive_call_is_refused_and_the_model_hears_why() {
     for api in ALL {
         let sb = sandbox_with_t();
-        let calls = [(id(api, "call_d"), "t_delete", json!({"target": "everything"}))];
+        let calls = [(
+            id(api, "call_d"),
+            "t_delete",
+            json!({"target": "everything"}),
+        )];
         let ep = Endpoint::start(vec![
             Reply::ok(api.calls(&calls)),
             Reply::ok(api.text("I was not allowed to delete it.")),
@@ -284,7 +319,11 @@ fn with_yes_the_destructive_call_runs_and_is_audited() {
     );
     let audit = audit_lines(&sb);
     assert_eq!(
-        (audit[0]["via"].as_str(), audit[0]["decision"].as_str(), audit[0]["callId"].as_str()),
+        (
+            audit[0]["via"].as_str(),
+            audit[0]["decision"].as_str(),
+            audit[0]["callId"].as_str()
+        ),
         (Some("chat"), Some("confirmed"), Some("toolu_1"))
     );
 }
@@ -309,14 +348,22 @@ fn a_tool_that_times_out_is_killed_and_reported() {
         assert_eq!(res.content["error"]["details"]["timeoutMs"], 300);
         assert_eq!(res.content["error"]["details"]["stdout"], "started\n");
         let c = &r.out["calls"][0];
-        assert_eq!((c["status"].as_str(), c["error"].as_str()), (Some("error"), Some("timeout")));
+        assert_eq!(
+            (c["status"].as_str(), c["error"].as_str()),
+            (Some("error"), Some("timeout"))
+        );
         assert!(c["durationMs"].as_u64().unwrap() >= 300);
         let pid: i32 = std::fs::read_to_string(sb.path().join("grandchild.pid"))
             .unwrap()
             .trim()
             .parse()
             .unwrap();
-        assert!(!alive(pid), "the tool's whole process group is gone");
+        // Killed with its group; give init a moment to reap the orphan.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        while alive(pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(!alive(pid), "grandchild {pid} survived the timeout");
     }
 }
 
@@ -365,7 +412,12 @@ fn the_call_budget_is_told_to_the_model_then_enforced() {
     let res = api.results(&reqs[1].body, &c1);
     assert_eq!(res[0].content["status"], "ok");
     assert_eq!(res[1].content["error"]["code"], "call_budget_exhausted");
-    assert!(res[1].content["error"]["hint"].as_str().unwrap().contains("answer"));
+    assert!(
+        res[1].content["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("answer")
+    );
     assert_eq!(r.out["stopReason"], "max_calls");
     assert_eq!(r.out["error"]["code"], "call_limit");
     let statuses: Vec<&str> = r.out["calls"]
@@ -478,7 +530,12 @@ fn endpoint_errors_map_to_exit_codes_and_never_show_the_key() {
             &sb,
             api,
             &ep,
-            &["--retries", "1", "--transcript", transcript.to_str().unwrap()],
+            &[
+                "--retries",
+                "1",
+                "--transcript",
+                transcript.to_str().unwrap(),
+            ],
         );
         assert_eq!(r.code, code, "HTTP {status}: {}", show(&r.raw));
         assert_eq!(ep.requests().len(), tries, "HTTP {status}");
@@ -498,17 +555,39 @@ fn a_hosted_provider_without_a_key_fails_before_any_request() {
     let sb = sandbox_with_t();
     let out = sb
         .atip()
-        .args(["--output", "json", "chat", "--provider", "anthropic", "--model", "m", "hi"])
+        .args([
+            "--output",
+            "json",
+            "chat",
+            "--provider",
+            "anthropic",
+            "--model",
+            "m",
+            "hi",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(78), "{}", show(&out));
     let err: Value = serde_json::from_slice(&out.stderr).unwrap();
     assert_eq!(err["error"]["code"], "api_key_missing");
-    assert!(err["error"]["message"].as_str().unwrap().contains("ANTHROPIC_API_KEY"));
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ANTHROPIC_API_KEY")
+    );
     // A key is never sent in clear text to another machine.
     let out = sb
         .atip()
-        .args(["--output", "json", "chat", "--provider", "openai", "--model", "m"])
+        .args([
+            "--output",
+            "json",
+            "chat",
+            "--provider",
+            "openai",
+            "--model",
+            "m",
+        ])
         .args(["--base-url", "http://192.0.2.1/v1", "hi"])
         .env("OPENAI_API_KEY", KEY)
         .output()
@@ -525,7 +604,15 @@ fn a_local_server_needs_no_key_and_the_prompt_can_come_on_stdin() {
     let ep = Endpoint::start(vec![Reply::ok(api.text("Local answer."))]);
     let mut child = sb
         .atip()
-        .args(["--output", "text", "chat", "--provider", "openai", "--model", "m"])
+        .args([
+            "--output",
+            "text",
+            "chat",
+            "--provider",
+            "openai",
+            "--model",
+            "m",
+        ])
         .args(["--base-url", &api.base(&ep), "--tools", "t"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -600,7 +687,10 @@ fn a_tool_outside_the_selection_is_refused_as_unknown() {
     let api = Api::Openai;
     let sb = sandbox_with_t();
     let calls = [("x", "t_delete", json!({"target": "a"}))];
-    let ep = Endpoint::start(vec![Reply::ok(api.calls(&calls)), Reply::ok(api.text("ok"))]);
+    let ep = Endpoint::start(vec![
+        Reply::ok(api.calls(&calls)),
+        Reply::ok(api.text("ok")),
+    ]);
     let r = chat(&sb, api, &ep, &["--commands", "t echo,t json"]);
     assert_eq!(r.code, 0, "{}", show(&r.raw));
     let reqs = ep.requests();
@@ -621,27 +711,54 @@ fn the_transcript_has_every_message_and_no_secret() {
     let api = Api::Anthropic;
     let sb = sandbox_with_t();
     let calls = [("toolu_s", "t_secret", json!({}))];
-    let ep = Endpoint::start(vec![Reply::ok(api.calls(&calls)), Reply::ok(api.text("Done."))]);
+    let ep = Endpoint::start(vec![
+        Reply::ok(api.calls(&calls)),
+        Reply::ok(api.text("Done.")),
+    ]);
     let path = sb.path().join("chat.jsonl");
     let mut cmd = sb.atip();
-    cmd.args(["--output", "json", "chat", "--provider", "anthropic", "--model", "test-model"])
-        .args(["--base-url", &api.base(&ep), "--transcript", path.to_str().unwrap()])
-        .arg("show secrets")
-        .env("ANTHROPIC_API_KEY", KEY)
-        .env("T_TOKEN", "tok-very-secret-value");
+    cmd.args([
+        "--output",
+        "json",
+        "chat",
+        "--provider",
+        "anthropic",
+        "--model",
+        "test-model",
+    ])
+    .args([
+        "--base-url",
+        &api.base(&ep),
+        "--transcript",
+        path.to_str().unwrap(),
+    ])
+    .arg("show secrets")
+    .env("ANTHROPIC_API_KEY", KEY)
+    .env("T_TOKEN", "tok-very-secret-value");
     let out = cmd.output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(!text.contains(KEY) && !text.contains("tok-very-secret-value"));
     assert!(!text.contains("ghp_abcdefghijklmnopqrstuvwxyz0123456789"));
-    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines[0]["transcript"], "atip-chat/1");
     assert_eq!(lines[0]["provider"], "anthropic");
     let turns: Vec<(u64, &str)> = lines[1..lines.len() - 1]
         .iter()
-        .map(|l| (l["turn"].as_u64().unwrap(), l["message"]["role"].as_str().unwrap()))
+        .map(|l| {
+            (
+                l["turn"].as_u64().unwrap(),
+                l["message"]["role"].as_str().unwrap(),
+            )
+        })
         .collect();
-    assert_eq!(turns, [(0, "user"), (1, "assistant"), (1, "user"), (2, "assistant")]);
+    assert_eq!(
+        turns,
+        [(0, "user"), (1, "assistant"), (1, "user"), (2, "assistant")]
+    );
     assert_eq!(lines.last().unwrap()["end"]["stopReason"], "answer");
     assert!(text.contains("[REDACTED:env:T_TOKEN]"));
     use std::os::unix::fs::PermissionsExt;

@@ -132,7 +132,10 @@ impl Client {
         for (k, v) in &self.headers {
             req = req.header(*k, v.as_str());
         }
-        let resp = req.body(body.to_vec()).send().map_err(|e| self.transport(e))?;
+        let resp = req
+            .body(body.to_vec())
+            .send()
+            .map_err(|e| self.transport(e))?;
         let status = resp.status().as_u16();
         let header = |name: &str| {
             resp.headers()
@@ -219,7 +222,11 @@ impl Client {
         let (code, category, what) = if e.is_timeout() {
             ("endpoint_timeout", Category::Temporary, "timed out")
         } else if e.is_connect() {
-            ("endpoint_unreachable", Category::Unavailable, "cannot be reached")
+            (
+                "endpoint_unreachable",
+                Category::Unavailable,
+                "cannot be reached",
+            )
         } else {
             (
                 "endpoint_unreachable",
@@ -289,7 +296,10 @@ pub fn retry_after(ms: Option<&str>, header: Option<&str>) -> Option<Duration> {
         return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
     }
     let at = crate::timestamp::parse_http_date(h)?;
-    Some(at.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO))
+    Some(
+        at.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
 /// The error and its sources, one line (reqwest's own message names only the outer layer).

@@ -200,7 +200,10 @@ fn malformed(what: impl Into<String>) -> AtipError {
     AtipError::new(
         "endpoint_malformed",
         Category::Data,
-        format!("the model endpoint's response is malformed: {}", what.into()),
+        format!(
+            "the model endpoint's response is malformed: {}",
+            what.into()
+        ),
     )
     .hint("check --provider matches the endpoint's API, and --base-url")
 }
@@ -262,10 +265,7 @@ impl Conversation {
             }
             Api::Gemini => {
                 if let Some(s) = system {
-                    body.insert(
-                        "systemInstruction".into(),
-                        json!({"parts": [{"text": s}]}),
-                    );
+                    body.insert("systemInstruction".into(), json!({"parts": [{"text": s}]}));
                 }
                 start.push(json!({"role": "user", "parts": [{"text": prompt}]}));
             }
@@ -332,7 +332,9 @@ fn read_openai_chat(doc: &Value, turn: u32) -> Result<Reply, AtipError> {
     // Some compatible servers leave out call ids; the results must carry one.
     if let Some(Value::Array(list)) = one.pointer_mut("/choices/0/message/tool_calls") {
         for (i, c) in list.iter_mut().enumerate() {
-            if c.get("id").and_then(Value::as_str).is_none_or(str::is_empty)
+            if c.get("id")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
                 && let Some(o) = c.as_object_mut()
             {
                 o.insert("id".into(), format!("call_atip_{turn}_{i}").into());
@@ -348,8 +350,12 @@ fn read_openai_chat(doc: &Value, turn: u32) -> Result<Reply, AtipError> {
         Some(Value::Array(parts)) => text_of_parts(parts, &["text", "output_text"]),
         _ => String::new(),
     };
-    let mut assistant = json!({"role": "assistant", "content": msg.get("content").cloned().unwrap_or(Value::Null)});
-    if let Some(tc) = msg.get("tool_calls").filter(|t| t.as_array().is_some_and(|a| !a.is_empty())) {
+    let mut assistant =
+        json!({"role": "assistant", "content": msg.get("content").cloned().unwrap_or(Value::Null)});
+    if let Some(tc) = msg
+        .get("tool_calls")
+        .filter(|t| t.as_array().is_some_and(|a| !a.is_empty()))
+    {
         assistant["tool_calls"] = tc.clone();
     }
     let u = doc.get("usage").cloned().unwrap_or(Value::Null);

@@ -178,7 +178,10 @@ fn base_url(args: &Args, key: bool) -> Result<String, AtipError> {
                 return Err(AtipError::new(
                     "insecure_endpoint",
                     Category::Config,
-                    format!("refusing to send the API key over plain http to {}", url.host_str().unwrap_or("")),
+                    format!(
+                        "refusing to send the API key over plain http to {}",
+                        url.host_str().unwrap_or("")
+                    ),
                 )
                 .hint("use https, or a server on this machine (127.0.0.1, localhost)"));
             }
@@ -357,7 +360,9 @@ fn render(report: &ChatReport, ctx: &Ctx) -> Result<u8, AtipError> {
         print_json(report).ok();
     }
     if report.stop_reason == StopReason::MaxTokens {
-        eprintln!("atip: warning: the model's answer was cut at its output-token limit (--max-tokens)");
+        eprintln!(
+            "atip: warning: the model's answer was cut at its output-token limit (--max-tokens)"
+        );
     }
     match &report.error {
         Some(e) => Err(e.clone()),

@@ -68,11 +68,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     if let Some(path) = &args.file {
         docs = Some(vec![compile::source::load_file(path)?]);
     } else {
-        let only = compile::source::selected_tools(
-            &ctx.dirs,
-            args.tools.as_deref(),
-            commands.as_deref(),
-        )?;
+        let only =
+            compile::source::selected_tools(&ctx.dirs, args.tools.as_deref(), commands.as_deref())?;
         entries = compile::source::registry_entries(&ctx.dirs, only.as_deref())?;
         if only.is_some() {
             let loaded = compile::source::load_registry(&ctx.dirs, only.as_deref())?;

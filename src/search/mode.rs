@@ -171,7 +171,8 @@ impl SearchMode {
             .collect();
         let mut out = json!({"query": query, "results": results, "total": self.tools.len()});
         if out["results"].as_array().is_some_and(Vec::is_empty) {
-            out["hint"] = "nothing matched; try other words (a verb and an object work best)".into();
+            out["hint"] =
+                "nothing matched; try other words (a verb and an object work best)".into();
         }
         Ok(out)
     }
@@ -186,7 +187,9 @@ impl SearchMode {
                 return Err(invalid(
                     CALL_TOOL,
                     "\"name\" must be a string",
-                    &format!("pass {{\"name\": \"<a name from {SEARCH_TOOL}>\", \"arguments\": {{…}}}}"),
+                    &format!(
+                        "pass {{\"name\": \"<a name from {SEARCH_TOOL}>\", \"arguments\": {{…}}}}"
+                    ),
                 ));
             }
         };
@@ -283,7 +286,9 @@ mod tests {
     #[test]
     fn search_ranks_and_gives_schemas_to_the_top_results() {
         let m = mode();
-        let r = m.search(&obj(json!({"query": "create pull request"}))).unwrap();
+        let r = m
+            .search(&obj(json!({"query": "create pull request"})))
+            .unwrap();
         assert_eq!(r["results"][0]["name"], "gh_pr_create");
         assert_eq!(
             r["results"][0]["inputSchema"]["properties"]["title"]["type"],

@@ -269,11 +269,13 @@ impl Api {
     /// A model response that makes these calls (Gemini: an empty id means none).
     pub fn calls(self, calls: &[Call]) -> Value {
         match self {
-            Api::Openai => json!({"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0,
+            Api::Openai => {
+                json!({"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0,
                 "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
                 "tool_calls": calls.iter().map(|(id, name, args)| json!({"id": id, "type": "function",
                     "function": {"name": name, "arguments": args.to_string()}})).collect::<Vec<_>>()}}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}),
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+            }
             Api::Responses => json!({"id": "resp_1", "object": "response", "status": "completed",
                 "output": calls.iter().map(|(id, name, args)| json!({"type": "function_call",
                     "id": format!("fc_{id}"), "call_id": id, "name": name, "arguments": args.to_string(),
@@ -300,9 +302,11 @@ impl Api {
     /// A model response with a plain answer.
     pub fn text(self, text: &str) -> Value {
         match self {
-            Api::Openai => json!({"id": "chatcmpl-2", "object": "chat.completion", "choices": [{"index": 0,
+            Api::Openai => {
+                json!({"id": "chatcmpl-2", "object": "chat.completion", "choices": [{"index": 0,
                 "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-                "usage": {"prompt_tokens": 20, "completion_tokens": 7, "total_tokens": 27}}),
+                "usage": {"prompt_tokens": 20, "completion_tokens": 7, "total_tokens": 27}})
+            }
             Api::Responses => json!({"id": "resp_2", "object": "response", "status": "completed",
                 "output": [{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
                     "content": [{"type": "output_text", "text": text, "annotations": []}]}],
@@ -310,9 +314,11 @@ impl Api {
             Api::Anthropic => json!({"id": "msg_2", "type": "message", "role": "assistant",
                 "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
                 "usage": {"input_tokens": 20, "output_tokens": 7}}),
-            Api::Gemini => json!({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
+            Api::Gemini => {
+                json!({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
                 "finishReason": "STOP"}],
-                "usageMetadata": {"promptTokenCount": 20, "candidatesTokenCount": 7, "totalTokenCount": 27}}),
+                "usageMetadata": {"promptTokenCount": 20, "candidatesTokenCount": 7, "totalTokenCount": 27}})
+            }
         }
     }
 
@@ -327,75 +333,113 @@ impl Api {
                 assert!(msgs.len() >= n + 2, "{}", shown());
                 let assistant = &msgs[msgs.len() - n - 1];
                 assert_eq!(assistant["role"], "assistant", "{}", shown());
-                let ids: Vec<&str> = assistant["tool_calls"].as_array().unwrap().iter()
-                    .map(|c| c["id"].as_str().unwrap()).collect();
-                assert_eq!(ids, calls.iter().map(|c| c.0).collect::<Vec<_>>(), "assistant message keeps the calls");
-                msgs[msgs.len() - n..].iter().map(|m| {
-                    let keys: Vec<&String> = m.as_object().unwrap().keys().collect();
-                    assert_eq!(keys, ["role", "tool_call_id", "content"], "{m}");
-                    assert_eq!(m["role"], "tool");
-                    ToolResult {
-                        id: m["tool_call_id"].as_str().unwrap().into(),
-                        content: serde_json::from_str(m["content"].as_str().unwrap()).unwrap(),
-                        is_error: None,
-                    }
-                }).collect()
+                let ids: Vec<&str> = assistant["tool_calls"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c["id"].as_str().unwrap())
+                    .collect();
+                assert_eq!(
+                    ids,
+                    calls.iter().map(|c| c.0).collect::<Vec<_>>(),
+                    "assistant message keeps the calls"
+                );
+                msgs[msgs.len() - n..]
+                    .iter()
+                    .map(|m| {
+                        let keys: Vec<&String> = m.as_object().unwrap().keys().collect();
+                        assert_eq!(keys, ["role", "tool_call_id", "content"], "{m}");
+                        assert_eq!(m["role"], "tool");
+                        ToolResult {
+                            id: m["tool_call_id"].as_str().unwrap().into(),
+                            content: serde_json::from_str(m["content"].as_str().unwrap()).unwrap(),
+                            is_error: None,
+                        }
+                    })
+                    .collect()
             }
             Api::Responses => {
                 let tail = &msgs[msgs.len() - n..];
                 let before = &msgs[msgs.len() - 2 * n..msgs.len() - n];
                 for (b, c) in before.iter().zip(calls) {
-                    assert_eq!((b["type"].as_str(), b["call_id"].as_str()), (Some("function_call"), Some(c.0)), "{}", shown());
+                    assert_eq!(
+                        (b["type"].as_str(), b["call_id"].as_str()),
+                        (Some("function_call"), Some(c.0)),
+                        "{}",
+                        shown()
+                    );
                 }
-                tail.iter().map(|m| {
-                    let keys: Vec<&String> = m.as_object().unwrap().keys().collect();
-                    assert_eq!(keys, ["type", "call_id", "output"], "{m}");
-                    assert_eq!(m["type"], "function_call_output");
-                    ToolResult {
-                        id: m["call_id"].as_str().unwrap().into(),
-                        content: serde_json::from_str(m["output"].as_str().unwrap()).unwrap(),
-                        is_error: None,
-                    }
-                }).collect()
+                tail.iter()
+                    .map(|m| {
+                        let keys: Vec<&String> = m.as_object().unwrap().keys().collect();
+                        assert_eq!(keys, ["type", "call_id", "output"], "{m}");
+                        assert_eq!(m["type"], "function_call_output");
+                        ToolResult {
+                            id: m["call_id"].as_str().unwrap().into(),
+                            content: serde_json::from_str(m["output"].as_str().unwrap()).unwrap(),
+                            is_error: None,
+                        }
+                    })
+                    .collect()
             }
             Api::Anthropic => {
                 let last = msgs.last().unwrap();
                 assert_eq!(last["role"], "user", "{}", shown());
                 let prev = &msgs[msgs.len() - 2];
                 assert_eq!(prev["role"], "assistant");
-                let uses: Vec<&str> = prev["content"].as_array().unwrap().iter()
-                    .filter(|b| b["type"] == "tool_use").map(|b| b["id"].as_str().unwrap()).collect();
+                let uses: Vec<&str> = prev["content"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|b| b["type"] == "tool_use")
+                    .map(|b| b["id"].as_str().unwrap())
+                    .collect();
                 assert_eq!(uses, calls.iter().map(|c| c.0).collect::<Vec<_>>());
-                last["content"].as_array().unwrap().iter().map(|b| {
-                    assert_eq!(b["type"], "tool_result", "{b}");
-                    let keys: Vec<&String> = b.as_object().unwrap().keys().collect();
-                    assert!(keys == ["type", "tool_use_id", "content"] || keys == ["type", "tool_use_id", "content", "is_error"], "{b}");
-                    ToolResult {
-                        id: b["tool_use_id"].as_str().unwrap().into(),
-                        content: serde_json::from_str(b["content"].as_str().unwrap()).unwrap(),
-                        is_error: b.get("is_error").and_then(Value::as_bool),
-                    }
-                }).collect()
+                last["content"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|b| {
+                        assert_eq!(b["type"], "tool_result", "{b}");
+                        let keys: Vec<&String> = b.as_object().unwrap().keys().collect();
+                        assert!(
+                            keys == ["type", "tool_use_id", "content"]
+                                || keys == ["type", "tool_use_id", "content", "is_error"],
+                            "{b}"
+                        );
+                        ToolResult {
+                            id: b["tool_use_id"].as_str().unwrap().into(),
+                            content: serde_json::from_str(b["content"].as_str().unwrap()).unwrap(),
+                            is_error: b.get("is_error").and_then(Value::as_bool),
+                        }
+                    })
+                    .collect()
             }
             Api::Gemini => {
                 let last = msgs.last().unwrap();
                 assert_eq!(last["role"], "user", "{}", shown());
                 let prev = &msgs[msgs.len() - 2];
                 assert_eq!(prev["role"], "model");
-                last["parts"].as_array().unwrap().iter().zip(calls).map(|(p, c)| {
-                    let keys: Vec<&String> = p.as_object().unwrap().keys().collect();
-                    assert_eq!(keys, ["functionResponse"], "{p}");
-                    let fr = &p["functionResponse"];
-                    assert_eq!(fr["name"], c.1, "a function response names its call: {fr}");
-                    assert!(fr["response"].is_object(), "{fr}");
-                    let id = fr.get("id").and_then(Value::as_str).map(String::from);
-                    assert_eq!(id.as_deref(), (!c.0.is_empty()).then_some(c.0), "{fr}");
-                    ToolResult {
-                        id: id.unwrap_or_else(|| c.1.to_string()),
-                        content: fr["response"].clone(),
-                        is_error: None,
-                    }
-                }).collect()
+                last["parts"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .zip(calls)
+                    .map(|(p, c)| {
+                        let keys: Vec<&String> = p.as_object().unwrap().keys().collect();
+                        assert_eq!(keys, ["functionResponse"], "{p}");
+                        let fr = &p["functionResponse"];
+                        assert_eq!(fr["name"], c.1, "a function response names its call: {fr}");
+                        assert!(fr["response"].is_object(), "{fr}");
+                        let id = fr.get("id").and_then(Value::as_str).map(String::from);
+                        assert_eq!(id.as_deref(), (!c.0.is_empty()).then_some(c.0), "{fr}");
+                        ToolResult {
+                            id: id.unwrap_or_else(|| c.1.to_string()),
+                            content: fr["response"].clone(),
+                            is_error: None,
+                        }
+                    })
+                    .collect()
             }
         };
         assert_eq!(out.len(), n, "one result per call: {}", shown());
