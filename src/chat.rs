@@ -21,7 +21,7 @@ use crate::exec::calls::{RawArgs, ToolCall};
 use crate::exec::redact::Redactor;
 use crate::exec::{self, BatchOptions, Confirmation, Engine, Prepared, Via, args};
 use crate::output::{AtipError, Category};
-use crate::search::mode::{CALL_TOOL, SEARCH_TOOL, SearchMode};
+use crate::search::mode::{CALL_TOOL, SEARCH_TOOL, SearchMode, unknown_tool};
 use provider::{Api, Conversation, Usage};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -34,7 +34,7 @@ pub enum Offer {
     /// Every selected tool, by its own definition.
     Direct(Vec<FlatTool>),
     /// The search tool and the call tool over the selection.
-    Search(SearchMode),
+    Search(Box<SearchMode>),
 }
 
 impl Offer {
@@ -43,14 +43,6 @@ impl Offer {
         match self {
             Offer::Direct(tools) => formats::flat(tools),
             Offer::Search(mode) => mode.export_tools(),
-        }
-    }
-
-    /// Whether `name` is a tool the model was offered directly.
-    fn direct(&self, name: &str) -> bool {
-        match self {
-            Offer::Direct(tools) => tools.iter().any(|t| t.name == name),
-            Offer::Search(_) => false,
         }
     }
 }
@@ -407,16 +399,9 @@ impl Chat<'_> {
                 }
             }
             Offer::Search(mode) => fail(mode.unknown(&c.name)),
-            offer if offer.direct(&c.name) => Step::Run(c.clone()),
-            _ => fail(self.not_offered(&c.name)),
+            Offer::Direct(tools) if tools.iter().any(|t| t.name == c.name) => Step::Run(c.clone()),
+            Offer::Direct(tools) => fail(unknown_tool(tools, &c.name, false)),
         }
-    }
-
-    fn not_offered(&self, name: &str) -> AtipError {
-        let Offer::Direct(tools) = &self.offer else {
-            unreachable!("search mode answers unknown names itself")
-        };
-        SearchMode::new(tools.clone()).unknown(name)
     }
 
     fn record(

@@ -284,7 +284,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         eprintln!("atip: warning: no tools selected; the model gets none");
     }
     let offer = if search && !tools.is_empty() {
-        Offer::Search(SearchMode::new(tools))
+        Offer::Search(Box::new(SearchMode::new(tools)))
     } else {
         Offer::Direct(tools)
     };

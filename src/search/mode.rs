@@ -224,32 +224,38 @@ impl SearchMode {
 
     /// `unknown_tool` for a name outside the selection, with up to five close names.
     pub fn unknown(&self, name: &str) -> AtipError {
-        let limit = (name.chars().count() / 3).max(2);
-        let mut close: Vec<(usize, &str)> = self
-            .tools
-            .iter()
-            .map(|t| (edit_distance(name, &t.name), t.name.as_str()))
-            .filter(|(d, _)| *d <= limit)
-            .collect();
-        close.sort();
-        let close: Vec<&str> = close.into_iter().take(5).map(|(_, n)| n).collect();
-        let shown: String = name.chars().take(80).collect();
-        let hint = if close.is_empty() {
-            format!("find the tool's name with {SEARCH_TOOL} first")
-        } else {
-            format!(
-                "did you mean: {}? (or search with {SEARCH_TOOL})",
-                close.join(", ")
-            )
-        };
-        AtipError::new(
-            "unknown_tool",
-            Category::Usage,
-            format!("no tool named {shown:?} is offered in this session"),
-        )
-        .hint(hint)
-        .details(json!({"closest": close}))
+        unknown_tool(&self.tools, name, true)
     }
+}
+
+/// `unknown_tool` for a name that is not among `offered`, with up to five close names;
+/// `searchable` says the search tool is there to find the right one.
+pub fn unknown_tool(offered: &[FlatTool], name: &str, searchable: bool) -> AtipError {
+    let limit = (name.chars().count() / 3).max(2);
+    let mut close: Vec<(usize, &str)> = offered
+        .iter()
+        .map(|t| (edit_distance(name, &t.name), t.name.as_str()))
+        .filter(|(d, _)| *d <= limit)
+        .collect();
+    close.sort();
+    let close: Vec<&str> = close.into_iter().take(5).map(|(_, n)| n).collect();
+    let shown: String = name.chars().take(80).collect();
+    let hint = match (close.is_empty(), searchable) {
+        (true, true) => format!("find the tool's name with {SEARCH_TOOL} first"),
+        (true, false) => "call only the tools you were given".to_string(),
+        (false, true) => format!(
+            "did you mean: {}? (or search with {SEARCH_TOOL})",
+            close.join(", ")
+        ),
+        (false, false) => format!("did you mean: {}?", close.join(", ")),
+    };
+    AtipError::new(
+        "unknown_tool",
+        Category::Usage,
+        format!("no tool named {shown:?} is offered in this session"),
+    )
+    .hint(hint)
+    .details(json!({"closest": close}))
 }
 
 fn invalid(tool: &str, what: &str, hint: &str) -> AtipError {
