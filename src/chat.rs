@@ -20,7 +20,7 @@ use crate::compile::formats::{self, ExportTool};
 use crate::exec::calls::{RawArgs, ToolCall};
 use crate::exec::redact::Redactor;
 use crate::exec::{self, BatchOptions, Confirmation, Engine, Prepared, Via, args};
-use crate::output::{AtipError, Category};
+use crate::output::{AtipError, ErrorCode, SuggestedAction, Suggestion};
 use crate::search::mode::{CALL_TOOL, SEARCH_TOOL, SearchMode, unknown_tool};
 use provider::{Api, Conversation, Usage};
 use serde::Serialize;
@@ -219,7 +219,7 @@ impl Chat<'_> {
             let turn = report.turns + 1;
             let doc = match self.client.post(conv.body(), deadline) {
                 Ok(d) => d,
-                Err(e) if e.code == "run_timeout" => break (StopReason::Timeout, Some(e)),
+                Err(e) if e.code == ErrorCode::RunTimeout => break (StopReason::Timeout, Some(e)),
                 Err(e) => break (StopReason::Error, Some(e)),
             };
             report.turns = turn;
@@ -244,8 +244,7 @@ impl Chat<'_> {
                 Some((
                     StopReason::MaxTurns,
                     AtipError::new(
-                        "turn_limit",
-                        Category::Policy,
+                        ErrorCode::TurnLimit,
                         format!(
                             "the model still wanted tools after {turn} turns (--max-turns {})",
                             self.options.max_turns
@@ -257,8 +256,7 @@ impl Chat<'_> {
                 Some((
                     StopReason::MaxCalls,
                     AtipError::new(
-                        "call_limit",
-                        Category::Policy,
+                        ErrorCode::CallLimit,
                         format!(
                             "the model still wanted tools after {used} calls (--max-calls {})",
                             self.options.max_calls
@@ -458,12 +456,14 @@ fn envelope(name: &str, e: &AtipError) -> Value {
 
 fn budget_exhausted(max: usize) -> AtipError {
     AtipError::new(
-        "call_budget_exhausted",
-        Category::Policy,
+        ErrorCode::CallBudgetExhausted,
         format!("this session's budget of {max} tool calls is spent; the call did not run"),
     )
-    .hint("answer the user now with what you have; no more tool calls will run")
+    .hint(ANSWER_NOW)
+    .suggest(Suggestion::new(SuggestedAction::Abort, ANSWER_NOW))
 }
+
+const ANSWER_NOW: &str = "answer the user now with what you have; no more tool calls will run";
 
 fn parse_args(raw: &RawArgs) -> Result<Map<String, Value>, AtipError> {
     match raw {
@@ -499,4 +499,6 @@ fn speak_to_the_model(env: &mut Value) {
         _ => return,
     };
     env["error"]["hint"] = hint.into();
+    env["error"]["suggestion"] =
+        serde_json::to_value(Suggestion::new(SuggestedAction::Abort, hint)).unwrap_or_default();
 }

@@ -4,13 +4,11 @@
 //! `atip export` writes them, tool results in the API's shape with matching ids) and
 //! what it printed.
 
-mod chat_support;
-mod common;
-mod exec_support;
+use crate::common;
 
-use chat_support::{ALL, Api, Endpoint, Reply};
-use common::{Sandbox, show};
-use exec_support::*;
+use common::endpoint::{ALL, Api, Endpoint, Recorded, Reply};
+use common::tools::*;
+use common::{Sandbox, assert_dead, show};
 use serde_json::{Value, json};
 use std::process::Output;
 
@@ -58,7 +56,7 @@ fn exported(sb: &Sandbox, api: Api) -> Value {
 
 /// Checks every request went where it should with the key, and the first one carries
 /// the prompt and the exported tools.
-fn check_requests(sb: &Sandbox, api: Api, ep: &Endpoint) -> Vec<chat_support::Recorded> {
+fn check_requests(sb: &Sandbox, api: Api, ep: &Endpoint) -> Vec<Recorded> {
     let reqs = ep.requests();
     assert!(!reqs.is_empty());
     let (h, v) = api.auth(KEY);
@@ -279,6 +277,7 @@ fn a_destructive_call_is_refused_and_the_model_hears_why() {
         assert_eq!(res.content["error"]["code"], "confirmation_required");
         let hint = res.content["error"]["hint"].as_str().unwrap();
         assert!(hint.contains("Do not retry"), "{hint}");
+        assert_eq!(res.content["error"]["suggestion"]["action"], "abort");
         assert!(
             res.content["error"]["message"]
                 .as_str()
@@ -358,12 +357,7 @@ fn a_tool_that_times_out_is_killed_and_reported() {
             .trim()
             .parse()
             .unwrap();
-        // Killed with its group; give init a moment to reap the orphan.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
-        while alive(pid) && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        assert!(!alive(pid), "grandchild {pid} survived the timeout");
+        assert_dead(pid);
     }
 }
 
@@ -702,7 +696,7 @@ fn a_tool_outside_the_selection_is_refused_as_unknown() {
         .collect();
     assert_eq!(offered, ["t_echo", "t_json"]);
     let res = &api.results(&reqs[1].body, &calls)[0];
-    assert_eq!(res.content["error"]["code"], "unknown_tool");
+    assert_eq!(res.content["error"]["code"], "tool_not_found");
     assert!(audit_lines(&sb).is_empty(), "nothing was prepared");
 }
 

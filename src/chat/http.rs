@@ -8,7 +8,7 @@
 //! the key never appears in one (errors are redacted). Must not know any API's format.
 
 use crate::exec::redact::Redactor;
-use crate::output::{AtipError, Category};
+use crate::output::{AtipError, ErrorCode};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -56,8 +56,7 @@ impl Client {
             .build()
             .map_err(|e| {
                 AtipError::new(
-                    "http_unavailable",
-                    Category::Internal,
+                    ErrorCode::Internal,
                     format!("failed to set up the HTTP client: {e}"),
                 )
             })?;
@@ -80,9 +79,8 @@ impl Client {
     /// Posts `body` and returns the response body, retrying as the module doc says;
     /// gives up when `deadline` comes (`run_timeout`).
     pub fn post(&self, body: &Value, deadline: Instant) -> Result<Value, AtipError> {
-        let bytes = serde_json::to_vec(body).map_err(|e| {
-            AtipError::new("internal", Category::Internal, format!("request body: {e}"))
-        })?;
+        let bytes = serde_json::to_vec(body)
+            .map_err(|e| AtipError::new(ErrorCode::Internal, format!("request body: {e}")))?;
         let mut attempt = 0u32;
         loop {
             attempt += 1;
@@ -152,8 +150,7 @@ impl Client {
         if (200..300).contains(&status) {
             return serde_json::from_slice::<Value>(&text).map_err(|e| Failure {
                 error: AtipError::new(
-                    "endpoint_malformed",
-                    Category::Data,
+                    ErrorCode::EndpointMalformed,
                     format!("the model endpoint's response is not JSON: {e}"),
                 )
                 .hint("check --base-url points at the API itself")
@@ -163,10 +160,9 @@ impl Client {
             });
         }
         let message = self.provider_message(&text);
-        let (code, category, hint, retry) = match status {
+        let (code, hint, retry) = match status {
             401 | 403 => (
-                "endpoint_auth",
-                Category::Config,
+                ErrorCode::EndpointAuth,
                 match &self.key_var {
                     Some(v) => format!("the endpoint refused the key from {v}; check it"),
                     None => "the endpoint wants an API key: set the provider's key variable, or name one with --api-key-env".into(),
@@ -174,26 +170,22 @@ impl Client {
                 false,
             ),
             429 => (
-                "endpoint_rate_limited",
-                Category::Temporary,
+                ErrorCode::EndpointRateLimited,
                 "the endpoint is rate limiting; try again later, or lower --jobs".into(),
                 true,
             ),
             408 | 409 => (
-                "endpoint_unavailable",
-                Category::Temporary,
+                ErrorCode::EndpointUnavailable,
                 "the endpoint timed out or conflicted; try again".into(),
                 true,
             ),
             500..=599 => (
-                "endpoint_unavailable",
-                Category::Unavailable,
+                ErrorCode::EndpointUnavailable,
                 "the endpoint failed; try again later".into(),
                 true,
             ),
             _ => (
-                "endpoint_rejected",
-                Category::Usage,
+                ErrorCode::EndpointRejected,
                 "check --model, --base-url and --provider".into(),
                 false,
             ),
@@ -205,7 +197,6 @@ impl Client {
         };
         let mut error = AtipError::new(
             code,
-            category,
             format!("the model endpoint answered HTTP {status}: {message}"),
         )
         .hint(hint)
@@ -219,24 +210,18 @@ impl Client {
 
     fn transport(&self, e: reqwest::Error) -> Failure {
         let shown = self.redactor.redact(&error_chain(&e)).into_owned();
-        let (code, category, what) = if e.is_timeout() {
-            ("endpoint_timeout", Category::Temporary, "timed out")
+        let (code, what) = if e.is_timeout() {
+            (ErrorCode::EndpointTimeout, "timed out")
         } else if e.is_connect() {
-            (
-                "endpoint_unreachable",
-                Category::Unavailable,
-                "cannot be reached",
-            )
+            (ErrorCode::EndpointUnreachable, "cannot be reached")
         } else {
             (
-                "endpoint_unreachable",
-                Category::Unavailable,
+                ErrorCode::EndpointUnreachable,
                 "closed the connection or sent a broken response",
             )
         };
         let mut error = AtipError::new(
             code,
-            category,
             format!("the model endpoint {} {what}: {shown}", self.shown_url()),
         )
         .hint("check --base-url and that the server is running; raise --request-timeout for slow models")
@@ -274,12 +259,8 @@ impl Client {
 
 /// The error for a run that reached its `--run-timeout`.
 pub fn run_timeout() -> AtipError {
-    AtipError::new(
-        "run_timeout",
-        Category::Temporary,
-        "the chat reached its --run-timeout",
-    )
-    .hint("raise --run-timeout, or ask for less")
+    AtipError::new(ErrorCode::RunTimeout, "the chat reached its --run-timeout")
+        .hint("raise --run-timeout, or ask for less")
 }
 
 /// The wait a server asked for: `retry-after-ms` (milliseconds), else `Retry-After` in

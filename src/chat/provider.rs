@@ -8,7 +8,7 @@
 
 use crate::compile::formats::{self, ExportTool, Format};
 use crate::exec::calls::{self, Provider, Shape, ToolCall};
-use crate::output::{AtipError, Category};
+use crate::output::{AtipError, ErrorCode};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
@@ -198,8 +198,7 @@ pub struct Conversation {
 
 fn malformed(what: impl Into<String>) -> AtipError {
     AtipError::new(
-        "endpoint_malformed",
-        Category::Data,
+        ErrorCode::EndpointMalformed,
         format!(
             "the model endpoint's response is malformed: {}",
             what.into()
@@ -422,8 +421,7 @@ fn read_gemini(doc: &Value) -> Result<Reply, AtipError> {
             .and_then(Value::as_str)
         {
             return Err(AtipError::new(
-                "model_blocked",
-                Category::Policy,
+                ErrorCode::ModelBlocked,
                 format!("the model refused the conversation: blockReason {reason}"),
             )
             .hint("rephrase the prompt"));

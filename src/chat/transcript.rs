@@ -7,7 +7,7 @@
 //! a run cut short leaves a readable file. Must not decide anything about the loop.
 
 use crate::exec::redact::Redactor;
-use crate::output::{AtipError, Category};
+use crate::output::{AtipError, ErrorCode};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -32,8 +32,7 @@ impl Transcript {
             .open(path)
             .map_err(|e| {
                 AtipError::new(
-                    "transcript_unwritable",
-                    Category::Output,
+                    ErrorCode::FileWriteFailed,
                     format!("failed to create transcript {}: {e}", path.display()),
                 )
             })?;

@@ -11,7 +11,7 @@ use atip::chat::{Chat, ChatOptions, ChatReport, Offer, StopReason};
 use atip::compile::{FlatTool, FlattenOptions};
 use atip::exec::redact::Redactor;
 use atip::exec::{Confirmation, Engine, Prepared};
-use atip::output::{AtipError, Category, OutputFormat, print_json};
+use atip::output::{AtipError, ErrorCode, OutputFormat, print_json};
 use atip::search::mode::{self, SearchMode};
 use serde_json::json;
 use std::io::{Read, Write};
@@ -97,10 +97,6 @@ pub enum ToolSearch {
     Off,
 }
 
-fn usage(code: &str, message: impl Into<String>) -> AtipError {
-    AtipError::new(code, Category::Usage, message)
-}
-
 /// The prompt: the argument, else stdin.
 fn read_prompt(arg: Option<String>) -> Result<String, AtipError> {
     let text = match arg {
@@ -109,8 +105,7 @@ fn read_prompt(arg: Option<String>) -> Result<String, AtipError> {
             let mut s = String::new();
             std::io::stdin().read_to_string(&mut s).map_err(|e| {
                 AtipError::new(
-                    "input_unreadable",
-                    Category::Input,
+                    ErrorCode::InputUnreadable,
                     format!("failed to read the prompt from stdin: {e}"),
                 )
             })?;
@@ -118,8 +113,9 @@ fn read_prompt(arg: Option<String>) -> Result<String, AtipError> {
         }
     };
     if text.trim().is_empty() {
-        return Err(usage("prompt_empty", "the prompt is empty")
-            .hint("pass it as an argument, or on stdin"));
+        return Err(
+            AtipError::usage("the prompt is empty").hint("pass it as an argument, or on stdin")
+        );
     }
     Ok(text)
 }
@@ -144,8 +140,7 @@ fn api_key(args: &Args) -> Result<Option<(String, String)>, AtipError> {
     });
     if found.is_none() && (args.base_url.is_none() || args.api_key_env.is_some()) {
         return Err(AtipError::new(
-            "api_key_missing",
-            Category::Config,
+            ErrorCode::ApiKeyMissing,
             format!("no API key: {} is not set", vars.join(" or ")),
         )
         .hint(format!(
@@ -163,7 +158,7 @@ fn base_url(args: &Args, key: bool) -> Result<String, AtipError> {
         .clone()
         .unwrap_or_else(|| args.provider.default_base_url().to_string());
     let url = reqwest::Url::parse(&base)
-        .map_err(|e| usage("bad_base_url", format!("--base-url {base:?}: {e}")))?;
+        .map_err(|e| AtipError::usage(format!("--base-url {base:?}: {e}")))?;
     match url.scheme() {
         "https" => {}
         "http" => {
@@ -176,8 +171,7 @@ fn base_url(args: &Args, key: bool) -> Result<String, AtipError> {
                     .is_ok_and(|ip| ip.is_loopback());
             if key && !loopback {
                 return Err(AtipError::new(
-                    "insecure_endpoint",
-                    Category::Config,
+                    ErrorCode::InsecureEndpoint,
                     format!(
                         "refusing to send the API key over plain http to {}",
                         url.host_str().unwrap_or("")
@@ -187,10 +181,9 @@ fn base_url(args: &Args, key: bool) -> Result<String, AtipError> {
             }
         }
         other => {
-            return Err(usage(
-                "bad_base_url",
-                format!("--base-url must be http or https, not {other}"),
-            ));
+            return Err(AtipError::usage(format!(
+                "--base-url must be http or https, not {other}"
+            )));
         }
     }
     Ok(base)
@@ -224,8 +217,8 @@ fn selection(args: &Args, engine: &Engine) -> Result<Vec<FlatTool>, AtipError> {
             })
             .collect();
         if !unmatched.is_empty() {
-            return Err(usage(
-                "no_such_command",
+            return Err(AtipError::new(
+                ErrorCode::CommandNotFound,
                 format!(
                     "no command matches --commands {}",
                     unmatched

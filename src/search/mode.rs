@@ -13,7 +13,7 @@ use super::SearchIndex;
 use crate::compile::formats::{Annotations, ExportTool};
 use crate::compile::{FlatTool, edit_distance};
 use crate::model::Effects;
-use crate::output::{AtipError, Category};
+use crate::output::{Applicability, AtipError, ErrorCode, SuggestedAction, Suggestion};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 
@@ -179,7 +179,7 @@ impl SearchMode {
 
     /// Unwraps a call-tool call: `{name, arguments}` → the tool's name and its arguments.
     /// `arguments` may also be a JSON object as text (some models double-encode); a name
-    /// outside the selection is `unknown_tool` with the closest names.
+    /// outside the selection is `tool_not_found` with the closest names.
     pub fn unwrap_call(&self, args: &Map<String, Value>) -> Result<(String, Value), AtipError> {
         let name = match args.get("name") {
             Some(Value::String(n)) => n.as_str(),
@@ -222,13 +222,13 @@ impl SearchMode {
         Ok((name.to_string(), arguments))
     }
 
-    /// `unknown_tool` for a name outside the selection, with up to five close names.
+    /// `tool_not_found` for a name outside the selection, with up to five close names.
     pub fn unknown(&self, name: &str) -> AtipError {
         unknown_tool(&self.tools, name, true)
     }
 }
 
-/// `unknown_tool` for a name that is not among `offered`, with up to five close names;
+/// `tool_not_found` for a name that is not among `offered`, with up to five close names;
 /// `searchable` says the search tool is there to find the right one.
 pub fn unknown_tool(offered: &[FlatTool], name: &str, searchable: bool) -> AtipError {
     let limit = (name.chars().count() / 3).max(2);
@@ -249,22 +249,38 @@ pub fn unknown_tool(offered: &[FlatTool], name: &str, searchable: bool) -> AtipE
         ),
         (false, false) => format!("did you mean: {}?", close.join(", ")),
     };
+    let suggestion = match close.first() {
+        Some(best) => Suggestion::new(SuggestedAction::UseDifferentTool, hint.clone())
+            .example(*best, Applicability::MaybeIncorrect),
+        None if searchable => Suggestion::new(SuggestedAction::UseDifferentTool, hint.clone())
+            .example(SEARCH_TOOL, Applicability::MachineApplicable),
+        None => Suggestion::new(SuggestedAction::UseDifferentTool, hint.clone()),
+    };
     AtipError::new(
-        "unknown_tool",
-        Category::Usage,
+        ErrorCode::ToolNotFound,
         format!("no tool named {shown:?} is offered in this session"),
     )
     .hint(hint)
+    .suggest(suggestion)
     .details(json!({"closest": close}))
 }
 
+/// `args_invalid` for the search or call tool, with the shape it takes as an example.
 fn invalid(tool: &str, what: &str, hint: &str) -> AtipError {
+    let example = if tool == SEARCH_TOOL {
+        json!({"query": "<what you want to do>"})
+    } else {
+        json!({"name": "<a name from atip_search>", "arguments": {}})
+    };
     AtipError::new(
-        "args_invalid",
-        Category::Data,
+        ErrorCode::ArgsInvalid,
         format!("arguments of {tool} are invalid: {what}"),
     )
     .hint(hint)
+    .suggest(
+        Suggestion::new(SuggestedAction::RetryWithModifiedInput, hint)
+            .example(example, Applicability::HasPlaceholders),
+    )
 }
 
 #[cfg(test)]
@@ -338,8 +354,12 @@ mod tests {
         let e = m
             .unwrap_call(&obj(json!({"name": "gh_pr_creat", "arguments": {}})))
             .unwrap_err();
-        assert_eq!(e.code, "unknown_tool");
+        assert_eq!(e.code, "tool_not_found");
         assert_eq!(e.details["closest"][0], "gh_pr_create");
+        assert_eq!(
+            e.suggestion.as_ref().unwrap().example,
+            Some(json!("gh_pr_create"))
+        );
         assert_eq!(
             m.unwrap_call(&obj(json!({"arguments": {}})))
                 .unwrap_err()

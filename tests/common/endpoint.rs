@@ -2,8 +2,6 @@
 //! that answers each request with the next reply of its script and records every
 //! request (method, path, headers, JSON body). Plus, per API, the response shapes a
 //! model sends and readers for the tool results atip must send back.
-#![allow(dead_code)]
-
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
