@@ -15,6 +15,7 @@ mod mcp;
 mod process;
 mod registry;
 mod scan;
+mod scan_sources;
 mod search;
 mod shims;
 mod validate;
