@@ -761,3 +761,46 @@ fn the_transcript_has_every_message_and_no_secret() {
         0o600
     );
 }
+
+#[test]
+fn the_run_timeout_cuts_a_running_call_and_ends_the_run() {
+    let api = Api::Responses;
+    let sb = sandbox_with_t();
+    let calls = [("call_h", "t_hang", json!({}))];
+    // The model would answer next, but the run's time is up before it is asked.
+    let ep = Endpoint::start(vec![Reply::ok(api.calls(&calls)), Reply::ok(api.text("late"))]);
+    let started = std::time::Instant::now();
+    let r = chat(&sb, api, &ep, &["--timeout", "20s", "--run-timeout", "1s"]);
+    assert_eq!(r.code, 75, "{}", show(&r.raw));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(ep.requests().len(), 1);
+    assert_eq!(r.out["stopReason"], "timeout");
+    assert_eq!(r.out["error"]["code"], "run_timeout");
+    let c = &r.out["calls"][0];
+    assert_eq!(c["error"], "timeout", "the call was cut at the run's end: {c}");
+    let ms = c["durationMs"].as_u64().unwrap();
+    assert!((500..5000).contains(&ms), "{ms} ms");
+}
+
+#[test]
+fn system_text_goes_where_each_api_wants_it() {
+    for api in ALL {
+        let sb = sandbox_with_t();
+        let ep = Endpoint::start(vec![Reply::ok(api.text("ok"))]);
+        let r = chat(&sb, api, &ep, &["--system", "Be brief."]);
+        assert_eq!(r.code, 0, "{api:?}: {}", show(&r.raw));
+        let body = &ep.requests()[0].body;
+        match api {
+            Api::Openai => assert_eq!(
+                body["messages"][0],
+                json!({"role": "system", "content": "Be brief."})
+            ),
+            Api::Responses => assert_eq!(body["instructions"], "Be brief."),
+            Api::Anthropic => assert_eq!(body["system"], "Be brief."),
+            Api::Gemini => assert_eq!(
+                body["systemInstruction"],
+                json!({"parts": [{"text": "Be brief."}]})
+            ),
+        }
+    }
+}
