@@ -820,7 +820,7 @@ fn an_interrupt_kills_the_running_call_and_ends_the_run() {
         Reply::ok(api.calls(&calls)),
         Reply::ok(api.text("late")),
     ]);
-    let mut child = sb
+    let child = sb
         .atip()
         .args([
             "--output",
