@@ -35,11 +35,11 @@ fn read_only() -> Effects {
 
 /// The effects of each atip subcommand, by command path.
 ///
-/// `exec` and `mcp` run whatever registered tool a model asks for, and `scan` runs the
-/// executables it finds (`--probe all` runs every one): what those programs do is unknown
-/// here, so `destructive`, `reversible`, `idempotent` and `network` are left unsaid
-/// (unknown, which consumers treat as possibly destructive) rather than claimed safe.
-/// The three are also marked as command runners ([`RUNNERS`]).
+/// `exec`, `mcp` and `chat` run whatever registered tool a model asks for, and `scan`
+/// runs the executables it finds (`--probe all` runs every one): what those programs do is
+/// unknown here, so `destructive`, `reversible`, `idempotent` and `network` are left
+/// unsaid (unknown, which consumers treat as possibly destructive) rather than claimed
+/// safe. They are also marked as command runners ([`RUNNERS`]).
 pub fn effects_table() -> Vec<(&'static [&'static str], Effects)> {
     vec![
         (
@@ -104,12 +104,22 @@ pub fn effects_table() -> Vec<(&'static [&'static str], Effects)> {
                 ..Effects::default()
             },
         ),
+        (
+            &["chat"],
+            Effects {
+                // Talks to a model endpoint, then runs whatever tools the model calls.
+                network: Some(true),
+                subprocess: Some(true),
+                idempotent: Some(false),
+                ..Effects::default()
+            },
+        ),
     ]
 }
 
 /// The atip commands that run programs chosen by their arguments or found on disk,
 /// marked `x-atip-runner` so a policy treats them as command runners.
-pub const RUNNERS: &[&str] = &["exec", "mcp", "scan", "validate"];
+pub const RUNNERS: &[&str] = &["exec", "mcp", "chat", "scan", "validate"];
 
 /// atip's metadata, from the real command tree.
 pub fn metadata() -> Result<Metadata, FromClapError> {
