@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod compile;
+pub mod diff;
 pub mod dirs;
 pub mod discover;
 pub mod exec;

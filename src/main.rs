@@ -38,6 +38,8 @@ pub struct Cli {
 enum Command {
     /// Check ATIP metadata, shims, registries and pattern files.
     Validate(cli::validate::Args),
+    /// Compare two versions of a tool's metadata: breaking changes, less-safe effects.
+    Diff(cli::diff::Args),
     /// Lint ATIP metadata: what makes it better for agents, beyond validity.
     Lint(cli::lint::Args),
     /// Find ATIP tools on PATH and record them in the registry.
@@ -76,6 +78,7 @@ fn main() -> ExitCode {
     let result: Result<u8, AtipError> = match cli.command {
         _ if cli.agent => cli::agent::run(cli.commands.as_deref(), cli.depth),
         Some(Command::Validate(args)) => cli::validate::run(args, &ctx),
+        Some(Command::Diff(args)) => cli::diff::run(args, &ctx),
         Some(Command::Lint(args)) => cli::lint::run(args, &ctx),
         Some(Command::Scan(args)) => cli::scan::run(args, &ctx),
         Some(Command::List(args)) => cli::list::run(args, &ctx),

@@ -7,6 +7,7 @@
 mod common;
 
 mod agent;
+mod diff;
 mod exec;
 mod export;
 mod export_props;
