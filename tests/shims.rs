@@ -39,11 +39,63 @@ fn load_all() -> Vec<(String, Metadata, serde_json::Value)> {
 /// Every tool issue 11 asks a curated shim for (plus timeout and nice, two more runners).
 const PROMISED: &[&str] = &[
     // coreutils and friends
-    "cat", "ls", "cp", "mv", "rm", "rmdir", "mkdir", "touch", "ln", "chmod", "chown", "stat",
-    "file", "du", "df", "find", "xargs", "sort", "uniq", "cut", "tr", "tee", "dd", "shred",
-    "truncate", "head", "tail", "wc", "diff", "patch", "sed", "awk", "grep", "jq", "yq", "tar",
-    "gzip", "zip", "unzip", "xz", "zstd", "base64", "sha256sum", "env", "date", "sleep", "ps",
-    "kill", "timeout", "nice",
+    "cat",
+    "ls",
+    "cp",
+    "mv",
+    "rm",
+    "rmdir",
+    "mkdir",
+    "touch",
+    "ln",
+    "chmod",
+    "chown",
+    "stat",
+    "file",
+    "du",
+    "df",
+    "find",
+    "xargs",
+    "sort",
+    "uniq",
+    "cut",
+    "tr",
+    "tee",
+    "dd",
+    "shred",
+    "truncate",
+    "head",
+    "tail",
+    "wc",
+    "diff",
+    "patch",
+    "sed",
+    "awk",
+    "grep",
+    "jq",
+    "yq",
+    "tar",
+    "gzip",
+    "zip",
+    "unzip",
+    "xz",
+    "zstd",
+    "base64",
+    "sha256sum",
+    "env",
+    "date",
+    "sleep",
+    "ps",
+    "kill",
+    "timeout",
+    "nice",
+    // network tools
+    "curl",
+    "wget",
+    "ssh",
+    "scp",
+    "rsync",
+    "openssl",
 ];
 
 #[test]
@@ -90,7 +142,11 @@ fn shims_are_well_formed_name_keyed_shims() {
             }
             let effects = meta.effective_effects(&entry);
             if let Some(mark) = entry.command.extra.get("x-atip-runner") {
-                assert_eq!(mark, &serde_json::Value::Bool(true), "{where_}: runner mark");
+                assert_eq!(
+                    mark,
+                    &serde_json::Value::Bool(true),
+                    "{where_}: runner mark"
+                );
             }
             let unstated = effects.destructive.is_none()
                 || effects.network.is_none()
@@ -209,7 +265,18 @@ fn dangerous_commands_say_so() {
         assert_eq!(get(tool, &[""]).destructive, Some(true), "{tool}");
         assert!(!get(tool, &[""]).is_read_only(), "{tool}");
     }
-    for tool in ["sort", "uniq", "touch", "chmod", "yq", "gzip", "xz", "zstd", "patch"] {
+    for tool in ["scp", "rsync"] {
+        assert_eq!(get(tool, &[""]).destructive, Some(true), "{tool}");
+        assert_eq!(get(tool, &[""]).network, Some(true), "{tool}");
+    }
+    assert_eq!(get("wget", &[""]).network, Some(true));
+    assert!(get("openssl", &["version"]).is_read_only());
+    assert!(get("openssl", &["verify"]).is_read_only());
+    assert_eq!(get("openssl", &["s_client"]).network, Some(true));
+    assert!(!get("openssl", &["req"]).is_read_only());
+    for tool in [
+        "sort", "uniq", "touch", "chmod", "yq", "gzip", "xz", "zstd", "patch",
+    ] {
         assert!(!get(tool, &[""]).is_read_only(), "{tool} can write files");
     }
 }
@@ -226,6 +293,7 @@ fn runners_are_marked() {
         ("timeout", &[""]),
         ("nice", &[""]),
         ("awk", &[""]),
+        ("ssh", &[""]),
     ] {
         let (_, meta, _) = all.iter().find(|(n, _, _)| n == tool).unwrap();
         let entry = meta.find(path).unwrap();
@@ -406,7 +474,13 @@ const HELP_SOURCES: &[HelpSource] = &[
     src("kill", HELP, Some("procps")),
     src("timeout", HELP, GNU),
     src("nice", HELP, GNU),
+    // network tools
     src("curl", &["--help", "all"], None),
+    src("wget", HELP, GNU),
+    src("ssh", HELP, None),
+    src("scp", HELP, None),
+    src("rsync", HELP, None),
+    src("openssl", &["help"], None),
 ];
 
 /// The manual page of `page`, if one is installed.
@@ -423,36 +497,64 @@ fn flags_match_the_installed_tools_help() {
     }
     let mut checked_tools = 0;
     for source in HELP_SOURCES {
-        let tool = source.tool;
-        let Some(mut help) = help_of(tool, source.help) else {
-            eprintln!("SKIPPED: {tool} not installed; its shim's flags not checked");
-            continue;
-        };
-        if let Some(marker) = source.implementation {
-            let version = help_of(tool, &["--version"]).unwrap_or_default();
-            if !version.contains(marker) {
-                eprintln!("SKIPPED: {tool} is not the {marker} implementation; flags not checked");
-                continue;
-            }
-        }
-        if let Some(page) = man_page(tool) {
-            help.push_str(&page);
-        }
-        let meta = shim(tool);
-        let mut missing = Vec::new();
-        for entry in meta.walk() {
-            let opts = meta.options_in_scope(&entry);
-            for flag in missing_flags(&help, &opts) {
-                missing.push(format!("{} {flag}", entry.path_string()));
-            }
-        }
-        assert!(
-            missing.is_empty(),
-            "{tool}: flags not in its help or manual page: {missing:?}"
-        );
-        checked_tools += 1;
+        checked_tools += usize::from(check_flags(source));
     }
-    eprintln!("flags checked for {checked_tools} of {} tools", HELP_SOURCES.len());
+    eprintln!(
+        "flags checked for {checked_tools} of {} tools",
+        HELP_SOURCES.len()
+    );
+}
+
+/// Checks every flag of one tool's shim against its help and manual page — for a
+/// subcommand, also `TOOL PATH… --help` and the page `TOOL-PATH` (`openssl-x509`,
+/// `git-commit`). Returns false (and says so) when the tool cannot be checked here.
+fn check_flags(source: &HelpSource) -> bool {
+    let tool = source.tool;
+    let Some(mut help) = help_of(tool, source.help) else {
+        eprintln!("SKIPPED: {tool} not installed; its shim's flags not checked");
+        return false;
+    };
+    if let Some(marker) = source.implementation {
+        let version = help_of(tool, &["--version"]).unwrap_or_default();
+        if !version.contains(marker) {
+            eprintln!("SKIPPED: {tool} is not the {marker} implementation; flags not checked");
+            return false;
+        }
+    }
+    if let Some(page) = man_page(tool) {
+        help.push_str(&page);
+    }
+    let meta = shim(tool);
+    let mut missing = Vec::new();
+    for entry in meta.walk() {
+        let opts = meta.options_in_scope(&entry);
+        if opts.is_empty() {
+            continue;
+        }
+        let words: Vec<&str> = entry
+            .path
+            .iter()
+            .copied()
+            .filter(|w| !w.is_empty())
+            .collect();
+        let mut text = help.clone();
+        if let Some(first) = words.first() {
+            let mut args = words.clone();
+            args.push("--help");
+            text.push_str(&help_of(tool, &args).unwrap_or_default());
+            if let Some(page) = man_page(&format!("{tool}-{first}")) {
+                text.push_str(&page);
+            }
+        }
+        for flag in missing_flags(&text, &opts) {
+            missing.push(format!("{} {flag}", entry.path_string()));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "{tool}: flags not in its help or manual page: {missing:?}"
+    );
+    true
 }
 
 #[test]
