@@ -154,6 +154,8 @@ pub struct Catalog {
     tools: Vec<FlatTool>,
     skipped: Vec<FlatTool>,
     by_name: HashMap<String, usize>,
+    /// Tools from outside the registry (MCP servers'), by position: their server.
+    external: HashMap<usize, String>,
 }
 
 impl Catalog {
@@ -184,7 +186,27 @@ impl Catalog {
             tools,
             skipped,
             by_name,
+            external: HashMap::new(),
         }
+    }
+
+    /// Adds a tool that is not a registered command (an MCP server's tool, already
+    /// named `mcp__SERVER__TOOL`), so search ranks it with the commands. Returns false,
+    /// adding nothing, when the name is taken.
+    pub fn push_external(&mut self, tool: FlatTool, server: &str) -> bool {
+        if self.by_name.contains_key(&tool.name) {
+            return false;
+        }
+        let i = self.tools.len();
+        self.by_name.insert(tool.name.clone(), i);
+        self.external.insert(i, server.to_string());
+        self.tools.push(tool);
+        true
+    }
+
+    /// The MCP server of the tool at position `i`, when it is an MCP tool.
+    pub fn external_server(&self, i: usize) -> Option<&str> {
+        self.external.get(&i).map(String::as_str)
     }
 
     /// The tool of that name.
