@@ -52,8 +52,8 @@ enum Command {
     Search(cli::search::Args),
     /// Run a model's tool call under policy.
     Exec(cli::exec::Args),
-    /// Serve every registered tool over MCP (stdio).
-    Mcp(cli::mcp::Args),
+    /// Serve registered tools over MCP, or use MCP servers (tools, call, ping…).
+    Mcp(Box<cli::mcp::Args>),
 }
 
 /// What every subcommand gets: resolved output format and directories.
@@ -81,7 +81,7 @@ fn main() -> ExitCode {
         Some(Command::Export(args)) => cli::export::run(args, &ctx),
         Some(Command::Search(args)) => cli::search::run(args, &ctx),
         Some(Command::Exec(args)) => cli::exec::run(args, &ctx),
-        Some(Command::Mcp(args)) => cli::mcp::run(args, &ctx),
+        Some(Command::Mcp(args)) => cli::mcp::run(*args, &ctx),
         None => {
             use clap::CommandFactory;
             Cli::command().print_help().ok();

@@ -99,7 +99,9 @@ impl Server {
             for name in &scale.pinned {
                 match index.get(name) {
                     Some(&i) => listed.push(tools[i].clone()),
-                    None => eprintln!("atip mcp: warning: pinned tool {name:?} is not served; ignored"),
+                    None => {
+                        eprintln!("atip mcp: warning: pinned tool {name:?} is not served; ignored")
+                    }
                 }
             }
             (listed, Some(Arc::new(search_mode::Finder::new(visible))))
@@ -136,7 +138,10 @@ impl Server {
                 self.listed.len()
             )
         } else {
-            format!("atip mcp: serving {} tools on {transport}", self.tool_count())
+            format!(
+                "atip mcp: serving {} tools on {transport}",
+                self.tool_count()
+            )
         }
     }
 

@@ -114,10 +114,19 @@ fn project_config_overrides_global_by_name_and_both_shapes_are_read() {
     assert_eq!(servers.len(), 2);
     assert_eq!(servers[0]["name"], "a");
     assert_eq!(servers[0]["summary"], "project-a --x ${NOT_SET_ANYWHERE}");
-    assert!(servers[0]["origin"].as_str().unwrap().ends_with(".mcp.json"));
+    assert!(
+        servers[0]["origin"]
+            .as_str()
+            .unwrap()
+            .ends_with(".mcp.json")
+    );
     assert_eq!(servers[1]["transport"], "http");
     assert_eq!(servers[1]["default"], true);
-    assert!(stderr(&o).contains("NOT_SET_ANYWHERE is not set"), "{}", show(&o));
+    assert!(
+        stderr(&o).contains("NOT_SET_ANYWHERE is not set"),
+        "{}",
+        show(&o)
+    );
     assert!(!String::from_utf8_lossy(&o.stdout).contains(SECRET));
 
     // strictEnv turns the missing variable into a config error (78).
@@ -150,7 +159,9 @@ fn tools_are_cached_with_a_ttl_and_no_cache_bypasses_it() {
         .collect();
     assert!(names.contains(&"echo") && names.contains(&"write_note"));
     assert!(stderr(&o).contains("cache miss"), "{}", show(&o));
-    let files: Vec<_> = std::fs::read_dir(sb.path().join("cache/mcp")).unwrap().collect();
+    let files: Vec<_> = std::fs::read_dir(sb.path().join("cache/mcp"))
+        .unwrap()
+        .collect();
     assert_eq!(files.len(), 1);
 
     let o = run(&sb, &["mcp", "tools", "--output", "json", "-v"]);
@@ -162,13 +173,26 @@ fn tools_are_cached_with_a_ttl_and_no_cache_bypasses_it() {
     let o = run(&sb, &["mcp", "tools", "--output", "json", "--no-cache"]);
     assert_eq!(json_out(&o)["servers"][0]["cached"], false);
     std::thread::sleep(Duration::from_millis(1100));
-    let o = run(&sb, &["mcp", "tools", "--output", "json", "--cache-ttl", "1"]);
-    assert_eq!(json_out(&o)["servers"][0]["cached"], false, "older than the TTL");
+    let o = run(
+        &sb,
+        &["mcp", "tools", "--output", "json", "--cache-ttl", "1"],
+    );
+    assert_eq!(
+        json_out(&o)["servers"][0]["cached"],
+        false,
+        "older than the TTL"
+    );
     // Text output: one line per tool, read-only-ness as atip sees it.
     let o = run(&sb, &["mcp", "tools", "--output", "text"]);
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("fake\techo\tread-only\tEcho a message back"), "{text}");
-    assert!(text.contains("fake\twrite_note\tmay change state"), "{text}");
+    assert!(
+        text.contains("fake\techo\tread-only\tEcho a message back"),
+        "{text}"
+    );
+    assert!(
+        text.contains("fake\twrite_note\tmay change state"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -183,7 +207,10 @@ fn call_and_every_exit_code() {
     };
     let (c, o) = code(&["call", "echo", "--args", r#"{"message":"hi"}"#]);
     assert_eq!(c, Some(0), "{}", show(&o));
-    assert_eq!(json_out(&o), json!({"content": [{"type": "text", "text": "Echo: hi"}]}));
+    assert_eq!(
+        json_out(&o),
+        json!({"content": [{"type": "text", "text": "Echo: hi"}]})
+    );
     // isError → 1, the result still printed.
     let (c, o) = code(&["call", "fail"]);
     assert_eq!(c, Some(1), "{}", show(&o));
@@ -211,19 +238,32 @@ fn call_and_every_exit_code() {
     assert_eq!(c, Some(0), "{}", show(&o));
     // Both went into the audit log; the read-only calls did not.
     let log = std::fs::read_to_string(sb.path().join("state/audit.jsonl")).unwrap();
-    let recs: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let recs: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(recs.len(), 2, "{log}");
     assert_eq!(recs[0]["via"], "mcp-client");
     assert_eq!(recs[0]["outcome"], "refused");
     assert_eq!(recs[1]["decision"], "confirmed");
     assert_eq!(recs[1]["tool"], "mcp__fake__write_note");
     // A policy deny wins over --yes (77), by flattened-name glob.
-    sb.write("config/policy.json", json!({"tools": {"deny": ["mcp__fake__write*"]}}).to_string());
+    sb.write(
+        "config/policy.json",
+        json!({"tools": {"deny": ["mcp__fake__write*"]}}).to_string(),
+    );
     let (c, o) = code(&["call", "write_note", "--args", r#"{"text":"x"}"#, "--yes"]);
     assert_eq!(c, Some(77), "{}", show(&o));
     assert!(stderr(&o).contains("policy_denied"));
     // A server that cannot start → 69.
-    let (c, o) = code(&["call", "echo", "--command", "/nonexistent/server", "--args", "{}"]);
+    let (c, o) = code(&[
+        "call",
+        "echo",
+        "--command",
+        "/nonexistent/server",
+        "--args",
+        "{}",
+    ]);
     assert_eq!(c, Some(69), "{}", show(&o));
     assert!(stderr(&o).contains("mcp_connect_failed"));
 }
@@ -232,13 +272,26 @@ fn call_and_every_exit_code() {
 fn a_server_that_hangs_is_timed_out_and_its_process_group_killed() {
     let Some(sb) = sandbox("ok") else { return };
     let started = Instant::now();
-    let o = run(&sb, &["mcp", "call", "hang", "--timeout", "1500ms", "--output", "json"]);
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "call",
+            "hang",
+            "--timeout",
+            "1500ms",
+            "--output",
+            "json",
+        ],
+    );
     assert_eq!(o.status.code(), Some(75), "{}", show(&o));
     assert!(stderr(&o).contains("mcp_timeout"));
     assert!(started.elapsed() < Duration::from_secs(15));
     assert!(wait_dead(fake_pid(&sb)), "the hung server must be killed");
 
-    let Some(sb) = sandbox("hang-init") else { return };
+    let Some(sb) = sandbox("hang-init") else {
+        return;
+    };
     let o = run(&sb, &["mcp", "ping", "--timeout", "1s", "--output", "json"]);
     assert_eq!(o.status.code(), Some(75), "{}", show(&o));
     assert!(wait_dead(fake_pid(&sb)));
@@ -247,47 +300,121 @@ fn a_server_that_hangs_is_timed_out_and_its_process_group_killed() {
 #[test]
 fn a_server_that_dies_mid_call_or_at_start_is_unavailable() {
     let Some(sb) = sandbox("ok") else { return };
-    let o = run(&sb, &["mcp", "call", "die", "--output", "json", "--timeout", "20s"]);
+    let o = run(
+        &sb,
+        &["mcp", "call", "die", "--output", "json", "--timeout", "20s"],
+    );
     assert_eq!(o.status.code(), Some(69), "{}", show(&o));
     assert!(stderr(&o).contains("mcp_server_exited"), "{}", show(&o));
     assert!(stderr(&o).contains("[fake] fake: dying"), "{}", show(&o));
 
-    let Some(sb) = sandbox("exit-now") else { return };
-    let o = run(&sb, &["mcp", "ping", "--output", "json", "--timeout", "20s"]);
+    let Some(sb) = sandbox("exit-now") else {
+        return;
+    };
+    let o = run(
+        &sb,
+        &["mcp", "ping", "--output", "json", "--timeout", "20s"],
+    );
     assert_eq!(o.status.code(), Some(69), "{}", show(&o));
-    assert!(stderr(&o).contains("[fake] fake: cannot start"), "{}", show(&o));
+    assert!(
+        stderr(&o).contains("[fake] fake: cannot start"),
+        "{}",
+        show(&o)
+    );
 }
 
 #[test]
 fn a_stderr_flood_is_forwarded_prefixed_cut_and_never_blocks() {
     let Some(sb) = sandbox("flood") else { return };
-    let o = run(&sb, &["mcp", "call", "echo", "--args", r#"{"message":"still here"}"#, "--output", "json"]);
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "call",
+            "echo",
+            "--args",
+            r#"{"message":"still here"}"#,
+            "--output",
+            "json",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(json_out(&o)["content"][0]["text"], "Echo: still here");
     let err = stderr(&o);
     assert!(err.lines().filter(|l| l.starts_with("[fake] xxx")).count() >= 5000);
     let long = err.lines().find(|l| l.contains("yyyy")).unwrap();
-    assert!(long.len() < 4200 && long.ends_with("[atip: line cut]"), "{}", &long[long.len() - 40..]);
+    assert!(
+        long.len() < 4200 && long.ends_with("[atip: line cut]"),
+        "{}",
+        &long[long.len() - 40..]
+    );
 
-    let o = run(&sb, &["mcp", "call", "echo", "--args", r#"{"message":"x"}"#, "--quiet-server-stderr", "--output", "json"]);
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "call",
+            "echo",
+            "--args",
+            r#"{"message":"x"}"#,
+            "--quiet-server-stderr",
+            "--output",
+            "json",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    assert!(!stderr(&o).contains("[fake] "), "{}", &stderr(&o)[..200.min(stderr(&o).len())]);
+    assert!(
+        !stderr(&o).contains("[fake] "),
+        "{}",
+        &stderr(&o)[..200.min(stderr(&o).len())]
+    );
 }
 
 #[test]
 fn secrets_are_redacted_in_trace_verbose_stderr_and_results() {
     let Some(sb) = sandbox("ok") else { return };
-    let o = run(&sb, &["mcp", "call", "secret", "--trace", "--verbose", "--output", "json"]);
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "call",
+            "secret",
+            "--trace",
+            "--verbose",
+            "--output",
+            "json",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
     assert!(!all.contains(SECRET), "{all}");
     let err = stderr(&o);
-    assert!(err.contains("-> {\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\""), "{err}");
+    assert!(
+        err.contains("-> {\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\""),
+        "{err}"
+    );
     assert!(err.contains("<- {"), "{err}");
     assert!(err.contains("[REDACTED:env:FAKE_TOKEN]"), "{err}");
-    assert_eq!(json_out(&o)["content"][0]["text"], "token is [REDACTED:env:FAKE_TOKEN]");
+    assert_eq!(
+        json_out(&o)["content"][0]["text"],
+        "token is [REDACTED:env:FAKE_TOKEN]"
+    );
     // Explicit mode: a secret header never shows up, even in a connection error.
-    let o = run(&sb, &["mcp", "ping", "--url", "http://127.0.0.1:9/mcp", "--header", &format!("Authorization: Bearer {SECRET}"), "--trace", "-v", "--timeout", "5s"]);
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "ping",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+            "--header",
+            &format!("Authorization: Bearer {SECRET}"),
+            "--trace",
+            "-v",
+            "--timeout",
+            "5s",
+        ],
+    );
     assert_eq!(o.status.code(), Some(69), "{}", show(&o));
     assert!(!stderr(&o).contains(SECRET), "{}", show(&o));
 }
@@ -302,12 +429,36 @@ fn explicit_stdio_mode_needs_no_config() {
     std::fs::create_dir_all(sb.path().join("proj")).unwrap();
     let o = run(
         &sb,
-        &["mcp", "call", "secret", "--command", py.to_str().unwrap(), "--arg", fake_script().to_str().unwrap(),
-          "--env", &format!("FAKE_TOKEN={SECRET}"), "--output", "json"],
+        &[
+            "mcp",
+            "call",
+            "secret",
+            "--command",
+            py.to_str().unwrap(),
+            "--arg",
+            fake_script().to_str().unwrap(),
+            "--env",
+            &format!("FAKE_TOKEN={SECRET}"),
+            "--output",
+            "json",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert!(!String::from_utf8_lossy(&o.stdout).contains(SECRET));
-    let o = run(&sb, &["mcp", "describe", "echo", "--command", py.to_str().unwrap(), "--arg", fake_script().to_str().unwrap(), "--output", "json"]);
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "describe",
+            "echo",
+            "--command",
+            py.to_str().unwrap(),
+            "--arg",
+            fake_script().to_str().unwrap(),
+            "--output",
+            "json",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let v = json_out(&o);
     assert_eq!(v["inputSchema"]["required"], json!(["message"]));
@@ -321,7 +472,17 @@ fn mcp_tools_join_search_and_exec() {
     // Before any list is cached, search connects to nothing and finds no MCP tool.
     let o = run(&sb, &["search", "echo", "message", "--output", "json"]);
     assert_ne!(o.status.code(), Some(0), "{}", show(&o));
-    let o = run(&sb, &["search", "echo", "message", "--output", "json", "--mcp-refresh"]);
+    let o = run(
+        &sb,
+        &[
+            "search",
+            "echo",
+            "message",
+            "--output",
+            "json",
+            "--mcp-refresh",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let v = json_out(&o);
     let top = &v["results"][0];
@@ -330,20 +491,70 @@ fn mcp_tools_join_search_and_exec() {
     assert_eq!(top["server"], "fake");
     assert_eq!(top["schema"]["required"], json!(["message"]));
     // Now cached: plain search finds it, alongside registered commands.
-    exec_support::register(&sb, "t", &exec_support::t_meta(), "#!/bin/sh\necho hi\n", "native");
-    let o = run(&sb, &["search", "echo", "--output", "json", "--limit", "10"]);
+    exec_support::register(
+        &sb,
+        "t",
+        &exec_support::t_meta(),
+        "#!/bin/sh\necho hi\n",
+        "native",
+    );
+    let o = run(
+        &sb,
+        &["search", "echo", "--output", "json", "--limit", "10"],
+    );
     let v = json_out(&o);
-    let kinds: Vec<&str> = v["results"].as_array().unwrap().iter().map(|r| r["kind"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
     assert!(kinds.contains(&"mcp") && kinds.contains(&"command"), "{v}");
     let o = run(&sb, &["search", "echo", "--output", "json", "--no-mcp"]);
-    assert!(json_out(&o)["results"].as_array().unwrap().iter().all(|r| r["kind"] == "command"));
+    assert!(
+        json_out(&o)["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["kind"] == "command")
+    );
     // exec by flattened name: same call, same policy.
-    let o = run(&sb, &["exec", "mcp__fake__echo", "--args", r#"{"message":"via exec"}"#, "--output", "json"]);
+    let o = run(
+        &sb,
+        &[
+            "exec",
+            "mcp__fake__echo",
+            "--args",
+            r#"{"message":"via exec"}"#,
+            "--output",
+            "json",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(json_out(&o)["content"][0]["text"], "Echo: via exec");
-    let o = run(&sb, &["exec", "mcp__fake__write_note", "--args", r#"{"text":"x"}"#, "--output", "json"]);
+    let o = run(
+        &sb,
+        &[
+            "exec",
+            "mcp__fake__write_note",
+            "--args",
+            r#"{"text":"x"}"#,
+            "--output",
+            "json",
+        ],
+    );
     assert_eq!(o.status.code(), Some(77), "{}", show(&o));
-    let o = run(&sb, &["exec", "mcp__fake__nope", "--args", "{}", "--output", "json"]);
+    let o = run(
+        &sb,
+        &[
+            "exec",
+            "mcp__fake__nope",
+            "--args",
+            "{}",
+            "--output",
+            "json",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
 }
 
@@ -357,14 +568,20 @@ fn import_copies_host_servers_without_expanding_secrets() {
                "inputs": []})
         .to_string(),
     );
-    let o = run(&sb, &["mcp", "import", "vscode", "--dry-run", "--output", "json"]);
+    let o = run(
+        &sb,
+        &["mcp", "import", "vscode", "--dry-run", "--output", "json"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(json_out(&o)["imported"], json!(["gh"]));
     assert!(!sb.config_dir().join("mcp.json").exists());
     let o = run(&sb, &["mcp", "import", "vscode", "--output", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let written = std::fs::read_to_string(sb.config_dir().join("mcp.json")).unwrap();
-    assert!(written.contains("${MY_SECRET}") && !written.contains(SECRET), "{written}");
+    assert!(
+        written.contains("${MY_SECRET}") && !written.contains(SECRET),
+        "{written}"
+    );
     let o = run(&sb, &["mcp", "servers", "--output", "json"]);
     assert_eq!(json_out(&o)["servers"][0]["name"], "gh");
     // A second import keeps what is there.
@@ -383,7 +600,9 @@ fn everything_bin() -> Option<PathBuf> {
     if p.exists() && which::which("node").is_ok() {
         Some(p)
     } else {
-        eprintln!("SKIPPED: @modelcontextprotocol/server-everything not installed (run .ci/setup-test-deps)");
+        eprintln!(
+            "SKIPPED: @modelcontextprotocol/server-everything not installed (run .ci/setup-test-deps)"
+        );
         None
     }
 }
@@ -400,10 +619,16 @@ fn the_reference_everything_server_over_stdio() {
     let Some(bin) = everything_bin() else { return };
     let sb = Sandbox::new();
     std::fs::create_dir_all(sb.path().join("proj")).unwrap();
-    sb.write("config/mcp.json", json!({"mcpServers": {"everything": {"command": bin, "args": ["stdio"]}}}).to_string());
+    sb.write(
+        "config/mcp.json",
+        json!({"mcpServers": {"everything": {"command": bin, "args": ["stdio"]}}}).to_string(),
+    );
     let mut c = atip(&sb);
     with_node(&mut c);
-    let o = c.args(["mcp", "tools", "--output", "json"]).output().unwrap();
+    let o = c
+        .args(["mcp", "tools", "--output", "json"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let v = json_out(&o);
     let tools = v["servers"][0]["tools"].as_array().unwrap();
@@ -411,26 +636,58 @@ fn the_reference_everything_server_over_stdio() {
     let mut c = atip(&sb);
     with_node(&mut c);
     let o = c
-        .args(["mcp", "call", "get-sum", "--args", r#"{"a": 2, "b": 40}"#, "--output", "json"])
+        .args([
+            "mcp",
+            "call",
+            "get-sum",
+            "--args",
+            r#"{"a": 2, "b": 40}"#,
+            "--output",
+            "json",
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    assert!(json_out(&o)["content"][0]["text"].as_str().unwrap().contains("42"), "{}", show(&o));
+    assert!(
+        json_out(&o)["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("42"),
+        "{}",
+        show(&o)
+    );
     // Schema validation happens before sending: a string is not a number.
     let mut c = atip(&sb);
     with_node(&mut c);
-    let o = c.args(["mcp", "call", "get-sum", "--args", r#"{"a": "2", "b": 40}"#]).output().unwrap();
+    let o = c
+        .args(["mcp", "call", "get-sum", "--args", r#"{"a": "2", "b": 40}"#])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(65), "{}", show(&o));
     let mut c = atip(&sb);
     with_node(&mut c);
-    let o = c.args(["mcp", "call", "get-tiny-image", "--compact", "--output", "json"]).output().unwrap();
+    let o = c
+        .args([
+            "mcp",
+            "call",
+            "get-tiny-image",
+            "--compact",
+            "--output",
+            "json",
+        ])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("bytes of base64 omitted"), "{text}");
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn wait_port(port: u16) -> bool {
@@ -469,7 +726,10 @@ fn the_reference_everything_server_over_streamable_http() {
             .spawn()
             .unwrap(),
     );
-    assert!(wait_port(port), "everything server did not listen on {port}");
+    assert!(
+        wait_port(port),
+        "everything server did not listen on {port}"
+    );
     let url = format!("http://127.0.0.1:{port}/mcp");
     sb.write(
         "config/mcp.json",
@@ -480,13 +740,40 @@ fn the_reference_everything_server_over_streamable_http() {
     let v = json_out(&o);
     assert_eq!(v["transport"], "http");
     assert!(v["capabilities"]["tools"].is_object(), "{v}");
-    let o = run(&sb, &["mcp", "call", "echo", "--args", r#"{"message":"over http"}"#, "--output", "json", "--trace"]);
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "call",
+            "echo",
+            "--args",
+            r#"{"message":"over http"}"#,
+            "--output",
+            "json",
+            "--trace",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(json_out(&o)["content"][0]["text"], "Echo: over http");
     assert!(!stderr(&o).contains(SECRET));
-    let o = run(&sb, &["mcp", "call", "get-structured-content", "--args", r#"{"location":"New York"}"#, "--output", "json"]);
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "call",
+            "get-structured-content",
+            "--args",
+            r#"{"location":"New York"}"#,
+            "--output",
+            "json",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    assert!(json_out(&o)["structuredContent"].is_object(), "{}", show(&o));
+    assert!(
+        json_out(&o)["structuredContent"].is_object(),
+        "{}",
+        show(&o)
+    );
 }
 
 #[test]
@@ -507,18 +794,54 @@ fn the_reference_git_server_over_stdio() {
     std::fs::create_dir_all(sb.path().join("proj")).unwrap();
     let repo = sb.path().join("repo");
     std::fs::create_dir_all(&repo).unwrap();
-    let st = Command::new(&git).args(["init", "-q"]).current_dir(&repo).status().unwrap();
+    let st = Command::new(&git)
+        .args(["init", "-q"])
+        .current_dir(&repo)
+        .status()
+        .unwrap();
     assert!(st.success());
     std::fs::write(repo.join("hello.txt"), "hi\n").unwrap();
     sb.write(
         "config/mcp.json",
-        json!({"mcpServers": {"git": {"command": bin, "args": ["--repository", repo]}}}).to_string(),
+        json!({"mcpServers": {"git": {"command": bin, "args": ["--repository", repo]}}})
+            .to_string(),
     );
-    let o = run(&sb, &["mcp", "tools", "--output", "json", "--timeout", "60s"]);
+    let o = run(
+        &sb,
+        &["mcp", "tools", "--output", "json", "--timeout", "60s"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let v = json_out(&o);
-    assert!(v["servers"][0]["tools"].as_array().unwrap().iter().any(|t| t["name"] == "git_status"), "{v}");
-    let o = run(&sb, &["mcp", "call", "git_status", "--args", &json!({"repo_path": repo}).to_string(), "--output", "json", "--timeout", "60s", "--yes"]);
+    assert!(
+        v["servers"][0]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "git_status"),
+        "{v}"
+    );
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "call",
+            "git_status",
+            "--args",
+            &json!({"repo_path": repo}).to_string(),
+            "--output",
+            "json",
+            "--timeout",
+            "60s",
+            "--yes",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    assert!(json_out(&o)["content"][0]["text"].as_str().unwrap().contains("hello.txt"), "{}", show(&o));
+    assert!(
+        json_out(&o)["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("hello.txt"),
+        "{}",
+        show(&o)
+    );
 }

@@ -62,53 +62,86 @@ async fn search_mode_lists_search_and_call_tools_and_calls_go_through_policy() {
     assert_eq!(names, ["atip_search_tools", "atip_call_tool", "t_json"]);
     assert!(tools.iter().all(|t| t.input_schema["type"] == "object"));
     let pinned = &tools[2];
-    assert!(pinned.output_schema.is_some(), "served tools declare the envelope");
+    assert!(
+        pinned.output_schema.is_some(),
+        "served tools declare the envelope"
+    );
 
     let r = c
-        .call_tool(call("atip_search_tools", json!({"query": "print json", "schemas": 1})))
+        .call_tool(call(
+            "atip_search_tools",
+            json!({"query": "print json", "schemas": 1}),
+        ))
         .await
         .unwrap();
     let s = r.structured_content.unwrap();
     assert_eq!(s["results"][0]["name"], "t_json", "{s}");
     assert!(s["results"][0]["inputSchema"].is_object());
-    assert!(s["results"].as_array().unwrap()[1..].iter().all(|r| r.get("inputSchema").is_none()));
+    assert!(
+        s["results"].as_array().unwrap()[1..]
+            .iter()
+            .all(|r| r.get("inputSchema").is_none())
+    );
     assert!(s["total"].as_u64().unwrap() >= 4);
 
     // The call tool runs what a direct call would.
     let r = c
-        .call_tool(call("atip_call_tool", json!({"name": "t_echo", "arguments": {"words": ["a b"]}})))
+        .call_tool(call(
+            "atip_call_tool",
+            json!({"name": "t_echo", "arguments": {"words": ["a b"]}}),
+        ))
         .await
         .unwrap();
     assert_eq!(r.is_error, Some(false), "{r:?}");
     assert_eq!(r.structured_content.unwrap()["data"]["stdout"], "a b\0");
     // Direct calls still work in search mode.
-    let r = c.call_tool(call("t_echo", json!({"words": ["x"]}))).await.unwrap();
+    let r = c
+        .call_tool(call("t_echo", json!({"words": ["x"]})))
+        .await
+        .unwrap();
     assert_eq!(r.is_error, Some(false));
     // Same policy: a destructive tool needs confirmation this client cannot give.
     let r = c
-        .call_tool(call("atip_call_tool", json!({"name": "t_delete", "arguments": {"target": "a"}})))
+        .call_tool(call(
+            "atip_call_tool",
+            json!({"name": "t_delete", "arguments": {"target": "a"}}),
+        ))
         .await
         .unwrap();
-    assert_eq!(r.structured_content.unwrap()["error"]["code"], "confirmation_required");
+    assert_eq!(
+        r.structured_content.unwrap()["error"]["code"],
+        "confirmation_required"
+    );
     assert!(!sb.path().join("deleted.txt").exists());
     // Unknown inner names are the same protocol error as unknown direct names.
     let e = c
-        .call_tool(call("atip_call_tool", json!({"name": "nope", "arguments": {}})))
+        .call_tool(call(
+            "atip_call_tool",
+            json!({"name": "nope", "arguments": {}}),
+        ))
         .await
         .unwrap_err();
-    let ServiceError::McpError(e) = e else { panic!("{e:?}") };
+    let ServiceError::McpError(e) = e else {
+        panic!("{e:?}")
+    };
     assert!(e.message.contains("Unknown tool: nope"));
     let r = c
         .call_tool(call("atip_call_tool", json!({"arguments": {}})))
         .await
         .unwrap();
-    assert_eq!(r.structured_content.unwrap()["error"]["code"], "args_invalid");
+    assert_eq!(
+        r.structured_content.unwrap()["error"]["code"],
+        "args_invalid"
+    );
     c.cancel().await.unwrap();
 
     // A client that confirms through elicitation gets the destructive call run.
     let c = Yes.serve(atip_mcp(&sb, &args)).await.unwrap();
     let r = c
-        .call_tool(call("atip_call_tool", json!({"name": "t_delete", "arguments": {"target": "a"}})))
+        .call_tool(call(
+            "atip_call_tool",
+            json!({"name": "t_delete", "arguments": {"target": "a"}}),
+        ))
         .await
         .unwrap();
     assert_eq!(r.is_error, Some(false), "{r:?}");
@@ -139,7 +172,11 @@ fn serve_http(sb: &Sandbox, token: Option<&str>) -> (Killed, String) {
     if let Some(t) = token {
         cmd.env("ATIP_MCP_TOKEN", t);
     }
-    let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let stderr = child.stderr.take().unwrap();
     let mut lines = std::io::BufReader::new(stderr).lines();
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -166,15 +203,38 @@ fn streamable_http_serving_with_and_without_a_token() {
     let (_server, url) = serve_http(&sb, None);
     assert!(url.ends_with("/mcp"), "{url}");
     let o = client(&sb)
-        .args(["mcp", "tools", "--url", &url, "--output", "json", "--no-cache"])
+        .args([
+            "mcp",
+            "tools",
+            "--url",
+            &url,
+            "--output",
+            "json",
+            "--no-cache",
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let names: Vec<&str> = v["servers"][0]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = v["servers"][0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
     assert!(names.contains(&"t_echo"), "{names:?}");
     let o = client(&sb)
-        .args(["mcp", "call", "t_echo", "--url", &url, "--args", r#"{"words":["hi"]}"#, "--output", "json"])
+        .args([
+            "mcp",
+            "call",
+            "t_echo",
+            "--url",
+            &url,
+            "--args",
+            r#"{"words":["hi"]}"#,
+            "--output",
+            "json",
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
@@ -189,14 +249,27 @@ fn streamable_http_serving_with_and_without_a_token() {
         .unwrap();
     assert_eq!(o.status.code(), Some(69), "{}", show(&o));
     let o = client(&sb)
-        .args(["mcp", "ping", "--url", &url, "--header", "Authorization: Bearer s3cret-token-value", "--output", "json"])
+        .args([
+            "mcp",
+            "ping",
+            "--url",
+            &url,
+            "--header",
+            "Authorization: Bearer s3cret-token-value",
+            "--output",
+            "json",
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert!(!String::from_utf8_lossy(&o.stderr).contains("s3cret-token-value"));
 
     // A non-loopback address without a token is refused before anything listens.
-    let o = sb.atip().args(["mcp", "serve", "--http", "0.0.0.0:0"]).output().unwrap();
+    let o = sb
+        .atip()
+        .args(["mcp", "serve", "--http", "0.0.0.0:0"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("bearer token"));
 }

@@ -140,7 +140,10 @@ fn prompt(p: &Prepared) -> Confirmation {
 /// Runs `atip exec`; returns the exit code.
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     if args.calls.is_none()
-        && let Some(name) = args.name.as_deref().filter(|n| atip::mcp::tools::is_mcp_name(n))
+        && let Some(name) = args
+            .name
+            .as_deref()
+            .filter(|n| atip::mcp::tools::is_mcp_name(n))
     {
         return run_mcp(name, &args, ctx);
     }

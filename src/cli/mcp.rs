@@ -88,7 +88,12 @@ pub struct Target {
     #[arg(long, value_name = "CMD")]
     pub command: Option<String>,
     /// With --command: one argument (repeatable).
-    #[arg(long = "arg", value_name = "A", requires = "command", allow_hyphen_values = true)]
+    #[arg(
+        long = "arg",
+        value_name = "A",
+        requires = "command",
+        allow_hyphen_values = true
+    )]
     pub cmd_args: Vec<String>,
     /// With --command: an environment entry `K=V` (repeatable).
     #[arg(long = "env", value_name = "K=V", requires = "command")]
@@ -239,7 +244,9 @@ fn serve(args: ServeArgs, ctx: &Ctx) -> Result<u8, AtipError> {
     match args.http {
         None => atip::mcp::serve_blocking(engine, scale)?,
         Some(addr) => {
-            let token = std::env::var(&args.token_env).ok().filter(|t| !t.is_empty());
+            let token = std::env::var(&args.token_env)
+                .ok()
+                .filter(|t| !t.is_empty());
             atip::mcp::http::serve_blocking(engine, scale, &addr, token, &args.token_env)?
         }
     }
@@ -279,9 +286,8 @@ fn run_async<T>(fut: impl Future<Output = Result<T, AtipError>>) -> Result<Optio
 
 /// The merged config, with warnings printed.
 pub fn load_config(ctx: &Ctx) -> Result<McpConfig, AtipError> {
-    let cwd = std::env::current_dir().map_err(|e| {
-        AtipError::new("cwd_unavailable", Category::Unavailable, e.to_string())
-    })?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| AtipError::new("cwd_unavailable", Category::Unavailable, e.to_string()))?;
     let paths = ConfigPaths::locate(&ctx.dirs.config, &cwd);
     let lookup = |n: &str| std::env::var(n).ok();
     let cfg = Loader { lookup: &lookup }.load(&paths)?;
@@ -301,13 +307,18 @@ fn explicit(t: &Target) -> Result<Option<ServerSpec>, AtipError> {
     let mut secrets = Vec::new();
     let transport = if let Some(url) = &t.url {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(usage(format!("--url {url:?} must start with http:// or https://")));
+            return Err(usage(format!(
+                "--url {url:?} must start with http:// or https://"
+            )));
         }
         let mut headers = Vec::new();
         for h in &t.headers {
-            let (k, v) = h
-                .split_once(':')
-                .ok_or_else(|| usage(format!("--header {:?}: expected `Name: value`", config::redact_url(h).split(':').next().unwrap_or(""))))?;
+            let (k, v) = h.split_once(':').ok_or_else(|| {
+                usage(format!(
+                    "--header {:?}: expected `Name: value`",
+                    config::redact_url(h).split(':').next().unwrap_or("")
+                ))
+            })?;
             let (k, v) = (k.trim().to_string(), v.trim().to_string());
             if config::is_secret_name(&k) {
                 secrets.push((k.clone(), v.clone()));
@@ -410,11 +421,21 @@ fn servers(ctx: &Ctx) -> Result<u8, AtipError> {
         print_json(&json!({"servers": list, "files": cfg.files})).map_err(out_err)?;
     } else {
         if list.is_empty() {
-            eprintln!("no MCP servers configured (looked in {})", ctx.dirs.config.join(config::GLOBAL_FILE).display());
+            eprintln!(
+                "no MCP servers configured (looked in {})",
+                ctx.dirs.config.join(config::GLOBAL_FILE).display()
+            );
         }
         let mut out = std::io::stdout().lock();
         for s in cfg.servers.values() {
-            let _ = writeln!(out, "{}\t{}\t{}\t{}", s.name, s.transport.kind(), s.origin, s.summary());
+            let _ = writeln!(
+                out,
+                "{}\t{}\t{}\t{}",
+                s.name,
+                s.transport.kind(),
+                s.origin,
+                s.summary()
+            );
         }
     }
     Ok(exit::OK)
@@ -422,7 +443,12 @@ fn servers(ctx: &Ctx) -> Result<u8, AtipError> {
 
 /// The first line of a description, for lists.
 fn first_line(s: Option<&str>) -> String {
-    s.unwrap_or("").lines().next().unwrap_or("").trim().to_string()
+    s.unwrap_or("")
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string()
 }
 
 async fn tools_cmd(a: ToolsArgs, ctx: &Ctx) -> Result<u8, AtipError> {
@@ -477,7 +503,11 @@ async fn tools_cmd(a: ToolsArgs, ctx: &Ctx) -> Result<u8, AtipError> {
         for (spec, l) in &reports {
             let Ok(l) = l else { continue };
             for t in &l.cached.tools {
-                let ro = if tools::read_only(t, spec.trust_hints) { "read-only" } else { "may change state" };
+                let ro = if tools::read_only(t, spec.trust_hints) {
+                    "read-only"
+                } else {
+                    "may change state"
+                };
                 let _ = writeln!(
                     out,
                     "{}\t{}\t{}\t{}",
@@ -503,7 +533,13 @@ async fn describe(a: DescribeArgs, ctx: &Ctx) -> Result<u8, AtipError> {
         s.close().await;
     }
     let policy = load_policy(None, ctx)?;
-    let decision = tools::decide(&policy, &spec.name, &spec.summary(), &tool, spec.trust_hints);
+    let decision = tools::decide(
+        &policy,
+        &spec.name,
+        &spec.summary(),
+        &tool,
+        spec.trust_hints,
+    );
     let v = tools::describe(&spec.name, &tool, spec.trust_hints, &decision);
     if ctx.output.is_json() {
         print_json(&v).map_err(out_err)?;
@@ -514,15 +550,36 @@ async fn describe(a: DescribeArgs, ctx: &Ctx) -> Result<u8, AtipError> {
             let _ = writeln!(out, "title: {t}");
         }
         let _ = writeln!(out, "call as: {}", tools::flat_name(&spec.name, &tool.name));
-        let _ = writeln!(out, "description: {}", tool.description.as_deref().unwrap_or(""));
-        let _ = writeln!(out, "input schema: {}", serde_json::to_string_pretty(&tools::input_schema(&tool)).unwrap_or_default());
+        let _ = writeln!(
+            out,
+            "description: {}",
+            tool.description.as_deref().unwrap_or("")
+        );
+        let _ = writeln!(
+            out,
+            "input schema: {}",
+            serde_json::to_string_pretty(&tools::input_schema(&tool)).unwrap_or_default()
+        );
         if let Some(o) = &tool.output_schema {
-            let _ = writeln!(out, "output schema: {}", serde_json::to_string_pretty(&**o).unwrap_or_default());
+            let _ = writeln!(
+                out,
+                "output schema: {}",
+                serde_json::to_string_pretty(&**o).unwrap_or_default()
+            );
         }
         if let Some(an) = &tool.annotations {
-            let _ = writeln!(out, "annotations: {}", serde_json::to_string(an).unwrap_or_default());
+            let _ = writeln!(
+                out,
+                "annotations: {}",
+                serde_json::to_string(an).unwrap_or_default()
+            );
         }
-        let _ = writeln!(out, "policy: {:?} {}", decision.action, decision.explain(decision.action));
+        let _ = writeln!(
+            out,
+            "policy: {:?} {}",
+            decision.action,
+            decision.explain(decision.action)
+        );
     }
     Ok(exit::OK)
 }
@@ -547,7 +604,11 @@ fn read_args(a: &CallArgs) -> Result<serde_json::Map<String, Value>, AtipError> 
         })?;
     } else if a.args_stdin {
         std::io::stdin().read_to_string(&mut text).map_err(|e| {
-            AtipError::new("input_unreadable", Category::Input, format!("failed to read stdin: {e}"))
+            AtipError::new(
+                "input_unreadable",
+                Category::Input,
+                format!("failed to read stdin: {e}"),
+            )
         })?;
     } else {
         return Ok(serde_json::Map::new());
@@ -560,10 +621,17 @@ pub fn prompt(path: &str, d: &Decision) -> Confirmation {
     if !std::io::stderr().is_terminal() {
         return Confirmation::Unavailable;
     }
-    let Ok(mut tty) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty") else {
+    let Ok(mut tty) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+    else {
         return Confirmation::Unavailable;
     };
-    let q = format!("atip: call MCP tool `{path}`?\n  {}\nConfirm [y/N]: ", d.explain(Action::Confirm));
+    let q = format!(
+        "atip: call MCP tool `{path}`?\n  {}\nConfirm [y/N]: ",
+        d.explain(Action::Confirm)
+    );
     if tty.write_all(q.as_bytes()).is_err() {
         return Confirmation::Unavailable;
     }
@@ -591,17 +659,38 @@ async fn call(a: CallArgs, ctx: &Ctx) -> Result<u8, AtipError> {
     let yes = a.yes;
     let mut confirm = |p: &str, d: &Decision| if yes { Confirmation::Yes } else { prompt(p, d) };
     let called = r
-        .call(&spec, &a.tool, raw, &policy, &audit, &mut confirm, a.max_output)
+        .call(
+            &spec,
+            &a.tool,
+            raw,
+            &policy,
+            &audit,
+            &mut confirm,
+            a.max_output,
+        )
         .await?;
     print_result(&called.result, a.compact, ctx)?;
     if r.opts.verbose {
-        eprintln!("atip mcp: [{}] tools/call {} took {} ms", spec.name, called.tool.name, called.duration.as_millis());
+        eprintln!(
+            "atip mcp: [{}] tools/call {} took {} ms",
+            spec.name,
+            called.tool.name,
+            called.duration.as_millis()
+        );
     }
-    Ok(if called.result.is_error == Some(true) { exit::FAILURE } else { exit::OK })
+    Ok(if called.result.is_error == Some(true) {
+        exit::FAILURE
+    } else {
+        exit::OK
+    })
 }
 
 /// Prints a call result: the JSON as received (or compacted), or its text for people.
-pub fn print_result(result: &rmcp::model::CallToolResult, compact: bool, ctx: &Ctx) -> Result<(), AtipError> {
+pub fn print_result(
+    result: &rmcp::model::CallToolResult,
+    compact: bool,
+    ctx: &Ctx,
+) -> Result<(), AtipError> {
     if ctx.output.is_json() {
         let v = if compact {
             tools::compact(result)
@@ -620,7 +709,11 @@ pub fn print_result(result: &rmcp::model::CallToolResult, compact: bool, ctx: &C
                 let _ = writeln!(out, "{}", v["text"].as_str().unwrap_or(""));
             }
             Some(kind) => {
-                let size = v.get("data").and_then(Value::as_str).map(str::len).unwrap_or(0);
+                let size = v
+                    .get("data")
+                    .and_then(Value::as_str)
+                    .map(str::len)
+                    .unwrap_or(0);
                 let mime = v.get("mimeType").and_then(Value::as_str).unwrap_or("");
                 let _ = writeln!(out, "[{kind} {mime} {size} bytes base64]");
             }
@@ -628,7 +721,11 @@ pub fn print_result(result: &rmcp::model::CallToolResult, compact: bool, ctx: &C
         }
     }
     if !any_text && let Some(s) = &result.structured_content {
-        let _ = writeln!(out, "{}", serde_json::to_string_pretty(s).unwrap_or_default());
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(s).unwrap_or_default()
+        );
     }
     let _ = out.flush();
     if result.is_error == Some(true) {
@@ -662,9 +759,15 @@ async fn ping(a: PingArgs, ctx: &Ctx) -> Result<u8, AtipError> {
         println!(
             "{}: {} {} (protocol {}), connected in {} ms, ping {:.2} ms",
             spec.name,
-            info.pointer("/serverInfo/name").and_then(Value::as_str).unwrap_or("?"),
-            info.pointer("/serverInfo/version").and_then(Value::as_str).unwrap_or(""),
-            info.get("protocolVersion").and_then(Value::as_str).unwrap_or("?"),
+            info.pointer("/serverInfo/name")
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
+            info.pointer("/serverInfo/version")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+            info.get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
             connect.as_millis(),
             rtt.as_secs_f64() * 1000.0
         );
@@ -673,7 +776,13 @@ async fn ping(a: PingArgs, ctx: &Ctx) -> Result<u8, AtipError> {
             .and_then(Value::as_object)
             .map(|m| m.keys().collect())
             .unwrap_or_default();
-        println!("capabilities: {}", caps.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "));
+        println!(
+            "capabilities: {}",
+            caps.iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     Ok(exit::OK)
 }
@@ -692,7 +801,14 @@ fn import(a: ImportArgs, ctx: &Ctx) -> Result<u8, AtipError> {
         print_json(&report).map_err(out_err)?;
     } else {
         for n in &report.imported {
-            println!("{} {n}", if a.dry_run { "would import" } else { "imported" });
+            println!(
+                "{} {n}",
+                if a.dry_run {
+                    "would import"
+                } else {
+                    "imported"
+                }
+            );
         }
         for (n, why) in &report.skipped {
             eprintln!("skipped {n}: {why}");
@@ -727,12 +843,25 @@ pub fn exec_flat(
         let (spec, tool) = r.resolve_flat(name).await?;
         let policy = load_policy(policy_path, ctx)?;
         let audit = AuditLog::in_dir(&ctx.dirs.state);
-        let mut confirm = |p: &str, d: &Decision| if yes { Confirmation::Yes } else { prompt(p, d) };
+        let mut confirm =
+            |p: &str, d: &Decision| if yes { Confirmation::Yes } else { prompt(p, d) };
         let called = r
-            .call(&spec, &tool, raw, &policy, &audit, &mut confirm, atip::exec::DEFAULT_OUTPUT_CAP)
+            .call(
+                &spec,
+                &tool,
+                raw,
+                &policy,
+                &audit,
+                &mut confirm,
+                atip::exec::DEFAULT_OUTPUT_CAP,
+            )
             .await?;
         print_result(&called.result, false, ctx)?;
-        Ok(if called.result.is_error == Some(true) { exit::FAILURE } else { exit::OK })
+        Ok(if called.result.is_error == Some(true) {
+            exit::FAILURE
+        } else {
+            exit::OK
+        })
     })
 }
 
@@ -785,9 +914,11 @@ pub fn cached_flat_tools(ctx: &Ctx, refresh: bool) -> Vec<(String, atip::compile
             _ => None,
         };
         for t in listed.unwrap_or_default() {
-            out.push((spec.name.clone(), tools::to_flat(&spec.name, &t, spec.trust_hints)));
+            out.push((
+                spec.name.clone(),
+                tools::to_flat(&spec.name, &t, spec.trust_hints),
+            ));
         }
     }
     out
 }
-

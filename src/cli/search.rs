@@ -130,7 +130,12 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                 Some(s) => format!("MCP server {s}"),
                 None => "command".to_string(),
             };
-            println!("{}. {}  ({title}; {kind})  score {:.2}", i + 1, r.name, r.score);
+            println!(
+                "{}. {}  ({title}; {kind})  score {:.2}",
+                i + 1,
+                r.name,
+                r.score
+            );
             println!("   {}", r.description);
             for w in &r.why {
                 println!("   why: {w}");

@@ -88,7 +88,8 @@ impl ToolCache {
     }
 
     fn file(&self, spec: &ServerSpec) -> PathBuf {
-        self.dir.join(format!("{}-{}.json", spec.name, spec.identity()))
+        self.dir
+            .join(format!("{}-{}.json", spec.name, spec.identity()))
     }
 
     /// The cached list of `spec`, whatever its age; `None` when missing or unreadable.

@@ -12,18 +12,17 @@ use super::config::{ServerSpec, Transport as Spec};
 use crate::exec::redact::Redactor;
 use crate::output::{AtipError, Category};
 use crate::process::server::{GroupGuard, server_command};
+use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
     Implementation, PingRequest, ServerResult, Tool,
 };
 use rmcp::service::{RoleClient, RunningService, ServiceError};
-use rmcp::transport::{Transport, TokioChildProcess};
-use rmcp::ServiceExt;
+use rmcp::transport::{TokioChildProcess, Transport};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncBufReadExt;
-
 
 /// Default deadline for connecting plus one request, when neither `--timeout` nor the
 /// server's `timeoutMs` says.
@@ -223,22 +222,22 @@ impl Session {
                     inner: proc,
                     log: log.clone(),
                 };
-                let service =
-                    match tokio::time::timeout(timeout, client_info().serve(traced)).await {
-                        Err(_) => return Err(timeout_error(spec, "initialize", timeout)),
-                        Ok(Err(e)) => {
-                            return Err(connect_error(
-                                spec,
-                                format!(
-                                    "server {:?} failed to initialize: {}",
-                                    spec.name,
-                                    log.redactor.redact(&e.to_string())
-                                ),
-                                "run with --verbose and look at the server's stderr above",
-                            ));
-                        }
-                        Ok(Ok(s)) => s,
-                    };
+                let service = match tokio::time::timeout(timeout, client_info().serve(traced)).await
+                {
+                    Err(_) => return Err(timeout_error(spec, "initialize", timeout)),
+                    Ok(Err(e)) => {
+                        return Err(connect_error(
+                            spec,
+                            format!(
+                                "server {:?} failed to initialize: {}",
+                                spec.name,
+                                log.redactor.redact(&e.to_string())
+                            ),
+                            "run with --verbose and look at the server's stderr above",
+                        ));
+                    }
+                    Ok(Ok(s)) => s,
+                };
                 (service, group, stderr_task)
             }
             Spec::Http { url, headers } => {
@@ -293,23 +292,23 @@ impl Session {
                     inner: transport,
                     log: log.clone(),
                 };
-                let service =
-                    match tokio::time::timeout(timeout, client_info().serve(traced)).await {
-                        Err(_) => return Err(timeout_error(spec, "initialize", timeout)),
-                        Ok(Err(e)) => {
-                            return Err(connect_error(
-                                spec,
-                                format!(
-                                    "failed to connect to server {:?} at {}: {}",
-                                    spec.name,
-                                    spec.summary(),
-                                    log.redactor.redact(&error_chain(&e))
-                                ),
-                                "check the URL and headers, and that the server is running",
-                            ));
-                        }
-                        Ok(Ok(s)) => s,
-                    };
+                let service = match tokio::time::timeout(timeout, client_info().serve(traced)).await
+                {
+                    Err(_) => return Err(timeout_error(spec, "initialize", timeout)),
+                    Ok(Err(e)) => {
+                        return Err(connect_error(
+                            spec,
+                            format!(
+                                "failed to connect to server {:?} at {}: {}",
+                                spec.name,
+                                spec.summary(),
+                                log.redactor.redact(&error_chain(&e))
+                            ),
+                            "check the URL and headers, and that the server is running",
+                        ));
+                    }
+                    Ok(Ok(s)) => s,
+                };
                 (service, None, None)
             }
         };
@@ -360,7 +359,10 @@ impl Session {
                         Category::Usage,
                         format!("server {:?} has no such tool: {msg}", spec.name),
                     )
-                    .hint(format!("list its tools with `atip mcp tools --server {}`", spec.name))
+                    .hint(format!(
+                        "list its tools with `atip mcp tools --server {}`",
+                        spec.name
+                    ))
                 } else {
                     AtipError::new(
                         "mcp_server_error",
@@ -374,18 +376,16 @@ impl Session {
                 }
             }
             ServiceError::Timeout { timeout } => timeout_error(spec, what, timeout),
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                AtipError::new(
-                    "mcp_server_exited",
-                    Category::Unavailable,
-                    format!(
-                        "the connection to server {:?} closed during {what}",
-                        spec.name
-                    ),
-                )
-                .hint("the server crashed or hung up; its stderr (above) may say why")
-                .details(json!({"server": spec.name}))
-            }
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => AtipError::new(
+                "mcp_server_exited",
+                Category::Unavailable,
+                format!(
+                    "the connection to server {:?} closed during {what}",
+                    spec.name
+                ),
+            )
+            .hint("the server crashed or hung up; its stderr (above) may say why")
+            .details(json!({"server": spec.name})),
             other => AtipError::new(
                 "mcp_server_error",
                 Category::Unavailable,
@@ -439,10 +439,7 @@ impl Session {
             method: Default::default(),
             extensions: Default::default(),
         });
-        match self
-            .bounded("ping", self.service.send_request(req))
-            .await?
-        {
+        match self.bounded("ping", self.service.send_request(req)).await? {
             ServerResult::EmptyResult(_) => Ok(started.elapsed()),
             _ => Ok(started.elapsed()),
         }
@@ -453,7 +450,8 @@ impl Session {
     pub async fn close(mut self) {
         let closed = self.service.close_with_timeout(EXIT_GRACE).await;
         if let Ok(None) = closed {
-            self.log.verbose("the session did not close in time; stopping it");
+            self.log
+                .verbose("the session did not close in time; stopping it");
         }
         if let Some(mut g) = self.group.take() {
             tokio::task::spawn_blocking(move || g.terminate(EXIT_GRACE))

@@ -128,22 +128,24 @@ fn shell_word(w: &str) -> String {
 /// Whether a header or variable name names a secret.
 pub fn is_secret_name(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    matches!(n.as_str(), "authorization" | "proxy-authorization" | "cookie")
-        || [
-            "token",
-            "secret",
-            "password",
-            "passwd",
-            "apikey",
-            "api_key",
-            "api-key",
-            "auth",
-            "credential",
-            "private",
-            "key",
-        ]
-        .iter()
-        .any(|w| n.contains(w))
+    matches!(
+        n.as_str(),
+        "authorization" | "proxy-authorization" | "cookie"
+    ) || [
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "apikey",
+        "api_key",
+        "api-key",
+        "auth",
+        "credential",
+        "private",
+        "key",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
 }
 
 /// A URL with the values of secret-looking query parameters and any userinfo password
@@ -349,7 +351,9 @@ impl Loader<'_> {
         let folder = path
             .parent()
             .map(|d| {
-                if d.file_name().is_some_and(|n| n == ".vscode" || n == ".cursor") {
+                if d.file_name()
+                    .is_some_and(|n| n == ".vscode" || n == ".cursor")
+                {
                     d.parent().unwrap_or(d)
                 } else {
                     d
@@ -462,7 +466,12 @@ impl FileCtx<'_> {
         Ok(out)
     }
 
-    fn strings(&mut self, obj: &Map<String, Value>, key: &str, at: &str) -> Result<Vec<String>, AtipError> {
+    fn strings(
+        &mut self,
+        obj: &Map<String, Value>,
+        key: &str,
+        at: &str,
+    ) -> Result<Vec<String>, AtipError> {
         match obj.get(key) {
             None | Some(Value::Null) => Ok(Vec::new()),
             Some(Value::Array(items)) => items
@@ -475,7 +484,10 @@ impl FileCtx<'_> {
                     self.expand(&format!("{at}.{key}[{i}]"), s)
                 })
                 .collect(),
-            Some(_) => Err(config_error(self.path, format!("{at}.{key} must be an array of strings"))),
+            Some(_) => Err(config_error(
+                self.path,
+                format!("{at}.{key} must be an array of strings"),
+            )),
         }
     }
 
@@ -506,23 +518,39 @@ impl FileCtx<'_> {
                 }
                 Ok(out)
             }
-            Some(_) => Err(config_error(self.path, format!("{at}.{key} must be an object of strings"))),
+            Some(_) => Err(config_error(
+                self.path,
+                format!("{at}.{key} must be an object of strings"),
+            )),
         }
     }
 
-    fn server(&mut self, name: &str, entry: &Value, key: &str) -> Result<Option<ServerSpec>, AtipError> {
+    fn server(
+        &mut self,
+        name: &str,
+        entry: &Value,
+        key: &str,
+    ) -> Result<Option<ServerSpec>, AtipError> {
         let at = format!("{key}.{name}");
         let obj = entry
             .as_object()
             .ok_or_else(|| config_error(self.path, format!("{at} must be an object")))?;
-        if name.is_empty() || name.len() > 64 || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.') {
+        if name.is_empty()
+            || name.len() > 64
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+        {
             return Err(config_error(
                 self.path,
                 format!("server name {name:?}: use 1-64 letters, digits, '_', '-' or '.'"),
             ));
         }
         if obj.get("disabled") == Some(&Value::Bool(true)) {
-            self.warnings.push(format!("{}: {at} is disabled; skipped", self.path.display()));
+            self.warnings.push(format!(
+                "{}: {at} is disabled; skipped",
+                self.path.display()
+            ));
             return Ok(None);
         }
         let kind = obj
@@ -555,15 +583,28 @@ impl FileCtx<'_> {
                 let env = self.pairs(obj, "env", &at, &mut secrets)?;
                 let cwd = match obj.get("cwd") {
                     None | Some(Value::Null) => None,
-                    Some(Value::String(s)) => Some(PathBuf::from(self.expand(&format!("{at}.cwd"), s)?)),
-                    Some(_) => return Err(config_error(self.path, format!("{at}.cwd must be a string"))),
+                    Some(Value::String(s)) => {
+                        Some(PathBuf::from(self.expand(&format!("{at}.cwd"), s)?))
+                    }
+                    Some(_) => {
+                        return Err(config_error(
+                            self.path,
+                            format!("{at}.cwd must be a string"),
+                        ));
+                    }
                 };
-                Transport::Stdio { command, args, env, cwd }
+                Transport::Stdio {
+                    command,
+                    args,
+                    env,
+                    cwd,
+                }
             }
             "http" | "streamable-http" | "streamablehttp" => {
-                let url = obj.get("url").and_then(Value::as_str).ok_or_else(|| {
-                    config_error(self.path, format!("{at}.url must be a string"))
-                })?;
+                let url = obj
+                    .get("url")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| config_error(self.path, format!("{at}.url must be a string")))?;
                 let url = self.expand(&format!("{at}.url"), url)?;
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
                     return Err(config_error(
@@ -591,15 +632,20 @@ impl FileCtx<'_> {
         let timeout = obj
             .get("timeoutMs")
             .map(|v| {
-                v.as_u64()
-                    .map(Duration::from_millis)
-                    .ok_or_else(|| config_error(self.path, format!("{at}.timeoutMs must be a whole number")))
+                v.as_u64().map(Duration::from_millis).ok_or_else(|| {
+                    config_error(self.path, format!("{at}.timeoutMs must be a whole number"))
+                })
             })
             .transpose()?;
         let trust_hints = match obj.get("trustHints") {
             None => true,
             Some(Value::Bool(b)) => *b,
-            Some(_) => return Err(config_error(self.path, format!("{at}.trustHints must be true or false"))),
+            Some(_) => {
+                return Err(config_error(
+                    self.path,
+                    format!("{at}.trustHints must be true or false"),
+                ));
+            }
         };
         Ok(Some(ServerSpec {
             name: name.to_string(),
@@ -665,7 +711,11 @@ mod tests {
         assert_eq!(a.timeout, Some(Duration::from_millis(5000)));
         let b = &cfg.servers["b"];
         assert!(b.secrets.iter().any(|(_, v)| v == "s3cr3t-value"));
-        assert!(!b.redactor().redact("sent Bearer s3cr3t-value").contains("s3cr3t"));
+        assert!(
+            !b.redactor()
+                .redact("sent Bearer s3cr3t-value")
+                .contains("s3cr3t")
+        );
         assert_eq!(cfg.default_server.as_deref(), Some("a"));
         assert_eq!(cfg.cache.ttl_seconds, 10);
         assert!(cfg.cache.enabled);
@@ -673,11 +723,21 @@ mod tests {
 
     #[test]
     fn missing_variables_warn_or_fail_under_strict_env() {
-        let cfg = load(&[("/g/mcp.json", json!({"mcpServers": {"a": {"command": "x", "args": ["${NOPE}"]}}}))]).unwrap();
+        let cfg = load(&[(
+            "/g/mcp.json",
+            json!({"mcpServers": {"a": {"command": "x", "args": ["${NOPE}"]}}}),
+        )])
+        .unwrap();
         assert!(cfg.warnings[0].contains("NOPE"), "{:?}", cfg.warnings);
-        let Transport::Stdio { args, .. } = &cfg.servers["a"].transport else { panic!() };
+        let Transport::Stdio { args, .. } = &cfg.servers["a"].transport else {
+            panic!()
+        };
         assert_eq!(args, &["${NOPE}"]);
-        let e = load(&[("/g/mcp.json", json!({"strictEnv": true, "mcpServers": {"a": {"command": "x", "args": ["${NOPE}"]}}}))]).unwrap_err();
+        let e = load(&[(
+            "/g/mcp.json",
+            json!({"strictEnv": true, "mcpServers": {"a": {"command": "x", "args": ["${NOPE}"]}}}),
+        )])
+        .unwrap_err();
         assert_eq!(e.code, "mcp_config_invalid");
         assert!(e.message.contains("NOPE"));
     }
@@ -686,7 +746,11 @@ mod tests {
     fn bad_entries_name_the_place() {
         let e = load(&[("/g/mcp.json", json!({"mcpServers": {"a": {"args": []}}}))]).unwrap_err();
         assert!(e.message.contains("mcpServers.a"), "{}", e.message);
-        let e = load(&[("/g/mcp.json", json!({"servers": {"a": {"type": "http", "url": "ftp://x"}}}))]).unwrap_err();
+        let e = load(&[(
+            "/g/mcp.json",
+            json!({"servers": {"a": {"type": "http", "url": "ftp://x"}}}),
+        )])
+        .unwrap_err();
         assert!(e.message.contains("http://"), "{}", e.message);
         let e = load(&[("/g/mcp.json", json!([1]))]).unwrap_err();
         assert_eq!(e.category, Category::Config);
@@ -698,6 +762,10 @@ mod tests {
             redact_url("https://u:pw@h/mcp?api_key=abc&x=1"),
             "https://u:[REDACTED]@h/mcp?api_key=[REDACTED]&x=1"
         );
-        assert!(is_secret_name("GITHUB_TOKEN") && is_secret_name("X-Api-Key") && !is_secret_name("PATH"));
+        assert!(
+            is_secret_name("GITHUB_TOKEN")
+                && is_secret_name("X-Api-Key")
+                && !is_secret_name("PATH")
+        );
     }
 }

@@ -35,11 +35,20 @@ fn token_matches(header: Option<&http::HeaderValue>, token: &str) -> bool {
         return false;
     };
     use sha2::{Digest, Sha256};
-    let (a, b) = (Sha256::digest(got.as_bytes()), Sha256::digest(token.as_bytes()));
-    a.iter().zip(b.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    let (a, b) = (
+        Sha256::digest(got.as_bytes()),
+        Sha256::digest(token.as_bytes()),
+    );
+    a.iter()
+        .zip(b.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+        == 0
 }
 
-fn plain(status: u16, text: &'static str) -> http::Response<http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>> {
+fn plain(
+    status: u16,
+    text: &'static str,
+) -> http::Response<http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>> {
     let mut r = http::Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
     *r.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::BAD_REQUEST);
     r
@@ -54,14 +63,18 @@ pub fn serve_blocking(
     token_env: &str,
 ) -> Result<(), AtipError> {
     let sock: SocketAddr = addr.parse().map_err(|e| {
-        usage(format!("--http {addr:?} is not an address like 127.0.0.1:8808: {e}"))
+        usage(format!(
+            "--http {addr:?} is not an address like 127.0.0.1:8808: {e}"
+        ))
     })?;
     let loopback = sock.ip().is_loopback();
     if !loopback && token.is_none() {
         return Err(usage(format!(
             "--http {addr} is not a loopback address: a bearer token is required"
         ))
-        .hint(format!("set {token_env} to a long random secret; clients send `Authorization: Bearer …`")));
+        .hint(format!(
+            "set {token_env} to a long random secret; clients send `Authorization: Bearer …`"
+        )));
     }
     let server = Server::new(engine, scale)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -119,27 +132,31 @@ pub fn serve_blocking(
             let service = service.clone();
             let token = token.clone();
             tokio::spawn(async move {
-                let handler = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                    let mut service = service.clone();
-                    let token = token.clone();
-                    async move {
-                        if req.uri().path() != ENDPOINT {
-                            return Ok::<_, std::convert::Infallible>(plain(404, "not found; the MCP endpoint is /mcp\n"));
+                let handler =
+                    hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                        let mut service = service.clone();
+                        let token = token.clone();
+                        async move {
+                            if req.uri().path() != ENDPOINT {
+                                return Ok::<_, std::convert::Infallible>(plain(
+                                    404,
+                                    "not found; the MCP endpoint is /mcp\n",
+                                ));
+                            }
+                            if let Some(t) = &token
+                                && !token_matches(req.headers().get(http::header::AUTHORIZATION), t)
+                            {
+                                let mut r = plain(401, "missing or wrong bearer token\n");
+                                r.headers_mut().insert(
+                                    http::header::WWW_AUTHENTICATE,
+                                    http::HeaderValue::from_static("Bearer"),
+                                );
+                                return Ok(r);
+                            }
+                            use tower_service::Service;
+                            service.call(req).await
                         }
-                        if let Some(t) = &token
-                            && !token_matches(req.headers().get(http::header::AUTHORIZATION), t)
-                        {
-                            let mut r = plain(401, "missing or wrong bearer token\n");
-                            r.headers_mut().insert(
-                                http::header::WWW_AUTHENTICATE,
-                                http::HeaderValue::from_static("Bearer"),
-                            );
-                            return Ok(r);
-                        }
-                        use tower_service::Service;
-                        service.call(req).await
-                    }
-                });
+                    });
                 let io = hyper_util::rt::TokioIo::new(stream);
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(io, handler)

@@ -38,13 +38,21 @@ impl Host {
     pub fn location(self, cwd: &Path) -> (PathBuf, &'static str) {
         match self {
             Host::ClaudeDesktop => {
-                let mac = home().join("Library/Application Support/Claude/claude_desktop_config.json");
+                let mac =
+                    home().join("Library/Application Support/Claude/claude_desktop_config.json");
                 let linux = std::env::var_os("XDG_CONFIG_HOME")
                     .map(PathBuf::from)
                     .filter(|p| p.is_absolute())
                     .unwrap_or_else(|| home().join(".config"))
                     .join("Claude/claude_desktop_config.json");
-                (if cfg!(target_os = "macos") { mac } else { linux }, "mcpServers")
+                (
+                    if cfg!(target_os = "macos") {
+                        mac
+                    } else {
+                        linux
+                    },
+                    "mcpServers",
+                )
             }
             Host::ClaudeCode => (home().join(".claude.json"), "mcpServers"),
             Host::Cursor => (home().join(".cursor/mcp.json"), "mcpServers"),
@@ -151,17 +159,27 @@ pub fn import(
         // The same checks as a real load, on this one entry.
         let one = serde_json::json!({"mcpServers": {name.clone(): entry.clone()}});
         let mut probe = McpConfig::default();
-        if let Err(e) = loader.merge_file(&mut probe, &source, &serde_json::to_vec(&one).unwrap_or_default()) {
+        if let Err(e) = loader.merge_file(
+            &mut probe,
+            &source,
+            &serde_json::to_vec(&one).unwrap_or_default(),
+        ) {
             report.skipped.push((name, e.message));
             continue;
         }
         if !probe.servers.contains_key(&name) {
-            let why = probe.warnings.first().cloned().unwrap_or_else(|| "not usable".into());
+            let why = probe
+                .warnings
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "not usable".into());
             report.skipped.push((name, why));
             continue;
         }
         if entry.to_string().contains("${input:") {
-            eprintln!("atip mcp: warning: {name} uses VS Code ${{input:…}} prompts; atip leaves them as text, edit mcp.json to use ${{VAR}}");
+            eprintln!(
+                "atip mcp: warning: {name} uses VS Code ${{input:…}} prompts; atip leaves them as text, edit mcp.json to use ${{VAR}}"
+            );
         }
         existing.insert(name.clone(), entry);
         report.imported.push(name);
@@ -210,13 +228,22 @@ mod tests {
     fn imports_new_entries_keeps_existing_and_variables() {
         let dir = tempfile::tempdir().unwrap();
         let src = dir.path().join("host.json");
-        std::fs::write(&src, json!({"servers": {
+        std::fs::write(
+            &src,
+            json!({"servers": {
             "a": {"type": "stdio", "command": "x", "env": {"TOKEN": "${MY_TOKEN}"}},
             "b": {"type": "http", "url": "http://127.0.0.1:9/mcp"},
-            "bad": {"args": []}}}).to_string()).unwrap();
+            "bad": {"args": []}}})
+            .to_string(),
+        )
+        .unwrap();
         let target = dir.path().join("cfg/mcp.json");
         std::fs::create_dir_all(target.parent().unwrap()).unwrap();
-        std::fs::write(&target, json!({"mcpServers": {"b": {"command": "keep"}}}).to_string()).unwrap();
+        std::fs::write(
+            &target,
+            json!({"mcpServers": {"b": {"command": "keep"}}}).to_string(),
+        )
+        .unwrap();
         let r = import(Host::Vscode, Some(&src), &target, dir.path(), false, false).unwrap();
         assert_eq!(r.imported, ["a"]);
         let skipped: Vec<&str> = r.skipped.iter().map(|s| s.0.as_str()).collect();
@@ -225,6 +252,9 @@ mod tests {
         assert_eq!(written["mcpServers"]["a"]["env"]["TOKEN"], "${MY_TOKEN}");
         assert_eq!(written["mcpServers"]["b"]["command"], "keep");
         use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&target).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
     }
 }

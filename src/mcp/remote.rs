@@ -67,7 +67,11 @@ fn unknown_server(name: &str, config: &McpConfig) -> AtipError {
     } else {
         format!(
             "configured: {}",
-            known.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            known
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     })
     .details(json!({"configured": known, "files": config.files}))
@@ -212,7 +216,12 @@ impl Remote {
                 if let Some(s) = session {
                     s.close().await;
                 }
-                let names: Vec<&str> = listing.cached.tools.iter().map(|t| t.name.as_ref()).collect();
+                let names: Vec<&str> = listing
+                    .cached
+                    .tools
+                    .iter()
+                    .map(|t| t.name.as_ref())
+                    .collect();
                 let mut close: Vec<(usize, &str)> = names
                     .iter()
                     .map(|n| (crate::compile::edit_distance(name, n), *n))
@@ -226,7 +235,10 @@ impl Remote {
                     format!("server {:?} has no tool named {name:?}", spec.name),
                 )
                 .hint(if close.is_empty() {
-                    format!("list its tools with `atip mcp tools --server {}`", spec.name)
+                    format!(
+                        "list its tools with `atip mcp tools --server {}`",
+                        spec.name
+                    )
                 } else {
                     format!("did you mean: {}", close.join(", "))
                 })
@@ -374,7 +386,10 @@ impl Remote {
                     return Err(AtipError::new(
                         code,
                         Category::Policy,
-                        format!("{path} needs confirmation: {}", decision.explain(Action::Confirm)),
+                        format!(
+                            "{path} needs confirmation: {}",
+                            decision.explain(Action::Confirm)
+                        ),
                     )
                     .hint(format!(
                         "pass --yes, confirm on a terminal, or allow it in the policy ({})",
@@ -402,18 +417,29 @@ impl Remote {
         let ms = duration.as_millis() as u64;
         match r {
             Err(e) => {
-                let outcome = if e.code == "mcp_timeout" { "timeout" } else { "failed" };
+                let outcome = if e.code == "mcp_timeout" {
+                    "timeout"
+                } else {
+                    "failed"
+                };
                 record(word, outcome, ms, Some(&e.code));
                 Err(e)
             }
             Ok(result) => {
                 let failed = result.is_error == Some(true);
-                record(word, if failed { "tool-error" } else { "completed" }, ms, None);
+                record(
+                    word,
+                    if failed { "tool-error" } else { "completed" },
+                    ms,
+                    None,
+                );
                 let mut v = serde_json::to_value(&result).unwrap_or(Value::Null);
                 redactor.redact_json(&mut v);
                 let cut = tools::cap(&mut v, max_output);
                 if cut {
-                    eprintln!("atip mcp: note: the result was cut at {max_output} bytes per text block (--max-output)");
+                    eprintln!(
+                        "atip mcp: note: the result was cut at {max_output} bytes per text block (--max-output)"
+                    );
                 }
                 let result: CallToolResult = serde_json::from_value(v).unwrap_or(result);
                 Ok(Called {

@@ -172,7 +172,9 @@ impl Finder {
                     .as_u64()
                     .filter(|n| *n <= MAX_LIMIT)
                     .map(|n| n as usize)
-                    .ok_or(format!("\"{k}\" must be a whole number from 0 to {MAX_LIMIT}")),
+                    .ok_or(format!(
+                        "\"{k}\" must be a whole number from 0 to {MAX_LIMIT}"
+                    )),
             }
         };
         let limit = num("limit", 5)?.max(1);
@@ -218,7 +220,8 @@ mod tests {
     fn search_arguments_are_checked() {
         let f = Finder::new(Vec::new());
         assert!(f.search(&Map::new()).is_err());
-        let bad: Map<String, Value> = serde_json::from_value(json!({"query": "x", "limit": 1000})).unwrap();
+        let bad: Map<String, Value> =
+            serde_json::from_value(json!({"query": "x", "limit": 1000})).unwrap();
         assert!(f.search(&bad).unwrap_err().contains("limit"));
         let ok: Map<String, Value> = serde_json::from_value(json!({"query": "x"})).unwrap();
         assert_eq!(f.search(&ok).unwrap()["results"], json!([]));

@@ -80,7 +80,13 @@ pub fn read_only(tool: &Tool, trust_hints: bool) -> bool {
 /// The policy's verdict on calling `tool` of `server`: the same rules as for commands.
 /// Policy `tools` globs see the server name and the flattened name, `commands` globs
 /// `SERVER TOOL`, `programs` globs the server's command or URL.
-pub fn decide(policy: &Policy, server: &str, program: &str, tool: &Tool, trust_hints: bool) -> Decision {
+pub fn decide(
+    policy: &Policy,
+    server: &str,
+    program: &str,
+    tool: &Tool,
+    trust_hints: bool,
+) -> Decision {
     let flat = flat_name(server, &tool.name);
     let path = format!("{server} {}", tool.name);
     let e = effects(tool, trust_hints);
@@ -215,7 +221,9 @@ pub fn cut_text(t: &mut String, max: usize) -> bool {
     }
     let total = t.len();
     t.truncate(end);
-    t.push_str(&format!("\n[atip: text truncated at {max} of {total} bytes]"));
+    t.push_str(&format!(
+        "\n[atip: text truncated at {max} of {total} bytes]"
+    ));
     true
 }
 
@@ -255,7 +263,10 @@ pub fn describe(server: &str, tool: &Tool, trust_hints: bool, decision: &Decisio
         atip.insert("flatName".into(), json!(flat_name(server, &tool.name)));
         atip.insert("readOnly".into(), json!(e.is_read_only()));
         atip.insert("effects".into(), json!(e.summary()));
-        atip.insert("decision".into(), serde_json::to_value(decision).unwrap_or(Value::Null));
+        atip.insert(
+            "decision".into(),
+            serde_json::to_value(decision).unwrap_or(Value::Null),
+        );
         m.insert("atip".into(), Value::Object(atip));
     }
     v
@@ -287,11 +298,26 @@ mod tests {
     fn only_trusted_read_only_hints_skip_confirmation() {
         let policy = Policy::defaults(Path::new("/"));
         let decide_on = |a: Value, trust: bool| decide(&policy, "s", "srv", &tool(a), trust).action;
-        assert_eq!(decide_on(json!({"readOnlyHint": true}), true), Action::Allow);
-        assert_eq!(decide_on(json!({"readOnlyHint": true}), false), Action::Confirm);
+        assert_eq!(
+            decide_on(json!({"readOnlyHint": true}), true),
+            Action::Allow
+        );
+        assert_eq!(
+            decide_on(json!({"readOnlyHint": true}), false),
+            Action::Confirm
+        );
         assert_eq!(decide_on(json!({}), true), Action::Confirm);
-        assert_eq!(decide_on(json!({"destructiveHint": false}), true), Action::Confirm);
-        assert_eq!(decide_on(json!({"readOnlyHint": false, "destructiveHint": true}), true), Action::Confirm);
+        assert_eq!(
+            decide_on(json!({"destructiveHint": false}), true),
+            Action::Confirm
+        );
+        assert_eq!(
+            decide_on(
+                json!({"readOnlyHint": false, "destructiveHint": true}),
+                true
+            ),
+            Action::Confirm
+        );
     }
 
     #[test]
@@ -299,7 +325,13 @@ mod tests {
         let file: crate::exec::policy::PolicyFile =
             serde_json::from_value(json!({"tools": {"deny": ["mcp__s__*"]}})).unwrap();
         let policy = Policy::new(file, None, Path::new("/")).unwrap();
-        let d = decide(&policy, "s", "srv", &tool(json!({"readOnlyHint": true})), true);
+        let d = decide(
+            &policy,
+            "s",
+            "srv",
+            &tool(json!({"readOnlyHint": true})),
+            true,
+        );
         assert_eq!(d.action, Action::Deny);
         assert_eq!(d.rules[0].rule, "tools.deny");
     }
