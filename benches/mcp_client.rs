@@ -95,15 +95,29 @@ fn main() {
         let mut c = Command::new(atip());
         env(&mut c, d);
         let t = Instant::now();
-        let o = c.args(args).stdin(Stdio::null()).stderr(Stdio::null()).output().unwrap();
-        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stdout));
+        let o = c
+            .args(args)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
         t.elapsed()
     };
 
     // 1. Cached `atip mcp tools`.
     run_atip(&["mcp", "tools", "--output", "json"]);
-    let cached: Vec<Duration> = (0..30).map(|_| run_atip(&["mcp", "tools", "--output", "json"])).collect();
-    println!("cached `atip mcp tools`: median {:.1} ms (target < 50 ms)", ms(median(cached)));
+    let cached: Vec<Duration> = (0..30)
+        .map(|_| run_atip(&["mcp", "tools", "--output", "json"]))
+        .collect();
+    println!(
+        "cached `atip mcp tools`: median {:.1} ms (target < 50 ms)",
+        ms(median(cached))
+    );
 
     // 2. One call through atip vs directly through the SDK, interleaved.
     let direct = || {
@@ -114,7 +128,10 @@ fn main() {
                 .env("ATIP_CONFIG_DIR", d.join("config"))
                 .env("ATIP_STATE_DIR", d.join("state"));
             let t = Instant::now();
-            let (proc, _) = TokioChildProcess::builder(cmd).stderr(Stdio::null()).spawn().unwrap();
+            let (proc, _) = TokioChildProcess::builder(cmd)
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
             let c = ().serve(proc).await.unwrap();
             let args = json!({"word": "hi"}).as_object().unwrap().clone();
             let r = c
@@ -127,7 +144,15 @@ fn main() {
         })
     };
     let through_atip = || {
-        run_atip(&["mcp", "call", "triv_c00000", "--args", r#"{"word":"hi"}"#, "--output", "json"])
+        run_atip(&[
+            "mcp",
+            "call",
+            "triv_c00000",
+            "--args",
+            r#"{"word":"hi"}"#,
+            "--output",
+            "json",
+        ])
     };
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for _ in 0..30 {
@@ -152,7 +177,10 @@ fn main() {
             .env("ATIP_CONFIG_DIR", big.path().join("config"))
             .env("ATIP_STATE_DIR", big.path().join("state"));
         let t = Instant::now();
-        let (proc, _) = TokioChildProcess::builder(cmd).stderr(Stdio::null()).spawn().unwrap();
+        let (proc, _) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         let c = ().serve(proc).await.unwrap();
         let start = t.elapsed();
         let mut times = Vec::new();
@@ -160,7 +188,11 @@ fn main() {
             let t = Instant::now();
             let tools = c.list_all_tools().await.unwrap();
             times.push(t.elapsed());
-            assert_eq!(tools.len(), 2, "search mode lists the search and call tools");
+            assert_eq!(
+                tools.len(),
+                2,
+                "search mode lists the search and call tools"
+            );
         }
         c.cancel().await.unwrap();
         (start, median(times))

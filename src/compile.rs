@@ -457,6 +457,35 @@ impl<W: Write> Exporter<W> {
         Ok(skills)
     }
 
+    /// Adds tools that are not registered commands (MCP servers' tools, already
+    /// flattened and named `mcp__SERVER__TOOL`), one flat tool each, after the registry's.
+    /// JSON formats only (nothing is added to `skill` or `prompt`). Returns the names left
+    /// out because a command already has them.
+    pub fn add_external(&mut self, tools: Vec<FlatTool>) -> std::io::Result<Vec<String>> {
+        let format = self.opts.format;
+        let Some(list) = self.list.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let mut left_out = Vec::new();
+        let mut kept = Vec::new();
+        for t in tools {
+            if self.taken.insert(t.name.clone()) {
+                kept.push(t);
+            } else {
+                left_out.push(t.name);
+            }
+        }
+        for t in formats::flat_owned(kept) {
+            let element = formats::element(&t, format);
+            if let Some(c) = self.checker.as_mut() {
+                c.tool(&list.next_pointer(), &element);
+            }
+            list.push(&element)?;
+            self.summary.tools += 1;
+        }
+        Ok(left_out)
+    }
+
     /// Closes the output and says what happened.
     pub fn finish(mut self) -> std::io::Result<ExportSummary> {
         if let Some(list) = self.list.take() {

@@ -518,6 +518,40 @@ fn mcp_tools_join_search_and_exec() {
             .iter()
             .all(|r| r["kind"] == "command")
     );
+    // export --mcp adds them after the registry's tools, in the provider's shape.
+    let o = run(&sb, &["export", "--format", "openai", "--mcp"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v = json_out(&o);
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"t_echo") && names.contains(&"mcp__fake__echo"),
+        "{names:?}"
+    );
+    let o = run(&sb, &["export", "--format", "mcp", "--mcp"]);
+    let v = json_out(&o);
+    let echo = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__fake__echo")
+        .unwrap()
+        .clone();
+    assert_eq!(echo["annotations"]["readOnlyHint"], true);
+    let note = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__fake__write_note")
+        .unwrap()
+        .clone();
+    assert_eq!(note["annotations"]["destructiveHint"], true);
+    let o = run(&sb, &["export", "--format", "skill", "--mcp"]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     // exec by flattened name: same call, same policy.
     let o = run(
         &sb,
