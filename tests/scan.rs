@@ -6,9 +6,9 @@
 //! Timing assertions are bounds with generous slack for a shared machine, not speed
 //! measurements (those live in `benches/`).
 
-mod common;
+use crate::common;
 
-use common::{Sandbox, show};
+use common::{Sandbox, alive, show};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -21,7 +21,7 @@ static FORK: Mutex<()> = Mutex::new(());
 
 const SLACK: Duration = Duration::from_secs(3);
 
-fn lock() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn lock() -> std::sync::MutexGuard<'static, ()> {
     FORK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -167,20 +167,6 @@ fn meta(name: &str, version: &str) -> String {
     format!(
         r#"{{"atip": {{"version": "0.6"}}, "name": "{name}", "version": "{version}", "description": "Test tool {name}", "commands": {{"run": {{"description": "Run it", "effects": {{"network": false, "destructive": false}}}}}}}}"#
     )
-}
-
-/// Whether `pid` is a live process (a zombie counts as dead).
-fn alive(pid: i32) -> bool {
-    if unsafe { libc::kill(pid, 0) } != 0 {
-        return false;
-    }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-            !state.starts_with('Z') && !state.starts_with('X')
-        }
-        Err(_) => false,
-    }
 }
 
 /// Asserts every recorded pid is gone (waiting a moment for the kernel).
@@ -455,7 +441,8 @@ fn default_mode_never_runs_a_program_without_a_sign() {
     assert_eq!(env2.log(), "");
     assert_eq!(r["summary"]["probed"], 0);
 
-    // --probe help runs --help of unknown programs, and --agent only where it is mentioned.
+    // --probe help runs --help of unknown programs, and --agent only where it is mentioned;
+    // a short script that answers --agent with a JSON file is a sign by itself.
     let env3 = Env::new();
     env3.script("bin1/canary", "echo hi");
     env3.script(
@@ -466,15 +453,15 @@ fn default_mode_never_runs_a_program_without_a_sign() {
     let r = env3.scan(&["--probe", "help"]);
     let mut log: Vec<String> = env3.log().lines().map(str::to_owned).collect();
     log.sort();
-    assert_eq!(log, ["canary --help", "helpful --agent", "helpful --help"]);
+    assert_eq!(log, ["canary --help", "helpful --agent"]);
     assert!(tool(&r, "helpful").is_some(), "{r:#}");
     // The config allowlist probes a tool without a sign in auto mode.
     let env4 = Env::new();
     env4.script(
         "bin1/helpful",
-        "case \"$1\" in --agent) cat \"$(dirname \"$0\")/../meta.json\";; esac",
+        "case \"$1\" in --agent) cat \"$(dirname \"$0\")/../meta.txt\";; esac",
     );
-    env4.sb.write("meta.json", meta("helpful", "1.0.0"));
+    env4.sb.write("meta.txt", meta("helpful", "1.0.0"));
     env4.sb
         .write("config/config.json", r#"{"probe": {"allow": ["help*"]}}"#);
     let r = env4.scan(&[]);
@@ -1164,8 +1151,10 @@ fn builtin_shims_register_shipped_tools_and_lose_to_every_other_layer() {
     assert_eq!(names, ["rm", "tar"], "{dry}");
     assert!(!env.sb.data_dir().exists(), "a dry run wrote something");
     let r = env.scan(&[]);
+    assert!(!env.sb.data_dir().join("builtin-shims").exists());
     let reg = env.registry();
-    let builtin_dir = env.sb.data_dir().join("builtin-shims");
+    // Built-in shims are used from memory: nothing is written for them.
+    let builtin_dir = std::path::PathBuf::from("builtin");
     for name in ["rm", "tar"] {
         let e = &reg["tools"][name];
         assert_eq!(e["source"], "shim", "{name}: {e}");

@@ -2,7 +2,7 @@
 //! array (see `spec/registry.md`). Read-only; never takes the writer lock.
 
 use crate::Ctx;
-use atip::output::{AtipError, Category, OutputFormat, print_json};
+use atip::output::{AtipError, ErrorCode, OutputFormat, print_json};
 use atip::registry::{Index, Source, query};
 
 /// List the tools in the registry.
@@ -26,6 +26,10 @@ pub enum SourceArg {
     ShimHash,
     /// A name-keyed shim.
     Shim,
+    /// A metadata file installed beside the tool.
+    Installed,
+    /// Converted from an agent-CLI framework's manifest.
+    Converted,
 }
 
 impl From<SourceArg> for Source {
@@ -35,6 +39,8 @@ impl From<SourceArg> for Source {
             SourceArg::Override => Source::Override,
             SourceArg::ShimHash => Source::ShimHash,
             SourceArg::Shim => Source::Shim,
+            SourceArg::Installed => Source::Installed,
+            SourceArg::Converted => Source::Converted,
         }
     }
 }
@@ -45,6 +51,8 @@ fn source_name(s: Source) -> &'static str {
         Source::Override => "override",
         Source::ShimHash => "shim-hash",
         Source::Shim => "shim",
+        Source::Installed => "installed",
+        Source::Converted => "converted",
     }
 }
 
@@ -56,8 +64,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     let sources: Vec<Source> = args.source.iter().copied().map(Source::from).collect();
     let listed = query::filter(index_ref, args.glob.as_deref(), &sources).map_err(|e| {
         AtipError::new(
-            "invalid_glob",
-            Category::Usage,
+            ErrorCode::InvalidGlob,
             format!("invalid glob {:?}: {e}", args.glob.as_deref().unwrap_or("")),
         )
         .hint("use `*`, `?`, `[abc]` or `{a,b}`, e.g. `atip list 'kube*'`")
@@ -151,8 +158,7 @@ fn one_line(s: &str, max: usize) -> String {
 
 fn write_failed(e: std::io::Error) -> AtipError {
     AtipError::new(
-        "stdout_failed",
-        Category::Output,
+        ErrorCode::StdoutWriteFailed,
         format!("failed to write to stdout: {e}"),
     )
 }
