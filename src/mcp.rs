@@ -384,7 +384,7 @@ impl Server {
                     Ok(v) => CallToolResult::structured(v).into(),
                     Err(why) => CallToolResult::structured_error(exec::error_envelope(
                         Some(search_mode::SEARCH_TOOL),
-                        &AtipError::new("args_invalid", Category::Data, why),
+                        &AtipError::new(ErrorCode::ArgsInvalid, why),
                     ))
                     .into(),
                 });
@@ -400,10 +400,7 @@ impl Server {
                 let (Some(inner), Some(inner_args)) = (inner, inner_args) else {
                     return Ok(CallToolResult::structured_error(exec::error_envelope(
                         Some(search_mode::CALL_TOOL),
-                        &AtipError::new(
-                            "args_invalid",
-                            Category::Data,
-                            "atip_call_tool needs \"name\" (a string) and \"arguments\" (an object)",
+                        &AtipError::new(ErrorCode::ArgsInvalid, "atip_call_tool needs \"name\" (a string) and \"arguments\" (an object)",
                         ),
                     ))
                     .into());

@@ -12,7 +12,7 @@ use atip::mcp::client::{ClientOptions, Session};
 use atip::mcp::config::{self, ConfigPaths, Loader, McpConfig, ServerSpec, Transport};
 use atip::mcp::remote::Remote;
 use atip::mcp::tools;
-use atip::output::{AtipError, Category, exit, print_json};
+use atip::output::{AtipError, ErrorCode, exit, print_json};
 use serde_json::{Value, json};
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -210,10 +210,7 @@ fn parse_size(s: &str) -> Result<usize, String> {
 }
 
 fn out_err(e: std::io::Error) -> AtipError {
-    AtipError::new(
-        "output_failed",
-        Category::Output,
-        format!("failed to write stdout: {e}"),
+    AtipError::new(ErrorCode::StdoutWriteFailed, format!("failed to write stdout: {e}"),
     )
 }
 
@@ -268,10 +265,7 @@ fn run_async<T>(fut: impl Future<Output = Result<T, AtipError>>) -> Result<Optio
         .enable_all()
         .build()
         .map_err(|e| {
-            AtipError::new(
-                "runtime_failed",
-                Category::Internal,
-                format!("failed to start the async runtime: {e}"),
+            AtipError::new(ErrorCode::Internal, format!("failed to start the async runtime: {e}"),
             )
         })?;
     let r = rt.block_on(async {
@@ -287,7 +281,7 @@ fn run_async<T>(fut: impl Future<Output = Result<T, AtipError>>) -> Result<Optio
 /// The merged config, with warnings printed.
 pub fn load_config(ctx: &Ctx) -> Result<McpConfig, AtipError> {
     let cwd = std::env::current_dir()
-        .map_err(|e| AtipError::new("cwd_unavailable", Category::Unavailable, e.to_string()))?;
+        .map_err(|e| AtipError::new(ErrorCode::CwdUnavailable, e.to_string()))?;
     let paths = ConfigPaths::locate(&ctx.dirs.config, &cwd);
     let lookup = |n: &str| std::env::var(n).ok();
     let cfg = Loader { lookup: &lookup }.load(&paths)?;
@@ -298,7 +292,7 @@ pub fn load_config(ctx: &Ctx) -> Result<McpConfig, AtipError> {
 }
 
 fn usage(msg: String) -> AtipError {
-    AtipError::new("usage", Category::Usage, msg)
+    AtipError::new(ErrorCode::Usage, msg)
 }
 
 /// The server of explicit mode (`--url` / `--command`), named `cli` unless --server names it.
@@ -596,18 +590,12 @@ fn read_args(a: &CallArgs) -> Result<serde_json::Map<String, Value>, AtipError> 
     let mut text = String::new();
     if let Some(path) = &a.args_file {
         text = std::fs::read_to_string(path).map_err(|e| {
-            AtipError::new(
-                "input_unreadable",
-                Category::Input,
-                format!("failed to read arguments file {}: {e}", path.display()),
+            AtipError::new(ErrorCode::InputUnreadable, format!("failed to read arguments file {}: {e}", path.display()),
             )
         })?;
     } else if a.args_stdin {
         std::io::stdin().read_to_string(&mut text).map_err(|e| {
-            AtipError::new(
-                "input_unreadable",
-                Category::Input,
-                format!("failed to read stdin: {e}"),
+            AtipError::new(ErrorCode::InputUnreadable, format!("failed to read stdin: {e}"),
             )
         })?;
     } else {

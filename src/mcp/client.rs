@@ -10,7 +10,7 @@
 
 use super::config::{ServerSpec, Transport as Spec};
 use crate::exec::redact::Redactor;
-use crate::output::{AtipError, Category};
+use crate::output::{AtipError, ErrorCode};
 use crate::process::server::{GroupGuard, server_command};
 use rmcp::ServiceExt;
 use rmcp::model::{
@@ -142,10 +142,7 @@ pub fn deadline(spec: &ServerSpec, opts: &ClientOptions) -> Duration {
 }
 
 fn timeout_error(spec: &ServerSpec, what: &str, t: Duration) -> AtipError {
-    AtipError::new(
-        "mcp_timeout",
-        Category::Temporary,
-        format!(
+    AtipError::new(ErrorCode::McpTimeout, format!(
             "server {:?} did not answer {what} within {}",
             spec.name,
             crate::units::format_duration(t)
@@ -156,7 +153,7 @@ fn timeout_error(spec: &ServerSpec, what: &str, t: Duration) -> AtipError {
 }
 
 fn connect_error(spec: &ServerSpec, msg: String, hint: &str) -> AtipError {
-    AtipError::new("mcp_connect_failed", Category::Unavailable, msg)
+    AtipError::new(ErrorCode::McpConnectFailed, msg)
         .hint(hint.to_string())
         .details(json!({"server": spec.name, "transport": spec.transport.kind()}))
 }
@@ -254,17 +251,11 @@ impl Session {
                         continue;
                     }
                     let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| {
-                        AtipError::new(
-                            "mcp_config_invalid",
-                            Category::Config,
-                            format!("server {:?}: header name {k:?}: {e}", spec.name),
+                        AtipError::new(ErrorCode::McpConfigInvalid, format!("server {:?}: header name {k:?}: {e}", spec.name),
                         )
                     })?;
                     let value = http::HeaderValue::from_str(v).map_err(|_| {
-                        AtipError::new(
-                            "mcp_config_invalid",
-                            Category::Config,
-                            format!(
+                        AtipError::new(ErrorCode::McpConfigInvalid, format!(
                                 "server {:?}: the value of header {k:?} is not a valid header value",
                                 spec.name
                             ),
@@ -354,20 +345,14 @@ impl Session {
             ServiceError::McpError(err) => {
                 let msg = self.log.redactor.redact(&err.message).into_owned();
                 if err.code.0 == -32602 && msg.to_ascii_lowercase().contains("unknown tool") {
-                    AtipError::new(
-                        "unknown_tool",
-                        Category::Usage,
-                        format!("server {:?} has no such tool: {msg}", spec.name),
+                    AtipError::new(ErrorCode::McpToolNotFound, format!("server {:?} has no such tool: {msg}", spec.name),
                     )
                     .hint(format!(
                         "list its tools with `atip mcp tools --server {}`",
                         spec.name
                     ))
                 } else {
-                    AtipError::new(
-                        "mcp_server_error",
-                        Category::Unavailable,
-                        format!(
+                    AtipError::new(ErrorCode::McpServerError, format!(
                             "server {:?} answered {what} with error {}: {msg}",
                             spec.name, err.code.0
                         ),
@@ -376,20 +361,14 @@ impl Session {
                 }
             }
             ServiceError::Timeout { timeout } => timeout_error(spec, what, timeout),
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => AtipError::new(
-                "mcp_server_exited",
-                Category::Unavailable,
-                format!(
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => AtipError::new(ErrorCode::McpServerExited, format!(
                     "the connection to server {:?} closed during {what}",
                     spec.name
                 ),
             )
             .hint("the server crashed or hung up; its stderr (above) may say why")
             .details(json!({"server": spec.name})),
-            other => AtipError::new(
-                "mcp_server_error",
-                Category::Unavailable,
-                format!(
+            other => AtipError::new(ErrorCode::McpServerError, format!(
                     "{what} on server {:?} failed: {}",
                     spec.name,
                     self.log.redactor.redact(&other.to_string())

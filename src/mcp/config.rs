@@ -13,7 +13,7 @@
 //! Must not connect to anything or print; warnings are returned.
 
 use crate::exec::redact::Redactor;
-use crate::output::{AtipError, Category};
+use crate::output::{AtipError, ErrorCode};
 use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -265,10 +265,7 @@ impl ConfigPaths {
 }
 
 fn config_error(path: &Path, msg: impl std::fmt::Display) -> AtipError {
-    AtipError::new(
-        "mcp_config_invalid",
-        Category::Config,
-        format!("{}: {msg}", path.display()),
+    AtipError::new(ErrorCode::McpConfigInvalid, format!("{}: {msg}", path.display()),
     )
     .hint("see spec/mcp-client.md for the accepted shapes")
     .details(serde_json::json!({"path": path}))

@@ -11,7 +11,7 @@
 use super::Server;
 use super::search_mode::Scale;
 use crate::exec::Engine;
-use crate::output::{AtipError, Category};
+use crate::output::{AtipError, ErrorCode};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -23,7 +23,7 @@ use std::sync::Arc;
 pub const ENDPOINT: &str = "/mcp";
 
 fn usage(msg: String) -> AtipError {
-    AtipError::new("usage", Category::Usage, msg)
+    AtipError::new(ErrorCode::Usage, msg)
 }
 
 /// Whether `token` matches, in time independent of where they differ.
@@ -82,18 +82,12 @@ pub fn serve_blocking(
         .enable_all()
         .build()
         .map_err(|e| {
-            AtipError::new(
-                "runtime_failed",
-                Category::Internal,
-                format!("failed to start the async runtime: {e}"),
+            AtipError::new(ErrorCode::Internal, format!("failed to start the async runtime: {e}"),
             )
         })?;
     let res = rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(sock).await.map_err(|e| {
-            AtipError::new(
-                "bind_failed",
-                Category::Unavailable,
-                format!("failed to listen on {sock}: {e}"),
+            AtipError::new(ErrorCode::McpFailed, format!("failed to listen on {sock}: {e}"),
             )
         })?;
         let bound = listener.local_addr().unwrap_or(sock);

@@ -12,7 +12,7 @@ use crate::exec::Confirmation;
 use crate::exec::args;
 use crate::exec::audit::{AuditLog, AuditRecord};
 use crate::exec::policy::{Action, Decision, Policy};
-use crate::output::{AtipError, Category};
+use crate::output::{AtipError, ErrorCode};
 use rmcp::model::{CallToolResult, Tool};
 use serde_json::{Map, Value, json};
 use std::time::{Duration, Instant};
@@ -57,10 +57,7 @@ pub struct Called {
 
 fn unknown_server(name: &str, config: &McpConfig) -> AtipError {
     let known: Vec<&String> = config.servers.keys().collect();
-    AtipError::new(
-        "unknown_server",
-        Category::Usage,
-        format!("no MCP server named {name:?} is configured"),
+    AtipError::new(ErrorCode::McpServerNotFound, format!("no MCP server named {name:?} is configured"),
     )
     .hint(if known.is_empty() {
         "add it to <config-dir>/mcp.json or .mcp.json, or use --url / --command".to_string()
@@ -94,16 +91,10 @@ impl Remote {
                 .ok_or_else(|| unknown_server(&n, &self.config)),
             None => match self.config.servers.len() {
                 1 => Ok(&self.config.servers[0]),
-                0 => Err(AtipError::new(
-                    "no_servers",
-                    Category::Usage,
-                    "no MCP server is configured",
+                0 => Err(AtipError::new(ErrorCode::Usage, "no MCP server is configured",
                 )
                 .hint("add servers to <config-dir>/mcp.json or .mcp.json (mcpServers), or use --url / --command")),
-                _ => Err(AtipError::new(
-                    "server_required",
-                    Category::Usage,
-                    "several MCP servers are configured; say which one",
+                _ => Err(AtipError::new(ErrorCode::Usage, "several MCP servers are configured; say which one",
                 )
                 .hint(format!(
                     "pass --server NAME (or set {SERVER_ENV}, or defaultServer): {}",
@@ -229,10 +220,7 @@ impl Remote {
                     .collect();
                 close.sort();
                 let close: Vec<&str> = close.into_iter().take(5).map(|(_, n)| n).collect();
-                Err(AtipError::new(
-                    "unknown_tool",
-                    Category::Usage,
-                    format!("server {:?} has no tool named {name:?}", spec.name),
+                Err(AtipError::new(ErrorCode::McpToolNotFound, format!("server {:?} has no tool named {name:?}", spec.name),
                 )
                 .hint(if close.is_empty() {
                     format!(
@@ -270,10 +258,7 @@ impl Remote {
             }
             checked.push(spec.name.clone());
         }
-        Err(AtipError::new(
-            "unknown_tool",
-            Category::Usage,
-            format!("no configured MCP server has a tool named {flat:?}"),
+        Err(AtipError::new(ErrorCode::McpToolNotFound, format!("no configured MCP server has a tool named {flat:?}"),
         )
         .hint("list MCP tools with `atip mcp tools`; names are mcp__SERVER__TOOL")
         .details(json!({"serversChecked": checked})))
@@ -365,10 +350,7 @@ impl Remote {
             Action::Deny => {
                 close(session).await;
                 record("deny", "refused", 0, Some("policy_denied"));
-                return Err(AtipError::new(
-                    "policy_denied",
-                    Category::Policy,
-                    format!("policy refuses {path}: {}", decision.explain(Action::Deny)),
+                return Err(AtipError::new(ErrorCode::PolicyDenied, format!("policy refuses {path}: {}", decision.explain(Action::Deny)),
                 )
                 .hint("change the policy file if this call should be allowed (see spec/policy.md)")
                 .details(json!({"rules": decision.rules})));
@@ -378,15 +360,12 @@ impl Remote {
                 answer => {
                     close(session).await;
                     let (code, word) = if answer == Confirmation::No {
-                        ("confirmation_declined", "declined")
+                        (ErrorCode::ConfirmationDeclined, "declined")
                     } else {
-                        ("confirmation_required", "needs-confirmation")
+                        (ErrorCode::ConfirmationRequired, "needs-confirmation")
                     };
-                    record(word, "refused", 0, Some(code));
-                    return Err(AtipError::new(
-                        code,
-                        Category::Policy,
-                        format!(
+                    record(word, "refused", 0, Some(code.as_str()));
+                    return Err(AtipError::new(code, format!(
                             "{path} needs confirmation: {}",
                             decision.explain(Action::Confirm)
                         ),
@@ -405,7 +384,7 @@ impl Remote {
             None => match Session::connect(spec, &self.opts).await {
                 Ok(s) => s,
                 Err(e) => {
-                    record(word, "failed", 0, Some(&e.code));
+                    record(word, "failed", 0, Some(e.code.as_str()));
                     return Err(e);
                 }
             },
@@ -422,7 +401,7 @@ impl Remote {
                 } else {
                     "failed"
                 };
-                record(word, outcome, ms, Some(&e.code));
+                record(word, outcome, ms, Some(e.code.as_str()));
                 Err(e)
             }
             Ok(result) => {
