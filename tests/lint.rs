@@ -2,7 +2,7 @@
 //! stays quiet on its passing one, golden outputs per format, the config file, `--fix`,
 //! `--exec`, and the exit statuses.
 
-mod common;
+use crate::common;
 
 use common::{Sandbox, show};
 use serde_json::Value;

@@ -10,6 +10,7 @@ mod agent;
 mod exec;
 mod export;
 mod export_props;
+mod lint;
 mod mcp;
 mod process;
 mod registry;

@@ -7,7 +7,7 @@ use crate::Ctx;
 use atip::lint::config::Config;
 use atip::lint::rules::LINT_RULES;
 use atip::lint::{Options, lint_inputs};
-use atip::output::{AtipError, Category, OutputFormat, exit};
+use atip::output::{AtipError, ErrorCode, OutputFormat, exit};
 use atip::validate::Input;
 use atip::validate::render::{Format, Printer};
 use atip::validate::rules::{RULES, RuleInfo};
@@ -59,14 +59,13 @@ pub struct Args {
 }
 
 fn usage(message: impl Into<String>) -> AtipError {
-    AtipError::new("usage", Category::Usage, message)
+    AtipError::new(ErrorCode::Usage, message)
 }
 
 fn list_rules(ctx: &Ctx) -> Result<u8, AtipError> {
     let write = |e: std::io::Error| {
         AtipError::new(
-            "output_failed",
-            Category::Output,
+            ErrorCode::StdoutWriteFailed,
             format!("failed to write the rule list: {e}"),
         )
     };
@@ -122,7 +121,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         );
     }
     let config_error = |e: atip::lint::config::ConfigError| {
-        AtipError::new("config_invalid", Category::Config, e.to_string())
+        AtipError::new(ErrorCode::ConfigInvalid, e.to_string())
             .hint("see spec/lint.md for the .atip-lint.json format")
     };
     let config = if args.no_config {
@@ -179,8 +178,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         && e.kind() != std::io::ErrorKind::BrokenPipe
     {
         return Err(AtipError::new(
-            "output_failed",
-            Category::Output,
+            ErrorCode::StdoutWriteFailed,
             format!("failed to write results: {e}"),
         ));
     }

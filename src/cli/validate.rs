@@ -89,8 +89,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         OutputFormat::Github => Format::Github,
         OutputFormat::Markdown => {
             return Err(AtipError::new(
-                "usage",
-                Category::Usage,
+                ErrorCode::Usage,
                 "atip validate prints text, json, sarif or github, not markdown",
             ));
         }
