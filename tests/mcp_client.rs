@@ -3,10 +3,7 @@
 //! mode (tests/fixtures/mcp/fake_server.py), and the reference servers from npm and
 //! PyPI that `.ci/setup-test-deps` installs (skipped visibly when missing).
 
-mod common;
-mod exec_support;
-
-use common::{Sandbox, show};
+use crate::common::{self, Sandbox, show};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -77,7 +74,7 @@ fn fake_pid(sb: &Sandbox) -> i32 {
 fn wait_dead(pid: i32) -> bool {
     let until = Instant::now() + Duration::from_secs(5);
     while Instant::now() < until {
-        if !exec_support::alive(pid) {
+        if !common::alive(pid) {
             return true;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -218,10 +215,10 @@ fn call_and_every_exit_code() {
     // Unknown tool, unknown server → 2.
     let (c, o) = code(&["call", "nope"]);
     assert_eq!(c, Some(2), "{}", show(&o));
-    assert!(stderr(&o).contains("\"unknown_tool\""));
+    assert!(stderr(&o).contains("\"mcp_tool_not_found\""));
     let (c, o) = code(&["call", "echo", "--server", "ghost"]);
     assert_eq!(c, Some(2), "{}", show(&o));
-    assert!(stderr(&o).contains("\"unknown_server\""));
+    assert!(stderr(&o).contains("\"mcp_server_not_found\""));
     // Not JSON, or not matching the schema → 65, nothing sent.
     let (c, o) = code(&["call", "echo", "--args", "{oops"]);
     assert_eq!(c, Some(65), "{}", show(&o));
@@ -491,10 +488,10 @@ fn mcp_tools_join_search_and_exec() {
     assert_eq!(top["server"], "fake");
     assert_eq!(top["schema"]["required"], json!(["message"]));
     // Now cached: plain search finds it, alongside registered commands.
-    exec_support::register(
+    common::tools::register(
         &sb,
         "t",
-        &exec_support::t_meta(),
+        &common::tools::t_meta(),
         "#!/bin/sh\necho hi\n",
         "native",
     );

@@ -1,11 +1,8 @@
 //! `atip mcp serve` at registry scale (search mode, driven by the rmcp client) and over
 //! Streamable HTTP (driven by atip's own MCP client).
 
-mod common;
-mod exec_support;
-
-use common::{Sandbox, show};
-use exec_support::*;
+use crate::common::tools::*;
+use crate::common::{Sandbox, show};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, Implementation,

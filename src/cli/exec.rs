@@ -250,7 +250,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
 /// `atip exec mcp__SERVER__TOOL`: an MCP server's tool, under the same policy.
 fn run_mcp(name: &str, args: &Args, ctx: &Ctx) -> Result<u8, AtipError> {
     if args.dry_run {
-        return Err(AtipError::new(ErrorCode::Usage, "--dry-run is not available for MCP tools; `atip mcp describe` shows the policy decision",
+        return Err(AtipError::new(
+            ErrorCode::Usage,
+            "--dry-run is not available for MCP tools; `atip mcp describe` shows the policy decision",
         ));
     }
     let raw = if let Some(text) = &args.args {

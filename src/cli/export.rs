@@ -136,7 +136,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         }
     }
     if args.mcp && !args.format.is_json() {
-        return Err(AtipError::new(ErrorCode::Usage, "--mcp works with the JSON formats (openai, openai-strict, anthropic, gemini, mcp)",
+        return Err(AtipError::new(
+            ErrorCode::Usage,
+            "--mcp works with the JSON formats (openai, openai-strict, anthropic, gemini, mcp)",
         ));
     }
     if args.format == Format::Skill && args.out.is_none() {

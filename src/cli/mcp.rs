@@ -210,7 +210,9 @@ fn parse_size(s: &str) -> Result<usize, String> {
 }
 
 fn out_err(e: std::io::Error) -> AtipError {
-    AtipError::new(ErrorCode::StdoutWriteFailed, format!("failed to write stdout: {e}"),
+    AtipError::new(
+        ErrorCode::StdoutWriteFailed,
+        format!("failed to write stdout: {e}"),
     )
 }
 
@@ -265,7 +267,9 @@ fn run_async<T>(fut: impl Future<Output = Result<T, AtipError>>) -> Result<Optio
         .enable_all()
         .build()
         .map_err(|e| {
-            AtipError::new(ErrorCode::Internal, format!("failed to start the async runtime: {e}"),
+            AtipError::new(
+                ErrorCode::Internal,
+                format!("failed to start the async runtime: {e}"),
             )
         })?;
     let r = rt.block_on(async {
@@ -590,12 +594,16 @@ fn read_args(a: &CallArgs) -> Result<serde_json::Map<String, Value>, AtipError> 
     let mut text = String::new();
     if let Some(path) = &a.args_file {
         text = std::fs::read_to_string(path).map_err(|e| {
-            AtipError::new(ErrorCode::InputUnreadable, format!("failed to read arguments file {}: {e}", path.display()),
+            AtipError::new(
+                ErrorCode::InputUnreadable,
+                format!("failed to read arguments file {}: {e}", path.display()),
             )
         })?;
     } else if a.args_stdin {
         std::io::stdin().read_to_string(&mut text).map_err(|e| {
-            AtipError::new(ErrorCode::InputUnreadable, format!("failed to read stdin: {e}"),
+            AtipError::new(
+                ErrorCode::InputUnreadable,
+                format!("failed to read stdin: {e}"),
             )
         })?;
     } else {

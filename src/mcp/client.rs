@@ -142,7 +142,9 @@ pub fn deadline(spec: &ServerSpec, opts: &ClientOptions) -> Duration {
 }
 
 fn timeout_error(spec: &ServerSpec, what: &str, t: Duration) -> AtipError {
-    AtipError::new(ErrorCode::McpTimeout, format!(
+    AtipError::new(
+        ErrorCode::McpTimeout,
+        format!(
             "server {:?} did not answer {what} within {}",
             spec.name,
             crate::units::format_duration(t)
@@ -251,7 +253,9 @@ impl Session {
                         continue;
                     }
                     let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| {
-                        AtipError::new(ErrorCode::McpConfigInvalid, format!("server {:?}: header name {k:?}: {e}", spec.name),
+                        AtipError::new(
+                            ErrorCode::McpConfigInvalid,
+                            format!("server {:?}: header name {k:?}: {e}", spec.name),
                         )
                     })?;
                     let value = http::HeaderValue::from_str(v).map_err(|_| {
@@ -345,14 +349,18 @@ impl Session {
             ServiceError::McpError(err) => {
                 let msg = self.log.redactor.redact(&err.message).into_owned();
                 if err.code.0 == -32602 && msg.to_ascii_lowercase().contains("unknown tool") {
-                    AtipError::new(ErrorCode::McpToolNotFound, format!("server {:?} has no such tool: {msg}", spec.name),
+                    AtipError::new(
+                        ErrorCode::McpToolNotFound,
+                        format!("server {:?} has no such tool: {msg}", spec.name),
                     )
                     .hint(format!(
                         "list its tools with `atip mcp tools --server {}`",
                         spec.name
                     ))
                 } else {
-                    AtipError::new(ErrorCode::McpServerError, format!(
+                    AtipError::new(
+                        ErrorCode::McpServerError,
+                        format!(
                             "server {:?} answered {what} with error {}: {msg}",
                             spec.name, err.code.0
                         ),
@@ -361,14 +369,18 @@ impl Session {
                 }
             }
             ServiceError::Timeout { timeout } => timeout_error(spec, what, timeout),
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => AtipError::new(ErrorCode::McpServerExited, format!(
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => AtipError::new(
+                ErrorCode::McpServerExited,
+                format!(
                     "the connection to server {:?} closed during {what}",
                     spec.name
                 ),
             )
             .hint("the server crashed or hung up; its stderr (above) may say why")
             .details(json!({"server": spec.name})),
-            other => AtipError::new(ErrorCode::McpServerError, format!(
+            other => AtipError::new(
+                ErrorCode::McpServerError,
+                format!(
                     "{what} on server {:?} failed: {}",
                     spec.name,
                     self.log.redactor.redact(&other.to_string())

@@ -265,7 +265,9 @@ impl ConfigPaths {
 }
 
 fn config_error(path: &Path, msg: impl std::fmt::Display) -> AtipError {
-    AtipError::new(ErrorCode::McpConfigInvalid, format!("{}: {msg}", path.display()),
+    AtipError::new(
+        ErrorCode::McpConfigInvalid,
+        format!("{}: {msg}", path.display()),
     )
     .hint("see spec/mcp-client.md for the accepted shapes")
     .details(serde_json::json!({"path": path}))
@@ -750,7 +752,7 @@ mod tests {
         .unwrap_err();
         assert!(e.message.contains("http://"), "{}", e.message);
         let e = load(&[("/g/mcp.json", json!([1]))]).unwrap_err();
-        assert_eq!(e.category, Category::Config);
+        assert_eq!(e.category, crate::output::Category::Config);
     }
 
     #[test]

@@ -82,12 +82,16 @@ pub fn serve_blocking(
         .enable_all()
         .build()
         .map_err(|e| {
-            AtipError::new(ErrorCode::Internal, format!("failed to start the async runtime: {e}"),
+            AtipError::new(
+                ErrorCode::Internal,
+                format!("failed to start the async runtime: {e}"),
             )
         })?;
     let res = rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(sock).await.map_err(|e| {
-            AtipError::new(ErrorCode::McpFailed, format!("failed to listen on {sock}: {e}"),
+            AtipError::new(
+                ErrorCode::McpFailed,
+                format!("failed to listen on {sock}: {e}"),
             )
         })?;
         let bound = listener.local_addr().unwrap_or(sock);

@@ -84,14 +84,18 @@ pub struct ImportReport {
 }
 
 fn bad(path: &Path, msg: impl std::fmt::Display) -> AtipError {
-    AtipError::new(ErrorCode::McpImportFailed, format!("{}: {msg}", path.display()),
+    AtipError::new(
+        ErrorCode::McpImportFailed,
+        format!("{}: {msg}", path.display()),
     )
 }
 
 fn read_object(path: &Path, missing_ok: bool) -> Result<Map<String, Value>, AtipError> {
     match std::fs::read(path) {
         Err(e) if missing_ok && e.kind() == std::io::ErrorKind::NotFound => Ok(Map::new()),
-        Err(e) => Err(AtipError::new(ErrorCode::InputUnreadable, format!("failed to read {}: {e}", path.display()),
+        Err(e) => Err(AtipError::new(
+            ErrorCode::InputUnreadable,
+            format!("failed to read {}: {e}", path.display()),
         )),
         Ok(b) => match serde_json::from_slice(&b) {
             Ok(Value::Object(m)) => Ok(m),
@@ -190,7 +194,9 @@ fn write_atomic(target: &Path, doc: &Value) -> Result<(), AtipError> {
     use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
     let fail = |e: std::io::Error| {
-        AtipError::new(ErrorCode::StdoutWriteFailed, format!("failed to write {}: {e}", target.display()),
+        AtipError::new(
+            ErrorCode::StdoutWriteFailed,
+            format!("failed to write {}: {e}", target.display()),
         )
     };
     let dir = target.parent().unwrap_or(Path::new("."));

@@ -57,7 +57,9 @@ pub struct Called {
 
 fn unknown_server(name: &str, config: &McpConfig) -> AtipError {
     let known: Vec<&String> = config.servers.keys().collect();
-    AtipError::new(ErrorCode::McpServerNotFound, format!("no MCP server named {name:?} is configured"),
+    AtipError::new(
+        ErrorCode::McpServerNotFound,
+        format!("no MCP server named {name:?} is configured"),
     )
     .hint(if known.is_empty() {
         "add it to <config-dir>/mcp.json or .mcp.json, or use --url / --command".to_string()
@@ -220,7 +222,9 @@ impl Remote {
                     .collect();
                 close.sort();
                 let close: Vec<&str> = close.into_iter().take(5).map(|(_, n)| n).collect();
-                Err(AtipError::new(ErrorCode::McpToolNotFound, format!("server {:?} has no tool named {name:?}", spec.name),
+                Err(AtipError::new(
+                    ErrorCode::McpToolNotFound,
+                    format!("server {:?} has no tool named {name:?}", spec.name),
                 )
                 .hint(if close.is_empty() {
                     format!(
@@ -258,7 +262,9 @@ impl Remote {
             }
             checked.push(spec.name.clone());
         }
-        Err(AtipError::new(ErrorCode::McpToolNotFound, format!("no configured MCP server has a tool named {flat:?}"),
+        Err(AtipError::new(
+            ErrorCode::McpToolNotFound,
+            format!("no configured MCP server has a tool named {flat:?}"),
         )
         .hint("list MCP tools with `atip mcp tools`; names are mcp__SERVER__TOOL")
         .details(json!({"serversChecked": checked})))
@@ -350,7 +356,9 @@ impl Remote {
             Action::Deny => {
                 close(session).await;
                 record("deny", "refused", 0, Some("policy_denied"));
-                return Err(AtipError::new(ErrorCode::PolicyDenied, format!("policy refuses {path}: {}", decision.explain(Action::Deny)),
+                return Err(AtipError::new(
+                    ErrorCode::PolicyDenied,
+                    format!("policy refuses {path}: {}", decision.explain(Action::Deny)),
                 )
                 .hint("change the policy file if this call should be allowed (see spec/policy.md)")
                 .details(json!({"rules": decision.rules})));
@@ -365,7 +373,9 @@ impl Remote {
                         (ErrorCode::ConfirmationRequired, "needs-confirmation")
                     };
                     record(word, "refused", 0, Some(code.as_str()));
-                    return Err(AtipError::new(code, format!(
+                    return Err(AtipError::new(
+                        code,
+                        format!(
                             "{path} needs confirmation: {}",
                             decision.explain(Action::Confirm)
                         ),
