@@ -124,11 +124,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                 .collect::<Vec<_>>()
                 .join(" ");
             let kind = match &r.server {
-                Some(s) => format!("MCP server {s}"),
-                None => "command".to_string(),
+                Some(s) => format!("; MCP server {s}"),
+                None => String::new(),
             };
             println!(
-                "{}. {}  ({title}; {kind})  score {:.2}",
+                "{}. {}  ({title}{kind})  score {:.2}",
                 i + 1,
                 r.name,
                 r.score
