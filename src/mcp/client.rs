@@ -160,14 +160,6 @@ fn connect_error(spec: &ServerSpec, msg: String, hint: &str) -> AtipError {
         .details(json!({"server": spec.name, "transport": spec.transport.kind()}))
 }
 
-/// Installs rustls' ring provider once (reqwest is built without a default provider).
-fn crypto_provider() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
 fn client_info() -> ClientConfig {
     // The handshake's newest version: servers that only know older ones answer with theirs.
     ClientConfig::new(
@@ -242,7 +234,6 @@ impl Session {
             Spec::Http { url, headers } => {
                 use rmcp::transport::StreamableHttpClientTransport;
                 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-                crypto_provider();
                 log.verbose(format!("connecting to {}", spec.summary()));
                 let mut map = std::collections::HashMap::new();
                 let mut auth = None;
