@@ -9,6 +9,7 @@
 
 pub mod chat;
 pub mod compile;
+pub mod diff;
 pub mod dirs;
 pub mod discover;
 pub mod exec;

@@ -41,6 +41,8 @@ pub struct Cli {
 enum Command {
     /// Check ATIP metadata, shims, registries and pattern files.
     Validate(cli::validate::Args),
+    /// Compare two versions of a tool's metadata: breaking changes, less-safe effects.
+    Diff(cli::diff::Args),
     /// Lint ATIP metadata: what makes it better for agents, beyond validity.
     Lint(cli::lint::Args),
     /// Find ATIP tools on PATH and record them in the registry.
@@ -57,8 +59,8 @@ enum Command {
     Search(cli::search::Args),
     /// Run a model's tool call under policy.
     Exec(cli::exec::Args),
-    /// Serve every registered tool over MCP (stdio).
-    Mcp(cli::mcp::Args),
+    /// Serve registered tools over MCP, or use MCP servers (tools, call, ping…).
+    Mcp(Box<cli::mcp::Args>),
     /// Run the tool loop against a model endpoint until the model answers.
     Chat(cli::chat::Args),
 }
@@ -85,6 +87,7 @@ fn main() -> ExitCode {
     let result: Result<u8, AtipError> = match cli.command {
         _ if cli.agent => cli::agent::run(cli.commands.as_deref(), cli.depth),
         Some(Command::Validate(args)) => cli::validate::run(args, &ctx),
+        Some(Command::Diff(args)) => cli::diff::run(args, &ctx),
         Some(Command::Lint(args)) => cli::lint::run(args, &ctx),
         Some(Command::Scan(args)) => cli::scan::run(args, &ctx),
         Some(Command::List(args)) => cli::list::run(args, &ctx),
@@ -93,7 +96,7 @@ fn main() -> ExitCode {
         Some(Command::Export(args)) => cli::export::run(args, &ctx),
         Some(Command::Search(args)) => cli::search::run(args, &ctx),
         Some(Command::Exec(args)) => cli::exec::run(args, &ctx),
-        Some(Command::Mcp(args)) => cli::mcp::run(args, &ctx),
+        Some(Command::Mcp(args)) => cli::mcp::run(*args, &ctx),
         Some(Command::Chat(args)) => cli::chat::run(args, &ctx),
         None => {
             use clap::CommandFactory;

@@ -8,11 +8,14 @@ mod common;
 
 mod agent;
 mod chat;
+mod diff;
 mod exec;
 mod export;
 mod export_props;
 mod lint;
 mod mcp;
+mod mcp_client;
+mod mcp_scale;
 mod process;
 mod registry;
 mod safety;

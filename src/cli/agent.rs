@@ -76,6 +76,14 @@ pub fn effects_table() -> Vec<(&'static [&'static str], Effects)> {
                 ..read_only()
             },
         ),
+        (
+            &["diff"],
+            Effects {
+                // `--exec OLD NEW` runs both tools' `--agent`.
+                subprocess: Some(true),
+                ..read_only()
+            },
+        ),
         (&["list"], read_only()),
         (&["get"], read_only()),
         (&["doctor"], read_only()),
