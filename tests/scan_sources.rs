@@ -368,3 +368,60 @@ fn explain_says_which_evidence_and_why_others_lost() {
     let r = env.scan(&path, &[]);
     assert_eq!(r["summary"]["evidence"]["flag-key"], 1, "{r:#}");
 }
+
+#[test]
+fn protocol_0_1_documents_are_accepted_as_written_by_validate_and_scan_alike() {
+    let env = Env::new();
+    // 0.1 style: a string version, options and arguments without descriptions.
+    let doc = r#"{"atip": "0.1", "name": "hub", "version": "1.2.0", "description": "A 0.1 tool",
+      "commands": {"issue": {"description": "Issues", "commands": {
+        "list": {"description": "List issues",
+                 "options": [{"name": "state", "flags": ["-s", "--state"], "type": "enum", "enum": ["open", "closed"]}],
+                 "effects": {"network": true, "idempotent": true}},
+        "close": {"description": "Close an issue",
+                  "arguments": [{"name": "number", "type": "integer", "required": true}],
+                  "effects": {"network": true}}}}}}"#;
+    env.sb.write("pkg/share/agent-tools/tools/hub.json", doc);
+    env.script("pkg/bin/hub", "echo hub");
+    // An RFC-style name-keyed shim: a plain document, no `binary`.
+    env.sb.write(
+        "myshims/oldtool.json",
+        r#"{"atip": "0.1", "name": "oldtool", "version": "3.0", "description": "Legacy tool", "commands": {}}"#,
+    );
+    env.script("pkg/bin/oldtool", "echo old");
+    // validate accepts both, with warnings.
+    for (file, kind) in [
+        ("pkg/share/agent-tools/tools/hub.json", "metadata"),
+        ("myshims/oldtool.json", "shim"),
+    ] {
+        let out = env
+            .sb
+            .atip()
+            .args(["validate", "--output", "json", "--kind", kind])
+            .arg(env.p(file))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{file}: {}", show(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("description-missing-0.1") || text.contains("shim-without-binary"),
+            "{text}"
+        );
+    }
+    // scan accepts the same documents.
+    let path = env.p("pkg/bin").display().to_string();
+    let shims = env.p("myshims");
+    let r = env.scan(&path, &["--shims", shims.to_str().unwrap()]);
+    assert_eq!(tool(&r, "hub").unwrap()["source"], "installed", "{r:#}");
+    assert_eq!(tool(&r, "oldtool").unwrap()["source"], "shim", "{r:#}");
+    assert_eq!(r["shims"]["rejected"], serde_json::json!([]), "{r:#}");
+    // A content-addressed shim still needs binary.hash.
+    let hex = "a".repeat(64);
+    env.sb.write(
+        &format!("myshims/sha256/{hex}.json"),
+        r#"{"atip": "0.1", "name": "oldtool", "version": "3.0", "description": "Legacy", "commands": {}}"#,
+    );
+    let r = env.scan(&path, &["--shims", shims.to_str().unwrap()]);
+    assert!(r["shims"]["rejected"].to_string().contains(&hex), "{r:#}");
+    assert_eq!(env.log(), "", "nothing was to be run");
+}
