@@ -84,6 +84,8 @@ pub enum StopReason {
     Timeout,
     /// The endpoint failed (see `error`).
     Error,
+    /// SIGINT or SIGTERM: running calls were killed.
+    Interrupted,
 }
 
 impl StopReason {
@@ -96,6 +98,7 @@ impl StopReason {
             StopReason::MaxCalls => "max_calls",
             StopReason::Timeout => "timeout",
             StopReason::Error => "error",
+            StopReason::Interrupted => "interrupted",
         }
     }
 }
@@ -213,6 +216,9 @@ impl Chat<'_> {
         let mut used = 0usize;
         let mut budget_told = false;
         let stop = loop {
+            if self.client.interrupted() {
+                break (StopReason::Interrupted, Some(http::interrupted()));
+            }
             if Instant::now() >= deadline {
                 break (StopReason::Timeout, Some(http::run_timeout()));
             }
@@ -220,6 +226,9 @@ impl Chat<'_> {
             let doc = match self.client.post(conv.body(), deadline) {
                 Ok(d) => d,
                 Err(e) if e.code == ErrorCode::RunTimeout => break (StopReason::Timeout, Some(e)),
+                Err(e) if e.code == ErrorCode::Interrupted => {
+                    break (StopReason::Interrupted, Some(e));
+                }
                 Err(e) => break (StopReason::Error, Some(e)),
             };
             report.turns = turn;
@@ -340,6 +349,7 @@ impl Chat<'_> {
             jobs: self.options.jobs,
             via: via.clone(),
             deadline: Some(deadline),
+            cancel: self.client.interrupt.clone(),
         };
         let mut outcomes = exec::run_batch(self.engine, &runs, &opts, confirm).into_iter();
         let mut results = Vec::with_capacity(calls.len());

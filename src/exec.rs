@@ -852,6 +852,8 @@ pub struct BatchOptions {
     pub via: Via,
     /// No call runs past this instant: each call's timeout is cut to the time left.
     pub deadline: Option<std::time::Instant>,
+    /// Set (e.g. by a SIGINT handler) to kill running calls with their process groups.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl BatchOptions {
@@ -861,6 +863,7 @@ impl BatchOptions {
             jobs,
             via: Via::Exec,
             deadline: None,
+            cancel: None,
         }
     }
 }
@@ -981,7 +984,7 @@ fn settle(
         }
         None => p,
     };
-    match engine.run(p, confirmed, None, &opts.via, id) {
+    match engine.run(p, confirmed, opts.cancel.clone(), &opts.via, id) {
         Ok(r) => CallOutcome {
             failed: r.tool_failed(),
             envelope: serde_json::to_value(&r).unwrap_or(Value::Null),

@@ -761,3 +761,102 @@ fn the_transcript_has_every_message_and_no_secret() {
         0o600
     );
 }
+
+#[test]
+fn the_run_timeout_cuts_a_running_call_and_ends_the_run() {
+    let api = Api::Responses;
+    let sb = sandbox_with_t();
+    let calls = [("call_h", "t_hang", json!({}))];
+    // The model would answer next, but the run's time is up before it is asked.
+    let ep = Endpoint::start(vec![
+        Reply::ok(api.calls(&calls)),
+        Reply::ok(api.text("late")),
+    ]);
+    let started = std::time::Instant::now();
+    let r = chat(&sb, api, &ep, &["--timeout", "20s", "--run-timeout", "1s"]);
+    assert_eq!(r.code, 75, "{}", show(&r.raw));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(ep.requests().len(), 1);
+    assert_eq!(r.out["stopReason"], "timeout");
+    assert_eq!(r.out["error"]["code"], "run_timeout");
+    let c = &r.out["calls"][0];
+    assert_eq!(
+        c["error"], "timeout",
+        "the call was cut at the run's end: {c}"
+    );
+    let ms = c["durationMs"].as_u64().unwrap();
+    assert!((500..5000).contains(&ms), "{ms} ms");
+}
+
+#[test]
+fn system_text_goes_where_each_api_wants_it() {
+    for api in ALL {
+        let sb = sandbox_with_t();
+        let ep = Endpoint::start(vec![Reply::ok(api.text("ok"))]);
+        let r = chat(&sb, api, &ep, &["--system", "Be brief."]);
+        assert_eq!(r.code, 0, "{api:?}: {}", show(&r.raw));
+        let body = &ep.requests()[0].body;
+        match api {
+            Api::Openai => assert_eq!(
+                body["messages"][0],
+                json!({"role": "system", "content": "Be brief."})
+            ),
+            Api::Responses => assert_eq!(body["instructions"], "Be brief."),
+            Api::Anthropic => assert_eq!(body["system"], "Be brief."),
+            Api::Gemini => assert_eq!(
+                body["systemInstruction"],
+                json!({"parts": [{"text": "Be brief."}]})
+            ),
+        }
+    }
+}
+
+#[test]
+fn an_interrupt_kills_the_running_call_and_ends_the_run() {
+    let api = Api::Openai;
+    let sb = sandbox_with_t();
+    let calls = [("call_h", "t_hang", json!({}))];
+    let ep = Endpoint::start(vec![
+        Reply::ok(api.calls(&calls)),
+        Reply::ok(api.text("late")),
+    ]);
+    let child = sb
+        .atip()
+        .args([
+            "--output",
+            "json",
+            "chat",
+            "--provider",
+            "openai",
+            "--model",
+            "test-model",
+        ])
+        .args(["--base-url", &api.base(&ep), "--timeout", "30s", "hang"])
+        .env("OPENAI_API_KEY", KEY)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pidfile = sb.path().join("grandchild.pid");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !pidfile.exists() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(pidfile.exists(), "the tool started");
+    let started = std::time::Instant::now();
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(out.status.code(), Some(75), "{}", show(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["stopReason"], "interrupted");
+    assert_eq!(report["calls"][0]["error"], "cancelled");
+    assert_eq!(ep.requests().len(), 1, "the model is not asked again");
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_dead(pid);
+}

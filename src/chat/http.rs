@@ -10,6 +10,8 @@
 use crate::exec::redact::Redactor;
 use crate::output::{AtipError, ErrorCode};
 use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 /// Longest wait for a server's `Retry-After` that is still worth it.
@@ -31,6 +33,20 @@ pub struct Client {
     redactor: Redactor,
     /// Name of the variable the key came from, for hints.
     key_var: Option<String>,
+    /// Set (by a SIGINT handler) to give up at once: `interrupted`.
+    pub interrupt: Option<Arc<AtomicBool>>,
+}
+
+/// How often a wait looks at the interrupt flag.
+const POLL: Duration = Duration::from_millis(50);
+
+/// A response, read whole.
+struct Exchange {
+    status: u16,
+    retry_after_ms: Option<String>,
+    retry_after: Option<String>,
+    should_retry: Option<String>,
+    body: Vec<u8>,
 }
 
 /// Why an attempt failed, and whether another may succeed.
@@ -68,6 +84,7 @@ impl Client {
             request_timeout: Duration::from_secs(120),
             redactor,
             key_var,
+            interrupt: None,
         })
     }
 
@@ -91,6 +108,7 @@ impl Client {
             let limit = self.request_timeout.min(left);
             let failure = match self.attempt(&bytes, limit) {
                 Ok(v) => return Ok(v),
+                Err(f) if f.error.code == ErrorCode::Interrupted => return Err(f.error),
                 Err(f) => f,
             };
             // A timeout that the deadline caused is the run's, not the endpoint's.
@@ -116,11 +134,19 @@ impl Client {
             if Instant::now() + wait >= deadline {
                 return Err(error);
             }
-            std::thread::sleep(wait);
+            let until = Instant::now() + wait;
+            while Instant::now() < until {
+                if self.interrupted() {
+                    return Err(interrupted());
+                }
+                std::thread::sleep(POLL.min(until.saturating_duration_since(Instant::now())));
+            }
         }
     }
 
-    fn attempt(&self, body: &[u8], limit: Duration) -> Result<Value, Failure> {
+    /// One request and its whole response, on its own thread so that an interrupt
+    /// never waits for a slow endpoint: the caller polls the flag meanwhile.
+    fn exchange(&self, body: &[u8], limit: Duration) -> Result<Exchange, Failure> {
         let mut req = self
             .http
             .post(&self.url)
@@ -130,23 +156,68 @@ impl Client {
         for (k, v) in &self.headers {
             req = req.header(*k, v.as_str());
         }
-        let resp = req
-            .body(body.to_vec())
-            .send()
-            .map_err(|e| self.transport(e))?;
-        let status = resp.status().as_u16();
-        let header = |name: &str| {
-            resp.headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-        };
-        let wait = retry_after(
-            header("retry-after-ms").as_deref(),
-            header("retry-after").as_deref(),
-        );
-        let should_retry = header("x-should-retry");
-        let text = resp.bytes().map_err(|e| self.transport(e))?;
+        let req = req.body(body.to_vec());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let got = req.send().and_then(|resp| {
+                let header = |name: &str| {
+                    resp.headers()
+                        .get(name)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string)
+                };
+                let status = resp.status().as_u16();
+                let retry_after_ms = header("retry-after-ms");
+                let retry_after = header("retry-after");
+                let should_retry = header("x-should-retry");
+                Ok(Exchange {
+                    status,
+                    retry_after_ms,
+                    retry_after,
+                    should_retry,
+                    body: resp.bytes()?.to_vec(),
+                })
+            });
+            let _ = tx.send(got);
+        });
+        loop {
+            match rx.recv_timeout(POLL) {
+                Ok(got) => return got.map_err(|e| self.transport(e)),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if self.interrupted() => {
+                    return Err(Failure {
+                        error: interrupted(),
+                        retry: false,
+                        wait: None,
+                    });
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(Failure {
+                        error: AtipError::new(ErrorCode::Internal, "the HTTP request thread died"),
+                        retry: false,
+                        wait: None,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Whether the interrupt flag is set.
+    pub fn interrupted(&self) -> bool {
+        self.interrupt
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::SeqCst))
+    }
+
+    fn attempt(&self, body: &[u8], limit: Duration) -> Result<Value, Failure> {
+        let Exchange {
+            status,
+            retry_after_ms,
+            retry_after: retry_after_header,
+            should_retry,
+            body: text,
+        } = self.exchange(body, limit)?;
+        let wait = retry_after(retry_after_ms.as_deref(), retry_after_header.as_deref());
         if (200..300).contains(&status) {
             return serde_json::from_slice::<Value>(&text).map_err(|e| Failure {
                 error: AtipError::new(
@@ -255,6 +326,14 @@ impl Client {
         let s: String = String::from_utf8_lossy(body).chars().take(200).collect();
         self.redactor.redact(&s).into_owned()
     }
+}
+
+/// The error for a run stopped by SIGINT or SIGTERM.
+pub fn interrupted() -> AtipError {
+    AtipError::new(
+        ErrorCode::Interrupted,
+        "the chat was interrupted; running tool calls were killed with their process groups",
+    )
 }
 
 /// The error for a run that reached its `--run-timeout`.
