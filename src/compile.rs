@@ -154,6 +154,8 @@ pub struct Catalog {
     tools: Vec<FlatTool>,
     skipped: Vec<FlatTool>,
     by_name: HashMap<String, usize>,
+    /// Tools from outside the registry (MCP servers'), by position: their server.
+    external: HashMap<usize, String>,
 }
 
 impl Catalog {
@@ -184,7 +186,27 @@ impl Catalog {
             tools,
             skipped,
             by_name,
+            external: HashMap::new(),
         }
+    }
+
+    /// Adds a tool that is not a registered command (an MCP server's tool, already
+    /// named `mcp__SERVER__TOOL`), so search ranks it with the commands. Returns false,
+    /// adding nothing, when the name is taken.
+    pub fn push_external(&mut self, tool: FlatTool, server: &str) -> bool {
+        if self.by_name.contains_key(&tool.name) {
+            return false;
+        }
+        let i = self.tools.len();
+        self.by_name.insert(tool.name.clone(), i);
+        self.external.insert(i, server.to_string());
+        self.tools.push(tool);
+        true
+    }
+
+    /// The MCP server of the tool at position `i`, when it is an MCP tool.
+    pub fn external_server(&self, i: usize) -> Option<&str> {
+        self.external.get(&i).map(String::as_str)
     }
 
     /// The tool of that name.
@@ -433,6 +455,35 @@ impl<W: Write> Exporter<W> {
         }
         self.summary.tools += pending.len();
         Ok(skills)
+    }
+
+    /// Adds tools that are not registered commands (MCP servers' tools, already
+    /// flattened and named `mcp__SERVER__TOOL`), one flat tool each, after the registry's.
+    /// JSON formats only (nothing is added to `skill` or `prompt`). Returns the names left
+    /// out because a command already has them.
+    pub fn add_external(&mut self, tools: Vec<FlatTool>) -> std::io::Result<Vec<String>> {
+        let format = self.opts.format;
+        let Some(list) = self.list.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let mut left_out = Vec::new();
+        let mut kept = Vec::new();
+        for t in tools {
+            if self.taken.insert(t.name.clone()) {
+                kept.push(t);
+            } else {
+                left_out.push(t.name);
+            }
+        }
+        for t in formats::flat_owned(kept) {
+            let element = formats::element(&t, format);
+            if let Some(c) = self.checker.as_mut() {
+                c.tool(&list.next_pointer(), &element);
+            }
+            list.push(&element)?;
+            self.summary.tools += 1;
+        }
+        Ok(left_out)
     }
 
     /// Closes the output and says what happened.

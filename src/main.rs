@@ -54,8 +54,8 @@ enum Command {
     Search(cli::search::Args),
     /// Run a model's tool call under policy.
     Exec(cli::exec::Args),
-    /// Serve every registered tool over MCP (stdio).
-    Mcp(cli::mcp::Args),
+    /// Serve registered tools over MCP, or use MCP servers (tools, call, ping…).
+    Mcp(Box<cli::mcp::Args>),
     /// Run the tool loop against a model endpoint until the model answers.
     Chat(cli::chat::Args),
 }
@@ -86,7 +86,7 @@ fn main() -> ExitCode {
         Some(Command::Export(args)) => cli::export::run(args, &ctx),
         Some(Command::Search(args)) => cli::search::run(args, &ctx),
         Some(Command::Exec(args)) => cli::exec::run(args, &ctx),
-        Some(Command::Mcp(args)) => cli::mcp::run(args, &ctx),
+        Some(Command::Mcp(args)) => cli::mcp::run(*args, &ctx),
         Some(Command::Chat(args)) => cli::chat::run(args, &ctx),
         None => {
             use clap::CommandFactory;

@@ -12,6 +12,18 @@
 //! refused with a message naming the rule.
 //!
 //! Must not print to stdout (the protocol owns it); logs go to stderr.
+//!
+//! The client side (atip talking to other MCP servers) lives in the submodules:
+//! [`config`], [`client`], [`cache`], [`tools`] and [`remote`].
+
+pub mod cache;
+pub mod client;
+pub mod config;
+pub mod http;
+pub mod import;
+pub mod remote;
+pub mod search_mode;
+pub mod tools;
 
 use crate::compile::formats::{self, Format};
 use crate::exec::policy::Action;
@@ -45,35 +57,62 @@ pub struct Server {
     engine: Arc<Engine>,
     tools: Arc<Vec<Tool>>,
     visible: Arc<HashMap<String, usize>>,
+    /// What `tools/list` shows: every tool, or in search mode the search and call tools
+    /// plus pinned ones.
+    listed: Arc<Vec<Tool>>,
+    /// Set in search mode.
+    finder: Option<Arc<search_mode::Finder>>,
     running: Arc<Mutex<HashMap<u64, Arc<AtomicBool>>>>,
     next_id: Arc<AtomicU64>,
 }
 
 impl Server {
-    /// Builds the tool list from the engine's visible tools.
-    pub fn new(engine: Engine) -> Result<Server, AtipError> {
+    /// Builds the tool list from the engine's visible tools; above `scale.threshold`
+    /// tools, lists the search and call tools (plus pinned ones) instead.
+    pub fn new(engine: Engine, scale: search_mode::Scale) -> Result<Server, AtipError> {
         let visible: Vec<_> = engine.visible_tools().into_iter().cloned().collect();
         let rendered = formats::render(&formats::flat(&visible), Format::Mcp);
         let list = rendered["tools"].as_array().cloned().unwrap_or_default();
         let mut tools = Vec::with_capacity(list.len());
         for t in list {
-            let tool: Tool = serde_json::from_value(t).map_err(|e| {
+            let mut tool: Tool = serde_json::from_value(t).map_err(|e| {
                 AtipError::new(
                     ErrorCode::Internal,
                     format!("compiled MCP tool does not fit the MCP model: {e}"),
                 )
             })?;
+            // Every call answers with the same envelope, so its schema is known.
+            tool.output_schema = Some(search_mode::envelope_schema());
             tools.push(tool);
         }
-        let index = tools
+        let index: HashMap<String, usize> = tools
             .iter()
             .enumerate()
             .map(|(i, t)| (t.name.to_string(), i))
             .collect();
+        let (listed, finder) = if tools.len() > scale.threshold {
+            let mut listed = vec![
+                search_mode::search_tool(tools.len()),
+                search_mode::call_tool(),
+            ];
+            for name in &scale.pinned {
+                match index.get(name) {
+                    Some(&i) => listed.push(tools[i].clone()),
+                    None => {
+                        eprintln!("atip mcp: warning: pinned tool {name:?} is not served; ignored")
+                    }
+                }
+            }
+            (listed, Some(Arc::new(search_mode::Finder::new(visible))))
+        } else {
+            (tools.clone(), None)
+        };
         Ok(Server {
             engine: Arc::new(engine),
             tools: Arc::new(tools),
             visible: Arc::new(index),
+            listed: Arc::new(listed),
+            finder,
             running: Arc::new(Mutex::new(HashMap::new())),
             next_id: Arc::new(AtomicU64::new(0)),
         })
@@ -82,6 +121,27 @@ impl Server {
     /// Number of tools served.
     pub fn tool_count(&self) -> usize {
         self.tools.len()
+    }
+
+    /// Whether `tools/list` shows the search and call tools instead of every tool.
+    pub fn search_mode(&self) -> bool {
+        self.finder.is_some()
+    }
+
+    /// The start-up line: how many tools, and how they are listed.
+    pub fn banner(&self, transport: &str) -> String {
+        if self.search_mode() {
+            format!(
+                "atip mcp: serving {} tools on {transport} (search mode: {} listed)",
+                self.tool_count(),
+                self.listed.len()
+            )
+        } else {
+            format!(
+                "atip mcp: serving {} tools on {transport}",
+                self.tool_count()
+            )
+        }
     }
 
     /// Serves on stdin/stdout until the client closes stdin, then kills any child
@@ -250,12 +310,12 @@ impl ServerHandler for Server {
             Some(c) => c
                 .strip_prefix("atip-page:")
                 .and_then(|n| n.parse::<usize>().ok())
-                .filter(|n| *n > 0 && *n < self.tools.len())
+                .filter(|n| *n > 0 && *n < self.listed.len())
                 .ok_or_else(|| ErrorData::invalid_params(format!("invalid cursor {c:?}"), None))?,
         };
-        let end = (start + PAGE_SIZE).min(self.tools.len());
-        let page = self.tools[start..end].to_vec();
-        let next = (end < self.tools.len()).then(|| format!("atip-page:{end}"));
+        let end = (start + PAGE_SIZE).min(self.listed.len());
+        let page = self.listed[start..end].to_vec();
+        let next = (end < self.listed.len()).then(|| format!("atip-page:{end}"));
         Ok(ListToolsResult {
             next_cursor: next,
             ..ListToolsResult::with_all_items(page)
@@ -263,6 +323,11 @@ impl ServerHandler for Server {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
+        if self.search_mode()
+            && let Some(t) = self.listed.iter().find(|t| t.name == name)
+        {
+            return Some(t.clone());
+        }
         self.visible.get(name).map(|&i| self.tools[i].clone())
     }
 
@@ -311,6 +376,40 @@ impl Server {
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let context = context.clone();
+        let mut request = request;
+        if let Some(finder) = &self.finder {
+            if request.name == search_mode::SEARCH_TOOL {
+                let args = request.arguments.clone().unwrap_or_default();
+                return Ok(match finder.search(&args) {
+                    Ok(v) => CallToolResult::structured(v).into(),
+                    Err(why) => CallToolResult::structured_error(exec::error_envelope(
+                        Some(search_mode::SEARCH_TOOL),
+                        &AtipError::new(ErrorCode::ArgsInvalid, why),
+                    ))
+                    .into(),
+                });
+            }
+            if request.name == search_mode::CALL_TOOL {
+                let args = request.arguments.clone().unwrap_or_default();
+                let inner = args.get("name").and_then(Value::as_str).map(str::to_string);
+                let inner_args = match args.get("arguments") {
+                    None | Some(Value::Null) => Some(serde_json::Map::new()),
+                    Some(Value::Object(m)) => Some(m.clone()),
+                    Some(_) => None,
+                };
+                let (Some(inner), Some(inner_args)) = (inner, inner_args) else {
+                    return Ok(CallToolResult::structured_error(exec::error_envelope(
+                        Some(search_mode::CALL_TOOL),
+                        &AtipError::new(ErrorCode::ArgsInvalid, "atip_call_tool needs \"name\" (a string) and \"arguments\" (an object)",
+                        ),
+                    ))
+                    .into());
+                };
+                // The same path as a direct call, under the inner tool's name.
+                request.name = inner.into();
+                request.arguments = Some(inner_args);
+            }
+        }
         let name = request.name.to_string();
         if !self.visible.contains_key(&name) {
             let close = self.engine.catalog().closest(&name, 5);
@@ -388,9 +487,9 @@ impl Server {
 }
 
 /// Runs `atip mcp` to completion on a fresh multi-threaded runtime.
-pub fn serve_blocking(engine: Engine) -> Result<(), AtipError> {
-    let server = Server::new(engine)?;
-    eprintln!("atip mcp: serving {} tools on stdio", server.tool_count());
+pub fn serve_blocking(engine: Engine, scale: search_mode::Scale) -> Result<(), AtipError> {
+    let server = Server::new(engine, scale)?;
+    eprintln!("{}", server.banner("stdio"));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -13,6 +13,7 @@
 //! exec result shaping, truncation markers) and must not be bypassed: nothing else in
 //! atip calls `std::process::Command`. The normative description is `spec/process.md`.
 
+pub mod server;
 mod sys;
 
 use std::ffi::{OsStr, OsString};

@@ -426,6 +426,11 @@ pub struct SearchReport {
 pub struct SearchResult {
     /// Tool-call name (`gh_pr_create`), as `atip exec` and `atip mcp` take it.
     pub name: String,
+    /// `command` (a registered command-line tool's command) or `mcp` (an MCP server's tool).
+    pub kind: &'static str,
+    /// The MCP server, for `mcp` results.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
     /// The ATIP tool.
     pub tool: String,
     /// Command path (`["pr", "create"]`; `[""]` for the root command).
@@ -468,8 +473,11 @@ pub fn search(
     let mut size = base;
     for (rank, hit) in hits.into_iter().enumerate() {
         let t = &catalog.tools()[hit.doc];
+        let server = catalog.external_server(hit.doc).map(str::to_string);
         let mut r = SearchResult {
             name: t.name.clone(),
+            kind: if server.is_some() { "mcp" } else { "command" },
+            server,
             tool: t.tool.clone(),
             command: t.command.clone(),
             score: (f64::from(hit.score) * 1000.0).round() / 1000.0,

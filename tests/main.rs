@@ -13,6 +13,8 @@ mod export;
 mod export_props;
 mod lint;
 mod mcp;
+mod mcp_client;
+mod mcp_scale;
 mod process;
 mod registry;
 mod scan;

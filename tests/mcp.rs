@@ -380,7 +380,9 @@ async fn large_registries_are_paginated() {
         "description": "Many commands", "commands": commands});
     register(&sb, "big", &meta, "#!/bin/sh\necho \"$1\"\n", "native");
     register(&sb, "t", &t_meta(), T_SCRIPT, "native");
-    let c = client(&sb, &[]).await;
+    // Above the search-mode threshold only the search and call tools are listed; raise
+    // it to list every tool, page by page.
+    let c = client(&sb, &["--search-threshold", "1000"]).await;
     let first = c.list_tools(Default::default()).await.unwrap();
     assert_eq!(first.tools.len(), 200);
     assert!(first.next_cursor.is_some());

@@ -90,12 +90,13 @@ fn json_shape_schemas_for_top_k_and_formats() {
     );
     for (i, r) in results.iter().enumerate() {
         let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
-        let mut want = vec!["name", "tool", "command", "score", "description"];
+        let mut want = vec!["name", "kind", "tool", "command", "score", "description"];
         if i < 2 {
             want.push("schema");
         }
         assert_eq!(keys, want);
         assert_eq!(r["tool"], "gh");
+        assert_eq!(r["kind"], "command");
     }
     assert_eq!(results[0]["schema"]["type"], "object");
     let (_, v, _) = search(

@@ -133,6 +133,14 @@ pub(crate) fn prompt(p: &Prepared) -> Confirmation {
 
 /// Runs `atip exec`; returns the exit code.
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+    if args.calls.is_none()
+        && let Some(name) = args
+            .name
+            .as_deref()
+            .filter(|n| atip::mcp::tools::is_mcp_name(n))
+    {
+        return run_mcp(name, &args, ctx);
+    }
     let (policy, settings) = args.run.resolve(ctx)?;
     let focus = if args.calls.is_none() {
         args.name.as_deref()
@@ -242,4 +250,24 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         print_json(&result).ok();
     }
     Ok(result.exit_code())
+}
+
+/// `atip exec mcp__SERVER__TOOL`: an MCP server's tool, under the same policy.
+fn run_mcp(name: &str, args: &Args, ctx: &Ctx) -> Result<u8, AtipError> {
+    if args.dry_run {
+        return Err(AtipError::new(
+            ErrorCode::Usage,
+            "--dry-run is not available for MCP tools; `atip mcp describe` shows the policy decision",
+        ));
+    }
+    let raw = if let Some(text) = &args.args {
+        args::parse_text(text)?
+    } else if let Some(path) = &args.args_file {
+        args::parse_text(&read_input(path, "arguments file")?)?
+    } else if args.args_stdin {
+        args::parse_text(&read_input(std::path::Path::new("-"), "arguments")?)?
+    } else {
+        serde_json::Map::new()
+    };
+    super::mcp::exec_flat(name, raw, args.yes, args.run.policy.as_deref(), ctx)
 }

@@ -40,6 +40,10 @@ pub struct Args {
     /// Check the output against the format's rules (OpenAI strict mode for openai-strict); exit 1 on a violation.
     #[arg(long)]
     pub check: bool,
+    /// Also export the tools of configured MCP servers (cached lists; JSON formats), as
+    /// `mcp__SERVER__TOOL`, after the registry's.
+    #[arg(long)]
+    pub mcp: bool,
 }
 
 /// Documents read in parallel per batch, then compiled and written in order.
@@ -113,6 +117,12 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
             .details(json!({"unmatched": unmatched})));
         }
     }
+    if args.mcp && !args.format.is_json() {
+        return Err(AtipError::new(
+            ErrorCode::Usage,
+            "--mcp works with the JSON formats (openai, openai-strict, anthropic, gemini, mcp)",
+        ));
+    }
     if args.format == Format::Skill && args.out.is_none() {
         let n = docs.as_ref().map_or(entries.len(), Vec::len);
         if n > 1 {
@@ -145,6 +155,15 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                 }
                 skills.extend(exporter.add_batch(&metas).map_err(|e| sink.fail(e))?);
             }
+        }
+    }
+    if args.mcp {
+        let tools = super::mcp::cached_flat_tools(ctx, false)
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect();
+        for name in exporter.add_external(tools).map_err(|e| sink.fail(e))? {
+            eprintln!("warning: MCP tool {name} left out: a command already has that name");
         }
     }
     let summary = exporter.finish().map_err(|e| sink.fail(e))?;

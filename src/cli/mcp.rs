@@ -1,29 +1,920 @@
-//! `atip mcp`: serve registered tools as MCP tools over stdio. Only the flags live
-//! here; the server is `atip::mcp`.
+//! `atip mcp`: serve registered tools over MCP (`atip mcp`, `atip mcp serve`), and talk
+//! to other MCP servers (`servers`, `tools`, `describe`, `call`, `ping`, `import`).
+//! Only flags and rendering live here; the work is in `atip::mcp`.
 
 use super::exec::RunArgs;
 use crate::Ctx;
-use atip::exec::Engine;
-use atip::output::AtipError;
+use atip::exec::audit::AuditLog;
+use atip::exec::policy::{Action, Decision, Policy};
+use atip::exec::{Confirmation, Engine, args};
+use atip::mcp::cache::ToolCache;
+use atip::mcp::client::{ClientOptions, Session};
+use atip::mcp::config::{self, ConfigPaths, Loader, McpConfig, ServerSpec, Transport};
+use atip::mcp::remote::Remote;
+use atip::mcp::tools;
+use atip::output::{AtipError, ErrorCode, exit, print_json};
+use serde_json::{Value, json};
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::time::Duration;
 
-/// Serve every registered tool over MCP (stdio).
+/// Serve registered tools over MCP, or talk to MCP servers.
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
+    #[command(subcommand)]
+    command: Option<McpCommand>,
+    /// `atip mcp` with no subcommand serves, as `atip mcp serve` does.
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum McpCommand {
+    /// Serve every registered tool over MCP (stdio; --http for Streamable HTTP).
+    Serve(ServeArgs),
+    /// List the configured MCP servers (global mcp.json, then the project's .mcp.json).
+    Servers(ServersArgs),
+    /// List a server's tools (every server when none is named).
+    Tools(ToolsArgs),
+    /// Show one tool: title, description, input and output schema, annotations.
+    Describe(DescribeArgs),
+    /// Call a tool under policy.
+    Call(CallArgs),
+    /// Connect, initialize, report capabilities and round-trip time.
+    Ping(PingArgs),
+    /// Copy servers configured for an agent host into atip's global mcp.json.
+    Import(ImportArgs),
+}
+
+/// Flags of the server.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
     /// Only these registered tools, comma-separated (e.g. `gh,git`).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub tools: Option<Vec<String>>,
     /// Policy, limits and interactivity, as for `atip exec`.
     #[command(flatten)]
     pub run: RunArgs,
+    /// Above this many tools, list a search tool and a call tool (plus pinned tools)
+    /// instead of every tool.
+    #[arg(long, default_value_t = atip::mcp::search_mode::DEFAULT_THRESHOLD, value_name = "N")]
+    pub search_threshold: usize,
+    /// Tools listed in search mode besides the search and call tools (flattened names).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub pin: Vec<String>,
+    /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:8808) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+    /// Environment variable holding the bearer token HTTP clients must send (required
+    /// for a non-loopback address).
+    #[arg(long, value_name = "VAR", default_value = "ATIP_MCP_TOKEN")]
+    pub token_env: String,
 }
 
-/// Runs `atip mcp`; returns the exit code.
+/// How to reach a server: by name from the config, or explicitly.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Target {
+    /// Server name from the config (default: ATIP_MCP_SERVER, defaultServer, or the only one).
+    #[arg(long, env = atip::mcp::remote::SERVER_ENV, value_name = "NAME")]
+    pub server: Option<String>,
+    /// Explicit mode: a Streamable HTTP endpoint, no config needed.
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    pub url: Option<String>,
+    /// With --url: a header, `Name: value` (repeatable).
+    #[arg(long = "header", value_name = "K:V", requires = "url")]
+    pub headers: Vec<String>,
+    /// Explicit mode: start this stdio server (no shell).
+    #[arg(long, value_name = "CMD")]
+    pub command: Option<String>,
+    /// With --command: one argument (repeatable).
+    #[arg(
+        long = "arg",
+        value_name = "A",
+        requires = "command",
+        allow_hyphen_values = true
+    )]
+    pub cmd_args: Vec<String>,
+    /// With --command: an environment entry `K=V` (repeatable).
+    #[arg(long = "env", value_name = "K=V", requires = "command")]
+    pub envs: Vec<String>,
+    /// Client settings.
+    #[command(flatten)]
+    pub client: ClientFlags,
+}
+
+/// Connection and diagnostics flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClientFlags {
+    /// Deadline for connecting and for each request, e.g. `10s` (default: the server's
+    /// timeoutMs, else 30s).
+    #[arg(long, value_name = "DURATION", value_parser = atip::units::parse_duration)]
+    pub timeout: Option<Duration>,
+    /// Lifecycle lines on stderr: connect, cache hits, timings.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+    /// Every JSON-RPC frame on stderr (secrets redacted).
+    #[arg(long)]
+    pub trace: bool,
+    /// Do not forward a stdio server's stderr.
+    #[arg(long)]
+    pub quiet_server_stderr: bool,
+    /// Lifetime of cached tool lists in seconds (default: the config's, else 300).
+    #[arg(long, value_name = "SECONDS")]
+    pub cache_ttl: Option<u64>,
+    /// Neither read nor write the tools cache.
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
+/// `atip mcp servers`.
+#[derive(Debug, clap::Args)]
+pub struct ServersArgs {}
+
+/// `atip mcp tools`.
+#[derive(Debug, clap::Args)]
+pub struct ToolsArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Fetch the list even when the cache is fresh.
+    #[arg(long)]
+    refresh: bool,
+}
+
+/// `atip mcp describe`.
+#[derive(Debug, clap::Args)]
+pub struct DescribeArgs {
+    /// Tool name as the server lists it.
+    tool: String,
+    #[command(flatten)]
+    target: Target,
+}
+
+/// `atip mcp call`.
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("input").args(["args", "args_file", "args_stdin"])))]
+pub struct CallArgs {
+    /// Tool name as the server lists it.
+    tool: String,
+    #[command(flatten)]
+    target: Target,
+    /// Arguments as a JSON object.
+    #[arg(long, value_name = "JSON")]
+    args: Option<String>,
+    /// Read the arguments (a JSON object) from a file.
+    #[arg(long, value_name = "FILE")]
+    args_file: Option<PathBuf>,
+    /// Read the arguments (a JSON object) from stdin.
+    #[arg(long)]
+    args_stdin: bool,
+    /// Confirm a call the policy wants confirmed.
+    #[arg(long, short = 'y')]
+    yes: bool,
+    /// Policy file (default: <config-dir>/policy.json, else built-in defaults).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Drop large fields from the result (see spec/mcp-client.md, "--compact").
+    #[arg(long)]
+    compact: bool,
+    /// Cap on each text block and payload of the result, e.g. `256KiB`.
+    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = parse_size)]
+    max_output: usize,
+}
+
+/// `atip mcp ping`.
+#[derive(Debug, clap::Args)]
+pub struct PingArgs {
+    #[command(flatten)]
+    target: Target,
+}
+
+/// `atip mcp import`.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// Agent host: claude-desktop, claude-code, cursor, vscode.
+    #[arg(value_enum)]
+    host: atip::mcp::import::Host,
+    /// Read this file instead of the host's usual one.
+    #[arg(long, value_name = "FILE")]
+    from: Option<PathBuf>,
+    /// Replace servers of the same name already in mcp.json.
+    #[arg(long)]
+    force: bool,
+    /// Show what would be imported; write nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+fn parse_size(s: &str) -> Result<usize, String> {
+    atip::units::parse_size(s).map(|v| v as usize)
+}
+
+fn out_err(e: std::io::Error) -> AtipError {
+    AtipError::new(
+        ErrorCode::StdoutWriteFailed,
+        format!("failed to write stdout: {e}"),
+    )
+}
+
+/// Runs `atip mcp …`; returns the exit code.
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+    match args.command {
+        None => serve(args.serve, ctx),
+        Some(McpCommand::Serve(a)) => serve(a, ctx),
+        Some(McpCommand::Servers(_)) => servers(ctx),
+        Some(McpCommand::Tools(a)) => block_on(tools_cmd(a, ctx)),
+        Some(McpCommand::Describe(a)) => block_on(describe(a, ctx)),
+        Some(McpCommand::Call(a)) => block_on(call(a, ctx)),
+        Some(McpCommand::Ping(a)) => block_on(ping(a, ctx)),
+        Some(McpCommand::Import(a)) => import(a, ctx),
+    }
+}
+
+fn serve(args: ServeArgs, ctx: &Ctx) -> Result<u8, AtipError> {
     let (policy, settings) = args.run.resolve(ctx)?;
     let engine = Engine::load(&ctx.dirs, policy, settings, args.tools.as_deref(), None)?;
     for w in &engine.warnings {
         eprintln!("atip mcp: warning: {w}");
     }
-    atip::mcp::serve_blocking(engine)?;
+    let scale = atip::mcp::search_mode::Scale {
+        threshold: args.search_threshold,
+        pinned: args.pin,
+    };
+    match args.http {
+        None => atip::mcp::serve_blocking(engine, scale)?,
+        Some(addr) => {
+            let token = std::env::var(&args.token_env)
+                .ok()
+                .filter(|t| !t.is_empty());
+            atip::mcp::http::serve_blocking(engine, scale, &addr, token, &args.token_env)?
+        }
+    }
     Ok(0)
+}
+
+/// One runtime per command; Ctrl-C drops the work (which kills a stdio server's group)
+/// and exits 130.
+fn block_on(fut: impl Future<Output = Result<u8, AtipError>>) -> Result<u8, AtipError> {
+    Ok(run_async(fut)?.unwrap_or_else(|| {
+        eprintln!("atip mcp: interrupted");
+        130
+    }))
+}
+
+/// Runs `fut` on a fresh current-thread runtime; `None` when Ctrl-C came first.
+fn run_async<T>(fut: impl Future<Output = Result<T, AtipError>>) -> Result<Option<T>, AtipError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            AtipError::new(
+                ErrorCode::Internal,
+                format!("failed to start the async runtime: {e}"),
+            )
+        })?;
+    let r = rt.block_on(async {
+        tokio::select! {
+            r = fut => r.map(Some),
+            _ = tokio::signal::ctrl_c() => Ok(None),
+        }
+    });
+    rt.shutdown_timeout(Duration::from_millis(500));
+    r
+}
+
+/// The merged config, with warnings printed.
+pub fn load_config(ctx: &Ctx) -> Result<McpConfig, AtipError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| AtipError::new(ErrorCode::CwdUnavailable, e.to_string()))?;
+    let paths = ConfigPaths::locate(&ctx.dirs.config, &cwd);
+    let lookup = |n: &str| std::env::var(n).ok();
+    let cfg = Loader { lookup: &lookup }.load(&paths)?;
+    for w in &cfg.warnings {
+        eprintln!("atip mcp: warning: {w}");
+    }
+    Ok(cfg)
+}
+
+fn usage(msg: String) -> AtipError {
+    AtipError::new(ErrorCode::Usage, msg)
+}
+
+/// The server of explicit mode (`--url` / `--command`), named `cli` unless --server names it.
+fn explicit(t: &Target) -> Result<Option<ServerSpec>, AtipError> {
+    let name = t.server.clone().unwrap_or_else(|| "cli".into());
+    let mut secrets = Vec::new();
+    let transport = if let Some(url) = &t.url {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(usage(format!(
+                "--url {url:?} must start with http:// or https://"
+            )));
+        }
+        let mut headers = Vec::new();
+        for h in &t.headers {
+            let (k, v) = h.split_once(':').ok_or_else(|| {
+                usage(format!(
+                    "--header {:?}: expected `Name: value`",
+                    config::redact_url(h).split(':').next().unwrap_or("")
+                ))
+            })?;
+            let (k, v) = (k.trim().to_string(), v.trim().to_string());
+            if config::is_secret_name(&k) {
+                secrets.push((k.clone(), v.clone()));
+                if let Some((_, tok)) = v.split_once(' ') {
+                    secrets.push((k.clone(), tok.trim().to_string()));
+                }
+            }
+            headers.push((k, v));
+        }
+        Transport::Http {
+            url: url.clone(),
+            headers,
+        }
+    } else if let Some(cmd) = &t.command {
+        let mut env = Vec::new();
+        for e in &t.envs {
+            let (k, v) = e
+                .split_once('=')
+                .ok_or_else(|| usage("--env: expected K=V".into()))?;
+            if config::is_secret_name(k) {
+                secrets.push((k.to_string(), v.to_string()));
+            }
+            env.push((k.to_string(), v.to_string()));
+        }
+        Transport::Stdio {
+            command: cmd.clone(),
+            args: t.cmd_args.clone(),
+            env,
+            cwd: None,
+        }
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(ServerSpec {
+        name,
+        transport,
+        timeout: None,
+        origin: "command line".into(),
+        trust_hints: true,
+        secrets,
+    }))
+}
+
+/// Config (or the explicit server) plus cache and client settings.
+fn remote(t: &Target, ctx: &Ctx) -> Result<Remote, AtipError> {
+    let mut config = match explicit(t)? {
+        Some(spec) => {
+            let mut c = McpConfig::default();
+            // Explicit mode still honours the config's cache settings.
+            if let Ok(base) = load_config_quiet(ctx) {
+                c.cache = base.cache;
+            }
+            c.servers.insert(spec.name.clone(), spec);
+            c
+        }
+        None => load_config(ctx)?,
+    };
+    if t.url.is_some() || t.command.is_some() {
+        config.default_server = config.servers.keys().next().cloned();
+    }
+    let f = &t.client;
+    let ttl = Duration::from_secs(f.cache_ttl.unwrap_or(config.cache.ttl_seconds));
+    let use_cache = !f.no_cache && config.cache.enabled;
+    Ok(Remote {
+        config,
+        cache: ToolCache::default_location(),
+        opts: ClientOptions {
+            timeout: f.timeout,
+            verbose: f.verbose,
+            trace: f.trace,
+            quiet_server_stderr: f.quiet_server_stderr,
+        },
+        ttl,
+        use_cache,
+    })
+}
+
+fn load_config_quiet(ctx: &Ctx) -> Result<McpConfig, AtipError> {
+    let cwd = std::env::current_dir().map_err(|e| usage(e.to_string()))?;
+    let lookup = |n: &str| std::env::var(n).ok();
+    Loader { lookup: &lookup }.load(&ConfigPaths::locate(&ctx.dirs.config, &cwd))
+}
+
+fn servers(ctx: &Ctx) -> Result<u8, AtipError> {
+    let cfg = load_config(ctx)?;
+    let list: Vec<Value> = cfg
+        .servers
+        .values()
+        .map(|s| {
+            json!({
+                "name": s.name,
+                "transport": s.transport.kind(),
+                "origin": s.origin,
+                "summary": s.summary(),
+                "default": cfg.default_server.as_deref() == Some(s.name.as_str()),
+            })
+        })
+        .collect();
+    if ctx.output.is_json() {
+        print_json(&json!({"servers": list, "files": cfg.files})).map_err(out_err)?;
+    } else {
+        if list.is_empty() {
+            eprintln!(
+                "no MCP servers configured (looked in {})",
+                ctx.dirs.config.join(config::GLOBAL_FILE).display()
+            );
+        }
+        let mut out = std::io::stdout().lock();
+        for s in cfg.servers.values() {
+            let _ = writeln!(
+                out,
+                "{}\t{}\t{}\t{}",
+                s.name,
+                s.transport.kind(),
+                s.origin,
+                s.summary()
+            );
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// The first line of a description, for lists.
+fn first_line(s: Option<&str>) -> String {
+    s.unwrap_or("")
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+async fn tools_cmd(a: ToolsArgs, ctx: &Ctx) -> Result<u8, AtipError> {
+    let r = remote(&a.target, ctx)?;
+    let named = a.target.server.is_some()
+        || a.target.url.is_some()
+        || a.target.command.is_some()
+        || std::env::var(atip::mcp::remote::SERVER_ENV).is_ok_and(|s| !s.is_empty())
+        || r.config.servers.len() == 1;
+    let specs: Vec<ServerSpec> = if named {
+        vec![r.select(a.target.server.as_deref())?.clone()]
+    } else {
+        if r.config.servers.is_empty() {
+            r.select(None)?;
+        }
+        r.config.servers.values().cloned().collect()
+    };
+    let mut reports = Vec::new();
+    let mut failed: Option<AtipError> = None;
+    for spec in &specs {
+        match r.tools(spec, None, a.refresh).await {
+            Ok((listing, session)) => {
+                if let Some(s) = session {
+                    s.close().await;
+                }
+                reports.push((spec, Ok(listing)));
+            }
+            Err(e) if specs.len() == 1 => return Err(e),
+            Err(e) => {
+                e.report(ctx.output.is_json());
+                failed.get_or_insert(e.clone());
+                reports.push((spec, Err(e)));
+            }
+        }
+    }
+    if ctx.output.is_json() {
+        let list: Vec<Value> = reports
+            .iter()
+            .map(|(spec, l)| match l {
+                Ok(l) => json!({
+                    "server": spec.name,
+                    "cached": l.from_cache,
+                    "fetchedAtMs": l.cached.fetched_at_ms,
+                    "tools": l.cached.tools,
+                }),
+                Err(e) => json!({"server": spec.name, "error": e}),
+            })
+            .collect();
+        print_json(&json!({"servers": list})).map_err(out_err)?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        for (spec, l) in &reports {
+            let Ok(l) = l else { continue };
+            for t in &l.cached.tools {
+                let ro = if tools::read_only(t, spec.trust_hints) {
+                    "read-only"
+                } else {
+                    "may change state"
+                };
+                let _ = writeln!(
+                    out,
+                    "{}\t{}\t{}\t{}",
+                    spec.name,
+                    t.name,
+                    ro,
+                    first_line(t.description.as_deref())
+                );
+            }
+        }
+    }
+    Ok(match failed {
+        Some(e) => e.exit_code(),
+        None => exit::OK,
+    })
+}
+
+async fn describe(a: DescribeArgs, ctx: &Ctx) -> Result<u8, AtipError> {
+    let r = remote(&a.target, ctx)?;
+    let spec = r.select(a.target.server.as_deref())?.clone();
+    let (tool, session) = r.find_tool(&spec, &a.tool).await?;
+    if let Some(s) = session {
+        s.close().await;
+    }
+    let policy = load_policy(None, ctx)?;
+    let decision = tools::decide(
+        &policy,
+        &spec.name,
+        &spec.summary(),
+        &tool,
+        spec.trust_hints,
+    );
+    let v = tools::describe(&spec.name, &tool, spec.trust_hints, &decision);
+    if ctx.output.is_json() {
+        print_json(&v).map_err(out_err)?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{} ({})", tool.name, spec.name);
+        if let Some(t) = &tool.title {
+            let _ = writeln!(out, "title: {t}");
+        }
+        let _ = writeln!(out, "call as: {}", tools::flat_name(&spec.name, &tool.name));
+        let _ = writeln!(
+            out,
+            "description: {}",
+            tool.description.as_deref().unwrap_or("")
+        );
+        let _ = writeln!(
+            out,
+            "input schema: {}",
+            serde_json::to_string_pretty(&tools::input_schema(&tool)).unwrap_or_default()
+        );
+        if let Some(o) = &tool.output_schema {
+            let _ = writeln!(
+                out,
+                "output schema: {}",
+                serde_json::to_string_pretty(&**o).unwrap_or_default()
+            );
+        }
+        if let Some(an) = &tool.annotations {
+            let _ = writeln!(
+                out,
+                "annotations: {}",
+                serde_json::to_string(an).unwrap_or_default()
+            );
+        }
+        let _ = writeln!(
+            out,
+            "policy: {:?} {}",
+            decision.action,
+            decision.explain(decision.action)
+        );
+    }
+    Ok(exit::OK)
+}
+
+fn load_policy(path: Option<&std::path::Path>, ctx: &Ctx) -> Result<Policy, AtipError> {
+    let cwd = std::env::current_dir().map_err(|e| usage(e.to_string()))?;
+    Policy::load(path, &ctx.dirs.config, &cwd)
+}
+
+fn read_args(a: &CallArgs) -> Result<serde_json::Map<String, Value>, AtipError> {
+    if let Some(text) = &a.args {
+        return args::parse_text(text);
+    }
+    let mut text = String::new();
+    if let Some(path) = &a.args_file {
+        text = std::fs::read_to_string(path).map_err(|e| {
+            AtipError::new(
+                ErrorCode::InputUnreadable,
+                format!("failed to read arguments file {}: {e}", path.display()),
+            )
+        })?;
+    } else if a.args_stdin {
+        std::io::stdin().read_to_string(&mut text).map_err(|e| {
+            AtipError::new(
+                ErrorCode::InputUnreadable,
+                format!("failed to read stdin: {e}"),
+            )
+        })?;
+    } else {
+        return Ok(serde_json::Map::new());
+    }
+    args::parse_text(&text)
+}
+
+/// Asks on the terminal, only when stderr is one.
+pub fn prompt(path: &str, d: &Decision) -> Confirmation {
+    if !std::io::stderr().is_terminal() {
+        return Confirmation::Unavailable;
+    }
+    let Ok(mut tty) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+    else {
+        return Confirmation::Unavailable;
+    };
+    let q = format!(
+        "atip: call MCP tool `{path}`?\n  {}\nConfirm [y/N]: ",
+        d.explain(Action::Confirm)
+    );
+    if tty.write_all(q.as_bytes()).is_err() {
+        return Confirmation::Unavailable;
+    }
+    let mut line = String::new();
+    let mut byte = [0u8; 1];
+    while let Ok(1) = tty.read(&mut byte) {
+        if byte[0] == b'\n' {
+            break;
+        }
+        line.push(byte[0] as char);
+    }
+    if matches!(line.trim(), "y" | "Y" | "yes" | "Yes" | "YES") {
+        Confirmation::Yes
+    } else {
+        Confirmation::No
+    }
+}
+
+async fn call(a: CallArgs, ctx: &Ctx) -> Result<u8, AtipError> {
+    let raw = read_args(&a)?;
+    let r = remote(&a.target, ctx)?;
+    let spec = r.select(a.target.server.as_deref())?.clone();
+    let policy = load_policy(a.policy.as_deref(), ctx)?;
+    let audit = AuditLog::in_dir(&ctx.dirs.state);
+    let yes = a.yes;
+    let mut confirm = |p: &str, d: &Decision| if yes { Confirmation::Yes } else { prompt(p, d) };
+    let called = r
+        .call(
+            &spec,
+            &a.tool,
+            raw,
+            &policy,
+            &audit,
+            &mut confirm,
+            a.max_output,
+        )
+        .await?;
+    print_result(&called.result, a.compact, ctx)?;
+    if r.opts.verbose {
+        eprintln!(
+            "atip mcp: [{}] tools/call {} took {} ms",
+            spec.name,
+            called.tool.name,
+            called.duration.as_millis()
+        );
+    }
+    Ok(if called.result.is_error == Some(true) {
+        exit::FAILURE
+    } else {
+        exit::OK
+    })
+}
+
+/// Prints a call result: the JSON as received (or compacted), or its text for people.
+pub fn print_result(
+    result: &rmcp::model::CallToolResult,
+    compact: bool,
+    ctx: &Ctx,
+) -> Result<(), AtipError> {
+    if ctx.output.is_json() {
+        let v = if compact {
+            tools::compact(result)
+        } else {
+            serde_json::to_value(result).unwrap_or(Value::Null)
+        };
+        return print_json(&v).map_err(out_err);
+    }
+    let mut out = std::io::stdout().lock();
+    let mut any_text = false;
+    for block in &result.content {
+        let v = serde_json::to_value(block).unwrap_or(Value::Null);
+        match v.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                any_text = true;
+                let _ = writeln!(out, "{}", v["text"].as_str().unwrap_or(""));
+            }
+            Some(kind) => {
+                let size = v
+                    .get("data")
+                    .and_then(Value::as_str)
+                    .map(str::len)
+                    .unwrap_or(0);
+                let mime = v.get("mimeType").and_then(Value::as_str).unwrap_or("");
+                let _ = writeln!(out, "[{kind} {mime} {size} bytes base64]");
+            }
+            None => {}
+        }
+    }
+    if !any_text && let Some(s) = &result.structured_content {
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(s).unwrap_or_default()
+        );
+    }
+    let _ = out.flush();
+    if result.is_error == Some(true) {
+        eprintln!("atip mcp: the tool reported an error (isError)");
+    }
+    Ok(())
+}
+
+async fn ping(a: PingArgs, ctx: &Ctx) -> Result<u8, AtipError> {
+    let r = remote(&a.target, ctx)?;
+    let spec = r.select(a.target.server.as_deref())?.clone();
+    let session = Session::connect(&spec, &r.opts).await?;
+    let rtt = session.ping().await;
+    let info = session.server_info();
+    let connect = session.connect_time;
+    session.close().await;
+    let rtt = rtt?;
+    let report = json!({
+        "server": spec.name,
+        "transport": spec.transport.kind(),
+        "protocolVersion": info.get("protocolVersion"),
+        "serverInfo": info.get("serverInfo"),
+        "capabilities": info.get("capabilities"),
+        "instructions": info.get("instructions"),
+        "connectMs": connect.as_millis() as u64,
+        "rttMs": (rtt.as_secs_f64() * 1000.0 * 100.0).round() / 100.0,
+    });
+    if ctx.output.is_json() {
+        print_json(&report).map_err(out_err)?;
+    } else {
+        println!(
+            "{}: {} {} (protocol {}), connected in {} ms, ping {:.2} ms",
+            spec.name,
+            info.pointer("/serverInfo/name")
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
+            info.pointer("/serverInfo/version")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+            info.get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
+            connect.as_millis(),
+            rtt.as_secs_f64() * 1000.0
+        );
+        let caps: Vec<&String> = info
+            .get("capabilities")
+            .and_then(Value::as_object)
+            .map(|m| m.keys().collect())
+            .unwrap_or_default();
+        println!(
+            "capabilities: {}",
+            caps.iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(exit::OK)
+}
+
+fn import(a: ImportArgs, ctx: &Ctx) -> Result<u8, AtipError> {
+    let cwd = std::env::current_dir().map_err(|e| usage(e.to_string()))?;
+    let report = atip::mcp::import::import(
+        a.host,
+        a.from.as_deref(),
+        &ctx.dirs.config.join(config::GLOBAL_FILE),
+        &cwd,
+        a.force,
+        a.dry_run,
+    )?;
+    if ctx.output.is_json() {
+        print_json(&report).map_err(out_err)?;
+    } else {
+        for n in &report.imported {
+            println!(
+                "{} {n}",
+                if a.dry_run {
+                    "would import"
+                } else {
+                    "imported"
+                }
+            );
+        }
+        for (n, why) in &report.skipped {
+            eprintln!("skipped {n}: {why}");
+        }
+        if !a.dry_run {
+            eprintln!("wrote {}", report.target.display());
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// `atip exec mcp__SERVER__TOOL`: the same call as `atip mcp call`, found by its
+/// flattened name across the configured servers.
+pub fn exec_flat(
+    name: &str,
+    raw: serde_json::Map<String, Value>,
+    yes: bool,
+    policy_path: Option<&std::path::Path>,
+    ctx: &Ctx,
+) -> Result<u8, AtipError> {
+    block_on(async {
+        let config = load_config(ctx)?;
+        let ttl = Duration::from_secs(config.cache.ttl_seconds);
+        let use_cache = config.cache.enabled;
+        let r = Remote {
+            config,
+            cache: ToolCache::default_location(),
+            opts: ClientOptions::default(),
+            ttl,
+            use_cache,
+        };
+        let (spec, tool) = r.resolve_flat(name).await?;
+        let policy = load_policy(policy_path, ctx)?;
+        let audit = AuditLog::in_dir(&ctx.dirs.state);
+        let mut confirm =
+            |p: &str, d: &Decision| if yes { Confirmation::Yes } else { prompt(p, d) };
+        let called = r
+            .call(
+                &spec,
+                &tool,
+                raw,
+                &policy,
+                &audit,
+                &mut confirm,
+                atip::exec::DEFAULT_OUTPUT_CAP,
+            )
+            .await?;
+        print_result(&called.result, false, ctx)?;
+        Ok(if called.result.is_error == Some(true) {
+            exit::FAILURE
+        } else {
+            exit::OK
+        })
+    })
+}
+
+/// The tools of every configured MCP server as flattened tools, for `atip search`: the
+/// cached lists (any age), and with `refresh` a fresh `tools/list` for servers whose
+/// list is missing or past the TTL. A server that cannot be reached is a warning.
+pub fn cached_flat_tools(ctx: &Ctx, refresh: bool) -> Vec<(String, atip::compile::FlatTool)> {
+    let config = match load_config_quiet(ctx) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("warning: MCP servers left out: {}", e.message);
+            return Vec::new();
+        }
+    };
+    if config.servers.is_empty() {
+        return Vec::new();
+    }
+    let cache = ToolCache::default_location();
+    let ttl = Duration::from_secs(config.cache.ttl_seconds);
+    let mut out = Vec::new();
+    for spec in config.servers.values() {
+        let listed = match cache.read(spec) {
+            Some(c) if !refresh || c.age() <= ttl => Some(c.tools),
+            _ if refresh => {
+                let r = Remote {
+                    config: McpConfig::default(),
+                    cache: cache.clone(),
+                    opts: ClientOptions {
+                        quiet_server_stderr: true,
+                        ..ClientOptions::default()
+                    },
+                    ttl,
+                    use_cache: config.cache.enabled,
+                };
+                let fetched = run_async(async {
+                    let (l, s) = r.tools(spec, None, true).await?;
+                    if let Some(s) = s {
+                        s.close().await;
+                    }
+                    Ok(l.cached.tools)
+                });
+                match fetched {
+                    Ok(t) => t,
+                    Err(e) => {
+                        eprintln!("warning: MCP server {} left out: {}", spec.name, e.message);
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        for t in listed.unwrap_or_default() {
+            out.push((
+                spec.name.clone(),
+                tools::to_flat(&spec.name, &t, spec.trust_hints),
+            ));
+        }
+    }
+    out
 }

@@ -37,6 +37,13 @@ pub struct Args {
     /// Also rank commands that need a human (TTY, prompts, password).
     #[arg(long)]
     pub include_interactive: bool,
+    /// Leave out the tools of configured MCP servers.
+    #[arg(long)]
+    pub no_mcp: bool,
+    /// Fetch MCP tool lists that are missing from the cache or older than its TTL
+    /// (default: rank cached lists only, connecting to nothing).
+    #[arg(long, conflicts_with = "no_mcp")]
+    pub mcp_refresh: bool,
 }
 
 /// Runs `atip search`; returns the exit code.
@@ -53,23 +60,38 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
             format!("--max-bytes {}: {e}", args.max_bytes),
         )
     })?;
+    let mcp_tools = if args.no_mcp || args.file.is_some() || args.tools.is_some() {
+        Vec::new()
+    } else {
+        super::mcp::cached_flat_tools(ctx, args.mcp_refresh)
+    };
     let metas = match &args.file {
         Some(path) => vec![compile::source::load_file(path)?],
-        None => {
-            let loaded = compile::source::load_registry(&ctx.dirs, args.tools.as_deref())?;
-            for w in &loaded.warnings {
-                eprintln!("warning: {w}");
+        None => match compile::source::load_registry(&ctx.dirs, args.tools.as_deref()) {
+            Ok(loaded) => {
+                for w in &loaded.warnings {
+                    eprintln!("warning: {w}");
+                }
+                loaded.metas
             }
-            loaded.metas
-        }
+            // MCP tools alone are worth searching before any scan.
+            Err(e) if e.code == ErrorCode::RegistryNotFound && !mcp_tools.is_empty() => Vec::new(),
+            Err(e) => return Err(e),
+        },
     };
-    let catalog = Catalog::build(
+    let mut catalog = Catalog::build(
         &metas,
         &FlattenOptions {
             include_interactive: args.include_interactive,
             commands: None,
         },
     );
+    for (server, tool) in mcp_tools {
+        let name = tool.name.clone();
+        if !catalog.push_external(tool, &server) {
+            eprintln!("warning: MCP tool {name} left out: a command already has that name");
+        }
+    }
     let index = SearchIndex::build(catalog.tools());
     let query = args.query.join(" ");
     let opts = SearchOptions {
@@ -101,7 +123,16 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                 )
                 .collect::<Vec<_>>()
                 .join(" ");
-            println!("{}. {}  ({title})  score {:.2}", i + 1, r.name, r.score);
+            let kind = match &r.server {
+                Some(s) => format!("; MCP server {s}"),
+                None => String::new(),
+            };
+            println!(
+                "{}. {}  ({title}{kind})  score {:.2}",
+                i + 1,
+                r.name,
+                r.score
+            );
             println!("   {}", r.description);
             for w in &r.why {
                 println!("   why: {w}");

@@ -145,6 +145,8 @@ macro_rules! error_codes {
 error_codes! {
     Usage = "usage", Usage, " The command line is wrong: unknown flag, bad value, missing or conflicting argument.";
     InvalidGlob = "invalid_glob", Usage, " A glob pattern does not parse.";
+    McpServerNotFound = "mcp_server_not_found", Usage, " No MCP server of this name is configured.";
+    McpToolNotFound = "mcp_tool_not_found", Usage, " An MCP server has no tool of this name.";
     OutputDirNeeded = "output_dir_needed", Usage, " `export --format skill` of several tools needs `-o DIR`.";
     ArgsMalformed = "args_malformed", Data, " Tool-call arguments are not valid JSON.";
     ArgsInvalid = "args_invalid", Data, " Tool-call arguments are not an object matching the tool's input schema.";
@@ -164,12 +166,16 @@ error_codes! {
     ToolUnavailable = "tool_unavailable", Unavailable, " A registered tool cannot be started.";
     CwdUnavailable = "cwd_unavailable", Unavailable, " The working directory cannot be read.";
     McpFailed = "mcp_failed", Unavailable, " The MCP session could not start or broke.";
+    McpConnectFailed = "mcp_connect_failed", Unavailable, " An MCP server could not be started, reached or initialized.";
+    McpServerExited = "mcp_server_exited", Unavailable, " The connection to an MCP server closed in the middle of a request.";
+    McpServerError = "mcp_server_error", Unavailable, " An MCP server answered a request with a JSON-RPC error.";
     RegistryWriteFailed = "registry_write_failed", Output, " The registry could not be written; the old one is untouched.";
     FileWriteFailed = "file_write_failed", Output, " An output file could not be created or written; no partial file is left.";
     StdoutWriteFailed = "stdout_write_failed", Io, " Writing to stdout failed (e.g. a full device); a closed pipe is not an error.";
     RegistryLocked = "registry_locked", Temporary, " Another atip run holds the registry lock too long.";
     Timeout = "timeout", Temporary, " A tool call ran past its timeout and was killed.";
     Cancelled = "cancelled", Temporary, " A tool call was cancelled and killed.";
+    McpTimeout = "mcp_timeout", Temporary, " An MCP server did not answer within the timeout; its process group was killed.";
     Interrupted = "interrupted", Temporary, " atip was interrupted (SIGINT/SIGTERM) and wrote nothing.";
     PolicyDenied = "policy_denied", Policy, " The policy refuses this call.";
     ConfirmationRequired = "confirmation_required", Policy, " The call needs confirmation (`--yes`, a terminal, or the policy).";
@@ -191,6 +197,8 @@ error_codes! {
     InsecureEndpoint = "insecure_endpoint", Config, " An API key would travel over plain http to another machine.";
     EndpointAuth = "endpoint_auth", Config, " The model endpoint refused the API key (HTTP 401 or 403).";
     ConfigInvalid = "config_invalid", Config, " `config.json` is invalid.";
+    McpConfigInvalid = "mcp_config_invalid", Config, " An MCP server config (`mcp.json`, `.mcp.json`) is invalid.";
+    McpImportFailed = "mcp_import_failed", Config, " An agent host's MCP config cannot be imported.";
     PolicyInvalid = "policy_invalid", Config, " The policy file is invalid.";
     Internal = "internal", Internal, " A bug in atip: please report it.";
 }

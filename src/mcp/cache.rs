@@ -1,0 +1,173 @@
+//! The per-server `tools/list` cache: `$XDG_CACHE_HOME/agent-tools/mcp/NAME-ID.json`
+//! (`ATIP_CACHE_DIR` replaces `$XDG_CACHE_HOME/agent-tools`), one file per server, valid
+//! for a TTL.
+//!
+//! `ID` hashes what the server is (transport, command, args, env, URL, headers), so an
+//! edited config never reads another server's list. Files are written to a temporary
+//! file in the same directory and renamed, so readers see a whole file or none; a file
+//! that does not parse is ignored (and rewritten on the next fetch). Must not connect.
+
+use super::config::ServerSpec;
+use rmcp::model::Tool;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Format version of a cache file.
+const VERSION: u32 = 1;
+
+/// One server's cached list.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CachedTools {
+    /// Format version.
+    pub version: u32,
+    /// Server name.
+    pub server: String,
+    /// When the list was fetched, milliseconds since the Unix epoch.
+    pub fetched_at_ms: u64,
+    /// `serverInfo` and capabilities from initialization.
+    #[serde(default)]
+    pub server_info: Value,
+    /// The tools, as the server listed them.
+    pub tools: Vec<Tool>,
+}
+
+impl CachedTools {
+    /// Age of the list.
+    pub fn age(&self) -> Duration {
+        Duration::from_millis(now_ms().saturating_sub(self.fetched_at_ms))
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// The cache directory.
+#[derive(Debug, Clone)]
+pub struct ToolCache {
+    dir: PathBuf,
+}
+
+fn absolute_env(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+}
+
+impl ToolCache {
+    /// `ATIP_CACHE_DIR/mcp`, else `$XDG_CACHE_HOME/agent-tools/mcp`, else
+    /// `~/.cache/agent-tools/mcp`.
+    pub fn default_location() -> ToolCache {
+        let base = absolute_env("ATIP_CACHE_DIR").unwrap_or_else(|| {
+            absolute_env("XDG_CACHE_HOME")
+                .or_else(|| absolute_env("HOME").map(|h| h.join(".cache")))
+                .unwrap_or_else(|| PathBuf::from("/tmp"))
+                .join(crate::dirs::APP_DIR)
+        });
+        ToolCache {
+            dir: base.join("mcp"),
+        }
+    }
+
+    /// A cache in `dir`.
+    pub fn in_dir(dir: &Path) -> ToolCache {
+        ToolCache {
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// Directory of the cache files.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn file(&self, spec: &ServerSpec) -> PathBuf {
+        self.dir
+            .join(format!("{}-{}.json", spec.name, spec.identity()))
+    }
+
+    /// The cached list of `spec`, whatever its age; `None` when missing or unreadable.
+    pub fn read(&self, spec: &ServerSpec) -> Option<CachedTools> {
+        let bytes = std::fs::read(self.file(spec)).ok()?;
+        let c: CachedTools = serde_json::from_slice(&bytes).ok()?;
+        (c.version == VERSION && c.server == spec.name).then_some(c)
+    }
+
+    /// The cached list when younger than `ttl`.
+    pub fn fresh(&self, spec: &ServerSpec, ttl: Duration) -> Option<CachedTools> {
+        self.read(spec).filter(|c| c.age() <= ttl)
+    }
+
+    /// Stores a freshly fetched list (atomically); returns what was stored.
+    pub fn write(
+        &self,
+        spec: &ServerSpec,
+        server_info: Value,
+        tools: Vec<Tool>,
+    ) -> std::io::Result<CachedTools> {
+        use std::io::Write;
+        let c = CachedTools {
+            version: VERSION,
+            server: spec.name.clone(),
+            fetched_at_ms: now_ms(),
+            server_info,
+            tools,
+        };
+        std::fs::create_dir_all(&self.dir)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
+        tmp.write_all(&serde_json::to_vec(&c).map_err(std::io::Error::other)?)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(self.file(spec)).map_err(|e| e.error)?;
+        Ok(c)
+    }
+
+    /// Removes the cached list of `spec` (after a failed call suggests it is stale).
+    pub fn forget(&self, spec: &ServerSpec) {
+        let _ = std::fs::remove_file(self.file(spec));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::config::Transport;
+
+    fn spec(cmd: &str) -> ServerSpec {
+        ServerSpec {
+            name: "s".into(),
+            transport: Transport::Stdio {
+                command: cmd.into(),
+                args: vec![],
+                env: vec![],
+                cwd: None,
+            },
+            timeout: None,
+            origin: "test".into(),
+            trust_hints: true,
+            secrets: vec![],
+        }
+    }
+
+    #[test]
+    fn round_trip_ttl_and_identity() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ToolCache::in_dir(dir.path());
+        let tool: Tool = serde_json::from_value(
+            serde_json::json!({"name": "t", "inputSchema": {"type": "object"}}),
+        )
+        .unwrap();
+        cache.write(&spec("a"), Value::Null, vec![tool]).unwrap();
+        assert_eq!(cache.read(&spec("a")).unwrap().tools[0].name, "t");
+        assert!(cache.fresh(&spec("a"), Duration::from_secs(60)).is_some());
+        // A different command is a different server: no stale list.
+        assert!(cache.read(&spec("b")).is_none());
+        std::fs::write(cache.file(&spec("a")), b"{not json").unwrap();
+        assert!(cache.read(&spec("a")).is_none());
+    }
+}

@@ -1,0 +1,515 @@
+//! The MCP client: one session with one configured server, over stdio (rmcp's
+//! child-process transport) or Streamable HTTP (rmcp's reqwest transport, rustls).
+//!
+//! Owns connecting and initializing under a deadline, forwarding a stdio server's
+//! stderr (each line prefixed with the server's name, secrets redacted, or drained
+//! silently), `--verbose` lifecycle lines and `--trace` JSON-RPC frames on stderr (both
+//! redacted), mapping failures to atip's error codes, and ending the session cleanly:
+//! stdin closed, then the child's whole process group terminated; an HTTP session is
+//! ended with DELETE by the transport. Must not decide policy or print to stdout.
+
+use super::config::{ServerSpec, Transport as Spec};
+use crate::exec::redact::Redactor;
+use crate::output::{AtipError, ErrorCode};
+use crate::process::server::{GroupGuard, server_command};
+use rmcp::ServiceExt;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
+    Implementation, PingRequest, ServerResult, Tool,
+};
+use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::transport::{TokioChildProcess, Transport};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::AsyncBufReadExt;
+
+/// Default deadline for connecting plus one request, when neither `--timeout` nor the
+/// server's `timeoutMs` says.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest server stderr line forwarded; the rest of the line is dropped.
+const MAX_STDERR_LINE: usize = 4096;
+/// How long a stdio server gets to exit after stdin closes, then SIGTERM, then SIGKILL.
+const EXIT_GRACE: Duration = Duration::from_millis(500);
+
+/// Diagnostics switches.
+#[derive(Debug, Clone, Default)]
+pub struct ClientOptions {
+    /// Deadline for each step (connect + initialize, then each request).
+    pub timeout: Option<Duration>,
+    /// Lifecycle lines (connect, cache, timings).
+    pub verbose: bool,
+    /// Every JSON-RPC frame, redacted.
+    pub trace: bool,
+    /// Drop the server's stderr instead of forwarding it.
+    pub quiet_server_stderr: bool,
+}
+
+/// Writes this session's diagnostics to stderr, redacted.
+#[derive(Debug, Clone)]
+pub struct Log {
+    server: String,
+    redactor: Arc<Redactor>,
+    verbose: bool,
+    trace: bool,
+}
+
+impl Log {
+    /// A log for one server.
+    pub fn new(spec: &ServerSpec, opts: &ClientOptions) -> Log {
+        Log {
+            server: spec.name.clone(),
+            redactor: Arc::new(spec.redactor()),
+            verbose: opts.verbose,
+            trace: opts.trace,
+        }
+    }
+
+    /// A `--verbose` line.
+    pub fn verbose(&self, what: impl AsRef<str>) {
+        if self.verbose {
+            eprintln!(
+                "atip mcp: [{}] {}",
+                self.server,
+                self.redactor.redact(what.as_ref())
+            );
+        }
+    }
+
+    fn frame(&self, dir: &str, msg: &impl serde::Serialize) {
+        if !self.trace {
+            return;
+        }
+        let mut v = serde_json::to_value(msg).unwrap_or(Value::Null);
+        self.redactor.redact_json(&mut v);
+        eprintln!("atip mcp: [{}] {dir} {v}", self.server);
+    }
+}
+
+/// A transport that shows every frame under `--trace`.
+struct Traced<T> {
+    inner: T,
+    log: Log,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Traced<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: rmcp::service::TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.log.frame("->", &item);
+        self.inner.send(item)
+    }
+
+    fn receive(
+        &mut self,
+    ) -> impl Future<Output = Option<rmcp::service::RxJsonRpcMessage<RoleClient>>> + Send {
+        let log = self.log.clone();
+        let next = self.inner.receive();
+        async move {
+            let m = next.await;
+            if let Some(m) = &m {
+                log.frame("<-", m);
+            }
+            m
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
+/// An initialized session with one server.
+pub struct Session {
+    service: RunningService<RoleClient, ClientConfig>,
+    /// The server's configuration.
+    pub spec: ServerSpec,
+    /// Diagnostics.
+    pub log: Log,
+    timeout: Duration,
+    group: Option<GroupGuard>,
+    stderr_task: Option<tokio::task::JoinHandle<()>>,
+    /// Time from spawn/connect to the end of initialization.
+    pub connect_time: Duration,
+}
+
+/// The deadline that applies: `--timeout`, else the server's `timeoutMs`, else 30 s.
+pub fn deadline(spec: &ServerSpec, opts: &ClientOptions) -> Duration {
+    opts.timeout.or(spec.timeout).unwrap_or(DEFAULT_TIMEOUT)
+}
+
+fn timeout_error(spec: &ServerSpec, what: &str, t: Duration) -> AtipError {
+    AtipError::new(
+        ErrorCode::McpTimeout,
+        format!(
+            "server {:?} did not answer {what} within {}",
+            spec.name,
+            crate::units::format_duration(t)
+        ),
+    )
+    .hint("retry, or raise --timeout (or timeoutMs in the server's config)")
+    .details(json!({"server": spec.name, "timeoutMs": t.as_millis() as u64}))
+}
+
+fn connect_error(spec: &ServerSpec, msg: String, hint: &str) -> AtipError {
+    AtipError::new(ErrorCode::McpConnectFailed, msg)
+        .hint(hint.to_string())
+        .details(json!({"server": spec.name, "transport": spec.transport.kind()}))
+}
+
+fn client_info() -> ClientConfig {
+    // The handshake's newest version: servers that only know older ones answer with theirs.
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("atip", env!("CARGO_PKG_VERSION")),
+    )
+    .with_protocol_version(rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE)
+}
+
+impl Session {
+    /// Starts (stdio) or reaches (HTTP) the server and initializes the session.
+    pub async fn connect(spec: &ServerSpec, opts: &ClientOptions) -> Result<Session, AtipError> {
+        let log = Log::new(spec, opts);
+        let timeout = deadline(spec, opts);
+        let started = Instant::now();
+        let (service, group, stderr_task) = match &spec.transport {
+            Spec::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                log.verbose(format!("starting {}", spec.summary()));
+                let cmd = tokio::process::Command::from(server_command(
+                    command,
+                    args,
+                    env,
+                    cwd.as_deref(),
+                ));
+                let (proc, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(|e| {
+                        connect_error(
+                            spec,
+                            format!(
+                                "failed to start server {:?} ({}): {e}",
+                                spec.name,
+                                spec.summary()
+                            ),
+                            "check the server's command in the MCP config (it runs without a shell, on PATH)",
+                        )
+                    })?;
+                let group = proc.id().map(GroupGuard::new);
+                let stderr_task = stderr.map(|s| {
+                    let log = log.clone();
+                    let quiet = opts.quiet_server_stderr;
+                    tokio::spawn(forward_stderr(s, log, quiet))
+                });
+                let traced = Traced {
+                    inner: proc,
+                    log: log.clone(),
+                };
+                let service = match tokio::time::timeout(timeout, client_info().serve(traced)).await
+                {
+                    Err(_) => return Err(timeout_error(spec, "initialize", timeout)),
+                    Ok(Err(e)) => {
+                        return Err(connect_error(
+                            spec,
+                            format!(
+                                "server {:?} failed to initialize: {}",
+                                spec.name,
+                                log.redactor.redact(&e.to_string())
+                            ),
+                            "run with --verbose and look at the server's stderr above",
+                        ));
+                    }
+                    Ok(Ok(s)) => s,
+                };
+                (service, group, stderr_task)
+            }
+            Spec::Http { url, headers } => {
+                use rmcp::transport::StreamableHttpClientTransport;
+                use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+                log.verbose(format!("connecting to {}", spec.summary()));
+                let mut map = std::collections::HashMap::new();
+                let mut auth = None;
+                for (k, v) in headers {
+                    if k.eq_ignore_ascii_case("authorization") {
+                        // rmcp sends this header itself; it takes the value after `Bearer `.
+                        auth = Some(v.strip_prefix("Bearer ").unwrap_or(v).to_string());
+                        continue;
+                    }
+                    let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| {
+                        AtipError::new(
+                            ErrorCode::McpConfigInvalid,
+                            format!("server {:?}: header name {k:?}: {e}", spec.name),
+                        )
+                    })?;
+                    let value = http::HeaderValue::from_str(v).map_err(|_| {
+                        AtipError::new(ErrorCode::McpConfigInvalid, format!(
+                                "server {:?}: the value of header {k:?} is not a valid header value",
+                                spec.name
+                            ),
+                        )
+                    })?;
+                    map.insert(name, value);
+                }
+                let client = reqwest::Client::builder()
+                    .connect_timeout(timeout)
+                    .build()
+                    .map_err(|e| {
+                        connect_error(
+                            spec,
+                            format!("failed to set up the HTTP client: {e}"),
+                            "this is a bug; please report it",
+                        )
+                    })?;
+                let mut config =
+                    StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
+                if let Some(a) = auth {
+                    config = config.auth_header(a);
+                }
+                let transport = StreamableHttpClientTransport::with_client(client, config);
+                let traced = Traced {
+                    inner: transport,
+                    log: log.clone(),
+                };
+                let service = match tokio::time::timeout(timeout, client_info().serve(traced)).await
+                {
+                    Err(_) => return Err(timeout_error(spec, "initialize", timeout)),
+                    Ok(Err(e)) => {
+                        return Err(connect_error(
+                            spec,
+                            format!(
+                                "failed to connect to server {:?} at {}: {}",
+                                spec.name,
+                                spec.summary(),
+                                log.redactor.redact(&error_chain(&e))
+                            ),
+                            "check the URL and headers, and that the server is running",
+                        ));
+                    }
+                    Ok(Ok(s)) => s,
+                };
+                (service, None, None)
+            }
+        };
+        let connect_time = started.elapsed();
+        let session = Session {
+            service,
+            spec: spec.clone(),
+            log,
+            timeout,
+            group,
+            stderr_task,
+            connect_time,
+        };
+        if let Some(info) = session.service.peer_info() {
+            session.log.verbose(format!(
+                "initialized in {} ms: {} {} (protocol {})",
+                connect_time.as_millis(),
+                info.server_info
+                    .as_ref()
+                    .map(|i| i.name.as_str())
+                    .unwrap_or("?"),
+                info.server_info
+                    .as_ref()
+                    .map(|i| i.version.as_str())
+                    .unwrap_or(""),
+                info.protocol_version
+            ));
+        }
+        Ok(session)
+    }
+
+    /// What the server said about itself at initialization.
+    pub fn server_info(&self) -> Value {
+        match self.service.peer_info() {
+            Some(i) => serde_json::to_value(&*i).unwrap_or(Value::Null),
+            None => Value::Null,
+        }
+    }
+
+    fn request_error(&self, what: &str, e: ServiceError) -> AtipError {
+        let spec = &self.spec;
+        match e {
+            ServiceError::McpError(err) => {
+                let msg = self.log.redactor.redact(&err.message).into_owned();
+                if err.code.0 == -32602 && msg.to_ascii_lowercase().contains("unknown tool") {
+                    AtipError::new(
+                        ErrorCode::McpToolNotFound,
+                        format!("server {:?} has no such tool: {msg}", spec.name),
+                    )
+                    .hint(format!(
+                        "list its tools with `atip mcp tools --server {}`",
+                        spec.name
+                    ))
+                } else {
+                    AtipError::new(
+                        ErrorCode::McpServerError,
+                        format!(
+                            "server {:?} answered {what} with error {}: {msg}",
+                            spec.name, err.code.0
+                        ),
+                    )
+                    .details(json!({"server": spec.name, "code": err.code.0, "data": err.data}))
+                }
+            }
+            ServiceError::Timeout { timeout } => timeout_error(spec, what, timeout),
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => AtipError::new(
+                ErrorCode::McpServerExited,
+                format!(
+                    "the connection to server {:?} closed during {what}",
+                    spec.name
+                ),
+            )
+            .hint("the server crashed or hung up; its stderr (above) may say why")
+            .details(json!({"server": spec.name})),
+            other => AtipError::new(
+                ErrorCode::McpServerError,
+                format!(
+                    "{what} on server {:?} failed: {}",
+                    spec.name,
+                    self.log.redactor.redact(&other.to_string())
+                ),
+            ),
+        }
+    }
+
+    /// Runs one request future under the deadline.
+    async fn bounded<T>(
+        &self,
+        what: &str,
+        fut: impl Future<Output = Result<T, ServiceError>>,
+    ) -> Result<T, AtipError> {
+        let started = Instant::now();
+        let r = match tokio::time::timeout(self.timeout, fut).await {
+            Err(_) => Err(timeout_error(&self.spec, what, self.timeout)),
+            Ok(Err(e)) => Err(self.request_error(what, e)),
+            Ok(Ok(v)) => Ok(v),
+        };
+        self.log
+            .verbose(format!("{what}: {} ms", started.elapsed().as_millis()));
+        r
+    }
+
+    /// Every tool, following `nextCursor`.
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, AtipError> {
+        self.bounded("tools/list", self.service.list_all_tools())
+            .await
+    }
+
+    /// Calls one tool.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        args: serde_json::Map<String, Value>,
+    ) -> Result<CallToolResult, AtipError> {
+        let params = CallToolRequestParams::new(name.to_string()).with_arguments(args);
+        self.bounded("tools/call", self.service.call_tool(params))
+            .await
+    }
+
+    /// One `ping` round trip.
+    pub async fn ping(&self) -> Result<Duration, AtipError> {
+        let started = Instant::now();
+        let req = ClientRequest::PingRequest(PingRequest {
+            method: Default::default(),
+            extensions: Default::default(),
+        });
+        match self.bounded("ping", self.service.send_request(req)).await? {
+            ServerResult::EmptyResult(_) => Ok(started.elapsed()),
+            _ => Ok(started.elapsed()),
+        }
+    }
+
+    /// Ends the session: closes the transport (stdin EOF, or HTTP DELETE of the
+    /// session), then terminates what is left of a stdio server's process group.
+    pub async fn close(mut self) {
+        let closed = self.service.close_with_timeout(EXIT_GRACE).await;
+        if let Ok(None) = closed {
+            self.log
+                .verbose("the session did not close in time; stopping it");
+        }
+        if let Some(mut g) = self.group.take() {
+            tokio::task::spawn_blocking(move || g.terminate(EXIT_GRACE))
+                .await
+                .ok();
+        }
+        if let Some(t) = self.stderr_task.take() {
+            // The pipe closes with the group; whatever it still held is forwarded.
+            let _ = tokio::time::timeout(Duration::from_millis(200), t).await;
+        }
+        self.log.verbose("closed");
+    }
+
+    /// Kills a stdio server's process group right away (Ctrl-C).
+    pub fn kill(&mut self) {
+        if let Some(g) = self.group.as_mut() {
+            g.kill_now();
+        }
+    }
+}
+
+/// The error and its sources, one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        cur = c.source();
+    }
+    s
+}
+
+/// Copies the server's stderr to ours, line by line, prefixed and redacted. A flood is
+/// read at full speed (so the server never blocks on a full pipe), and a line is kept
+/// only up to [`MAX_STDERR_LINE`] bytes however long it runs, so memory stays bounded.
+async fn forward_stderr(stderr: tokio::process::ChildStderr, log: Log, quiet: bool) {
+    let mut reader = tokio::io::BufReader::with_capacity(64 * 1024, stderr);
+    let mut line: Vec<u8> = Vec::with_capacity(256);
+    let mut cut = false;
+    loop {
+        let (used, end_of_line) = match reader.fill_buf().await {
+            Ok([]) | Err(_) => break,
+            Ok(buf) => {
+                let (chunk, eol) = match memchr::memchr(b'\n', buf) {
+                    Some(i) => (&buf[..i], Some(i + 1)),
+                    None => (buf, None),
+                };
+                if !quiet {
+                    let room = MAX_STDERR_LINE.saturating_sub(line.len());
+                    line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                    cut |= chunk.len() > room;
+                }
+                (eol.unwrap_or(buf.len()), eol.is_some())
+            }
+        };
+        reader.consume(used);
+        if end_of_line {
+            emit_line(&log, &mut line, &mut cut, quiet);
+        }
+    }
+    if !line.is_empty() {
+        emit_line(&log, &mut line, &mut cut, quiet);
+    }
+}
+
+fn emit_line(log: &Log, line: &mut Vec<u8>, cut: &mut bool, quiet: bool) {
+    if !quiet {
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim_end_matches('\r');
+        let tail = if *cut { " [atip: line cut]" } else { "" };
+        eprintln!("[{}] {}{tail}", log.server, log.redactor.redact(text));
+    }
+    line.clear();
+    *cut = false;
+}

@@ -1,0 +1,770 @@
+//! MCP server configuration for the client side: where servers are declared, in which
+//! shapes, and how the files merge.
+//!
+//! Two files, later overriding earlier by server name: the global
+//! `<config-dir>/mcp.json` (`$XDG_CONFIG_HOME/agent-tools/mcp.json`), then the project's
+//! `.mcp.json` in the working directory or its nearest ancestor (as agent hosts look it
+//! up). Each file may use the `mcpServers` shape agent hosts write (Claude Desktop, Claude
+//! Code, Cursor) or the `servers` shape (VS Code, the mcp-cli document), with
+//! `defaultServer`, `strictEnv`, `cache` and `toolSearch` settings. `${VAR}` expands from
+//! the environment. Values that look like secrets (authorization headers, env entries
+//! named like tokens) are collected so every printer can redact them.
+//!
+//! Must not connect to anything or print; warnings are returned.
+
+use crate::exec::redact::Redactor;
+use crate::output::{AtipError, ErrorCode};
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// File name of the global config inside the config directory.
+pub const GLOBAL_FILE: &str = "mcp.json";
+/// File name of the project config, looked up from the working directory upwards.
+pub const PROJECT_FILE: &str = ".mcp.json";
+/// Default tools/list cache lifetime.
+pub const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(300);
+
+/// How atip reaches one server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "transport", rename_all = "lowercase")]
+pub enum Transport {
+    /// A child process speaking newline-delimited JSON-RPC on stdin/stdout.
+    Stdio {
+        /// Program (a path, or a name looked up on PATH).
+        command: String,
+        /// Arguments, passed as they are (no shell).
+        args: Vec<String>,
+        /// Extra environment entries.
+        env: Vec<(String, String)>,
+        /// Working directory.
+        cwd: Option<PathBuf>,
+    },
+    /// MCP Streamable HTTP.
+    Http {
+        /// The MCP endpoint.
+        url: String,
+        /// Headers sent with every request.
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl Transport {
+    /// `stdio` or `http`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Transport::Stdio { .. } => "stdio",
+            Transport::Http { .. } => "http",
+        }
+    }
+}
+
+/// One configured server.
+#[derive(Debug, Clone)]
+pub struct ServerSpec {
+    /// Name (the key in the config).
+    pub name: String,
+    /// How to reach it.
+    pub transport: Transport,
+    /// Per-server timeout (`timeoutMs`).
+    pub timeout: Option<Duration>,
+    /// Where it was configured: a file path, or `command line`.
+    pub origin: String,
+    /// Whether its tools' `readOnlyHint` is believed (`trustHints`, default true). With
+    /// `false`, every call of its tools needs confirmation.
+    pub trust_hints: bool,
+    /// Secret values of this server (header values, secret-named env entries), for
+    /// redaction.
+    pub secrets: Vec<(String, String)>,
+}
+
+impl ServerSpec {
+    /// A redactor for this server's secrets plus the usual token shapes.
+    pub fn redactor(&self) -> Redactor {
+        let mut r = Redactor::new();
+        for (label, value) in &self.secrets {
+            r.add_value(label, value.clone());
+        }
+        r
+    }
+
+    /// One line: `node server.js --flag` or the URL, secrets redacted.
+    pub fn summary(&self) -> String {
+        let r = self.redactor();
+        let text = match &self.transport {
+            Transport::Stdio { command, args, .. } => std::iter::once(command.as_str())
+                .chain(args.iter().map(String::as_str))
+                .map(shell_word)
+                .collect::<Vec<_>>()
+                .join(" "),
+            Transport::Http { url, .. } => redact_url(url),
+        };
+        r.redact(&text).into_owned()
+    }
+
+    /// A key that changes whenever what the server is changes (command, args, env, url,
+    /// headers): names the cache file, so an edited config never reads a stale list.
+    pub fn identity(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(self.name.as_bytes());
+        h.update([0]);
+        h.update(serde_json::to_vec(&self.transport).unwrap_or_default());
+        hex::encode(&h.finalize()[..16])
+    }
+}
+
+/// Quotes a word for display when it has spaces or quotes (display only, never run).
+fn shell_word(w: &str) -> String {
+    if !w.is_empty() && !w.contains([' ', '\'', '"', '\t', '\n']) {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', "'\\''"))
+    }
+}
+
+/// Whether a header or variable name names a secret.
+pub fn is_secret_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    matches!(
+        n.as_str(),
+        "authorization" | "proxy-authorization" | "cookie"
+    ) || [
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "apikey",
+        "api_key",
+        "api-key",
+        "auth",
+        "credential",
+        "private",
+        "key",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+}
+
+/// A URL with the values of secret-looking query parameters and any userinfo password
+/// replaced by `[REDACTED]`.
+pub fn redact_url(url: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b.to_string(), Some(q)),
+        None => (url.to_string(), None),
+    };
+    let base = match base.split_once("://") {
+        Some((scheme, rest)) => {
+            let (auth, host) = match rest.split_once('@') {
+                Some((a, h)) if !a.contains('/') => (Some(a), h),
+                _ => (None, rest),
+            };
+            match auth {
+                Some(a) => {
+                    let user = a.split(':').next().unwrap_or("");
+                    format!("{scheme}://{user}:[REDACTED]@{host}")
+                }
+                None => base.clone(),
+            }
+        }
+        None => base,
+    };
+    match query {
+        None => base,
+        Some(q) => {
+            let parts: Vec<String> = q
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _)) if is_secret_name(k) => format!("{k}=[REDACTED]"),
+                    _ => kv.to_string(),
+                })
+                .collect();
+            format!("{base}?{}", parts.join("&"))
+        }
+    }
+}
+
+/// `cache` settings.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CacheSettings {
+    /// Whether tools/list results are cached at all.
+    pub enabled: bool,
+    /// Lifetime of a cached list.
+    pub ttl_seconds: u64,
+}
+
+impl Default for CacheSettings {
+    fn default() -> Self {
+        CacheSettings {
+            enabled: true,
+            ttl_seconds: DEFAULT_CACHE_TTL.as_secs(),
+        }
+    }
+}
+
+/// `toolSearch` settings: defaults for `atip mcp tools --search`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolSearchSettings {
+    /// Most results.
+    pub default_limit: usize,
+    /// Results that carry a full schema.
+    pub default_schemas: usize,
+}
+
+impl Default for ToolSearchSettings {
+    fn default() -> Self {
+        ToolSearchSettings {
+            default_limit: 5,
+            default_schemas: 3,
+        }
+    }
+}
+
+/// The merged configuration.
+#[derive(Debug, Clone, Default)]
+pub struct McpConfig {
+    /// Servers by name, in the order first declared.
+    pub servers: IndexMap<String, ServerSpec>,
+    /// `defaultServer` (the later file wins).
+    pub default_server: Option<String>,
+    /// Cache settings (the later file wins, per key).
+    pub cache: CacheSettings,
+    /// Tool search defaults.
+    pub tool_search: ToolSearchSettings,
+    /// Files read, in order.
+    pub files: Vec<PathBuf>,
+    /// Non-fatal problems (missing variables, skipped entries).
+    pub warnings: Vec<String>,
+}
+
+/// Where the config files are.
+#[derive(Debug, Clone)]
+pub struct ConfigPaths {
+    /// The global file.
+    pub global: PathBuf,
+    /// The project file, when one was found.
+    pub project: Option<PathBuf>,
+}
+
+impl ConfigPaths {
+    /// The global file in `config_dir`, and the nearest `.mcp.json` from `cwd` upwards.
+    pub fn locate(config_dir: &Path, cwd: &Path) -> ConfigPaths {
+        let project = cwd
+            .ancestors()
+            .map(|d| d.join(PROJECT_FILE))
+            .find(|p| p.is_file());
+        ConfigPaths {
+            global: config_dir.join(GLOBAL_FILE),
+            project,
+        }
+    }
+}
+
+fn config_error(path: &Path, msg: impl std::fmt::Display) -> AtipError {
+    AtipError::new(
+        ErrorCode::McpConfigInvalid,
+        format!("{}: {msg}", path.display()),
+    )
+    .hint("see spec/mcp-client.md for the accepted shapes")
+    .details(serde_json::json!({"path": path}))
+}
+
+/// Expands `${NAME}` from `lookup`. Missing names stay literal and are returned.
+pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> (String, Vec<String>) {
+    let mut out = String::with_capacity(text.len());
+    let mut missing = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        match after.find('}') {
+            Some(end)
+                if !after[..end].is_empty()
+                    && after[..end]
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+            {
+                let name = &after[..end];
+                match lookup(name) {
+                    Some(v) => out.push_str(&v),
+                    None => {
+                        out.push_str(&rest[start..start + 3 + end]);
+                        missing.push(name.to_string());
+                    }
+                }
+                rest = &after[end + 1..];
+            }
+            _ => {
+                out.push_str("${");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    (out, missing)
+}
+
+/// Reads, validates and merges config files.
+pub struct Loader<'a> {
+    /// Looks a variable up (the process environment outside tests).
+    pub lookup: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Loader<'_> {
+    /// Loads the global file then the project file; a missing file is not an error.
+    pub fn load(&self, paths: &ConfigPaths) -> Result<McpConfig, AtipError> {
+        let mut cfg = McpConfig::default();
+        for path in std::iter::once(&paths.global).chain(paths.project.as_ref()) {
+            let bytes = match std::fs::read(path) {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(config_error(path, format!("failed to read: {e}"))),
+            };
+            self.merge_file(&mut cfg, path, &bytes)?;
+        }
+        Ok(cfg)
+    }
+
+    /// Merges one file's bytes into `cfg`: servers override by name, settings per key.
+    pub fn merge_file(
+        &self,
+        cfg: &mut McpConfig,
+        path: &Path,
+        bytes: &[u8],
+    ) -> Result<(), AtipError> {
+        let doc: Value = serde_json::from_slice(bytes)
+            .map_err(|e| config_error(path, format!("not valid JSON: {e}")))?;
+        let Value::Object(doc) = doc else {
+            return Err(config_error(path, "the top level must be a JSON object"));
+        };
+        cfg.files.push(path.to_path_buf());
+        let strict = match doc.get("strictEnv") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(config_error(path, "strictEnv must be true or false")),
+        };
+        let folder = path
+            .parent()
+            .map(|d| {
+                if d.file_name()
+                    .is_some_and(|n| n == ".vscode" || n == ".cursor")
+                {
+                    d.parent().unwrap_or(d)
+                } else {
+                    d
+                }
+            })
+            .map(|d| d.display().to_string())
+            .unwrap_or_default();
+        let lookup = |name: &str| -> Option<String> {
+            if name == "workspaceFolder" {
+                return Some(folder.clone());
+            }
+            (self.lookup)(name)
+        };
+        let mut ctx = FileCtx {
+            path,
+            strict,
+            lookup: &lookup,
+            warnings: Vec::new(),
+        };
+        if let Some(v) = doc.get("defaultServer") {
+            let s = v
+                .as_str()
+                .ok_or_else(|| config_error(path, "defaultServer must be a string"))?;
+            cfg.default_server = Some(s.to_string());
+        }
+        if let Some(c) = doc.get("cache") {
+            let c = c
+                .as_object()
+                .ok_or_else(|| config_error(path, "cache must be an object"))?;
+            if let Some(v) = c.get("enabled") {
+                cfg.cache.enabled = v
+                    .as_bool()
+                    .ok_or_else(|| config_error(path, "cache.enabled must be true or false"))?;
+            }
+            if let Some(v) = c.get("ttlSeconds") {
+                cfg.cache.ttl_seconds = v.as_u64().ok_or_else(|| {
+                    config_error(path, "cache.ttlSeconds must be a whole number of seconds")
+                })?;
+            }
+        }
+        if let Some(t) = doc.get("toolSearch") {
+            let t = t
+                .as_object()
+                .ok_or_else(|| config_error(path, "toolSearch must be an object"))?;
+            for (key, slot) in [
+                ("defaultLimit", &mut cfg.tool_search.default_limit),
+                ("defaultSchemas", &mut cfg.tool_search.default_schemas),
+            ] {
+                if let Some(v) = t.get(key) {
+                    *slot = v.as_u64().ok_or_else(|| {
+                        config_error(path, format!("toolSearch.{key} must be a whole number"))
+                    })? as usize;
+                }
+            }
+        }
+        let top_timeout = doc
+            .get("timeoutMs")
+            .map(|v| {
+                v.as_u64()
+                    .map(Duration::from_millis)
+                    .ok_or_else(|| config_error(path, "timeoutMs must be a whole number"))
+            })
+            .transpose()?;
+        for key in ["mcpServers", "servers"] {
+            let Some(servers) = doc.get(key) else {
+                continue;
+            };
+            let servers = servers
+                .as_object()
+                .ok_or_else(|| config_error(path, format!("{key} must be an object")))?;
+            for (name, entry) in servers {
+                if let Some(spec) = ctx.server(name, entry, key)? {
+                    let mut spec = spec;
+                    if spec.timeout.is_none() {
+                        spec.timeout = top_timeout;
+                    }
+                    // Project entries replace global ones by name, keeping the first position.
+                    cfg.servers.insert(name.clone(), spec);
+                }
+            }
+        }
+        cfg.warnings.append(&mut ctx.warnings);
+        Ok(())
+    }
+}
+
+struct FileCtx<'a> {
+    path: &'a Path,
+    strict: bool,
+    lookup: &'a dyn Fn(&str) -> Option<String>,
+    warnings: Vec<String>,
+}
+
+impl FileCtx<'_> {
+    fn expand(&mut self, where_: &str, text: &str) -> Result<String, AtipError> {
+        let (out, missing) = expand(text, self.lookup);
+        for m in missing {
+            if self.strict {
+                return Err(config_error(
+                    self.path,
+                    format!("{where_}: environment variable {m} is not set (strictEnv)"),
+                )
+                .hint(format!("set {m}, or remove strictEnv")));
+            }
+            self.warnings.push(format!(
+                "{}: {where_}: environment variable {m} is not set; left as ${{{m}}}",
+                self.path.display()
+            ));
+        }
+        Ok(out)
+    }
+
+    fn strings(
+        &mut self,
+        obj: &Map<String, Value>,
+        key: &str,
+        at: &str,
+    ) -> Result<Vec<String>, AtipError> {
+        match obj.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let s = v.as_str().ok_or_else(|| {
+                        config_error(self.path, format!("{at}.{key}[{i}] must be a string"))
+                    })?;
+                    self.expand(&format!("{at}.{key}[{i}]"), s)
+                })
+                .collect(),
+            Some(_) => Err(config_error(
+                self.path,
+                format!("{at}.{key} must be an array of strings"),
+            )),
+        }
+    }
+
+    fn pairs(
+        &mut self,
+        obj: &Map<String, Value>,
+        key: &str,
+        at: &str,
+        secrets: &mut Vec<(String, String)>,
+    ) -> Result<Vec<(String, String)>, AtipError> {
+        match obj.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Object(m)) => {
+                let mut out = Vec::new();
+                for (k, v) in m {
+                    let raw = v.as_str().ok_or_else(|| {
+                        config_error(self.path, format!("{at}.{key}.{k} must be a string"))
+                    })?;
+                    let value = self.expand(&format!("{at}.{key}.{k}"), raw)?;
+                    if is_secret_name(k) {
+                        secrets.push((k.clone(), value.clone()));
+                        // `Bearer X`: the token alone is the secret too.
+                        if let Some((_, tok)) = value.split_once(' ') {
+                            secrets.push((k.clone(), tok.trim().to_string()));
+                        }
+                    }
+                    out.push((k.clone(), value));
+                }
+                Ok(out)
+            }
+            Some(_) => Err(config_error(
+                self.path,
+                format!("{at}.{key} must be an object of strings"),
+            )),
+        }
+    }
+
+    fn server(
+        &mut self,
+        name: &str,
+        entry: &Value,
+        key: &str,
+    ) -> Result<Option<ServerSpec>, AtipError> {
+        let at = format!("{key}.{name}");
+        let obj = entry
+            .as_object()
+            .ok_or_else(|| config_error(self.path, format!("{at} must be an object")))?;
+        if name.is_empty()
+            || name.len() > 64
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+        {
+            return Err(config_error(
+                self.path,
+                format!("server name {name:?}: use 1-64 letters, digits, '_', '-' or '.'"),
+            ));
+        }
+        if obj.get("disabled") == Some(&Value::Bool(true)) {
+            self.warnings.push(format!(
+                "{}: {at} is disabled; skipped",
+                self.path.display()
+            ));
+            return Ok(None);
+        }
+        let kind = obj
+            .get("transport")
+            .or_else(|| obj.get("type"))
+            .and_then(Value::as_str)
+            .map(str::to_ascii_lowercase);
+        let kind = match kind.as_deref() {
+            Some(k) => k.to_string(),
+            None if obj.contains_key("command") => "stdio".into(),
+            None if obj.contains_key("url") => "http".into(),
+            None => {
+                return Err(config_error(
+                    self.path,
+                    format!("{at} has neither \"command\" (stdio) nor \"url\" (http)"),
+                ));
+            }
+        };
+        let mut secrets = Vec::new();
+        let transport = match kind.as_str() {
+            "stdio" => {
+                let command = obj.get("command").and_then(Value::as_str).ok_or_else(|| {
+                    config_error(self.path, format!("{at}.command must be a string"))
+                })?;
+                let command = self.expand(&format!("{at}.command"), command)?;
+                if command.trim().is_empty() {
+                    return Err(config_error(self.path, format!("{at}.command is empty")));
+                }
+                let args = self.strings(obj, "args", &at)?;
+                let env = self.pairs(obj, "env", &at, &mut secrets)?;
+                let cwd = match obj.get("cwd") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(s)) => {
+                        Some(PathBuf::from(self.expand(&format!("{at}.cwd"), s)?))
+                    }
+                    Some(_) => {
+                        return Err(config_error(
+                            self.path,
+                            format!("{at}.cwd must be a string"),
+                        ));
+                    }
+                };
+                Transport::Stdio {
+                    command,
+                    args,
+                    env,
+                    cwd,
+                }
+            }
+            "http" | "streamable-http" | "streamablehttp" => {
+                let url = obj
+                    .get("url")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| config_error(self.path, format!("{at}.url must be a string")))?;
+                let url = self.expand(&format!("{at}.url"), url)?;
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(config_error(
+                        self.path,
+                        format!("{at}.url must start with http:// or https://"),
+                    ));
+                }
+                let headers = self.pairs(obj, "headers", &at, &mut secrets)?;
+                Transport::Http { url, headers }
+            }
+            "sse" => {
+                self.warnings.push(format!(
+                    "{}: {at} uses the legacy HTTP+SSE transport, which atip does not speak; skipped",
+                    self.path.display()
+                ));
+                return Ok(None);
+            }
+            other => {
+                return Err(config_error(
+                    self.path,
+                    format!("{at}: unknown transport {other:?} (expected stdio or http)"),
+                ));
+            }
+        };
+        let timeout = obj
+            .get("timeoutMs")
+            .map(|v| {
+                v.as_u64().map(Duration::from_millis).ok_or_else(|| {
+                    config_error(self.path, format!("{at}.timeoutMs must be a whole number"))
+                })
+            })
+            .transpose()?;
+        let trust_hints = match obj.get("trustHints") {
+            None => true,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                return Err(config_error(
+                    self.path,
+                    format!("{at}.trustHints must be true or false"),
+                ));
+            }
+        };
+        Ok(Some(ServerSpec {
+            name: name.to_string(),
+            transport,
+            timeout,
+            origin: self.path.display().to_string(),
+            trust_hints,
+            secrets,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "TOKEN" => Some("s3cr3t-value".into()),
+            "HOME" => Some("/home/u".into()),
+            _ => None,
+        }
+    }
+
+    fn load(files: &[(&str, Value)]) -> Result<McpConfig, AtipError> {
+        let mut cfg = McpConfig::default();
+        let loader = Loader { lookup: &env };
+        for (p, v) in files {
+            loader.merge_file(&mut cfg, Path::new(p), &serde_json::to_vec(v).unwrap())?;
+        }
+        Ok(cfg)
+    }
+
+    #[test]
+    fn expansion_leaves_missing_literal() {
+        let (s, missing) = expand("a ${HOME}/x ${NOPE} ${} $HOME ${bad-name}", &env);
+        assert_eq!(s, "a /home/u/x ${NOPE} ${} $HOME ${bad-name}");
+        assert_eq!(missing, ["NOPE"]);
+    }
+
+    #[test]
+    fn both_shapes_merge_and_project_overrides_by_name() {
+        let cfg = load(&[
+            (
+                "/g/mcp.json",
+                json!({"mcpServers": {
+                    "a": {"command": "node", "args": ["a.js"], "env": {"API_TOKEN": "${TOKEN}"}},
+                    "b": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}},
+                  "defaultServer": "a"}),
+            ),
+            (
+                "/p/.mcp.json",
+                json!({"servers": {"a": {"transport": "http", "url": "https://x/mcp", "timeoutMs": 5000}},
+                       "cache": {"ttlSeconds": 10}}),
+            ),
+        ])
+        .unwrap();
+        assert_eq!(cfg.servers.keys().collect::<Vec<_>>(), ["a", "b"]);
+        let a = &cfg.servers["a"];
+        assert_eq!(a.transport.kind(), "http");
+        assert_eq!(a.origin, "/p/.mcp.json");
+        assert_eq!(a.timeout, Some(Duration::from_millis(5000)));
+        let b = &cfg.servers["b"];
+        assert!(b.secrets.iter().any(|(_, v)| v == "s3cr3t-value"));
+        assert!(
+            !b.redactor()
+                .redact("sent Bearer s3cr3t-value")
+                .contains("s3cr3t")
+        );
+        assert_eq!(cfg.default_server.as_deref(), Some("a"));
+        assert_eq!(cfg.cache.ttl_seconds, 10);
+        assert!(cfg.cache.enabled);
+    }
+
+    #[test]
+    fn missing_variables_warn_or_fail_under_strict_env() {
+        let cfg = load(&[(
+            "/g/mcp.json",
+            json!({"mcpServers": {"a": {"command": "x", "args": ["${NOPE}"]}}}),
+        )])
+        .unwrap();
+        assert!(cfg.warnings[0].contains("NOPE"), "{:?}", cfg.warnings);
+        let Transport::Stdio { args, .. } = &cfg.servers["a"].transport else {
+            panic!()
+        };
+        assert_eq!(args, &["${NOPE}"]);
+        let e = load(&[(
+            "/g/mcp.json",
+            json!({"strictEnv": true, "mcpServers": {"a": {"command": "x", "args": ["${NOPE}"]}}}),
+        )])
+        .unwrap_err();
+        assert_eq!(e.code, "mcp_config_invalid");
+        assert!(e.message.contains("NOPE"));
+    }
+
+    #[test]
+    fn bad_entries_name_the_place() {
+        let e = load(&[("/g/mcp.json", json!({"mcpServers": {"a": {"args": []}}}))]).unwrap_err();
+        assert!(e.message.contains("mcpServers.a"), "{}", e.message);
+        let e = load(&[(
+            "/g/mcp.json",
+            json!({"servers": {"a": {"type": "http", "url": "ftp://x"}}}),
+        )])
+        .unwrap_err();
+        assert!(e.message.contains("http://"), "{}", e.message);
+        let e = load(&[("/g/mcp.json", json!([1]))]).unwrap_err();
+        assert_eq!(e.category, crate::output::Category::Config);
+    }
+
+    #[test]
+    fn urls_lose_their_secrets_in_summaries() {
+        assert_eq!(
+            redact_url("https://u:pw@h/mcp?api_key=abc&x=1"),
+            "https://u:[REDACTED]@h/mcp?api_key=[REDACTED]&x=1"
+        );
+        assert!(
+            is_secret_name("GITHUB_TOKEN")
+                && is_secret_name("X-Api-Key")
+                && !is_secret_name("PATH")
+        );
+    }
+}

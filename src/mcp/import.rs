@@ -1,0 +1,257 @@
+//! `atip mcp import HOST`: copy the servers an agent host already has into atip's
+//! global `mcp.json`, so nobody types a server twice.
+//!
+//! Import rather than reading host files on every run: atip's behaviour then depends
+//! only on files it owns (and the project `.mcp.json`, which hosts and atip share), and
+//! a host rewriting its config cannot silently change what atip runs. Entries are copied
+//! as written (`${VAR}` references stay references, so no secret is expanded into the
+//! file), checked with the same parser as atip's own config, and written atomically
+//! with mode 0600. Existing names are kept unless `--force`. Must not connect.
+
+use super::config::{Loader, McpConfig};
+use crate::output::{AtipError, ErrorCode};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+/// Agent hosts whose configs atip reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Host {
+    /// Claude Desktop: `claude_desktop_config.json`, key `mcpServers`.
+    ClaudeDesktop,
+    /// Claude Code: `~/.claude.json`, key `mcpServers` (user scope).
+    ClaudeCode,
+    /// Cursor: `~/.cursor/mcp.json`, key `mcpServers`.
+    Cursor,
+    /// VS Code: `.vscode/mcp.json` in the working directory or an ancestor, key `servers`.
+    Vscode,
+}
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+impl Host {
+    /// Where the host keeps its servers, and under which key.
+    pub fn location(self, cwd: &Path) -> (PathBuf, &'static str) {
+        match self {
+            Host::ClaudeDesktop => {
+                let mac =
+                    home().join("Library/Application Support/Claude/claude_desktop_config.json");
+                let linux = std::env::var_os("XDG_CONFIG_HOME")
+                    .map(PathBuf::from)
+                    .filter(|p| p.is_absolute())
+                    .unwrap_or_else(|| home().join(".config"))
+                    .join("Claude/claude_desktop_config.json");
+                (
+                    if cfg!(target_os = "macos") {
+                        mac
+                    } else {
+                        linux
+                    },
+                    "mcpServers",
+                )
+            }
+            Host::ClaudeCode => (home().join(".claude.json"), "mcpServers"),
+            Host::Cursor => (home().join(".cursor/mcp.json"), "mcpServers"),
+            Host::Vscode => (
+                cwd.ancestors()
+                    .map(|d| d.join(".vscode/mcp.json"))
+                    .find(|p| p.is_file())
+                    .unwrap_or_else(|| cwd.join(".vscode/mcp.json")),
+                "servers",
+            ),
+        }
+    }
+}
+
+/// What an import did (or would do).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportReport {
+    /// The host file read.
+    pub source: PathBuf,
+    /// atip's global config written.
+    pub target: PathBuf,
+    /// Servers imported (or that would be).
+    pub imported: Vec<String>,
+    /// Servers left out, with the reason.
+    pub skipped: Vec<(String, String)>,
+    /// Whether nothing was written.
+    pub dry_run: bool,
+}
+
+fn bad(path: &Path, msg: impl std::fmt::Display) -> AtipError {
+    AtipError::new(
+        ErrorCode::McpImportFailed,
+        format!("{}: {msg}", path.display()),
+    )
+}
+
+fn read_object(path: &Path, missing_ok: bool) -> Result<Map<String, Value>, AtipError> {
+    match std::fs::read(path) {
+        Err(e) if missing_ok && e.kind() == std::io::ErrorKind::NotFound => Ok(Map::new()),
+        Err(e) => Err(AtipError::new(
+            ErrorCode::InputUnreadable,
+            format!("failed to read {}: {e}", path.display()),
+        )),
+        Ok(b) => match serde_json::from_slice(&b) {
+            Ok(Value::Object(m)) => Ok(m),
+            Ok(_) => Err(bad(path, "the top level must be a JSON object")),
+            Err(e) => Err(bad(path, format!("not valid JSON: {e}"))),
+        },
+    }
+}
+
+/// Imports `host`'s servers into `target`.
+pub fn import(
+    host: Host,
+    from: Option<&Path>,
+    target: &Path,
+    cwd: &Path,
+    force: bool,
+    dry_run: bool,
+) -> Result<ImportReport, AtipError> {
+    let (default_source, key) = host.location(cwd);
+    let source = from.map(Path::to_path_buf).unwrap_or(default_source);
+    let doc = read_object(&source, false)?;
+    let servers = match doc.get(key).or_else(|| doc.get("mcpServers")) {
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => return Err(bad(&source, format!("{key} must be an object"))),
+        None => Map::new(),
+    };
+    let mut out = read_object(target, true)?;
+    let existing_key = if out.contains_key("servers") && !out.contains_key("mcpServers") {
+        "servers"
+    } else {
+        "mcpServers"
+    };
+    let mut existing = match out.get(existing_key) {
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => return Err(bad(target, format!("{existing_key} must be an object"))),
+        None => Map::new(),
+    };
+    let taken: Vec<String> = ["mcpServers", "servers"]
+        .iter()
+        .filter_map(|k| out.get(*k).and_then(Value::as_object))
+        .flat_map(|m| m.keys().cloned())
+        .collect();
+    let mut report = ImportReport {
+        source: source.clone(),
+        target: target.to_path_buf(),
+        imported: Vec::new(),
+        skipped: Vec::new(),
+        dry_run,
+    };
+    let lookup = |n: &str| std::env::var(n).ok();
+    let loader = Loader { lookup: &lookup };
+    for (name, entry) in servers {
+        if taken.contains(&name) && !force {
+            report
+                .skipped
+                .push((name, "already in mcp.json (use --force to replace)".into()));
+            continue;
+        }
+        // The same checks as a real load, on this one entry.
+        let one = serde_json::json!({"mcpServers": {name.clone(): entry.clone()}});
+        let mut probe = McpConfig::default();
+        if let Err(e) = loader.merge_file(
+            &mut probe,
+            &source,
+            &serde_json::to_vec(&one).unwrap_or_default(),
+        ) {
+            report.skipped.push((name, e.message));
+            continue;
+        }
+        if !probe.servers.contains_key(&name) {
+            let why = probe
+                .warnings
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "not usable".into());
+            report.skipped.push((name, why));
+            continue;
+        }
+        if entry.to_string().contains("${input:") {
+            eprintln!(
+                "atip mcp: warning: {name} uses VS Code ${{input:…}} prompts; atip leaves them as text, edit mcp.json to use ${{VAR}}"
+            );
+        }
+        existing.insert(name.clone(), entry);
+        report.imported.push(name);
+    }
+    if dry_run || report.imported.is_empty() {
+        return Ok(report);
+    }
+    out.insert(existing_key.into(), Value::Object(existing));
+    write_atomic(target, &Value::Object(out))?;
+    Ok(report)
+}
+
+fn write_atomic(target: &Path, doc: &Value) -> Result<(), AtipError> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let fail = |e: std::io::Error| {
+        AtipError::new(
+            ErrorCode::StdoutWriteFailed,
+            format!("failed to write {}: {e}", target.display()),
+        )
+    };
+    let dir = target.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
+    let mut text = serde_json::to_string_pretty(doc).map_err(|e| fail(std::io::Error::other(e)))?;
+    text.push('\n');
+    tmp.write_all(text.as_bytes()).map_err(fail)?;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o600))
+        .map_err(fail)?;
+    tmp.as_file().sync_all().map_err(fail)?;
+    tmp.persist(target).map_err(|e| fail(e.error))?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn imports_new_entries_keeps_existing_and_variables() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("host.json");
+        std::fs::write(
+            &src,
+            json!({"servers": {
+            "a": {"type": "stdio", "command": "x", "env": {"TOKEN": "${MY_TOKEN}"}},
+            "b": {"type": "http", "url": "http://127.0.0.1:9/mcp"},
+            "bad": {"args": []}}})
+            .to_string(),
+        )
+        .unwrap();
+        let target = dir.path().join("cfg/mcp.json");
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::write(
+            &target,
+            json!({"mcpServers": {"b": {"command": "keep"}}}).to_string(),
+        )
+        .unwrap();
+        let r = import(Host::Vscode, Some(&src), &target, dir.path(), false, false).unwrap();
+        assert_eq!(r.imported, ["a"]);
+        let skipped: Vec<&str> = r.skipped.iter().map(|s| s.0.as_str()).collect();
+        assert_eq!(skipped, ["b", "bad"]);
+        let written: Value = serde_json::from_slice(&std::fs::read(&target).unwrap()).unwrap();
+        assert_eq!(written["mcpServers"]["a"]["env"]["TOKEN"], "${MY_TOKEN}");
+        assert_eq!(written["mcpServers"]["b"]["command"], "keep");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&target).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+}

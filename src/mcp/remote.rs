@@ -1,0 +1,443 @@
+//! The client-side operations behind `atip mcp servers|tools|describe|call|ping` and
+//! `atip exec mcp__…`: pick the server, get its tools (cache or a fresh `tools/list`),
+//! find one tool, and run a call through validation, policy, confirmation, audit and
+//! the output cap. Must not print results (the CLI renders) or prompt (the caller
+//! passes a confirmation function).
+
+use super::cache::{CachedTools, ToolCache};
+use super::client::{ClientOptions, Session};
+use super::config::{McpConfig, ServerSpec};
+use super::tools;
+use crate::exec::Confirmation;
+use crate::exec::args;
+use crate::exec::audit::{AuditLog, AuditRecord};
+use crate::exec::policy::{Action, Decision, Policy};
+use crate::output::{AtipError, ErrorCode};
+use rmcp::model::{CallToolResult, Tool};
+use serde_json::{Map, Value, json};
+use std::time::{Duration, Instant};
+
+/// Environment variable naming the server when `--server` is not given.
+pub const SERVER_ENV: &str = "ATIP_MCP_SERVER";
+
+/// Configured servers plus cache and connection settings.
+pub struct Remote {
+    /// The merged configuration (or the one explicit server).
+    pub config: McpConfig,
+    /// The tools/list cache.
+    pub cache: ToolCache,
+    /// Connection and diagnostics settings.
+    pub opts: ClientOptions,
+    /// Cache lifetime.
+    pub ttl: Duration,
+    /// Whether the cache is read and written.
+    pub use_cache: bool,
+}
+
+/// Where a tool list came from.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    /// The list (cached or fresh).
+    pub cached: CachedTools,
+    /// Whether it came from the cache.
+    pub from_cache: bool,
+}
+
+/// A finished call.
+pub struct Called {
+    /// The result as the server sent it.
+    pub result: CallToolResult,
+    /// The tool called.
+    pub tool: Tool,
+    /// The policy's verdict.
+    pub decision: Decision,
+    /// Wall time of `tools/call`.
+    pub duration: Duration,
+}
+
+fn unknown_server(name: &str, config: &McpConfig) -> AtipError {
+    let known: Vec<&String> = config.servers.keys().collect();
+    AtipError::new(
+        ErrorCode::McpServerNotFound,
+        format!("no MCP server named {name:?} is configured"),
+    )
+    .hint(if known.is_empty() {
+        "add it to <config-dir>/mcp.json or .mcp.json, or use --url / --command".to_string()
+    } else {
+        format!(
+            "configured: {}",
+            known
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+    .details(json!({"configured": known, "files": config.files}))
+}
+
+impl Remote {
+    /// The server to talk to: `--server`, else `ATIP_MCP_SERVER`, else `defaultServer`,
+    /// else the only one configured.
+    pub fn select(&self, name: Option<&str>) -> Result<&ServerSpec, AtipError> {
+        let env = std::env::var(SERVER_ENV).ok().filter(|s| !s.is_empty());
+        let wanted = name
+            .map(str::to_string)
+            .or(env)
+            .or_else(|| self.config.default_server.clone());
+        match wanted {
+            Some(n) => self
+                .config
+                .servers
+                .get(&n)
+                .ok_or_else(|| unknown_server(&n, &self.config)),
+            None => match self.config.servers.len() {
+                1 => Ok(&self.config.servers[0]),
+                0 => Err(AtipError::new(ErrorCode::Usage, "no MCP server is configured",
+                )
+                .hint("add servers to <config-dir>/mcp.json or .mcp.json (mcpServers), or use --url / --command")),
+                _ => Err(AtipError::new(ErrorCode::Usage, "several MCP servers are configured; say which one",
+                )
+                .hint(format!(
+                    "pass --server NAME (or set {SERVER_ENV}, or defaultServer): {}",
+                    self.config
+                        .servers
+                        .keys()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))),
+            },
+        }
+    }
+
+    /// The server's tools: the cached list when fresh, else a `tools/list` over
+    /// `session` (connecting when `None`), stored in the cache. Returns the session used,
+    /// if one was opened, so a call can reuse it.
+    pub async fn tools(
+        &self,
+        spec: &ServerSpec,
+        session: Option<Session>,
+        refresh: bool,
+    ) -> Result<(Listing, Option<Session>), AtipError> {
+        let log = super::client::Log::new(spec, &self.opts);
+        if self.use_cache
+            && !refresh
+            && let Some(c) = self.cache.fresh(spec, self.ttl)
+        {
+            log.verbose(format!(
+                "cache hit: {} tools, {} s old",
+                c.tools.len(),
+                c.age().as_secs()
+            ));
+            return Ok((
+                Listing {
+                    cached: c,
+                    from_cache: true,
+                },
+                session,
+            ));
+        }
+        if self.use_cache {
+            log.verbose("cache miss");
+        }
+        let session = match session {
+            Some(s) => s,
+            None => Session::connect(spec, &self.opts).await?,
+        };
+        let listed = session.list_tools().await;
+        let tools = match listed {
+            Ok(t) => t,
+            Err(e) => {
+                session.close().await;
+                return Err(e);
+            }
+        };
+        let info = session.server_info();
+        let cached = if self.use_cache {
+            match self.cache.write(spec, info.clone(), tools.clone()) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!(
+                        "atip mcp: warning: failed to write the tools cache in {}: {e}",
+                        self.cache.dir().display()
+                    );
+                    self.uncached(spec, info, tools)
+                }
+            }
+        } else {
+            self.uncached(spec, info, tools)
+        };
+        Ok((
+            Listing {
+                cached,
+                from_cache: false,
+            },
+            Some(session),
+        ))
+    }
+
+    fn uncached(&self, spec: &ServerSpec, info: Value, tools: Vec<Tool>) -> CachedTools {
+        CachedTools {
+            version: 1,
+            server: spec.name.clone(),
+            fetched_at_ms: 0,
+            server_info: info,
+            tools,
+        }
+    }
+
+    /// Finds a tool by name; a cached list that lacks it is refreshed once before the
+    /// name counts as unknown (exit 2).
+    pub async fn find_tool(
+        &self,
+        spec: &ServerSpec,
+        name: &str,
+    ) -> Result<(Tool, Option<Session>), AtipError> {
+        let (listing, session) = self.tools(spec, None, false).await?;
+        if let Some(t) = listing.cached.tools.iter().find(|t| t.name == name) {
+            return Ok((t.clone(), session));
+        }
+        let (listing, session) = if listing.from_cache {
+            self.tools(spec, session, true).await?
+        } else {
+            (listing, session)
+        };
+        match listing.cached.tools.iter().find(|t| t.name == name) {
+            Some(t) => Ok((t.clone(), session)),
+            None => {
+                if let Some(s) = session {
+                    s.close().await;
+                }
+                let names: Vec<&str> = listing
+                    .cached
+                    .tools
+                    .iter()
+                    .map(|t| t.name.as_ref())
+                    .collect();
+                let mut close: Vec<(usize, &str)> = names
+                    .iter()
+                    .map(|n| (crate::compile::edit_distance(name, n), *n))
+                    .filter(|(d, n)| *d <= (name.len() / 3).max(2) || n.contains(name))
+                    .collect();
+                close.sort();
+                let close: Vec<&str> = close.into_iter().take(5).map(|(_, n)| n).collect();
+                Err(AtipError::new(
+                    ErrorCode::McpToolNotFound,
+                    format!("server {:?} has no tool named {name:?}", spec.name),
+                )
+                .hint(if close.is_empty() {
+                    format!(
+                        "list its tools with `atip mcp tools --server {}`",
+                        spec.name
+                    )
+                } else {
+                    format!("did you mean: {}", close.join(", "))
+                })
+                .details(json!({"server": spec.name, "closest": close})))
+            }
+        }
+    }
+
+    /// The server and tool behind a flattened name `mcp__SERVER__TOOL` (as `atip search`
+    /// and `atip export` print it), using the cached lists and fetching missing ones.
+    pub async fn resolve_flat(&self, flat: &str) -> Result<(ServerSpec, String), AtipError> {
+        let mut checked = Vec::new();
+        for spec in self.config.servers.values() {
+            let prefix = tools::flat_name(&spec.name, "");
+            if !flat.starts_with(&prefix) {
+                continue;
+            }
+            let (listing, session) = self.tools(spec, None, false).await?;
+            if let Some(s) = session {
+                s.close().await;
+            }
+            if let Some(t) = listing
+                .cached
+                .tools
+                .iter()
+                .find(|t| tools::flat_name(&spec.name, &t.name) == flat)
+            {
+                return Ok((spec.clone(), t.name.to_string()));
+            }
+            checked.push(spec.name.clone());
+        }
+        Err(AtipError::new(
+            ErrorCode::McpToolNotFound,
+            format!("no configured MCP server has a tool named {flat:?}"),
+        )
+        .hint("list MCP tools with `atip mcp tools`; names are mcp__SERVER__TOOL")
+        .details(json!({"serversChecked": checked})))
+    }
+
+    /// Validates `args` against the tool's input schema. A schema atip cannot compile is
+    /// left to the server to enforce (with a warning).
+    pub fn validate(&self, tool: &Tool, a: &Map<String, Value>) -> Result<(), AtipError> {
+        let schema = tools::input_schema(tool);
+        match args::Checker::new(&schema) {
+            Ok(checker) => {
+                let violations = checker.check(a);
+                if violations.is_empty() {
+                    Ok(())
+                } else {
+                    Err(args::invalid(&tool.name, violations, &schema))
+                }
+            }
+            Err(e) => {
+                eprintln!(
+                    "atip mcp: warning: the input schema of {} does not compile ({}); the server validates the arguments",
+                    tool.name, e.message
+                );
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs one call: find the tool, validate, decide, confirm, call, audit, cap.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn call(
+        &self,
+        spec: &ServerSpec,
+        name: &str,
+        a: Map<String, Value>,
+        policy: &Policy,
+        audit: &AuditLog,
+        confirm: &mut dyn FnMut(&str, &Decision) -> Confirmation,
+        max_output: usize,
+    ) -> Result<Called, AtipError> {
+        let (tool, session) = self.find_tool(spec, name).await?;
+        let redactor = spec.redactor();
+        let close = |s: Option<Session>| async move {
+            if let Some(s) = s {
+                s.close().await;
+            }
+        };
+        if let Err(e) = self.validate(&tool, &a) {
+            close(session).await;
+            return Err(e);
+        }
+        let decision = tools::decide(policy, &spec.name, &spec.summary(), &tool, spec.trust_hints);
+        let read_only = tools::read_only(&tool, spec.trust_hints);
+        let mut shown_args = Value::Object(a.clone());
+        redactor.redact_json(&mut shown_args);
+        let record = |decision_word: &str, outcome: &str, ms: u64, error: Option<&str>| {
+            if read_only && decision.action != Action::Deny {
+                return;
+            }
+            let rec = AuditRecord {
+                time: crate::timestamp::rfc3339_millis_now(),
+                via: "mcp-client",
+                client: None,
+                pid: std::process::id(),
+                // SAFETY: getuid cannot fail.
+                uid: unsafe { libc::getuid() },
+                call_id: None,
+                tool: tools::flat_name(&spec.name, &tool.name),
+                command: format!("{} {}", spec.name, tool.name),
+                program: spec.summary(),
+                argv: vec![shown_args.to_string()],
+                decision: decision_word.into(),
+                rules: decision.rules.iter().map(|r| r.rule.clone()).collect(),
+                outcome: outcome.into(),
+                exit_code: None,
+                duration_ms: ms,
+                error: error.map(str::to_string),
+            };
+            if let Err(e) = audit.append(&rec) {
+                eprintln!(
+                    "atip: warning: failed to write audit log {}: {e}",
+                    audit.path().display()
+                );
+            }
+        };
+        let path = format!("{} {}", spec.name, tool.name);
+        let confirmed = match decision.action {
+            Action::Allow => false,
+            Action::Deny => {
+                close(session).await;
+                record("deny", "refused", 0, Some("policy_denied"));
+                return Err(AtipError::new(
+                    ErrorCode::PolicyDenied,
+                    format!("policy refuses {path}: {}", decision.explain(Action::Deny)),
+                )
+                .hint("change the policy file if this call should be allowed (see spec/policy.md)")
+                .details(json!({"rules": decision.rules})));
+            }
+            Action::Confirm => match confirm(&path, &decision) {
+                Confirmation::Yes => true,
+                answer => {
+                    close(session).await;
+                    let (code, word) = if answer == Confirmation::No {
+                        (ErrorCode::ConfirmationDeclined, "declined")
+                    } else {
+                        (ErrorCode::ConfirmationRequired, "needs-confirmation")
+                    };
+                    record(word, "refused", 0, Some(code.as_str()));
+                    return Err(AtipError::new(
+                        code,
+                        format!(
+                            "{path} needs confirmation: {}",
+                            decision.explain(Action::Confirm)
+                        ),
+                    )
+                    .hint(format!(
+                        "pass --yes, confirm on a terminal, or allow it in the policy ({})",
+                        decision.rule_ids(Action::Confirm).join(", ")
+                    ))
+                    .details(json!({"rules": decision.rules})));
+                }
+            },
+        };
+        let word = if confirmed { "confirmed" } else { "allow" };
+        let session = match session {
+            Some(s) => s,
+            None => match Session::connect(spec, &self.opts).await {
+                Ok(s) => s,
+                Err(e) => {
+                    record(word, "failed", 0, Some(e.code.as_str()));
+                    return Err(e);
+                }
+            },
+        };
+        let started = Instant::now();
+        let r = session.call_tool(&tool.name, a).await;
+        let duration = started.elapsed();
+        session.close().await;
+        let ms = duration.as_millis() as u64;
+        match r {
+            Err(e) => {
+                let outcome = if e.code == "mcp_timeout" {
+                    "timeout"
+                } else {
+                    "failed"
+                };
+                record(word, outcome, ms, Some(e.code.as_str()));
+                Err(e)
+            }
+            Ok(result) => {
+                let failed = result.is_error == Some(true);
+                record(
+                    word,
+                    if failed { "tool-error" } else { "completed" },
+                    ms,
+                    None,
+                );
+                let mut v = serde_json::to_value(&result).unwrap_or(Value::Null);
+                redactor.redact_json(&mut v);
+                let cut = tools::cap(&mut v, max_output);
+                if cut {
+                    eprintln!(
+                        "atip mcp: note: the result was cut at {max_output} bytes per text block (--max-output)"
+                    );
+                }
+                let result: CallToolResult = serde_json::from_value(v).unwrap_or(result);
+                Ok(Called {
+                    result,
+                    tool,
+                    decision,
+                    duration,
+                })
+            }
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! The server at registry scale: when more tools are selected than a threshold, `atip
+//! mcp serve` lists a search tool and a call tool (plus any pinned tools) instead of
+//! every tool, so a model's context holds three definitions rather than thousands.
+//!
+//! `atip_search_tools` ranks the served commands (the same index as `atip search`) and
+//! returns names, descriptions and, for the best few, input schemas. `atip_call_tool`
+//! takes a name and its arguments and goes through exactly the path a direct call
+//! takes (validation, policy, confirmation, audit). Also owns the `outputSchema` atip
+//! declares for served tools: the result envelope every call returns. Must not run
+//! anything itself.
+
+use crate::compile::FlatTool;
+use crate::search::SearchIndex;
+use rmcp::model::{Tool, ToolAnnotations};
+use serde_json::{Map, Value, json};
+use std::sync::{Arc, OnceLock};
+
+/// Tools listed one by one up to this many; above it, search mode.
+pub const DEFAULT_THRESHOLD: usize = 64;
+/// Name of the search tool.
+pub const SEARCH_TOOL: &str = "atip_search_tools";
+/// Name of the call tool.
+pub const CALL_TOOL: &str = "atip_call_tool";
+/// Most results one search returns.
+const MAX_LIMIT: u64 = 25;
+
+/// How the server lists tools at scale.
+#[derive(Debug, Clone, Default)]
+pub struct Scale {
+    /// Search mode when more tools than this are served.
+    pub threshold: usize,
+    /// Flattened names listed in search mode too.
+    pub pinned: Vec<String>,
+}
+
+fn object(v: Value) -> Arc<Map<String, Value>> {
+    match v {
+        Value::Object(m) => Arc::new(m),
+        _ => Arc::new(Map::new()),
+    }
+}
+
+/// The search tool's definition.
+pub fn search_tool(total: usize) -> Tool {
+    Tool::new(
+        SEARCH_TOOL,
+        format!(
+            "Find the right tool among {total} command-line tools this server can run. \
+             Describe the task in a few words; the answer lists matching tool names with \
+             descriptions, and input schemas for the best matches. Then run one with {CALL_TOOL}. [READ-ONLY]"
+        ),
+        object(json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1, "description": "What you want to do, e.g. \"list pull requests\""},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most results (default 5)"},
+                "schemas": {"type": "integer", "minimum": 0, "maximum": MAX_LIMIT, "description": "How many of the best results include their input schema (default 3)"}
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        })),
+    )
+    .with_title("Search tools")
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(true)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false),
+    )
+}
+
+/// The call tool's definition.
+pub fn call_tool() -> Tool {
+    Tool::new(
+        CALL_TOOL,
+        format!(
+            "Run one tool found with {SEARCH_TOOL}: give its exact name and its arguments \
+             (an object matching its input schema). The call is checked and may need the \
+             user's confirmation, exactly as if the tool were called directly."
+        ),
+        object(json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "description": "Tool name from the search results"},
+                "arguments": {"type": "object", "description": "Arguments for that tool"}
+            },
+            "required": ["name"],
+            "additionalProperties": false
+        })),
+    )
+    .with_title("Call a tool")
+    .with_raw_output_schema(envelope_schema())
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(true)
+            .idempotent(false)
+            .open_world(true),
+    )
+}
+
+/// The schema of the result envelope every served call returns in `structuredContent`.
+pub fn envelope_schema() -> Arc<Map<String, Value>> {
+    static SCHEMA: OnceLock<Arc<Map<String, Value>>> = OnceLock::new();
+    SCHEMA
+        .get_or_init(|| {
+            object(json!({
+                "type": "object",
+                "properties": {
+                    "status": {"type": "string", "enum": ["ok", "error"]},
+                    "data": {
+                        "type": "object",
+                        "properties": {
+                            "exitCode": {"type": ["integer", "null"]},
+                            "signal": {"type": "integer"},
+                            "stdout": {"type": "string"},
+                            "stderr": {"type": "string"},
+                            "json": {}
+                        },
+                        "required": ["exitCode", "stdout", "stderr"]
+                    },
+                    "error": {
+                        "type": "object",
+                        "properties": {
+                            "code": {"type": "string"},
+                            "category": {"type": "string"},
+                            "message": {"type": "string"},
+                            "hint": {"type": "string"},
+                            "retryable": {"type": "boolean"},
+                            "details": {}
+                        },
+                        "required": ["code", "category", "message", "retryable"]
+                    },
+                    "meta": {"type": "object"}
+                },
+                "required": ["status"]
+            }))
+        })
+        .clone()
+}
+
+/// The served tools, searchable: the index is built on the first search, so start-up
+/// and listing never pay for it.
+#[derive(Debug, Default)]
+pub struct Finder {
+    tools: Vec<FlatTool>,
+    index: OnceLock<SearchIndex>,
+}
+
+impl Finder {
+    /// A finder over the served tools.
+    pub fn new(tools: Vec<FlatTool>) -> Finder {
+        Finder {
+            tools,
+            index: OnceLock::new(),
+        }
+    }
+
+    /// Runs a search-tool call: `{query, limit?, schemas?}` → `{query, total, results}`.
+    pub fn search(&self, args: &Map<String, Value>) -> Result<Value, String> {
+        let query = args
+            .get("query")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|q| !q.is_empty())
+            .ok_or("\"query\" must be a non-empty string")?;
+        let num = |k: &str, d: u64| -> Result<usize, String> {
+            match args.get(k) {
+                None => Ok(d as usize),
+                Some(v) => v
+                    .as_u64()
+                    .filter(|n| *n <= MAX_LIMIT)
+                    .map(|n| n as usize)
+                    .ok_or(format!(
+                        "\"{k}\" must be a whole number from 0 to {MAX_LIMIT}"
+                    )),
+            }
+        };
+        let limit = num("limit", 5)?.max(1);
+        let schemas = num("schemas", 3)?;
+        let index = self.index.get_or_init(|| SearchIndex::build(&self.tools));
+        let hits = index.search(query, limit, false);
+        let results: Vec<Value> = hits
+            .iter()
+            .enumerate()
+            .map(|(rank, h)| {
+                let t = &self.tools[h.doc];
+                let mut r = json!({
+                    "name": t.name,
+                    "title": t.title,
+                    "description": t.description,
+                    "score": (f64::from(h.score) * 1000.0).round() / 1000.0,
+                });
+                if rank < schemas {
+                    r["inputSchema"] = t.input_schema.clone();
+                }
+                r
+            })
+            .collect();
+        Ok(json!({"query": query, "total": self.tools.len(), "results": results}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meta_tools_have_object_schemas_and_honest_annotations() {
+        let s = search_tool(10);
+        assert_eq!(s.input_schema["type"], "object");
+        assert_eq!(s.annotations.as_ref().unwrap().read_only_hint, Some(true));
+        let c = call_tool();
+        assert_eq!(c.annotations.as_ref().unwrap().read_only_hint, Some(false));
+        assert!(c.output_schema.is_some());
+    }
+
+    #[test]
+    fn search_arguments_are_checked() {
+        let f = Finder::new(Vec::new());
+        assert!(f.search(&Map::new()).is_err());
+        let bad: Map<String, Value> =
+            serde_json::from_value(json!({"query": "x", "limit": 1000})).unwrap();
+        assert!(f.search(&bad).unwrap_err().contains("limit"));
+        let ok: Map<String, Value> = serde_json::from_value(json!({"query": "x"})).unwrap();
+        assert_eq!(f.search(&ok).unwrap()["results"], json!([]));
+    }
+}

@@ -1,0 +1,878 @@
+//! `atip mcp servers|tools|describe|call|ping|import` and MCP tools in search and exec:
+//! the real binary against real MCP servers — a fake Python server for every failure
+//! mode (tests/fixtures/mcp/fake_server.py), and the reference servers from npm and
+//! PyPI that `.ci/setup-test-deps` installs (skipped visibly when missing).
+
+use crate::common::{self, Sandbox, show};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const SECRET: &str = "supersecretvalue123";
+
+fn fake_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/fake_server.py")
+}
+
+/// The real interpreter (not a version-manager shim, which needs the user's HOME).
+fn python() -> Option<PathBuf> {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()?;
+    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    (out.status.success() && p.is_absolute()).then_some(p)
+}
+
+/// `atip` in the sandbox with the tools cache redirected too.
+fn atip(sb: &Sandbox) -> Command {
+    let mut c = sb.atip();
+    c.env("ATIP_CACHE_DIR", sb.path().join("cache"))
+        .env("MY_SECRET", SECRET)
+        .current_dir(sb.path().join("proj"));
+    c
+}
+
+fn run(sb: &Sandbox, args: &[&str]) -> Output {
+    atip(sb).args(args).stdin(Stdio::null()).output().unwrap()
+}
+
+fn json_out(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}\n{}", show(o)))
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A sandbox whose global config has the fake server as `fake` (mode `mode`), its
+/// token from `${MY_SECRET}`, and a project dir `proj/`.
+fn sandbox(mode: &str) -> Option<Sandbox> {
+    let Some(py) = python() else {
+        eprintln!("SKIPPED: python3 not found");
+        return None;
+    };
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.path().join("proj")).unwrap();
+    std::fs::create_dir_all(sb.path().join("home")).unwrap();
+    let cfg = json!({"mcpServers": {"fake": {
+        "command": py, "args": [fake_script(), mode],
+        "env": {"FAKE_TOKEN": "${MY_SECRET}", "FAKE_PIDFILE": sb.path().join("fake.pid")}}}});
+    sb.write("config/mcp.json", cfg.to_string());
+    Some(sb)
+}
+
+fn fake_pid(sb: &Sandbox) -> i32 {
+    std::fs::read_to_string(sb.path().join("fake.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn wait_dead(pid: i32) -> bool {
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        if !common::alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn project_config_overrides_global_by_name_and_both_shapes_are_read() {
+    let Some(sb) = sandbox("ok") else { return };
+    sb.write(
+        "config/mcp.json",
+        json!({"mcpServers": {
+            "a": {"command": "global-a"},
+            "b": {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${MY_SECRET}"}}},
+            "defaultServer": "b"})
+        .to_string(),
+    );
+    // The nearest ancestor's .mcp.json counts: put it above the working directory.
+    sb.write(
+        ".mcp.json",
+        json!({"servers": {"a": {"transport": "stdio", "command": "project-a", "args": ["--x", "${NOT_SET_ANYWHERE}"]}}})
+            .to_string(),
+    );
+    std::fs::create_dir_all(sb.path().join("proj/deeper")).unwrap();
+    let o = atip(&sb)
+        .args(["mcp", "servers", "--output", "json"])
+        .current_dir(sb.path().join("proj/deeper"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v = json_out(&o);
+    let servers = v["servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 2);
+    assert_eq!(servers[0]["name"], "a");
+    assert_eq!(servers[0]["summary"], "project-a --x ${NOT_SET_ANYWHERE}");
+    assert!(
+        servers[0]["origin"]
+            .as_str()
+            .unwrap()
+            .ends_with(".mcp.json")
+    );
+    assert_eq!(servers[1]["transport"], "http");
+    assert_eq!(servers[1]["default"], true);
+    assert!(
+        stderr(&o).contains("NOT_SET_ANYWHERE is not set"),
+        "{}",
+        show(&o)
+    );
+    assert!(!String::from_utf8_lossy(&o.stdout).contains(SECRET));
+
+    // strictEnv turns the missing variable into a config error (78).
+    sb.write(
+        ".mcp.json",
+        json!({"strictEnv": true, "mcpServers": {"a": {"command": "x", "args": ["${NOT_SET_ANYWHERE}"]}}}).to_string(),
+    );
+    let o = run(&sb, &["mcp", "servers", "--output", "json"]);
+    assert_eq!(o.status.code(), Some(78), "{}", show(&o));
+    assert!(stderr(&o).contains("mcp_config_invalid"));
+    // Broken JSON names the file.
+    sb.write(".mcp.json", "{\"mcpServers\": ");
+    let o = run(&sb, &["mcp", "servers"]);
+    assert_eq!(o.status.code(), Some(78), "{}", show(&o));
+    assert!(stderr(&o).contains(".mcp.json"), "{}", show(&o));
+}
+
+#[test]
+fn tools_are_cached_with_a_ttl_and_no_cache_bypasses_it() {
+    let Some(sb) = sandbox("ok") else { return };
+    let o = run(&sb, &["mcp", "tools", "--output", "json", "-v"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v = json_out(&o);
+    assert_eq!(v["servers"][0]["cached"], false);
+    let names: Vec<&str> = v["servers"][0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"echo") && names.contains(&"write_note"));
+    assert!(stderr(&o).contains("cache miss"), "{}", show(&o));
+    let files: Vec<_> = std::fs::read_dir(sb.path().join("cache/mcp"))
+        .unwrap()
+        .collect();
+    assert_eq!(files.len(), 1);
+
+    let o = run(&sb, &["mcp", "tools", "--output", "json", "-v"]);
+    assert_eq!(json_out(&o)["servers"][0]["cached"], true);
+    assert!(stderr(&o).contains("cache hit: 7 tools"), "{}", show(&o));
+    // No server was started for the cached answer.
+    assert!(!stderr(&o).contains("fake: starting"), "{}", show(&o));
+
+    let o = run(&sb, &["mcp", "tools", "--output", "json", "--no-cache"]);
+    assert_eq!(json_out(&o)["servers"][0]["cached"], false);
+    std::thread::sleep(Duration::from_millis(1100));
+    let o = run(
+        &sb,
+        &["mcp", "tools", "--output", "json", "--cache-ttl", "1"],
+    );
+    assert_eq!(
+        json_out(&o)["servers"][0]["cached"],
+        false,
+        "older than the TTL"
+    );
+    // Text output: one line per tool, read-only-ness as atip sees it.
+    let o = run(&sb, &["mcp", "tools", "--output", "text"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("fake\techo\tread-only\tEcho a message back"),
+        "{text}"
+    );
+    assert!(
+        text.contains("fake\twrite_note\tmay change state"),
+        "{text}"
+    );
+}
+
+#[test]
+fn call_and_every_exit_code() {
+    let Some(sb) = sandbox("ok") else { return };
+    let code = |args: &[&str]| {
+        let mut a = vec!["mcp"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["--output", "json", "--quiet-server-stderr"]);
+        let o = run(&sb, &a);
+        (o.status.code(), o)
+    };
+    let (c, o) = code(&["call", "echo", "--args", r#"{"message":"hi"}"#]);
+    assert_eq!(c, Some(0), "{}", show(&o));
+    assert_eq!(
+        json_out(&o),
+        json!({"content": [{"type": "text", "text": "Echo: hi"}]})
+    );
+    // isError → 1, the result still printed.
+    let (c, o) = code(&["call", "fail"]);
+    assert_eq!(c, Some(1), "{}", show(&o));
+    assert_eq!(json_out(&o)["isError"], true);
+    // Unknown tool, unknown server → 2.
+    let (c, o) = code(&["call", "nope"]);
+    assert_eq!(c, Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("\"mcp_tool_not_found\""));
+    let (c, o) = code(&["call", "echo", "--server", "ghost"]);
+    assert_eq!(c, Some(2), "{}", show(&o));
+    assert!(stderr(&o).contains("\"mcp_server_not_found\""));
+    // Not JSON, or not matching the schema → 65, nothing sent.
+    let (c, o) = code(&["call", "echo", "--args", "{oops"]);
+    assert_eq!(c, Some(65), "{}", show(&o));
+    let (c, o) = code(&["call", "echo", "--args", r#"{"message": 5}"#]);
+    assert_eq!(c, Some(65), "{}", show(&o));
+    assert!(stderr(&o).contains("args_invalid"), "{}", show(&o));
+    let (c, o) = code(&["call", "echo", "--args", r#"{}"#]);
+    assert_eq!(c, Some(65), "{}", show(&o));
+    // Not read-only → confirmation; refused without a terminal (77), runs with --yes.
+    let (c, o) = code(&["call", "write_note", "--args", r#"{"text":"x"}"#]);
+    assert_eq!(c, Some(77), "{}", show(&o));
+    assert!(stderr(&o).contains("confirmation_required"), "{}", show(&o));
+    let (c, o) = code(&["call", "write_note", "--args", r#"{"text":"x"}"#, "--yes"]);
+    assert_eq!(c, Some(0), "{}", show(&o));
+    // Both went into the audit log; the read-only calls did not.
+    let log = std::fs::read_to_string(sb.path().join("state/audit.jsonl")).unwrap();
+    let recs: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(recs.len(), 2, "{log}");
+    assert_eq!(recs[0]["via"], "mcp-client");
+    assert_eq!(recs[0]["outcome"], "refused");
+    assert_eq!(recs[1]["decision"], "confirmed");
+    assert_eq!(recs[1]["tool"], "mcp__fake__write_note");
+    // A policy deny wins over --yes (77), by flattened-name glob.
+    sb.write(
+        "config/policy.json",
+        json!({"tools": {"deny": ["mcp__fake__write*"]}}).to_string(),
+    );
+    let (c, o) = code(&["call", "write_note", "--args", r#"{"text":"x"}"#, "--yes"]);
+    assert_eq!(c, Some(77), "{}", show(&o));
+    assert!(stderr(&o).contains("policy_denied"));
+    // A server that cannot start → 69.
+    let (c, o) = code(&[
+        "call",
+        "echo",
+        "--command",
+        "/nonexistent/server",
+        "--args",
+        "{}",
+    ]);
+    assert_eq!(c, Some(69), "{}", show(&o));
+    assert!(stderr(&o).contains("mcp_connect_failed"));
+}
+
+#[test]
+fn a_server_that_hangs_is_timed_out_and_its_process_group_killed() {
+    let Some(sb) = sandbox("ok") else { return };
+    let started = Instant::now();
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "call",
+            "hang",
+            "--timeout",
+            "1500ms",
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(75), "{}", show(&o));
+    assert!(stderr(&o).contains("mcp_timeout"));
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert!(wait_dead(fake_pid(&sb)), "the hung server must be killed");
+
+    let Some(sb) = sandbox("hang-init") else {
+        return;
+    };
+    let o = run(&sb, &["mcp", "ping", "--timeout", "1s", "--output", "json"]);
+    assert_eq!(o.status.code(), Some(75), "{}", show(&o));
+    assert!(wait_dead(fake_pid(&sb)));
+}
+
+#[test]
+fn a_server_that_dies_mid_call_or_at_start_is_unavailable() {
+    let Some(sb) = sandbox("ok") else { return };
+    let o = run(
+        &sb,
+        &["mcp", "call", "die", "--output", "json", "--timeout", "20s"],
+    );
+    assert_eq!(o.status.code(), Some(69), "{}", show(&o));
+    assert!(stderr(&o).contains("mcp_server_exited"), "{}", show(&o));
+    assert!(stderr(&o).contains("[fake] fake: dying"), "{}", show(&o));
+
+    let Some(sb) = sandbox("exit-now") else {
+        return;
+    };
+    let o = run(
+        &sb,
+        &["mcp", "ping", "--output", "json", "--timeout", "20s"],
+    );
+    assert_eq!(o.status.code(), Some(69), "{}", show(&o));
+    assert!(
+        stderr(&o).contains("[fake] fake: cannot start"),
+        "{}",
+        show(&o)
+    );
+}
+
+#[test]
+fn a_stderr_flood_is_forwarded_prefixed_cut_and_never_blocks() {
+    let Some(sb) = sandbox("flood") else { return };
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "call",
+            "echo",
+            "--args",
+            r#"{"message":"still here"}"#,
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(json_out(&o)["content"][0]["text"], "Echo: still here");
+    let err = stderr(&o);
+    assert!(err.lines().filter(|l| l.starts_with("[fake] xxx")).count() >= 5000);
+    let long = err.lines().find(|l| l.contains("yyyy")).unwrap();
+    assert!(
+        long.len() < 4200 && long.ends_with("[atip: line cut]"),
+        "{}",
+        &long[long.len() - 40..]
+    );
+
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "call",
+            "echo",
+            "--args",
+            r#"{"message":"x"}"#,
+            "--quiet-server-stderr",
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(
+        !stderr(&o).contains("[fake] "),
+        "{}",
+        &stderr(&o)[..200.min(stderr(&o).len())]
+    );
+}
+
+#[test]
+fn secrets_are_redacted_in_trace_verbose_stderr_and_results() {
+    let Some(sb) = sandbox("ok") else { return };
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "call",
+            "secret",
+            "--trace",
+            "--verbose",
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert!(!all.contains(SECRET), "{all}");
+    let err = stderr(&o);
+    assert!(
+        err.contains("-> {\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\""),
+        "{err}"
+    );
+    assert!(err.contains("<- {"), "{err}");
+    assert!(err.contains("[REDACTED:env:FAKE_TOKEN]"), "{err}");
+    assert_eq!(
+        json_out(&o)["content"][0]["text"],
+        "token is [REDACTED:env:FAKE_TOKEN]"
+    );
+    // Explicit mode: a secret header never shows up, even in a connection error.
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "ping",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+            "--header",
+            &format!("Authorization: Bearer {SECRET}"),
+            "--trace",
+            "-v",
+            "--timeout",
+            "5s",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(69), "{}", show(&o));
+    assert!(!stderr(&o).contains(SECRET), "{}", show(&o));
+}
+
+#[test]
+fn explicit_stdio_mode_needs_no_config() {
+    let Some(py) = python() else {
+        eprintln!("SKIPPED: python3 not found");
+        return;
+    };
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.path().join("proj")).unwrap();
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "call",
+            "secret",
+            "--command",
+            py.to_str().unwrap(),
+            "--arg",
+            fake_script().to_str().unwrap(),
+            "--env",
+            &format!("FAKE_TOKEN={SECRET}"),
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains(SECRET));
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "describe",
+            "echo",
+            "--command",
+            py.to_str().unwrap(),
+            "--arg",
+            fake_script().to_str().unwrap(),
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v = json_out(&o);
+    assert_eq!(v["inputSchema"]["required"], json!(["message"]));
+    assert_eq!(v["atip"]["flatName"], "mcp__cli__echo");
+    assert_eq!(v["atip"]["decision"]["action"], "allow");
+}
+
+#[test]
+fn mcp_tools_join_search_and_exec() {
+    let Some(sb) = sandbox("ok") else { return };
+    // Before any list is cached, search connects to nothing and finds no MCP tool.
+    let o = run(&sb, &["search", "echo", "message", "--output", "json"]);
+    assert_ne!(o.status.code(), Some(0), "{}", show(&o));
+    let o = run(
+        &sb,
+        &[
+            "search",
+            "echo",
+            "message",
+            "--output",
+            "json",
+            "--mcp-refresh",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v = json_out(&o);
+    let top = &v["results"][0];
+    assert_eq!(top["name"], "mcp__fake__echo");
+    assert_eq!(top["kind"], "mcp");
+    assert_eq!(top["server"], "fake");
+    assert_eq!(top["schema"]["required"], json!(["message"]));
+    // Now cached: plain search finds it, alongside registered commands.
+    common::tools::register(
+        &sb,
+        "t",
+        &common::tools::t_meta(),
+        "#!/bin/sh\necho hi\n",
+        "native",
+    );
+    let o = run(
+        &sb,
+        &["search", "echo", "--output", "json", "--limit", "10"],
+    );
+    let v = json_out(&o);
+    let kinds: Vec<&str> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"mcp") && kinds.contains(&"command"), "{v}");
+    let o = run(&sb, &["search", "echo", "--output", "json", "--no-mcp"]);
+    assert!(
+        json_out(&o)["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["kind"] == "command")
+    );
+    // export --mcp adds them after the registry's tools, in the provider's shape.
+    let o = run(&sb, &["export", "--format", "openai", "--mcp"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v = json_out(&o);
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"t_echo") && names.contains(&"mcp__fake__echo"),
+        "{names:?}"
+    );
+    let o = run(&sb, &["export", "--format", "mcp", "--mcp"]);
+    let v = json_out(&o);
+    let echo = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__fake__echo")
+        .unwrap()
+        .clone();
+    assert_eq!(echo["annotations"]["readOnlyHint"], true);
+    let note = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__fake__write_note")
+        .unwrap()
+        .clone();
+    assert_eq!(note["annotations"]["destructiveHint"], true);
+    let o = run(&sb, &["export", "--format", "skill", "--mcp"]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    // exec by flattened name: same call, same policy.
+    let o = run(
+        &sb,
+        &[
+            "exec",
+            "mcp__fake__echo",
+            "--args",
+            r#"{"message":"via exec"}"#,
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(json_out(&o)["content"][0]["text"], "Echo: via exec");
+    let o = run(
+        &sb,
+        &[
+            "exec",
+            "mcp__fake__write_note",
+            "--args",
+            r#"{"text":"x"}"#,
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(77), "{}", show(&o));
+    let o = run(
+        &sb,
+        &[
+            "exec",
+            "mcp__fake__nope",
+            "--args",
+            "{}",
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+}
+
+#[test]
+fn import_copies_host_servers_without_expanding_secrets() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.path().join("proj/.vscode")).unwrap();
+    sb.write(
+        "proj/.vscode/mcp.json",
+        json!({"servers": {"gh": {"type": "stdio", "command": "gh-mcp", "env": {"GH_TOKEN": "${MY_SECRET}"}}},
+               "inputs": []})
+        .to_string(),
+    );
+    let o = run(
+        &sb,
+        &["mcp", "import", "vscode", "--dry-run", "--output", "json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(json_out(&o)["imported"], json!(["gh"]));
+    assert!(!sb.config_dir().join("mcp.json").exists());
+    let o = run(&sb, &["mcp", "import", "vscode", "--output", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let written = std::fs::read_to_string(sb.config_dir().join("mcp.json")).unwrap();
+    assert!(
+        written.contains("${MY_SECRET}") && !written.contains(SECRET),
+        "{written}"
+    );
+    let o = run(&sb, &["mcp", "servers", "--output", "json"]);
+    assert_eq!(json_out(&o)["servers"][0]["name"], "gh");
+    // A second import keeps what is there.
+    let o = run(&sb, &["mcp", "import", "vscode", "--output", "json"]);
+    assert_eq!(json_out(&o)["imported"], json!([]));
+}
+
+fn everything_bin() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/test-deps/npm/node_modules/.bin/mcp-server-everything");
+    let deps = std::env::var_os("ATIP_TEST_DEPS").map(PathBuf::from);
+    let p = deps
+        .map(|d| d.join("npm/node_modules/.bin/mcp-server-everything"))
+        .filter(|p| p.exists())
+        .unwrap_or(p);
+    if p.exists() && which::which("node").is_ok() {
+        Some(p)
+    } else {
+        eprintln!(
+            "SKIPPED: @modelcontextprotocol/server-everything not installed (run .ci/setup-test-deps)"
+        );
+        None
+    }
+}
+
+/// The sandbox PATH plus node's directory (the npm bin is a `#!/usr/bin/env node` script).
+fn with_node(c: &mut Command) {
+    let node = which::which("node").unwrap();
+    let dir = node.parent().unwrap().display().to_string();
+    c.env("PATH", format!("{dir}:/usr/bin:/bin"));
+}
+
+#[test]
+fn the_reference_everything_server_over_stdio() {
+    let Some(bin) = everything_bin() else { return };
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.path().join("proj")).unwrap();
+    sb.write(
+        "config/mcp.json",
+        json!({"mcpServers": {"everything": {"command": bin, "args": ["stdio"]}}}).to_string(),
+    );
+    let mut c = atip(&sb);
+    with_node(&mut c);
+    let o = c
+        .args(["mcp", "tools", "--output", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v = json_out(&o);
+    let tools = v["servers"][0]["tools"].as_array().unwrap();
+    assert!(tools.iter().any(|t| t["name"] == "get-sum"), "{v}");
+    let mut c = atip(&sb);
+    with_node(&mut c);
+    let o = c
+        .args([
+            "mcp",
+            "call",
+            "get-sum",
+            "--args",
+            r#"{"a": 2, "b": 40}"#,
+            "--output",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(
+        json_out(&o)["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("42"),
+        "{}",
+        show(&o)
+    );
+    // Schema validation happens before sending: a string is not a number.
+    let mut c = atip(&sb);
+    with_node(&mut c);
+    let o = c
+        .args(["mcp", "call", "get-sum", "--args", r#"{"a": "2", "b": 40}"#])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(65), "{}", show(&o));
+    let mut c = atip(&sb);
+    with_node(&mut c);
+    let o = c
+        .args([
+            "mcp",
+            "call",
+            "get-tiny-image",
+            "--compact",
+            "--output",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("bytes of base64 omitted"), "{text}");
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_port(port: u16) -> bool {
+    let until = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < until {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+struct Killed(std::process::Child);
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_reference_everything_server_over_streamable_http() {
+    let Some(bin) = everything_bin() else { return };
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.path().join("proj")).unwrap();
+    let port = free_port();
+    let mut server = Command::new(&bin);
+    with_node(&mut server);
+    let _server = Killed(
+        server
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(
+        wait_port(port),
+        "everything server did not listen on {port}"
+    );
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    sb.write(
+        "config/mcp.json",
+        json!({"mcpServers": {"ev": {"type": "http", "url": url, "headers": {"X-Api-Key": "${MY_SECRET}"}}}}).to_string(),
+    );
+    let o = run(&sb, &["mcp", "ping", "--output", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v = json_out(&o);
+    assert_eq!(v["transport"], "http");
+    assert!(v["capabilities"]["tools"].is_object(), "{v}");
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "call",
+            "echo",
+            "--args",
+            r#"{"message":"over http"}"#,
+            "--output",
+            "json",
+            "--trace",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(json_out(&o)["content"][0]["text"], "Echo: over http");
+    assert!(!stderr(&o).contains(SECRET));
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "call",
+            "get-structured-content",
+            "--args",
+            r#"{"location":"New York"}"#,
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(
+        json_out(&o)["structuredContent"].is_object(),
+        "{}",
+        show(&o)
+    );
+}
+
+#[test]
+fn the_reference_git_server_over_stdio() {
+    let root = std::env::var_os("ATIP_TEST_DEPS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-deps"));
+    let bin = root.join("venv/bin/mcp-server-git");
+    let Ok(git) = which::which("git") else {
+        eprintln!("SKIPPED: git not found");
+        return;
+    };
+    if !bin.exists() {
+        eprintln!("SKIPPED: mcp-server-git not installed (run .ci/setup-test-deps)");
+        return;
+    }
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.path().join("proj")).unwrap();
+    let repo = sb.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let st = Command::new(&git)
+        .args(["init", "-q"])
+        .current_dir(&repo)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::write(repo.join("hello.txt"), "hi\n").unwrap();
+    sb.write(
+        "config/mcp.json",
+        json!({"mcpServers": {"git": {"command": bin, "args": ["--repository", repo]}}})
+            .to_string(),
+    );
+    let o = run(
+        &sb,
+        &["mcp", "tools", "--output", "json", "--timeout", "60s"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v = json_out(&o);
+    assert!(
+        v["servers"][0]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "git_status"),
+        "{v}"
+    );
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "call",
+            "git_status",
+            "--args",
+            &json!({"repo_path": repo}).to_string(),
+            "--output",
+            "json",
+            "--timeout",
+            "60s",
+            "--yes",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(
+        json_out(&o)["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("hello.txt"),
+        "{}",
+        show(&o)
+    );
+}

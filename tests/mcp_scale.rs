@@ -1,0 +1,272 @@
+//! `atip mcp serve` at registry scale (search mode, driven by the rmcp client) and over
+//! Streamable HTTP (driven by atip's own MCP client).
+
+use crate::common::tools::*;
+use crate::common::{Sandbox, show};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, Implementation,
+};
+use rmcp::service::{RequestContext, RoleClient, ServiceError};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{Value, json};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn atip_mcp(sb: &Sandbox, extra: &[&str]) -> TokioChildProcess {
+    let mut cmd = sb.atip();
+    cmd.arg("mcp").args(extra);
+    let (proc, _) = TokioChildProcess::builder(tokio::process::Command::from(cmd))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    proc
+}
+
+fn call(name: &str, a: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(name.to_string()).with_arguments(a.as_object().unwrap().clone())
+}
+
+#[derive(Clone)]
+struct Yes;
+
+impl ClientHandler for Yes {
+    fn get_info(&self) -> ClientConfig {
+        let caps: ClientCapabilities =
+            serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap();
+        ClientConfig::new(caps, Implementation::new("yes", "1"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let mut r = ElicitResult::new(ElicitationAction::Accept);
+        r.content = Some(json!({"confirm": true}));
+        Ok(r)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_mode_lists_search_and_call_tools_and_calls_go_through_policy() {
+    let sb = sandbox_with_t();
+    let args = ["serve", "--search-threshold", "2", "--pin", "t_json"];
+    let c = ().serve(atip_mcp(&sb, &args)).await.unwrap();
+    let tools = c.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["atip_search_tools", "atip_call_tool", "t_json"]);
+    assert!(tools.iter().all(|t| t.input_schema["type"] == "object"));
+    let pinned = &tools[2];
+    assert!(
+        pinned.output_schema.is_some(),
+        "served tools declare the envelope"
+    );
+
+    let r = c
+        .call_tool(call(
+            "atip_search_tools",
+            json!({"query": "print json", "schemas": 1}),
+        ))
+        .await
+        .unwrap();
+    let s = r.structured_content.unwrap();
+    assert_eq!(s["results"][0]["name"], "t_json", "{s}");
+    assert!(s["results"][0]["inputSchema"].is_object());
+    assert!(
+        s["results"].as_array().unwrap()[1..]
+            .iter()
+            .all(|r| r.get("inputSchema").is_none())
+    );
+    assert!(s["total"].as_u64().unwrap() >= 4);
+
+    // The call tool runs what a direct call would.
+    let r = c
+        .call_tool(call(
+            "atip_call_tool",
+            json!({"name": "t_echo", "arguments": {"words": ["a b"]}}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(false), "{r:?}");
+    assert_eq!(r.structured_content.unwrap()["data"]["stdout"], "a b\0");
+    // Direct calls still work in search mode.
+    let r = c
+        .call_tool(call("t_echo", json!({"words": ["x"]})))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(false));
+    // Same policy: a destructive tool needs confirmation this client cannot give.
+    let r = c
+        .call_tool(call(
+            "atip_call_tool",
+            json!({"name": "t_delete", "arguments": {"target": "a"}}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        r.structured_content.unwrap()["error"]["code"],
+        "confirmation_required"
+    );
+    assert!(!sb.path().join("deleted.txt").exists());
+    // Unknown inner names are the same protocol error as unknown direct names.
+    let e = c
+        .call_tool(call(
+            "atip_call_tool",
+            json!({"name": "nope", "arguments": {}}),
+        ))
+        .await
+        .unwrap_err();
+    let ServiceError::McpError(e) = e else {
+        panic!("{e:?}")
+    };
+    assert!(e.message.contains("Unknown tool: nope"));
+    let r = c
+        .call_tool(call("atip_call_tool", json!({"arguments": {}})))
+        .await
+        .unwrap();
+    assert_eq!(
+        r.structured_content.unwrap()["error"]["code"],
+        "args_invalid"
+    );
+    c.cancel().await.unwrap();
+
+    // A client that confirms through elicitation gets the destructive call run.
+    let c = Yes.serve(atip_mcp(&sb, &args)).await.unwrap();
+    let r = c
+        .call_tool(call(
+            "atip_call_tool",
+            json!({"name": "t_delete", "arguments": {"target": "a"}}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(false), "{r:?}");
+    assert!(sb.path().join("deleted.txt").exists());
+    c.cancel().await.unwrap();
+
+    // Below the threshold: every tool listed, no meta tools.
+    let c = ().serve(atip_mcp(&sb, &[])).await.unwrap();
+    let tools = c.list_all_tools().await.unwrap();
+    assert!(tools.iter().all(|t| !t.name.starts_with("atip_")));
+    assert!(tools.len() >= 4);
+    c.cancel().await.unwrap();
+}
+
+struct Killed(std::process::Child);
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `atip mcp serve --http 127.0.0.1:0` and returns it with its URL (from the banner).
+fn serve_http(sb: &Sandbox, token: Option<&str>) -> (Killed, String) {
+    use std::io::BufRead;
+    let mut cmd = sb.atip();
+    cmd.args(["mcp", "serve", "--http", "127.0.0.1:0"]);
+    if let Some(t) = token {
+        cmd.env("ATIP_MCP_TOKEN", t);
+    }
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let url = loop {
+        assert!(Instant::now() < deadline, "no banner");
+        let line = lines.next().expect("server exited").unwrap();
+        if let Some(i) = line.find("http://") {
+            break line[i..].split(' ').next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (Killed(child), url)
+}
+
+fn client(sb: &Sandbox) -> Command {
+    let mut c = sb.atip();
+    c.env("ATIP_CACHE_DIR", sb.path().join("cache"));
+    c
+}
+
+#[test]
+fn streamable_http_serving_with_and_without_a_token() {
+    let sb = sandbox_with_t();
+    let (_server, url) = serve_http(&sb, None);
+    assert!(url.ends_with("/mcp"), "{url}");
+    let o = client(&sb)
+        .args([
+            "mcp",
+            "tools",
+            "--url",
+            &url,
+            "--output",
+            "json",
+            "--no-cache",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = v["servers"][0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"t_echo"), "{names:?}");
+    let o = client(&sb)
+        .args([
+            "mcp",
+            "call",
+            "t_echo",
+            "--url",
+            &url,
+            "--args",
+            r#"{"words":["hi"]}"#,
+            "--output",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["structuredContent"]["data"]["stdout"], "hi\0");
+
+    // With a token: no header → refused (69), the right bearer → served.
+    let (_server, url) = serve_http(&sb, Some("s3cret-token-value"));
+    let o = client(&sb)
+        .args(["mcp", "ping", "--url", &url, "--timeout", "10s"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(69), "{}", show(&o));
+    let o = client(&sb)
+        .args([
+            "mcp",
+            "ping",
+            "--url",
+            &url,
+            "--header",
+            "Authorization: Bearer s3cret-token-value",
+            "--output",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("s3cret-token-value"));
+
+    // A non-loopback address without a token is refused before anything listens.
+    let o = sb
+        .atip()
+        .args(["mcp", "serve", "--http", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("bearer token"));
+}
