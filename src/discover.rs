@@ -6,7 +6,8 @@
 //!    ([`paths`]);
 //! 2. **fingerprint and cache**: what is already known of each unchanged file
 //!    ([`cache`]);
-//! 3. **classify** each unknown file by the evidence in its bytes ([`sign`]), and
+//! 3. **classify** each unknown file by the evidence in its bytes ([`sign`]) or in the
+//!    files it launches ([`launcher`]), and
 //! 4. **probe** those that may be run, in parallel through `process` ([`probe`]);
 //! 5. **hash** the files some source may offer metadata for;
 //! 6. **resolve** one winner per name: every metadata source ([`source`] is the
@@ -22,6 +23,7 @@
 pub mod builtin;
 pub mod cache;
 pub mod installed;
+pub mod launcher;
 pub mod native;
 pub mod paths;
 pub mod probe;
@@ -895,7 +897,10 @@ fn examine(
                     return;
                 }
                 if needs_sign(w) {
-                    match sign::detect(&w.exe.canonical) {
+                    match sign::detect(&w.exe.canonical).map(|s| match s {
+                        sign::Sign::None => launcher::follow(&w.exe.canonical),
+                        s => s,
+                    }) {
                         Ok(s) => {
                             w.rec.sign = Some(s);
                             w.read_now = true;

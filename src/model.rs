@@ -391,7 +391,8 @@ pub struct Argument {
     /// Value type.
     #[serde(rename = "type")]
     pub kind: ParamType,
-    /// What it is for.
+    /// What it is for (0.1 documents may leave it out: empty then).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     /// Required unless said otherwise (protocol default: true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -433,7 +434,8 @@ pub struct Opt {
     /// Value type; `boolean` takes no value.
     #[serde(rename = "type")]
     pub kind: ParamType,
-    /// What it is for.
+    /// What it is for (0.1 documents may leave it out: empty then).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     /// Optional unless said otherwise (protocol default: false).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -229,6 +229,7 @@ pub fn check_with(
         }
     }
     rules::check(kind, &value, file_name, &mut diagnostics);
+    rules::as_written(kind, &value, file_name, &mut diagnostics);
     if parsed.duplicates > 0 {
         diagnostics.extend(locate::duplicate_keys(parsed.text(bytes)));
     }

@@ -368,3 +368,250 @@ fn explain_says_which_evidence_and_why_others_lost() {
     let r = env.scan(&path, &[]);
     assert_eq!(r["summary"]["evidence"]["flag-key"], 1, "{r:#}");
 }
+
+#[test]
+fn protocol_0_1_documents_are_accepted_as_written_by_validate_and_scan_alike() {
+    let env = Env::new();
+    // 0.1 style: a string version, options and arguments without descriptions.
+    let doc = r#"{"atip": "0.1", "name": "hub", "version": "1.2.0", "description": "A 0.1 tool",
+      "commands": {"issue": {"description": "Issues", "commands": {
+        "list": {"description": "List issues",
+                 "options": [{"name": "state", "flags": ["-s", "--state"], "type": "enum", "enum": ["open", "closed"]}],
+                 "effects": {"network": true, "idempotent": true}},
+        "close": {"description": "Close an issue",
+                  "arguments": [{"name": "number", "type": "integer", "required": true}],
+                  "effects": {"network": true}}}}}}"#;
+    env.sb.write("pkg/share/agent-tools/tools/hub.json", doc);
+    env.script("pkg/bin/hub", "echo hub");
+    // An RFC-style name-keyed shim: a plain document, no `binary`.
+    env.sb.write(
+        "myshims/oldtool.json",
+        r#"{"atip": "0.1", "name": "oldtool", "version": "3.0", "description": "Legacy tool", "commands": {}}"#,
+    );
+    env.script("pkg/bin/oldtool", "echo old");
+    // validate accepts both, with warnings.
+    for (file, kind) in [
+        ("pkg/share/agent-tools/tools/hub.json", "metadata"),
+        ("myshims/oldtool.json", "shim"),
+    ] {
+        let out = env
+            .sb
+            .atip()
+            .args(["validate", "--output", "json", "--kind", kind])
+            .arg(env.p(file))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{file}: {}", show(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("description-missing-0.1") || text.contains("shim-without-binary"),
+            "{text}"
+        );
+    }
+    // scan accepts the same documents.
+    let path = env.p("pkg/bin").display().to_string();
+    let shims = env.p("myshims");
+    let r = env.scan(&path, &["--shims", shims.to_str().unwrap()]);
+    assert_eq!(tool(&r, "hub").unwrap()["source"], "installed", "{r:#}");
+    assert_eq!(tool(&r, "oldtool").unwrap()["source"], "shim", "{r:#}");
+    assert_eq!(r["shims"]["rejected"], serde_json::json!([]), "{r:#}");
+    // A content-addressed shim still needs binary.hash.
+    let hex = "a".repeat(64);
+    env.sb.write(
+        &format!("myshims/sha256/{hex}.json"),
+        r#"{"atip": "0.1", "name": "oldtool", "version": "3.0", "description": "Legacy", "commands": {}}"#,
+    );
+    let r = env.scan(&path, &["--shims", shims.to_str().unwrap()]);
+    assert!(r["shims"]["rejected"].to_string().contains(&hex), "{r:#}");
+    assert_eq!(env.log(), "", "nothing was to be run");
+}
+
+/// The absolute path of a program on this test's PATH, if installed.
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(name))
+            .find(|f| f.is_file())
+    })
+}
+
+fn ok(cmd: &mut Command, what: &str) -> bool {
+    match cmd.output() {
+        Ok(o) if o.status.success() => true,
+        Ok(o) => {
+            eprintln!("SKIPPED part: {what} failed: {}", show(&o));
+            false
+        }
+        Err(e) => {
+            eprintln!("SKIPPED part: {what}: {e}");
+            false
+        }
+    }
+}
+
+/// Real tools of the common shapes, built here: a Node tool installed like `npm i -g`
+/// (bin symlink to a JS file whose metadata is an object literal), a Python console
+/// script (a pip/pipx wrapper in a venv; the package builds its metadata with
+/// `dict(atip=…)`), a Go tool with a `flag`-package `agent` flag (cobra-style: no
+/// `--agent` literal), a Rust tool whose flag is stored as `agent` (clap-style), and a
+/// shell wrapper reading its metadata from a data file. Beside them, canaries that log
+/// every run. A default scan registers every tool and runs no canary.
+#[test]
+fn tools_of_every_ecosystem_are_found_without_running_strangers() {
+    let env = Env::new();
+    let bin = env.p("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let mut expected: Vec<&str> = Vec::new();
+    let log = env.p("exec.log");
+    let meta_json = |name: &str| {
+        format!(
+            r#"{{"atip": {{"version": "0.6"}}, "name": "{name}", "version": "1.0.0", "description": "{name} test tool"}}"#
+        )
+    };
+
+    // Canaries: a script and a copy of a real binary, both logging… the script logs;
+    // the binary (true) cannot, so it is checked by the report: never probed.
+    for i in 0..20 {
+        env.script(&format!("bin/canary-{i:02}"), "echo canary");
+    }
+    if let Some(t) = which("true") {
+        std::fs::copy(t, bin.join("canary-elf")).unwrap();
+    }
+
+    // Shell wrapper with its metadata in a data file.
+    env.sb.write("share/wrap/wrap.json", meta_json("wrap"));
+    env.script(
+        "bin/wrap",
+        &format!(
+            "case \"${{1:-}}\" in\n  --agent) exec cat '{}' ;;\nesac\necho wrap",
+            env.p("share/wrap/wrap.json").display()
+        ),
+    );
+    expected.push("wrap");
+
+    // Node, installed like npm: bin/nodetool -> ../lib/node_modules/nodetool/bin/cli.js
+    match which("node") {
+        None => eprintln!("SKIPPED part: node is not installed (.ci/setup-test-deps installs it)"),
+        Some(node) => {
+            let js = format!(
+                "#!{node}\nrequire('fs').appendFileSync({log:?}, 'nodetool ' + process.argv.slice(2).join(' ') + '\\n');\nconst meta = {{ atip: {{ version: '0.6' }}, name: 'nodetool', version: '1.0.0', description: 'nodetool test tool' }};\nif (process.argv.includes('--agent')) {{ console.log(JSON.stringify(meta)); process.exit(0); }}\nconsole.log('nodetool');\n",
+                node = node.display(),
+                log = log.display().to_string()
+            );
+            let cli = env.sb.script("lib/node_modules/nodetool/bin/cli.js", &js);
+            std::os::unix::fs::symlink(cli, bin.join("nodetool")).unwrap();
+            expected.push("nodetool");
+        }
+    }
+
+    // Python console script in a venv (pipx-style: PATH holds a symlink to the wrapper).
+    let venv = env.p("venv");
+    let py = which("python3");
+    if py.is_some()
+        && ok(
+            Command::new(py.as_ref().unwrap())
+                .args(["-m", "venv", "--without-pip"])
+                .arg(&venv),
+            "python3 -m venv",
+        )
+    {
+        let ver = Command::new(venv.join("bin/python"))
+            .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+            .output()
+            .unwrap();
+        let ver = String::from_utf8_lossy(&ver.stdout).trim().to_owned();
+        let pkg = venv.join(format!("lib/python{ver}/site-packages/pytool"));
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(pkg.join("__init__.py"), "").unwrap();
+        std::fs::write(
+            pkg.join("cli.py"),
+            format!(
+                "import json, sys\nMETA = dict(atip=dict(version=\"0.6\"), name=\"pytool\", version=\"1.0.0\", description=\"pytool test tool\")\ndef main():\n    open({log:?}, 'a').write('pytool ' + ' '.join(sys.argv[1:]) + '\\n')\n    if '--agent' in sys.argv[1:]:\n        print(json.dumps(META))\n        return 0\n    print('pytool')\n    return 0\n",
+                log = log.display().to_string()
+            ),
+        )
+        .unwrap();
+        let wrapper = env.sb.script(
+            "venv/bin/pytool",
+            &format!(
+                "#!{}/bin/python\n# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom pytool.cli import main\nif __name__ == '__main__':\n    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n    sys.exit(main())\n",
+                venv.display()
+            ),
+        );
+        std::os::unix::fs::symlink(wrapper, bin.join("pytool")).unwrap();
+        expected.push("pytool");
+    } else {
+        eprintln!("SKIPPED part: python3 with venv is not available");
+    }
+
+    // Go, flag stored as `agent` (the `flag` package, as cobra does), key in a struct tag.
+    match which("go") {
+        None => eprintln!("SKIPPED part: go is not installed (.ci/setup-test-deps installs it)"),
+        Some(go) => {
+            let src = env.sb.write(
+                "src/gotool/main.go",
+                format!(
+                    "package main\n\nimport (\n\t\"encoding/json\"\n\t\"flag\"\n\t\"fmt\"\n\t\"os\"\n)\n\ntype atipInfo struct {{\n\tVersion string `json:\"version\"`\n}}\n\ntype meta struct {{\n\tAtip        atipInfo `json:\"atip\"`\n\tName        string   `json:\"name\"`\n\tVersion     string   `json:\"version\"`\n\tDescription string   `json:\"description\"`\n}}\n\nfunc main() {{\n\tf, _ := os.OpenFile({log:?}, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)\n\tfmt.Fprintln(f, \"gotool\", os.Args[1:])\n\tagent := flag.Bool(\"agent\", false, \"print machine-readable metadata\")\n\tflag.Parse()\n\tif *agent {{\n\t\tb, _ := json.Marshal(meta{{atipInfo{{\"0.6\"}}, \"gotool\", \"1.0.0\", \"gotool test tool\"}})\n\t\tfmt.Println(string(b))\n\t\treturn\n\t}}\n\tfmt.Println(\"gotool\")\n}}\n",
+                    log = log.display().to_string()
+                ),
+            );
+            let built = ok(
+                Command::new(go)
+                    .args(["build", "-o"])
+                    .arg(bin.join("gotool"))
+                    .arg(&src)
+                    .env("GOCACHE", env.p("gocache"))
+                    .env("GOPATH", env.p("gopath"))
+                    .env("HOME", env.p("home"))
+                    .env("GOFLAGS", "-mod=mod")
+                    .env("GOTOOLCHAIN", "local")
+                    .env("CGO_ENABLED", "0"),
+                "go build",
+            );
+            if built {
+                expected.push("gotool");
+            }
+        }
+    }
+
+    // Rust, the flag kept as `agent` and the key as a plain literal (clap/serde-style).
+    match which("rustc") {
+        None => eprintln!("SKIPPED part: rustc is not on PATH"),
+        Some(rustc) => {
+            let src = env.sb.write(
+                "src/rusttool.rs",
+                format!(
+                    "use std::io::Write;\n// serde keeps a struct's field names in a table; clap keeps each flag's long name.\nstatic FIELDS: &[&str] = &[\"atip\", \"name\", \"version\", \"description\"];\nstatic ARGS: &[(&str, &str)] = &[(\"agent\", \"print machine-readable metadata\"), (\"help\", \"print help\")];\nfn main() {{\n    let args: Vec<String> = std::env::args().skip(1).collect();\n    if let Ok(mut f) = std::fs::OpenOptions::new().append(true).create(true).open({log:?}) {{\n        let _ = writeln!(f, \"rusttool {{}}\", args.join(\" \"));\n    }}\n    let fields = std::hint::black_box(FIELDS);\n    let specs = std::hint::black_box(ARGS);\n    if args.iter().any(|a| a.strip_prefix(\"--\") == Some(specs[0].0)) {{\n        println!(\"{{{{\\\"{{}}\\\":{{{{\\\"version\\\":\\\"0.6\\\"}}}},\\\"{{}}\\\":\\\"rusttool\\\",\\\"{{}}\\\":\\\"1.0.0\\\",\\\"{{}}\\\":\\\"rusttool test tool\\\"}}}}\", fields[0], fields[1], fields[2], fields[3]);\n        return;\n    }}\n    println!(\"rusttool\");\n}}\n",
+                    log = log.display().to_string()
+                ),
+            );
+            if ok(
+                Command::new(rustc)
+                    .args(["-O", "--edition", "2021", "-o"])
+                    .arg(bin.join("rusttool"))
+                    .arg(&src),
+                "rustc",
+            ) {
+                expected.push("rusttool");
+            }
+        }
+    }
+
+    let r = env.scan(bin.to_str().unwrap(), &["--no-builtin-shims"]);
+    let mut names: Vec<&str> = r["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    expected.sort();
+    assert_eq!(names, expected, "{r:#}");
+    let log = env.log();
+    assert!(!log.contains("canary"), "a canary ran: {log}");
+    assert!(
+        r["failed"].as_array().unwrap().is_empty(),
+        "probed something that did not answer: {r:#}"
+    );
+    assert_eq!(r["summary"]["probed"], expected.len(), "{r:#}");
+}

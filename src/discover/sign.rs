@@ -9,8 +9,9 @@
 //!   literal, YAML) or `atip=` (Python keyword argument): the word, not inside another
 //!   word or a path (`/tmp/atip-x`), followed by `:` or `=`;
 //! - [`Sign::Binary`]: a compiled program (ELF or Mach-O) holding `atip` not flanked by
-//!   letters on both sides (a serde field name or Go tag next to other literals) and
-//!   `agent` anywhere (clap and cobra store the flag without dashes);
+//!   letters on both sides, or packed against another ATIP field name (`atipname`: a
+//!   serde struct's field table), and `agent` anywhere (clap and cobra store the flag
+//!   without dashes);
 //! - [`Sign::Script`]: a short (≤ [`SCRIPT_MAX`]) `#!` script that tests for `--agent`
 //!   itself — a `case` arm (`--agent)`, `--agent|`), a quoted comparison (`"--agent"`,
 //!   `'--agent'`) or `= --agent` — followed within [`ANSWER_WINDOW`] bytes by JSON
@@ -47,6 +48,17 @@ const CARRY: usize = 32;
 /// Context needed to the right of a hit before it is judged (else the next fill judges it).
 const RIGHT: usize = 12;
 
+/// ATIP root field names: `atip` packed against one of them in a binary is a serde-style
+/// field table.
+const ROOT_FIELDS: [&[u8]; 6] = [
+    b"name",
+    b"version",
+    b"description",
+    b"commands",
+    b"binary",
+    b"trust",
+];
+
 /// Bytes after a script's `--agent` test searched for the JSON it answers with.
 const ANSWER_WINDOW: usize = 200;
 
@@ -64,6 +76,9 @@ pub enum Sign {
     Binary,
     /// A short script that tests for `--agent` itself.
     Script,
+    /// A launcher (a console-script wrapper) whose launched code shows a sign
+    /// (`super::launcher`).
+    Launcher,
 }
 
 impl Sign {
@@ -80,6 +95,7 @@ impl Sign {
             Sign::FlagWord => "flag-word",
             Sign::Binary => "binary",
             Sign::Script => "script",
+            Sign::Launcher => "launcher",
         }
     }
 }
@@ -124,7 +140,12 @@ impl Seen {
         let before = i.checked_sub(1).map(|k| buf[k]);
         let after = buf.get(i + 4).copied();
         let letter = |b: Option<u8>| b.is_some_and(|c| c.is_ascii_alphabetic());
-        if !(letter(before) && letter(after)) {
+        // Between letters only when packed against another ATIP field name, as a
+        // compiler lays out a serde struct's field names (`…atipnameversion…`).
+        let packed = ROOT_FIELDS
+            .iter()
+            .any(|f| buf[i + 4..].starts_with(f) || buf[..i].ends_with(f));
+        if !(letter(before) && letter(after)) || packed {
             self.loose = true;
         }
         const QUOTES: &[u8] = b"\"'`";
@@ -323,6 +344,11 @@ mod tests {
         // `atip` inside a word (gh's `datatipMove`), or no `agent`: nothing.
         assert_eq!(sign(b"\x7fELF\0datatipMove\0user-agent\0"), Sign::None);
         assert_eq!(sign(b"\x7fELF\0technoratipersonales agent"), Sign::None);
+        // A serde field table packs the names together.
+        assert_eq!(
+            sign(b"\x7fELF\0helpshimatipnameversion\0agentprint"),
+            Sign::Binary
+        );
         assert_eq!(sign(b"\x7fELF\0{\"atip\":1}\0"), Sign::None);
         // The same bytes in a script are no sign: only compiled programs get this rule.
         assert_eq!(sign(b"#!/bin/sh\n# agent atip\n"), Sign::None);

@@ -303,6 +303,18 @@ pub static RULES: &[RuleInfo] = &[
         "name the file <hex>.json after binary.hash (sha256:<hex>), lowercase",
     ),
     rule(
+        "shim-without-binary",
+        W,
+        "a name-keyed shim written as a plain 0.1-style document, without binary: its root name and file name name the tool",
+        "add binary {name, version} (required for content-addressed shims)",
+    ),
+    rule(
+        "description-missing-0.1",
+        W,
+        "a 0.1 document leaves out an option's or argument's description (0.1 does not require it)",
+        "add a description: agents choose arguments by it",
+    ),
+    rule(
         "shim-name-mismatch",
         W,
         "a shim's root name differs from binary.name",
@@ -522,6 +534,55 @@ pub fn check(kind: Kind, value: &Value, file_name: Option<&str>, out: &mut Vec<D
             }
         }
         Kind::Registry => {}
+    }
+}
+
+/// Accepts documents as their declared protocol version wrote them (`spec/validate.md`,
+/// "Protocol 0.1 as written"), one rule for `validate` and `scan`: a 0.1 document may
+/// leave out option and argument descriptions (a warning), and a name-keyed shim may be
+/// a plain document without `binary` when its root `name` names the tool (a warning).
+/// Runs after the schema and the other rules, on their diagnostics.
+pub fn as_written(kind: Kind, value: &Value, file_name: Option<&str>, out: &mut Vec<Diagnostic>) {
+    let Some(root) = value.as_object() else {
+        return;
+    };
+    let declared = match root.get("atip") {
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(Value::Object(o)) => o.get("version").and_then(Value::as_str),
+        _ => None,
+    };
+    let required = |d: &Diagnostic, field: &str| {
+        d.rule == "schema-required" && d.message.contains(&format!("field \"{field}\""))
+    };
+    if declared == Some("0.1") {
+        for d in out.iter_mut() {
+            let in_list = d.pointer.contains("/options/") || d.pointer.contains("/arguments/");
+            if in_list && required(d, "description") && d.severity == Severity::Error {
+                *d = Diagnostic::new(
+                    "description-missing-0.1",
+                    &d.pointer,
+                    format!("{} (0.1 does not require it)", d.message),
+                );
+            }
+        }
+    }
+    let content_addressed = file_name
+        .and_then(|f| f.strip_suffix(".json"))
+        .is_some_and(|s| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()));
+    if kind == Kind::Shim
+        && !content_addressed
+        && !root.contains_key("binary")
+        && root.get("name").and_then(Value::as_str).is_some()
+        && out
+            .iter()
+            .any(|d| d.pointer.is_empty() && required(d, "binary"))
+    {
+        out.retain(|d| !(d.pointer.is_empty() && required(d, "binary")));
+        out.push(Diagnostic::new(
+            "shim-without-binary",
+            "",
+            "a name-keyed shim without binary: the tool is the one its name and file name say",
+        ));
     }
 }
 
