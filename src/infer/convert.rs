@@ -12,7 +12,7 @@
 //! Effects are never stated: a page cannot prove what a program does. A few words in the
 //! page's own summary add warnings (see [`warnings`]).
 
-use super::roff::{Block, Page, Section};
+use super::roff::{Block, MacroSet, Page, Section};
 use serde_json::{Map, Value, json};
 use std::collections::HashSet;
 
@@ -126,7 +126,7 @@ pub fn infer(page: &Page, tool: &str) -> Inferred {
         if not_options(&section.name) {
             continue;
         }
-        collect_options(section, &mut options, &mut seen);
+        collect_options(section, page.macro_set == MacroSet::Mdoc, &mut options, &mut seen);
     }
     let takes_command = synopsis
         .iter()
@@ -406,11 +406,15 @@ fn same_name(a: &str, b: &str) -> bool {
     a.replace('_', "-") == b.replace('_', "-")
 }
 
-fn collect_options(section: &Section, out: &mut Vec<InferredOption>, seen: &mut Seen) {
+fn collect_options(section: &Section, mdoc: bool, out: &mut Vec<InferredOption>, seen: &mut Seen) {
     for block in &section.blocks {
-        let Block::Item { tags, body, .. } = block else {
+        let Block::Item { tags, body, depth } = block else {
             continue;
         };
+        // mdoc nests value lists inside an option's item; options are at the top.
+        if *depth > 0 && mdoc {
+            continue;
+        }
         if let Some(opt) = option_from_item(tags, body, seen) {
             out.push(opt);
         }
@@ -482,7 +486,7 @@ struct FlagSpec {
 }
 
 fn flag_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '?' | '#' | '@' | '+' | ':')
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '?' | '#' | '@' | '+')
 }
 
 /// Reads the flags of a tag such as `-a, --all`, `-n <min-len>`, `--block-size=SIZE`,
@@ -537,6 +541,15 @@ fn parse_tag(tag: &str) -> Vec<FlagSpec> {
             .filter(|c| **c == '-')
             .collect();
         let name: String = chars[name_start..i].iter().collect();
+        if name.is_empty() && i < chars.len() && chars[i] == '<' && !negatable {
+            // `-<NUM>`: a number typed as the flag; not a flag name. Skip it and its
+            // separator.
+            while i < chars.len() && chars[i] != '>' {
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
         if name.is_empty() || name.chars().all(|c| c == '-') || name.starts_with('-') {
             break;
         }
@@ -638,7 +651,7 @@ fn read_value(chars: &[char], i: &mut usize) -> Option<String> {
                     *i = j;
                     clean(take_group(i, '[', ']'))
                 }
-                c if c.is_ascii_alphabetic() => {
+                c if c.is_ascii_alphabetic() || (c == '.' && chars.get(j + 1).is_some_and(|c| c.is_ascii_alphanumeric())) => {
                     let mut k = j;
                     while k < n && !matches!(chars[k], ' ' | '\t' | ',' | '|' | ';') {
                         k += 1;
@@ -650,9 +663,9 @@ fn read_value(chars: &[char], i: &mut usize) -> Option<String> {
                         while m < n && matches!(chars[m], ' ' | '\t') {
                             m += 1;
                         }
-                        m >= n || matches!(chars[m], ',' | '|' | ';')
+                        m >= n || matches!(chars[m], ',' | '|' | ';' | '-')
                     };
-                    if upper || (last && word.len() <= 20 && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')) {
+                    if upper || (last && word.len() <= 20 && word.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))) {
                         *i = k;
                         Some(word)
                     } else {
@@ -750,23 +763,31 @@ fn collect_commands(section: &Section, out: &mut Vec<InferredCommand>, names: &m
             continue;
         }
         let Some(tag) = tags.first() else { continue };
-        let first = tag.split_whitespace().next().unwrap_or("");
-        let valid = first.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-            && first.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
-        if !valid || !names.insert(first.to_owned()) {
-            continue;
+        // `lock-session [ID...], unlock-session [ID...]`: several commands, one text.
+        for form in tag.split(", ") {
+            let first = form.split_whitespace().next().unwrap_or("");
+            let valid = first.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+                && first
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+            if !valid {
+                break;
+            }
+            if !names.insert(first.to_owned()) {
+                continue;
+            }
+            let description = first_sentence(body);
+            out.push(InferredCommand {
+                name: first.to_owned(),
+                description: if description.is_empty() {
+                    format!("The {first} command.")
+                } else {
+                    description
+                },
+                arguments: positional(form, first),
+                options: Vec::new(),
+            });
         }
-        let description = first_sentence(body);
-        out.push(InferredCommand {
-            name: first.to_owned(),
-            description: if description.is_empty() {
-                format!("The {first} command.")
-            } else {
-                description
-            },
-            arguments: positional(tag, first),
-            options: Vec::new(),
-        });
     }
 }
 

@@ -165,6 +165,10 @@ pub fn split_args(s: &str) -> Vec<String> {
                         break;
                     }
                 } else if c == '\\' {
+                    // Macro arguments are read in copy mode: `\\` is one backslash.
+                    if chars.peek() == Some(&'\\') {
+                        chars.next();
+                    }
                     arg.push(c);
                     if let Some(n) = chars.next() {
                         arg.push(n);
@@ -180,10 +184,13 @@ pub fn split_args(s: &str) -> Vec<String> {
                 }
                 chars.next();
                 arg.push(c);
-                if c == '\\'
-                    && let Some(n) = chars.next()
-                {
-                    arg.push(n);
+                if c == '\\' {
+                    if chars.peek() == Some(&'\\') {
+                        chars.next();
+                    }
+                    if let Some(n) = chars.next() {
+                        arg.push(n);
+                    }
                 }
             }
         }
@@ -982,6 +989,26 @@ impl Parser {
         self.item = Some((idx, depth));
     }
 
+    /// Turns the open one-line paragraph into an item's tag (DocBook's `.PP` + `.RS`,
+    /// `.HP` + `.IP`). Returns whether it did.
+    fn para_to_item(&mut self) -> bool {
+        if self.item.is_none()
+            && let Some((idx, 1)) = self.para
+            && let Some(Block::Text(t)) = self.section().blocks.get(idx).cloned()
+        {
+            let depth = self.rs_depth;
+            self.section().blocks[idx] = Block::Item {
+                tags: vec![t],
+                body: String::new(),
+                depth,
+            };
+            self.item = Some((idx, depth));
+            self.para = None;
+            return true;
+        }
+        false
+    }
+
     /// Adds rendered text to the open tag, item body or paragraph.
     fn add_text(&mut self, text: &str) {
         if self.pending == Pending::TpTag {
@@ -1159,8 +1186,10 @@ impl Parser {
                         self.start_item(Some(t), depth);
                     }
                     _ => {
-                        // An untagged indented paragraph: goes on with the open item.
-                        if self.item.is_some() {
+                        // An untagged indented paragraph: goes on with the open item, or
+                        // makes a one-line paragraph before it (`.HP` style) its tag.
+                        if self.para_to_item() {
+                        } else if self.item.is_some() {
                             self.add_text("\n");
                         } else {
                             self.break_para();
@@ -1171,20 +1200,7 @@ impl Parser {
             "RS" => {
                 // DocBook/Asciidoctor: a one-line paragraph followed by an indented
                 // block is a tag and its body.
-                if self.item.is_none()
-                    && let Some((idx, 1)) = self.para
-                    && let Some(Block::Text(t)) = self.section().blocks.get(idx).cloned()
-                {
-                    let depth = self.rs_depth;
-                    let raw = t.clone();
-                    self.section().blocks[idx] = Block::Item {
-                        tags: vec![raw],
-                        body: String::new(),
-                        depth,
-                    };
-                    self.item = Some((idx, depth));
-                    self.para = None;
-                }
+                self.para_to_item();
                 self.rs_depth += 1;
             }
             "RE" => {
