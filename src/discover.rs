@@ -20,7 +20,7 @@ pub mod shims;
 pub mod sign;
 
 use crate::dirs::Dirs;
-use crate::output::{AtipError, Category};
+use crate::output::{AtipError, ErrorCode};
 use crate::registry::{self, Found, FoundMeta, Index, Source, Update};
 use cache::{Cache, FileRecord, ProbeRecord, ToolRecord};
 use paths::{DirEntrySpec, Enumeration, Executable, FileSkip, FileSkipReason, Identity};
@@ -214,15 +214,13 @@ impl ScanError {
     /// The structured error the binary reports (exit 78, 2, 73/75 or 70).
     pub fn to_atip(&self) -> AtipError {
         match self {
-            ScanError::Config(m) => AtipError::new("config_invalid", Category::Config, m.clone())
+            ScanError::Config(m) => AtipError::new(ErrorCode::ConfigInvalid, m.clone())
                 .hint("fix config.json, e.g. {\"probe\": {\"allow\": [\"mytool\"]}}"),
-            ScanError::Usage(m) => AtipError::new("usage", Category::Usage, m.clone()),
+            ScanError::Usage(m) => AtipError::new(ErrorCode::Usage, m.clone()),
             ScanError::Registry(e) => e.to_atip(),
-            ScanError::Internal(m) => AtipError::new("internal", Category::Internal, m.clone()),
-            ScanError::Interrupted => {
-                AtipError::new("interrupted", Category::Temporary, self.to_string())
-                    .hint("run `atip scan` again; the registry is as it was")
-            }
+            ScanError::Internal(m) => AtipError::new(ErrorCode::Internal, m.clone()),
+            ScanError::Interrupted => AtipError::new(ErrorCode::Interrupted, self.to_string())
+                .hint("run `atip scan` again; the registry is as it was"),
         }
     }
 }

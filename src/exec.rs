@@ -23,7 +23,7 @@ pub mod redact;
 use crate::compile::{Catalog, FlatTool, FlattenOptions, names};
 use crate::dirs::Dirs;
 use crate::model::{Metadata, ParamType};
-use crate::output::{AtipError, Category};
+use crate::output::{AtipError, ErrorCode};
 use crate::process::{self, Exit, Spawn};
 use crate::registry::Index;
 use audit::{AuditLog, AuditRecord};
@@ -411,8 +411,7 @@ impl Engine {
         };
         let cwd = std::env::current_dir().map_err(|e| {
             AtipError::new(
-                "cwd_unavailable",
-                Category::Unavailable,
+                ErrorCode::CwdUnavailable,
                 format!("failed to read the working directory: {e}"),
             )
         })?;
@@ -454,8 +453,7 @@ impl Engine {
             let close = self.catalog.closest(name, 5);
             let shown: String = name.chars().take(80).collect();
             let e = AtipError::new(
-                "unknown_tool",
-                Category::Usage,
+                ErrorCode::ToolNotFound,
                 format!("no tool named {shown:?} in the registry"),
             )
             .details(json!({"closest": close}));
@@ -483,8 +481,7 @@ impl Engine {
         let tool = self.resolve(name)?.clone();
         let info = self.tools.get(&tool.tool).cloned().ok_or_else(|| {
             AtipError::new(
-                "internal",
-                Category::Internal,
+                ErrorCode::Internal,
                 format!("tool {} has no registry entry", tool.tool),
             )
         })?;
@@ -560,10 +557,7 @@ impl Engine {
             for value in values {
                 let Some(s) = value.as_str() else { continue };
                 if let Err(why) = self.policy.check_path(s, &self.cwd) {
-                    return Err(AtipError::new(
-                        "path_outside_roots",
-                        Category::Policy,
-                        format!("argument {:?} is refused: {why}", p.property),
+                    return Err(AtipError::new(ErrorCode::PathOutsideRoots, format!("argument {:?} is refused: {why}", p.property),
                     )
                     .hint("use a path inside the working directory, or add a root under paths.roots in the policy")
                     .details(json!({"property": p.property, "roots": self.policy.roots()})));
@@ -583,7 +577,7 @@ impl Engine {
     ) -> AtipError {
         let (code, message, hint, decision) = match (p.decision.action, answer) {
             (Action::Deny, _) => (
-                "policy_denied",
+                ErrorCode::PolicyDenied,
                 format!(
                     "policy refuses {}: {}",
                     p.command_path(),
@@ -594,7 +588,7 @@ impl Engine {
                 "deny",
             ),
             (_, Some(Confirmation::No)) => (
-                "confirmation_declined",
+                ErrorCode::ConfirmationDeclined,
                 format!(
                     "{} was not confirmed: {}",
                     p.command_path(),
@@ -604,7 +598,7 @@ impl Engine {
                 "declined",
             ),
             _ => (
-                "confirmation_required",
+                ErrorCode::ConfirmationRequired,
                 format!(
                     "{} needs confirmation: {}",
                     p.command_path(),
@@ -617,11 +611,20 @@ impl Engine {
                 "needs-confirmation",
             ),
         };
-        let err = AtipError::new(code, Category::Policy, message)
+        let err = AtipError::new(code, message)
             .hint(hint)
             .details(json!({"rules": p.decision.rules, "argv": p.shown_argv()}));
         if !p.read_only() || p.decision.action == Action::Deny {
-            self.record(p, via, call_id, decision, "refused", None, 0, Some(code));
+            self.record(
+                p,
+                via,
+                call_id,
+                decision,
+                "refused",
+                None,
+                0,
+                Some(code.as_str()),
+            );
         }
         err
     }
@@ -693,8 +696,7 @@ impl Engine {
             Ok(o) => o,
             Err(e) => {
                 let err = AtipError::new(
-                    "tool_unavailable",
-                    Category::Unavailable,
+                    ErrorCode::ToolUnavailable,
                     format!("failed to start {}: {}", p.info.program.display(), e),
                 )
                 .hint("the registered executable is missing or not executable; run `atip scan`");
@@ -743,7 +745,7 @@ impl Engine {
             Exit::TimedOut | Exit::Cancelled => {
                 let (code, what, outcome_name) = if outcome.exit == Exit::TimedOut {
                     (
-                        "timeout",
+                        ErrorCode::Timeout,
                         format!(
                             "{} ran past its timeout of {} and was killed with its process group",
                             p.command_path(),
@@ -753,7 +755,7 @@ impl Engine {
                     )
                 } else {
                     (
-                        "cancelled",
+                        ErrorCode::Cancelled,
                         format!(
                             "{} was cancelled and killed with its process group",
                             p.command_path()
@@ -770,11 +772,11 @@ impl Engine {
                         outcome_name,
                         None,
                         ms,
-                        Some(code),
+                        Some(code.as_str()),
                     );
                 }
-                return Err(AtipError::new(code, Category::Temporary, what)
-                    .hint(if code == "timeout" {
+                return Err(AtipError::new(code, what)
+                    .hint(if code == ErrorCode::Timeout {
                         "retry with a larger --timeout, or narrow the request"
                     } else {
                         "retry the call if it is still wanted"
@@ -857,8 +859,7 @@ pub fn run_batch(
         if i >= max {
             slots[i] = fail(
                 AtipError::new(
-                    "call_budget_exceeded",
-                    Category::Policy,
+                    ErrorCode::CallBudgetExceeded,
                     format!(
                         "only {max} tool calls are run per response; this is call {}",
                         i + 1

@@ -16,7 +16,7 @@
 use crate::compile::formats::{self, Format};
 use crate::exec::policy::Action;
 use crate::exec::{self, Confirmation, Engine, Prepared, Via};
-use crate::output::{AtipError, Category};
+use crate::output::{AtipError, ErrorCode};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams,
     ElicitationAction, ElicitationSchema, ErrorData, Implementation, InputRequest, InputRequests,
@@ -59,8 +59,7 @@ impl Server {
         for t in list {
             let tool: Tool = serde_json::from_value(t).map_err(|e| {
                 AtipError::new(
-                    "internal",
-                    Category::Internal,
+                    ErrorCode::Internal,
                     format!("compiled MCP tool does not fit the MCP model: {e}"),
                 )
             })?;
@@ -91,8 +90,7 @@ impl Server {
         let running = self.running.clone();
         let service = self.serve(rmcp::transport::stdio()).await.map_err(|e| {
             AtipError::new(
-                "mcp_failed",
-                Category::Unavailable,
+                ErrorCode::McpFailed,
                 format!("failed to start the MCP session: {e}"),
             )
         })?;
@@ -193,7 +191,7 @@ impl Server {
             }
             Err(e) => CallToolResult::structured_error(exec::error_envelope(
                 None,
-                &AtipError::new("internal", Category::Internal, format!("call failed: {e}")),
+                &AtipError::new(ErrorCode::Internal, format!("call failed: {e}")),
             )),
         }
     }
@@ -206,7 +204,7 @@ impl Server {
     ) -> CallToolResult {
         let call_id = ctx.id.to_string();
         let mut e = self.engine.refuse(p, answer, &via_mcp(ctx), Some(&call_id));
-        if e.code == "confirmation_required" {
+        if e.code == ErrorCode::ConfirmationRequired {
             e.hint = Some(format!(
                 "this MCP client cannot confirm (no elicitation support); allow it in the policy ({}) or run it with `atip exec --yes`",
                 p.decision.rule_ids(Action::Confirm).join(", ")
@@ -399,8 +397,7 @@ pub fn serve_blocking(engine: Engine) -> Result<(), AtipError> {
         .build()
         .map_err(|e| {
             AtipError::new(
-                "runtime_failed",
-                Category::Internal,
+                ErrorCode::Internal,
                 format!("failed to start the async runtime: {e}"),
             )
         })?;

@@ -161,19 +161,19 @@ impl RegistryError {
     /// The structured error the binary reports: read → input (66), parse → data (65),
     /// write → output (73), lock timeout → temporary (75).
     pub fn to_atip(&self) -> crate::output::AtipError {
-        use crate::output::{AtipError, Category};
+        use crate::output::{AtipError, ErrorCode};
         let path = self.path().display().to_string();
         match self {
             RegistryError::Read { .. } => {
-                AtipError::new("registry_read_failed", Category::Input, self.to_string())
+                AtipError::new(ErrorCode::RegistryUnreadable, self.to_string())
                     .hint("check the file's permissions, or run `atip scan` to rebuild the registry")
             }
             RegistryError::Parse { .. } => {
-                AtipError::new("registry_corrupt", Category::Data, self.to_string())
+                AtipError::new(ErrorCode::RegistryCorrupt, self.to_string())
                     .hint("run `atip scan` to rebuild the registry; the bad file is kept aside")
             }
             RegistryError::Write { source, .. } => {
-                AtipError::new("registry_write_failed", Category::Output, self.to_string()).hint(
+                AtipError::new(ErrorCode::RegistryWriteFailed, self.to_string()).hint(
                     match source.kind() {
                         std::io::ErrorKind::StorageFull
                         | std::io::ErrorKind::QuotaExceeded
@@ -190,7 +190,7 @@ impl RegistryError {
                 )
             }
             RegistryError::Locked { waited, .. } => {
-                AtipError::new("registry_locked", Category::Temporary, self.to_string()).hint(
+                AtipError::new(ErrorCode::RegistryLocked, self.to_string()).hint(
                     format!(
                         "another `atip scan` is still writing; run again when it is done, or raise ATIP_LOCK_TIMEOUT (waited {})",
                         crate::units::format_duration(*waited)

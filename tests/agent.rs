@@ -1,7 +1,7 @@
 //! `atip --agent` through the real binary: the ATIP `--agent` contract (exit 0, one
 //! JSON document on stdout, nothing else), partial discovery, and usage errors.
 
-mod common;
+use crate::common;
 
 use atip::model::{Metadata, ParamType};
 use common::{Sandbox, show};
@@ -133,13 +133,13 @@ fn agent_partial_discovery_by_commands_and_depth() {
 }
 
 #[test]
-fn agent_unknown_command_filter_is_a_usage_error() {
+fn agent_unknown_command_filter_is_command_not_found() {
     let sb = Sandbox::new();
     let out = agent(&sb, &["--commands", "nonesuch", "--output", "json"]);
-    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert_eq!(out.status.code(), Some(66), "{}", show(&out));
     assert!(out.stdout.is_empty());
     let err: Value = serde_json::from_slice(&out.stderr).expect("JSON error");
-    assert_eq!(err["error"]["code"], "unknown_command");
+    assert_eq!(err["error"]["code"], "command_not_found");
     assert!(
         err["error"]["message"]
             .as_str()

@@ -1,10 +1,9 @@
 //! `atip exec` end to end: real binary, real registry, real script tools.
 
-mod common;
-mod exec_support;
+use crate::common;
 
+use common::tools::*;
 use common::{Sandbox, show};
-use exec_support::*;
 use serde_json::{Value, json};
 use std::process::Output;
 
@@ -267,12 +266,12 @@ fn arguments_from_stdin_and_coercion() {
 #[test]
 fn every_error_shape_and_exit_code() {
     let sb = sandbox_with_t();
-    // Unknown tool: usage (2), closest names.
+    // Unknown tool: no input (66), closest names.
     let r = run(&sb, &["t_ecko", "--args", "{}"]);
-    assert_eq!(r.code, 2, "{}", show(&r.raw));
+    assert_eq!(r.code, 66, "{}", show(&r.raw));
     let e = &r.err["error"];
-    assert_eq!(e["code"], "unknown_tool");
-    assert_eq!(e["category"], "usage");
+    assert_eq!(e["code"], "tool_not_found");
+    assert_eq!(e["category"], "input");
     assert_eq!(e["retryable"], false);
     assert!(
         e["details"]["closest"]
@@ -291,7 +290,7 @@ fn every_error_shape_and_exit_code() {
     let r = run(&sb, &["t_echo", "--args", "[1]"]);
     assert_eq!(
         (r.code, r.err["error"]["code"].clone()),
-        (65, json!("args_not_object"))
+        (65, json!("args_invalid"))
     );
     // Unknown key and wrong type: schema validation.
     let r = run(
@@ -312,7 +311,7 @@ fn every_error_shape_and_exit_code() {
     let r = run(&sb, &["t_echo", "--args-file", "/nonexistent/args.json"]);
     assert_eq!(
         (r.code, r.err["error"]["code"].clone()),
-        (66, json!("input_unreadable"))
+        (66, json!("input_not_found"))
     );
     // Confirmation required: policy (77).
     let r = run(&sb, &["t_delete", "--args", r#"{"target":"x"}"#]);
@@ -356,7 +355,7 @@ fn every_error_shape_and_exit_code() {
     let r = run(&empty, &["t_json"]);
     assert_eq!(
         (r.code, r.err["error"]["code"].clone()),
-        (66, json!("registry_missing"))
+        (66, json!("registry_not_found"))
     );
 }
 
@@ -458,11 +457,7 @@ fn timeout_kills_the_grandchildren() {
         .trim()
         .parse()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
-    while alive(pid) && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert!(!alive(pid), "grandchild {pid} survived the timeout");
+    assert!(common::gone(pid), "grandchild {pid} survived the timeout");
     // Read-only by declaration: not audited even when it times out.
     assert!(audit_lines(&sb).is_empty());
 }
@@ -628,7 +623,7 @@ fn provider_batches_openai_anthropic_gemini() {
         .map(|m| serde_json::from_str(m["content"].as_str().unwrap()).unwrap())
         .collect();
     assert_eq!(content[0]["data"]["json"]["ok"], true);
-    assert_eq!(content[1]["error"]["code"], "unknown_tool");
+    assert_eq!(content[1]["error"]["code"], "tool_not_found");
     assert_eq!(content[2]["error"]["code"], "args_malformed");
     assert_eq!(content[3]["status"], "ok");
     assert_eq!(content[3]["data"]["exitCode"], 3);
@@ -698,7 +693,7 @@ fn provider_batches_openai_anthropic_gemini() {
     );
     assert_eq!(
         (r.code, r.err["error"]["code"].clone()),
-        (66, json!("input_unreadable"))
+        (66, json!("input_not_found"))
     );
     // A response with no tool calls gives no messages.
     let done = sb.write(

@@ -3,7 +3,7 @@
 //!
 //! Regenerate goldens with `UPDATE_GOLDENS=1 cargo test --test export`.
 
-mod common;
+use crate::common;
 
 use common::{Sandbox, show};
 use serde_json::{Value, json};
@@ -480,7 +480,7 @@ fn errors_are_clear_and_coded() {
     assert_eq!(out.status.code(), Some(66), "{}", show(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not in the registry: nope"));
     let out = export(&sb, &["--format", "openai", "--commands", "abc nothing"]);
-    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert_eq!(out.status.code(), Some(66), "{}", show(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("abc nothing"));
     let bad = sb.write("bad.json", "{\"atip\": \"0.4\", \"name\": 3");
     let out = export(
@@ -610,6 +610,6 @@ fn unwritable_output_exits_73_and_leaves_nothing_behind() {
             file.to_str().unwrap(),
         ],
     );
-    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert_eq!(out.status.code(), Some(66), "{}", show(&out));
     assert!(!file.exists());
 }

@@ -1,10 +1,10 @@
 //! `atip mcp` end to end: the real binary driven by the rmcp client over stdio.
 
-mod common;
-mod exec_support;
+use crate::common;
 
 use common::Sandbox;
-use exec_support::*;
+use common::alive;
+use common::tools::*;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
     ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, Implementation,
@@ -327,16 +327,8 @@ async fn hanging_tool_hits_its_timeout() {
         .trim()
         .parse()
         .unwrap();
-    wait_dead(pid);
+    common::assert_dead(pid);
     c.cancel().await.unwrap();
-}
-
-fn wait_dead(pid: i32) {
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while alive(pid) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(!alive(pid), "process {pid} survived");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -366,7 +358,7 @@ async fn cancellation_kills_the_running_group() {
         .cancel(Some("user pressed stop".into()))
         .await
         .unwrap();
-    wait_dead(pid);
+    common::assert_dead(pid);
     assert!(start.elapsed() < Duration::from_secs(3));
     // The server goes on serving.
     let r = c.call_tool(call("t_json", json!({}))).await.unwrap();
@@ -487,7 +479,7 @@ fn survives_malformed_frames_and_exits_on_eof() {
         .trim()
         .parse()
         .unwrap();
-    wait_dead(pid);
+    common::assert_dead(pid);
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
     for l in rest.lines() {

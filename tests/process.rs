@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::common::gone;
 use atip::process::{self, DRAIN_WINDOW, ENV_ALLOWLIST, Exit, Outcome, ProcessError, Spawn};
 
 /// Extra time allowed on top of any bound, for a loaded shared machine.
@@ -50,32 +51,6 @@ impl Drop for Reaper {
             }
         }
     }
-}
-
-/// Whether `pid` is a live process (a zombie awaiting its reaper counts as dead).
-fn alive(pid: i32) -> bool {
-    if unsafe { libc::kill(pid, 0) } != 0 {
-        return false;
-    }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-            !state.starts_with('Z') && !state.starts_with('X')
-        }
-        Err(_) => cfg!(not(target_os = "linux")),
-    }
-}
-
-/// Waits up to 2 s for `pid` to be gone (the kernel needs a moment after SIGKILL).
-fn gone(pid: i32) -> bool {
-    let until = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < until {
-        if !alive(pid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
 }
 
 /// The pids a script printed, one per line, as `pid:NNN`.
@@ -469,7 +444,8 @@ fn in_child_process(test: &str, env: &[(&str, &str)]) {
         return;
     }
     let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", test, "--nocapture", "--test-threads=1"])
+    let test = crate::common::test_name(module_path!(), test);
+    cmd.args(["--exact", &test, "--nocapture", "--test-threads=1"])
         .env("ATIP_PROCESS_TEST_CHILD", "1");
     for (k, v) in env {
         cmd.env(k, v);

@@ -2,7 +2,7 @@
 //! real files in temp dirs, with real threads, real child processes (this test binary
 //! re-invoked through `ATIP_REGISTRY_CHILD`) and the real `atip` binary.
 
-mod common;
+use crate::common;
 
 use atip::dirs::Dirs;
 use atip::model::Metadata;
@@ -551,7 +551,7 @@ fn big_update(bin: &Path, v: &str, n: usize, extra: usize) -> Update {
 fn child(mode: &str, data: &Path) -> Command {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args([
-        "child_process_entry",
+        &common::test_name(module_path!(), "child_process_entry"),
         "--exact",
         "--nocapture",
         "--test-threads=1",
@@ -1451,7 +1451,7 @@ fn registry_path_taken_by_a_directory_is_an_output_error() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(66), "{}", common::show(&out));
-    assert_eq!(err_json(&out)["code"], "registry_read_failed");
+    assert_eq!(err_json(&out)["code"], "registry_unreadable");
 }
 
 // ---------------------------------------------------------------- merge rule, as a property

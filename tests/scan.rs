@@ -6,9 +6,9 @@
 //! Timing assertions are bounds with generous slack for a shared machine, not speed
 //! measurements (those live in `benches/`).
 
-mod common;
+use crate::common;
 
-use common::{Sandbox, show};
+use common::{Sandbox, alive, show};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -167,20 +167,6 @@ fn meta(name: &str, version: &str) -> String {
     format!(
         r#"{{"atip": {{"version": "0.6"}}, "name": "{name}", "version": "{version}", "description": "Test tool {name}", "commands": {{"run": {{"description": "Run it", "effects": {{"network": false, "destructive": false}}}}}}}}"#
     )
-}
-
-/// Whether `pid` is a live process (a zombie counts as dead).
-fn alive(pid: i32) -> bool {
-    if unsafe { libc::kill(pid, 0) } != 0 {
-        return false;
-    }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-            !state.starts_with('Z') && !state.starts_with('X')
-        }
-        Err(_) => false,
-    }
 }
 
 /// Asserts every recorded pid is gone (waiting a moment for the kernel).

@@ -1,7 +1,7 @@
 //! `atip search` end to end: ranking on the gh-like fixture and a registry, typo and
 //! abbreviation tolerance, schemas for the top K, the byte cap and the JSON shape.
 
-mod common;
+use crate::common;
 
 use common::{Sandbox, show};
 use serde_json::{Value, json};

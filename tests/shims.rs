@@ -6,7 +6,7 @@
 //! Flag checks need the real tools; a tool that is missing (or, for coreutils, grep and
 //! tar, is not the GNU implementation the shim describes) is skipped with a note on stderr.
 
-mod common;
+use crate::common;
 
 use atip::model::{Metadata, Opt, ParamType};
 use std::collections::BTreeSet;

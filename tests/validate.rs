@@ -1,6 +1,6 @@
 //! `atip validate` end to end: the real binary on real files, stdin and child processes.
 
-mod common;
+use crate::common;
 
 use common::{Sandbox, show};
 use serde_json::Value;

@@ -8,7 +8,7 @@
 use crate::Cli;
 use atip::from_clap::{FromClap, FromClapError};
 use atip::model::{Effects, FilesystemEffects, Metadata};
-use atip::output::{AtipError, Category};
+use atip::output::{AtipError, ErrorCode};
 use clap::CommandFactory;
 
 fn fs(read: bool, write: bool, delete: bool) -> Option<FilesystemEffects> {
@@ -108,8 +108,7 @@ pub fn metadata() -> Result<Metadata, FromClapError> {
 pub fn run(commands: Option<&[String]>, depth: Option<usize>) -> Result<u8, AtipError> {
     let mut meta = metadata().map_err(|e| {
         AtipError::new(
-            "agent_metadata",
-            Category::Internal,
+            ErrorCode::Internal,
             format!("failed to build atip's own metadata: {e}"),
         )
         .hint("this is a bug in atip; please report it")
@@ -120,8 +119,7 @@ pub fn run(commands: Option<&[String]>, depth: Option<usize>) -> Result<u8, Atip
                 let segments: Vec<&str> = path.split_whitespace().collect();
                 if meta.find(&segments).is_none() {
                     return Err(AtipError::new(
-                        "unknown_command",
-                        Category::Usage,
+                        ErrorCode::CommandNotFound,
                         format!("--commands names `{path}`, which atip does not have"),
                     )
                     .hint("list the paths with `atip --agent` (keys of `commands`)"));
@@ -132,8 +130,7 @@ pub fn run(commands: Option<&[String]>, depth: Option<usize>) -> Result<u8, Atip
     }
     atip::output::print_json(&meta).map_err(|e| {
         AtipError::new(
-            "write_failed",
-            Category::Output,
+            ErrorCode::StdoutWriteFailed,
             format!("failed to write metadata to stdout: {e}"),
         )
     })?;

@@ -5,7 +5,7 @@
 
 use crate::Ctx;
 use crate::cli::list::{printable, write_stdout};
-use atip::output::{AtipError, OutputFormat, print_json};
+use atip::output::{AtipError, ErrorCode, OutputFormat, print_json};
 use atip::registry::doctor;
 
 /// Check every registry entry and say what to fix.
@@ -18,8 +18,7 @@ pub fn run(_args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     if ctx.output == OutputFormat::Json {
         print_json(&report).map_err(|e| {
             AtipError::new(
-                "stdout_failed",
-                atip::output::Category::Output,
+                ErrorCode::StdoutWriteFailed,
                 format!("failed to write to stdout: {e}"),
             )
         })?;

@@ -5,7 +5,7 @@ use crate::Ctx;
 use atip::exec::calls::{self, Provider};
 use atip::exec::policy::{Action, Policy};
 use atip::exec::{self, Confirmation, Engine, Prepared, Settings, Via, args};
-use atip::output::{AtipError, Category, OutputFormat, print_json};
+use atip::output::{AtipError, ErrorCode, OutputFormat, print_json};
 use serde_json::Value;
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -69,7 +69,7 @@ impl RunArgs {
     /// the engine settings.
     pub fn resolve(&self, ctx: &Ctx) -> Result<(Policy, Settings), AtipError> {
         let cwd = std::env::current_dir()
-            .map_err(|e| AtipError::new("cwd_unavailable", Category::Unavailable, e.to_string()))?;
+            .map_err(|e| AtipError::new(ErrorCode::CwdUnavailable, e.to_string()))?;
         let policy = Policy::load(self.policy.as_deref(), &ctx.dirs.config, &cwd)?;
         let settings = Settings {
             timeout: self.timeout,
@@ -92,13 +92,7 @@ fn read_input(path: &std::path::Path, what: &str) -> Result<String, AtipError> {
     } else {
         std::fs::read_to_string(path).map(|t| text = t)
     };
-    res.map_err(|e| {
-        AtipError::new(
-            "input_unreadable",
-            Category::Input,
-            format!("failed to read {what} {}: {e}", path.display()),
-        )
-    })?;
+    res.map_err(|e| AtipError::read_failed(&format!("{what} "), path, &e))?;
     Ok(text)
 }
 
@@ -159,8 +153,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         let text = read_input(calls_path, "provider response")?;
         let doc: Value = serde_json::from_str(&text).map_err(|e| {
             AtipError::new(
-                "calls_malformed",
-                Category::Data,
+                ErrorCode::CallsMalformed,
                 format!(
                     "{} is not valid JSON: {e} (line {}, column {})",
                     calls_path.display(),

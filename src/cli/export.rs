@@ -7,7 +7,7 @@ use atip::compile::{
     self, Catalog, ExportOptions, ExportSummary, Exporter, FlattenOptions, Format, Strategy,
 };
 use atip::model::Metadata;
-use atip::output::{AtipError, Category, exit};
+use atip::output::{AtipError, ErrorCode, exit};
 use rayon::prelude::*;
 use serde_json::json;
 use std::io::Write;
@@ -117,8 +117,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
             .collect();
         if !unmatched.is_empty() {
             return Err(AtipError::new(
-                "no_such_command",
-                Category::Usage,
+                ErrorCode::CommandNotFound,
                 format!(
                     "no command matches --commands {}",
                     unmatched
@@ -135,7 +134,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     if args.format == Format::Skill && args.out.is_none() {
         let n = docs.as_ref().map_or(entries.len(), Vec::len);
         if n > 1 {
-            return Err(AtipError::new("output_dir_needed", Category::Usage, format!("{n} tools give {n} SKILL.md files"))
+            return Err(AtipError::new(ErrorCode::OutputDirNeeded, format!("{n} tools give {n} SKILL.md files"))
                 .hint("give a directory with -o DIR (one DIR/<tool>/SKILL.md each), or pick one tool with --tools"));
         }
     }
@@ -273,8 +272,7 @@ impl Sink {
         match &self.file {
             Some((_, path)) => output_error(path, e),
             None => AtipError::new(
-                "output_failed",
-                Category::Output,
+                ErrorCode::StdoutWriteFailed,
                 format!("failed to write stdout: {e}"),
             ),
         }
@@ -313,8 +311,7 @@ impl Write for Stdout {
 
 fn output_error(path: &Path, e: std::io::Error) -> AtipError {
     AtipError::new(
-        "output_failed",
-        Category::Output,
+        ErrorCode::FileWriteFailed,
         format!("failed to write {}: {e}", path.display()),
     )
 }

@@ -4,7 +4,7 @@
 
 use crate::Ctx;
 use crate::cli::list::write_stdout;
-use atip::output::{AtipError, Category};
+use atip::output::{AtipError, ErrorCode};
 use atip::registry::query;
 
 /// Print a registered tool's metadata, whole or partial.
@@ -27,8 +27,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     let value = if args.commands.is_none() && args.depth.is_none() {
         serde_json::from_slice::<serde_json::Value>(&tool.document).map_err(|e| {
             AtipError::new(
-                "metadata_invalid",
-                Category::Data,
+                ErrorCode::MetadataInvalid,
                 format!("stored metadata of {} is not JSON: {e}", tool.name),
             )
         })?
@@ -62,8 +61,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                     format!("did you mean {}?", close.join(", "))
                 };
                 return Err(AtipError::new(
-                    "command_not_found",
-                    Category::Input,
+                    ErrorCode::CommandNotFound,
                     format!("{} has no command {wanted:?}", tool.name),
                 )
                 .hint(hint)

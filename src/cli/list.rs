@@ -2,7 +2,7 @@
 //! array (see `spec/registry.md`). Read-only; never takes the writer lock.
 
 use crate::Ctx;
-use atip::output::{AtipError, Category, OutputFormat, print_json};
+use atip::output::{AtipError, ErrorCode, OutputFormat, print_json};
 use atip::registry::{Index, Source, query};
 
 /// List the tools in the registry.
@@ -56,8 +56,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     let sources: Vec<Source> = args.source.iter().copied().map(Source::from).collect();
     let listed = query::filter(index_ref, args.glob.as_deref(), &sources).map_err(|e| {
         AtipError::new(
-            "invalid_glob",
-            Category::Usage,
+            ErrorCode::InvalidGlob,
             format!("invalid glob {:?}: {e}", args.glob.as_deref().unwrap_or("")),
         )
         .hint("use `*`, `?`, `[abc]` or `{a,b}`, e.g. `atip list 'kube*'`")
@@ -151,8 +150,7 @@ fn one_line(s: &str, max: usize) -> String {
 
 fn write_failed(e: std::io::Error) -> AtipError {
     AtipError::new(
-        "stdout_failed",
-        Category::Output,
+        ErrorCode::StdoutWriteFailed,
         format!("failed to write to stdout: {e}"),
     )
 }

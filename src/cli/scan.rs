@@ -4,7 +4,7 @@
 
 use crate::Ctx;
 use atip::discover::{self, ProbeMode, Progress, ScanOptions};
-use atip::output::{AtipError, Category};
+use atip::output::{AtipError, ErrorCode};
 use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -89,15 +89,13 @@ fn interrupt_flag() -> Arc<AtomicBool> {
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     if args.jobs == Some(0) {
         return Err(AtipError::new(
-            "usage",
-            Category::Usage,
+            ErrorCode::Usage,
             "--jobs must be at least 1",
         ));
     }
     if args.timeout.is_zero() {
         return Err(AtipError::new(
-            "usage",
-            Category::Usage,
+            ErrorCode::Usage,
             "--timeout must be more than 0",
         ));
     }
@@ -131,8 +129,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     if ctx.output.is_json() {
         atip::output::print_json(&report).map_err(|e| {
             AtipError::new(
-                "output_failed",
-                Category::Output,
+                ErrorCode::StdoutWriteFailed,
                 format!("failed to write the report: {e}"),
             )
         })?;

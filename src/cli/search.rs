@@ -3,7 +3,7 @@
 
 use crate::Ctx;
 use atip::compile::{self, Catalog, FlattenOptions, Format};
-use atip::output::{AtipError, Category, exit, print_json};
+use atip::output::{AtipError, ErrorCode, exit, print_json};
 use atip::search::{SearchIndex, SearchOptions};
 use std::path::PathBuf;
 
@@ -43,15 +43,13 @@ pub struct Args {
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     if matches!(args.format, Some(Format::Skill | Format::Prompt)) {
         return Err(AtipError::new(
-            "bad_format",
-            Category::Usage,
+            ErrorCode::Usage,
             "search schemas come in JSON formats only (openai, openai-strict, anthropic, gemini, mcp)",
         ));
     }
     let max_bytes = atip::units::parse_size(&args.max_bytes).map_err(|e| {
         AtipError::new(
-            "bad_size",
-            Category::Usage,
+            ErrorCode::Usage,
             format!("--max-bytes {}: {e}", args.max_bytes),
         )
     })?;
@@ -85,8 +83,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     if ctx.output.is_json() {
         print_json(&report).map_err(|e| {
             AtipError::new(
-                "output_failed",
-                Category::Output,
+                ErrorCode::StdoutWriteFailed,
                 format!("failed to write stdout: {e}"),
             )
         })?;

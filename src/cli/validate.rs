@@ -4,7 +4,7 @@
 //! `atip::validate::render`, totals → exit code. Rules and formats live in the library.
 
 use crate::Ctx;
-use atip::output::{AtipError, Category, OutputFormat, exit};
+use atip::output::{AtipError, ErrorCode, OutputFormat, exit};
 use atip::validate::render::{Format, Printer};
 use atip::validate::{Input, Kind, Options, check_inputs};
 use std::ffi::OsString;
@@ -57,8 +57,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         if p.as_os_str() == "-" {
             if stdin_seen {
                 return Err(AtipError::new(
-                    "usage",
-                    Category::Usage,
+                    ErrorCode::Usage,
                     "`-` (standard input) is given more than once",
                 ));
             }
@@ -71,7 +70,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     if let Some(exec) = &args.exec {
         let (program, rest) = exec
             .split_first()
-            .ok_or_else(|| AtipError::new("usage", Category::Usage, "--exec needs a TOOL"))?;
+            .ok_or_else(|| AtipError::new(ErrorCode::Usage, "--exec needs a TOOL"))?;
         inputs.push(Input::Exec {
             program: program.clone(),
             args: rest.to_vec(),
@@ -79,8 +78,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     }
     if inputs.is_empty() {
         return Err(AtipError::new(
-            "usage",
-            Category::Usage,
+            ErrorCode::Usage,
             "nothing to validate: give files, directories, `-` or --exec TOOL",
         )
         .hint("e.g. `atip validate shims/` or `atip validate --exec mytool`"));
@@ -120,8 +118,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         && e.kind() != std::io::ErrorKind::BrokenPipe
     {
         return Err(AtipError::new(
-            "output_failed",
-            Category::Output,
+            ErrorCode::StdoutWriteFailed,
             format!("failed to write results: {e}"),
         ));
     }

@@ -6,7 +6,7 @@
 
 use crate::dirs::Dirs;
 use crate::model::Metadata;
-use crate::output::{AtipError, Category};
+use crate::output::{AtipError, ErrorCode};
 use crate::registry::{Entry, Index};
 use rayon::prelude::*;
 use serde_json::json;
@@ -27,19 +27,13 @@ pub fn registry_entries(
     dirs: &Dirs,
     only: Option<&[String]>,
 ) -> Result<Vec<(String, Entry)>, AtipError> {
-    let index = Index::load(dirs)
-        .map_err(|e| {
-            AtipError::new("registry_unreadable", Category::Data, e.to_string())
-                .hint("run `atip scan` to rebuild it")
-        })?
-        .ok_or_else(|| {
-            AtipError::new(
-                "registry_missing",
-                Category::Input,
-                format!("no registry at {}", dirs.registry_file().display()),
-            )
-            .hint("run `atip scan` first, or export one file with --file")
-        })?;
+    let index = Index::load(dirs).map_err(|e| e.to_atip())?.ok_or_else(|| {
+        AtipError::new(
+            ErrorCode::RegistryNotFound,
+            format!("no registry at {}", dirs.registry_file().display()),
+        )
+        .hint("run `atip scan` first, or export one file with --file")
+    })?;
     let mut entries: Vec<(String, Entry)> = index.tools.into_iter().collect();
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     if let Some(only) = only {
@@ -50,8 +44,7 @@ pub fn registry_entries(
         if !missing.is_empty() {
             let known: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
             return Err(AtipError::new(
-                "tool_not_found",
-                Category::Input,
+                ErrorCode::ToolNotFound,
                 format!(
                     "not in the registry: {}",
                     missing
@@ -99,12 +92,8 @@ pub fn load_registry(dirs: &Dirs, only: Option<&[String]>) -> Result<Loaded, Ati
 
 /// The error for a named tool whose metadata cannot be read.
 pub fn unreadable(name: &str, e: &str) -> AtipError {
-    AtipError::new(
-        "metadata_unreadable",
-        Category::Data,
-        format!("tool {name}: {e}"),
-    )
-    .hint("run `atip scan` to refresh it, or `atip doctor`")
+    AtipError::new(ErrorCode::MetadataInvalid, format!("tool {name}: {e}"))
+        .hint("run `atip scan` to refresh it, or `atip doctor`")
 }
 
 /// Reads one metadata file (`-` is stdin).
@@ -113,25 +102,17 @@ pub fn load_file(path: &Path) -> Result<Metadata, AtipError> {
         let mut buf = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf).map_err(|e| {
             AtipError::new(
-                "input_unreadable",
-                Category::Input,
+                ErrorCode::InputUnreadable,
                 format!("failed to read stdin: {e}"),
             )
         })?;
         buf
     } else {
-        std::fs::read(path).map_err(|e| {
-            AtipError::new(
-                "input_not_found",
-                Category::Input,
-                format!("failed to read {}: {e}", path.display()),
-            )
-        })?
+        std::fs::read(path).map_err(|e| AtipError::read_failed("", path, &e))?
     };
     Metadata::from_slice(&bytes).map_err(|e| {
         AtipError::new(
-            "invalid_metadata",
-            Category::Data,
+            ErrorCode::MetadataInvalid,
             format!("{}: {e}", path.display()),
         )
         .hint("`atip validate` explains what is wrong")

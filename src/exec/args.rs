@@ -13,7 +13,7 @@
 //! plus a float with no fractional part where an integer is expected (`3.0` → 3).
 //! Anything else that does not match the schema is an error. Must not build argv or run.
 
-use crate::output::{AtipError, Category};
+use crate::output::{AtipError, ErrorCode};
 use serde_json::{Map, Value, json};
 
 /// Parses argument text. Empty text (some models send `""` for no arguments) is `{}`.
@@ -24,8 +24,7 @@ pub fn parse_text(text: &str) -> Result<Map<String, Value>, AtipError> {
     let value: Value = serde_json::from_str(text).map_err(|e| {
         let offset = byte_offset(text, e.line(), e.column());
         AtipError::new(
-            "args_malformed",
-            Category::Data,
+            ErrorCode::ArgsMalformed,
             format!(
                 "arguments are not valid JSON: {e} (line {}, column {}, byte {offset})",
                 e.line(),
@@ -43,8 +42,7 @@ pub fn into_object(value: Value) -> Result<Map<String, Value>, AtipError> {
     match value {
         Value::Object(m) => Ok(m),
         other => Err(AtipError::new(
-            "args_not_object",
-            Category::Data,
+            ErrorCode::ArgsInvalid,
             format!("arguments must be a JSON object, got {}", type_name(&other)),
         )
         .hint("send a JSON object such as {\"name\": \"value\"}")),
@@ -279,8 +277,7 @@ impl Checker {
             .build(schema)
             .map_err(|e| {
                 AtipError::new(
-                    "schema_invalid",
-                    Category::Internal,
+                    ErrorCode::Internal,
                     format!("the exported input schema does not compile: {e}"),
                 )
             })?;
@@ -355,8 +352,7 @@ pub fn invalid(tool: &str, violations: Vec<Violation>, schema: &Value) -> AtipEr
         .map(|p| p.keys().collect())
         .unwrap_or_default();
     AtipError::new(
-        "args_invalid",
-        Category::Data,
+        ErrorCode::ArgsInvalid,
         format!("arguments for {tool} do not match its input schema: {first}{more}"),
     )
     .hint(if props.is_empty() {
@@ -397,7 +393,7 @@ mod tests {
         assert_eq!(e.code, "args_malformed");
         assert_eq!(e.details["line"], 3);
         assert!(e.message.contains("line 3"));
-        assert_eq!(parse_text("[1]").unwrap_err().code, "args_not_object");
+        assert_eq!(parse_text("[1]").unwrap_err().code, "args_invalid");
         assert!(parse_text("  ").unwrap().is_empty());
     }
 

@@ -16,7 +16,7 @@
 
 use crate::compile::{Param, ParamOrigin};
 use crate::model::ParamType;
-use crate::output::{AtipError, Category};
+use crate::output::{AtipError, ErrorCode};
 use serde_json::{Map, Value};
 
 fn scalar_text(v: &Value) -> Option<String> {
@@ -30,8 +30,7 @@ fn scalar_text(v: &Value) -> Option<String> {
 
 fn unusable(property: &str, why: &str) -> AtipError {
     AtipError::new(
-        "args_unusable",
-        Category::Data,
+        ErrorCode::ArgsUnusable,
         format!("argument {property:?} cannot be put on the command line: {why}"),
     )
 }

@@ -14,7 +14,7 @@
 //!
 //! Must not run anything or decide policy.
 
-use crate::output::{AtipError, Category};
+use crate::output::{AtipError, ErrorCode};
 use serde_json::{Map, Value, json};
 
 /// The provider family named by `--provider`.
@@ -62,7 +62,7 @@ pub enum RawArgs {
 }
 
 fn bad(msg: impl Into<String>) -> AtipError {
-    AtipError::new("calls_invalid", Category::Data, msg)
+    AtipError::new(ErrorCode::CallsInvalid, msg)
 }
 
 fn str_field(v: &Value, key: &str, at: &str) -> Result<String, AtipError> {

@@ -7,7 +7,7 @@
 //! applied. Must not run anything, prompt, or print.
 
 use crate::model::Effects;
-use crate::output::{AtipError, Category};
+use crate::output::{AtipError, ErrorCode};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 use std::path::{Component, Path, PathBuf};
@@ -279,16 +279,14 @@ impl Compiled {
             for p in pats {
                 let g = Glob::new(p).map_err(|e| {
                     AtipError::new(
-                        "policy_invalid",
-                        Category::Config,
+                        ErrorCode::PolicyInvalid,
                         format!("invalid glob {p:?} in policy {field}.{which}: {e}"),
                     )
                 })?;
                 b.add(g);
             }
-            b.build().map_err(|e| {
-                AtipError::new("policy_invalid", Category::Config, format!("{field}: {e}"))
-            })
+            b.build()
+                .map_err(|e| AtipError::new(ErrorCode::PolicyInvalid, format!("{field}: {e}")))
         };
         Ok(Compiled {
             allow: if lists.allow.is_empty() {
@@ -385,8 +383,7 @@ impl Policy {
     ) -> Result<Policy, AtipError> {
         if file.version != 1 {
             return Err(AtipError::new(
-                "policy_invalid",
-                Category::Config,
+                ErrorCode::PolicyInvalid,
                 format!("unsupported policy version {} (expected 1)", file.version),
             ));
         }
@@ -397,15 +394,13 @@ impl Policy {
             .find(|n| n.is_empty() || n.contains(['=', '\0']))
         {
             return Err(AtipError::new(
-                "policy_invalid",
-                Category::Config,
+                ErrorCode::PolicyInvalid,
                 format!("invalid environment variable name {bad:?} in env.pass"),
             ));
         }
         if trust_rank(&file.trust.minimum) < 0 {
             return Err(AtipError::new(
-                "policy_invalid",
-                Category::Config,
+                ErrorCode::PolicyInvalid,
                 format!(
                     "unknown trust.minimum {:?}: expected native, vendor, org, community, user or inferred",
                     file.trust.minimum
@@ -463,16 +458,14 @@ impl Policy {
             }
             Err(e) => {
                 return Err(AtipError::new(
-                    "policy_unreadable",
-                    Category::Input,
+                    ErrorCode::PolicyUnreadable,
                     format!("failed to read policy {}: {e}", path.display()),
                 ));
             }
         };
         let file: PolicyFile = serde_json::from_slice(&bytes).map_err(|e| {
             AtipError::new(
-                "policy_invalid",
-                Category::Config,
+                ErrorCode::PolicyInvalid,
                 format!(
                     "invalid policy {} at line {} column {}: {e}",
                     path.display(),
@@ -852,7 +845,7 @@ mod tests {
         let f: PolicyFile = serde_json::from_value(json!({"tools": {"deny": ["["]}})).unwrap();
         assert_eq!(
             Policy::new(f, None, Path::new("/")).unwrap_err().category,
-            Category::Config
+            crate::output::Category::Config
         );
     }
 

@@ -146,10 +146,10 @@ impl GetError {
     /// The structured error: unknown tool or missing registry → input (66), tampered
     /// file or corrupt registry → data (65).
     pub fn to_atip(&self) -> crate::output::AtipError {
-        use crate::output::{AtipError, Category};
+        use crate::output::{AtipError, ErrorCode};
         match self {
             GetError::NoRegistry(path) => {
-                AtipError::new("registry_not_found", Category::Input, self.to_string())
+                AtipError::new(ErrorCode::RegistryNotFound, self.to_string())
                     .hint("run `atip scan` to find the ATIP tools on PATH")
                     .details(serde_json::json!({ "path": path }))
             }
@@ -165,12 +165,12 @@ impl GetError {
                         suggestions.join(", ")
                     )
                 };
-                AtipError::new("tool_not_found", Category::Input, self.to_string())
+                AtipError::new(ErrorCode::ToolNotFound, self.to_string())
                     .hint(hint)
                     .details(serde_json::json!({ "name": name, "suggestions": suggestions }))
             }
             GetError::Tampered { name, path } => {
-                AtipError::new("metadata_tampered", Category::Data, self.to_string())
+                AtipError::new(ErrorCode::MetadataTampered, self.to_string())
                     .hint("run `atip scan --refresh` to read the tool's metadata again")
                     .details(serde_json::json!({ "name": name, "path": path }))
             }

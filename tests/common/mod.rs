@@ -1,8 +1,12 @@
-//! Shared test harness: the real `atip` binary run in a sandbox of temp dirs.
+//! Shared test harness: the real `atip` binary run in a sandbox of temp dirs, script
+//! tools registered in a sandbox registry (`tools`), and process checks.
 #![allow(dead_code)]
+
+pub mod tools;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 /// A sandbox: temp HOME, data, config and state dirs; never the real ones.
 pub struct Sandbox {
@@ -71,4 +75,47 @@ pub fn show(out: &Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
+}
+
+/// Whether `pid` is a live process (a zombie awaiting its reaper counts as dead).
+pub fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    if unsafe { libc::kill(pid, 0) } != 0 {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        }
+        Err(_) => false,
+    }
+}
+
+/// Waits up to 3 s for `pid` to be gone (the kernel needs a moment after SIGKILL).
+pub fn gone(pid: i32) -> bool {
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until {
+        if !alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    !alive(pid)
+}
+
+/// Asserts that `pid` is gone within 3 s.
+pub fn assert_dead(pid: i32) {
+    assert!(gone(pid), "process {pid} survived");
+}
+
+/// The full name libtest knows a test by (`module::test`), for re-running one test of this
+/// binary in a child process with `--exact`; `module` is the caller's `module_path!()`.
+pub fn test_name(module: &str, test: &str) -> String {
+    let module = module.split_once("::").map_or("", |(_, rest)| rest);
+    if module.is_empty() {
+        test.to_string()
+    } else {
+        format!("{module}::{test}")
+    }
 }

@@ -1,7 +1,5 @@
-//! Test helpers for `exec` and `mcp`: registering real script tools in a sandbox
+//! Helpers for `exec` and `mcp` tests: registering real script tools in a sandbox
 //! registry (registry.json + tools/<hex>.json, the format of src/registry.rs).
-#![allow(dead_code)]
-
 use crate::common::Sandbox;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -116,9 +114,4 @@ pub fn sandbox_with_t() -> Sandbox {
     std::fs::create_dir_all(sb.path().join("home")).unwrap();
     register(&sb, "t", &t_meta(), T_SCRIPT, "native");
     sb
-}
-
-/// Whether a process is alive.
-pub fn alive(pid: i32) -> bool {
-    unsafe { libc::kill(pid, 0) == 0 }
 }

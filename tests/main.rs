@@ -1,0 +1,20 @@
+//! atip's integration tests, as one binary (`autotests = false` in Cargo.toml): one
+//! module per area, each running the real `atip` binary or the library against real
+//! files and real child processes in temp dirs. Shared helpers live in `common`.
+//!
+//! A new test file `tests/NAME.rs` needs a `mod NAME;` line here.
+
+mod common;
+
+mod agent;
+mod exec;
+mod export;
+mod export_props;
+mod mcp;
+mod process;
+mod registry;
+mod scan;
+mod search;
+mod shims;
+mod validate;
+mod validate_fuzz;
