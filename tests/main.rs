@@ -10,6 +10,7 @@ mod agent;
 mod exec;
 mod export;
 mod export_props;
+mod infer_quality;
 mod mcp;
 mod process;
 mod registry;
