@@ -81,6 +81,11 @@ pub struct ScanOptions {
     /// Set (e.g. from a SIGINT handler) to kill running probes and abort the scan
     /// before anything is written.
     pub cancel: Option<Cancel>,
+    /// Infer metadata from installed man pages for executables no other source
+    /// describes (the lowest-precedence source; spec/infer.md).
+    pub infer: bool,
+    /// `MANPATH` to search; `None` = atip's own `$MANPATH` (unset: derived from PATH).
+    pub manpath: Option<OsString>,
 }
 
 /// Default number of probes run at once: probes mostly wait on children, and a hanging
@@ -153,6 +158,52 @@ struct Work {
     /// No sign (counted, not probed).
     no_sign: bool,
     unreadable: Option<String>,
+    /// Its man page, when inference may describe it.
+    man: Option<crate::infer::source::Lookup>,
+    /// A fresh inference (document bytes, parsed, cache record) or why it failed.
+    inferred: Option<Result<InferredDoc, String>>,
+}
+
+/// An inferred document ready for the registry.
+struct InferredDoc {
+    bytes: Vec<u8>,
+    metadata: crate::model::Metadata,
+    record: crate::infer::source::InferRecord,
+}
+
+/// Infers, serializes and validates the document of `name` (any validator finding,
+/// warnings included, rejects it: inferred documents must be clean).
+fn infer_doc(
+    index: &crate::infer::locate::ManIndex,
+    page: &crate::infer::locate::PageRef,
+    name: &str,
+) -> Result<InferredDoc, String> {
+    let inf = crate::infer::infer_page(index, page, name).map_err(|e| e.to_string())?;
+    let mut bytes = serde_json::to_vec_pretty(&inf.document).map_err(|e| e.to_string())?;
+    bytes.push(b'\n');
+    let checked = crate::validate::check_bytes(&bytes, None, None);
+    if let Some(d) = checked.diagnostics.first() {
+        return Err(format!(
+            "inferred from {}: {} at {}: {}",
+            page.path.display(),
+            d.rule,
+            d.pointer,
+            d.message
+        ));
+    }
+    let metadata = crate::model::Metadata::from_slice(&bytes).map_err(|e| e.to_string())?;
+    let record = crate::infer::source::InferRecord {
+        page: page.path.clone(),
+        root: page.root.clone(),
+        section: page.section.clone(),
+        inputs: inf.inputs,
+        doc: sha_hex(&bytes),
+    };
+    Ok(InferredDoc {
+        bytes,
+        metadata,
+        record,
+    })
 }
 
 /// The winning metadata source of one tool.
@@ -166,6 +217,8 @@ enum Winner<'a> {
         file: &'a ShimFile,
         source: Source,
     },
+    /// Read from the man page; `doc` is the document's sha256.
+    Inferred { doc: String },
 }
 
 fn build_globs(globs: &[String], what: &str) -> Result<globset::GlobSet, String> {
@@ -340,6 +393,8 @@ pub fn scan(
                 cached: false,
                 no_sign: false,
                 unreadable: None,
+                man: None,
+                inferred: None,
             }
         })
         .collect();
@@ -441,8 +496,36 @@ pub fn scan(
         })
         .collect();
 
+    // 4b. Man pages of the executables no native answer or name-keyed shim describes
+    //     (content-addressed shims still win below, once hashes are known).
+    let mut infer_src = opts.infer.then(|| {
+        let manpath = opts.manpath.clone().or_else(|| std::env::var_os("MANPATH"));
+        crate::infer::source::InferSource::open(
+            &dirs.data,
+            manpath.as_deref(),
+            Some(&path_value),
+            opts.refresh,
+        )
+    });
+    let mut no_page: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    if let Some(src) = infer_src.as_mut() {
+        for w in works.iter_mut() {
+            if w.unreadable.is_some()
+                || matches!(w.rec.probe, Some(ProbeRecord::Native { .. }))
+                || shim_set.by_name.contains_key(&w.exe.name)
+                || shim_set.override_by_name.contains_key(&w.exe.name)
+            {
+                continue;
+            }
+            w.man = src.lookup(&w.exe.name);
+            if w.man.is_none() {
+                no_page.insert(w.exe.name.clone());
+            }
+        }
+    }
+
     // 5. Hash what needs it: native tools, tools with a name-keyed shim or override,
-    //    and executables a content-addressed shim is about.
+    //    executables a content-addressed shim is about, and those with a man page.
     let any_hash_shim = !shim_set.by_hash.is_empty() || !shim_set.override_by_hash.is_empty();
     let needs_hash = |w: &Work| {
         w.unreadable.is_none()
@@ -450,7 +533,8 @@ pub fn scan(
             && (matches!(w.rec.probe, Some(ProbeRecord::Native { .. }))
                 || shim_set.by_name.contains_key(&w.exe.name)
                 || shim_set.override_by_name.contains_key(&w.exe.name)
-                || (any_hash_shim && shim_set.hash_names.contains(&w.exe.name)))
+                || (any_hash_shim && shim_set.hash_names.contains(&w.exe.name))
+                || w.man.is_some())
     };
     if works.iter().any(needs_hash) {
         pool.install(|| {
@@ -460,6 +544,31 @@ pub fn scan(
                     Err(e) => w.unreadable = Some(format!("failed to hash: {e}")),
                 },
             );
+        });
+    }
+
+    // 5b. Infer, in parallel, what has no current cached inference and no other source.
+    let hash_shim = |w: &Work| {
+        w.rec
+            .sha256
+            .as_deref()
+            .and_then(|h| h.strip_prefix("sha256:"))
+            .is_some_and(|h| shim_set.by_hash.contains_key(h) || shim_set.override_by_hash.contains_key(h))
+    };
+    let needs_infer = |w: &Work| {
+        w.man.as_ref().is_some_and(|m| m.current.is_none()) && w.unreadable.is_none() && !hash_shim(w)
+    };
+    if !opts.dry_run
+        && let Some(src) = infer_src.as_mut()
+        && works.iter().any(needs_infer)
+    {
+        let index = src.ready_index();
+        pool.install(|| {
+            works.par_iter_mut().filter(|w| needs_infer(w)).for_each(|w| {
+                if let Some(m) = &w.man {
+                    w.inferred = Some(infer_doc(index, &m.page, &w.exe.name));
+                }
+            });
         });
     }
 
@@ -530,7 +639,24 @@ pub fn scan(
                 })
                 .or_else(|| shim_set.by_name.get(&w.exe.name).map(|f| (f, Source::Shim)));
             pick.map(|(file, source)| Winner::Shim { file, source })
+                .or_else(|| match (&w.man, &w.inferred) {
+                    (Some(_), Some(Ok(d))) => Some(Winner::Inferred {
+                        doc: d.record.doc.clone(),
+                    }),
+                    (Some(m), None) => m.current.clone().map(|doc| Winner::Inferred { doc }),
+                    _ => None,
+                })
         };
+        if let (None, Some(Err(m))) = (&winner, &w.inferred) {
+            failed.push(FailedTool {
+                name: w.exe.name.clone(),
+                path: w.exe.path.clone(),
+                reason: FailReason::Invalid,
+                message: m.clone(),
+                cached: false,
+                diagnostics: Vec::new(),
+            });
+        }
         let Some(winner) = winner else {
             continue;
         };
@@ -583,6 +709,10 @@ pub fn scan(
                     ws,
                     Some(file.dir.display().to_string()),
                 )
+            }
+            Winner::Inferred { doc } => {
+                key_src.push_str(&format!("inferred:{doc}"));
+                (Source::Inferred, "inferred".to_owned(), None, Vec::new(), None)
             }
         };
         for p in &applied {
@@ -645,7 +775,11 @@ pub fn scan(
     let mut dropped: HashSet<String> = HashSet::new();
     for f in found.iter_mut() {
         if let Some((winner, applied)) = fresh_inputs.get(&f.name) {
-            match compose(&dirs.data, winner, applied) {
+            let composed = match winner {
+                Winner::Inferred { .. } => inferred_document(&mut works, infer_src.as_mut(), &f.name),
+                _ => compose(&dirs.data, winner, applied),
+            };
+            match composed {
                 Ok((document, metadata)) => {
                     f.meta = FoundMeta::Fresh {
                         document,
@@ -726,9 +860,18 @@ pub fn scan(
                     .iter()
                     .filter(|p| p.applies_to(&name, &exists))
                     .collect();
-                if let Some(winner) = winner
-                    && let Ok((document, metadata)) = compose(&dirs.data, &winner, &applied)
-                {
+                let winner = winner.or_else(|| {
+                    (tool_reports.get(&name).map(|t| t.source) == Some(Source::Inferred))
+                        .then(|| Winner::Inferred { doc: String::new() })
+                });
+                let composed = match &winner {
+                    Some(Winner::Inferred { .. }) => {
+                        inferred_document(&mut works, infer_src.as_mut(), &name).ok()
+                    }
+                    Some(w) => compose(&dirs.data, w, &applied).ok(),
+                    None => None,
+                };
+                if let Some((document, metadata)) = composed {
                     f.meta = FoundMeta::Fresh {
                         document,
                         metadata,
@@ -813,6 +956,26 @@ pub fn scan(
             && let Err(m) = new_cache.save(&dirs.data)
         {
             warnings.push(format!("failed to save the scan cache: {m}"));
+        }
+        if let Some(src) = infer_src.take() {
+            let mut records = BTreeMap::new();
+            for w in &works {
+                let Some(m) = &w.man else { continue };
+                match &w.inferred {
+                    Some(Ok(d)) => {
+                        records.insert(w.exe.name.clone(), d.record.clone());
+                    }
+                    Some(Err(_)) => {}
+                    None => {
+                        if let Some(old) = m.current.as_ref().and_then(|_| src.record(&w.exe.name)) {
+                            records.insert(w.exe.name.clone(), old.clone());
+                        }
+                    }
+                }
+            }
+            if let Err(m) = src.save(records, no_page) {
+                warnings.push(format!("failed to save the inference cache: {m}"));
+            }
         }
     }
 
@@ -958,6 +1121,30 @@ fn enum_name<T: Serialize>(v: &T) -> String {
 }
 
 /// The document sent to the registry: the winner's bytes, with pattern files merged in.
+/// The inferred document of `name`: this scan's inference, or one made now (a cached
+/// inference is current but the registry needs its document again).
+fn inferred_document(
+    works: &mut [Work],
+    src: Option<&mut crate::infer::source::InferSource>,
+    name: &str,
+) -> Result<(Vec<u8>, crate::model::Metadata), String> {
+    let w = works
+        .iter_mut()
+        .find(|w| w.exe.name == name)
+        .ok_or_else(|| format!("{name}: not among the scanned executables"))?;
+    if w.inferred.is_none()
+        && let (Some(m), Some(src)) = (&w.man, src)
+    {
+        let page = m.page.clone();
+        w.inferred = Some(infer_doc(src.ready_index(), &page, name));
+    }
+    match &w.inferred {
+        Some(Ok(d)) => Ok((d.bytes.clone(), d.metadata.clone())),
+        Some(Err(m)) => Err(m.clone()),
+        None => Err(format!("{name}: no man page to infer from")),
+    }
+}
+
 fn compose(
     data: &std::path::Path,
     winner: &Winner,
@@ -966,6 +1153,9 @@ fn compose(
     let path = match winner {
         Winner::Native { doc, .. } => cache::native_doc_file(data, doc),
         Winner::Shim { file, .. } => file.path.clone(),
+        Winner::Inferred { .. } => {
+            return Err("an inferred document is made by inferred_document".into());
+        }
     };
     let mut bytes =
         std::fs::read(&path).map_err(|e| format!("failed to read {}: {e}", path.display()))?;

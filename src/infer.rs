@@ -9,6 +9,7 @@
 pub mod convert;
 pub mod locate;
 pub mod roff;
+pub mod source;
 
 use convert::{Inferred, InferredCommand, Origin};
 use locate::{ManIndex, PageRef, ReadError, Stamp};

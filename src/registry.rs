@@ -74,6 +74,8 @@ pub enum Source {
     ShimHash,
     /// A name-keyed shim (`shims/NAME.json`).
     Shim,
+    /// Inferred from the tool's installed man page (no effects stated).
+    Inferred,
 }
 
 /// One tool in the index.

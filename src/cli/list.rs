@@ -26,6 +26,8 @@ pub enum SourceArg {
     ShimHash,
     /// A name-keyed shim.
     Shim,
+    /// Inferred from the installed man page.
+    Inferred,
 }
 
 impl From<SourceArg> for Source {
@@ -35,6 +37,7 @@ impl From<SourceArg> for Source {
             SourceArg::Override => Source::Override,
             SourceArg::ShimHash => Source::ShimHash,
             SourceArg::Shim => Source::Shim,
+            SourceArg::Inferred => Source::Inferred,
         }
     }
 }
@@ -45,6 +48,7 @@ fn source_name(s: Source) -> &'static str {
         Source::Override => "override",
         Source::ShimHash => "shim-hash",
         Source::Shim => "shim",
+        Source::Inferred => "inferred",
     }
 }
 

@@ -1,0 +1,239 @@
+//! Inference as a scan source: which names have a page, which inferred documents are
+//! still current, and the cache that lets a warm rescan read no man page.
+//!
+//! The cache is `<data-dir>/cache/infer-cache.json` (per tool: the page, every file read
+//! with its stamp, the document's sha256) and `<data-dir>/cache/man-dirs.json` (the
+//! listing of each manual section directory with its modification time). While no
+//! section directory changed, the page `man` would pick for a name is the one recorded,
+//! so neither listing nor page is read; a recorded document stays current while every
+//! file it was read from keeps its stamp. Like the scan cache, it is an optimisation:
+//! missing or corrupt, the next scan is cold.
+
+use super::locate::{self, DirListing, ManIndex, PageRef, Stamp};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+/// Version of the cache files; another version is ignored.
+pub const INFER_CACHE_VERSION: u32 = 1;
+
+/// `infer-cache.json`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct InferCache {
+    /// Always [`INFER_CACHE_VERSION`].
+    pub version: u32,
+    /// The manual trees searched, in order, when the cache was written.
+    pub roots: Vec<PathBuf>,
+    /// Section directory → its modification time (ns) when listed.
+    pub dirs: BTreeMap<PathBuf, i128>,
+    /// Tool name → its page and document.
+    pub tools: BTreeMap<String, InferRecord>,
+    /// Names that had no page.
+    pub none: BTreeSet<String>,
+}
+
+/// What the last inference of one tool read and produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InferRecord {
+    /// The page file found for the name.
+    pub page: PathBuf,
+    /// The tree it is in.
+    pub root: PathBuf,
+    /// Its section.
+    pub section: String,
+    /// Every file read (page, `.so` targets, per-command pages) with its stamp.
+    pub inputs: Vec<(PathBuf, Stamp)>,
+    /// sha256 hex of the document.
+    pub doc: String,
+}
+
+/// `man-dirs.json`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct DirsCache {
+    version: u32,
+    listings: HashMap<PathBuf, DirListing>,
+}
+
+fn cache_file(data: &Path) -> PathBuf {
+    data.join("cache").join("infer-cache.json")
+}
+
+fn dirs_file(data: &Path) -> PathBuf {
+    data.join("cache").join("man-dirs.json")
+}
+
+/// The inference source during one scan.
+pub struct InferSource {
+    data: PathBuf,
+    roots: Vec<PathBuf>,
+    old: InferCache,
+    /// Whether every section directory is as the cache recorded it.
+    dirs_unchanged: bool,
+    index: Option<ManIndex>,
+}
+
+/// A name's page and whether its recorded document is still current.
+#[derive(Debug, Clone)]
+pub struct Lookup {
+    /// The page.
+    pub page: PageRef,
+    /// The recorded document's sha256, when every input is unchanged.
+    pub current: Option<String>,
+}
+
+impl InferSource {
+    /// Opens the source: the manual trees for `manpath_env`/`path_env` and the cache
+    /// (ignored with `refresh`). Reads no page and lists no directory yet.
+    pub fn open(
+        data: &Path,
+        manpath_env: Option<&OsStr>,
+        path_env: Option<&OsStr>,
+        refresh: bool,
+    ) -> InferSource {
+        let roots = locate::manpath(manpath_env, path_env);
+        let old: InferCache = if refresh {
+            InferCache::default()
+        } else {
+            std::fs::read(cache_file(data))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<InferCache>(&b).ok())
+                .filter(|c| c.version == INFER_CACHE_VERSION)
+                .unwrap_or_default()
+        };
+        let dirs_unchanged = old.roots == roots
+            && !old.dirs.is_empty()
+            && section_dirs(&roots)
+                .iter()
+                .all(|d| Stamp::of(d).ok().map(|s| s.mtime_ns) == old.dirs.get(d).copied())
+            && old
+                .dirs
+                .keys()
+                .all(|d| d.is_dir());
+        InferSource {
+            data: data.to_owned(),
+            roots,
+            old,
+            dirs_unchanged,
+            index: None,
+        }
+    }
+
+    fn index(&mut self) -> &ManIndex {
+        if self.index.is_none() {
+            let reuse: HashMap<PathBuf, DirListing> = std::fs::read(dirs_file(&self.data))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<DirsCache>(&b).ok())
+                .filter(|c| c.version == INFER_CACHE_VERSION)
+                .map(|c| c.listings)
+                .unwrap_or_default();
+            self.index = Some(ManIndex::build(&self.roots, &reuse));
+        }
+        self.index.as_ref().expect("index just built")
+    }
+
+    /// The page of `name`, and its recorded document if still current.
+    pub fn lookup(&mut self, name: &str) -> Option<Lookup> {
+        if self.dirs_unchanged {
+            if self.old.none.contains(name) {
+                return None;
+            }
+            if let Some(rec) = self.old.tools.get(name) {
+                let page = PageRef {
+                    path: rec.page.clone(),
+                    root: rec.root.clone(),
+                    section: rec.section.clone(),
+                };
+                let current = rec
+                    .inputs
+                    .iter()
+                    .all(|(p, s)| Stamp::of(p).ok().as_ref() == Some(s))
+                    .then(|| rec.doc.clone());
+                return Some(Lookup { page, current });
+            }
+        }
+        let page = self.index().find(name)?;
+        let current = self.old.tools.get(name).and_then(|rec| {
+            (rec.page == page.path
+                && rec
+                    .inputs
+                    .iter()
+                    .all(|(p, s)| Stamp::of(p).ok().as_ref() == Some(s)))
+            .then(|| rec.doc.clone())
+        });
+        Some(Lookup { page, current })
+    }
+
+    /// Infers the document of `name` from `page` (reads the page and per-command pages).
+    pub fn infer(&mut self, name: &str, page: &PageRef) -> Result<super::Inference, locate::ReadError> {
+        let index = self.index();
+        super::infer_page(index, page, name)
+    }
+
+    /// The cached record of `name`.
+    pub fn record(&self, name: &str) -> Option<&InferRecord> {
+        self.old.tools.get(name)
+    }
+
+    /// The index, built now if not yet (for inferring in parallel).
+    pub fn ready_index(&mut self) -> &ManIndex {
+        self.index()
+    }
+
+    /// Writes the cache: `tools` are this scan's records, `none` the names without a
+    /// page. Errors are returned as text (the scan reports them as warnings).
+    pub fn save(
+        mut self,
+        tools: BTreeMap<String, InferRecord>,
+        none: BTreeSet<String>,
+    ) -> Result<(), String> {
+        let dirs: BTreeMap<PathBuf, i128> = section_dirs(&self.roots)
+            .into_iter()
+            .filter_map(|d| Stamp::of(&d).ok().map(|s| (d, s.mtime_ns)))
+            .collect();
+        let cache = InferCache {
+            version: INFER_CACHE_VERSION,
+            roots: self.roots.clone(),
+            dirs,
+            tools,
+            none,
+        };
+        let dir = self.data.join("cache");
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        if let Some(index) = self.index.take() {
+            let listings = DirsCache {
+                version: INFER_CACHE_VERSION,
+                listings: index.listings(),
+            };
+            write_atomic(&dirs_file(&self.data), &serde_json::to_vec(&listings).unwrap_or_default())?;
+        }
+        if cache.tools != self.old.tools || cache.none != self.old.none || cache.dirs != self.old.dirs || cache.roots != self.old.roots {
+            write_atomic(&cache_file(&self.data), &serde_json::to_vec(&cache).unwrap_or_default())?;
+        }
+        Ok(())
+    }
+}
+
+/// Every section directory of the trees (existing or not).
+fn section_dirs(roots: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for r in roots {
+        for s in locate::SECTIONS {
+            let d = r.join(format!("man{s}"));
+            if d.is_dir() {
+                out.push(d);
+            }
+        }
+    }
+    out
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    std::io::Write::write_all(&mut tmp, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    tmp.persist(path)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(())
+}
