@@ -12,6 +12,7 @@ pub mod discover;
 pub mod exec;
 pub mod from_clap;
 pub mod infer;
+pub mod lint;
 pub mod mcp;
 pub mod model;
 pub mod output;

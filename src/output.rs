@@ -20,8 +20,12 @@ pub enum OutputFormat {
     Text,
     /// Stable, documented JSON.
     Json,
-    /// SARIF 2.1.0 (`atip validate`; other commands print JSON).
+    /// SARIF 2.1.0 (`atip validate`, `atip lint`; other commands print JSON).
     Sarif,
+    /// GitHub Actions workflow annotations (`atip validate`, `atip lint`).
+    Github,
+    /// Markdown, e.g. for a pull-request comment (`atip diff`).
+    Markdown,
 }
 
 impl OutputFormat {

@@ -49,6 +49,10 @@ pub struct Args {
     /// List what would be probed; probe nothing, write nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Print, instead of the report, every piece of evidence about this name, the source
+    /// chosen and why the others lost (the scan itself runs as usual).
+    #[arg(long, value_name = "NAME")]
+    explain: Option<String>,
 }
 
 struct Bar(indicatif::ProgressBar);
@@ -119,6 +123,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         refresh: args.refresh,
         dry_run: args.dry_run,
         cancel: Some(interrupt_flag()),
+        explain: args.explain,
         infer: !args.no_infer,
         manpath: None,
     };
@@ -131,6 +136,36 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     } else {
         discover::scan(&ctx.dirs, &opts, &discover::NoProgress).map_err(|e| e.to_atip())?
     };
+    let code = if report.source_failures.is_empty() {
+        0
+    } else {
+        // In JSON the report's `sourceFailures` says it; in text, stderr says it too.
+        for f in report
+            .source_failures
+            .iter()
+            .filter(|_| !ctx.output.is_json())
+        {
+            eprintln!(
+                "error: metadata source {} failed: {}; the tools it provided before were kept",
+                f.source, f.message
+            );
+        }
+        atip::output::exit::FAILURE
+    };
+    if let Some(ex) = &report.explain {
+        if ctx.output.is_json() {
+            atip::output::print_json(ex).map_err(|e| {
+                AtipError::new(
+                    ErrorCode::StdoutWriteFailed,
+                    format!("failed to write the explanation: {e}"),
+                )
+            })?;
+        } else {
+            use std::io::Write;
+            let _ = std::io::stdout().lock().write_all(ex.to_text().as_bytes());
+        }
+        return Ok(code);
+    }
     if ctx.output.is_json() {
         atip::output::print_json(&report).map_err(|e| {
             AtipError::new(
@@ -143,5 +178,5 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(report.to_text().as_bytes());
     }
-    Ok(0)
+    Ok(code)
 }

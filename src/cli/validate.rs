@@ -86,6 +86,13 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     let format = match ctx.output {
         OutputFormat::Json => Format::Json,
         OutputFormat::Sarif => Format::Sarif,
+        OutputFormat::Github => Format::Github,
+        OutputFormat::Markdown => {
+            return Err(AtipError::new(
+                ErrorCode::Usage,
+                "atip validate prints text, json, sarif or github, not markdown",
+            ));
+        }
         OutputFormat::Text | OutputFormat::Auto => Format::Text {
             color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
                 && std::io::stdout().is_terminal(),

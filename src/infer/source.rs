@@ -13,7 +13,9 @@ use super::locate::{self, DirListing, ManIndex, PageRef, Stamp};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsStr;
+use sha2::Digest;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Version of the cache files; another version is ignored.
 pub const INFER_CACHE_VERSION: u32 = 1;
@@ -71,6 +73,61 @@ pub struct InferSource {
     /// Whether every section directory is as the cache recorded it.
     dirs_unchanged: bool,
     index: Option<ManIndex>,
+    offers: HashMap<String, Offer>,
+    none: BTreeSet<String>,
+    failed: BTreeMap<String, String>,
+}
+
+/// A document ready to offer.
+struct Offer {
+    page: PathBuf,
+    sha: String,
+    doc: OfferDoc,
+    record: InferRecord,
+}
+
+/// Where an offered document's bytes are.
+enum OfferDoc {
+    /// Made by an earlier scan, stored in the cache.
+    Cached(PathBuf),
+    /// Made by this scan.
+    Fresh(Arc<[u8]>),
+}
+
+fn cached_doc(data: &Path, sha: &str) -> PathBuf {
+    data.join("cache").join("inferred").join(format!("{sha}.json"))
+}
+
+/// Infers, serializes and validates the document of `name`. Any validator finding,
+/// warnings included, rejects it: inferred documents must be clean.
+fn make_offer(index: &ManIndex, page: &PageRef, name: &str) -> Result<Offer, String> {
+    let inf = super::infer_page(index, page, name).map_err(|e| e.to_string())?;
+    let mut bytes = serde_json::to_vec_pretty(&inf.document).map_err(|e| e.to_string())?;
+    bytes.push(b'\n');
+    let checked = crate::validate::check_bytes(&bytes, None, None);
+    if let Some(d) = checked.diagnostics.first() {
+        return Err(format!(
+            "the document inferred from {} is invalid: {} at {}: {}",
+            page.path.display(),
+            d.rule,
+            d.pointer,
+            d.message
+        ));
+    }
+    let sha = hex::encode(sha2::Sha256::digest(&bytes));
+    let record = InferRecord {
+        page: page.path.clone(),
+        root: page.root.clone(),
+        section: page.section.clone(),
+        inputs: inf.inputs,
+        doc: sha.clone(),
+    };
+    Ok(Offer {
+        page: page.path.clone(),
+        sha,
+        doc: OfferDoc::Fresh(bytes.into()),
+        record,
+    })
 }
 
 /// A name's page and whether its recorded document is still current.
@@ -116,6 +173,9 @@ impl InferSource {
             old,
             dirs_unchanged,
             index: None,
+            offers: HashMap::new(),
+            none: BTreeSet::new(),
+            failed: BTreeMap::new(),
         }
     }
 
@@ -133,7 +193,7 @@ impl InferSource {
     }
 
     /// The page of `name`, and its recorded document if still current.
-    pub fn lookup(&mut self, name: &str) -> Option<Lookup> {
+    fn lookup(&mut self, name: &str) -> Option<Lookup> {
         if self.dirs_unchanged {
             if self.old.none.contains(name) {
                 return None;
@@ -164,29 +224,105 @@ impl InferSource {
         Some(Lookup { page, current })
     }
 
-    /// Infers the document of `name` from `page` (reads the page and per-command pages).
-    pub fn infer(&mut self, name: &str, page: &PageRef) -> Result<super::Inference, locate::ReadError> {
-        let index = self.index();
-        super::infer_page(index, page, name)
-    }
-
-    /// The cached record of `name`.
-    pub fn record(&self, name: &str) -> Option<&InferRecord> {
-        self.old.tools.get(name)
-    }
-
-    /// The index, built now if not yet (for inferring in parallel).
+    /// The index, built now if not yet.
     pub fn ready_index(&mut self) -> &ManIndex {
         self.index()
     }
 
-    /// Writes the cache: `tools` are this scan's records, `none` the names without a
-    /// page. Errors are returned as text (the scan reports them as warnings).
-    pub fn save(
-        mut self,
-        tools: BTreeMap<String, InferRecord>,
-        none: BTreeSet<String>,
-    ) -> Result<(), String> {
+    /// Looks up the page of every name and infers, in parallel (on the caller's rayon
+    /// pool), the documents that are not current in the cache. Afterwards
+    /// [`InferSource::offer`] answers without reading anything.
+    pub fn prepare<'n>(&mut self, names: impl IntoIterator<Item = &'n str>) {
+        use rayon::prelude::*;
+        let mut todo: Vec<(String, PageRef)> = Vec::new();
+        for name in names {
+            if self.offers.contains_key(name) || self.none.contains(name) {
+                continue;
+            }
+            match self.lookup(name) {
+                None => {
+                    self.none.insert(name.to_owned());
+                }
+                Some(Lookup {
+                    page,
+                    current: Some(doc),
+                }) if cached_doc(&self.data, &doc).is_file() => {
+                    let record = self.old.tools.get(name).cloned();
+                    if let Some(record) = record {
+                        self.offers.insert(
+                            name.to_owned(),
+                            Offer {
+                                page: page.path.clone(),
+                                doc: OfferDoc::Cached(cached_doc(&self.data, &doc)),
+                                sha: doc,
+                                record,
+                            },
+                        );
+                    }
+                }
+                Some(Lookup { page, .. }) => todo.push((name.to_owned(), page)),
+            }
+        }
+        if todo.is_empty() {
+            return;
+        }
+        let index = self.index();
+        let results: Vec<(String, Result<Offer, String>)> = todo
+            .par_iter()
+            .with_max_len(1)
+            .map(|(name, page)| (name.clone(), make_offer(index, page, name)))
+            .collect();
+        for (name, r) in results {
+            match r {
+                Ok(o) => {
+                    self.offers.insert(name, o);
+                }
+                Err(m) => {
+                    self.failed.insert(name, m);
+                }
+            }
+        }
+    }
+
+    /// Whether `name` has a document to offer (after [`InferSource::prepare`]).
+    pub fn has(&self, name: &str) -> bool {
+        self.offers.contains_key(name)
+    }
+
+    /// The prepared document of `name`: (sha256 hex, where its bytes are, the page).
+    pub fn offer(&self, name: &str) -> Option<(&str, Result<&Path, Arc<[u8]>>, &Path)> {
+        let o = self.offers.get(name)?;
+        let doc = match &o.doc {
+            OfferDoc::Cached(p) => Ok(p.as_path()),
+            OfferDoc::Fresh(b) => Err(b.clone()),
+        };
+        Some((o.sha.as_str(), doc, o.page.as_path()))
+    }
+
+    /// Why inference failed for names whose page could not be read or gave an invalid
+    /// document.
+    pub fn failed(&self) -> &BTreeMap<String, String> {
+        &self.failed
+    }
+
+    /// Writes the cache (and the documents made this scan, under
+    /// `cache/inferred/<sha256>.json`). Errors are returned as text (the scan reports
+    /// them as warnings).
+    pub fn save(mut self) -> Result<(), String> {
+        let docs = self.data.join("cache").join("inferred");
+        let mut tools = BTreeMap::new();
+        for (name, o) in &self.offers {
+            if let OfferDoc::Fresh(bytes) = &o.doc {
+                let path = cached_doc(&self.data, &o.sha);
+                if !path.is_file() {
+                    std::fs::create_dir_all(&docs)
+                        .map_err(|e| format!("cannot create {}: {e}", docs.display()))?;
+                    write_atomic(&path, bytes)?;
+                }
+            }
+            tools.insert(name.clone(), o.record.clone());
+        }
+        let none = std::mem::take(&mut self.none);
         let dirs: BTreeMap<PathBuf, i128> = section_dirs(&self.roots)
             .into_iter()
             .filter_map(|d| Stamp::of(&d).ok().map(|s| (d, s.mtime_ns)))
