@@ -756,6 +756,11 @@ pub fn scan(
     rejected.extend(installed.rejected.iter().cloned());
     let mut shim_dirs_report = shim_set.dirs.clone();
     shim_dirs_report.extend(installed.dirs.iter().cloned());
+    let mut sources: BTreeMap<String, usize> = BTreeMap::new();
+    for t in &tools {
+        *sources.entry(resolve::source_name(t.source)).or_default() += 1;
+    }
+    sources.insert("none".into(), names.len().saturating_sub(tools.len()));
     let summary = Summary {
         dirs: scan_dirs.len(),
         executables: works.len(),
@@ -777,6 +782,7 @@ pub fn scan(
         skipped: skipped_dirs.len() + skipped_files.len() + no_sign,
         no_sign,
         evidence,
+        sources,
     };
     Ok(ScanReport {
         report_version: report::REPORT_VERSION,

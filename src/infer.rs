@@ -89,12 +89,17 @@ pub fn infer_page(index: &ManIndex, page: &PageRef, tool: &str) -> Result<Infere
     }
     if !from_pages.is_empty() {
         // A command's own page wins over its line in a COMMANDS section.
-        inf.commands.retain(|c| !from_pages.iter().any(|p| p.name == c.name));
+        inf.commands
+            .retain(|c| !from_pages.iter().any(|p| p.name == c.name));
         inf.commands.extend(from_pages);
         inf.commands.sort_by(|a, b| a.name.cmp(&b.name));
     }
     let options = inf.options.len() + inf.commands.iter().map(|c| c.options.len()).sum::<usize>();
-    let page_path = main.files.last().cloned().unwrap_or_else(|| page.path.clone());
+    let page_path = main
+        .files
+        .last()
+        .cloned()
+        .unwrap_or_else(|| page.path.clone());
     let document = convert::document(
         &inf,
         &Origin {

@@ -29,7 +29,11 @@ fn labels() -> Vec<Label> {
     files.sort();
     for f in files {
         let stem = f.file_stem().unwrap().to_str().unwrap();
-        let tool = stem.rsplit_once('.').map(|(t, _)| t).unwrap_or(stem).to_owned();
+        let tool = stem
+            .rsplit_once('.')
+            .map(|(t, _)| t)
+            .unwrap_or(stem)
+            .to_owned();
         let text = std::fs::read_to_string(&f).unwrap();
         let mut flags = BTreeSet::new();
         let mut commands = BTreeSet::new();
@@ -66,16 +70,14 @@ fn page_words(text: &str) -> String {
         }
         match chars.next() {
             Some('-') => s.push('-'),
-            Some('f') => {
-                match chars.next() {
-                    Some('(') => {
-                        chars.next();
-                        chars.next();
-                    }
-                    Some('[') => while chars.next().is_some_and(|c| c != ']') {},
-                    _ => {}
+            Some('f') => match chars.next() {
+                Some('(') => {
+                    chars.next();
+                    chars.next();
                 }
-            }
+                Some('[') => while chars.next().is_some_and(|c| c != ']') {},
+                _ => {}
+            },
             Some('^' | '|' | '&' | ',' | '/' | ':' | '%' | ')') => {}
             Some(other) => {
                 s.push('\\');
@@ -113,7 +115,11 @@ fn labelled_set_precision_and_recall() {
     let root = fixtures();
     let index = locate::ManIndex::build(&[root.clone()], &HashMap::new());
     let labels = labels();
-    assert!(labels.len() >= 30, "the labelled set has {} pages", labels.len());
+    assert!(
+        labels.len() >= 30,
+        "the labelled set has {} pages",
+        labels.len()
+    );
     let (mut tp, mut fp, mut fn_) = (0usize, 0usize, 0usize);
     let (mut ctp, mut cfp, mut cfn) = (0usize, 0usize, 0usize);
     let mut invented = Vec::new();
@@ -149,8 +155,16 @@ fn labelled_set_precision_and_recall() {
         ctp += got_cmds.intersection(&label.commands).count();
         cfp += got_cmds.difference(&label.commands).count();
         cfn += label.commands.difference(&got_cmds).count();
-        let prec = if t + p == 0 { 1.0 } else { t as f64 / (t + p) as f64 };
-        let rec = if t + n == 0 { 1.0 } else { t as f64 / (t + n) as f64 };
+        let prec = if t + p == 0 {
+            1.0
+        } else {
+            t as f64 / (t + p) as f64
+        };
+        let rec = if t + n == 0 {
+            1.0
+        } else {
+            t as f64 / (t + n) as f64
+        };
         report.push_str(&format!(
             "{:<18}{:>7}  {:>8.1}%  {:>6.1}%  {}/{}\n",
             label.tool,
@@ -190,8 +204,16 @@ fn labelled_set_precision_and_recall() {
     }
     let precision = tp as f64 / (tp + fp) as f64;
     let recall = tp as f64 / (tp + fn_) as f64;
-    let cprec = if ctp + cfp == 0 { 1.0 } else { ctp as f64 / (ctp + cfp) as f64 };
-    let crec = if ctp + cfn == 0 { 1.0 } else { ctp as f64 / (ctp + cfn) as f64 };
+    let cprec = if ctp + cfp == 0 {
+        1.0
+    } else {
+        ctp as f64 / (ctp + cfp) as f64
+    };
+    let crec = if ctp + cfn == 0 {
+        1.0
+    } else {
+        ctp as f64 / (ctp + cfn) as f64
+    };
     report.push_str(&format!(
         "overall: {} pages, {} labelled flags; option precision {:.1}%, recall {:.1}%; \
          subcommand precision {:.1}%, recall {:.1}%\n",
@@ -203,8 +225,17 @@ fn labelled_set_precision_and_recall() {
         crec * 100.0
     ));
     eprintln!("{report}");
-    assert!(invented.is_empty(), "flags not spelled in their page: {invented:?}");
-    assert!(precision >= 0.95, "option precision {precision:.3} < 0.95\n{report}");
+    assert!(
+        invented.is_empty(),
+        "flags not spelled in their page: {invented:?}"
+    );
+    assert!(
+        precision >= 0.95,
+        "option precision {precision:.3} < 0.95\n{report}"
+    );
     assert!(recall >= 0.95, "option recall {recall:.3} < 0.95\n{report}");
-    assert!(cprec >= 0.95 && crec >= 0.95, "subcommands {cprec:.3}/{crec:.3}\n{report}");
+    assert!(
+        cprec >= 0.95 && crec >= 0.95,
+        "subcommands {cprec:.3}/{crec:.3}\n{report}"
+    );
 }

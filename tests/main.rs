@@ -11,6 +11,7 @@ mod exec;
 mod export;
 mod export_props;
 mod infer_quality;
+mod infer_scan;
 mod lint;
 mod mcp;
 mod process;

@@ -62,6 +62,12 @@ pub fn registry_entries(
     Ok(entries)
 }
 
+/// Leaves out the tools inferred from man pages: exports and MCP serve them only when
+/// selected (by name, `--tools`, a command filter, or `--include-inferred`).
+pub fn drop_inferred(entries: &mut Vec<(String, Entry)>) {
+    entries.retain(|(_, e)| e.source != crate::registry::Source::Inferred);
+}
+
 /// Reads one entry's metadata; a document without a `name` takes its registry name.
 pub fn read_entry(dirs: &Dirs, name: &str, entry: &Entry) -> Result<Metadata, String> {
     let mut m = Index::read_metadata(dirs, entry).map_err(|e| e.to_string())?;

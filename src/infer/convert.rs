@@ -108,8 +108,10 @@ fn not_options(name: &str) -> bool {
 
 /// Whether a section lists subcommands.
 fn is_commands_section(name: &str) -> bool {
-    matches!(name, "COMMANDS" | "SUBCOMMANDS" | "COMMAND" | "SUB-COMMANDS")
-        || (name.ends_with(" COMMANDS") && !name.contains("BUILTIN") && !name.contains("SHELL"))
+    matches!(
+        name,
+        "COMMANDS" | "SUBCOMMANDS" | "COMMAND" | "SUB-COMMANDS"
+    ) || (name.ends_with(" COMMANDS") && !name.contains("BUILTIN") && !name.contains("SHELL"))
 }
 
 /// Reads a page into [`Inferred`]. `tool` is the command's name as typed.
@@ -126,7 +128,12 @@ pub fn infer(page: &Page, tool: &str) -> Inferred {
         if not_options(&section.name) {
             continue;
         }
-        collect_options(section, page.macro_set == MacroSet::Mdoc, &mut options, &mut seen);
+        collect_options(
+            section,
+            page.macro_set == MacroSet::Mdoc,
+            &mut options,
+            &mut seen,
+        );
     }
     let takes_command = synopsis
         .iter()
@@ -134,7 +141,11 @@ pub fn infer(page: &Page, tool: &str) -> Inferred {
     let mut commands = Vec::new();
     if takes_command {
         let mut names = HashSet::new();
-        for section in page.sections.iter().filter(|s| is_commands_section(&s.name)) {
+        for section in page
+            .sections
+            .iter()
+            .filter(|s| is_commands_section(&s.name))
+        {
             collect_commands(section, &mut commands, &mut names);
         }
     }
@@ -279,8 +290,15 @@ fn is_options_placeholder(word: &str) -> bool {
     let w = w.trim_end_matches("...").trim_end_matches('s');
     matches!(
         w,
-        "option" | "flag" | "switche" | "global-option" | "global_option" | "common-option"
-            | "generic-option" | "long-option" | "short-option"
+        "option"
+            | "flag"
+            | "switche"
+            | "global-option"
+            | "global_option"
+            | "common-option"
+            | "generic-option"
+            | "long-option"
+            | "short-option"
     )
 }
 
@@ -328,7 +346,9 @@ pub fn positional(form: &str, skip_words: &str) -> Vec<InferredArgument> {
                     name = chars[i + 1..j.min(chars.len())].iter().collect();
                     i = (j + 1).min(chars.len());
                 } else {
-                    while i < chars.len() && !matches!(chars[i], ' ' | '\t' | '[' | ']' | '{' | '}' | '|') {
+                    while i < chars.len()
+                        && !matches!(chars[i], ' ' | '\t' | '[' | ']' | '{' | '}' | '|')
+                    {
                         i += 1;
                     }
                 }
@@ -340,10 +360,9 @@ pub fn positional(form: &str, skip_words: &str) -> Vec<InferredArgument> {
                 let placeholder = if !name.is_empty() {
                     Some(name)
                 } else if token.len() >= 2
-                    && token
-                        .trim_end_matches("...")
-                        .chars()
-                        .all(|c| c.is_ascii_uppercase() || c == '_' || c == '-' || c.is_ascii_digit())
+                    && token.trim_end_matches("...").chars().all(|c| {
+                        c.is_ascii_uppercase() || c == '_' || c == '-' || c.is_ascii_digit()
+                    })
                     && token.chars().next().is_some_and(|c| c.is_ascii_uppercase())
                 {
                     Some(token.trim_end_matches("...").to_owned())
@@ -357,13 +376,21 @@ pub fn positional(form: &str, skip_words: &str) -> Vec<InferredArgument> {
                 // `...` right after (possibly after closing brackets).
                 let mut j = i;
                 while j < chars.len() && matches!(chars[j], ']' | '}' | ' ') {
-                    if chars[j] == ' ' && !chars[j..].iter().collect::<String>().trim_start().starts_with("...") {
+                    if chars[j] == ' '
+                        && !chars[j..]
+                            .iter()
+                            .collect::<String>()
+                            .trim_start()
+                            .starts_with("...")
+                    {
                         break;
                     }
                     j += 1;
                 }
                 let rest: String = chars[j.min(chars.len())..].iter().take(4).collect();
-                let variadic = token.ends_with("...") || raw.ends_with("...") || rest.trim_start().starts_with("...");
+                let variadic = token.ends_with("...")
+                    || raw.ends_with("...")
+                    || rest.trim_start().starts_with("...");
                 if is_options_placeholder(&raw) {
                     continue;
                 }
@@ -441,14 +468,20 @@ fn option_from_item(tags: &[String], body: &str, seen: &mut Seen) -> Option<Infe
         return None;
     }
     let long = flags.iter().find(|f| f.starts_with("--"));
-    let base = long.or_else(|| flags.iter().find(|f| f.len() > 2)).unwrap_or(&flags[0]);
+    let base = long
+        .or_else(|| flags.iter().find(|f| f.len() > 2))
+        .unwrap_or(&flags[0]);
     let mut name = sanitize(base.trim_start_matches('-'));
     if name.is_empty() {
         name = "option".to_owned();
     }
     if seen.names.iter().any(|n| same_name(n, &name)) {
         let mut k = 2;
-        while seen.names.iter().any(|n| same_name(n, &format!("{name}-{k}"))) {
+        while seen
+            .names
+            .iter()
+            .any(|n| same_name(n, &format!("{name}-{k}")))
+        {
             k += 1;
         }
         name = format!("{name}-{k}");
@@ -466,7 +499,10 @@ fn option_from_item(tags: &[String], body: &str, seen: &mut Seen) -> Option<Infe
     };
     let mut description = first_sentence(body);
     if description.is_empty() {
-        description = format!("The {} option (undocumented on its man page).", flags.join(", "));
+        description = format!(
+            "The {} option (undocumented on its man page).",
+            flags.join(", ")
+        );
     }
     Some(InferredOption {
         name,
@@ -533,7 +569,10 @@ fn parse_tag(tag: &str) -> Vec<FlagSpec> {
             i += 1;
         }
         // Trailing punctuation belongs to the sentence, not the flag.
-        while i > name_start && matches!(chars[i - 1], '.' | ':' | '?') && !(i - name_start == 1 && chars[i - 1] == '?') {
+        while i > name_start
+            && matches!(chars[i - 1], '.' | ':' | '?')
+            && !(i - name_start == 1 && chars[i - 1] == '?')
+        {
             i -= 1;
         }
         let dashes: String = chars[start..name_start.min(start + 2)]
@@ -572,7 +611,10 @@ fn parse_tag(tag: &str) -> Vec<FlagSpec> {
         while j < chars.len() && matches!(chars[j], ' ' | '\t') {
             j += 1;
         }
-        if j < chars.len() && !matches!(chars[j], ',' | '|' | '/' | ';' | '-') && !chars[j..].starts_with(&['o', 'r', ' ']) {
+        if j < chars.len()
+            && !matches!(chars[j], ',' | '|' | '/' | ';' | '-')
+            && !chars[j..].starts_with(&['o', 'r', ' '])
+        {
             break;
         }
     }
@@ -644,20 +686,33 @@ fn read_value(chars: &[char], i: &mut usize) -> Option<String> {
             match chars[j] {
                 '<' | '{' => {
                     *i = j;
-                    let (o, c) = if chars[j] == '<' { ('<', '>') } else { ('{', '}') };
+                    let (o, c) = if chars[j] == '<' {
+                        ('<', '>')
+                    } else {
+                        ('{', '}')
+                    };
                     clean(take_group(i, o, c))
                 }
                 '[' if chars.get(j + 1).is_some_and(|c| *c != '-') => {
                     *i = j;
                     clean(take_group(i, '[', ']'))
                 }
-                c if c.is_ascii_alphabetic() || (c == '.' && chars.get(j + 1).is_some_and(|c| c.is_ascii_alphanumeric())) => {
+                c if c.is_ascii_alphabetic()
+                    || (c == '.'
+                        && chars.get(j + 1).is_some_and(|c| c.is_ascii_alphanumeric())) =>
+                {
                     let mut k = j;
                     while k < n && !matches!(chars[k], ' ' | '\t' | ',' | '|' | ';') {
                         k += 1;
                     }
                     let word: String = chars[j..k].iter().collect();
-                    let upper = word.chars().all(|c| c.is_ascii_uppercase() || c == '_' || c == '-' || c.is_ascii_digit() || c == '.');
+                    let upper = word.chars().all(|c| {
+                        c.is_ascii_uppercase()
+                            || c == '_'
+                            || c == '-'
+                            || c.is_ascii_digit()
+                            || c == '.'
+                    });
                     let last = {
                         let mut m = k;
                         while m < n && matches!(chars[m], ' ' | '\t') {
@@ -665,7 +720,13 @@ fn read_value(chars: &[char], i: &mut usize) -> Option<String> {
                         }
                         m >= n || matches!(chars[m], ',' | '|' | ';' | '-')
                     };
-                    if upper || (last && word.len() <= 20 && word.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))) {
+                    if upper
+                        || (last
+                            && word.len() <= 20
+                            && word
+                                .chars()
+                                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+                    {
                         *i = k;
                         Some(word)
                     } else {
@@ -693,7 +754,9 @@ fn enum_values(value: &str) -> Option<Vec<String>> {
     let vals: Vec<String> = parts.iter().map(|p| p.trim().to_owned()).collect();
     let ok = vals.len() >= 2
         && vals.iter().all(|v| {
-            !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            !v.is_empty()
+                && v.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         });
     if !ok {
         return None;
@@ -720,8 +783,10 @@ fn value_kind(value: &str) -> &'static str {
     {
         return "directory";
     }
-    if matches!(v.as_str(), "file" | "filename" | "path" | "pathname" | "archive" | "script")
-        || v.ends_with("-file")
+    if matches!(
+        v.as_str(),
+        "file" | "filename" | "path" | "pathname" | "archive" | "script"
+    ) || v.ends_with("-file")
         || v.ends_with("file")
         || v.ends_with("-path")
         || v.ends_with("filename")
@@ -730,9 +795,29 @@ fn value_kind(value: &str) -> &'static str {
     }
     if matches!(
         v.as_str(),
-        "n" | "num" | "number" | "count" | "int" | "integer" | "lines" | "depth" | "cols"
-            | "columns" | "width" | "port" | "pid" | "seconds" | "secs" | "level" | "min-len"
-            | "max-depth" | "nlines" | "nbytes" | "jobs" | "retries" | "uid" | "gid"
+        "n" | "num"
+            | "number"
+            | "count"
+            | "int"
+            | "integer"
+            | "lines"
+            | "depth"
+            | "cols"
+            | "columns"
+            | "width"
+            | "port"
+            | "pid"
+            | "seconds"
+            | "secs"
+            | "level"
+            | "min-len"
+            | "max-depth"
+            | "nlines"
+            | "nbytes"
+            | "jobs"
+            | "retries"
+            | "uid"
+            | "gid"
     ) {
         return "integer";
     }
@@ -743,7 +828,13 @@ fn value_kind(value: &str) -> &'static str {
 fn sanitize(raw: &str) -> String {
     let mut s: String = raw
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     while s.ends_with('_') || s.ends_with('-') {
         s.pop();
@@ -754,7 +845,11 @@ fn sanitize(raw: &str) -> String {
     s
 }
 
-fn collect_commands(section: &Section, out: &mut Vec<InferredCommand>, names: &mut HashSet<String>) {
+fn collect_commands(
+    section: &Section,
+    out: &mut Vec<InferredCommand>,
+    names: &mut HashSet<String>,
+) {
     for block in &section.blocks {
         let Block::Item { tags, body, depth } = block else {
             continue;
@@ -813,10 +908,20 @@ pub fn warnings(page: &Page, description: &str) -> Vec<String> {
             "the man page says this program overwrites or destroys data",
         ),
         (
-            &["shut down", "shutdown", "reboot", "halt", "power off", "poweroff"],
+            &[
+                "shut down",
+                "shutdown",
+                "reboot",
+                "halt",
+                "power off",
+                "poweroff",
+            ],
             "the man page says this program stops or restarts the machine",
         ),
-        (&["kill", "terminate"], "the man page says this program kills processes"),
+        (
+            &["kill", "terminate"],
+            "the man page says this program kills processes",
+        ),
     ];
     let words: Vec<&str> = text
         .split(|c: char| !c.is_ascii_alphanumeric() && c != ' ')
@@ -825,7 +930,9 @@ pub fn warnings(page: &Page, description: &str) -> Vec<String> {
     let mut out = Vec::new();
     for (stems, warning) in rules {
         let hit = stems.iter().any(|s| {
-            joined.match_indices(s).any(|(i, _)| i == 0 || joined.as_bytes()[i - 1] == b' ')
+            joined
+                .match_indices(s)
+                .any(|(i, _)| i == 0 || joined.as_bytes()[i - 1] == b' ')
         });
         if hit {
             out.push(warning.to_owned());
@@ -850,7 +957,10 @@ fn argument_json(a: &InferredArgument) -> Value {
     let mut m = Map::new();
     m.insert("name".into(), json!(a.name));
     m.insert("type".into(), json!(a.kind));
-    m.insert("description".into(), json!(format!("The {} operand.", a.name)));
+    m.insert(
+        "description".into(),
+        json!(format!("The {} operand.", a.name)),
+    );
     m.insert("required".into(), json!(a.required));
     if a.variadic {
         m.insert("variadic".into(), json!(true));
@@ -883,16 +993,25 @@ pub fn document(inf: &Inferred, origin: &Origin<'_>) -> Value {
         if s.is_empty() { "tool".to_owned() } else { s }
     };
     let description = if inf.description.is_empty() {
-        format!("{} (described by its man page, which gives no summary)", origin.tool)
+        format!(
+            "{} (described by its man page, which gives no summary)",
+            origin.tool
+        )
     } else {
         inf.description.clone()
     };
     let mut doc = Map::new();
-    doc.insert("atip".into(), json!({"version": "0.6", "features": ["trust-v1"]}));
+    doc.insert(
+        "atip".into(),
+        json!({"version": "0.6", "features": ["trust-v1"]}),
+    );
     doc.insert("name".into(), json!(tool_name));
     doc.insert("version".into(), json!("unknown"));
     doc.insert("description".into(), json!(description));
-    doc.insert("trust".into(), json!({"source": "inferred", "verified": false}));
+    doc.insert(
+        "trust".into(),
+        json!({"source": "inferred", "verified": false}),
+    );
     let mut commands = Map::new();
     if inf.commands.is_empty() {
         let opts: Vec<&InferredOption> = inf.options.iter().collect();
@@ -957,20 +1076,25 @@ fn scoped_options(own: &[InferredOption], global: &[InferredOption]) -> Vec<Infe
             .filter(|g| g.flags.iter().any(|f| o.flags.contains(f)))
             .collect();
         if let [g] = clash.as_slice()
-            && !own.iter().any(|x| x.name != o.name && same_name(&x.name, &g.name))
+            && !own
+                .iter()
+                .any(|x| x.name != o.name && same_name(&x.name, &g.name))
             && !out.iter().any(|x| same_name(&x.name, &g.name))
         {
             o.name = g.name.clone();
             // Overriding replaces the global's flags; keep the command's own.
         } else if !clash.is_empty() {
-            o.flags.retain(|f| !global.iter().any(|g| g.flags.contains(f)));
+            o.flags
+                .retain(|f| !global.iter().any(|g| g.flags.contains(f)));
         }
         if o.flags.is_empty() {
             continue;
         }
         // A name equal to a global option's (without sharing its flag) would override
         // it: keep names apart.
-        if !global.iter().any(|g| g.flags.iter().any(|f| o.flags.contains(f)))
+        if !global
+            .iter()
+            .any(|g| g.flags.iter().any(|f| o.flags.contains(f)))
             && global.iter().any(|g| same_name(&g.name, &o.name))
         {
             o.name = format!("{}-opt", o.name);

@@ -143,9 +143,7 @@ pub fn list_dir(dir: &Path, section: &str) -> Option<DirListing> {
         // A plain section beats a suffixed one; then plain text beats compressed.
         let better = match pages.get(&name) {
             None => true,
-            Some((old_sec, old_file)) => {
-                (sec.len(), file.len()) < (old_sec.len(), old_file.len())
-            }
+            Some((old_sec, old_file)) => (sec.len(), file.len()) < (old_sec.len(), old_file.len()),
         };
         if better {
             pages.insert(name, (sec, file.to_owned()));
@@ -164,10 +162,7 @@ pub struct ManIndex {
 impl ManIndex {
     /// Lists the section directories of `roots`. `reuse` gives a cached listing of a
     /// directory, taken when its modification time is unchanged.
-    pub fn build(
-        roots: &[PathBuf],
-        reuse: &HashMap<PathBuf, DirListing>,
-    ) -> ManIndex {
+    pub fn build(roots: &[PathBuf], reuse: &HashMap<PathBuf, DirListing>) -> ManIndex {
         let mut dirs = Vec::new();
         for root in roots {
             for sec in SECTIONS {
@@ -218,7 +213,9 @@ impl ManIndex {
                 continue;
             }
             for (name, (section, file)) in listing.pages.range(start.clone()..) {
-                let Some(rest) = name.strip_prefix(&start) else { break };
+                let Some(rest) = name.strip_prefix(&start) else {
+                    break;
+                };
                 if rest.is_empty() || !rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
                     continue;
                 }

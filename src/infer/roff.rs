@@ -258,7 +258,11 @@ fn escape_name(rest: &str) -> (&str, &str) {
         None => ("", ""),
         Some((_, '(')) => {
             let body = &rest[1..];
-            let end = body.char_indices().nth(2).map(|(i, _)| i).unwrap_or(body.len());
+            let end = body
+                .char_indices()
+                .nth(2)
+                .map(|(i, _)| i)
+                .unwrap_or(body.len());
             (&body[..end], &body[end..])
         }
         Some((_, '[')) => match rest.find(']') {
@@ -416,7 +420,11 @@ fn render_into(
                 } else if a.starts_with('\'') {
                     delimited(a).1
                 } else {
-                    let digits = a.chars().take_while(|c| c.is_ascii_digit()).count().clamp(0, 2);
+                    let digits = a
+                        .chars()
+                        .take_while(|c| c.is_ascii_digit())
+                        .count()
+                        .clamp(0, 2);
                     &a[digits..]
                 };
             }
@@ -466,13 +474,75 @@ fn builtin_string(name: &str) -> &'static str {
 fn mdoc_callable(name: &str) -> bool {
     matches!(
         name,
-        "Ac" | "Ad" | "An" | "Ao" | "Aq" | "Ar" | "At" | "Bc" | "Bo" | "Bq" | "Brc" | "Bro"
-            | "Brq" | "Bsx" | "Bx" | "Cd" | "Cm" | "Dc" | "Do" | "Dq" | "Dv" | "Dx" | "Ec"
-            | "Em" | "En" | "Eo" | "Er" | "Es" | "Ev" | "Fa" | "Fc" | "Fl" | "Fn" | "Fo"
-            | "Fx" | "Ic" | "Li" | "Lk" | "Ms" | "Mt" | "Nm" | "No" | "Ns" | "Nx" | "Oc"
-            | "Oo" | "Op" | "Ox" | "Pa" | "Pc" | "Pf" | "Po" | "Pq" | "Qc" | "Ql" | "Qo"
-            | "Qq" | "Sc" | "So" | "Sq" | "Sx" | "Sy" | "Ta" | "Tn" | "Ux" | "Va" | "Vt"
-            | "Xc" | "Xo" | "Xr"
+        "Ac" | "Ad"
+            | "An"
+            | "Ao"
+            | "Aq"
+            | "Ar"
+            | "At"
+            | "Bc"
+            | "Bo"
+            | "Bq"
+            | "Brc"
+            | "Bro"
+            | "Brq"
+            | "Bsx"
+            | "Bx"
+            | "Cd"
+            | "Cm"
+            | "Dc"
+            | "Do"
+            | "Dq"
+            | "Dv"
+            | "Dx"
+            | "Ec"
+            | "Em"
+            | "En"
+            | "Eo"
+            | "Er"
+            | "Es"
+            | "Ev"
+            | "Fa"
+            | "Fc"
+            | "Fl"
+            | "Fn"
+            | "Fo"
+            | "Fx"
+            | "Ic"
+            | "Li"
+            | "Lk"
+            | "Ms"
+            | "Mt"
+            | "Nm"
+            | "No"
+            | "Ns"
+            | "Nx"
+            | "Oc"
+            | "Oo"
+            | "Op"
+            | "Ox"
+            | "Pa"
+            | "Pc"
+            | "Pf"
+            | "Po"
+            | "Pq"
+            | "Qc"
+            | "Ql"
+            | "Qo"
+            | "Qq"
+            | "Sc"
+            | "So"
+            | "Sq"
+            | "Sx"
+            | "Sy"
+            | "Ta"
+            | "Tn"
+            | "Ux"
+            | "Va"
+            | "Vt"
+            | "Xc"
+            | "Xo"
+            | "Xr"
     )
 }
 
@@ -516,7 +586,10 @@ fn mdoc_inline(args: &[String], strings: &HashMap<String, String>, mark: bool, n
         while i < args.len() && !mdoc_callable(&args[i]) {
             i += 1;
         }
-        let words: Vec<String> = args[start..i].iter().map(|w| render(w, strings, false)).collect();
+        let words: Vec<String> = args[start..i]
+            .iter()
+            .map(|w| render(w, strings, false))
+            .collect();
         let (lead, trail): (Vec<&String>, Vec<&String>) = {
             // Trailing punctuation is printed after the macro's formatting.
             let mut n = words.len();
@@ -543,7 +616,15 @@ fn mdoc_inline(args: &[String], strings: &HashMap<String, String>, mark: bool, n
             }
             "Ar" => {
                 if lead.is_empty() {
-                    push(&mut out, if mark { "\u{E000}file\u{E001} ..." } else { "file ..." }, &mut glue);
+                    push(
+                        &mut out,
+                        if mark {
+                            "\u{E000}file\u{E001} ..."
+                        } else {
+                            "file ..."
+                        },
+                        &mut glue,
+                    );
                 }
                 for w in &lead {
                     if mark && !closing_punct(w) && w.as_str() != "|" && w.as_str() != "..." {
@@ -554,7 +635,11 @@ fn mdoc_inline(args: &[String], strings: &HashMap<String, String>, mark: bool, n
                 }
             }
             "Nm" => {
-                let text = if lead.is_empty() { nm.to_owned() } else { join(&lead) };
+                let text = if lead.is_empty() {
+                    nm.to_owned()
+                } else {
+                    join(&lead)
+                };
                 push(&mut out, &text, &mut glue);
             }
             "Ns" => glue = true,
@@ -768,9 +853,11 @@ fn condition<'a>(s: &'a str, strings: &HashMap<String, String>) -> (bool, &'a st
 
 impl Parser {
     fn new(src: &str) -> Parser {
-        let set = if src.lines().take(400).any(|l| {
-            l.starts_with(".Dd") || l.starts_with(".Sh ") || l.starts_with(".Nm")
-        }) {
+        let set = if src
+            .lines()
+            .take(400)
+            .any(|l| l.starts_with(".Dd") || l.starts_with(".Sh ") || l.starts_with(".Nm"))
+        {
             MacroSet::Mdoc
         } else {
             MacroSet::Man
@@ -813,7 +900,8 @@ impl Parser {
                 }
             }
             s.name = plain(&s.name);
-            s.blocks.retain(|b| !matches!(b, Block::Text(t) if t.is_empty()));
+            s.blocks
+                .retain(|b| !matches!(b, Block::Text(t) if t.is_empty()));
         }
         Page {
             macro_set: self.set,
@@ -1140,7 +1228,9 @@ impl Parser {
                     .map(|a| render(a, &self.strings, false))
                     .collect::<Vec<_>>()
                     .join(" ");
-                self.section().blocks.push(Block::Sub(text.trim().to_owned()));
+                self.section()
+                    .blocks
+                    .push(Block::Sub(text.trim().to_owned()));
             }
             "PP" | "P" | "LP" | "Pp" | "Lp" | "HP" => {
                 if self.item.is_some_and(|(_, d)| self.rs_depth > d)
@@ -1219,10 +1309,10 @@ impl Parser {
             | "ns" | "rs" | "fam" | "mk" | "rt" | "ce" | "ul" | "cu" | "it" | "pc" | "ss"
             | "char" | "fcolor" | "gcolor" | "Ed" | "Ek" | "Bk" | "Bf" | "Ef" | "Db" | "ME"
             | "UE" | "MT" | "OP" | "SY" | "YS" | "blm" | "lsm" | "Rs" | "Re" | "%A" | "%T"
-            | "%B" | "%D" | "%I" | "%J" | "%N" | "%O" | "%P" | "%Q" | "%R" | "%U" | "%V"
-            | "em" | "wh" | "ch" | "tm" | "ab" | "ex" | "warn" | "troff" | "nroff" | "pl"
-            | "lt" | "po" | "fp" | "ftr" | "pso" | "sy" | "output" | "nx" | "Ex" | "Rv"
-            | "St" | "Lb" | "In" | "Fd" | "Ft" | "Fn" | "Bt" | "Ud" | "Hf" | "Sm" => {
+            | "%B" | "%D" | "%I" | "%J" | "%N" | "%O" | "%P" | "%Q" | "%R" | "%U" | "%V" | "em"
+            | "wh" | "ch" | "tm" | "ab" | "ex" | "warn" | "troff" | "nroff" | "pl" | "lt"
+            | "po" | "fp" | "ftr" | "pso" | "sy" | "output" | "nx" | "Ex" | "Rv" | "St" | "Lb"
+            | "In" | "Fd" | "Ft" | "Fn" | "Bt" | "Ud" | "Hf" | "Sm" => {
                 self.man_extra(&name, rest);
             }
             "UR" => {}
@@ -1256,7 +1346,12 @@ impl Parser {
                 let args = split_args(rest);
                 let ends_xo = args.last().is_some_and(|a| a == "Xo");
                 let tag = if takes_tag {
-                    mdoc_inline(&args, &self.strings, true, self.name.as_deref().unwrap_or(""))
+                    mdoc_inline(
+                        &args,
+                        &self.strings,
+                        true,
+                        self.name.as_deref().unwrap_or(""),
+                    )
                 } else {
                     String::new()
                 };
@@ -1270,8 +1365,12 @@ impl Parser {
                 if self.xo {
                     let args = split_args(rest);
                     if !args.is_empty() {
-                        let text =
-                            mdoc_inline(&args, &self.strings, true, self.name.as_deref().unwrap_or(""));
+                        let text = mdoc_inline(
+                            &args,
+                            &self.strings,
+                            true,
+                            self.name.as_deref().unwrap_or(""),
+                        );
                         self.add_text(&text);
                     }
                 }
@@ -1288,7 +1387,9 @@ impl Parser {
                     self.name = Some(render(n, &self.strings, false));
                 }
                 let text = mdoc_inline(
-                    &std::iter::once("Nm".to_owned()).chain(args).collect::<Vec<_>>(),
+                    &std::iter::once("Nm".to_owned())
+                        .chain(args)
+                        .collect::<Vec<_>>(),
                     &self.strings,
                     true,
                     self.name.as_deref().unwrap_or(""),
@@ -1305,11 +1406,16 @@ impl Parser {
                 self.add_text(&text);
             }
             _ if self.set == MacroSet::Mdoc && mdoc_callable(&name) => {
-                let args: Vec<String> =
-                    std::iter::once(name.clone()).chain(split_args(rest)).collect();
+                let args: Vec<String> = std::iter::once(name.clone())
+                    .chain(split_args(rest))
+                    .collect();
                 let mark = true;
-                let text =
-                    mdoc_inline(&args, &self.strings, mark, self.name.as_deref().unwrap_or(""));
+                let text = mdoc_inline(
+                    &args,
+                    &self.strings,
+                    mark,
+                    self.name.as_deref().unwrap_or(""),
+                );
                 self.mdoc_line(&text, name == "Nm");
             }
             "B" | "I" | "SM" | "SB" | "BR" | "RB" | "BI" | "IB" | "RI" | "IR" | "CW" | "CR" => {
@@ -1362,7 +1468,10 @@ impl Parser {
                     text.push_str(&render(f, &self.strings, false));
                 }
                 if let Some(v) = args.get(1) {
-                    text.push_str(&format!(" {OPEN}{}{CLOSE}", render(v, &self.strings, false)));
+                    text.push_str(&format!(
+                        " {OPEN}{}{CLOSE}",
+                        render(v, &self.strings, false)
+                    ));
                 }
                 text.push(']');
                 self.add_text(&text);
@@ -1390,7 +1499,12 @@ fn closing_punct_char(c: char) -> bool {
 
 /// Renders a man(7) font macro line: `.B`/`.I` join their words with blanks, the
 /// alternating ones (`.BR`…) without.
-fn man_font_line(name: &str, args: &[String], strings: &HashMap<String, String>, mark: bool) -> String {
+fn man_font_line(
+    name: &str,
+    args: &[String],
+    strings: &HashMap<String, String>,
+    mark: bool,
+) -> String {
     let fonts: Vec<char> = match name {
         "B" | "SB" => vec!['B'],
         "I" => vec!['I'],

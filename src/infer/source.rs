@@ -11,9 +11,9 @@
 
 use super::locate::{self, DirListing, ManIndex, PageRef, Stamp};
 use serde::{Deserialize, Serialize};
+use sha2::Digest;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsStr;
-use sha2::Digest;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -95,7 +95,9 @@ enum OfferDoc {
 }
 
 fn cached_doc(data: &Path, sha: &str) -> PathBuf {
-    data.join("cache").join("inferred").join(format!("{sha}.json"))
+    data.join("cache")
+        .join("inferred")
+        .join(format!("{sha}.json"))
 }
 
 /// Infers, serializes and validates the document of `name`. Any validator finding,
@@ -163,10 +165,7 @@ impl InferSource {
             && section_dirs(&roots)
                 .iter()
                 .all(|d| Stamp::of(d).ok().map(|s| s.mtime_ns) == old.dirs.get(d).copied())
-            && old
-                .dirs
-                .keys()
-                .all(|d| d.is_dir());
+            && old.dirs.keys().all(|d| d.is_dir());
         InferSource {
             data: data.to_owned(),
             roots,
@@ -335,16 +334,27 @@ impl InferSource {
             none,
         };
         let dir = self.data.join("cache");
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         if let Some(index) = self.index.take() {
             let listings = DirsCache {
                 version: INFER_CACHE_VERSION,
                 listings: index.listings(),
             };
-            write_atomic(&dirs_file(&self.data), &serde_json::to_vec(&listings).unwrap_or_default())?;
+            write_atomic(
+                &dirs_file(&self.data),
+                &serde_json::to_vec(&listings).unwrap_or_default(),
+            )?;
         }
-        if cache.tools != self.old.tools || cache.none != self.old.none || cache.dirs != self.old.dirs || cache.roots != self.old.roots {
-            write_atomic(&cache_file(&self.data), &serde_json::to_vec(&cache).unwrap_or_default())?;
+        if cache.tools != self.old.tools
+            || cache.none != self.old.none
+            || cache.dirs != self.old.dirs
+            || cache.roots != self.old.roots
+        {
+            write_atomic(
+                &cache_file(&self.data),
+                &serde_json::to_vec(&cache).unwrap_or_default(),
+            )?;
         }
         Ok(())
     }
@@ -368,7 +378,8 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    std::io::Write::write_all(&mut tmp, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    std::io::Write::write_all(&mut tmp, bytes)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     tmp.persist(path)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(())
