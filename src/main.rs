@@ -56,6 +56,8 @@ enum Command {
     Exec(cli::exec::Args),
     /// Serve every registered tool over MCP (stdio).
     Mcp(cli::mcp::Args),
+    /// Run the tool loop against a model endpoint until the model answers.
+    Chat(cli::chat::Args),
 }
 
 /// What every subcommand gets: resolved output format and directories.
@@ -85,6 +87,7 @@ fn main() -> ExitCode {
         Some(Command::Search(args)) => cli::search::run(args, &ctx),
         Some(Command::Exec(args)) => cli::exec::run(args, &ctx),
         Some(Command::Mcp(args)) => cli::mcp::run(args, &ctx),
+        Some(Command::Chat(args)) => cli::chat::run(args, &ctx),
         None => {
             use clap::CommandFactory;
             Cli::command().print_help().ok();

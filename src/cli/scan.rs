@@ -72,7 +72,7 @@ impl Progress for Bar {
 
 /// The flag SIGINT and SIGTERM set: probes run in their own sessions, so a Ctrl-C does
 /// not reach them; atip kills their groups itself and exits without writing.
-fn interrupt_flag() -> Arc<AtomicBool> {
+pub(crate) fn interrupt_flag() -> Arc<AtomicBool> {
     static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
     extern "C" fn on_signal(_: libc::c_int) {
         // Only an atomic store: async-signal-safe.
