@@ -27,7 +27,8 @@ impl MetadataSource for Inferred {
     }
 
     fn offer(&self, subject: &Subject<'_>, out: &mut Vec<Candidate>) {
-        let Some((sha, doc, page)) = self.src.offer(subject.name) else {
+        let Some(crate::infer::source::Offered { sha, doc, page }) = self.src.offer(subject.name)
+        else {
             return;
         };
         out.push(Candidate {

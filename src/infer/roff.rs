@@ -577,7 +577,7 @@ fn mdoc_inline(args: &[String], strings: &HashMap<String, String>, mark: bool, n
     while i < args.len() {
         let a = args[i].as_str();
         i += 1;
-        if !mdoc_callable(a) && !(i == 1 && a.len() == 2) {
+        if !(mdoc_callable(a) || (i == 1 && a.len() == 2)) {
             push(&mut out, &render(a, strings, false), &mut glue);
             continue;
         }

@@ -78,6 +78,16 @@ pub struct InferSource {
     failed: BTreeMap<String, String>,
 }
 
+/// A prepared document, as offered to the scan.
+pub struct Offered<'a> {
+    /// sha256 hex of the document.
+    pub sha: &'a str,
+    /// A cached file (`Ok`) or this scan's bytes (`Err`).
+    pub doc: Result<&'a Path, Arc<[u8]>>,
+    /// The man page it was read from.
+    pub page: &'a Path,
+}
+
 /// A document ready to offer.
 struct Offer {
     page: PathBuf,
@@ -288,14 +298,18 @@ impl InferSource {
         self.offers.contains_key(name)
     }
 
-    /// The prepared document of `name`: (sha256 hex, where its bytes are, the page).
-    pub fn offer(&self, name: &str) -> Option<(&str, Result<&Path, Arc<[u8]>>, &Path)> {
+    /// The prepared document of `name`.
+    pub fn offer(&self, name: &str) -> Option<Offered<'_>> {
         let o = self.offers.get(name)?;
         let doc = match &o.doc {
             OfferDoc::Cached(p) => Ok(p.as_path()),
             OfferDoc::Fresh(b) => Err(b.clone()),
         };
-        Some((o.sha.as_str(), doc, o.page.as_path()))
+        Some(Offered {
+            sha: o.sha.as_str(),
+            doc,
+            page: o.page.as_path(),
+        })
     }
 
     /// Why inference failed for names whose page could not be read or gave an invalid
