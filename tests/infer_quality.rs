@@ -113,7 +113,7 @@ fn page_words(text: &str) -> String {
 #[test]
 fn labelled_set_precision_and_recall() {
     let root = fixtures();
-    let index = locate::ManIndex::build(&[root.clone()], &HashMap::new());
+    let index = locate::ManIndex::build(std::slice::from_ref(&root), &HashMap::new());
     let labels = labels();
     assert!(
         labels.len() >= 30,
