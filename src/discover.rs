@@ -22,6 +22,7 @@
 
 pub mod builtin;
 pub mod cache;
+pub mod inferred;
 pub mod installed;
 pub mod launcher;
 pub mod native;
@@ -100,6 +101,11 @@ pub struct ScanOptions {
     /// Set (e.g. from a SIGINT handler) to kill running probes and abort the scan
     /// before anything is written.
     pub cancel: Option<Cancel>,
+    /// Infer metadata from installed man pages for names no other source describes
+    /// (the lowest-precedence source; spec/infer.md).
+    pub infer: bool,
+    /// `MANPATH` to search; `None` = atip's own `$MANPATH` (unset: derived from PATH).
+    pub manpath: Option<OsString>,
     /// Explain how this name was decided (`--explain NAME`): the report carries the
     /// evidence, the candidates and why each lost.
     pub explain: Option<String>,
@@ -229,6 +235,14 @@ impl ScanError {
     }
 }
 
+/// The PATH value a scan walks (`--path`, else atip's own).
+fn path_value(opts: &ScanOptions) -> OsString {
+    opts.path
+        .clone()
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_default()
+}
+
 /// Runs a whole scan, phase by phase (`spec/scan.md` §0): enumerate, fingerprint and
 /// cache, classify and probe, load the other sources, hash, resolve one winner per name,
 /// commit, save the cache, report. Per-tool failures and failed sources are in the
@@ -327,8 +341,17 @@ pub fn scan(
         data: &dirs.data,
         unstored: &unstored,
     };
-    let sources: [&dyn MetadataSource; 3] = [&native, &installed, &shim_set];
-    let failures: Vec<SourceFailure> = sources.iter().flat_map(|s| s.failures()).collect();
+    let mut inferred = opts.infer.then(|| inferred::Inferred {
+        src: crate::infer::source::InferSource::open(
+            &dirs.data,
+            opts.manpath
+                .clone()
+                .or_else(|| std::env::var_os("MANPATH"))
+                .as_deref(),
+            Some(&path_value(opts)),
+            opts.refresh,
+        ),
+    });
     let patterns = shims::load_patterns(
         &shims::pattern_dirs(&dirs.system_data, &dirs.data),
         &old_cache,
@@ -349,6 +372,23 @@ pub fn scan(
         .map(|(i, w)| (w.exe.name.clone(), w.exe.path.clone(), i))
         .chain(aliases.into_iter().map(|a| (a.name, a.path, a.of)))
         .collect();
+
+    // Man pages: found and read (only where the cache is not current) before the offers.
+    if let Some(inf) = inferred.as_mut()
+        && !opts.dry_run
+    {
+        let readable: Vec<&str> = names
+            .iter()
+            .filter(|(_, _, i)| works[*i].unreadable.is_none())
+            .map(|(n, _, _)| n.as_str())
+            .collect();
+        pool.install(|| inf.src.prepare(readable));
+    }
+    let mut sources: Vec<&dyn MetadataSource> = vec![&native, &installed, &shim_set];
+    if let Some(inf) = &inferred {
+        sources.push(inf);
+    }
+    let failures: Vec<SourceFailure> = sources.iter().flat_map(|s| s.failures()).collect();
 
     // 5. Hash the files some source may offer metadata for.
     let mut wants = vec![false; works.len()];
@@ -663,6 +703,27 @@ pub fn scan(
             warnings.push(format!("failed to save the scan cache: {m}"));
         }
     }
+    if let Some(inf) = inferred.take() {
+        let failed_pages = inf.src.failed();
+        if !failed_pages.is_empty() {
+            let first: Vec<String> = failed_pages
+                .iter()
+                .take(3)
+                .map(|(n, m)| format!("{n}: {m}"))
+                .collect();
+            warnings.push(format!(
+                "{} man page(s) gave no document ({}{})",
+                failed_pages.len(),
+                first.join("; "),
+                if failed_pages.len() > 3 { "; …" } else { "" }
+            ));
+        }
+        if !opts.dry_run
+            && let Err(m) = inf.src.save()
+        {
+            warnings.push(format!("failed to save the inference cache: {m}"));
+        }
+    }
 
     // 9. Report.
     let no_sign = works.iter().filter(|w| w.no_sign).count();
@@ -705,6 +766,11 @@ pub fn scan(
     rejected.extend(installed.rejected.iter().cloned());
     let mut shim_dirs_report = shim_set.dirs.clone();
     shim_dirs_report.extend(installed.dirs.iter().cloned());
+    let mut sources: BTreeMap<String, usize> = BTreeMap::new();
+    for t in &tools {
+        *sources.entry(resolve::source_name(t.source)).or_default() += 1;
+    }
+    sources.insert("none".into(), names.len().saturating_sub(tools.len()));
     let summary = Summary {
         dirs: scan_dirs.len(),
         executables: works.len(),
@@ -726,6 +792,7 @@ pub fn scan(
         skipped: skipped_dirs.len() + skipped_files.len() + no_sign,
         no_sign,
         evidence,
+        sources,
     };
     Ok(ScanReport {
         report_version: report::REPORT_VERSION,

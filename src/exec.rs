@@ -67,6 +67,9 @@ pub struct Settings {
     pub stderr_cap: usize,
     /// Let commands that need a terminal or stdin run.
     pub allow_interactive: bool,
+    /// Serve tools inferred from man pages even when no tool was named (they are left
+    /// out by default so that a model is never handed a thousand schemas at once).
+    pub include_inferred: bool,
 }
 
 impl Default for Settings {
@@ -76,6 +79,7 @@ impl Default for Settings {
             stdout_cap: DEFAULT_OUTPUT_CAP,
             stderr_cap: DEFAULT_OUTPUT_CAP,
             allow_interactive: false,
+            include_inferred: false,
         }
     }
 }
@@ -343,7 +347,10 @@ impl Engine {
         use rayon::prelude::*;
         // The same selection (sorted by name, unknown names an error) as `atip export`,
         // so flattened names match what export printed.
-        let entries = crate::compile::source::registry_entries(dirs, only)?;
+        let mut entries = crate::compile::source::registry_entries(dirs, only)?;
+        if only.is_none() && focus.is_none() && !settings.include_inferred {
+            crate::compile::source::drop_inferred(&mut entries);
+        }
         let read_one = |(name, entry): &(String, crate::registry::Entry)| -> (String, Result<Metadata, crate::registry::RegistryError>) {
             (name.clone(), Index::read_metadata(dirs, entry))
         };

@@ -14,6 +14,7 @@ pub mod dirs;
 pub mod discover;
 pub mod exec;
 pub mod from_clap;
+pub mod infer;
 pub mod lint;
 pub mod mcp;
 pub mod model;

@@ -78,6 +78,8 @@ pub enum Source {
     Installed,
     /// Converted by atip from an agent-CLI framework's own manifest (not native ATIP).
     Converted,
+    /// Inferred from the tool's installed man page (no effects stated).
+    Inferred,
 }
 
 /// One tool in the index.
@@ -206,6 +208,7 @@ impl Vouch {
             // framework manifest converted: the tool describes itself.
             Source::Native | Source::Installed | Source::Converted => Vouch::Tool,
             Source::Override => Vouch::User,
+            Source::Inferred => Vouch::Inferred,
             Source::Shim | Source::ShimHash => {
                 let Some(dir) = shim_dir else {
                     return Vouch::Inferred;

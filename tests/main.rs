@@ -12,6 +12,8 @@ mod diff;
 mod exec;
 mod export;
 mod export_props;
+mod infer_quality;
+mod infer_scan;
 mod lint;
 mod mcp;
 mod mcp_client;

@@ -62,6 +62,9 @@ pub struct RunArgs {
     /// Allow commands that need a terminal, prompts, or stdin.
     #[arg(long)]
     pub allow_interactive: bool,
+    /// Also serve the tools inferred from man pages when no tool is named (`atip mcp`).
+    #[arg(long)]
+    pub include_inferred: bool,
 }
 
 impl RunArgs {
@@ -76,6 +79,7 @@ impl RunArgs {
             stdout_cap: self.max_output,
             stderr_cap: self.max_output,
             allow_interactive: self.allow_interactive,
+            include_inferred: self.include_inferred,
         };
         Ok((policy, settings))
     }

@@ -37,6 +37,10 @@ pub struct Args {
     /// Keep commands that need a human (TTY, prompts, password); they are marked INTERACTIVE.
     #[arg(long)]
     pub include_interactive: bool,
+    /// Also export the tools inferred from man pages when no tool is named (left out by
+    /// default, so that a model is not handed a thousand schemas at once).
+    #[arg(long)]
+    pub include_inferred: bool,
     /// Check the output against the format's rules (OpenAI strict mode for openai-strict); exit 1 on a violation.
     #[arg(long)]
     pub check: bool,
@@ -75,6 +79,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         let only =
             compile::source::selected_tools(&ctx.dirs, args.tools.as_deref(), commands.as_deref())?;
         entries = compile::source::registry_entries(&ctx.dirs, only.as_deref())?;
+        if only.is_none() && !args.include_inferred {
+            compile::source::drop_inferred(&mut entries);
+        }
         if only.is_some() {
             let loaded = compile::source::load_registry(&ctx.dirs, only.as_deref())?;
             docs = Some(loaded.metas);

@@ -30,6 +30,8 @@ pub enum SourceArg {
     Installed,
     /// Converted from an agent-CLI framework's manifest.
     Converted,
+    /// Inferred from the installed man page.
+    Inferred,
 }
 
 impl From<SourceArg> for Source {
@@ -41,6 +43,7 @@ impl From<SourceArg> for Source {
             SourceArg::Shim => Source::Shim,
             SourceArg::Installed => Source::Installed,
             SourceArg::Converted => Source::Converted,
+            SourceArg::Inferred => Source::Inferred,
         }
     }
 }
@@ -53,6 +56,7 @@ fn source_name(s: Source) -> &'static str {
         Source::Shim => "shim",
         Source::Installed => "installed",
         Source::Converted => "converted",
+        Source::Inferred => "inferred",
     }
 }
 

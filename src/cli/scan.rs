@@ -26,6 +26,9 @@ pub struct Args {
     /// Leave out the shims built into atip (git, curl, tar, …; the lowest-precedence layer).
     #[arg(long)]
     no_builtin_shims: bool,
+    /// Do not infer metadata from installed man pages (the lowest-precedence source).
+    #[arg(long)]
+    no_infer: bool,
     /// Which executables may be run with --agent: auto (only those showing an ATIP sign
     /// or allowlisted in config.json), help (also those whose --help mentions --agent),
     /// all (everything, unsafe), none (shims and cached answers only).
@@ -121,6 +124,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         dry_run: args.dry_run,
         cancel: Some(interrupt_flag()),
         explain: args.explain,
+        infer: !args.no_infer,
+        manpath: None,
     };
     let report = if std::io::stderr().is_terminal() {
         let bar = indicatif::ProgressBar::new(0).with_style(

@@ -62,6 +62,12 @@ pub fn registry_entries(
     Ok(entries)
 }
 
+/// Leaves out the tools inferred from man pages: exports and MCP serve them only when
+/// selected (by name, `--tools`, a command filter, or `--include-inferred`).
+pub fn drop_inferred(entries: &mut Vec<(String, Entry)>) {
+    entries.retain(|(_, e)| e.source != crate::registry::Source::Inferred);
+}
+
 /// The registry tools a `--tools` / `--commands` selection reads, as `atip export` picks
 /// them (and so names their commands): the named tools, narrowed to those the command
 /// filters name (a filter's first word is its tool); with filters alone, the registered

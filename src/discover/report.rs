@@ -103,6 +103,9 @@ pub struct Summary {
     /// `binary`, `script`, `none`), or why they were not read (`not-read`,
     /// `allowlisted`, `unreadable`).
     pub evidence: BTreeMap<String, usize>,
+    /// Names per winning source class (`native`, `installed`, `override`, `converted`,
+    /// `shim-hash`, `shim`, `inferred`) and `none`: names no source describes.
+    pub sources: BTreeMap<String, usize>,
 }
 
 /// A metadata source that could not be read.
@@ -428,6 +431,10 @@ impl ScanReport {
                 "not written".into()
             }
         );
+        if !s.sources.is_empty() {
+            let parts: Vec<String> = s.sources.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let _ = writeln!(t, "names by source: {}", parts.join(", "));
+        }
         for tool in &self.tools {
             let status = match tool.status {
                 ToolStatus::New => "new",

@@ -17,14 +17,15 @@ use crate::registry::{Entry, Source};
 /// Source classes, highest precedence first (`spec/scan.md` §3 "Precedence"):
 /// the tool's own answer, then the user's override, then metadata its package installed
 /// beside it, then a document converted from the tool's framework manifest, then shims
-/// (content-addressed before name-keyed).
-pub const PRECEDENCE: [Source; 6] = [
+/// (content-addressed before name-keyed), and last what atip inferred from the man page.
+pub const PRECEDENCE: [Source; 7] = [
     Source::Native,
     Source::Override,
     Source::Installed,
     Source::Converted,
     Source::ShimHash,
     Source::Shim,
+    Source::Inferred,
 ];
 
 /// Position of a source class in [`PRECEDENCE`] (lower wins).

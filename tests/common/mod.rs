@@ -47,6 +47,8 @@ impl Sandbox {
             .env("ATIP_CONFIG_DIR", self.config_dir())
             .env("ATIP_STATE_DIR", self.path().join("state"))
             .env("NO_COLOR", "1")
+            // Man-page inference reads only the sandbox's manual tree.
+            .env("MANPATH", self.path().join("man"))
             .current_dir(self.path());
         cmd
     }

@@ -1,0 +1,1108 @@
+//! From a parsed manual page to an ATIP document.
+//!
+//! What is read, and from where (spec/infer.md has the normative list):
+//! - description: the NAME line after its dash (mdoc `.Nd`);
+//! - positional arguments: the first SYNOPSIS form that starts with the command's name;
+//! - options: every tagged item whose tag starts with a flag, in any section but those
+//!   that never hold options (SEE ALSO, EXAMPLES, FILES, ENVIRONMENT…). Aliases are the
+//!   flags of one tag and the tags of one item; a value is what follows a flag (`=SIZE`,
+//!   `<file>`, `{a,b}`), and names its type;
+//! - subcommands: the items of a COMMANDS section when the SYNOPSIS takes a command.
+//!
+//! Effects are never stated: a page cannot prove what a program does. A few words in the
+//! page's own summary add warnings (see [`warnings`]).
+
+use super::roff::{Block, MacroSet, Page, Section};
+use serde_json::{Map, Value, json};
+use std::collections::HashSet;
+
+/// Longest description kept (characters); the validator warns past 200.
+const MAX_DESCRIPTION: usize = 200;
+
+/// One option read from a page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InferredOption {
+    /// Property name (first long flag without dashes, else the short flag).
+    pub name: String,
+    /// Flags and aliases, as typed.
+    pub flags: Vec<String>,
+    /// The value's name as the page writes it, if the option takes one.
+    pub value: Option<String>,
+    /// ATIP type: boolean, string, file, directory, integer or enum.
+    pub kind: &'static str,
+    /// Values of an enum.
+    pub values: Vec<String>,
+    /// First sentence of the description.
+    pub description: String,
+}
+
+/// One positional argument.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InferredArgument {
+    /// Name, lower case.
+    pub name: String,
+    /// ATIP type: string, file or directory.
+    pub kind: &'static str,
+    /// Whether it must be given.
+    pub required: bool,
+    /// Whether it repeats.
+    pub variadic: bool,
+}
+
+/// One subcommand.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InferredCommand {
+    /// The word typed after the tool's name.
+    pub name: String,
+    /// First sentence of its description.
+    pub description: String,
+    /// Its positional arguments.
+    pub arguments: Vec<InferredArgument>,
+    /// Its own options.
+    pub options: Vec<InferredOption>,
+}
+
+/// Everything read from one page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inferred {
+    /// One-line description (empty when the page has none).
+    pub description: String,
+    /// Positional arguments of the tool itself.
+    pub arguments: Vec<InferredArgument>,
+    /// The tool's options.
+    pub options: Vec<InferredOption>,
+    /// Subcommands (COMMANDS section or per-command pages).
+    pub commands: Vec<InferredCommand>,
+    /// Warnings from the page's own words.
+    pub warnings: Vec<String>,
+}
+
+/// Sections that never list the program's options.
+fn not_options(name: &str) -> bool {
+    matches!(
+        name,
+        "NAME"
+            | "SYNOPSIS"
+            | "SEE ALSO"
+            | "EXAMPLES"
+            | "EXAMPLE"
+            | "FILES"
+            | "ENVIRONMENT"
+            | "ENVIRONMENT VARIABLES"
+            | "EXIT STATUS"
+            | "EXIT CODES"
+            | "RETURN VALUE"
+            | "DIAGNOSTICS"
+            | "BUGS"
+            | "AUTHOR"
+            | "AUTHORS"
+            | "HISTORY"
+            | "COPYRIGHT"
+            | "REPORTING BUGS"
+            | "STANDARDS"
+            | "CONFORMING TO"
+            | "AVAILABILITY"
+            | "COLOPHON"
+    ) || is_commands_section(name)
+}
+
+/// Whether a section lists subcommands.
+fn is_commands_section(name: &str) -> bool {
+    matches!(
+        name,
+        "COMMANDS" | "SUBCOMMANDS" | "COMMAND" | "SUB-COMMANDS"
+    ) || (name.ends_with(" COMMANDS") && !name.contains("BUILTIN") && !name.contains("SHELL"))
+}
+
+/// Reads a page into [`Inferred`]. `tool` is the command's name as typed.
+pub fn infer(page: &Page, tool: &str) -> Inferred {
+    let description = name_description(page);
+    let synopsis = synopsis_forms(page, tool);
+    let arguments = synopsis
+        .first()
+        .map(|form| positional(form, tool))
+        .unwrap_or_default();
+    let mut options = Vec::new();
+    let mut seen = Seen::default();
+    for section in &page.sections {
+        if not_options(&section.name) {
+            continue;
+        }
+        collect_options(
+            section,
+            page.macro_set == MacroSet::Mdoc,
+            &mut options,
+            &mut seen,
+        );
+    }
+    let takes_command = synopsis
+        .iter()
+        .any(|f| f.to_ascii_lowercase().contains("command"));
+    let mut commands = Vec::new();
+    if takes_command {
+        let mut names = HashSet::new();
+        for section in page
+            .sections
+            .iter()
+            .filter(|s| is_commands_section(&s.name))
+        {
+            collect_commands(section, &mut commands, &mut names);
+        }
+    }
+    let warnings = warnings(page, &description);
+    Inferred {
+        description,
+        arguments,
+        options,
+        commands,
+        warnings,
+    }
+}
+
+/// The NAME line's description: what follows the first dash.
+fn name_description(page: &Page) -> String {
+    if let Some(nd) = &page.name_description {
+        return one_line(nd);
+    }
+    let Some(sec) = page.section(&["NAME"]) else {
+        return String::new();
+    };
+    let text: Vec<&str> = sec
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    let text = text.join(" ");
+    let desc = [" - ", " \u{2014} ", " \u{2013} ", " -- ", "- ", " -"]
+        .iter()
+        .find_map(|d| text.split_once(d).map(|(_, r)| r))
+        .unwrap_or("");
+    one_line(desc)
+}
+
+/// Whitespace collapsed, cut to [`MAX_DESCRIPTION`] at a word boundary.
+fn one_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len().min(MAX_DESCRIPTION + 8));
+    for w in s.split_whitespace() {
+        if out.chars().count() + w.chars().count() + 1 > MAX_DESCRIPTION {
+            if out.is_empty() {
+                out.extend(w.chars().take(MAX_DESCRIPTION - 1));
+            }
+            out.push('\u{2026}');
+            return out;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    out
+}
+
+/// The first sentence of a description.
+pub fn first_sentence(body: &str) -> String {
+    let para = body.split("\n").next().unwrap_or(body);
+    let flat: String = para.split_whitespace().collect::<Vec<_>>().join(" ");
+    let bytes = flat.as_bytes();
+    let mut end = flat.len();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'.' && (i + 1 == bytes.len() || bytes[i + 1] == b' ') {
+            let before = &flat[..i];
+            let word = before.rsplit(' ').next().unwrap_or("");
+            let abbrev = matches!(
+                word.to_ascii_lowercase().as_str(),
+                "e.g" | "i.e" | "etc" | "vs" | "cf" | "approx" | "resp" | "no" | "incl"
+            ) || word.len() == 1;
+            if !abbrev && i > 0 {
+                end = i + 1;
+                break;
+            }
+        }
+        i += 1;
+    }
+    one_line(&flat[..end])
+}
+
+/// Whether some SYNOPSIS form starts with `invocation` (`git commit`).
+pub fn synopsis_starts_with(page: &Page, invocation: &str) -> bool {
+    !synopsis_lines(page, invocation).is_empty()
+}
+
+/// SYNOPSIS forms that start with the words of `invocation`.
+pub fn synopsis_lines(page: &Page, invocation: &str) -> Vec<String> {
+    let Some(sec) = page.section(&["SYNOPSIS", "SYNTAX", "USAGE"]) else {
+        return Vec::new();
+    };
+    let want: Vec<&str> = invocation.split_whitespace().collect();
+    let mut forms = Vec::new();
+    for b in &sec.blocks {
+        let text = match b {
+            Block::Text(t) => t.as_str(),
+            Block::Item { tags, .. } => tags.first().map(String::as_str).unwrap_or(""),
+            Block::Sub(_) => continue,
+        };
+        for line in text.lines() {
+            let words: Vec<&str> = line.split_whitespace().take(want.len()).collect();
+            if words == want {
+                forms.push(line.trim().to_owned());
+            }
+        }
+    }
+    forms
+}
+
+/// SYNOPSIS forms (one per paragraph or line) that start with the tool's name.
+fn synopsis_forms(page: &Page, tool: &str) -> Vec<String> {
+    if tool.contains(' ') {
+        return synopsis_lines(page, tool);
+    }
+    let Some(sec) = page.section(&["SYNOPSIS", "SYNTAX", "USAGE"]) else {
+        return Vec::new();
+    };
+    let page_name = page.name.as_deref().unwrap_or(tool);
+    let mut forms = Vec::new();
+    for b in &sec.blocks {
+        let text = match b {
+            Block::Text(t) => t.as_str(),
+            Block::Item { tags, .. } => tags.first().map(String::as_str).unwrap_or(""),
+            Block::Sub(_) => continue,
+        };
+        for line in text.lines() {
+            let line = line.trim();
+            let first = line.split_whitespace().next().unwrap_or("");
+            let first = first.trim_matches(|c| c == '<' || c == '>');
+            let base = first.rsplit('/').next().unwrap_or(first);
+            if base == tool || base == page_name {
+                forms.push(line.to_owned());
+            }
+        }
+    }
+    forms
+}
+
+/// Words in SYNOPSIS that stand for options, not operands.
+fn is_options_placeholder(word: &str) -> bool {
+    let w = word.to_ascii_lowercase();
+    let w = w.trim_end_matches("...").trim_end_matches('s');
+    matches!(
+        w,
+        "option"
+            | "flag"
+            | "switche"
+            | "global-option"
+            | "global_option"
+            | "common-option"
+            | "generic-option"
+            | "long-option"
+            | "short-option"
+    )
+}
+
+/// Positional arguments of a synopsis form (the tool or command name first).
+pub fn positional(form: &str, skip_words: &str) -> Vec<InferredArgument> {
+    let mut args: Vec<InferredArgument> = Vec::new();
+    let skip = skip_words.split_whitespace().count();
+    let mut words = 0;
+    let chars: Vec<char> = form.chars().collect();
+    let mut i = 0;
+    let mut depth: usize = 0;
+    // Bracket depth at which an option group started (skipped until it closes).
+    let mut option_group: Option<usize> = None;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '[' | '{' => {
+                depth += 1;
+                // `[-x …]`: an option group.
+                let mut j = i + 1;
+                while j < chars.len() && chars[j] == ' ' {
+                    j += 1;
+                }
+                if option_group.is_none() && chars.get(j) == Some(&'-') {
+                    option_group = Some(depth);
+                }
+                i += 1;
+            }
+            ']' | '}' => {
+                if option_group == Some(depth) {
+                    option_group = None;
+                }
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            ' ' | '\t' | '|' => i += 1,
+            _ => {
+                let start = i;
+                let mut name = String::new();
+                if c == '<' {
+                    let mut j = i + 1;
+                    while j < chars.len() && chars[j] != '>' {
+                        j += 1;
+                    }
+                    name = chars[i + 1..j.min(chars.len())].iter().collect();
+                    i = (j + 1).min(chars.len());
+                } else {
+                    while i < chars.len()
+                        && !matches!(chars[i], ' ' | '\t' | '[' | ']' | '{' | '}' | '|')
+                    {
+                        i += 1;
+                    }
+                }
+                let token: String = chars[start..i].iter().collect();
+                words += 1;
+                if words <= skip || option_group.is_some() || token.starts_with('-') {
+                    continue;
+                }
+                let placeholder = if !name.is_empty() {
+                    Some(name)
+                } else if token.len() >= 2
+                    && token.trim_end_matches("...").chars().all(|c| {
+                        c.is_ascii_uppercase() || c == '_' || c == '-' || c.is_ascii_digit()
+                    })
+                    && token.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+                {
+                    Some(token.trim_end_matches("...").to_owned())
+                } else {
+                    None
+                };
+                let Some(raw) = placeholder else {
+                    // A literal word (a fixed keyword): not an argument.
+                    continue;
+                };
+                // `...` right after (possibly after closing brackets).
+                let mut j = i;
+                while j < chars.len() && matches!(chars[j], ']' | '}' | ' ') {
+                    if chars[j] == ' '
+                        && !chars[j..]
+                            .iter()
+                            .collect::<String>()
+                            .trim_start()
+                            .starts_with("...")
+                    {
+                        break;
+                    }
+                    j += 1;
+                }
+                let rest: String = chars[j.min(chars.len())..].iter().take(4).collect();
+                let variadic = token.ends_with("...")
+                    || raw.ends_with("...")
+                    || rest.trim_start().starts_with("...");
+                if is_options_placeholder(&raw) {
+                    continue;
+                }
+                let name = sanitize(&raw.trim_end_matches("...").to_ascii_lowercase());
+                if name.is_empty() || args.iter().any(|a| same_name(&a.name, &name)) {
+                    continue;
+                }
+                let mut required = depth == 0;
+                if args.iter().any(|a| !a.required) {
+                    required = false;
+                }
+                let kind = match value_kind(&name) {
+                    "file" => "file",
+                    "directory" => "directory",
+                    _ => "string",
+                };
+                args.push(InferredArgument {
+                    name,
+                    kind,
+                    required,
+                    variadic,
+                });
+                if variadic {
+                    break;
+                }
+            }
+        }
+    }
+    args
+}
+
+/// Flags and names already taken in one command.
+#[derive(Default)]
+struct Seen {
+    flags: HashSet<String>,
+    names: HashSet<String>,
+}
+
+fn same_name(a: &str, b: &str) -> bool {
+    a.replace('_', "-") == b.replace('_', "-")
+}
+
+fn collect_options(section: &Section, mdoc: bool, out: &mut Vec<InferredOption>, seen: &mut Seen) {
+    for block in &section.blocks {
+        let Block::Item { tags, body, depth } = block else {
+            continue;
+        };
+        // mdoc nests value lists inside an option's item; options are at the top.
+        if *depth > 0 && mdoc {
+            continue;
+        }
+        if let Some(opt) = option_from_item(tags, body, seen) {
+            out.push(opt);
+        }
+    }
+}
+
+/// The option an item documents, if its tag starts with a flag.
+fn option_from_item(tags: &[String], body: &str, seen: &mut Seen) -> Option<InferredOption> {
+    let mut specs = Vec::new();
+    for tag in tags {
+        specs.extend(parse_tag(tag));
+    }
+    let mut flags: Vec<String> = Vec::new();
+    let mut value: Option<String> = None;
+    for s in &specs {
+        if !seen.flags.contains(&s.flag) && !flags.contains(&s.flag) {
+            flags.push(s.flag.clone());
+        }
+        if value.is_none() {
+            value.clone_from(&s.value);
+        }
+    }
+    if flags.is_empty() {
+        return None;
+    }
+    let long = flags.iter().find(|f| f.starts_with("--"));
+    let base = long
+        .or_else(|| flags.iter().find(|f| f.len() > 2))
+        .unwrap_or(&flags[0]);
+    let mut name = sanitize(base.trim_start_matches('-'));
+    if name.is_empty() {
+        name = "option".to_owned();
+    }
+    if seen.names.iter().any(|n| same_name(n, &name)) {
+        let mut k = 2;
+        while seen
+            .names
+            .iter()
+            .any(|n| same_name(n, &format!("{name}-{k}")))
+        {
+            k += 1;
+        }
+        name = format!("{name}-{k}");
+    }
+    for f in &flags {
+        seen.flags.insert(f.clone());
+    }
+    seen.names.insert(name.clone());
+    let (kind, values) = match &value {
+        None => ("boolean", Vec::new()),
+        Some(v) => match enum_values(v) {
+            Some(vals) => ("enum", vals),
+            None => (value_kind(v), Vec::new()),
+        },
+    };
+    let mut description = first_sentence(body);
+    if description.is_empty() {
+        description = format!(
+            "The {} option (undocumented on its man page).",
+            flags.join(", ")
+        );
+    }
+    Some(InferredOption {
+        name,
+        flags,
+        value,
+        kind,
+        values,
+        description,
+    })
+}
+
+/// A flag as written in a tag, with its value's name.
+#[derive(Debug, Clone, PartialEq)]
+struct FlagSpec {
+    flag: String,
+    value: Option<String>,
+}
+
+fn flag_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '?' | '#' | '@' | '+')
+}
+
+/// Reads the flags of a tag such as `-a, --all`, `-n <min-len>`, `--block-size=SIZE`,
+/// `-o file, --output=file`, `--[no-]color`. Stops at the first word that is neither a
+/// flag, a separator nor a value.
+fn parse_tag(tag: &str) -> Vec<FlagSpec> {
+    let chars: Vec<char> = tag.chars().collect();
+    let mut out: Vec<FlagSpec> = Vec::new();
+    let mut i = 0;
+    let skip_blank = |i: &mut usize| {
+        while *i < chars.len() && matches!(chars[*i], ' ' | '\t') {
+            *i += 1;
+        }
+    };
+    loop {
+        skip_blank(&mut i);
+        // Separators between flags.
+        while i < chars.len() && matches!(chars[i], ',' | '|' | '/' | ';') {
+            i += 1;
+            skip_blank(&mut i);
+        }
+        if chars[i..].starts_with(&['o', 'r', ' ']) && !out.is_empty() {
+            i += 3;
+            skip_blank(&mut i);
+        }
+        if i >= chars.len() || chars[i] != '-' {
+            break;
+        }
+        // The flag: dashes, then name characters.
+        let start = i;
+        while i < chars.len() && chars[i] == '-' && i - start < 2 {
+            i += 1;
+        }
+        let mut negatable = false;
+        if chars[i..].starts_with(&['[', 'n', 'o', '-', ']']) {
+            negatable = true;
+            i += 5;
+        } else if chars[i..].starts_with(&['[', 'n', 'o', ']']) {
+            negatable = true;
+            i += 4;
+        }
+        let name_start = i;
+        while i < chars.len() && flag_char(chars[i]) {
+            i += 1;
+        }
+        // Trailing punctuation belongs to the sentence, not the flag.
+        while i > name_start
+            && matches!(chars[i - 1], '.' | ':' | '?')
+            && !(i - name_start == 1 && chars[i - 1] == '?')
+        {
+            i -= 1;
+        }
+        let dashes: String = chars[start..name_start.min(start + 2)]
+            .iter()
+            .filter(|c| **c == '-')
+            .collect();
+        let name: String = chars[name_start..i].iter().collect();
+        if name.is_empty() && i < chars.len() && chars[i] == '<' && !negatable {
+            // `-<NUM>`: a number typed as the flag; not a flag name. Skip it and its
+            // separator.
+            while i < chars.len() && chars[i] != '>' {
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        if name.is_empty() || name.chars().all(|c| c == '-') || name.starts_with('-') {
+            break;
+        }
+        let value = read_value(&chars, &mut i);
+        let flag = format!("{dashes}{name}");
+        if negatable {
+            out.push(FlagSpec {
+                flag: flag.clone(),
+                value: value.clone(),
+            });
+            out.push(FlagSpec {
+                flag: format!("{dashes}no-{name}"),
+                value: None,
+            });
+        } else {
+            out.push(FlagSpec { flag, value });
+        }
+        // After a flag and its value: a separator, another flag, or the end.
+        let mut j = i;
+        while j < chars.len() && matches!(chars[j], ' ' | '\t') {
+            j += 1;
+        }
+        if j < chars.len()
+            && !matches!(chars[j], ',' | '|' | '/' | ';' | '-')
+            && !chars[j..].starts_with(&['o', 'r', ' '])
+        {
+            break;
+        }
+    }
+    out
+}
+
+/// Reads the value after a flag: `=V`, `[=V]`, `<V>`, ` <V>`, ` V`, ` {a,b}`, ` [V]`.
+fn read_value(chars: &[char], i: &mut usize) -> Option<String> {
+    let n = chars.len();
+    if *i >= n {
+        return None;
+    }
+    let take_group = |i: &mut usize, open: char, close: char| -> String {
+        let start = *i;
+        let mut depth = 0;
+        while *i < n {
+            if chars[*i] == open {
+                depth += 1;
+            } else if chars[*i] == close {
+                depth -= 1;
+                if depth == 0 {
+                    *i += 1;
+                    break;
+                }
+            }
+            *i += 1;
+        }
+        chars[start..*i].iter().collect()
+    };
+    let take_word = |i: &mut usize| -> String {
+        let start = *i;
+        while *i < n && !matches!(chars[*i], ' ' | '\t' | ',' | '|' | ';') {
+            if chars[*i] == '<' {
+                while *i < n && chars[*i] != '>' {
+                    *i += 1;
+                }
+            }
+            *i += 1;
+        }
+        chars[start..(*i).min(n)].iter().collect()
+    };
+    let clean = |s: String| -> Option<String> {
+        let s = s
+            .trim_matches(|c: char| c == '[' || c == ']' || c == '=' || c == ' ')
+            .to_owned();
+        if s.is_empty() { None } else { Some(s) }
+    };
+    match chars[*i] {
+        '=' => {
+            *i += 1;
+            if *i < n && chars[*i] == '{' {
+                return clean(take_group(i, '{', '}'));
+            }
+            clean(take_word(i))
+        }
+        '[' => {
+            // `[=V]` or `[V]` attached.
+            clean(take_group(i, '[', ']'))
+        }
+        '<' => clean(take_group(i, '<', '>')),
+        ' ' | '\t' => {
+            let mut j = *i;
+            while j < n && matches!(chars[j], ' ' | '\t') {
+                j += 1;
+            }
+            if j >= n {
+                return None;
+            }
+            match chars[j] {
+                '<' | '{' => {
+                    *i = j;
+                    let (o, c) = if chars[j] == '<' {
+                        ('<', '>')
+                    } else {
+                        ('{', '}')
+                    };
+                    clean(take_group(i, o, c))
+                }
+                '[' if chars.get(j + 1).is_some_and(|c| *c != '-') => {
+                    *i = j;
+                    clean(take_group(i, '[', ']'))
+                }
+                c if c.is_ascii_alphabetic()
+                    || (c == '.'
+                        && chars.get(j + 1).is_some_and(|c| c.is_ascii_alphanumeric())) =>
+                {
+                    let mut k = j;
+                    while k < n && !matches!(chars[k], ' ' | '\t' | ',' | '|' | ';') {
+                        k += 1;
+                    }
+                    let word: String = chars[j..k].iter().collect();
+                    let upper = word.chars().all(|c| {
+                        c.is_ascii_uppercase()
+                            || c == '_'
+                            || c == '-'
+                            || c.is_ascii_digit()
+                            || c == '.'
+                    });
+                    let last = {
+                        let mut m = k;
+                        while m < n && matches!(chars[m], ' ' | '\t') {
+                            m += 1;
+                        }
+                        m >= n || matches!(chars[m], ',' | '|' | ';' | '-')
+                    };
+                    if upper
+                        || (last
+                            && word.len() <= 20
+                            && word
+                                .chars()
+                                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+                    {
+                        *i = k;
+                        Some(word)
+                    } else {
+                        None
+                    }
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Enum values written in the value itself: `{bsd,sysv,posix}`, `a|b|c`.
+fn enum_values(value: &str) -> Option<Vec<String>> {
+    let inner = value
+        .trim_matches(|c| c == '<' || c == '>' || c == '[' || c == ']' || c == '{' || c == '}');
+    let parts: Vec<&str> = if value.contains('{') || value.contains(',') && !value.contains(' ') {
+        inner.split(',').collect()
+    } else if inner.contains('|') {
+        inner.split('|').collect()
+    } else {
+        return None;
+    };
+    let vals: Vec<String> = parts.iter().map(|p| p.trim().to_owned()).collect();
+    let ok = vals.len() >= 2
+        && vals.iter().all(|v| {
+            !v.is_empty()
+                && v.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        });
+    if !ok {
+        return None;
+    }
+    let mut uniq: Vec<String> = Vec::new();
+    for v in vals {
+        if !uniq.contains(&v) {
+            uniq.push(v);
+        }
+    }
+    Some(uniq)
+}
+
+/// The type a value's name suggests.
+fn value_kind(value: &str) -> &'static str {
+    let v = value
+        .trim_matches(|c: char| !c.is_ascii_alphanumeric())
+        .to_ascii_lowercase()
+        .replace('_', "-");
+    if matches!(v.as_str(), "dir" | "directory" | "dirname" | "folder")
+        || v.ends_with("-dir")
+        || v.ends_with("-directory")
+        || v.ends_with("dir") && v.len() <= 8
+    {
+        return "directory";
+    }
+    if matches!(
+        v.as_str(),
+        "file" | "filename" | "path" | "pathname" | "archive" | "script"
+    ) || v.ends_with("-file")
+        || v.ends_with("file")
+        || v.ends_with("-path")
+        || v.ends_with("filename")
+    {
+        return "file";
+    }
+    if matches!(
+        v.as_str(),
+        "n" | "num"
+            | "number"
+            | "count"
+            | "int"
+            | "integer"
+            | "lines"
+            | "depth"
+            | "cols"
+            | "columns"
+            | "width"
+            | "port"
+            | "pid"
+            | "seconds"
+            | "secs"
+            | "level"
+            | "min-len"
+            | "max-depth"
+            | "nlines"
+            | "nbytes"
+            | "jobs"
+            | "retries"
+            | "uid"
+            | "gid"
+    ) {
+        return "integer";
+    }
+    "string"
+}
+
+/// A name safe as an ATIP option, argument or command name.
+fn sanitize(raw: &str) -> String {
+    let mut s: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    while s.ends_with('_') || s.ends_with('-') {
+        s.pop();
+    }
+    while s.starts_with('_') || s.starts_with('-') {
+        s.remove(0);
+    }
+    s
+}
+
+fn collect_commands(
+    section: &Section,
+    out: &mut Vec<InferredCommand>,
+    names: &mut HashSet<String>,
+) {
+    for block in &section.blocks {
+        let Block::Item { tags, body, depth } = block else {
+            continue;
+        };
+        if *depth > 0 {
+            continue;
+        }
+        let Some(tag) = tags.first() else { continue };
+        // `lock-session [ID...], unlock-session [ID...]`: several commands, one text.
+        for form in tag.split(", ") {
+            let first = form.split_whitespace().next().unwrap_or("");
+            let valid = first.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+                && first
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+            if !valid {
+                break;
+            }
+            if !names.insert(first.to_owned()) {
+                continue;
+            }
+            let description = first_sentence(body);
+            out.push(InferredCommand {
+                name: first.to_owned(),
+                description: if description.is_empty() {
+                    format!("The {first} command.")
+                } else {
+                    description
+                },
+                arguments: positional(form, first),
+                options: Vec::new(),
+            });
+        }
+    }
+}
+
+/// The page's own words that call for care, as warnings. The rules (spec/infer.md):
+/// the NAME description or the first DESCRIPTION paragraph says the program removes,
+/// deletes, erases, overwrites, wipes, shreds or destroys something, or shuts down,
+/// reboots or halts the machine, or kills processes.
+pub fn warnings(page: &Page, description: &str) -> Vec<String> {
+    let mut text = description.to_ascii_lowercase();
+    if let Some(sec) = page.section(&["DESCRIPTION"])
+        && let Some(Block::Text(t)) = sec.blocks.iter().find(|b| matches!(b, Block::Text(_)))
+    {
+        text.push(' ');
+        text.push_str(&first_sentence(t).to_ascii_lowercase());
+    }
+    let rules: [(&[&str], &str); 4] = [
+        (
+            &["remove", "delete", "erase", "unlink"],
+            "the man page says this program removes or deletes things",
+        ),
+        (
+            &["overwrite", "wipe", "shred", "destroy", "truncate"],
+            "the man page says this program overwrites or destroys data",
+        ),
+        (
+            &[
+                "shut down",
+                "shutdown",
+                "reboot",
+                "halt",
+                "power off",
+                "poweroff",
+            ],
+            "the man page says this program stops or restarts the machine",
+        ),
+        (
+            &["kill", "terminate"],
+            "the man page says this program kills processes",
+        ),
+    ];
+    let words: Vec<&str> = text
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != ' ')
+        .collect();
+    let joined = words.join(" ");
+    let mut out = Vec::new();
+    for (stems, warning) in rules {
+        let hit = stems.iter().any(|s| {
+            joined
+                .match_indices(s)
+                .any(|(i, _)| i == 0 || joined.as_bytes()[i - 1] == b' ')
+        });
+        if hit {
+            out.push(warning.to_owned());
+        }
+    }
+    out
+}
+
+fn option_json(o: &InferredOption) -> Value {
+    let mut m = Map::new();
+    m.insert("name".into(), json!(o.name));
+    m.insert("flags".into(), json!(o.flags));
+    m.insert("type".into(), json!(o.kind));
+    m.insert("description".into(), json!(o.description));
+    if !o.values.is_empty() {
+        m.insert("enum".into(), json!(o.values));
+    }
+    Value::Object(m)
+}
+
+fn argument_json(a: &InferredArgument) -> Value {
+    let mut m = Map::new();
+    m.insert("name".into(), json!(a.name));
+    m.insert("type".into(), json!(a.kind));
+    m.insert(
+        "description".into(),
+        json!(format!("The {} operand.", a.name)),
+    );
+    m.insert("required".into(), json!(a.required));
+    if a.variadic {
+        m.insert("variadic".into(), json!(true));
+    }
+    Value::Object(m)
+}
+
+/// Drops arguments whose names clash with options in scope (the validator's
+/// `duplicate-name`).
+fn arguments_json(args: &[InferredArgument], options: &[&InferredOption]) -> Vec<Value> {
+    args.iter()
+        .filter(|a| !options.iter().any(|o| same_name(&o.name, &a.name)))
+        .map(argument_json)
+        .collect()
+}
+
+/// Where a document came from, for `x-inferred`.
+#[derive(Debug, Clone)]
+pub struct Origin<'a> {
+    /// The man page read (after `.so` redirects).
+    pub page: &'a str,
+    /// The name the document is for.
+    pub tool: &'a str,
+}
+
+/// The ATIP document (0.6) for an inference. No effects are stated.
+pub fn document(inf: &Inferred, origin: &Origin<'_>) -> Value {
+    let tool_name = {
+        let s = sanitize(origin.tool);
+        if s.is_empty() { "tool".to_owned() } else { s }
+    };
+    let description = if inf.description.is_empty() {
+        format!(
+            "{} (described by its man page, which gives no summary)",
+            origin.tool
+        )
+    } else {
+        inf.description.clone()
+    };
+    let mut doc = Map::new();
+    doc.insert(
+        "atip".into(),
+        json!({"version": "0.6", "features": ["trust-v1"]}),
+    );
+    doc.insert("name".into(), json!(tool_name));
+    doc.insert("version".into(), json!("unknown"));
+    doc.insert("description".into(), json!(description));
+    doc.insert(
+        "trust".into(),
+        json!({"source": "inferred", "verified": false}),
+    );
+    let mut commands = Map::new();
+    if inf.commands.is_empty() {
+        let opts: Vec<&InferredOption> = inf.options.iter().collect();
+        let mut root = Map::new();
+        root.insert("description".into(), json!(description));
+        let args = arguments_json(&inf.arguments, &opts);
+        if !args.is_empty() {
+            root.insert("arguments".into(), Value::Array(args));
+        }
+        if !inf.options.is_empty() {
+            root.insert(
+                "options".into(),
+                Value::Array(inf.options.iter().map(option_json).collect()),
+            );
+        }
+        commands.insert(String::new(), Value::Object(root));
+    } else {
+        if !inf.options.is_empty() {
+            doc.insert(
+                "globalOptions".into(),
+                Value::Array(inf.options.iter().map(option_json).collect()),
+            );
+        }
+        for c in &inf.commands {
+            let options = scoped_options(&c.options, &inf.options);
+            let mut in_scope: Vec<&InferredOption> = inf.options.iter().collect();
+            in_scope.extend(options.iter());
+            let mut m = Map::new();
+            m.insert("description".into(), json!(c.description));
+            let args = arguments_json(&c.arguments, &in_scope);
+            if !args.is_empty() {
+                m.insert("arguments".into(), Value::Array(args));
+            }
+            if !options.is_empty() {
+                m.insert(
+                    "options".into(),
+                    Value::Array(options.iter().map(option_json).collect()),
+                );
+            }
+            commands.insert(c.name.clone(), Value::Object(m));
+        }
+    }
+    doc.insert("commands".into(), Value::Object(commands));
+    let mut x = Map::new();
+    x.insert("manPage".into(), json!(origin.page));
+    if !inf.warnings.is_empty() {
+        x.insert("warnings".into(), json!(inf.warnings));
+    }
+    doc.insert("x-inferred".into(), Value::Object(x));
+    Value::Object(doc)
+}
+
+/// A command's options made consistent with the global ones: an option that spells a
+/// global flag takes the global option's name (so it overrides it, as the model
+/// allows), unless that name is taken in the command; then the clashing flags go.
+fn scoped_options(own: &[InferredOption], global: &[InferredOption]) -> Vec<InferredOption> {
+    let mut out: Vec<InferredOption> = Vec::new();
+    for o in own {
+        let mut o = o.clone();
+        let clash: Vec<&InferredOption> = global
+            .iter()
+            .filter(|g| g.flags.iter().any(|f| o.flags.contains(f)))
+            .collect();
+        if let [g] = clash.as_slice()
+            && !own
+                .iter()
+                .any(|x| x.name != o.name && same_name(&x.name, &g.name))
+            && !out.iter().any(|x| same_name(&x.name, &g.name))
+        {
+            o.name = g.name.clone();
+            // Overriding replaces the global's flags; keep the command's own.
+        } else if !clash.is_empty() {
+            o.flags
+                .retain(|f| !global.iter().any(|g| g.flags.contains(f)));
+        }
+        if o.flags.is_empty() {
+            continue;
+        }
+        // A name equal to a global option's (without sharing its flag) would override
+        // it: keep names apart.
+        if !global
+            .iter()
+            .any(|g| g.flags.iter().any(|f| o.flags.contains(f)))
+            && global.iter().any(|g| same_name(&g.name, &o.name))
+        {
+            o.name = format!("{}-opt", o.name);
+        }
+        if out.iter().any(|x| same_name(&x.name, &o.name)) {
+            continue;
+        }
+        out.push(o);
+    }
+    out
+}

@@ -1,0 +1,1531 @@
+//! A small roff reader for manual pages: man(7) and mdoc(7) in, a flat outline out.
+//!
+//! It does not typeset. It resolves what decides *meaning* — escapes, strings (`.ds`),
+//! conditionals (`.if`/`.ie`/`.el`, taken as nroff on groff), continuation lines, macro
+//! definitions (skipped) — and turns the page into sections of paragraphs and tagged
+//! items (`.TP`, `.IP`, `.TQ`, the `.PP`/`.sp` + `.RS` style of DocBook and Asciidoctor,
+//! mdoc `.Bl`/`.It`). Consecutive tags without a body between them (`.PD 0` pairs in
+//! pod2man pages, `.TQ`) are one item with several tags, which is how aliases are listed.
+//!
+//! In tags and in the SYNOPSIS, text set in italics (`\fI`, `.I`, mdoc `Ar`) is written
+//! `<like this>`: the converter needs to tell a placeholder (`-n <min-len>`) from a flag.
+
+use std::collections::HashMap;
+
+/// Which macro package a page uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MacroSet {
+    /// man(7): `.TH`, `.SH`, `.TP`…
+    Man,
+    /// mdoc(7): `.Dd`, `.Sh`, `.Bl`/`.It`…
+    Mdoc,
+}
+
+/// A parsed page: the sections in document order.
+#[derive(Debug, Clone)]
+pub struct Page {
+    /// The macro package detected.
+    pub macro_set: MacroSet,
+    /// The page's sections.
+    pub sections: Vec<Section>,
+    /// mdoc `.Nm` (the first one), the page's own name.
+    pub name: Option<String>,
+    /// mdoc `.Nd`, the one-line description.
+    pub name_description: Option<String>,
+}
+
+/// One `.SH`/`.Sh` section.
+#[derive(Debug, Clone, Default)]
+pub struct Section {
+    /// Heading, upper-cased as written (`OPTIONS`).
+    pub name: String,
+    /// Paragraphs, items and sub-headings in order.
+    pub blocks: Vec<Block>,
+}
+
+/// A unit of a section.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Block {
+    /// A plain paragraph (lines joined by spaces; a `.br` is a newline).
+    Text(String),
+    /// A tagged paragraph: one or more tags (aliases) and the text under them.
+    Item {
+        /// The tag lines, italics marked `<…>`.
+        tags: Vec<String>,
+        /// The body text.
+        body: String,
+        /// Nesting depth (0 = top level of the section).
+        depth: usize,
+    },
+    /// A `.SS`/`.Ss` sub-heading.
+    Sub(String),
+}
+
+impl Page {
+    /// The first section whose name is one of `names` (upper case).
+    pub fn section(&self, names: &[&str]) -> Option<&Section> {
+        self.sections
+            .iter()
+            .find(|s| names.iter().any(|n| s.name.eq_ignore_ascii_case(n)))
+    }
+}
+
+/// Start of italic text inside the parser (a private-use character).
+const OPEN: char = '\u{E000}';
+/// End of italic text inside the parser.
+const CLOSE: char = '\u{E001}';
+
+/// Writes italics as `<…>` (tags, SYNOPSIS).
+fn marked(s: &str) -> String {
+    s.replace(OPEN, "<").replace(CLOSE, ">")
+}
+
+/// Drops italics marks (running text).
+fn plain(s: &str) -> String {
+    s.replace([OPEN, CLOSE], "")
+}
+
+/// Longest input accepted (bytes); bigger pages are cut here.
+pub const MAX_PAGE: usize = 4 << 20;
+
+/// Parses a page. Never fails: unknown requests are ignored and broken markup yields
+/// whatever text could be read.
+pub fn parse(src: &str) -> Page {
+    let src = if src.len() > MAX_PAGE {
+        let mut end = MAX_PAGE;
+        while !src.is_char_boundary(end) {
+            end -= 1;
+        }
+        &src[..end]
+    } else {
+        src
+    };
+    let mut p = Parser::new(src);
+    p.run(src);
+    p.finish()
+}
+
+/// What the next text line becomes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Pending {
+    /// Body text of the current block.
+    None,
+    /// The tag of a `.TP` (or `.TQ`) item.
+    TpTag,
+}
+
+struct Parser {
+    set: MacroSet,
+    sections: Vec<Section>,
+    strings: HashMap<String, String>,
+    /// Open `\{` blocks: `true` if their lines are taken.
+    cond_stack: Vec<bool>,
+    /// Result of the last `.ie`, for `.el`.
+    last_ie: Vec<bool>,
+    /// Inside `.de … ..`: the terminator.
+    skip_until: Option<String>,
+    pending: Pending,
+    /// The open item: index into the current section's blocks, and the `.RS` depth it
+    /// belongs to.
+    item: Option<(usize, usize)>,
+    /// Open paragraph: index of a `Block::Text` still taking lines, and the number of
+    /// source lines it holds.
+    para: Option<(usize, usize)>,
+    rs_depth: usize,
+    /// mdoc list stack: (list takes tags, item index of the enclosing item).
+    lists: Vec<bool>,
+    /// mdoc `.Xo`: extending the current item's tag.
+    xo: bool,
+    /// No-fill (`.nf`, `.EX`, mdoc `.Bd -literal`): lines kept apart.
+    nofill: bool,
+    name: Option<String>,
+    name_description: Option<String>,
+    /// SYNOPSIS / NAME text is rendered with italics marked.
+    mark_all: bool,
+}
+
+/// Tokens of roff's argument syntax: blanks separate, `"…"` quotes, `""` is a quote.
+pub fn split_args(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut chars = s.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| *c == ' ' || *c == '\t') {
+            chars.next();
+        }
+        let Some(&c) = chars.peek() else { break };
+        let mut arg = String::new();
+        if c == '"' {
+            chars.next();
+            while let Some(c) = chars.next() {
+                if c == '"' {
+                    if chars.peek() == Some(&'"') {
+                        chars.next();
+                        arg.push('"');
+                    } else {
+                        break;
+                    }
+                } else if c == '\\' {
+                    // Macro arguments are read in copy mode: `\\` is one backslash.
+                    if chars.peek() == Some(&'\\') {
+                        chars.next();
+                    }
+                    arg.push(c);
+                    if let Some(n) = chars.next() {
+                        arg.push(n);
+                    }
+                } else {
+                    arg.push(c);
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == ' ' || c == '\t' {
+                    break;
+                }
+                chars.next();
+                arg.push(c);
+                if c == '\\' {
+                    if chars.peek() == Some(&'\\') {
+                        chars.next();
+                    }
+                    if let Some(n) = chars.next() {
+                        arg.push(n);
+                    }
+                }
+            }
+        }
+        out.push(arg);
+    }
+    out
+}
+
+/// Font state while rendering.
+#[derive(Clone, Copy, PartialEq)]
+enum Font {
+    Roman,
+    Bold,
+    Italic,
+}
+
+/// Renders roff text: resolves escapes and strings, drops font changes; italics become
+/// `<…>` when `mark` is set.
+pub fn render(s: &str, strings: &HashMap<String, String>, mark: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut font = Font::Roman;
+    let mut prev = Font::Roman;
+    render_into(s, strings, mark, &mut out, &mut font, &mut prev, 0);
+    if mark && font == Font::Italic {
+        close_italic(&mut out);
+    }
+    out
+}
+
+fn close_italic(out: &mut String) {
+    if out.ends_with(OPEN) {
+        out.pop();
+    } else {
+        out.push(CLOSE);
+    }
+}
+
+fn set_font(out: &mut String, font: &mut Font, prev: &mut Font, new: Font, mark: bool) {
+    if mark && new != *font {
+        if *font == Font::Italic {
+            close_italic(out);
+        }
+        if new == Font::Italic {
+            out.push(OPEN);
+        }
+    }
+    *prev = *font;
+    *font = new;
+}
+
+fn font_named(name: &str, prev: Font) -> Font {
+    match name {
+        "I" | "2" | "BI" | "4" | "CI" | "IT" => Font::Italic,
+        "B" | "3" | "CB" | "BD" => Font::Bold,
+        "P" | "" => prev,
+        _ => Font::Roman,
+    }
+}
+
+/// Reads an escape's name argument: `x`, `(xx` or `[name]`. Returns the name and the
+/// rest of the input.
+fn escape_name(rest: &str) -> (&str, &str) {
+    let mut it = rest.char_indices();
+    match it.next() {
+        None => ("", ""),
+        Some((_, '(')) => {
+            let body = &rest[1..];
+            let end = body
+                .char_indices()
+                .nth(2)
+                .map(|(i, _)| i)
+                .unwrap_or(body.len());
+            (&body[..end], &body[end..])
+        }
+        Some((_, '[')) => match rest.find(']') {
+            Some(e) => (&rest[1..e], &rest[e + 1..]),
+            None => (&rest[1..], ""),
+        },
+        Some((_, c)) => (&rest[..c.len_utf8()], &rest[c.len_utf8()..]),
+    }
+}
+
+/// Reads a delimited escape argument `'…'`, returning the rest after it.
+fn delimited(rest: &str) -> (&str, &str) {
+    let mut chars = rest.chars();
+    let Some(d) = chars.next() else {
+        return ("", "");
+    };
+    let body = &rest[d.len_utf8()..];
+    match body.find(d) {
+        Some(e) => (&body[..e], &body[e + d.len_utf8()..]),
+        None => (body, ""),
+    }
+}
+
+/// The text of a named glyph (`\(em`, `\[aq]`); empty when unknown.
+fn glyph(name: &str) -> &'static str {
+    match name {
+        "em" => "\u{2014}",
+        "en" => "\u{2013}",
+        "hy" | "mi" | "-" | "\u{2010}" => "-",
+        "aq" | "fm" | "cq" | "oq" | "'" => "'",
+        "dq" | "lq" | "rq" | "Lq" | "Rq" | "\"" => "\"",
+        "ga" | "`" => "`",
+        "bu" => "\u{2022}",
+        "co" => "\u{a9}",
+        "rg" => "\u{ae}",
+        "tm" => "\u{2122}",
+        "pl" => "+",
+        "ti" | "ap" | "~" => "~",
+        "ha" | "a^" | "^" => "^",
+        "sl" => "/",
+        "rs" | "\\" => "\\",
+        "bv" | "or" | "ba" | "br" | "|" => "|",
+        "ul" | "ru" | "_" => "_",
+        "de" => "\u{b0}",
+        "mu" => "\u{d7}",
+        "di" => "\u{f7}",
+        "<=" => "<=",
+        ">=" => ">=",
+        "!=" => "!=",
+        "==" => "==",
+        "eq" => "=",
+        "->" | "ra" => "->",
+        "<-" | "la" => "<-",
+        "lB" => "[",
+        "rB" => "]",
+        "lC" => "{",
+        "rC" => "}",
+        "fo" => "<",
+        "fc" => ">",
+        "at" => "@",
+        "sh" => "#",
+        "Do" => "$",
+        "dd" => "\u{2021}",
+        "dg" => "\u{2020}",
+        "sc" => "\u{a7}",
+        "ss" => "ß",
+        "char92" => "\\",
+        "char46" => ".",
+        "char39" => "'",
+        "char45" => "-",
+        "char34" => "\"",
+        "char96" => "`",
+        _ => "",
+    }
+}
+
+fn render_into(
+    s: &str,
+    strings: &HashMap<String, String>,
+    mark: bool,
+    out: &mut String,
+    font: &mut Font,
+    prev: &mut Font,
+    depth: usize,
+) {
+    let mut rest = s;
+    while let Some(pos) = rest.find('\\') {
+        out.push_str(&rest[..pos]);
+        rest = &rest[pos + 1..];
+        let esc = rest;
+        let Some(c) = esc.chars().next() else { break };
+        let after = &rest[c.len_utf8()..];
+        rest = after;
+        match c {
+            '-' => out.push('-'),
+            'e' | 'E' | '\\' => out.push('\\'),
+            '&' | ')' | '%' | ':' | '/' | ',' | '|' | '^' | 'a' | 'c' | 'd' | 'u' | 'p' | 'r'
+            | 'z' | '{' | '}' => {}
+            ' ' | '~' | '0' => out.push(' '),
+            't' => out.push('\t'),
+            '\'' => out.push('\''),
+            '`' => out.push('`'),
+            '_' => out.push('_'),
+            '.' => out.push('.'),
+            '"' | '#' => break,
+            '(' | '[' => {
+                let (name, r) = escape_name(esc);
+                if let Some(hex) = name.strip_prefix('u')
+                    && let Some(ch) = u32::from_str_radix(hex, 16).ok().and_then(char::from_u32)
+                {
+                    out.push(ch);
+                } else {
+                    out.push_str(glyph(name));
+                }
+                rest = r;
+            }
+            'C' => {
+                let (name, r) = delimited(after);
+                out.push_str(glyph(name));
+                rest = r;
+            }
+            'N' => {
+                let (num, r) = delimited(after);
+                if let Some(ch) = num.parse::<u32>().ok().and_then(char::from_u32) {
+                    out.push(ch);
+                }
+                rest = r;
+            }
+            'f' => {
+                let (name, r) = escape_name(after);
+                let new = font_named(name, *prev);
+                set_font(out, font, prev, new, mark);
+                rest = r;
+            }
+            '*' => {
+                let (name, r) = escape_name(after);
+                rest = r;
+                if let Some(v) = strings.get(name)
+                    && depth < 8
+                {
+                    render_into(v, strings, mark, out, font, prev, depth + 1);
+                } else {
+                    out.push_str(builtin_string(name));
+                }
+            }
+            'n' | 'g' | 'k' | 'm' | 'M' | 'V' | 'Y' | 'F' => {
+                let after = after.strip_prefix(['+', '-']).unwrap_or(after);
+                let (_, r) = escape_name(after);
+                rest = r;
+            }
+            's' => {
+                let a = after.strip_prefix(['+', '-']).unwrap_or(after);
+                rest = if a.starts_with(['(', '[']) {
+                    escape_name(a).1
+                } else if a.starts_with('\'') {
+                    delimited(a).1
+                } else {
+                    let digits = a
+                        .chars()
+                        .take_while(|c| c.is_ascii_digit())
+                        .count()
+                        .clamp(0, 2);
+                    &a[digits..]
+                };
+            }
+            'h' => {
+                let (_, r) = delimited(after);
+                out.push(' ');
+                rest = r;
+            }
+            'w' | 'o' | 'v' | 'l' | 'L' | 'D' | 'X' | 'Z' | 'b' | 'R' | 'A' | 'B' | 'H' | 'S'
+            | 'x' => {
+                let (_, r) = delimited(after);
+                rest = r;
+            }
+            '$' => {
+                let (_, r) = escape_name(after);
+                rest = r;
+            }
+            other => out.push(other),
+        }
+    }
+    out.push_str(rest);
+}
+
+/// Strings groff and the macro packages predefine.
+fn builtin_string(name: &str) -> &'static str {
+    match name {
+        "lq" | "rq" | "Lq" | "Rq" | "L\"" | "R\"" => "\"",
+        "oq" | "cq" | "Aq" => "'",
+        "R" | "rg" => "\u{ae}",
+        "Tm" | "tm" => "\u{2122}",
+        "Ba" => "|",
+        "Le" => "<=",
+        "Ge" => ">=",
+        "Pi" => "pi",
+        "Na" => "NaN",
+        "If" => "infinity",
+        "Am" => "&",
+        "Gt" => ">",
+        "Lt" => "<",
+        "Ne" => "!=",
+        "q" => "\"",
+        _ => "",
+    }
+}
+
+/// mdoc macros that may be called from another macro's line.
+fn mdoc_callable(name: &str) -> bool {
+    matches!(
+        name,
+        "Ac" | "Ad"
+            | "An"
+            | "Ao"
+            | "Aq"
+            | "Ar"
+            | "At"
+            | "Bc"
+            | "Bo"
+            | "Bq"
+            | "Brc"
+            | "Bro"
+            | "Brq"
+            | "Bsx"
+            | "Bx"
+            | "Cd"
+            | "Cm"
+            | "Dc"
+            | "Do"
+            | "Dq"
+            | "Dv"
+            | "Dx"
+            | "Ec"
+            | "Em"
+            | "En"
+            | "Eo"
+            | "Er"
+            | "Es"
+            | "Ev"
+            | "Fa"
+            | "Fc"
+            | "Fl"
+            | "Fn"
+            | "Fo"
+            | "Fx"
+            | "Ic"
+            | "Li"
+            | "Lk"
+            | "Ms"
+            | "Mt"
+            | "Nm"
+            | "No"
+            | "Ns"
+            | "Nx"
+            | "Oc"
+            | "Oo"
+            | "Op"
+            | "Ox"
+            | "Pa"
+            | "Pc"
+            | "Pf"
+            | "Po"
+            | "Pq"
+            | "Qc"
+            | "Ql"
+            | "Qo"
+            | "Qq"
+            | "Sc"
+            | "So"
+            | "Sq"
+            | "Sx"
+            | "Sy"
+            | "Ta"
+            | "Tn"
+            | "Ux"
+            | "Va"
+            | "Vt"
+            | "Xc"
+            | "Xo"
+            | "Xr"
+    )
+}
+
+/// Punctuation that mdoc writes without a space before it.
+fn closing_punct(s: &str) -> bool {
+    matches!(s, "." | "," | ":" | ";" | ")" | "]" | "?" | "!")
+}
+
+/// Punctuation that mdoc writes without a space after it.
+fn opening_punct(s: &str) -> bool {
+    matches!(s, "(" | "[")
+}
+
+/// Renders an mdoc macro line's arguments (the macro name first) to text.
+fn mdoc_inline(args: &[String], strings: &HashMap<String, String>, mark: bool, nm: &str) -> String {
+    let mut out = String::new();
+    // `Ns` / opening punctuation suppress the next space.
+    let mut glue = true;
+    let push = |out: &mut String, text: &str, glue: &mut bool| {
+        if text.is_empty() {
+            return;
+        }
+        if !*glue && !closing_punct(text) && !out.is_empty() && !out.ends_with(' ') {
+            out.push(' ');
+        }
+        out.push_str(text);
+        *glue = opening_punct(text);
+    };
+    let mut i = 0;
+    // Closers to emit at the end of the line (for `Op`, `Dq`… enclosing the rest).
+    let mut closers: Vec<&'static str> = Vec::new();
+    while i < args.len() {
+        let a = args[i].as_str();
+        i += 1;
+        if !(mdoc_callable(a) || (i == 1 && a.len() == 2)) {
+            push(&mut out, &render(a, strings, false), &mut glue);
+            continue;
+        }
+        // The words this macro takes: up to the next callable macro.
+        let start = i;
+        while i < args.len() && !mdoc_callable(&args[i]) {
+            i += 1;
+        }
+        let words: Vec<String> = args[start..i]
+            .iter()
+            .map(|w| render(w, strings, false))
+            .collect();
+        let (lead, trail): (Vec<&String>, Vec<&String>) = {
+            // Trailing punctuation is printed after the macro's formatting.
+            let mut n = words.len();
+            while n > 0 && closing_punct(&words[n - 1]) {
+                n -= 1;
+            }
+            (words[..n].iter().collect(), words[n..].iter().collect())
+        };
+        match a {
+            "Fl" => {
+                if lead.is_empty() {
+                    push(&mut out, "-", &mut glue);
+                    if i < args.len() && !closing_punct(&args[i]) {
+                        glue = true;
+                    }
+                }
+                for w in &lead {
+                    if closing_punct(w) || w.as_str() == "|" {
+                        push(&mut out, w, &mut glue);
+                    } else {
+                        push(&mut out, &format!("-{w}"), &mut glue);
+                    }
+                }
+            }
+            "Ar" => {
+                if lead.is_empty() {
+                    push(
+                        &mut out,
+                        if mark {
+                            "\u{E000}file\u{E001} ..."
+                        } else {
+                            "file ..."
+                        },
+                        &mut glue,
+                    );
+                }
+                for w in &lead {
+                    if mark && !closing_punct(w) && w.as_str() != "|" && w.as_str() != "..." {
+                        push(&mut out, &format!("{OPEN}{w}{CLOSE}"), &mut glue);
+                    } else {
+                        push(&mut out, w, &mut glue);
+                    }
+                }
+            }
+            "Nm" => {
+                let text = if lead.is_empty() {
+                    nm.to_owned()
+                } else {
+                    join(&lead)
+                };
+                push(&mut out, &text, &mut glue);
+            }
+            "Ns" => glue = true,
+            "Ta" => push(&mut out, "\t", &mut glue),
+            "Xr" => {
+                let text = match lead.as_slice() {
+                    [n, s, ..] => format!("{n}({s})"),
+                    [n] => n.to_string(),
+                    [] => String::new(),
+                };
+                push(&mut out, &text, &mut glue);
+            }
+            "Op" | "Dq" | "Qq" | "Sq" | "Pq" | "Aq" | "Bq" | "Brq" | "Ql" => {
+                let (o, c) = match a {
+                    "Op" | "Bq" => ("[", "]"),
+                    "Dq" | "Qq" => ("\"", "\""),
+                    "Sq" | "Ql" => ("'", "'"),
+                    "Pq" => ("(", ")"),
+                    "Aq" => ("<", ">"),
+                    _ => ("{", "}"),
+                };
+                push(&mut out, o, &mut glue);
+                glue = true;
+                if lead.is_empty() && trail.is_empty() && i < args.len() {
+                    // Encloses the rest of the line.
+                    closers.push(c);
+                    continue;
+                }
+                for w in &lead {
+                    push(&mut out, w, &mut glue);
+                }
+                out.push_str(c);
+                glue = false;
+            }
+            "Oo" | "Bo" => {
+                push(&mut out, "[", &mut glue);
+                glue = true;
+                for w in &lead {
+                    push(&mut out, w, &mut glue);
+                }
+            }
+            "Oc" | "Bc" => {
+                out.push(']');
+                glue = false;
+            }
+            "Do" | "Qo" => {
+                push(&mut out, "\"", &mut glue);
+                glue = true;
+            }
+            "Dc" | "Qc" => {
+                out.push('"');
+                glue = false;
+            }
+            "Po" => {
+                push(&mut out, "(", &mut glue);
+                glue = true;
+            }
+            "Pc" => {
+                out.push(')');
+                glue = false;
+            }
+            "So" => {
+                push(&mut out, "'", &mut glue);
+                glue = true;
+            }
+            "Sc" => {
+                out.push('\'');
+                glue = false;
+            }
+            "Ao" => {
+                push(&mut out, "<", &mut glue);
+                glue = true;
+            }
+            "Ac" => {
+                out.push('>');
+                glue = false;
+            }
+            "Pf" => {
+                if let Some(w) = lead.first() {
+                    push(&mut out, w, &mut glue);
+                    glue = true;
+                    for w in &lead[1..] {
+                        push(&mut out, w, &mut glue);
+                    }
+                }
+            }
+            "Ux" => push(&mut out, "UNIX", &mut glue),
+            "Bx" | "Bsx" | "Nx" | "Fx" | "Ox" | "Dx" => {
+                let base = match a {
+                    "Bx" => "BSD",
+                    "Bsx" => "BSD/OS",
+                    "Nx" => "NetBSD",
+                    "Fx" => "FreeBSD",
+                    "Ox" => "OpenBSD",
+                    _ => "DragonFly",
+                };
+                push(&mut out, base, &mut glue);
+                for w in &lead {
+                    push(&mut out, w, &mut glue);
+                }
+            }
+            "Xo" | "Xc" | "Fo" | "Fc" | "Eo" | "Ec" | "Es" | "En" => {
+                for w in &lead {
+                    push(&mut out, w, &mut glue);
+                }
+            }
+            _ => {
+                let text = join(&lead);
+                let italic = matches!(a, "Va" | "Fa" | "Em") && mark;
+                if italic && !text.is_empty() {
+                    push(&mut out, &format!("{OPEN}{text}{CLOSE}"), &mut glue);
+                } else {
+                    push(&mut out, &text, &mut glue);
+                }
+            }
+        }
+        for w in trail {
+            push(&mut out, w, &mut glue);
+        }
+    }
+    while let Some(c) = closers.pop() {
+        out.push_str(c);
+    }
+    out
+}
+
+fn join(words: &[&String]) -> String {
+    let mut s = String::new();
+    for w in words {
+        if !s.is_empty() && !closing_punct(w) {
+            s.push(' ');
+        }
+        s.push_str(w);
+    }
+    s
+}
+
+/// Cuts a line at its `\"` comment.
+fn strip_comment(line: &str) -> &str {
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i + 1 < b.len() {
+        if b[i] == b'\\' {
+            if b[i + 1] == b'"' || b[i + 1] == b'#' {
+                return line[..i].trim_end();
+            }
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    line
+}
+
+/// Splits `.XX args` into the request name and its argument text.
+fn request(line: &str) -> (&str, &str) {
+    let body = line[1..].trim_start_matches([' ', '\t']);
+    let end = body.find([' ', '\t']).unwrap_or(body.len());
+    let (name, rest) = body.split_at(end);
+    // `.TP\fB` style (no blank): the name stops at a backslash.
+    if let Some(b) = name.find('\\')
+        && b > 0
+    {
+        return (&name[..b], &body[b..]);
+    }
+    (name, rest.trim_start_matches([' ', '\t']))
+}
+
+/// Evaluates a conditional's condition (as nroff output by groff) and returns the
+/// remaining text.
+fn condition<'a>(s: &'a str, strings: &HashMap<String, String>) -> (bool, &'a str) {
+    let s = s.trim_start();
+    let (neg, s) = match s.strip_prefix('!') {
+        Some(r) => (true, r),
+        None => (false, s),
+    };
+    let (val, rest) = if let Some(r) = s.strip_prefix(['n', 'o']) {
+        (s.starts_with('n'), r)
+    } else if let Some(r) = s.strip_prefix(['t', 'e', 'v']) {
+        (false, r)
+    } else if let Some(r) = s.strip_prefix(['d', 'r', 'c', 'm', 'F', 'S']) {
+        // `d name`, `r reg`: defined? Strings only.
+        let r = r.trim_start();
+        let end = r.find([' ', '\t']).unwrap_or(r.len());
+        let name = &r[..end];
+        (s.starts_with('d') && strings.contains_key(name), &r[end..])
+    } else if s.starts_with(['\'', '"']) {
+        let d = s.chars().next().unwrap_or('\'');
+        let body = &s[1..];
+        let mut parts = body.splitn(3, d);
+        let a = parts.next().unwrap_or("");
+        let b = parts.next().unwrap_or("");
+        let rest = parts.next().unwrap_or("");
+        (render(a, strings, false) == render(b, strings, false), rest)
+    } else {
+        // A numeric expression: `\n(.g` (groff: 1), other registers 0, literals.
+        let end = s.find([' ', '\t']).unwrap_or(s.len());
+        let expr = &s[..end];
+        let v = if expr.contains("\\n(.g") || expr.contains("\\n[.g]") {
+            true
+        } else if expr.contains("\\n") {
+            false
+        } else {
+            let digits: String = expr.chars().take_while(|c| c.is_ascii_digit()).collect();
+            digits.parse::<i64>().map(|n| n > 0).unwrap_or(false)
+        };
+        (v, &s[end..])
+    };
+    (val != neg, rest.trim_start_matches([' ', '\t']))
+}
+
+impl Parser {
+    fn new(src: &str) -> Parser {
+        let set = if src
+            .lines()
+            .take(400)
+            .any(|l| l.starts_with(".Dd") || l.starts_with(".Sh ") || l.starts_with(".Nm"))
+        {
+            MacroSet::Mdoc
+        } else {
+            MacroSet::Man
+        };
+        Parser {
+            set,
+            sections: Vec::new(),
+            strings: HashMap::new(),
+            cond_stack: Vec::new(),
+            last_ie: Vec::new(),
+            skip_until: None,
+            pending: Pending::None,
+            item: None,
+            para: None,
+            rs_depth: 0,
+            lists: Vec::new(),
+            xo: false,
+            nofill: false,
+            name: None,
+            name_description: None,
+            mark_all: false,
+        }
+    }
+
+    fn finish(self) -> Page {
+        let mut sections = self.sections;
+        for s in &mut sections {
+            let keep = s.name == "SYNOPSIS";
+            for b in &mut s.blocks {
+                match b {
+                    Block::Text(t) if keep => *t = marked(t.trim()),
+                    Block::Text(t) => *t = plain(t.trim()),
+                    Block::Item { tags, body, .. } => {
+                        for t in tags.iter_mut() {
+                            *t = marked(t.trim());
+                        }
+                        *body = plain(body.trim());
+                    }
+                    Block::Sub(t) => *t = plain(t),
+                }
+            }
+            s.name = plain(&s.name);
+            s.blocks
+                .retain(|b| !matches!(b, Block::Text(t) if t.is_empty()));
+        }
+        Page {
+            macro_set: self.set,
+            sections,
+            name: self.name.map(|n| plain(&n)),
+            name_description: self.name_description.map(|n| plain(&n)),
+        }
+    }
+
+    fn run(&mut self, src: &str) {
+        let mut lines = src.lines();
+        let mut joined = String::new();
+        while let Some(line) = lines.next() {
+            // Continuation: a line ending in an unescaped backslash goes on.
+            let mut line = line.trim_end_matches('\r');
+            if line.ends_with('\\') && !line.ends_with("\\\\") {
+                joined.clear();
+                joined.push_str(&line[..line.len() - 1]);
+                for next in lines.by_ref() {
+                    let next = next.trim_end_matches('\r');
+                    if next.ends_with('\\') && !next.ends_with("\\\\") {
+                        joined.push_str(&next[..next.len() - 1]);
+                    } else {
+                        joined.push_str(next);
+                        break;
+                    }
+                }
+                let owned = std::mem::take(&mut joined);
+                self.line(&owned);
+                joined = owned;
+                continue;
+            }
+            if line.len() > 64 * 1024 {
+                line = &line[..line.floor_char_boundary(64 * 1024)];
+            }
+            self.line(line);
+        }
+    }
+
+    /// Handles one input line, inside whatever conditional blocks are open.
+    fn line(&mut self, line: &str) {
+        if let Some(end) = &self.skip_until {
+            if (line.starts_with('.') || line.starts_with('\''))
+                && strip_comment(&line[1..]).trim() == end.as_str()
+            {
+                self.skip_until = None;
+            }
+            return;
+        }
+        if !self.cond_stack.is_empty() {
+            let taken = self.cond_stack.iter().all(|t| *t);
+            let opens = line.matches("\\{").count();
+            let closes = line.matches("\\}").count();
+            if !taken {
+                for _ in 0..opens {
+                    self.cond_stack.push(false);
+                }
+                for _ in 0..closes {
+                    self.cond_stack.pop();
+                }
+                return;
+            }
+            if closes > 0 {
+                let before = line.split("\\}").next().unwrap_or("");
+                for _ in 0..closes {
+                    self.cond_stack.pop();
+                }
+                let before = before.trim_end();
+                if !before.is_empty() && before != "." && before != "'" {
+                    self.dispatch(before);
+                }
+                return;
+            }
+        }
+        self.dispatch(line);
+    }
+
+    fn dispatch(&mut self, line: &str) {
+        if line.starts_with(".\\\"") || line.starts_with("'\\\"") || line.starts_with("\\\"") {
+            return;
+        }
+        if line.starts_with('.') || line.starts_with('\'') {
+            self.control(line);
+        } else {
+            self.text(line);
+        }
+    }
+
+    /// Takes the rest of a conditional: a `\{` block or one line.
+    fn conditional(&mut self, taken: bool, rest: &str) {
+        if let Some(body) = rest.strip_prefix("\\{") {
+            let body = body.trim_start();
+            // A block that also closes on this line.
+            if let Some(end) = body.find("\\}") {
+                if taken && !body[..end].trim().is_empty() {
+                    self.dispatch(body[..end].trim_end());
+                }
+                return;
+            }
+            self.cond_stack.push(taken);
+            if taken && !body.is_empty() {
+                self.dispatch(body);
+            }
+        } else if taken && !rest.is_empty() {
+            self.dispatch(rest);
+        }
+    }
+
+    fn section(&mut self) -> &mut Section {
+        if self.sections.is_empty() {
+            self.sections.push(Section::default());
+        }
+        let last = self.sections.len() - 1;
+        &mut self.sections[last]
+    }
+
+    fn in_synopsis(&self) -> bool {
+        self.sections
+            .last()
+            .is_some_and(|s| s.name == "SYNOPSIS" || s.name == "NAME")
+    }
+
+    /// Ends the open paragraph and item.
+    fn break_all(&mut self) {
+        self.para = None;
+        self.item = None;
+        self.pending = Pending::None;
+    }
+
+    /// Ends the open paragraph; the item goes on.
+    fn break_para(&mut self) {
+        self.para = None;
+    }
+
+    fn new_section(&mut self, name: String) {
+        self.break_all();
+        self.rs_depth = 0;
+        self.lists.clear();
+        self.nofill = false;
+        self.xo = false;
+        self.sections.push(Section {
+            name: name.trim().to_uppercase(),
+            blocks: Vec::new(),
+        });
+        self.mark_all = self.in_synopsis();
+    }
+
+    /// Starts an item with its first tag (or adds an alias tag to an item with no
+    /// body yet).
+    fn start_item(&mut self, tag: Option<String>, depth: usize) {
+        self.para = None;
+        if let Some((idx, _)) = self.item {
+            let sec = self.section();
+            if let Some(Block::Item { tags, body, .. }) = sec.blocks.get_mut(idx)
+                && body.trim().is_empty()
+            {
+                if let Some(t) = tag {
+                    tags.push(t);
+                } else {
+                    tags.push(String::new());
+                }
+                self.item = Some((idx, depth));
+                return;
+            }
+        }
+        let sec = self.section();
+        sec.blocks.push(Block::Item {
+            tags: vec![tag.unwrap_or_default()],
+            body: String::new(),
+            depth,
+        });
+        let idx = sec.blocks.len() - 1;
+        self.item = Some((idx, depth));
+    }
+
+    /// Turns the open one-line paragraph into an item's tag (DocBook's `.PP` + `.RS`,
+    /// `.HP` + `.IP`). Returns whether it did.
+    fn para_to_item(&mut self) -> bool {
+        if self.item.is_none()
+            && let Some((idx, 1)) = self.para
+            && let Some(Block::Text(t)) = self.section().blocks.get(idx).cloned()
+        {
+            let depth = self.rs_depth;
+            self.section().blocks[idx] = Block::Item {
+                tags: vec![t],
+                body: String::new(),
+                depth,
+            };
+            self.item = Some((idx, depth));
+            self.para = None;
+            return true;
+        }
+        false
+    }
+
+    /// Adds rendered text to the open tag, item body or paragraph.
+    fn add_text(&mut self, text: &str) {
+        if self.pending == Pending::TpTag {
+            self.pending = Pending::None;
+            if let Some((idx, _)) = self.item
+                && let Some(Block::Item { tags, .. }) = self.section().blocks.get_mut(idx)
+                && let Some(last) = tags.last_mut()
+            {
+                if !last.is_empty() {
+                    last.push(' ');
+                }
+                last.push_str(text);
+            }
+            return;
+        }
+        if self.xo {
+            if let Some((idx, _)) = self.item
+                && let Some(Block::Item { tags, .. }) = self.section().blocks.get_mut(idx)
+                && let Some(last) = tags.last_mut()
+            {
+                if !last.is_empty() && !text.starts_with(closing_punct_char) {
+                    last.push(' ');
+                }
+                last.push_str(text);
+            }
+            return;
+        }
+        let sep = if self.nofill { '\n' } else { ' ' };
+        if let Some((idx, _)) = self.item
+            && self.para.is_none()
+        {
+            if let Some(Block::Item { body, .. }) = self.section().blocks.get_mut(idx) {
+                if !body.is_empty() {
+                    body.push(sep);
+                }
+                body.push_str(text);
+            }
+            return;
+        }
+        match self.para {
+            Some((idx, n)) => {
+                if let Some(Block::Text(t)) = self.section().blocks.get_mut(idx) {
+                    if !t.is_empty() {
+                        t.push(sep);
+                    }
+                    t.push_str(text);
+                }
+                self.para = Some((idx, n + 1));
+            }
+            None => {
+                let sec = self.section();
+                sec.blocks.push(Block::Text(text.to_owned()));
+                let idx = sec.blocks.len() - 1;
+                self.para = Some((idx, 1));
+            }
+        }
+    }
+
+    fn text(&mut self, line: &str) {
+        if line.trim().is_empty() {
+            // A blank line is a paragraph break in fill mode.
+            if !self.nofill && self.item.is_none() {
+                self.break_para();
+            }
+            return;
+        }
+        let mark = true;
+        let text = render(line, &self.strings, mark);
+        self.add_text(&text);
+    }
+
+    fn control(&mut self, line: &str) {
+        let line = strip_comment(line);
+        let (name, rest) = request(line);
+        let name = name.to_owned();
+        match name.as_str() {
+            "" | "\\\"" => {}
+            "if" => {
+                let (taken, r) = condition(rest, &self.strings);
+                let r = r.to_owned();
+                self.conditional(taken, &r);
+            }
+            "ie" => {
+                let (taken, r) = condition(rest, &self.strings);
+                self.last_ie.push(taken);
+                let r = r.to_owned();
+                self.conditional(taken, &r);
+            }
+            "el" => {
+                let taken = !self.last_ie.pop().unwrap_or(true);
+                let r = rest.to_owned();
+                self.conditional(taken, &r);
+            }
+            "de" | "de1" | "am" | "am1" | "ig" => {
+                let args = split_args(rest);
+                let end = if name == "ig" {
+                    args.first().cloned().unwrap_or_else(|| ".".to_owned())
+                } else {
+                    args.get(1).cloned().unwrap_or_else(|| ".".to_owned())
+                };
+                self.skip_until = Some(end);
+            }
+            "ds" | "ds1" => {
+                let r = rest.trim_start();
+                let end = r.find([' ', '\t']).unwrap_or(r.len());
+                let key = r[..end].to_owned();
+                let mut value = r[end..].trim_start_matches([' ', '\t']);
+                value = value.strip_prefix('"').unwrap_or(value);
+                self.strings.insert(key, value.to_owned());
+            }
+            "TH" | "Dt" => {}
+            "SH" | "Sh" => {
+                let text = if self.set == MacroSet::Mdoc {
+                    mdoc_inline(&split_args(rest), &self.strings, false, "")
+                } else {
+                    split_args(rest)
+                        .iter()
+                        .map(|a| render(a, &self.strings, false))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                };
+                self.new_section(text);
+            }
+            "SS" | "Ss" => {
+                self.break_all();
+                self.rs_depth = 0;
+                let text = split_args(rest)
+                    .iter()
+                    .map(|a| render(a, &self.strings, false))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                self.section()
+                    .blocks
+                    .push(Block::Sub(text.trim().to_owned()));
+            }
+            "PP" | "P" | "LP" | "Pp" | "Lp" | "HP" => {
+                if self.item.is_some_and(|(_, d)| self.rs_depth > d)
+                    || (self.set == MacroSet::Mdoc && self.item.is_some())
+                {
+                    // Inside an item's indented body: a paragraph of the body.
+                    self.add_text("\n");
+                    self.break_para();
+                } else {
+                    self.break_all();
+                }
+            }
+            "sp" | "Sp" | "br" => {
+                if self.item.is_some() {
+                    if self.pending == Pending::None && !self.xo {
+                        self.add_text("\n");
+                    }
+                } else {
+                    self.break_para();
+                }
+            }
+            "TP" | "TQ" => {
+                let depth = self.rs_depth;
+                if name == "TQ" {
+                    // Always an alias of the open item.
+                    if let Some((idx, _)) = self.item
+                        && let Some(Block::Item { tags, .. }) = self.section().blocks.get_mut(idx)
+                    {
+                        tags.push(String::new());
+                        self.pending = Pending::TpTag;
+                        return;
+                    }
+                }
+                self.start_item(None, depth);
+                self.pending = Pending::TpTag;
+            }
+            "IP" => {
+                let args = split_args(rest);
+                let tag = args.first().map(|a| render(a, &self.strings, true));
+                match tag {
+                    Some(t) if !t.trim().is_empty() => {
+                        let depth = self.rs_depth;
+                        self.start_item(Some(t), depth);
+                    }
+                    _ => {
+                        // An untagged indented paragraph: goes on with the open item, or
+                        // makes a one-line paragraph before it (`.HP` style) its tag.
+                        if self.para_to_item() {
+                        } else if self.item.is_some() {
+                            self.add_text("\n");
+                        } else {
+                            self.break_para();
+                        }
+                    }
+                }
+            }
+            "RS" => {
+                // DocBook/Asciidoctor: a one-line paragraph followed by an indented
+                // block is a tag and its body.
+                self.para_to_item();
+                self.rs_depth += 1;
+            }
+            "RE" => {
+                self.rs_depth = self.rs_depth.saturating_sub(1);
+                if let Some((_, d)) = self.item
+                    && self.rs_depth <= d
+                {
+                    self.break_all();
+                }
+            }
+            "nf" | "EX" | "Vb" => self.nofill = true,
+            "fi" | "EE" | "Ve" => self.nofill = false,
+            "PD" | "ne" | "in" | "ti" | "ll" | "ad" | "na" | "hy" | "nh" | "nr" | "ft" | "ps"
+            | "vs" | "ta" | "tr" | "cs" | "bp" | "so" | "mso" | "IX" | "UC" | "Dd" | "Os"
+            | "do" | "rm" | "rr" | "als" | "ec" | "eo" | "lf" | "cc" | "c2" | "ev" | "hw"
+            | "ns" | "rs" | "fam" | "mk" | "rt" | "ce" | "ul" | "cu" | "it" | "pc" | "ss"
+            | "char" | "fcolor" | "gcolor" | "Ed" | "Ek" | "Bk" | "Bf" | "Ef" | "Db" | "ME"
+            | "UE" | "MT" | "OP" | "SY" | "YS" | "blm" | "lsm" | "Rs" | "Re" | "%A" | "%T"
+            | "%B" | "%D" | "%I" | "%J" | "%N" | "%O" | "%P" | "%Q" | "%R" | "%U" | "%V" | "em"
+            | "wh" | "ch" | "tm" | "ab" | "ex" | "warn" | "troff" | "nroff" | "pl" | "lt"
+            | "po" | "fp" | "ftr" | "pso" | "sy" | "output" | "nx" | "Ex" | "Rv" | "St" | "Lb"
+            | "In" | "Fd" | "Ft" | "Fn" | "Bt" | "Ud" | "Hf" | "Sm" => {
+                self.man_extra(&name, rest);
+            }
+            "UR" => {}
+            "Bd" => {
+                if rest.contains("-literal") || rest.contains("-unfilled") {
+                    self.nofill = true;
+                }
+                if self.item.is_none() {
+                    self.break_para();
+                }
+            }
+            "Bl" => {
+                let tags = !(rest.contains("-bullet")
+                    || rest.contains("-dash")
+                    || rest.contains("-hyphen")
+                    || rest.contains("-enum")
+                    || rest.contains("-item"));
+                self.lists.push(tags);
+                self.para = None;
+            }
+            "El" => {
+                self.lists.pop();
+                self.xo = false;
+                self.pending = Pending::None;
+                self.item = None;
+                self.para = None;
+            }
+            "It" => {
+                let depth = self.lists.len().saturating_sub(1);
+                let takes_tag = self.lists.last().copied().unwrap_or(true);
+                let args = split_args(rest);
+                let ends_xo = args.last().is_some_and(|a| a == "Xo");
+                let tag = if takes_tag {
+                    mdoc_inline(
+                        &args,
+                        &self.strings,
+                        true,
+                        self.name.as_deref().unwrap_or(""),
+                    )
+                } else {
+                    String::new()
+                };
+                // A new `.It` never merges into the previous item for mdoc: `-compact`
+                // lists put each option on its own `.It`.
+                self.item = None;
+                self.start_item(Some(tag), depth);
+                self.xo = ends_xo && takes_tag;
+            }
+            "Xc" => {
+                if self.xo {
+                    let args = split_args(rest);
+                    if !args.is_empty() {
+                        let text = mdoc_inline(
+                            &args,
+                            &self.strings,
+                            true,
+                            self.name.as_deref().unwrap_or(""),
+                        );
+                        self.add_text(&text);
+                    }
+                }
+                self.xo = false;
+            }
+            "Nd" => {
+                let text = mdoc_inline(&split_args(rest), &self.strings, false, "");
+                self.name_description = Some(text.clone());
+                self.add_text(&format!("- {text}"));
+            }
+            "Nm" if self.name.is_none() => {
+                let args = split_args(rest);
+                if let Some(n) = args.first() {
+                    self.name = Some(render(n, &self.strings, false));
+                }
+                let text = mdoc_inline(
+                    &std::iter::once("Nm".to_owned())
+                        .chain(args)
+                        .collect::<Vec<_>>(),
+                    &self.strings,
+                    true,
+                    self.name.as_deref().unwrap_or(""),
+                );
+                self.mdoc_line(&text, true);
+            }
+            "D1" | "Dl" => {
+                let text = mdoc_inline(
+                    &split_args(rest),
+                    &self.strings,
+                    false,
+                    self.name.as_deref().unwrap_or(""),
+                );
+                self.add_text(&text);
+            }
+            _ if self.set == MacroSet::Mdoc && mdoc_callable(&name) => {
+                let args: Vec<String> = std::iter::once(name.clone())
+                    .chain(split_args(rest))
+                    .collect();
+                let mark = true;
+                let text = mdoc_inline(
+                    &args,
+                    &self.strings,
+                    mark,
+                    self.name.as_deref().unwrap_or(""),
+                );
+                self.mdoc_line(&text, name == "Nm");
+            }
+            "B" | "I" | "SM" | "SB" | "BR" | "RB" | "BI" | "IB" | "RI" | "IR" | "CW" | "CR" => {
+                let mark = true;
+                let args = split_args(rest);
+                if args.is_empty() {
+                    // `.B` alone sets the next line's font; the next line is the text.
+                    return;
+                }
+                let text = man_font_line(&name, &args, &self.strings, mark);
+                self.add_text(&text);
+            }
+            _ => {
+                // Unknown macro (a page's own): its arguments are likely text.
+                if self.set == MacroSet::Man {
+                    let args = split_args(rest);
+                    if !args.is_empty() && name.chars().all(|c| c.is_ascii_alphabetic()) {
+                        let mark = true;
+                        let text = args
+                            .iter()
+                            .map(|a| render(a, &self.strings, mark))
+                            .collect::<Vec<_>>()
+                            .join(" ");
+                        if name.chars().next().is_some_and(|c| c.is_ascii_uppercase()) {
+                            self.add_text(&text);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Requests whose only effect that matters is on no-fill mode or SYNOPSIS text.
+    fn man_extra(&mut self, name: &str, rest: &str) {
+        match name {
+            "SY" => {
+                self.break_para();
+                let args = split_args(rest);
+                let text = args
+                    .iter()
+                    .map(|a| render(a, &self.strings, true))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                self.add_text(&text);
+            }
+            "OP" => {
+                let args = split_args(rest);
+                let mut text = String::from("[");
+                if let Some(f) = args.first() {
+                    text.push_str(&render(f, &self.strings, false));
+                }
+                if let Some(v) = args.get(1) {
+                    text.push_str(&format!(
+                        " {OPEN}{}{CLOSE}",
+                        render(v, &self.strings, false)
+                    ));
+                }
+                text.push(']');
+                self.add_text(&text);
+            }
+            "Fn" | "Ft" | "Fd" | "In" | "St" | "Lb" => {}
+            _ => {}
+        }
+    }
+
+    /// Adds an mdoc macro line's text; in SYNOPSIS a `.Nm` starts a new line.
+    fn mdoc_line(&mut self, text: &str, is_nm: bool) {
+        if text.is_empty() {
+            return;
+        }
+        if is_nm && self.mark_all && self.sections.last().is_some_and(|s| s.name == "SYNOPSIS") {
+            self.break_para();
+        }
+        self.add_text(text);
+    }
+}
+
+fn closing_punct_char(c: char) -> bool {
+    matches!(c, '.' | ',' | ':' | ';' | ')' | ']' | '?' | '!')
+}
+
+/// Renders a man(7) font macro line: `.B`/`.I` join their words with blanks, the
+/// alternating ones (`.BR`…) without.
+fn man_font_line(
+    name: &str,
+    args: &[String],
+    strings: &HashMap<String, String>,
+    mark: bool,
+) -> String {
+    let fonts: Vec<char> = match name {
+        "B" | "SB" => vec!['B'],
+        "I" => vec!['I'],
+        "SM" | "CW" | "CR" => vec!['R'],
+        _ => name.chars().collect(),
+    };
+    let alternate = fonts.len() > 1;
+    let mut out = String::new();
+    for (i, a) in args.iter().enumerate() {
+        let f = fonts[i % fonts.len()];
+        let text = render(a, strings, mark);
+        if !alternate && i > 0 {
+            out.push(' ');
+        }
+        if f == 'I' && mark && !text.is_empty() && !text.starts_with(OPEN) {
+            out.push(OPEN);
+            out.push_str(&text);
+            out.push(CLOSE);
+        } else {
+            out.push_str(&text);
+        }
+    }
+    out
+}

@@ -1,0 +1,400 @@
+//! Inference as a scan source: which names have a page, which inferred documents are
+//! still current, and the cache that lets a warm rescan read no man page.
+//!
+//! The cache is `<data-dir>/cache/infer-cache.json` (per tool: the page, every file read
+//! with its stamp, the document's sha256) and `<data-dir>/cache/man-dirs.json` (the
+//! listing of each manual section directory with its modification time). While no
+//! section directory changed, the page `man` would pick for a name is the one recorded,
+//! so neither listing nor page is read; a recorded document stays current while every
+//! file it was read from keeps its stamp. Like the scan cache, it is an optimisation:
+//! missing or corrupt, the next scan is cold.
+
+use super::locate::{self, DirListing, ManIndex, PageRef, Stamp};
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Version of the cache files; another version is ignored.
+pub const INFER_CACHE_VERSION: u32 = 1;
+
+/// `infer-cache.json`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct InferCache {
+    /// Always [`INFER_CACHE_VERSION`].
+    pub version: u32,
+    /// The manual trees searched, in order, when the cache was written.
+    pub roots: Vec<PathBuf>,
+    /// Section directory → its modification time (ns) when listed.
+    pub dirs: BTreeMap<PathBuf, i128>,
+    /// Tool name → its page and document.
+    pub tools: BTreeMap<String, InferRecord>,
+    /// Names that had no page.
+    pub none: BTreeSet<String>,
+}
+
+/// What the last inference of one tool read and produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InferRecord {
+    /// The page file found for the name.
+    pub page: PathBuf,
+    /// The tree it is in.
+    pub root: PathBuf,
+    /// Its section.
+    pub section: String,
+    /// Every file read (page, `.so` targets, per-command pages) with its stamp.
+    pub inputs: Vec<(PathBuf, Stamp)>,
+    /// sha256 hex of the document.
+    pub doc: String,
+}
+
+/// `man-dirs.json`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct DirsCache {
+    version: u32,
+    listings: HashMap<PathBuf, DirListing>,
+}
+
+fn cache_file(data: &Path) -> PathBuf {
+    data.join("cache").join("infer-cache.json")
+}
+
+fn dirs_file(data: &Path) -> PathBuf {
+    data.join("cache").join("man-dirs.json")
+}
+
+/// The inference source during one scan.
+pub struct InferSource {
+    data: PathBuf,
+    roots: Vec<PathBuf>,
+    old: InferCache,
+    /// Whether every section directory is as the cache recorded it.
+    dirs_unchanged: bool,
+    index: Option<ManIndex>,
+    offers: HashMap<String, Offer>,
+    none: BTreeSet<String>,
+    failed: BTreeMap<String, String>,
+}
+
+/// A prepared document, as offered to the scan.
+pub struct Offered<'a> {
+    /// sha256 hex of the document.
+    pub sha: &'a str,
+    /// A cached file (`Ok`) or this scan's bytes (`Err`).
+    pub doc: Result<&'a Path, Arc<[u8]>>,
+    /// The man page it was read from.
+    pub page: &'a Path,
+}
+
+/// A document ready to offer.
+struct Offer {
+    page: PathBuf,
+    sha: String,
+    doc: OfferDoc,
+    record: InferRecord,
+}
+
+/// Where an offered document's bytes are.
+enum OfferDoc {
+    /// Made by an earlier scan, stored in the cache.
+    Cached(PathBuf),
+    /// Made by this scan.
+    Fresh(Arc<[u8]>),
+}
+
+fn cached_doc(data: &Path, sha: &str) -> PathBuf {
+    data.join("cache")
+        .join("inferred")
+        .join(format!("{sha}.json"))
+}
+
+/// Infers, serializes and validates the document of `name`. Any validator finding,
+/// warnings included, rejects it: inferred documents must be clean.
+fn make_offer(index: &ManIndex, page: &PageRef, name: &str) -> Result<Offer, String> {
+    let inf = super::infer_page(index, page, name).map_err(|e| e.to_string())?;
+    let mut bytes = serde_json::to_vec_pretty(&inf.document).map_err(|e| e.to_string())?;
+    bytes.push(b'\n');
+    let checked = crate::validate::check_bytes(&bytes, None, None);
+    if let Some(d) = checked.diagnostics.first() {
+        return Err(format!(
+            "the document inferred from {} is invalid: {} at {}: {}",
+            page.path.display(),
+            d.rule,
+            d.pointer,
+            d.message
+        ));
+    }
+    let sha = hex::encode(sha2::Sha256::digest(&bytes));
+    let record = InferRecord {
+        page: page.path.clone(),
+        root: page.root.clone(),
+        section: page.section.clone(),
+        inputs: inf.inputs,
+        doc: sha.clone(),
+    };
+    Ok(Offer {
+        page: page.path.clone(),
+        sha,
+        doc: OfferDoc::Fresh(bytes.into()),
+        record,
+    })
+}
+
+/// A name's page and whether its recorded document is still current.
+#[derive(Debug, Clone)]
+pub struct Lookup {
+    /// The page.
+    pub page: PageRef,
+    /// The recorded document's sha256, when every input is unchanged.
+    pub current: Option<String>,
+}
+
+impl InferSource {
+    /// Opens the source: the manual trees for `manpath_env`/`path_env` and the cache
+    /// (ignored with `refresh`). Reads no page and lists no directory yet.
+    pub fn open(
+        data: &Path,
+        manpath_env: Option<&OsStr>,
+        path_env: Option<&OsStr>,
+        refresh: bool,
+    ) -> InferSource {
+        let roots = locate::manpath(manpath_env, path_env);
+        let old: InferCache = if refresh {
+            InferCache::default()
+        } else {
+            std::fs::read(cache_file(data))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<InferCache>(&b).ok())
+                .filter(|c| c.version == INFER_CACHE_VERSION)
+                .unwrap_or_default()
+        };
+        let dirs_unchanged = old.roots == roots
+            && !old.dirs.is_empty()
+            && section_dirs(&roots)
+                .iter()
+                .all(|d| Stamp::of(d).ok().map(|s| s.mtime_ns) == old.dirs.get(d).copied())
+            && old.dirs.keys().all(|d| d.is_dir());
+        InferSource {
+            data: data.to_owned(),
+            roots,
+            old,
+            dirs_unchanged,
+            index: None,
+            offers: HashMap::new(),
+            none: BTreeSet::new(),
+            failed: BTreeMap::new(),
+        }
+    }
+
+    fn index(&mut self) -> &ManIndex {
+        if self.index.is_none() {
+            let reuse: HashMap<PathBuf, DirListing> = std::fs::read(dirs_file(&self.data))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<DirsCache>(&b).ok())
+                .filter(|c| c.version == INFER_CACHE_VERSION)
+                .map(|c| c.listings)
+                .unwrap_or_default();
+            self.index = Some(ManIndex::build(&self.roots, &reuse));
+        }
+        self.index.as_ref().expect("index just built")
+    }
+
+    /// The page of `name`, and its recorded document if still current.
+    fn lookup(&mut self, name: &str) -> Option<Lookup> {
+        if self.dirs_unchanged {
+            if self.old.none.contains(name) {
+                return None;
+            }
+            if let Some(rec) = self.old.tools.get(name) {
+                let page = PageRef {
+                    path: rec.page.clone(),
+                    root: rec.root.clone(),
+                    section: rec.section.clone(),
+                };
+                let current = rec
+                    .inputs
+                    .iter()
+                    .all(|(p, s)| Stamp::of(p).ok().as_ref() == Some(s))
+                    .then(|| rec.doc.clone());
+                return Some(Lookup { page, current });
+            }
+        }
+        let page = self.index().find(name)?;
+        let current = self.old.tools.get(name).and_then(|rec| {
+            (rec.page == page.path
+                && rec
+                    .inputs
+                    .iter()
+                    .all(|(p, s)| Stamp::of(p).ok().as_ref() == Some(s)))
+            .then(|| rec.doc.clone())
+        });
+        Some(Lookup { page, current })
+    }
+
+    /// The index, built now if not yet.
+    pub fn ready_index(&mut self) -> &ManIndex {
+        self.index()
+    }
+
+    /// Looks up the page of every name and infers, in parallel (on the caller's rayon
+    /// pool), the documents that are not current in the cache. Afterwards
+    /// [`InferSource::offer`] answers without reading anything.
+    pub fn prepare<'n>(&mut self, names: impl IntoIterator<Item = &'n str>) {
+        use rayon::prelude::*;
+        let mut todo: Vec<(String, PageRef)> = Vec::new();
+        for name in names {
+            if self.offers.contains_key(name) || self.none.contains(name) {
+                continue;
+            }
+            match self.lookup(name) {
+                None => {
+                    self.none.insert(name.to_owned());
+                }
+                Some(Lookup {
+                    page,
+                    current: Some(doc),
+                }) if cached_doc(&self.data, &doc).is_file() => {
+                    let record = self.old.tools.get(name).cloned();
+                    if let Some(record) = record {
+                        self.offers.insert(
+                            name.to_owned(),
+                            Offer {
+                                page: page.path.clone(),
+                                doc: OfferDoc::Cached(cached_doc(&self.data, &doc)),
+                                sha: doc,
+                                record,
+                            },
+                        );
+                    }
+                }
+                Some(Lookup { page, .. }) => todo.push((name.to_owned(), page)),
+            }
+        }
+        if todo.is_empty() {
+            return;
+        }
+        let index = self.index();
+        let results: Vec<(String, Result<Offer, String>)> = todo
+            .par_iter()
+            .with_max_len(1)
+            .map(|(name, page)| (name.clone(), make_offer(index, page, name)))
+            .collect();
+        for (name, r) in results {
+            match r {
+                Ok(o) => {
+                    self.offers.insert(name, o);
+                }
+                Err(m) => {
+                    self.failed.insert(name, m);
+                }
+            }
+        }
+    }
+
+    /// Whether `name` has a document to offer (after [`InferSource::prepare`]).
+    pub fn has(&self, name: &str) -> bool {
+        self.offers.contains_key(name)
+    }
+
+    /// The prepared document of `name`.
+    pub fn offer(&self, name: &str) -> Option<Offered<'_>> {
+        let o = self.offers.get(name)?;
+        let doc = match &o.doc {
+            OfferDoc::Cached(p) => Ok(p.as_path()),
+            OfferDoc::Fresh(b) => Err(b.clone()),
+        };
+        Some(Offered {
+            sha: o.sha.as_str(),
+            doc,
+            page: o.page.as_path(),
+        })
+    }
+
+    /// Why inference failed for names whose page could not be read or gave an invalid
+    /// document.
+    pub fn failed(&self) -> &BTreeMap<String, String> {
+        &self.failed
+    }
+
+    /// Writes the cache (and the documents made this scan, under
+    /// `cache/inferred/<sha256>.json`). Errors are returned as text (the scan reports
+    /// them as warnings).
+    pub fn save(mut self) -> Result<(), String> {
+        let docs = self.data.join("cache").join("inferred");
+        let mut tools = BTreeMap::new();
+        for (name, o) in &self.offers {
+            if let OfferDoc::Fresh(bytes) = &o.doc {
+                let path = cached_doc(&self.data, &o.sha);
+                if !path.is_file() {
+                    std::fs::create_dir_all(&docs)
+                        .map_err(|e| format!("cannot create {}: {e}", docs.display()))?;
+                    write_atomic(&path, bytes)?;
+                }
+            }
+            tools.insert(name.clone(), o.record.clone());
+        }
+        let none = std::mem::take(&mut self.none);
+        let dirs: BTreeMap<PathBuf, i128> = section_dirs(&self.roots)
+            .into_iter()
+            .filter_map(|d| Stamp::of(&d).ok().map(|s| (d, s.mtime_ns)))
+            .collect();
+        let cache = InferCache {
+            version: INFER_CACHE_VERSION,
+            roots: self.roots.clone(),
+            dirs,
+            tools,
+            none,
+        };
+        let dir = self.data.join("cache");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        if let Some(index) = self.index.take() {
+            let listings = DirsCache {
+                version: INFER_CACHE_VERSION,
+                listings: index.listings(),
+            };
+            write_atomic(
+                &dirs_file(&self.data),
+                &serde_json::to_vec(&listings).unwrap_or_default(),
+            )?;
+        }
+        if cache.tools != self.old.tools
+            || cache.none != self.old.none
+            || cache.dirs != self.old.dirs
+            || cache.roots != self.old.roots
+        {
+            write_atomic(
+                &cache_file(&self.data),
+                &serde_json::to_vec(&cache).unwrap_or_default(),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Every section directory of the trees (existing or not).
+fn section_dirs(roots: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for r in roots {
+        for s in locate::SECTIONS {
+            let d = r.join(format!("man{s}"));
+            if d.is_dir() {
+                out.push(d);
+            }
+        }
+    }
+    out
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    std::io::Write::write_all(&mut tmp, bytes)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    tmp.persist(path)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(())
+}

@@ -1,0 +1,226 @@
+//! Man-page inference end to end: `atip scan` registers executables that only have a
+//! man page as `inferred` (lowest precedence), `get`/`search`/`list` show them, `export`
+//! and `mcp` leave them out unless selected, and a warm rescan reads no man page.
+
+use crate::common::{Sandbox, show};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+const TOOLS: [(&str, &str); 4] = [
+    ("strings", "man1"),
+    ("lsblk", "man8"),
+    ("loginctl", "man1"),
+    ("ssh-keyscan", "man1"),
+];
+
+fn fixture(section: &str, name: &str) -> PathBuf {
+    let sec = section.trim_start_matches("man");
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/man")
+        .join(section)
+        .join(format!("{name}.{sec}.gz"))
+}
+
+/// A sandbox with four script tools that only have man pages, plus `ls`, which also
+/// has a shim (the shim must win).
+fn setup() -> Sandbox {
+    let sb = Sandbox::new();
+    for (name, section) in TOOLS {
+        sb.script(
+            &format!("bin/{name}"),
+            "#!/bin/sh\necho ran >> \"$0.ran\"\n",
+        );
+        let dest = sb.path().join("man").join(section);
+        std::fs::create_dir_all(&dest).unwrap();
+        std::fs::copy(
+            fixture(section, name),
+            dest.join(fixture(section, name).file_name().unwrap()),
+        )
+        .unwrap();
+    }
+    sb.script("bin/ls", "#!/bin/sh\necho ran >> \"$0.ran\"\n");
+    let dest = sb.path().join("man/man1");
+    std::fs::copy(fixture("man1", "ls"), dest.join("ls.1.gz")).unwrap();
+    // A page that is only a `.so` redirect to another page.
+    sb.script("bin/strings-alias", "#!/bin/sh\nexit 0\n");
+    sb.write("man/man1/strings-alias.1", ".so man1/strings.1.gz\n");
+    sb
+}
+
+fn scan(sb: &Sandbox, extra: &[&str]) -> Value {
+    let out = sb
+        .atip()
+        .args(["scan", "--output", "json", "--path"])
+        .arg(sb.path().join("bin"))
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn tool<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("{name} not in report: {report}"))
+}
+
+#[test]
+fn scan_registers_inferred_tools_and_shims_win() {
+    let sb = setup();
+    let report = scan(&sb, &[]);
+    for (name, _) in TOOLS {
+        let t = tool(&report, name);
+        assert_eq!(t["source"], "inferred", "{t}");
+        assert_eq!(t["trust"], "inferred");
+    }
+    assert_eq!(tool(&report, "strings-alias")["source"], "inferred");
+    assert_eq!(
+        tool(&report, "ls")["source"],
+        "shim",
+        "the built-in shim beats inference"
+    );
+    assert_eq!(
+        report["summary"]["sources"]["inferred"], 5,
+        "{}",
+        report["summary"]
+    );
+    assert_eq!(report["summary"]["sources"]["shim"], 1);
+    // Nothing was run.
+    for (name, _) in TOOLS {
+        assert!(
+            !sb.path().join(format!("bin/{name}.ran")).exists(),
+            "{name} was executed"
+        );
+    }
+
+    // get: the document, no effects stated, options from the page.
+    let out = sb
+        .atip()
+        .args(["get", "strings", "--output", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("--print-file-name"), "{text}");
+    assert!(text.contains("\"inferred\""), "{text}");
+    assert!(
+        !text.contains("\"effects\""),
+        "inferred documents state no effects: {text}"
+    );
+    let out = sb
+        .atip()
+        .args(["get", "loginctl", "--output", "json"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("terminate-session"),
+        "subcommands from COMMANDS: {text}"
+    );
+
+    // search finds them.
+    let out = sb
+        .atip()
+        .args(["search", "block devices", "--output", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("lsblk"),
+        "{}",
+        show(&out)
+    );
+
+    // export leaves them out unless selected.
+    let out = sb
+        .atip()
+        .args(["export", "--format", "openai"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    let all = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !all.contains("lsblk"),
+        "inferred tools exported without selection: {all}"
+    );
+    assert!(all.contains("\"ls"), "{all}");
+    for args in [
+        vec!["export", "--format", "openai", "--tools", "lsblk"],
+        vec!["export", "--format", "openai", "--include-inferred"],
+    ] {
+        let out = sb.atip().args(&args).output().unwrap();
+        assert!(out.status.success(), "{}", show(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("lsblk"),
+            "{args:?}: {}",
+            show(&out)
+        );
+    }
+    // Every export format's check passes on every inferred tool.
+    let names = "strings,lsblk,loginctl,ssh-keyscan,strings-alias";
+    for format in ["openai", "openai-strict", "anthropic", "gemini", "mcp"] {
+        let out = sb
+            .atip()
+            .args(["export", "--format", format, "--check", "--tools", names])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{format}: {}", show(&out));
+    }
+    // Every stored inferred document validates without a warning.
+    let out = sb
+        .atip()
+        .args(["validate", "--deny-warnings"])
+        .arg(sb.path().join("data/cache/inferred"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+}
+
+#[test]
+fn warm_rescan_reads_no_man_page_and_notices_changes() {
+    let sb = setup();
+    scan(&sb, &[]);
+    // Overwrite the page in place with garbage of the same size and restore its
+    // modification time: a scan that read it would now find no options.
+    let page = sb.path().join("man/man1/strings.1.gz");
+    let meta = std::fs::metadata(&page).unwrap();
+    let mtime = meta.modified().unwrap();
+    std::fs::write(&page, vec![b'x'; meta.len() as usize]).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&page)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let report = scan(&sb, &[]);
+    assert_eq!(report["summary"]["new"], 0, "{}", report["summary"]);
+    assert_eq!(report["summary"]["updated"], 0, "{}", report["summary"]);
+    assert_eq!(tool(&report, "strings")["status"], "unchanged");
+
+    // A real change (new mtime) is noticed: the page is read again.
+    std::fs::copy(fixture("man1", "size"), &page).unwrap();
+    let report = scan(&sb, &[]);
+    assert_eq!(tool(&report, "strings")["status"], "updated", "{report}");
+    let out = sb
+        .atip()
+        .args(["get", "strings", "--output", "json"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("--radix") && text.contains("--format"),
+        "{text}"
+    );
+
+    // --no-infer registers none of them.
+    let report = scan(&sb, &["--no-infer"]);
+    assert!(
+        report["summary"]["sources"].get("inferred").is_none(),
+        "{}",
+        report["summary"]
+    );
+}
