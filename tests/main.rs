@@ -7,6 +7,7 @@
 mod common;
 
 mod agent;
+mod contract;
 mod exec;
 mod export;
 mod export_props;

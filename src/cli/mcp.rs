@@ -21,9 +21,7 @@ pub struct Args {
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     let (policy, settings) = args.run.resolve(ctx)?;
     let engine = Engine::load(&ctx.dirs, policy, settings, args.tools.as_deref(), None)?;
-    for w in &engine.warnings {
-        eprintln!("atip mcp: warning: {w}");
-    }
+    ctx.out.warnings(&engine.warnings);
     atip::mcp::serve_blocking(engine)?;
     Ok(0)
 }

@@ -4,7 +4,7 @@
 
 use crate::Ctx;
 use atip::discover::{self, ProbeMode, Progress, ScanOptions};
-use atip::output::{AtipError, ErrorCode};
+use atip::output::{AtipError, OutputFormat, Verbosity};
 use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -87,21 +87,17 @@ fn interrupt_flag() -> Arc<AtomicBool> {
 
 /// Runs `atip scan`; returns the exit code.
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+    use OutputFormat::{Json, Jsonl, Text};
+    ctx.output.require("scan", &[Text, Json, Jsonl])?;
     if args.jobs == Some(0) {
-        return Err(AtipError::new(
-            ErrorCode::Usage,
-            "--jobs must be at least 1",
-        ));
+        return Err(AtipError::usage("--jobs must be at least 1"));
     }
     if args.timeout.is_zero() {
-        return Err(AtipError::new(
-            ErrorCode::Usage,
-            "--timeout must be more than 0",
-        ));
+        return Err(AtipError::usage("--timeout must be more than 0"));
     }
     if args.probe == ProbeMode::All && !args.dry_run {
-        eprintln!(
-            "warning: --probe all runs EVERY executable on PATH with --agent, including programs that know nothing of ATIP; prefer --probe auto or --probe help"
+        ctx.out.warn(
+            "--probe all runs EVERY executable on PATH with --agent, including programs that know nothing of ATIP; prefer --probe auto or --probe help",
         );
     }
     let opts = ScanOptions {
@@ -117,7 +113,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         dry_run: args.dry_run,
         cancel: Some(interrupt_flag()),
     };
-    let report = if std::io::stderr().is_terminal() {
+    let report = if std::io::stderr().is_terminal() && ctx.out.verbosity() != Verbosity::Quiet {
         let bar = indicatif::ProgressBar::new(0).with_style(
             indicatif::ProgressStyle::with_template("probing {pos}/{len} {wide_msg}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
@@ -126,17 +122,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     } else {
         discover::scan(&ctx.dirs, &opts, &discover::NoProgress).map_err(|e| e.to_atip())?
     };
-    if ctx.output.is_json() {
-        atip::output::print_json(&report).map_err(|e| {
-            AtipError::new(
-                ErrorCode::StdoutWriteFailed,
-                format!("failed to write the report: {e}"),
-            )
-        })?;
-    } else {
-        use std::io::Write;
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(report.to_text().as_bytes());
+    match ctx.output {
+        Json => ctx.out.json(&report)?,
+        Jsonl => ctx.out.json_lines(&report.tools)?,
+        _ => ctx.out.text(&report.to_text())?,
     }
+    ctx.out.warnings(&report.warnings);
     Ok(0)
 }

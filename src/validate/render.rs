@@ -1,4 +1,5 @@
-//! How validation results look: rustc-style text, a JSON array, SARIF 2.1.0.
+//! How validation results look: rustc-style text, a JSON array, JSON Lines, SARIF 2.1.0,
+//! GitHub Actions workflow annotations.
 //!
 //! Owns the three printers. Each streams: `begin`, one `file` per document as results
 //! arrive, `end` with the totals, so a run over 10,000 files never holds them all.
@@ -24,8 +25,13 @@ pub enum Format {
     },
     /// One JSON array, one object per document (see `spec/validate.md`).
     Json,
+    /// One JSON object per document per line.
+    Jsonl,
     /// SARIF 2.1.0.
     Sarif,
+    /// GitHub Actions workflow commands (`::error file=…,line=…::message`), one per
+    /// diagnostic, then the summary line.
+    Github,
 }
 
 /// A streaming printer.
@@ -48,7 +54,7 @@ impl<W: Write> Printer<W> {
     /// Writes what comes before the first document.
     pub fn begin(&mut self) -> io::Result<()> {
         match self.format {
-            Format::Text { .. } => Ok(()),
+            Format::Text { .. } | Format::Jsonl | Format::Github => Ok(()),
             Format::Json => self.out.write_all(b"["),
             Format::Sarif => {
                 let head = sarif_head();
@@ -68,6 +74,17 @@ impl<W: Write> Printer<W> {
                     self.out.write_all(rendered.as_bytes())?;
                 } else if !report.diagnostics.is_empty() {
                     self.out.write_all(text(report, color).as_bytes())?;
+                }
+                Ok(())
+            }
+            Format::Jsonl => {
+                serde_json::to_writer(&mut self.out, report).map_err(io::Error::other)?;
+                self.out.write_all(b"\n")
+            }
+            Format::Github => {
+                for d in &report.diagnostics {
+                    self.out
+                        .write_all(github_annotation(&report.path, d).as_bytes())?;
                 }
                 Ok(())
             }
@@ -93,7 +110,7 @@ impl<W: Write> Printer<W> {
     /// Writes what comes after the last document.
     pub fn end(&mut self, summary: &Summary) -> io::Result<()> {
         match self.format {
-            Format::Text { .. } => writeln!(
+            Format::Text { .. } | Format::Github => writeln!(
                 self.out,
                 "checked {} document{}: {} valid, {} invalid ({} error{}, {} warning{})",
                 summary.files,
@@ -109,9 +126,43 @@ impl<W: Write> Printer<W> {
                 .out
                 .write_all(if self.first { b"]\n" } else { b"\n]\n" })?,
             Format::Sarif => self.out.write_all(b"]}]}\n")?,
+            Format::Jsonl => {}
         }
         self.out.flush()
     }
+}
+
+/// One GitHub Actions workflow command for a diagnostic, with the escaping the runner
+/// expects (`%`, CR, LF everywhere; also `:` and `,` in properties).
+pub fn github_annotation(path: &str, d: &Diagnostic) -> String {
+    fn data(s: &str) -> String {
+        s.replace('%', "%25")
+            .replace('\r', "%0D")
+            .replace('\n', "%0A")
+    }
+    fn property(s: &str) -> String {
+        data(s).replace(':', "%3A").replace(',', "%2C")
+    }
+    let level = match d.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    };
+    let mut props = vec![format!("file={}", property(path))];
+    if let Some(line) = d.line {
+        props.push(format!("line={line}"));
+    }
+    if let Some(col) = d.column {
+        props.push(format!("col={col}"));
+    }
+    props.push(format!("title={}", property(&d.rule)));
+    let mut message = d.message.clone();
+    if !d.pointer.is_empty() {
+        message = format!("{} (at {})", message, d.pointer);
+    }
+    if let Some(hint) = &d.hint {
+        message = format!("{message}\nhint: {hint}");
+    }
+    format!("::{level} {}::{}\n", props.join(","), data(&message))
 }
 
 fn plural(n: usize) -> &'static str {
