@@ -11,6 +11,7 @@ pub mod dirs;
 pub mod discover;
 pub mod exec;
 pub mod from_clap;
+pub mod lint;
 pub mod mcp;
 pub mod model;
 pub mod output;

@@ -54,6 +54,8 @@ pub struct Cli {
 enum Command {
     /// Check ATIP metadata, shims, registries and pattern files.
     Validate(cli::validate::Args),
+    /// Lint ATIP metadata: what makes it better for agents, beyond validity.
+    Lint(cli::lint::Args),
     /// Find ATIP tools on PATH and record them in the registry.
     Scan(cli::scan::Args),
     /// List the tools in the registry.
@@ -104,6 +106,7 @@ fn main() -> ExitCode {
     let result: Result<u8, AtipError> = match cli.command {
         _ if cli.agent => cli::agent::run(cli.commands.as_deref(), cli.depth, &ctx.out),
         Some(Command::Validate(args)) => cli::validate::run(args, &ctx),
+        Some(Command::Lint(args)) => cli::lint::run(args, &ctx),
         Some(Command::Scan(args)) => cli::scan::run(args, &ctx),
         Some(Command::List(args)) => cli::list::run(args, &ctx),
         Some(Command::Get(args)) => cli::get::run(args, &ctx),

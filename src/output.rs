@@ -24,10 +24,12 @@ pub enum OutputFormat {
     Json,
     /// One JSON object per line (commands that print lists: list, search, validate, scan).
     Jsonl,
-    /// SARIF 2.1.0 (`atip validate`).
+    /// SARIF 2.1.0 (`atip validate`, `atip lint`).
     Sarif,
-    /// GitHub Actions workflow annotations (`atip validate`).
+    /// GitHub Actions workflow annotations (`atip validate`, `atip lint`).
     Github,
+    /// Markdown, e.g. for a pull-request comment (`atip diff`).
+    Markdown,
 }
 
 impl OutputFormat {
@@ -57,6 +59,7 @@ impl OutputFormat {
             OutputFormat::Jsonl => "jsonl",
             OutputFormat::Sarif => "sarif",
             OutputFormat::Github => "github",
+            OutputFormat::Markdown => "markdown",
         }
     }
 

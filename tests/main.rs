@@ -11,6 +11,7 @@ mod contract;
 mod exec;
 mod export;
 mod export_props;
+mod lint;
 mod mcp;
 mod process;
 mod registry;

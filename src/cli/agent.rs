@@ -62,6 +62,17 @@ pub fn effects_table() -> Vec<(&'static [&'static str], Effects)> {
                 ..Effects::default()
             },
         ),
+        (
+            &["lint"],
+            Effects {
+                // `--fix` rewrites the linted files in place; `--exec TOOL` runs `TOOL --agent`.
+                filesystem: fs(true, true, false),
+                subprocess: Some(true),
+                reversible: Some(false),
+                modifies: Some(vec!["metadata files (with --fix)".into()]),
+                ..read_only()
+            },
+        ),
         (&["list"], read_only()),
         (&["get"], read_only()),
         (&["doctor"], read_only()),

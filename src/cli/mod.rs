@@ -4,6 +4,7 @@ pub mod doctor;
 pub mod exec;
 pub mod export;
 pub mod get;
+pub mod lint;
 pub mod list;
 pub mod mcp;
 pub mod scan;

@@ -92,6 +92,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         OutputFormat::Jsonl => Format::Jsonl,
         OutputFormat::Sarif => Format::Sarif,
         OutputFormat::Github => Format::Github,
+        OutputFormat::Markdown => {
+            return Err(AtipError::usage(
+                "atip validate prints text, json, jsonl, sarif or github, not markdown",
+            ));
+        }
         OutputFormat::Text | OutputFormat::Auto => Format::Text {
             color: ctx.out.stdout_color(),
         },

@@ -1,13 +1,14 @@
-//! How validation results look: rustc-style text, a JSON array, JSON Lines, SARIF 2.1.0,
-//! GitHub Actions workflow annotations.
+//! How validation and lint results look: rustc-style text, a JSON array, JSON Lines,
+//! SARIF 2.1.0, GitHub workflow annotations.
 //!
-//! Owns the three printers. Each streams: `begin`, one `file` per document as results
+//! Owns the four printers, shared by `atip validate` and `atip lint` (which passes its own
+//! rule catalogue for SARIF). Each streams: `begin`, one `file` per document as results
 //! arrive, `end` with the totals, so a run over 10,000 files never holds them all.
 //! Text uses `annotate-snippets` to show the offending source line with a caret.
 //!
 //! Must not check anything or choose exit codes.
 
-use super::rules::{RULES, rule_info};
+use super::rules::{RULES, RuleInfo};
 use super::run::{FileReport, Summary};
 use super::{Diagnostic, Severity};
 use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet};
@@ -29,16 +30,19 @@ pub enum Format {
     Jsonl,
     /// SARIF 2.1.0.
     Sarif,
-    /// GitHub Actions workflow commands (`::error file=…,line=…::message`), one per
-    /// diagnostic, then the summary line.
+    /// GitHub Actions workflow commands (`::error file=…,line=…::…`), one per finding.
     Github,
 }
+
+/// validate's catalogue alone.
+static VALIDATE_ONLY: &[&[RuleInfo]] = &[RULES];
 
 /// A streaming printer.
 pub struct Printer<W: Write> {
     out: W,
     format: Format,
     first: bool,
+    catalogues: &'static [&'static [RuleInfo]],
 }
 
 impl<W: Write> Printer<W> {
@@ -48,7 +52,15 @@ impl<W: Write> Printer<W> {
             out,
             format,
             first: true,
+            catalogues: VALIDATE_ONLY,
         }
+    }
+
+    /// Uses these rule catalogues (in order) for SARIF's `rules` and `ruleIndex`
+    /// instead of validate's alone.
+    pub fn with_catalogues(mut self, catalogues: &'static [&'static [RuleInfo]]) -> Self {
+        self.catalogues = catalogues;
+        self
     }
 
     /// Writes what comes before the first document.
@@ -57,7 +69,7 @@ impl<W: Write> Printer<W> {
             Format::Text { .. } | Format::Jsonl | Format::Github => Ok(()),
             Format::Json => self.out.write_all(b"["),
             Format::Sarif => {
-                let head = sarif_head();
+                let head = sarif_head(self.catalogues);
                 let text = serde_json::to_string(&head).map_err(io::Error::other)?;
                 // Open the results array inside runs[0]: the head ends with `"results":[]}]}`.
                 let cut = text.len() - "]}]}".len();
@@ -81,13 +93,6 @@ impl<W: Write> Printer<W> {
                 serde_json::to_writer(&mut self.out, report).map_err(io::Error::other)?;
                 self.out.write_all(b"\n")
             }
-            Format::Github => {
-                for d in &report.diagnostics {
-                    self.out
-                        .write_all(github_annotation(&report.path, d).as_bytes())?;
-                }
-                Ok(())
-            }
             Format::Json => {
                 let sep = if self.first { "\n" } else { ",\n" };
                 self.first = false;
@@ -99,8 +104,14 @@ impl<W: Write> Printer<W> {
                     let sep = if self.first { "" } else { "," };
                     self.first = false;
                     self.out.write_all(sep.as_bytes())?;
-                    serde_json::to_writer(&mut self.out, &sarif_result(&report.path, d))
-                        .map_err(io::Error::other)?;
+                    let result = sarif_result_in(self.catalogues, &report.path, d);
+                    serde_json::to_writer(&mut self.out, &result).map_err(io::Error::other)?;
+                }
+                Ok(())
+            }
+            Format::Github => {
+                for d in &report.diagnostics {
+                    writeln!(self.out, "{}", github_annotation(&report.path, d))?;
                 }
                 Ok(())
             }
@@ -130,39 +141,6 @@ impl<W: Write> Printer<W> {
         }
         self.out.flush()
     }
-}
-
-/// One GitHub Actions workflow command for a diagnostic, with the escaping the runner
-/// expects (`%`, CR, LF everywhere; also `:` and `,` in properties).
-pub fn github_annotation(path: &str, d: &Diagnostic) -> String {
-    fn data(s: &str) -> String {
-        s.replace('%', "%25")
-            .replace('\r', "%0D")
-            .replace('\n', "%0A")
-    }
-    fn property(s: &str) -> String {
-        data(s).replace(':', "%3A").replace(',', "%2C")
-    }
-    let level = match d.severity {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-    };
-    let mut props = vec![format!("file={}", property(path))];
-    if let Some(line) = d.line {
-        props.push(format!("line={line}"));
-    }
-    if let Some(col) = d.column {
-        props.push(format!("col={col}"));
-    }
-    props.push(format!("title={}", property(&d.rule)));
-    let mut message = d.message.clone();
-    if !d.pointer.is_empty() {
-        message = format!("{} (at {})", message, d.pointer);
-    }
-    if let Some(hint) = &d.hint {
-        message = format!("{message}\nhint: {hint}");
-    }
-    format!("::{level} {}::{}\n", props.join(","), data(&message))
 }
 
 fn plural(n: usize) -> &'static str {
@@ -283,10 +261,11 @@ fn sarif_level(s: Severity) -> &'static str {
     }
 }
 
-/// `runs[0]` without results: the tool and every rule atip can report.
-fn sarif_head() -> Value {
-    let rules: Vec<Value> = RULES
+/// `runs[0]` without results: the tool and every rule of the catalogues.
+fn sarif_head(catalogues: &[&[RuleInfo]]) -> Value {
+    let rules: Vec<Value> = catalogues
         .iter()
+        .flat_map(|c| c.iter())
         .map(|r| {
             json!({
                 "id": r.id,
@@ -327,8 +306,13 @@ fn sarif_uri(path: &str) -> String {
     out
 }
 
-/// One SARIF result.
+/// One SARIF result (rule indexes from validate's catalogue).
 pub fn sarif_result(path: &str, d: &Diagnostic) -> Value {
+    sarif_result_in(&[RULES], path, d)
+}
+
+/// One SARIF result, its `ruleIndex` counted over `catalogues` in order.
+pub fn sarif_result_in(catalogues: &[&[RuleInfo]], path: &str, d: &Diagnostic) -> Value {
     let mut physical = json!({"artifactLocation": {"uri": sarif_uri(path)}});
     if let (Some(line), Some(col)) = (d.line, d.column) {
         physical["region"] = json!({"startLine": line, "startColumn": col});
@@ -350,9 +334,50 @@ pub fn sarif_result(path: &str, d: &Diagnostic) -> Value {
         "locations": [location],
         "properties": {"pointer": d.pointer}
     });
-    if let Some(index) = RULES.iter().position(|r| r.id == d.rule) {
+    let index = catalogues
+        .iter()
+        .flat_map(|c| c.iter())
+        .position(|r| r.id == d.rule);
+    debug_assert!(index.is_some(), "rule {} is in no catalogue", d.rule);
+    if let Some(index) = index {
         result["ruleIndex"] = json!(index);
     }
-    debug_assert!(rule_info(&d.rule).is_some(), "rule {} not in RULES", d.rule);
     result
+}
+
+/// Escapes the message part of a GitHub workflow command.
+fn github_data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// Escapes a property value of a GitHub workflow command (also `:` and `,`).
+fn github_property(text: &str) -> String {
+    github_data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// One GitHub Actions annotation, e.g.
+/// `::warning file=shims/x.json,line=3,col=5,title=effects-unstated::message (hint: …)`.
+pub fn github_annotation(path: &str, d: &Diagnostic) -> String {
+    let mut props = format!("file={}", github_property(path));
+    if let (Some(line), Some(col)) = (d.line, d.column) {
+        props.push_str(&format!(",line={line},col={col}"));
+    }
+    props.push_str(&format!(",title={}", github_property(&d.rule)));
+    let mut message = d.message.clone();
+    if !d.pointer.is_empty() {
+        message.push_str(&format!(" [at {}]", d.pointer));
+    }
+    if let Some(hint) = &d.hint {
+        message.push_str(&format!(" (hint: {hint})"));
+    }
+    format!(
+        "::{} {props}::{}",
+        match d.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        },
+        github_data(&message)
+    )
 }

@@ -281,6 +281,50 @@ thread_local! {
 /// Buffers larger than this are released after use rather than kept per thread.
 const KEEP_BUFFER: usize = 1 << 20;
 
+/// Opens a regular file for reading under the size cap, or says why not.
+fn open_regular(
+    path: &Path,
+    opts: &Options,
+) -> Result<(std::fs::File, std::fs::Metadata), Box<FileReport>> {
+    let shown = display(path);
+    let unreadable = |e: std::io::Error| {
+        let missing = e.kind() == std::io::ErrorKind::NotFound;
+        Box::new(FileReport::failed(
+            shown.clone(),
+            if missing {
+                "input-missing"
+            } else {
+                "input-unreadable"
+            },
+            format!("cannot read {shown}: {e}"),
+            true,
+        ))
+    };
+    // Non-blocking open: a FIFO or a device named on the command line must not hang
+    // the run (it is refused below as not a regular file).
+    let opened = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+    };
+    let file = opened.map_err(unreadable)?;
+    let meta = file.metadata().map_err(unreadable)?;
+    if !meta.is_file() {
+        return Err(Box::new(FileReport::failed(
+            shown.clone(),
+            "input-unreadable",
+            format!("{shown} is not a regular file"),
+            true,
+        )));
+    }
+    if meta.len() > opts.max_size {
+        return Err(Box::new(too_large(shown, meta.len(), opts.max_size)));
+    }
+    Ok((file, meta))
+}
+
 fn check_file(path: &Path, opts: &Options) -> FileReport {
     let shown = display(path);
     let unreadable = |e: std::io::Error| {
@@ -296,34 +340,10 @@ fn check_file(path: &Path, opts: &Options) -> FileReport {
             true,
         )
     };
-    // Non-blocking open: a FIFO or a device named on the command line must not hang
-    // the run (it is refused below as not a regular file).
-    let opened = {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)
+    let (file, meta) = match open_regular(path, opts) {
+        Ok(opened) => opened,
+        Err(report) => return *report,
     };
-    let file = match opened {
-        Ok(f) => f,
-        Err(e) => return unreadable(e),
-    };
-    let meta = match file.metadata() {
-        Ok(m) => m,
-        Err(e) => return unreadable(e),
-    };
-    if !meta.is_file() {
-        return FileReport::failed(
-            shown.clone(),
-            "input-unreadable",
-            format!("{shown} is not a regular file"),
-            true,
-        );
-    }
-    if meta.len() > opts.max_size {
-        return too_large(shown, meta.len(), opts.max_size);
-    }
     let name = path.file_name().and_then(|n| n.to_str());
     READ_BUFFER.with_borrow_mut(|buf| {
         let report = match read_capped_into(file, opts.max_size, meta.len(), buf) {
@@ -351,8 +371,25 @@ fn check_stdin(opts: &Options) -> FileReport {
     }
 }
 
-/// Runs `program args... --agent` and checks both its contract and its output.
-pub fn check_exec(program: &OsString, args: &[OsString], opts: &Options) -> FileReport {
+/// What `TOOL ARGS... --agent` did: its stdout and how it broke the `--agent` contract.
+#[derive(Debug)]
+pub struct AgentRun {
+    /// `TOOL ARGS... --agent`, as shown in reports.
+    pub shown: String,
+    /// What it printed on stdout (at most the size cap).
+    pub stdout: Vec<u8>,
+    /// Broken contract: `agent-exit-status`, `agent-timeout`, `agent-output-too-large`,
+    /// `agent-spawn` (empty when the run kept the contract).
+    pub contract: Vec<Diagnostic>,
+    /// The stdout may hold a document worth checking (it exited, and was not cut).
+    pub output_usable: bool,
+    /// The tool could not be started at all.
+    pub not_started: bool,
+}
+
+/// Runs `program args... --agent` through the process runner under `opts`' timeout and
+/// size cap, and reports which parts of the `--agent` contract it broke.
+pub fn run_agent(program: &OsString, args: &[OsString], opts: &Options) -> AgentRun {
     let mut argv: Vec<OsString> = args.to_vec();
     argv.push("--agent".into());
     let shown = format!(
@@ -368,7 +405,13 @@ pub fn check_exec(program: &OsString, args: &[OsString], opts: &Options) -> File
     let outcome = match process::run(&spawn) {
         Ok(o) => o,
         Err(e) => {
-            return FileReport::failed(shown, "agent-spawn", e.to_string(), true);
+            return AgentRun {
+                shown,
+                stdout: Vec::new(),
+                contract: vec![Diagnostic::new("agent-spawn", "", e.to_string())],
+                output_usable: false,
+                not_started: true,
+            };
         }
     };
     let stderr_line = String::from_utf8_lossy(&outcome.stderr)
@@ -376,53 +419,168 @@ pub fn check_exec(program: &OsString, args: &[OsString], opts: &Options) -> File
         .find(|l| !l.trim().is_empty())
         .map(|l| format!("; stderr: {}", l.chars().take(200).collect::<String>()))
         .unwrap_or_default();
-    let contract = match outcome.exit {
-        Exit::Code(0) => None,
-        Exit::Code(code) => Some((
+    let mut contract = Vec::new();
+    if outcome.stdout_truncated {
+        contract.push(Diagnostic::new(
+            "agent-output-too-large",
+            "",
+            format!(
+                "`{shown}` printed more than {} bytes on stdout (--max-size)",
+                opts.max_size
+            ),
+        ));
+    }
+    match outcome.exit {
+        Exit::Code(0) => {}
+        Exit::Code(code) => contract.push(Diagnostic::new(
             "agent-exit-status",
+            "",
             format!("`{shown}` exited with status {code}{stderr_line}"),
         )),
-        Exit::Signal(sig) => Some((
+        Exit::Signal(sig) => contract.push(Diagnostic::new(
             "agent-exit-status",
+            "",
             format!("`{shown}` was killed by signal {sig}{stderr_line}"),
         )),
-        Exit::TimedOut | Exit::Cancelled => Some((
+        Exit::TimedOut | Exit::Cancelled => contract.push(Diagnostic::new(
             "agent-timeout",
+            "",
             format!(
                 "`{shown}` did not finish within {}; its process group was killed",
                 crate::units::format_duration(opts.timeout)
             ),
         )),
+    }
+    AgentRun {
+        shown,
+        output_usable: !outcome.stdout_truncated
+            && matches!(outcome.exit, Exit::Code(_))
+            && !outcome.stdout.is_empty(),
+        stdout: outcome.stdout,
+        contract,
+        not_started: false,
+    }
+}
+
+/// Runs `program args... --agent` and checks both its contract and its output.
+pub fn check_exec(program: &OsString, args: &[OsString], opts: &Options) -> FileReport {
+    let run = run_agent(program, args, opts);
+    if run.contract.is_empty() {
+        return check_source(run.shown, &run.stdout, None, opts);
+    }
+    let mut r = FileReport {
+        path: run.shown,
+        kind: None,
+        valid: false,
+        diagnostics: run.contract,
+        missing: run.not_started,
+        source: None,
+        rendered: None,
     };
-    if outcome.stdout_truncated {
-        let mut r = FileReport::failed(
-            shown.clone(),
-            "agent-output-too-large",
-            format!(
-                "`{shown}` printed more than {} bytes on stdout (--max-size)",
-                opts.max_size
-            ),
-            false,
-        );
-        if let Some((rule, message)) = contract {
-            r.diagnostics.push(Diagnostic::new(rule, "", message));
+    if run.output_usable {
+        // Still say what is wrong with the output, if anything.
+        let checked = super::check_with(&run.stdout, opts.kind, None, false);
+        r.diagnostics.extend(checked.diagnostics);
+        r.kind = checked.kind;
+        if let Some(color) = opts.render_text {
+            r.rendered = Some(super::render::text_with(&r, Some(&run.stdout), color));
         }
-        return r;
     }
-    if let Some((rule, message)) = contract {
-        let mut r = FileReport::failed(shown.clone(), rule, message, false);
-        if !outcome.stdout.is_empty() && matches!(outcome.exit, Exit::Code(_)) {
-            // Still say what is wrong with the output, if anything.
-            let checked = super::check_with(&outcome.stdout, opts.kind, None, false);
-            r.diagnostics.extend(checked.diagnostics);
-            r.kind = checked.kind;
-            if let Some(color) = opts.render_text {
-                r.rendered = Some(super::render::text_with(&r, Some(&outcome.stdout), color));
+    r
+}
+
+/// One input's bytes, read under validate's rules (size cap, regular files only,
+/// `--agent` contract), for commands that check documents their own way (`atip lint`).
+#[derive(Debug)]
+pub struct Source {
+    /// The path as given or found; `-` for stdin; `TOOL ARGS… --agent` for `--exec`.
+    pub path: String,
+    /// The file it came from, when it came from a file (what `--fix` may rewrite).
+    pub file: Option<PathBuf>,
+    /// The bytes.
+    pub bytes: Vec<u8>,
+    /// For `--exec`: how the run broke the `--agent` contract (empty otherwise).
+    pub contract: Vec<Diagnostic>,
+}
+
+/// Reads every input in input order (directories expanded as `check_inputs` does) and
+/// hands each to `each`: its bytes, or the report saying why it could not be read.
+pub fn read_inputs(
+    inputs: &[Input],
+    opts: &Options,
+    mut each: impl FnMut(Result<Source, FileReport>),
+) {
+    let mut items = Vec::new();
+    for input in inputs {
+        expand(input, &mut items);
+    }
+    for item in items {
+        each(read_item(item, opts));
+    }
+}
+
+fn read_item(item: Item, opts: &Options) -> Result<Source, FileReport> {
+    match item {
+        Item::Failed(r) => Err(r),
+        Item::File(path) => {
+            let shown = display(&path);
+            let (file, meta) = open_regular(&path, opts).map_err(|r| *r)?;
+            let bytes = read_capped(file, opts.max_size, meta.len()).map_err(|e| {
+                FileReport::failed(
+                    shown.clone(),
+                    "input-unreadable",
+                    format!("cannot read {shown}: {e}"),
+                    true,
+                )
+            })?;
+            if bytes.len() as u64 > opts.max_size {
+                return Err(too_long(shown, opts.max_size));
             }
+            Ok(Source {
+                path: shown,
+                file: Some(path),
+                bytes,
+                contract: Vec::new(),
+            })
         }
-        return r;
+        Item::Stdin => match read_capped(std::io::stdin().lock(), opts.max_size, 64 << 10) {
+            Ok(bytes) if bytes.len() as u64 > opts.max_size => {
+                Err(too_long("-".into(), opts.max_size))
+            }
+            Ok(bytes) => Ok(Source {
+                path: "-".into(),
+                file: None,
+                bytes,
+                contract: Vec::new(),
+            }),
+            Err(e) => Err(FileReport::failed(
+                "-".into(),
+                "input-unreadable",
+                format!("cannot read standard input: {e}"),
+                true,
+            )),
+        },
+        Item::Exec(program, args) => {
+            let run = run_agent(&program, &args, opts);
+            if run.not_started || !(run.contract.is_empty() || run.output_usable) {
+                return Err(FileReport {
+                    path: run.shown,
+                    kind: None,
+                    valid: false,
+                    diagnostics: run.contract,
+                    missing: run.not_started,
+                    source: None,
+                    rendered: None,
+                });
+            }
+            Ok(Source {
+                path: run.shown,
+                file: None,
+                bytes: run.stdout,
+                contract: run.contract,
+            })
+        }
     }
-    check_source(shown, &outcome.stdout, None, opts)
 }
 
 fn check_item(item: Item, opts: &Options) -> FileReport {

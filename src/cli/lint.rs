@@ -1,0 +1,198 @@
+//! `atip lint`: rules that make ATIP metadata better for agents, beyond validity.
+//!
+//! Only the clap arguments and the glue: config → `atip::lint::config`, inputs →
+//! `atip::lint::lint_inputs`, results → the validate printers, totals → exit code.
+
+use crate::Ctx;
+use atip::lint::config::Config;
+use atip::lint::rules::LINT_RULES;
+use atip::lint::{Options, lint_inputs};
+use atip::output::{AtipError, ErrorCode, OutputFormat, exit};
+use atip::validate::Input;
+use atip::validate::render::{Format, Printer};
+use atip::validate::rules::{RULES, RuleInfo};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Lint's findings can carry lint rules and validate's errors: SARIF lists both.
+static CATALOGUES: &[&[RuleInfo]] = &[LINT_RULES, RULES];
+
+/// Check ATIP metadata for what makes it better for agents: effects stated, good
+/// descriptions, consistent names, narrow types, provider-safe names.
+///
+/// Exit status: 0 no errors (warnings allowed unless --deny-warnings), 1 any error,
+/// 2 usage, 66 an input missing or unreadable, 78 a bad .atip-lint.json. See spec/lint.md.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Files or directories (searched recursively for *.json); `-` reads standard input.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Run `TOOL [ARGS...] --agent` and lint its answer (and its --agent contract).
+    #[arg(long, value_name = "TOOL")]
+    pub exec: Option<OsString>,
+    /// With --exec: one argument for TOOL, before `--agent` (repeatable, in order).
+    #[arg(
+        long,
+        value_name = "ARG",
+        requires = "exec",
+        allow_hyphen_values = true
+    )]
+    pub exec_arg: Vec<OsString>,
+    /// Apply the mechanical fixes to the files (rewritten atomically, as 2-space JSON).
+    #[arg(long)]
+    pub fix: bool,
+    /// Config file (default: the nearest .atip-lint.json in the working directory or above).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Ignore any .atip-lint.json.
+    #[arg(long, conflicts_with = "config")]
+    pub no_config: bool,
+    /// Also check that each described binary is on PATH (rule binary-missing).
+    #[arg(long)]
+    pub check_binary: bool,
+    /// Treat warnings as errors for the exit status.
+    #[arg(long)]
+    pub deny_warnings: bool,
+    /// Print the rule catalogue (id, default severity, what it finds) and exit.
+    #[arg(long)]
+    pub list_rules: bool,
+    /// Refuse inputs larger than this, unread (e.g. 16MiB).
+    #[arg(long, value_name = "SIZE", default_value = "16MiB", value_parser = atip::units::parse_size)]
+    pub max_size: u64,
+    /// Timeout for --exec (e.g. 5s).
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = atip::units::parse_duration)]
+    pub timeout: std::time::Duration,
+}
+
+fn usage(message: impl Into<String>) -> AtipError {
+    AtipError::usage(message)
+}
+
+fn list_rules(ctx: &Ctx) -> Result<u8, AtipError> {
+    ctx.output.require(
+        "lint --list-rules",
+        &[OutputFormat::Text, OutputFormat::Json],
+    )?;
+    if ctx.output.is_json() {
+        let rules: Vec<serde_json::Value> = LINT_RULES
+            .iter()
+            .map(|r| {
+                serde_json::json!({"id": r.id, "severity": r.severity, "summary": r.summary, "hint": r.hint})
+            })
+            .collect();
+        ctx.out.json(&rules)?;
+    } else {
+        let mut text = String::new();
+        for r in LINT_RULES {
+            text.push_str(&format!(
+                "{:<32} {:<8} {}\n",
+                r.id,
+                r.severity.as_str(),
+                r.summary
+            ));
+        }
+        ctx.out.text(&text)?;
+    }
+    Ok(exit::OK)
+}
+
+/// Runs `atip lint`; returns the exit code.
+pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+    if args.list_rules {
+        return list_rules(ctx);
+    }
+    let mut inputs: Vec<Input> = Vec::new();
+    for p in &args.paths {
+        if p.as_os_str() == "-" {
+            if inputs.iter().any(|i| matches!(i, Input::Stdin)) {
+                return Err(usage("`-` (standard input) is given more than once"));
+            }
+            inputs.push(Input::Stdin);
+        } else {
+            inputs.push(Input::Path(p.clone()));
+        }
+    }
+    if let Some(program) = &args.exec {
+        inputs.push(Input::Exec {
+            program: program.clone(),
+            args: args.exec_arg.clone(),
+        });
+    }
+    if inputs.is_empty() {
+        return Err(
+            usage("nothing to lint: give files, directories, `-` or --exec TOOL")
+                .hint("e.g. `atip lint shims/` or `atip lint --exec mytool`"),
+        );
+    }
+    let config_error = |e: atip::lint::config::ConfigError| {
+        AtipError::new(ErrorCode::ConfigInvalid, e.to_string())
+            .hint("see spec/lint.md for the .atip-lint.json format")
+    };
+    let config = if args.no_config {
+        Config::default()
+    } else if let Some(path) = &args.config {
+        Config::load(path).map_err(config_error)?
+    } else {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        Config::discover(&cwd).map_err(config_error)?
+    };
+    let format = match ctx.output {
+        OutputFormat::Json => Format::Json,
+        OutputFormat::Jsonl => Format::Jsonl,
+        OutputFormat::Sarif => Format::Sarif,
+        OutputFormat::Github => Format::Github,
+        OutputFormat::Markdown => {
+            return Err(usage(
+                "atip lint prints text, json, jsonl, sarif or github, not markdown",
+            ));
+        }
+        OutputFormat::Text | OutputFormat::Auto => Format::Text {
+            color: ctx.out.stdout_color(),
+        },
+    };
+    let opts = Options {
+        read: atip::validate::Options {
+            max_size: args.max_size,
+            timeout: args.timeout,
+            ..atip::validate::Options::default()
+        },
+        check_binary: args.check_binary,
+        fix: args.fix,
+        render_text: match format {
+            Format::Text { color } => Some(color),
+            _ => None,
+        },
+    };
+    let mut printer =
+        Printer::new(std::io::BufWriter::new(ctx.out.stdout()), format).with_catalogues(CATALOGUES);
+    let mut write_error = None;
+    let mut note = |r: std::io::Result<()>| {
+        if let Err(e) = r
+            && write_error.is_none()
+        {
+            write_error = Some(e);
+        }
+    };
+    note(printer.begin());
+    let totals = lint_inputs(&inputs, &config, &opts, |l| note(printer.file(&l.report)));
+    note(printer.end(&totals.summary));
+    drop(printer);
+    if let Some(e) = write_error {
+        return Err(atip::output::stdout_failed(e));
+    }
+    if args.fix {
+        ctx.out.note(format_args!(
+            "fixed {} finding{}",
+            totals.fixed,
+            if totals.fixed == 1 { "" } else { "s" }
+        ));
+    }
+    let s = &totals.summary;
+    Ok(if s.missing > 0 {
+        exit::NO_INPUT
+    } else if s.invalid > 0 || (args.deny_warnings && s.warnings > 0) {
+        exit::FAILURE
+    } else {
+        exit::OK
+    })
+}
