@@ -53,8 +53,8 @@ fn usage_errors_are_json_when_json_is_asked_for() {
     );
     assert_eq!(e["suggestion"]["applicability"], "maybe_incorrect");
     // A mistyped subcommand.
-    let e = json_error(&run(&sb, &["--output", "json", "lisst"]));
-    assert_eq!(e["suggestion"]["example"], "atip --output json list");
+    let e = json_error(&run(&sb, &["--output", "json", "serch"]));
+    assert_eq!(e["suggestion"]["example"], "atip --output json search");
     // Text output keeps clap's own message.
     let out = run(&sb, &["--output", "text", "list", "--bogus"]);
     assert_eq!(out.status.code(), Some(2));
@@ -243,7 +243,7 @@ fn validate_github_annotates_each_diagnostic() {
     let text = String::from_utf8_lossy(&out.stdout);
     let first = text.lines().next().unwrap();
     assert!(first.starts_with("::warning file="), "{text}");
-    assert!(first.contains("%0Ahint: "), "{first}");
+    assert!(first.contains("(hint: "), "{first}");
     assert!(
         first.contains(&format!("file={}", bad.display())),
         "{first}"
