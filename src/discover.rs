@@ -1,11 +1,19 @@
 //! Discovery: finds the ATIP tools on this machine and hands them to the registry.
 //!
-//! Owns the scan as a whole (see `spec/scan.md`): which directories and executables are
-//! looked at ([`paths`]), which executables may be run ([`sign`], the probe strategy and
-//! the config allowlist), probing in parallel through `process` ([`probe`]), shims and
-//! pattern files and their precedence ([`shims`]), the fingerprint cache that makes a
-//! rescan of an unchanged PATH run nothing and read no executable ([`cache`]), and the
-//! report ([`report`]).
+//! A scan is a pipeline of phases (see `spec/scan.md` §0), each its own function here
+//! or its own module:
+//! 1. **enumerate** the directories and executables, and every name of each file
+//!    ([`paths`]);
+//! 2. **fingerprint and cache**: what is already known of each unchanged file
+//!    ([`cache`]);
+//! 3. **classify** each unknown file by the evidence in its bytes ([`sign`]), and
+//! 4. **probe** those that may be run, in parallel through `process` ([`probe`]);
+//! 5. **hash** the files some source may offer metadata for;
+//! 6. **resolve** one winner per name: every metadata source ([`source`] is the
+//!    interface — [`native`] answers, [`installed`] files, [`shims`] layers with the
+//!    [`builtin`] ones) offers candidates, and [`resolve`] alone chooses, by its
+//!    documented precedence; a source that failed keeps the entries it provided;
+//! 7. **commit** to the registry; 8. save the cache; 9. [`report`] (and `--explain`).
 //!
 //! Must not write `registry.json` or `tools/` itself: it builds a
 //! [`crate::registry::Update`] and the registry's `commit` merges it under the lock.
@@ -13,29 +21,38 @@
 
 pub mod builtin;
 pub mod cache;
+pub mod installed;
+pub mod native;
 pub mod paths;
 pub mod probe;
 pub mod report;
+pub mod resolve;
 pub mod shims;
 pub mod sign;
+pub mod source;
 
 use crate::dirs::Dirs;
 use crate::output::{AtipError, ErrorCode};
 use crate::registry::{self, Found, FoundMeta, Index, Source, Update};
 use cache::{Cache, FileRecord, ProbeRecord, ToolRecord};
+use installed::Installed;
+use native::Native;
 use paths::{DirEntrySpec, Enumeration, Executable, FileSkip, FileSkipReason, Identity};
 use probe::Cancel;
 use rayon::prelude::*;
 use report::{
-    FailReason, FailedTool, PlannedProbe, ProbeWhy, RegistryInfo, ScanReport, ShimSummary, Skipped,
-    Summary, ToolReport, ToolStatus,
+    Explanation, FailReason, FailedTool, PlannedProbe, ProbeWhy, RegistryInfo, ScanReport,
+    ShimSummary, Skipped, Summary, ToolReport, ToolStatus,
 };
+use resolve::Outcome;
 use serde::Serialize;
 use sha2::Digest;
-use shims::{PatternFile, ShimFile};
+use shims::PatternFile;
+use source::{Candidate, MetadataSource, SourceFailure, Subject};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -81,6 +98,9 @@ pub struct ScanOptions {
     /// Set (e.g. from a SIGINT handler) to kill running probes and abort the scan
     /// before anything is written.
     pub cancel: Option<Cancel>,
+    /// Explain how this name was decided (`--explain NAME`): the report carries the
+    /// evidence, the candidates and why each lost.
+    pub explain: Option<String>,
 }
 
 /// Default number of probes run at once: probes mostly wait on children, and a hanging
@@ -153,19 +173,10 @@ struct Work {
     /// No sign (counted, not probed).
     no_sign: bool,
     unreadable: Option<String>,
-}
-
-/// The winning metadata source of one tool.
-enum Winner<'a> {
-    Native {
-        doc: String,
-        warnings: Vec<String>,
-        trust: Option<String>,
-    },
-    Shim {
-        file: &'a ShimFile,
-        source: Source,
-    },
+    /// Its evidence was read by this scan (not taken from the cache).
+    read_now: bool,
+    /// A valid answer that could not be stored: (sha256 hex, bytes), used from memory.
+    unstored: Option<(String, Arc<[u8]>)>,
 }
 
 fn build_globs(globs: &[String], what: &str) -> Result<globset::GlobSet, String> {
@@ -178,15 +189,6 @@ fn build_globs(globs: &[String], what: &str) -> Result<globset::GlobSet, String>
 
 fn sha_hex(bytes: &[u8]) -> String {
     hex::encode(sha2::Sha256::digest(bytes))
-}
-
-const TRUST_SOURCES: [&str; 6] = ["native", "vendor", "org", "community", "user", "inferred"];
-
-fn trust_or(declared: Option<&str>, fallback: &str) -> String {
-    match declared {
-        Some(t) if TRUST_SOURCES.contains(&t) => t.to_owned(),
-        _ => fallback.to_owned(),
-    }
 }
 
 /// Why a scan could not complete.
@@ -225,10 +227,11 @@ impl ScanError {
     }
 }
 
-/// Runs a whole scan: enumerate, probe, resolve shims, commit to the registry, save
-/// the cache, and report. Per-tool failures are in the report; an error here means the
-/// scan itself could not complete (bad config or flags, registry not writable, lock
-/// held too long).
+/// Runs a whole scan, phase by phase (`spec/scan.md` §0): enumerate, fingerprint and
+/// cache, classify and probe, load the other sources, hash, resolve one winner per name,
+/// commit, save the cache, report. Per-tool failures and failed sources are in the
+/// report; an error here means the scan itself could not complete (bad config or flags,
+/// registry not writable, lock held too long, interrupted).
 pub fn scan(
     dirs: &Dirs,
     opts: &ScanOptions,
@@ -240,39 +243,16 @@ pub fn scan(
     let allow = build_globs(&config.allow, "probe.allow")
         .map_err(|m| ScanError::Config(format!("config.json: {m}")))?;
 
-    // 1. Directories and executables.
-    let path_value = match &opts.path {
-        Some(p) => p.clone(),
-        None => std::env::var_os("PATH").unwrap_or_else(|| {
-            warnings.push("PATH is not set; only --allow-dir directories are scanned".into());
-            OsString::new()
-        }),
-    };
-    let mut specs: Vec<DirEntrySpec> = if path_value.is_empty() {
-        Vec::new()
-    } else {
-        paths::split_path(&path_value)
-            .into_iter()
-            .map(|path| DirEntrySpec {
-                path,
-                allowed: false,
-            })
-            .collect()
-    };
-    specs.extend(opts.allow_dirs.iter().map(|d| DirEntrySpec {
-        path: d.clone().into_os_string(),
-        allowed: true,
-    }));
-    let me = Identity::current();
-    let (scan_dirs, skipped_dirs) = paths::resolve_dirs(&specs, &me);
+    // 1. Enumerate: directories, executables, the names of each file.
     let Enumeration {
         dirs: scan_dirs,
         skipped_dirs,
         executables,
         mut skipped_files,
-    } = paths::enumerate(scan_dirs, skipped_dirs, &me, &skip);
+        aliases,
+    } = enumerate(opts, &skip, &mut warnings);
 
-    // 2. Cache, shims, patterns, the registry as it is.
+    // 2. Fingerprint and cache: what is already known of each file.
     let old_cache = if opts.refresh {
         Cache::empty()
     } else {
@@ -281,134 +261,11 @@ pub fn scan(
         c
     };
     let mut new_cache = Cache::empty();
-    // A dry run writes nothing: unless the data dir's copy is current, it reads the
-    // built-in shims from a throw-away directory (removed when the scan ends).
-    let builtin_home = builtin::dir(&dirs.data);
-    let needs_copy = opts.dry_run && !builtin::is_current(&builtin_home);
-    let dry_copy = if opts.builtin_shims && needs_copy {
-        tempfile::tempdir().ok()
-    } else {
-        None
-    };
-    let target = match &dry_copy {
-        Some(t) => Some(t.path().to_path_buf()),
-        None if opts.builtin_shims && !needs_copy => Some(builtin_home),
-        None => None,
-    };
-    let builtin = target.and_then(|d| match builtin::install(&d) {
-        Ok(()) => Some(d),
-        Err(e) => {
-            warnings.push(e);
-            None
-        }
-    });
-    let layers = shims::shim_layers(
-        builtin.as_deref(),
-        &dirs.system_data,
-        &dirs.data,
-        &opts.shim_dirs,
-        &dirs.config,
-    );
-    let shim_set = shims::load_shims(&layers, &old_cache, &mut new_cache);
-    let patterns = shims::load_patterns(
-        &shims::pattern_dirs(&dirs.system_data, &dirs.data),
-        &old_cache,
-        &mut new_cache,
-    );
-    let old_index = match Index::load(dirs) {
-        Ok(i) => i,
-        Err(e) => {
-            warnings.push(format!("{e}; the registry will be rebuilt"));
-            None
-        }
-    };
-
-    // 3. Plan: what is known, what must be read, what must be run.
-    let mut works: Vec<Work> = executables
-        .into_iter()
-        .map(|exe| {
-            let rec = old_cache
-                .file(&exe.canonical, &exe.fingerprint)
-                .cloned()
-                .unwrap_or_else(|| FileRecord::new(exe.fingerprint));
-            let allowlisted = allow.is_match(&exe.name);
-            Work {
-                exe,
-                rec,
-                allowlisted,
-                probe_now: None,
-                cached: false,
-                no_sign: false,
-                unreadable: None,
-            }
-        })
-        .collect();
-    let timeout_ms = opts.timeout.as_millis() as u64;
-    let reusable = |w: &Work| match &w.rec.probe {
-        None => false,
-        Some(ProbeRecord::Failed {
-            reason: FailReason::Timeout,
-            timeout_ms: t,
-            ..
-        }) => *t >= timeout_ms,
-        Some(ProbeRecord::Native { doc, .. }) => cache::native_doc_file(&dirs.data, doc).is_file(),
-        Some(ProbeRecord::Failed { .. }) => true,
-    };
-    for w in works.iter_mut() {
-        if reusable(w) {
-            w.cached = true;
-        } else {
-            w.rec.probe = None;
-        }
-    }
+    let mut works = plan(executables, &old_cache, &allow, dirs, opts);
     let pool = LazyPool::new(opts.jobs);
 
-    // 4. Read signs and probe in one parallel pass: a tool's probe starts as soon as its
-    //    sign is seen, not after the whole PATH has been read. Only files that need I/O
-    //    enter the pass, so a warm rescan starts no thread at all.
-    let read_signs = matches!(opts.probe, ProbeMode::Auto | ProbeMode::Help);
-    let needs_sign = |w: &Work| read_signs && !w.cached && !w.allowlisted && w.rec.sign.is_none();
-    for w in works.iter_mut() {
-        if !needs_sign(w) {
-            decide(w, opts.probe);
-        }
-    }
-    let active = |w: &Work| needs_sign(w) || (!opts.dry_run && w.probe_now.is_some());
-    let todo = works.iter().filter(|w| active(w)).count() as u64;
-    if todo > 0 {
-        progress.start(todo);
-        let data = dirs.data.clone();
-        let timeout = opts.timeout;
-        let mode = opts.probe;
-        let dry_run = opts.dry_run;
-        let cancel = opts.cancel.as_ref();
-        let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
-        pool.install(|| {
-            // One job per executable: a hanging probe must never hold back others that
-            // rayon would otherwise have batched with it on the same thread.
-            works
-                .par_iter_mut()
-                .with_max_len(1)
-                .filter(|w| active(w))
-                .for_each(|w| {
-                    if cancelled() {
-                        return;
-                    }
-                    if needs_sign(w) {
-                        match sign::detect(&w.exe.canonical) {
-                            Ok(s) => w.rec.sign = Some(s),
-                            Err(e) => w.unreadable = Some(format!("failed to read: {e}")),
-                        }
-                        decide(w, mode);
-                    }
-                    if !dry_run && w.probe_now.is_some() {
-                        probe_one(w, &data, timeout, cancel);
-                    }
-                    progress.tick(&w.exe.name);
-                });
-        });
-        progress.finish();
-    }
+    // 3-4. Classify each executable by its evidence and probe those that may be run.
+    examine(&mut works, dirs, opts, progress, &pool);
     if opts
         .cancel
         .as_ref()
@@ -430,7 +287,7 @@ pub fn scan(
             "--probe all ran {probed} executable(s) with --agent, ATIP or not"
         ));
     }
-    let plan: Vec<PlannedProbe> = works
+    let plan_report: Vec<PlannedProbe> = works
         .iter()
         .filter_map(|w| {
             w.probe_now.map(|why| PlannedProbe {
@@ -440,99 +297,178 @@ pub fn scan(
             })
         })
         .collect();
+    let unstored: HashMap<String, Arc<[u8]>> =
+        works.iter_mut().filter_map(|w| w.unstored.take()).collect();
+    if !unstored.is_empty() {
+        warnings.push(format!(
+            "{} native answer(s) could not be stored in {}; they are used from memory",
+            unstored.len(),
+            cache::cache_dir(&dirs.data).display()
+        ));
+    }
 
-    // 5. Hash what needs it: native tools, tools with a name-keyed shim or override,
-    //    and executables a content-addressed shim is about.
-    let any_hash_shim = !shim_set.by_hash.is_empty() || !shim_set.override_by_hash.is_empty();
-    let needs_hash = |w: &Work| {
-        w.unreadable.is_none()
-            && w.rec.sha256.is_none()
-            && (matches!(w.rec.probe, Some(ProbeRecord::Native { .. }))
-                || shim_set.by_name.contains_key(&w.exe.name)
-                || shim_set.override_by_name.contains_key(&w.exe.name)
-                || (any_hash_shim && shim_set.hash_names.contains(&w.exe.name)))
+    // The metadata sources, and the registry as it is.
+    let layers = shims::shim_layers(&dirs.system_data, &dirs.data, &opts.shim_dirs, &dirs.config);
+    let shim_set = shims::load_shims(&layers, opts.builtin_shims, &old_cache, &mut new_cache);
+    let shim_dirs: Vec<PathBuf> = layers.iter().map(|(_, d)| d.clone()).collect();
+    let installed = Installed::load(
+        &scan_dirs
+            .iter()
+            .map(|d| d.canonical.clone())
+            .collect::<Vec<_>>(),
+        &dirs.system_data,
+        &shim_dirs,
+        &old_cache,
+        &mut new_cache,
+    );
+    let native = Native {
+        data: &dirs.data,
+        unstored: &unstored,
     };
-    if works.iter().any(needs_hash) {
+    let sources: [&dyn MetadataSource; 3] = [&native, &installed, &shim_set];
+    let failures: Vec<SourceFailure> = sources.iter().flat_map(|s| s.failures()).collect();
+    let patterns = shims::load_patterns(
+        &shims::pattern_dirs(&dirs.system_data, &dirs.data),
+        &old_cache,
+        &mut new_cache,
+    );
+    let old_index = match Index::load(dirs) {
+        Ok(i) => i,
+        Err(e) => {
+            warnings.push(format!("{e}; the registry will be rebuilt"));
+            None
+        }
+    };
+
+    // Every name an agent can type: each executable's first name, then its aliases.
+    let names: Vec<(String, PathBuf, usize)> = works
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.exe.name.clone(), w.exe.path.clone(), i))
+        .chain(aliases.into_iter().map(|a| (a.name, a.path, a.of)))
+        .collect();
+
+    // 5. Hash the files some source may offer metadata for.
+    let mut wants = vec![false; works.len()];
+    for (name, path, i) in &names {
+        let w = &works[*i];
+        if wants[*i] || w.unreadable.is_some() || w.rec.sha256.is_some() {
+            continue;
+        }
+        let subject = subject(name, path, w);
+        wants[*i] = sources.iter().any(|s| s.wants_hash(&subject));
+    }
+    if wants.iter().any(|b| *b) {
         pool.install(|| {
-            works.par_iter_mut().filter(|w| needs_hash(w)).for_each(
-                |w| match registry::sha256_file(&w.exe.canonical) {
+            works
+                .par_iter_mut()
+                .zip(wants.par_iter())
+                .filter(|(_, want)| **want)
+                .for_each(|(w, _)| match registry::sha256_file(&w.exe.canonical) {
                     Ok(h) => w.rec.sha256 = Some(h),
                     Err(e) => w.unreadable = Some(format!("failed to hash: {e}")),
-                },
-            );
+                });
         });
     }
 
-    // 6. Resolve each name's winner and what to send to the registry.
-    let exe_names: HashSet<String> = works.iter().map(|w| w.exe.name.clone()).collect();
+    // 6. Resolve each name's winner (in `resolve`, the one place) and what to send.
+    let exe_names: HashSet<String> = names.iter().map(|(n, _, _)| n.clone()).collect();
     let exists = |n: &str| exe_names.contains(n);
     let mut found: Vec<Found> = Vec::new();
     let mut tool_reports: BTreeMap<String, ToolReport> = BTreeMap::new();
     let mut failed: Vec<FailedTool> = Vec::new();
     let mut tool_records: BTreeMap<String, ToolRecord> = BTreeMap::new();
-    let mut fresh_inputs: HashMap<String, (Winner, Vec<&PatternFile>)> = HashMap::new();
+    let mut winners: HashMap<String, (Candidate, Vec<&PatternFile>)> = HashMap::new();
+    let mut fresh: HashSet<String> = HashSet::new();
+    let mut kept: Vec<String> = Vec::new();
+    let mut explanation: Option<Explanation> = None;
     let mut applied_shims = 0usize;
-    for w in &works {
+    for (n, (name, path, i)) in names.iter().enumerate() {
+        let w = &works[*i];
+        let primary = n < works.len();
+        let explaining = opts.explain.as_deref() == Some(name.as_str());
         if let Some(m) = &w.unreadable {
-            skipped_files.push(FileSkip {
-                name: w.exe.name.clone(),
-                path: w.exe.path.clone(),
-                reason: FileSkipReason::Unreadable,
-                detail: m.clone(),
-            });
+            if primary {
+                skipped_files.push(FileSkip {
+                    name: name.clone(),
+                    path: path.clone(),
+                    reason: FileSkipReason::Unreadable,
+                    detail: m.clone(),
+                });
+            }
+            if explaining {
+                explanation = Some(explain(name, path, w, primary, &[], None, Some(m)));
+            }
             continue;
         }
-        if let Some(ProbeRecord::Failed {
-            reason,
-            message,
-            diagnostics,
-            ..
-        }) = &w.rec.probe
+        if primary
+            && let Some(ProbeRecord::Failed {
+                reason,
+                message,
+                diagnostics,
+                ..
+            }) = &w.rec.probe
         {
             failed.push(FailedTool {
-                name: w.exe.name.clone(),
-                path: w.exe.path.clone(),
+                name: name.clone(),
+                path: path.clone(),
                 reason: *reason,
                 message: message.clone(),
                 cached: w.cached,
                 diagnostics: diagnostics.clone(),
             });
         }
-        let hex = w
-            .rec
-            .sha256
-            .as_deref()
-            .and_then(|h| h.strip_prefix("sha256:"));
-        let winner = if let Some(ProbeRecord::Native {
-            doc,
-            warnings,
-            trust,
-        }) = &w.rec.probe
-        {
-            Some(Winner::Native {
-                doc: doc.clone(),
-                warnings: warnings.clone(),
-                trust: trust.clone(),
-            })
-        } else {
-            let pick = hex
-                .and_then(|h| shim_set.override_by_hash.get(h))
-                .map(|f| (f, Source::Override))
-                .or_else(|| {
-                    shim_set
-                        .override_by_name
-                        .get(&w.exe.name)
-                        .map(|f| (f, Source::Override))
-                })
-                .or_else(|| {
-                    hex.and_then(|h| shim_set.by_hash.get(h))
-                        .map(|f| (f, Source::ShimHash))
-                })
-                .or_else(|| shim_set.by_name.get(&w.exe.name).map(|f| (f, Source::Shim)));
-            pick.map(|(file, source)| Winner::Shim { file, source })
-        };
-        let Some(winner) = winner else {
-            continue;
+        let subj = subject(name, path, w);
+        let mut candidates = Vec::new();
+        for s in &sources {
+            s.offer(&subj, &mut candidates);
+        }
+        let stored = old_index.as_ref().and_then(|i| i.tools.get(name));
+        let resolution = resolve::choose(candidates, stored, &failures);
+        if explaining {
+            explanation = Some(explain(
+                name,
+                path,
+                w,
+                primary,
+                &resolution.losers,
+                Some(&resolution.outcome),
+                None,
+            ));
+        }
+        let winner = match resolution.outcome {
+            Outcome::Nothing => continue,
+            Outcome::Kept { entry, why } => {
+                kept.push(name.clone());
+                // Remembered as sent before, so the next scan finds it unchanged.
+                if let Some(r) = old_cache.tools.get(name) {
+                    tool_records.insert(name.clone(), r.clone());
+                }
+                tool_reports.insert(
+                    name.clone(),
+                    ToolReport {
+                        name: name.clone(),
+                        path: entry.path.clone(),
+                        source: entry.source,
+                        shim: None,
+                        trust: entry.trust.clone(),
+                        status: ToolStatus::Kept,
+                        patterns: Vec::new(),
+                        warnings: vec![format!("kept from the previous scan: {why}")],
+                    },
+                );
+                found.push(Found {
+                    name: name.clone(),
+                    path: entry.path.clone(),
+                    hash: entry.hash.clone(),
+                    source: entry.source,
+                    shim_registry: entry.shim_registry.clone(),
+                    trust: entry.trust.clone(),
+                    meta: FoundMeta::Unchanged,
+                });
+                continue;
+            }
+            Outcome::Winner(c) => c,
         };
         let Some(hash) = w.rec.sha256.clone() else {
             continue; // not hashed: only possible in a dry run's planning of a probe
@@ -540,80 +476,41 @@ pub fn scan(
         let applied: Vec<&PatternFile> = patterns
             .files
             .iter()
-            .filter(|p| p.applies_to(&w.exe.name, &exists))
+            .filter(|p| p.applies_to(name, &exists))
             .collect();
-        let mut key_src = String::new();
-        let (source, trust, shim, tool_warnings, shim_registry) = match &winner {
-            Winner::Native {
-                doc,
-                warnings,
-                trust: declared,
-            } => {
-                key_src.push_str(&format!("native:{doc}"));
-                (
-                    Source::Native,
-                    trust_or(declared.as_deref(), "native"),
-                    None,
-                    warnings.clone(),
-                    None,
-                )
-            }
-            Winner::Shim { file, source } => {
-                applied_shims += 1;
-                key_src.push_str(&format!("shim:{}:{}", file.path.display(), file.doc));
-                let mut ws = Vec::new();
-                if let Some(t) = &file.tool
-                    && t != &w.exe.name
-                {
-                    ws.push(format!(
-                        "the shim {} describes {t:?}; it is registered under the executable name {:?}",
-                        file.path.display(),
-                        w.exe.name
-                    ));
-                }
-                let fallback = if *source == Source::Override {
-                    "user"
-                } else {
-                    "community"
-                };
-                (
-                    *source,
-                    trust_or(file.trust.as_deref(), fallback),
-                    Some(file.path.clone()),
-                    ws,
-                    Some(file.dir.display().to_string()),
-                )
-            }
-        };
+        if matches!(
+            winner.source,
+            Source::Shim | Source::ShimHash | Source::Override
+        ) {
+            applied_shims += 1;
+        }
+        let mut key_src = winner.identity.clone();
         for p in &applied {
             key_src.push_str(&format!("|pattern:{}:{}", p.path.display(), p.doc));
         }
-        let key = sha_hex(key_src.as_bytes());
         let record = ToolRecord {
-            key,
-            path: w.exe.path.clone(),
+            key: sha_hex(key_src.as_bytes()),
+            path: path.clone(),
             hash: hash.clone(),
-            source,
+            source: winner.source,
         };
         let unchanged = !opts.refresh
-            && old_cache.tools.get(&w.exe.name) == Some(&record)
-            && old_index.as_ref().is_some_and(|i| {
-                i.tools.get(&w.exe.name).is_some_and(|e| {
-                    e.path == record.path
-                        && e.hash == record.hash
-                        && e.source == record.source
-                        // A deleted metadata file is written again from the document.
-                        && dirs.data.join(&e.metadata).is_file()
-                })
+            && old_cache.tools.get(name) == Some(&record)
+            && stored.is_some_and(|e| {
+                e.path == record.path
+                    && e.hash == record.hash
+                    && e.source == record.source
+                    // A deleted metadata file is written again from the document.
+                    && dirs.data.join(&e.metadata).is_file()
             });
         tool_reports.insert(
-            w.exe.name.clone(),
+            name.clone(),
             ToolReport {
-                name: w.exe.name.clone(),
-                path: w.exe.path.clone(),
-                source,
-                shim,
-                trust: trust.clone(),
+                name: name.clone(),
+                path: path.clone(),
+                source: winner.source,
+                shim: winner.origin.clone(),
+                trust: winner.trust.clone(),
                 status: if opts.dry_run {
                     ToolStatus::Planned
                 } else if unchanged {
@@ -622,48 +519,49 @@ pub fn scan(
                     ToolStatus::New
                 },
                 patterns: applied.iter().map(|p| p.path.clone()).collect(),
-                warnings: tool_warnings,
+                warnings: winner.warnings.clone(),
             },
         );
-        tool_records.insert(w.exe.name.clone(), record);
+        tool_records.insert(name.clone(), record);
         found.push(Found {
-            name: w.exe.name.clone(),
-            path: w.exe.path.clone(),
+            name: name.clone(),
+            path: path.clone(),
             hash,
-            source,
-            shim_registry,
-            trust,
+            source: winner.source,
+            shim_registry: winner.shim_registry.clone(),
+            trust: winner.trust.clone(),
             meta: FoundMeta::Unchanged,
         });
         if !unchanged {
-            fresh_inputs.insert(w.exe.name.clone(), (winner, applied));
+            fresh.insert(name.clone());
         }
+        winners.insert(name.clone(), (winner, applied));
     }
 
-    // Fresh documents for everything not unchanged.
+    // Fresh documents for everything not unchanged. Names sharing a file and a winner
+    // share one document (the registry stores it once, by content hash).
     let now = registry::rfc3339_now();
     let mut dropped: HashSet<String> = HashSet::new();
-    for f in found.iter_mut() {
-        if let Some((winner, applied)) = fresh_inputs.get(&f.name) {
-            match compose(&dirs.data, winner, applied) {
-                Ok((document, metadata)) => {
-                    f.meta = FoundMeta::Fresh {
-                        document,
-                        metadata,
-                        checked_at: now.clone(),
-                    }
+    for f in found.iter_mut().filter(|f| fresh.contains(&f.name)) {
+        let (winner, applied) = &winners[&f.name];
+        match compose(winner, applied) {
+            Ok((document, metadata)) => {
+                f.meta = FoundMeta::Fresh {
+                    document,
+                    metadata,
+                    checked_at: now.clone(),
                 }
-                Err(m) => {
-                    failed.push(FailedTool {
-                        name: f.name.clone(),
-                        path: f.path.clone(),
-                        reason: FailReason::Invalid,
-                        message: m,
-                        cached: false,
-                        diagnostics: Vec::new(),
-                    });
-                    dropped.insert(f.name.clone());
-                }
+            }
+            Err(m) => {
+                failed.push(FailedTool {
+                    name: f.name.clone(),
+                    path: f.path.clone(),
+                    reason: FailReason::Invalid,
+                    message: m,
+                    cached: false,
+                    diagnostics: Vec::new(),
+                });
+                dropped.insert(f.name.clone());
             }
         }
     }
@@ -681,79 +579,19 @@ pub fn scan(
     };
     let mut removed: Vec<String> = Vec::new();
     if !opts.dry_run {
-        let mut update = Update {
+        let update = Update {
             found,
             scanned_dirs: scan_dirs.iter().map(|d| d.canonical.clone()).collect(),
         };
-        let opts_commit = registry::CommitOptions::default();
-        let mut commit = registry::commit(dirs, &update, &opts_commit)?;
-        if !commit.stale.is_empty() {
-            // Another writer changed the registry since it was read: send those again
-            // with their documents.
-            let stale: HashSet<String> = commit.stale.iter().cloned().collect();
-            for f in update.found.iter_mut().filter(|f| stale.contains(&f.name)) {
-                let name = f.name.clone();
-                let w = works.iter().find(|w| w.exe.name == name);
-                let winner = w.and_then(|w| match &w.rec.probe {
-                    Some(ProbeRecord::Native {
-                        doc,
-                        warnings,
-                        trust,
-                    }) => Some(Winner::Native {
-                        doc: doc.clone(),
-                        warnings: warnings.clone(),
-                        trust: trust.clone(),
-                    }),
-                    _ => tool_reports.get(&name).and_then(|t| {
-                        let path = t.shim.as_ref()?;
-                        [
-                            &shim_set.override_by_hash,
-                            &shim_set.override_by_name,
-                            &shim_set.by_hash,
-                            &shim_set.by_name,
-                        ]
-                        .iter()
-                        .flat_map(|m| m.values())
-                        .find(|s| &s.path == path)
-                        .map(|file| Winner::Shim {
-                            file,
-                            source: t.source,
-                        })
-                    }),
-                });
-                let applied: Vec<&PatternFile> = patterns
-                    .files
-                    .iter()
-                    .filter(|p| p.applies_to(&name, &exists))
-                    .collect();
-                if let Some(winner) = winner
-                    && let Ok((document, metadata)) = compose(&dirs.data, &winner, &applied)
-                {
-                    f.meta = FoundMeta::Fresh {
-                        document,
-                        metadata,
-                        checked_at: now.clone(),
-                    };
-                }
-            }
-            let again = registry::commit(dirs, &update, &opts_commit)?;
-            commit.written |= again.written;
-            commit.added.extend(again.added);
-            commit.updated.extend(again.updated);
-            commit.unchanged.retain(|n| !stale.contains(n));
-            commit.removed.extend(again.removed);
-            commit.rejected.extend(again.rejected);
-            commit.stale = again.stale;
-            commit.warnings.extend(again.warnings);
-            if commit.corrupt_backup.is_none() {
-                commit.corrupt_backup = again.corrupt_backup;
-            }
-        }
+        let commit = commit(dirs, update, &winners, &now)?;
         registry_info.written = commit.written;
         registry_info.corrupt_backup = commit.corrupt_backup.clone();
         let added: HashSet<&String> = commit.added.iter().collect();
         let updated: HashSet<&String> = commit.updated.iter().collect();
         for (name, t) in tool_reports.iter_mut() {
+            if t.status == ToolStatus::Kept {
+                continue;
+            }
             t.status = if added.contains(name) {
                 ToolStatus::New
             } else if updated.contains(name) {
@@ -828,6 +666,10 @@ pub fn scan(
     if no_sign > 0 {
         counts.insert("no-sign".into(), no_sign);
     }
+    let mut evidence: BTreeMap<String, usize> = BTreeMap::new();
+    for w in &works {
+        *evidence.entry(evidence_class(w).into()).or_default() += 1;
+    }
     failed.sort_by(|a, b| a.name.cmp(&b.name));
     let tools: Vec<ToolReport> = tool_reports.into_values().collect();
     let mut hints = Vec::new();
@@ -846,9 +688,17 @@ pub fn scan(
     if failed.iter().any(|f| f.cached) {
         hints.push("failures marked cached are from an earlier scan of the unchanged file; `atip scan --refresh` probes them again".into());
     }
+    if !failures.is_empty() {
+        hints.push("a metadata source could not be read: the tools it provided before were kept; fix the cause and scan again".into());
+    }
+    let mut rejected = shim_set.rejected;
+    rejected.extend(installed.rejected.iter().cloned());
+    let mut shim_dirs_report = shim_set.dirs.clone();
+    shim_dirs_report.extend(installed.dirs.iter().cloned());
     let summary = Summary {
         dirs: scan_dirs.len(),
         executables: works.len(),
+        names: names.len(),
         probed,
         cached: works.iter().filter(|w| w.cached).count(),
         new: tools.iter().filter(|t| t.status == ToolStatus::New).count(),
@@ -860,10 +710,12 @@ pub fn scan(
             .iter()
             .filter(|t| t.status == ToolStatus::Unchanged)
             .count(),
+        kept: kept.len(),
         removed: removed.len(),
         failed: failed.len(),
         skipped: skipped_dirs.len() + skipped_files.len() + no_sign,
         no_sign,
+        evidence,
     };
     Ok(ScanReport {
         report_version: report::REPORT_VERSION,
@@ -875,6 +727,13 @@ pub fn scan(
         tools,
         removed,
         failed,
+        source_failures: failures
+            .iter()
+            .map(|f| report::FailedSource {
+                source: f.source.to_owned(),
+                message: f.message.clone(),
+            })
+            .collect(),
         skipped: Skipped {
             dirs: skipped_dirs,
             files: skipped_files,
@@ -882,17 +741,344 @@ pub fn scan(
             counts,
         },
         shims: ShimSummary {
-            dirs: shim_set.dirs.clone(),
+            dirs: shim_dirs_report,
             valid: shim_set.valid,
             applied: applied_shims,
-            rejected: shim_set.rejected,
+            rejected,
             pattern_files: patterns.files.len(),
             rejected_patterns: patterns.rejected,
         },
-        would_probe: opts.dry_run.then_some(plan),
+        would_probe: opts.dry_run.then_some(plan_report),
+        explain: opts.explain.as_ref().map(|n| {
+            explanation.unwrap_or_else(|| Explanation {
+                name: n.clone(),
+                path: None,
+                evidence: vec![format!(
+                    "no executable named {n:?} on the scanned PATH (or it was skipped: see `skipped`)"
+                )],
+                candidates: Vec::new(),
+                outcome: "not registered".into(),
+            })
+        }),
         warnings,
         hints,
     })
+}
+
+/// Phase 1: the scanned directories and their executables.
+fn enumerate(
+    opts: &ScanOptions,
+    skip: &globset::GlobSet,
+    warnings: &mut Vec<String>,
+) -> Enumeration {
+    let path_value = match &opts.path {
+        Some(p) => p.clone(),
+        None => std::env::var_os("PATH").unwrap_or_else(|| {
+            warnings.push("PATH is not set; only --allow-dir directories are scanned".into());
+            OsString::new()
+        }),
+    };
+    let mut specs: Vec<DirEntrySpec> = if path_value.is_empty() {
+        Vec::new()
+    } else {
+        paths::split_path(&path_value)
+            .into_iter()
+            .map(|path| DirEntrySpec {
+                path,
+                allowed: false,
+            })
+            .collect()
+    };
+    specs.extend(opts.allow_dirs.iter().map(|d| DirEntrySpec {
+        path: d.clone().into_os_string(),
+        allowed: true,
+    }));
+    let me = Identity::current();
+    let (scan_dirs, skipped_dirs) = paths::resolve_dirs(&specs, &me);
+    paths::enumerate(scan_dirs, skipped_dirs, &me, skip)
+}
+
+/// Phase 2: each executable with what the cache knows of its unchanged file; outcomes
+/// that cannot be reused (a timeout shorter than this scan's, a lost answer) are dropped.
+fn plan(
+    executables: Vec<Executable>,
+    old_cache: &Cache,
+    allow: &globset::GlobSet,
+    dirs: &Dirs,
+    opts: &ScanOptions,
+) -> Vec<Work> {
+    let timeout_ms = opts.timeout.as_millis() as u64;
+    executables
+        .into_iter()
+        .map(|exe| {
+            let mut rec = old_cache
+                .file(&exe.canonical, &exe.fingerprint)
+                .cloned()
+                .unwrap_or_else(|| FileRecord::new(exe.fingerprint));
+            let cached = match &rec.probe {
+                None => false,
+                Some(ProbeRecord::Failed {
+                    reason: FailReason::Timeout,
+                    timeout_ms: t,
+                    ..
+                }) => *t >= timeout_ms,
+                Some(ProbeRecord::Native { doc, .. }) => {
+                    cache::native_doc_file(&dirs.data, doc).is_file()
+                }
+                Some(ProbeRecord::Failed { .. }) => true,
+            };
+            if !cached {
+                rec.probe = None;
+            }
+            Work {
+                allowlisted: allow.is_match(&exe.name),
+                exe,
+                rec,
+                probe_now: None,
+                cached,
+                no_sign: false,
+                unreadable: None,
+                read_now: false,
+                unstored: None,
+            }
+        })
+        .collect()
+}
+
+/// Phases 3-4: read each unknown file's evidence and probe what may be run, in one
+/// parallel pass: a tool's probe starts as soon as its sign is seen, not after the whole
+/// PATH has been read. Only files that need I/O enter the pass, so a warm rescan starts
+/// no thread at all.
+fn examine(
+    works: &mut [Work],
+    dirs: &Dirs,
+    opts: &ScanOptions,
+    progress: &dyn Progress,
+    pool: &LazyPool,
+) {
+    let read_signs = matches!(opts.probe, ProbeMode::Auto | ProbeMode::Help);
+    let needs_sign = |w: &Work| read_signs && !w.cached && !w.allowlisted && w.rec.sign.is_none();
+    for w in works.iter_mut() {
+        if !needs_sign(w) {
+            decide(w, opts.probe);
+        }
+    }
+    let active = |w: &Work| needs_sign(w) || (!opts.dry_run && w.probe_now.is_some());
+    let todo = works.iter().filter(|w| active(w)).count() as u64;
+    if todo == 0 {
+        return;
+    }
+    progress.start(todo);
+    let data = dirs.data.clone();
+    let timeout = opts.timeout;
+    let mode = opts.probe;
+    let dry_run = opts.dry_run;
+    let cancel = opts.cancel.as_ref();
+    let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
+    pool.install(|| {
+        // One job per executable: a hanging probe must never hold back others that
+        // rayon would otherwise have batched with it on the same thread.
+        works
+            .par_iter_mut()
+            .with_max_len(1)
+            .filter(|w| active(w))
+            .for_each(|w| {
+                if cancelled() {
+                    return;
+                }
+                if needs_sign(w) {
+                    match sign::detect(&w.exe.canonical) {
+                        Ok(s) => {
+                            w.rec.sign = Some(s);
+                            w.read_now = true;
+                        }
+                        Err(e) => w.unreadable = Some(format!("failed to read: {e}")),
+                    }
+                    decide(w, mode);
+                }
+                if !dry_run && w.probe_now.is_some() {
+                    probe_one(w, &data, timeout, cancel);
+                }
+                progress.tick(&w.exe.name);
+            });
+    });
+    progress.finish();
+}
+
+/// What the sources are told about one name.
+fn subject<'a>(name: &'a str, path: &'a std::path::Path, w: &'a Work) -> Subject<'a> {
+    Subject {
+        name,
+        path,
+        canonical: &w.exe.canonical,
+        sha256: w.rec.sha256.as_deref(),
+        record: &w.rec,
+    }
+}
+
+/// The evidence class an executable is counted under in the report.
+fn evidence_class(w: &Work) -> &'static str {
+    if w.unreadable.is_some() {
+        return "unreadable";
+    }
+    match w.rec.sign {
+        Some(s) => s.as_str(),
+        None if w.allowlisted => "allowlisted",
+        None => "not-read",
+    }
+}
+
+/// Phase 7: commits the update; when another writer changed the registry in between,
+/// sends the names it reports stale again with their documents.
+fn commit(
+    dirs: &Dirs,
+    mut update: Update,
+    winners: &HashMap<String, (Candidate, Vec<&PatternFile>)>,
+    now: &str,
+) -> Result<registry::CommitReport, ScanError> {
+    let opts_commit = registry::CommitOptions::default();
+    let mut commit = registry::commit(dirs, &update, &opts_commit)?;
+    if commit.stale.is_empty() {
+        return Ok(commit);
+    }
+    let stale: HashSet<String> = commit.stale.iter().cloned().collect();
+    for f in update.found.iter_mut().filter(|f| stale.contains(&f.name)) {
+        if let Some((winner, applied)) = winners.get(&f.name)
+            && let Ok((document, metadata)) = compose(winner, applied)
+        {
+            f.meta = FoundMeta::Fresh {
+                document,
+                metadata,
+                checked_at: now.to_owned(),
+            };
+        }
+    }
+    let again = registry::commit(dirs, &update, &opts_commit)?;
+    commit.written |= again.written;
+    commit.added.extend(again.added);
+    commit.updated.extend(again.updated);
+    commit.unchanged.retain(|n| !stale.contains(n));
+    commit.removed.extend(again.removed);
+    commit.rejected.extend(again.rejected);
+    commit.stale = again.stale;
+    commit.warnings.extend(again.warnings);
+    if commit.corrupt_backup.is_none() {
+        commit.corrupt_backup = again.corrupt_backup;
+    }
+    Ok(commit)
+}
+
+/// `--explain NAME`: every piece of evidence about one name and how it was decided.
+fn explain(
+    name: &str,
+    path: &std::path::Path,
+    w: &Work,
+    primary: bool,
+    losers: &[(Candidate, String)],
+    outcome: Option<&Outcome>,
+    unreadable: Option<&String>,
+) -> Explanation {
+    let mut ev = Vec::new();
+    ev.push(format!(
+        "executable {} (file {})",
+        path.display(),
+        w.exe.canonical.display()
+    ));
+    if !primary {
+        ev.push(format!(
+            "another name of the same file as {}: shares its evidence and probe",
+            w.exe.name
+        ));
+    }
+    if let Some(m) = unreadable {
+        ev.push(format!("unreadable: {m}"));
+    }
+    ev.push(match w.rec.sign {
+        Some(s) => format!(
+            "sign: {} ({})",
+            s.as_str(),
+            if w.read_now {
+                "read by this scan"
+            } else {
+                "cached: the file is unchanged"
+            }
+        ),
+        None => {
+            "sign: not read (not needed in this probe mode, allowlisted, or cached outcome)".into()
+        }
+    });
+    if w.allowlisted {
+        ev.push("on the config allowlist (probe.allow)".into());
+    }
+    if let Some(h) = w.rec.help {
+        ev.push(format!("--help mentions --agent: {h}"));
+    }
+    ev.push(match (&w.probe_now, &w.rec.probe) {
+        (Some(why), _) if w.rec.probe.is_none() => {
+            format!("would probe ({why:?}); not run (dry run)")
+        }
+        (_, Some(ProbeRecord::Native { doc, .. })) => format!(
+            "probe: valid --agent answer (sha256 {doc}){}",
+            if w.cached { ", cached" } else { "" }
+        ),
+        (
+            _,
+            Some(ProbeRecord::Failed {
+                reason, message, ..
+            }),
+        ) => format!(
+            "probe: failed, {}: {message}{}",
+            reason.as_str(),
+            if w.cached { " (cached)" } else { "" }
+        ),
+        (None, None) if w.no_sign => "not probed: no sign of supporting ATIP".into(),
+        (None, None) => "not probed".into(),
+        (Some(_), None) => "not probed".into(),
+    });
+    if let Some(s) = &w.rec.sha256 {
+        ev.push(format!("content hash {s}"));
+    }
+    let mut candidates = Vec::new();
+    let won = |c: &Candidate| report::ExplainedCandidate {
+        source: c.source,
+        origin: c.origin.clone(),
+        by_hash: c.by_hash,
+        trust: c.trust.clone(),
+        won: true,
+        why: None,
+    };
+    let outcome_line = match outcome {
+        None => "not registered: the file could not be read".to_owned(),
+        Some(Outcome::Nothing) => "not registered: no source offers metadata".to_owned(),
+        Some(Outcome::Winner(c)) => {
+            candidates.push(won(c));
+            format!(
+                "registered from {} ({})",
+                resolve::source_name(c.source),
+                c.origin
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|| "its --agent answer".into())
+            )
+        }
+        Some(Outcome::Kept { entry, why }) => format!(
+            "kept the stored {} entry: {why}",
+            resolve::source_name(entry.source)
+        ),
+    };
+    for (c, why) in losers {
+        let mut e = won(c);
+        e.won = false;
+        e.why = Some(why.clone());
+        candidates.push(e);
+    }
+    Explanation {
+        name: name.to_owned(),
+        path: Some(path.to_path_buf()),
+        evidence: ev,
+        candidates,
+        outcome: outcome_line,
+    }
 }
 
 /// Decides whether an executable is probed by this scan, from what is known of it.
@@ -904,7 +1090,9 @@ fn decide(w: &mut Work, mode: ProbeMode) {
         ProbeMode::None => None,
         ProbeMode::All => Some(ProbeWhy::All),
         ProbeMode::Auto | ProbeMode::Help if w.allowlisted => Some(ProbeWhy::Allowlist),
-        ProbeMode::Auto | ProbeMode::Help if w.rec.sign == Some(true) => Some(ProbeWhy::Sign),
+        ProbeMode::Auto | ProbeMode::Help if w.rec.sign.is_some_and(|s| s.shown()) => {
+            Some(ProbeWhy::Sign)
+        }
         ProbeMode::Help if w.rec.help != Some(false) => Some(ProbeWhy::Help),
         ProbeMode::Auto | ProbeMode::Help => {
             w.no_sign = true;
@@ -927,19 +1115,23 @@ fn probe_one(w: &mut Work, data: &std::path::Path, timeout: Duration, cancel: Op
     }
     w.rec.probe = Some(
         match probe::probe_agent(&w.exe.path, &w.exe.name, timeout, cancel) {
-            Ok(answer) => match cache::store_native_doc(data, &answer.document) {
-                Ok(doc) => ProbeRecord::Native {
+            Ok(answer) => {
+                let doc = match cache::store_native_doc(data, &answer.document) {
+                    Ok(doc) => doc,
+                    Err(_) => {
+                        // A full disk must not cost the tool its entry: keep the answer
+                        // in memory for this scan (the next one probes again).
+                        let doc = sha_hex(&answer.document);
+                        w.unstored = Some((doc.clone(), Arc::from(answer.document)));
+                        doc
+                    }
+                };
+                ProbeRecord::Native {
                     doc,
                     warnings: answer.warnings,
                     trust: answer.trust,
-                },
-                Err(m) => ProbeRecord::Failed {
-                    reason: FailReason::Unreadable,
-                    message: format!("failed to keep the answer: {m}"),
-                    diagnostics: Vec::new(),
-                    timeout_ms: 0,
-                },
-            },
+                }
+            }
             Err(f) => ProbeRecord::Failed {
                 reason: f.reason,
                 message: f.message,
@@ -959,24 +1151,22 @@ fn enum_name<T: Serialize>(v: &T) -> String {
 
 /// The document sent to the registry: the winner's bytes, with pattern files merged in.
 fn compose(
-    data: &std::path::Path,
-    winner: &Winner,
+    winner: &Candidate,
     applied: &[&PatternFile],
 ) -> Result<(Vec<u8>, crate::model::Metadata), String> {
-    let path = match winner {
-        Winner::Native { doc, .. } => cache::native_doc_file(data, doc),
-        Winner::Shim { file, .. } => file.path.clone(),
+    let mut bytes = winner.doc.read()?;
+    let shown = || match &winner.doc {
+        source::Doc::File(p) => p.display().to_string(),
+        source::Doc::Bytes(_) => winner.identity.clone(),
     };
-    let mut bytes =
-        std::fs::read(&path).map_err(|e| format!("failed to read {}: {e}", path.display()))?;
     if !applied.is_empty() {
         let mut value: serde_json::Value = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("failed to parse {}: {e}", path.display()))?;
+            .map_err(|e| format!("failed to parse {}: {e}", shown()))?;
         shims::merge_patterns(&mut value, applied);
         bytes = serde_json::to_vec_pretty(&value).map_err(|e| e.to_string())?;
         bytes.push(b'\n');
     }
-    let metadata = crate::model::Metadata::from_slice(&bytes)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let metadata =
+        crate::model::Metadata::from_slice(&bytes).map_err(|e| format!("{}: {e}", shown()))?;
     Ok((bytes, metadata))
 }

@@ -74,6 +74,10 @@ pub enum Source {
     ShimHash,
     /// A name-keyed shim (`shims/NAME.json`).
     Shim,
+    /// A metadata file installed beside the tool (`<prefix>/share/agent-tools/tools/NAME.json`).
+    Installed,
+    /// Converted by atip from an agent-CLI framework's own manifest (not native ATIP).
+    Converted,
 }
 
 /// One tool in the index.

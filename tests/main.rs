@@ -16,6 +16,7 @@ mod mcp;
 mod process;
 mod registry;
 mod scan;
+mod scan_sources;
 mod search;
 mod shims;
 mod validate;

@@ -21,7 +21,7 @@ static FORK: Mutex<()> = Mutex::new(());
 
 const SLACK: Duration = Duration::from_secs(3);
 
-fn lock() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn lock() -> std::sync::MutexGuard<'static, ()> {
     FORK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -441,7 +441,8 @@ fn default_mode_never_runs_a_program_without_a_sign() {
     assert_eq!(env2.log(), "");
     assert_eq!(r["summary"]["probed"], 0);
 
-    // --probe help runs --help of unknown programs, and --agent only where it is mentioned.
+    // --probe help runs --help of unknown programs, and --agent only where it is mentioned;
+    // a short script that answers --agent with a JSON file is a sign by itself.
     let env3 = Env::new();
     env3.script("bin1/canary", "echo hi");
     env3.script(
@@ -452,15 +453,15 @@ fn default_mode_never_runs_a_program_without_a_sign() {
     let r = env3.scan(&["--probe", "help"]);
     let mut log: Vec<String> = env3.log().lines().map(str::to_owned).collect();
     log.sort();
-    assert_eq!(log, ["canary --help", "helpful --agent", "helpful --help"]);
+    assert_eq!(log, ["canary --help", "helpful --agent"]);
     assert!(tool(&r, "helpful").is_some(), "{r:#}");
     // The config allowlist probes a tool without a sign in auto mode.
     let env4 = Env::new();
     env4.script(
         "bin1/helpful",
-        "case \"$1\" in --agent) cat \"$(dirname \"$0\")/../meta.json\";; esac",
+        "case \"$1\" in --agent) cat \"$(dirname \"$0\")/../meta.txt\";; esac",
     );
-    env4.sb.write("meta.json", meta("helpful", "1.0.0"));
+    env4.sb.write("meta.txt", meta("helpful", "1.0.0"));
     env4.sb
         .write("config/config.json", r#"{"probe": {"allow": ["help*"]}}"#);
     let r = env4.scan(&[]);
@@ -1150,8 +1151,10 @@ fn builtin_shims_register_shipped_tools_and_lose_to_every_other_layer() {
     assert_eq!(names, ["rm", "tar"], "{dry}");
     assert!(!env.sb.data_dir().exists(), "a dry run wrote something");
     let r = env.scan(&[]);
+    assert!(!env.sb.data_dir().join("builtin-shims").exists());
     let reg = env.registry();
-    let builtin_dir = env.sb.data_dir().join("builtin-shims");
+    // Built-in shims are used from memory: nothing is written for them.
+    let builtin_dir = std::path::PathBuf::from("builtin");
     for name in ["rm", "tar"] {
         let e = &reg["tools"][name];
         assert_eq!(e["source"], "shim", "{name}: {e}");

@@ -26,6 +26,10 @@ pub enum SourceArg {
     ShimHash,
     /// A name-keyed shim.
     Shim,
+    /// A metadata file installed beside the tool.
+    Installed,
+    /// Converted from an agent-CLI framework's manifest.
+    Converted,
 }
 
 impl From<SourceArg> for Source {
@@ -35,6 +39,8 @@ impl From<SourceArg> for Source {
             SourceArg::Override => Source::Override,
             SourceArg::ShimHash => Source::ShimHash,
             SourceArg::Shim => Source::Shim,
+            SourceArg::Installed => Source::Installed,
+            SourceArg::Converted => Source::Converted,
         }
     }
 }
@@ -45,6 +51,8 @@ fn source_name(s: Source) -> &'static str {
         Source::Override => "override",
         Source::ShimHash => "shim-hash",
         Source::Shim => "shim",
+        Source::Installed => "installed",
+        Source::Converted => "converted",
     }
 }
 

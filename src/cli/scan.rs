@@ -46,6 +46,10 @@ pub struct Args {
     /// List what would be probed; probe nothing, write nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Print, instead of the report, every piece of evidence about this name, the source
+    /// chosen and why the others lost (the scan itself runs as usual).
+    #[arg(long, value_name = "NAME")]
+    explain: Option<String>,
 }
 
 struct Bar(indicatif::ProgressBar);
@@ -112,6 +116,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         refresh: args.refresh,
         dry_run: args.dry_run,
         cancel: Some(interrupt_flag()),
+        explain: args.explain,
     };
     let report = if std::io::stderr().is_terminal() && ctx.out.verbosity() != Verbosity::Quiet {
         let bar = indicatif::ProgressBar::new(0).with_style(
@@ -122,11 +127,33 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     } else {
         discover::scan(&ctx.dirs, &opts, &discover::NoProgress).map_err(|e| e.to_atip())?
     };
+    let code = if report.source_failures.is_empty() {
+        0
+    } else {
+        // In JSON the report's `sourceFailures` says it; in text, stderr says it too.
+        if !ctx.output.is_json() {
+            for f in &report.source_failures {
+                ctx.out.stderr(&format!(
+                    "error: metadata source {} failed: {}; the tools it provided before were kept\n",
+                    f.source, f.message
+                ));
+            }
+        }
+        atip::output::exit::FAILURE
+    };
+    if let Some(ex) = &report.explain {
+        if ctx.output.is_json() {
+            ctx.out.json(ex)?;
+        } else {
+            ctx.out.text(&ex.to_text())?;
+        }
+        return Ok(code);
+    }
     match ctx.output {
         Json => ctx.out.json(&report)?,
         Jsonl => ctx.out.json_lines(&report.tools)?,
         _ => ctx.out.text(&report.to_text())?,
     }
     ctx.out.warnings(&report.warnings);
-    Ok(0)
+    Ok(code)
 }

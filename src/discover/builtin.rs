@@ -2,16 +2,12 @@
 //! lowest-precedence shim layer, so a fresh `atip scan` already knows common tools
 //! without an install step.
 //!
-//! They are written once into `<data-dir>/builtin-shims/` (rewritten only when this
-//! build's set differs, told by a stamp file; a dry run uses a throw-away copy instead) so
-//! the scan treats them like any other shim directory: validated, cached by fingerprint,
-//! recorded as `shimRegistry`. Every other
-//! layer — admins' system dirs, the user's, `--shims`, overrides — wins over them.
+//! They are used straight from memory — never written anywhere, so a full or read-only
+//! disk cannot take them away — and recorded with `shimRegistry: "builtin"`. They are
+//! validated by this module's tests rather than at every scan. Every other layer —
+//! admins' system dirs, the user's, `--shims`, overrides — wins over them.
 //!
-//! Must not write anywhere but the one directory it is given.
-
-use crate::registry::{sha256_bytes, write_atomic};
-use std::path::{Path, PathBuf};
+//! Must not read or write any file.
 
 /// The shipped shims: (file name, contents), sorted by name. A unit test checks this list
 /// against the `shims/` directory, so a new shim cannot be forgotten.
@@ -33,65 +29,21 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("wc.json", include_str!("../../shims/wc.json")),
 ];
 
-/// Directory name inside the data dir.
-pub const DIR_NAME: &str = "builtin-shims";
+/// The `shimRegistry` recorded for tools whose metadata comes from a built-in shim.
+pub const REGISTRY: &str = "builtin";
 
-const STAMP: &str = ".stamp";
-
-/// One digest over every shipped file's name and contents.
-fn stamp() -> String {
-    let mut all = Vec::new();
-    for (name, body) in SHIPPED {
-        all.extend_from_slice(name.as_bytes());
-        all.push(0);
-        all.extend_from_slice(body.as_bytes());
-        all.push(0);
-    }
-    sha256_bytes(&all)
-}
-
-/// Where the built-in shims live inside a data dir.
-pub fn dir(data: &Path) -> PathBuf {
-    data.join(DIR_NAME)
-}
-
-/// Whether `dir` already holds exactly this build's shipped shims (one small read).
-pub fn is_current(dir: &Path) -> bool {
-    std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s.trim() == stamp())
-}
-
-/// Makes sure `dir` holds exactly this build's shipped shims; does nothing when it
-/// already does.
-pub fn install(dir: &Path) -> Result<(), String> {
-    if is_current(dir) {
-        return Ok(());
-    }
-    let fail = |e: String| format!("cannot write the built-in shims to {}: {e}", dir.display());
-    std::fs::create_dir_all(dir).map_err(|e| fail(e.to_string()))?;
-    // The stamp goes first (removed) and last (written): a crash in between leaves no
-    // stamp, so the next scan writes the set again.
-    match std::fs::remove_file(dir.join(STAMP)) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(fail(e.to_string())),
-        _ => {}
-    }
-    for (name, body) in SHIPPED {
-        write_atomic(&dir.join(name), body.as_bytes()).map_err(|e| fail(e.to_string()))?;
-    }
-    let stale = std::fs::read_dir(dir)
-        .map_err(|e| fail(e.to_string()))?
-        .filter_map(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".json") && !SHIPPED.iter().any(|(s, _)| s == n));
-    for name in stale {
-        std::fs::remove_file(dir.join(&name)).map_err(|e| fail(e.to_string()))?;
-    }
-    write_atomic(&dir.join(STAMP), format!("{}\n", stamp()).as_bytes())
-        .map_err(|e| fail(e.to_string()))
+/// The shipped shim for `name` (`NAME.json`), if atip ships one.
+pub fn get(name: &str) -> Option<&'static str> {
+    SHIPPED
+        .iter()
+        .find(|(file, _)| file.strip_suffix(".json") == Some(name))
+        .map(|(_, body)| *body)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn shipped_list_matches_the_shims_directory() {
@@ -119,27 +71,12 @@ mod tests {
     }
 
     #[test]
-    fn install_writes_once_and_repairs() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = dir(tmp.path());
-        assert!(!is_current(&dir));
-        install(&dir).unwrap();
-        assert!(is_current(&dir));
-        for (name, body) in SHIPPED {
-            assert_eq!(std::fs::read_to_string(dir.join(name)).unwrap(), *body);
+    fn lookup_by_tool_name() {
+        for (file, body) in SHIPPED {
+            let name = file.strip_suffix(".json").unwrap();
+            assert_eq!(get(name), Some(*body));
         }
-        // Up to date: a second call rewrites nothing (a planted file survives).
-        std::fs::write(dir.join("planted.json"), "{}").unwrap();
-        install(&dir).unwrap();
-        assert!(dir.join("planted.json").exists());
-        // A damaged set (stamp gone) is rewritten and cleaned.
-        std::fs::remove_file(dir.join(STAMP)).unwrap();
-        std::fs::write(dir.join(SHIPPED[0].0), "garbage").unwrap();
-        install(&dir).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(dir.join(SHIPPED[0].0)).unwrap(),
-            SHIPPED[0].1
-        );
-        assert!(!dir.join("planted.json").exists());
+        assert_eq!(get("no-such-tool"), None);
+        assert_eq!(get("rm.json"), None);
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! Everything learnt about a file is keyed by its canonical path and valid only while its
 //! fingerprint (device, inode, size, mtime ns, ctime ns) is unchanged: whether it shows
-//! an ATIP sign, its sha256, whether its `--help` mentions `--agent`, and the outcome of
+//! an ATIP sign (and which), its sha256, whether its `--help` mentions `--agent`, and the outcome of
 //! its `--agent` probe. Shim files are cached the same way (their validation verdict).
 //! For each registered tool the cache keeps the composition key of what was sent to the
 //! registry, so an unchanged tool is sent as "unchanged" without reading anything.
@@ -14,13 +14,14 @@
 
 use super::paths::Fingerprint;
 use super::report::{FailReason, ReportDiagnostic};
+use super::sign::Sign;
 use crate::registry::Source;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Version of the cache format; a cache of another version is ignored.
-pub const CACHE_VERSION: u32 = 1;
+pub const CACHE_VERSION: u32 = 2;
 
 /// `scan-cache.json`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -41,9 +42,9 @@ pub struct Cache {
 pub struct FileRecord {
     /// The fingerprint this record is valid for.
     pub fp: Fingerprint,
-    /// Whether its bytes show an ATIP sign (unset when never read).
+    /// What its bytes show (unset when never read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sign: Option<bool>,
+    pub sign: Option<Sign>,
     /// `sha256:<hex>` (unset when never hashed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,

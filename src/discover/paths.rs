@@ -92,8 +92,6 @@ pub enum FileSkipReason {
     WorldWritable,
     /// An earlier PATH directory already holds an executable of that name.
     Shadowed,
-    /// The same file (device and inode) is already reached under an earlier name.
-    SameFile,
     /// Matched a `--skip` glob.
     SkipGlob,
     /// The name cannot be a registry key (see `spec/scan.md`).
@@ -139,6 +137,21 @@ pub struct Enumeration {
     pub executables: Vec<Executable>,
     /// Files skipped with a reason.
     pub skipped_files: Vec<FileSkip>,
+    /// Further names of an executable's file (hard or symbolic links to the same file):
+    /// each is a name an agent can type, so each is registered, sharing what is known of
+    /// the file.
+    pub aliases: Vec<Alias>,
+}
+
+/// Another name of an executable already listed.
+#[derive(Debug, Clone)]
+pub struct Alias {
+    /// The name a shell resolves to the file.
+    pub name: String,
+    /// `<canonical dir>/<name>`.
+    pub path: PathBuf,
+    /// Index of the first name's executable in [`Enumeration::executables`].
+    pub of: usize,
 }
 
 /// The process's effective identity, for permission checks.
@@ -302,7 +315,8 @@ pub fn resolve_dirs(specs: &[DirEntrySpec], me: &Identity) -> (Vec<ScanDir>, Vec
 /// Lists the executables of the scanned directories the way a shell resolves names:
 /// a name belongs to the first directory holding an executable regular file of that
 /// name; later ones are reported as shadowed. A file reached under several names (same
-/// device and inode) is considered once, under its first name.
+/// device and inode) is examined once, under its first name; its other names are
+/// [`Alias`]es.
 pub fn enumerate(
     dirs: Vec<ScanDir>,
     skipped_dirs: Vec<DirSkip>,
@@ -314,7 +328,7 @@ pub fn enumerate(
         ..Enumeration::default()
     };
     let mut names: HashMap<String, PathBuf> = HashMap::new();
-    let mut inodes: HashMap<(u64, u64), PathBuf> = HashMap::new();
+    let mut inodes: HashMap<(u64, u64), usize> = HashMap::new();
     let mut kept = Vec::new();
     for dir in dirs {
         let rd = match fs::read_dir(&dir.canonical) {
@@ -395,16 +409,11 @@ pub fn enumerate(
                 continue;
             }
             let fingerprint = Fingerprint::of(&md);
-            if let Some(first) = inodes.get(&(fingerprint.dev, fingerprint.ino)) {
-                out.skipped_files.push(FileSkip {
-                    name,
-                    path,
-                    reason: FileSkipReason::SameFile,
-                    detail: format!("same file as {}", first.display()),
-                });
+            if let Some(&of) = inodes.get(&(fingerprint.dev, fingerprint.ino)) {
+                out.aliases.push(Alias { name, path, of });
                 continue;
             }
-            inodes.insert((fingerprint.dev, fingerprint.ino), path.clone());
+            inodes.insert((fingerprint.dev, fingerprint.ino), out.executables.len());
             let canonical = if is_link {
                 match fs::canonicalize(&path) {
                     Ok(c) => c,
@@ -554,9 +563,13 @@ mod tests {
             reasons,
             vec![
                 ("open", FileSkipReason::WorldWritable),
-                ("alias", FileSkipReason::SameFile),
                 ("tool", FileSkipReason::Shadowed)
             ]
         );
+        // A second name of the same file is an alias of the first, not a skip.
+        let aliases: Vec<(&str, usize)> =
+            e.aliases.iter().map(|x| (x.name.as_str(), x.of)).collect();
+        assert_eq!(aliases, vec![("alias", 0)]);
+        assert_eq!(e.aliases[0].path, b.join("alias"));
     }
 }

@@ -37,6 +37,9 @@ pub struct ScanReport {
     pub removed: Vec<String>,
     /// Executables whose probe failed, sorted by name.
     pub failed: Vec<FailedTool>,
+    /// Metadata sources (or parts of them) that could not be read: the entries they
+    /// provided before are kept, and the scan exits 1.
+    pub source_failures: Vec<FailedSource>,
     /// What was not scanned or probed, and why.
     pub skipped: Skipped,
     /// Shim and pattern files.
@@ -44,6 +47,9 @@ pub struct ScanReport {
     /// With `--dry-run`: the executables that would be probed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub would_probe: Option<Vec<PlannedProbe>>,
+    /// With `--explain NAME`: how that name was decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<Explanation>,
     /// Warnings about the scan as a whole.
     pub warnings: Vec<String>,
     /// How to widen or fix the scan.
@@ -69,8 +75,10 @@ pub struct RegistryInfo {
 pub struct Summary {
     /// Directories scanned.
     pub dirs: usize,
-    /// Executables considered (after name resolution and dedupe).
+    /// Executables considered (files, after name resolution and dedupe).
     pub executables: usize,
+    /// Names considered: every executable's names, links to one file included.
+    pub names: usize,
     /// Executables run with `--agent` by this scan.
     pub probed: usize,
     /// Answers reused from the cache (unchanged files).
@@ -81,6 +89,8 @@ pub struct Summary {
     pub updated: usize,
     /// Tools whose entry stayed the same.
     pub unchanged: usize,
+    /// Entries kept from the previous scan because their source failed.
+    pub kept: usize,
     /// Tools removed from the registry.
     pub removed: usize,
     /// Executables whose probe failed.
@@ -89,6 +99,88 @@ pub struct Summary {
     pub skipped: usize,
     /// Executables not probed because they show no sign of supporting ATIP.
     pub no_sign: usize,
+    /// Executables per evidence class: what their bytes show (`flag-key`, `flag-word`,
+    /// `binary`, `script`, `none`), or why they were not read (`not-read`,
+    /// `allowlisted`, `unreadable`).
+    pub evidence: BTreeMap<String, usize>,
+}
+
+/// A metadata source that could not be read.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedSource {
+    /// The source (`shims`, `installed`, …).
+    pub source: String,
+    /// What failed, naming the path.
+    pub message: String,
+}
+
+/// `--explain NAME`: how one name was decided.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Explanation {
+    /// The name asked about.
+    pub name: String,
+    /// Its executable, when it is on the scanned PATH.
+    pub path: Option<PathBuf>,
+    /// Every piece of evidence looked at, in the order the scan looked.
+    pub evidence: Vec<String>,
+    /// Every candidate document, the winner first.
+    pub candidates: Vec<ExplainedCandidate>,
+    /// The decision, in one line.
+    pub outcome: String,
+}
+
+/// One candidate in an explanation.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExplainedCandidate {
+    /// Source class.
+    pub source: Source,
+    /// Its file, for file-backed sources.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<PathBuf>,
+    /// Found by the file's content hash.
+    pub by_hash: bool,
+    /// Trust it would be recorded with.
+    pub trust: String,
+    /// Whether it won.
+    pub won: bool,
+    /// Why it lost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl Explanation {
+    /// Text form of an explanation.
+    pub fn to_text(&self) -> String {
+        let mut t = String::new();
+        let _ = writeln!(t, "{}:", self.name);
+        for e in &self.evidence {
+            let _ = writeln!(t, "  {e}");
+        }
+        for c in &self.candidates {
+            let source = serde_json::to_value(c.source)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let origin = c
+                .origin
+                .as_ref()
+                .map(|p| format!(" {}", p.display()))
+                .unwrap_or_default();
+            match &c.why {
+                None => {
+                    let _ = writeln!(t, "  candidate {source}{origin}: wins");
+                }
+                Some(w) => {
+                    let _ = writeln!(t, "  candidate {source}{origin}: loses, {w}");
+                }
+            }
+        }
+        let _ = writeln!(t, "  => {}", self.outcome);
+        t
+    }
 }
 
 /// How a registered tool compares with the registry before the scan.
@@ -103,6 +195,8 @@ pub enum ToolStatus {
     Unchanged,
     /// Would be registered (dry run).
     Planned,
+    /// Kept as it was: the source that provided it failed this scan.
+    Kept,
 }
 
 /// One registered tool.
@@ -341,6 +435,7 @@ impl ScanReport {
                 ToolStatus::Updated => "updated",
                 ToolStatus::Unchanged => "unchanged",
                 ToolStatus::Planned => "would register",
+                ToolStatus::Kept => "kept",
             };
             let source = serde_json::to_value(tool.source)
                 .ok()
@@ -420,6 +515,9 @@ impl ScanReport {
                     d.severity, d.rule, d.pointer, d.message
                 );
             }
+        }
+        for f in &self.source_failures {
+            let _ = writeln!(t, "source failed ({}): {}", f.source, f.message);
         }
         for h in &self.hints {
             let _ = writeln!(t, "hint: {h}");

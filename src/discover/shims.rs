@@ -1,6 +1,7 @@
 //! Shim, pattern and scan-config loading, and their precedence.
 //!
-//! Shim layers, lowest precedence first: every system data dir (`$XDG_DATA_DIRS/agent-tools/shims`,
+//! Shim layers, lowest precedence first: the shims built into atip (from memory, see
+//! [`super::builtin`]), every system data dir (`$XDG_DATA_DIRS/agent-tools/shims`,
 //! walked in reverse so the first `XDG_DATA_DIRS` entry wins), the user data dir's
 //! `shims/`, each `--shims DIR` (the first given wins), then the user overrides in
 //! `<config-dir>/overrides/`. Each layer holds name-keyed `NAME.json` and content-addressed
@@ -11,11 +12,18 @@
 //! data dir, same order) are validated (kind `pattern`) and merged into the metadata of
 //! the tools they are about (see `spec/scan.md`).
 //!
+//! [`Shims`] is the scan's shim source ([`MetadataSource`]): it offers the override and
+//! shim candidates of a name; a layer directory that exists but cannot be listed, or a
+//! shim file that cannot be read, is a [`SourceFailure`] (the tools it provided stay).
+//!
 //! Must not run anything or write anything.
 
+use super::builtin;
 use super::cache::{Cache, ShimRecord, ShimVerdict};
 use super::paths::{Fingerprint, is_valid_name};
 use super::report::{RejectedFile, ReportDiagnostic};
+use super::source::{Candidate, Doc, MetadataSource, SourceFailure, Subject, trust_or};
+use crate::registry::Source;
 use crate::validate::{Kind, Severity, check_bytes};
 use serde_json::Value;
 use sha2::Digest;
@@ -26,7 +34,7 @@ use std::path::{Path, PathBuf};
 /// Which layer a shim comes from; later variants win.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Layer {
-    /// The shims built into atip (`<data-dir>/builtin-shims`).
+    /// The shims built into atip (in memory).
     Builtin,
     /// `$XDG_DATA_DIRS/agent-tools/shims`.
     System,
@@ -53,6 +61,8 @@ pub struct ShimFile {
     pub trust: Option<String>,
     /// sha256 hex of the file's bytes.
     pub doc: String,
+    /// Where its bytes are.
+    pub body: Doc,
 }
 
 /// Every usable shim, by key, already reduced to the winner of each key.
@@ -75,6 +85,10 @@ pub struct Shims {
     pub valid: usize,
     /// Refused shim files.
     pub rejected: Vec<RejectedFile>,
+    /// Whether the built-in shims are the lowest layer.
+    pub builtin: bool,
+    /// Layers (or files) that could not be read.
+    pub failures: Vec<SourceFailure>,
 }
 
 /// A valid pattern file.
@@ -105,9 +119,20 @@ fn sha_hex(bytes: &[u8]) -> String {
     hex::encode(sha2::Sha256::digest(bytes))
 }
 
-fn json_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(rd) = fs::read_dir(dir) else {
-        return Vec::new();
+/// The `*.json` files of a directory, sorted; a missing directory has none, one that
+/// exists but cannot be listed is an error.
+fn json_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let rd = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(Vec::new());
+        }
+        Err(e) => return Err(e),
     };
     let mut files: Vec<PathBuf> = rd
         .filter_map(Result::ok)
@@ -115,7 +140,7 @@ fn json_files(dir: &Path) -> Vec<PathBuf> {
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
     files.sort();
-    files
+    Ok(files)
 }
 
 fn diag(rule: &str, pointer: &str, message: String) -> ReportDiagnostic {
@@ -130,20 +155,23 @@ fn diag(rule: &str, pointer: &str, message: String) -> ReportDiagnostic {
 }
 
 /// Validates one shim file (or takes the cached verdict while its fingerprint holds).
+/// `Err` when the file exists but cannot be read (never cached).
 fn shim_verdict(
     path: &Path,
     hash_keyed: bool,
     old: &Cache,
     new: &mut Cache,
-) -> Option<(ShimVerdict, Fingerprint)> {
-    let md = fs::metadata(path).ok()?;
+) -> Result<Option<(ShimVerdict, Fingerprint)>, String> {
+    let Ok(md) = fs::metadata(path) else {
+        return Ok(None);
+    };
     if !md.is_file() {
-        return None;
+        return Ok(None);
     }
     let fp = Fingerprint::of(&md);
     if let Some(rec) = old.shim(path, &fp) {
         new.put_shim(path, rec.clone());
-        return Some((rec.verdict.clone(), fp));
+        return Ok(Some((rec.verdict.clone(), fp)));
     }
     let file_name = path
         .file_name()
@@ -151,10 +179,7 @@ fn shim_verdict(
         .unwrap_or_default();
     let stem = file_name.strip_suffix(".json").unwrap_or(&file_name);
     let verdict = match fs::read(path) {
-        Err(e) => ShimVerdict::Rejected {
-            message: format!("failed to read: {e}"),
-            diagnostics: Vec::new(),
-        },
+        Err(e) => return Err(format!("failed to read {}: {e}", path.display())),
         Ok(bytes) => {
             let checked = check_bytes(&bytes, Some(Kind::Shim), Some(&file_name));
             let mut errors: Vec<ReportDiagnostic> = checked
@@ -233,21 +258,18 @@ fn shim_verdict(
             verdict: verdict.clone(),
         },
     );
-    Some((verdict, fp))
+    Ok(Some((verdict, fp)))
 }
 
-/// The shim layers, lowest precedence first: (layer, directory).
+/// The shim directories, lowest precedence first: (layer, directory). The built-in
+/// layer has no directory (see [`load_shims`]).
 pub fn shim_layers(
-    builtin: Option<&Path>,
     system_data: &[PathBuf],
     data: &Path,
     cli: &[PathBuf],
     config: &Path,
 ) -> Vec<(Layer, PathBuf)> {
-    let mut layers: Vec<(Layer, PathBuf)> = builtin
-        .map(|d| (Layer::Builtin, d.to_path_buf()))
-        .into_iter()
-        .collect();
+    let mut layers: Vec<(Layer, PathBuf)> = Vec::new();
     layers.extend(
         system_data
             .iter()
@@ -260,18 +282,53 @@ pub fn shim_layers(
     layers
 }
 
-/// Loads every shim layer; later layers replace earlier ones key by key.
-pub fn load_shims(layers: &[(Layer, PathBuf)], old: &Cache, new: &mut Cache) -> Shims {
-    let mut shims = Shims::default();
+/// Loads every shim layer; later layers replace earlier ones key by key. With
+/// `builtin`, the shims built into atip are the lowest layer (looked up by name when a
+/// name has no other name-keyed shim).
+pub fn load_shims(
+    layers: &[(Layer, PathBuf)],
+    builtin: bool,
+    old: &Cache,
+    new: &mut Cache,
+) -> Shims {
+    let mut shims = Shims {
+        builtin,
+        ..Shims::default()
+    };
+    if builtin {
+        shims.dirs.push(PathBuf::from(builtin::REGISTRY));
+    }
     for (layer, dir) in layers {
         shims.dirs.push(dir.clone());
-        for (hash_keyed, files) in [
-            (false, json_files(dir)),
-            (true, json_files(&dir.join("sha256"))),
-        ] {
-            for path in files {
-                let Some((verdict, _)) = shim_verdict(&path, hash_keyed, old, new) else {
+        let fail = |message: String| SourceFailure {
+            source: "shims",
+            message,
+            class: if *layer == Layer::Override {
+                vec![Source::Override]
+            } else {
+                vec![Source::Shim, Source::ShimHash]
+            },
+            registry: Some(dir.display().to_string()),
+        };
+        for (hash_keyed, sub) in [(false, dir.clone()), (true, dir.join("sha256"))] {
+            let files = match json_files(&sub) {
+                Ok(f) => f,
+                Err(e) => {
+                    shims.failures.push(fail(format!(
+                        "failed to list shim directory {}: {e}",
+                        sub.display()
+                    )));
                     continue;
+                }
+            };
+            for path in files {
+                let verdict = match shim_verdict(&path, hash_keyed, old, new) {
+                    Ok(Some((v, _))) => v,
+                    Ok(None) => continue,
+                    Err(m) => {
+                        shims.failures.push(fail(m));
+                        continue;
+                    }
                 };
                 match verdict {
                     ShimVerdict::Rejected {
@@ -291,6 +348,7 @@ pub fn load_shims(layers: &[(Layer, PathBuf)], old: &Cache, new: &mut Cache) -> 
                             .map(|s| s.to_string_lossy().into_owned())
                             .unwrap_or_default();
                         let file = ShimFile {
+                            body: Doc::File(path.clone()),
                             path: path.clone(),
                             layer: *layer,
                             dir: dir.clone(),
@@ -331,7 +389,15 @@ pub fn pattern_dirs(system_data: &[PathBuf], data: &Path) -> Vec<PathBuf> {
 pub fn load_patterns(dirs: &[PathBuf], old: &Cache, new: &mut Cache) -> Patterns {
     let mut out = Patterns::default();
     for dir in dirs {
-        for path in json_files(dir) {
+        let files = json_files(dir).unwrap_or_else(|e| {
+            out.rejected.push(RejectedFile {
+                path: dir.clone(),
+                message: format!("failed to list pattern directory: {e}"),
+                diagnostics: Vec::new(),
+            });
+            Vec::new()
+        });
+        for path in files {
             let Ok(md) = fs::metadata(&path) else {
                 continue;
             };
@@ -477,6 +543,104 @@ pub fn merge_patterns(doc: &mut Value, files: &[&PatternFile]) {
                 None => list.push(p.clone()),
             }
         }
+    }
+}
+
+impl Shims {
+    /// The candidate of one shim file.
+    fn candidate(
+        file: &ShimFile,
+        subject: &Subject<'_>,
+        source: Source,
+        by_hash: bool,
+    ) -> Candidate {
+        let mut warnings = Vec::new();
+        if let Some(t) = &file.tool
+            && t != subject.name
+        {
+            warnings.push(format!(
+                "the shim {} describes {t:?}; it is registered under the executable name {:?}",
+                file.path.display(),
+                subject.name
+            ));
+        }
+        let fallback = if source == Source::Override {
+            "user"
+        } else {
+            "community"
+        };
+        Candidate {
+            source,
+            by_hash,
+            doc: file.body.clone(),
+            identity: format!("shim:{}:{}", file.path.display(), file.doc),
+            trust: trust_or(file.trust.as_deref(), fallback),
+            origin: Some(file.path.clone()),
+            shim_registry: Some(file.dir.display().to_string()),
+            warnings,
+        }
+    }
+
+    /// The built-in shim of a name, parsed only when asked for.
+    fn builtin_file(name: &str) -> Option<ShimFile> {
+        let body = builtin::get(name)?;
+        let value: Value = serde_json::from_str(body).ok()?;
+        Some(ShimFile {
+            path: PathBuf::from(builtin::REGISTRY).join(format!("{name}.json")),
+            layer: Layer::Builtin,
+            dir: PathBuf::from(builtin::REGISTRY),
+            tool: value
+                .pointer("/binary/name")
+                .or_else(|| value.get("name"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            trust: value
+                .pointer("/trust/source")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            doc: sha_hex(body.as_bytes()),
+            body: Doc::Bytes(std::sync::Arc::from(body.as_bytes())),
+        })
+    }
+}
+
+impl MetadataSource for Shims {
+    fn id(&self) -> &'static str {
+        "shims"
+    }
+
+    fn wants_hash(&self, subject: &Subject<'_>) -> bool {
+        let name = subject.name;
+        let any_hash = !self.by_hash.is_empty() || !self.override_by_hash.is_empty();
+        self.by_name.contains_key(name)
+            || self.override_by_name.contains_key(name)
+            || (self.builtin && builtin::get(name).is_some())
+            || (any_hash && self.hash_names.contains(name))
+    }
+
+    fn offer(&self, subject: &Subject<'_>, out: &mut Vec<Candidate>) {
+        let hex = subject.hex();
+        if let Some(f) = hex.and_then(|h| self.override_by_hash.get(h)) {
+            out.push(Self::candidate(f, subject, Source::Override, true));
+        }
+        if let Some(f) = self.override_by_name.get(subject.name) {
+            out.push(Self::candidate(f, subject, Source::Override, false));
+        }
+        if let Some(f) = hex.and_then(|h| self.by_hash.get(h)) {
+            out.push(Self::candidate(f, subject, Source::ShimHash, true));
+        }
+        if let Some(f) = self.by_name.get(subject.name) {
+            out.push(Self::candidate(f, subject, Source::Shim, false));
+        }
+        if self.builtin
+            && let Some(f) = Self::builtin_file(subject.name)
+        {
+            out.push(Self::candidate(&f, subject, Source::Shim, false));
+        }
+    }
+
+    fn failures(&self) -> Vec<SourceFailure> {
+        self.failures.clone()
     }
 }
 

@@ -1,17 +1,30 @@
-//! ATIP-sign detection: whether an executable's bytes show that it answers `--agent`.
+//! ATIP-sign detection: whether an executable's bytes show that it answers `--agent`,
+//! and which kind of evidence they show ([`Sign`]).
 //!
-//! A file shows a sign when it contains the literal `--agent` AND one ATIP marker:
-//! `"atip"` (the metadata's key, as embedded JSON or in source that builds it),
-//! `'atip'` or `\"atip\"` (the key inside a quoted string). Help text alone ("--agent
-//! print ATIP metadata") is not a sign: programs mention ATIP in comments and docs
-//! without answering it, and `--agent` is a common flag of unrelated programs (ssh
-//! agents). Both must occur within the first [`SIGN_READ_CAP`] bytes. Files are read
-//! through a bounded per-thread buffer with SIMD substring search (memchr), and reading
-//! stops as soon as both have been seen.
+//! The rules (each measured on a real PATH; see `spec/scan.md` §2 "The sign"):
+//! - [`Sign::FlagKey`]: the literal `--agent` and the metadata key quoted — `"atip"`,
+//!   `'atip'`, `` `atip` `` or `\"atip\"` (embedded JSON, a heredoc, a Go struct tag, a
+//!   string in a script);
+//! - [`Sign::FlagWord`]: `--agent` and `atip` used as a bare key — `atip:` (JS/TS object
+//!   literal, YAML) or `atip=` (Python keyword argument): the word, not inside another
+//!   word or a path (`/tmp/atip-x`), followed by `:` or `=`;
+//! - [`Sign::Binary`]: a compiled program (ELF or Mach-O) holding `atip` not flanked by
+//!   letters on both sides (a serde field name or Go tag next to other literals) and
+//!   `agent` anywhere (clap and cobra store the flag without dashes);
+//! - [`Sign::Script`]: a short (≤ [`SCRIPT_MAX`]) `#!` script that tests for `--agent`
+//!   itself — a `case` arm (`--agent)`, `--agent|`), a quoted comparison (`"--agent"`,
+//!   `'--agent'`) or `= --agent` — followed within [`ANSWER_WINDOW`] bytes by JSON
+//!   (`json`, `JSON` or `{`), such as a wrapper that `cat`s its metadata from a data file.
+//!
+//! Not a sign: help text or comments alone ("--agent print ATIP metadata"), `ATIP` in
+//! capitals, `atip` inside a longer word (`datatip`), `--agent` alone in a binary (an
+//! ssh-agent option). Everything is read within the first [`SIGN_READ_CAP`] bytes
+//! through a bounded per-thread buffer with SIMD substring search (memchr).
 //!
 //! Must not run anything, and must not read more than the cap of any file.
 
 use memchr::memmem::Finder;
+use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::{ErrorKind, Read};
@@ -21,24 +34,68 @@ use std::sync::OnceLock;
 /// Bytes of a file searched for a sign; the rest of a bigger file is not read.
 pub const SIGN_READ_CAP: u64 = 64 << 20;
 
+/// The largest file that can show a [`Sign::Script`].
+pub const SCRIPT_MAX: u64 = 64 << 10;
+
 /// Read buffer per thread: most executables fit in one fill.
 const CHUNK: usize = 256 << 10;
 
-const FLAG: &[u8] = b"--agent";
-const MARKERS: [&[u8]; 3] = [b"\"atip\"", b"'atip'", b"\\\"atip\\\""];
-/// Bytes carried from one fill to the next so a pattern split across fills is found.
-const CARRY: usize = 7;
+/// Bytes carried from one fill to the next so a pattern split across fills, with the
+/// context around it, is seen whole.
+const CARRY: usize = 32;
+
+/// Context needed to the right of a hit before it is judged (else the next fill judges it).
+const RIGHT: usize = 12;
+
+/// Bytes after a script's `--agent` test searched for the JSON it answers with.
+const ANSWER_WINDOW: usize = 200;
+
+/// What an executable's bytes show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sign {
+    /// No sign: not run by `--probe auto`.
+    None,
+    /// `--agent` and the quoted key `"atip"`.
+    FlagKey,
+    /// `--agent` and `atip` as a bare key (`atip:`, `atip=`).
+    FlagWord,
+    /// A compiled program holding `atip` and `agent`.
+    Binary,
+    /// A short script that tests for `--agent` itself.
+    Script,
+}
+
+impl Sign {
+    /// Whether this evidence lets `--probe auto` run the executable.
+    pub fn shown(self) -> bool {
+        self != Sign::None
+    }
+
+    /// The kebab-case name used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sign::None => "none",
+            Sign::FlagKey => "flag-key",
+            Sign::FlagWord => "flag-word",
+            Sign::Binary => "binary",
+            Sign::Script => "script",
+        }
+    }
+}
 
 struct Finders {
     flag: Finder<'static>,
-    markers: Vec<Finder<'static>>,
+    word: Finder<'static>,
+    agent: Finder<'static>,
 }
 
 fn finders() -> &'static Finders {
     static F: OnceLock<Finders> = OnceLock::new();
     F.get_or_init(|| Finders {
-        flag: Finder::new(FLAG),
-        markers: MARKERS.iter().map(Finder::new).collect(),
+        flag: Finder::new(b"--agent"),
+        word: Finder::new(b"atip"),
+        agent: Finder::new(b"agent"),
     })
 }
 
@@ -46,18 +103,100 @@ thread_local! {
     static BUF: RefCell<Vec<u8>> = RefCell::new(vec![0u8; CARRY + CHUNK]);
 }
 
-/// Whether a byte stream shows an ATIP sign, reading at most [`SIGN_READ_CAP`] bytes.
-///
-/// The common case, a file without `--agent` that fits one buffer, costs one read and
-/// one SIMD substring search; markers are only looked for where they can matter.
-pub fn detect_reader<R: Read>(mut reader: R) -> std::io::Result<bool> {
+/// What was seen so far in one file.
+#[derive(Default)]
+struct Seen {
+    flag: bool,
+    handled: bool,
+    key: bool,
+    word: bool,
+    loose: bool,
+    agent: bool,
+}
+
+fn is_ident(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+impl Seen {
+    /// Judges one `atip` at `i` with its context.
+    fn atip_at(&mut self, buf: &[u8], i: usize) {
+        let before = i.checked_sub(1).map(|k| buf[k]);
+        let after = buf.get(i + 4).copied();
+        let letter = |b: Option<u8>| b.is_some_and(|c| c.is_ascii_alphabetic());
+        if !(letter(before) && letter(after)) {
+            self.loose = true;
+        }
+        const QUOTES: &[u8] = b"\"'`";
+        if let (Some(b), Some(a)) = (before, after)
+            && QUOTES.contains(&b)
+            && a == b
+        {
+            self.key = true;
+            return;
+        }
+        // `\"atip\"`: the key inside a quoted string.
+        if before == Some(b'"')
+            && i >= 2
+            && buf[i - 2] == b'\\'
+            && buf.get(i + 4..i + 6) == Some(b"\\\"")
+        {
+            self.key = true;
+            return;
+        }
+        // A bare key: not inside a word or a path, then `:` or `=` (after an optional
+        // closing quote and blanks).
+        if before.is_some_and(|b| is_ident(b) || b"./-".contains(&b)) || after.is_some_and(is_ident)
+        {
+            return;
+        }
+        let mut k = i + 4;
+        if buf.get(k).is_some_and(|c| QUOTES.contains(c)) {
+            k += 1;
+        }
+        while buf.get(k).is_some_and(|c| *c == b' ' || *c == b'\t') {
+            k += 1;
+        }
+        if buf.get(k).is_some_and(|c| *c == b':' || *c == b'=') {
+            self.word = true;
+        }
+    }
+
+    /// Judges one `--agent` at `i`: does the script test for it?
+    fn flag_at(&mut self, buf: &[u8], i: usize) {
+        self.flag = true;
+        let after = buf.get(i + 7).copied();
+        let before = i.checked_sub(1).map(|k| buf[k]);
+        let quoted = matches!(
+            (before, after),
+            (Some(b'"'), Some(b'"')) | (Some(b'\''), Some(b'\''))
+        );
+        let arm = matches!(after, Some(b')') | Some(b'|'));
+        let compared = buf[..i].ends_with(b"= ") || buf[..i].ends_with(b"==");
+        // …and answers with JSON: a `.json` file, `json.dumps`, `JSON.stringify`, or an
+        // inline document, within the next few lines. An ssh-agent style
+        // `--agent) echo 'needs SOCKET' >&2; exit 2` does not.
+        let next = &buf[i + 7..buf.len().min(i + 7 + ANSWER_WINDOW)];
+        let json = memchr::memmem::find(next, b"json").is_some()
+            || memchr::memmem::find(next, b"JSON").is_some()
+            || memchr::memchr(b'{', next).is_some();
+        if (quoted || arm || compared) && json {
+            self.handled = true;
+        }
+    }
+}
+
+/// What a byte stream shows, reading at most [`SIGN_READ_CAP`] bytes.
+pub fn detect_reader<R: Read>(mut reader: R) -> std::io::Result<Sign> {
     let f = finders();
     BUF.with(|cell| {
         let mut buf = cell.borrow_mut();
         let mut kept = 0usize;
         let mut total = 0u64;
-        let mut flag = false;
-        let mut marker = false;
+        let mut seen = Seen::default();
+        let mut binary = false;
+        let mut script = false;
+        let mut first = true;
         loop {
             let mut n = kept;
             let mut eof = false;
@@ -81,27 +220,59 @@ pub fn detect_reader<R: Read>(mut reader: R) -> std::io::Result<bool> {
                 }
             }
             let chunk = &buf[..n];
-            if !flag {
-                flag = f.flag.find(chunk).is_some();
+            if first {
+                binary = chunk.starts_with(b"\x7fELF")
+                    || [
+                        [0xfe, 0xed, 0xfa, 0xce],
+                        [0xfe, 0xed, 0xfa, 0xcf],
+                        [0xce, 0xfa, 0xed, 0xfe],
+                        [0xcf, 0xfa, 0xed, 0xfe],
+                        [0xca, 0xfe, 0xba, 0xbe],
+                    ]
+                    .iter()
+                    .any(|m| chunk.starts_with(m));
+                script = chunk.starts_with(b"#!");
             }
-            // Without the flag in a last chunk the answer is no: skip the markers.
-            if !marker && (flag || !eof) {
-                marker = f.markers.iter().any(|m| m.find(chunk).is_some());
+            // A hit is judged once its context is in the buffer: not in the carried
+            // head (judged by the previous fill) unless this is the first fill, and not
+            // in the tail unless the file ends here.
+            let judged = |i: usize| (first || i >= CARRY - RIGHT) && (eof || i + RIGHT <= n);
+            for i in f.word.find_iter(chunk) {
+                if judged(i) {
+                    seen.atip_at(chunk, i);
+                }
             }
-            if flag && marker {
-                return Ok(true);
+            for i in f.flag.find_iter(chunk) {
+                if judged(i) {
+                    seen.flag_at(chunk, i);
+                }
+            }
+            if binary && seen.loose && !seen.agent {
+                seen.agent = f.agent.find(chunk).is_some();
+            }
+            if seen.flag && seen.key {
+                return Ok(Sign::FlagKey);
             }
             if eof {
-                return Ok(false);
+                return Ok(if seen.flag && seen.word {
+                    Sign::FlagWord
+                } else if binary && seen.loose && seen.agent {
+                    Sign::Binary
+                } else if script && total <= SCRIPT_MAX && seen.handled {
+                    Sign::Script
+                } else {
+                    Sign::None
+                });
             }
             kept = CARRY.min(n);
             buf.copy_within(n - kept..n, 0);
+            first = false;
         }
     })
 }
 
-/// Whether the file at `path` shows an ATIP sign.
-pub fn detect(path: &Path) -> std::io::Result<bool> {
+/// What the file at `path` shows.
+pub fn detect(path: &Path) -> std::io::Result<Sign> {
     detect_reader(File::open(path)?)
 }
 
@@ -109,49 +280,129 @@ pub fn detect(path: &Path) -> std::io::Result<bool> {
 mod tests {
     use super::*;
 
-    fn sign(bytes: &[u8]) -> bool {
+    fn sign(bytes: &[u8]) -> Sign {
         detect_reader(bytes).unwrap()
     }
 
     #[test]
-    fn needs_the_flag_and_a_marker() {
-        assert!(sign(
-            b"if [ \"$1\" = --agent ]; then cat <<E\n{\"atip\": \"0.4\"}\nE\nfi"
-        ));
-        assert!(sign(
-            b"\x7fELF\0\0--agent\0{\"atip\":{\"version\":\"0.6\"}}"
-        ));
-        assert!(sign(b"print('{' + \"'atip'\" + '}') # --agent"));
-        assert!(sign(b"echo \"{\\\"atip\\\": 1}\" --agent"));
-        // Help text or a comment is not enough.
-        assert!(!sign(b"  --agent   print ATIP metadata"));
-        assert!(!sign(
-            b"# decoy: not ATIP; --agent here means an ssh-agent socket"
-        ));
-        // A flag without a marker (an ssh-agent option), a marker without the flag.
-        assert!(!sign(b"Usage: x [--agent SOCKET] HOST"));
-        assert!(!sign(b"# not an ATIP tool; path /tmp/atip-fake/exec.log"));
-        assert!(!sign(b"{\"atip\": \"0.4\"}"));
-        assert!(!sign(b""));
+    fn flag_with_a_quoted_key() {
+        for b in [
+            &b"if [ \"$1\" = --agent ]; then cat <<E\n{\"atip\": \"0.4\"}\nE\nfi"[..],
+            b"\x7fELF\0\0--agent\0{\"atip\":{\"version\":\"0.6\"}}",
+            b"print('{' + \"'atip'\" + '}') # --agent",
+            b"echo \"{\\\"atip\\\": 1}\" --agent",
+            b"const k = `atip`; // --agent",
+        ] {
+            assert_eq!(sign(b), Sign::FlagKey, "{}", String::from_utf8_lossy(b));
+        }
+    }
+
+    #[test]
+    fn flag_with_a_bare_key() {
+        // A JS/TS object literal, a Python keyword argument, YAML.
+        for b in [
+            &b"#!/usr/bin/env node\nconst meta = { atip: { version: '0.6' } };\nif (process.argv.includes('--agent')) {}"[..],
+            b"def main():\n    m = dict(atip=dict(version=\"0.6\"))\n    if '--agent' in sys.argv: print(m)",
+            b"atip :\n  version: 0.6\n# --agent",
+        ] {
+            assert_eq!(sign(b), Sign::FlagWord, "{}", String::from_utf8_lossy(b));
+        }
+    }
+
+    #[test]
+    fn compiled_programs_with_atip_and_agent() {
+        // clap keeps the flag as `agent`; serde keeps the key `atip` among other literals.
+        assert_eq!(
+            sign(b"\x7fELF\x02\x01\0\0agentprint metadata\0\0atip0.6name"),
+            Sign::Binary
+        );
+        assert_eq!(
+            sign(b"\xcf\xfa\xed\xfe\0agent\0json:\"atip\"\0"),
+            Sign::Binary
+        );
+        // `atip` inside a word (gh's `datatipMove`), or no `agent`: nothing.
+        assert_eq!(sign(b"\x7fELF\0datatipMove\0user-agent\0"), Sign::None);
+        assert_eq!(sign(b"\x7fELF\0technoratipersonales agent"), Sign::None);
+        assert_eq!(sign(b"\x7fELF\0{\"atip\":1}\0"), Sign::None);
+        // The same bytes in a script are no sign: only compiled programs get this rule.
+        assert_eq!(sign(b"#!/bin/sh\n# agent atip\n"), Sign::None);
+    }
+
+    #[test]
+    fn short_scripts_that_test_for_the_flag() {
+        assert_eq!(
+            sign(b"#!/bin/sh\ncase \"${1:-}\" in\n  --agent) exec cat \"$DATA/tool.json\" ;;\nesac\n"),
+            Sign::Script
+        );
+        assert_eq!(
+            sign(b"#!/bin/sh\n[ \"$1\" = --agent ] && exec cat x.json\n"),
+            Sign::Script
+        );
+        // An ssh-agent style option that answers no JSON is not.
+        assert_eq!(
+            sign(b"#!/bin/sh\ncase \"$1\" in --agent) echo 'needs SOCKET' >&2; exit 2;; esac\n"),
+            Sign::None
+        );
+        assert_eq!(
+            sign(b"#!/usr/bin/env python3\nif sys.argv[1] == \"--agent\": print(json.dumps(M))\n"),
+            Sign::Script
+        );
+        // Not a script (no shebang), or only mentioning the flag in help text.
+        assert_eq!(sign(b"case $1 in --agent) ;; esac"), Sign::None);
+        assert_eq!(
+            sign(b"#!/bin/sh\necho '  --agent   print ATIP metadata'\n"),
+            Sign::None
+        );
+        // Too big to be a short wrapper.
+        let mut big = b"#!/bin/sh\ncase $1 in --agent) cat x.json ;; esac\n".to_vec();
+        big.extend(std::iter::repeat_n(b'#', SCRIPT_MAX as usize));
+        assert_eq!(sign(&big), Sign::None);
+    }
+
+    #[test]
+    fn not_signs() {
+        for b in [
+            &b"  --agent   print ATIP metadata"[..],
+            b"# decoy: not ATIP; --agent here means an ssh-agent socket",
+            b"Usage: x [--agent SOCKET] HOST",
+            b"# not an ATIP tool; path /tmp/atip-fake/exec.log",
+            b"{\"atip\": \"0.4\"}",
+            b"",
+            // A path holding the word next to the flag is not a key.
+            b"echo run >> /tmp/atip-fake-path/exec.log; ssh-add --agent x",
+        ] {
+            assert_eq!(sign(b), Sign::None, "{}", String::from_utf8_lossy(b));
+        }
     }
 
     #[test]
     fn matches_across_buffer_boundaries() {
-        for split in [CHUNK - 3, CHUNK - 1, CHUNK, 2 * CHUNK - CARRY - 2] {
+        for split in [
+            CHUNK - 3,
+            CHUNK - 1,
+            CHUNK,
+            2 * CHUNK - CARRY - 2,
+            CHUNK - 10,
+            CHUNK + 20,
+        ] {
             let mut big = vec![b'x'; split];
             big.extend_from_slice(b"--agent");
             big.extend(std::iter::repeat_n(b'y', CHUNK + 5));
-            big.extend_from_slice(b"\"atip\"");
-            assert!(sign(&big), "split at {split}");
-            // Marker first, flag later, across fills.
+            big.extend_from_slice(b" \"atip\" ");
+            assert_eq!(sign(&big), Sign::FlagKey, "split at {split}");
+            // Key first, flag later, across fills.
             let mut rev = vec![b'x'; split];
-            rev.extend_from_slice(b"'atip'");
+            rev.extend_from_slice(b" 'atip' ");
             rev.extend(std::iter::repeat_n(b'y', 3 * CHUNK));
             rev.extend_from_slice(b"--agent");
-            assert!(sign(&rev), "reversed, split at {split}");
+            assert_eq!(sign(&rev), Sign::FlagKey, "reversed, split at {split}");
+            // A bare key whose `:` lands in the next fill.
+            let mut word = vec![b'x'; split];
+            word.extend_from_slice(b" atip: {} --agent");
+            assert_eq!(sign(&word), Sign::FlagWord, "word, split at {split}");
             let mut none = vec![b'x'; split];
             none.extend_from_slice(b"--agen");
-            assert!(!sign(&none));
+            assert_eq!(sign(&none), Sign::None);
         }
     }
 }
