@@ -106,6 +106,11 @@ pub enum Via {
         /// `name/version` of the MCP client.
         client: Option<String>,
     },
+    /// `atip chat`, with the model endpoint (`provider/model`).
+    Chat {
+        /// `provider/model` the calls came from.
+        model: String,
+    },
 }
 
 impl Via {
@@ -113,6 +118,7 @@ impl Via {
         match self {
             Via::Exec => "exec",
             Via::Mcp { .. } => "mcp",
+            Via::Chat { .. } => "chat",
         }
     }
 
@@ -120,6 +126,7 @@ impl Via {
         match self {
             Via::Exec => None,
             Via::Mcp { client } => client.clone(),
+            Via::Chat { model } => Some(model.clone()),
         }
     }
 }
@@ -843,6 +850,28 @@ pub struct CallOutcome {
     pub failed: bool,
 }
 
+/// How a batch runs: parallelism, where it came from, and an end no call may run past.
+#[derive(Debug, Clone)]
+pub struct BatchOptions {
+    /// Most read-only or idempotent calls running at once.
+    pub jobs: usize,
+    /// Where the calls came from, for the audit log.
+    pub via: Via,
+    /// No call runs past this instant: each call's timeout is cut to the time left.
+    pub deadline: Option<std::time::Instant>,
+}
+
+impl BatchOptions {
+    /// `jobs` parallel calls from `atip exec`, no deadline.
+    pub fn exec(jobs: usize) -> BatchOptions {
+        BatchOptions {
+            jobs,
+            via: Via::Exec,
+            deadline: None,
+        }
+    }
+}
+
 /// Runs the calls of one provider response: checks and confirmations in input order,
 /// then read-only or idempotent calls in parallel (at most `jobs` at a time) and the
 /// others one by one, each side-effecting call a barrier, so their relative order is
@@ -850,9 +879,10 @@ pub struct CallOutcome {
 pub fn run_batch(
     engine: &Engine,
     list: &[calls::ToolCall],
-    jobs: usize,
+    opts: &BatchOptions,
     confirm: &mut dyn FnMut(&Prepared) -> Confirmation,
 ) -> Vec<CallOutcome> {
+    let via = &opts.via;
     let max = engine.policy.limits().max_calls;
     let mut slots: Vec<Option<CallOutcome>> = vec![None; list.len()];
     let mut runnable: Vec<(usize, Prepared, bool)> = Vec::new();
@@ -890,18 +920,14 @@ pub fn run_batch(
         };
         match p.decision.action {
             Action::Allow => runnable.push((i, p, false)),
-            Action::Deny => {
-                slots[i] = fail(engine.refuse(&p, None, &Via::Exec, call.id.as_deref()))
-            }
+            Action::Deny => slots[i] = fail(engine.refuse(&p, None, via, call.id.as_deref())),
             Action::Confirm => match confirm(&p) {
                 Confirmation::Yes => runnable.push((i, p, true)),
-                answer => {
-                    slots[i] = fail(engine.refuse(&p, Some(answer), &Via::Exec, call.id.as_deref()))
-                }
+                answer => slots[i] = fail(engine.refuse(&p, Some(answer), via, call.id.as_deref())),
             },
         }
     }
-    let jobs = jobs.max(1);
+    let jobs = opts.jobs.max(1);
     let mut k = 0;
     while k < runnable.len() {
         let mut end = k + 1;
@@ -914,7 +940,7 @@ pub fn run_batch(
         let results: Vec<(usize, CallOutcome)> = if group.len() == 1 || jobs == 1 {
             group
                 .iter()
-                .map(|(i, p, c)| (*i, settle(engine, p, *c, list[*i].id.as_deref())))
+                .map(|(i, p, c)| (*i, settle(engine, p, *c, list[*i].id.as_deref(), opts)))
                 .collect()
         } else {
             let next = std::sync::atomic::AtomicUsize::new(0);
@@ -925,7 +951,7 @@ pub fn run_batch(
                         loop {
                             let j = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                             let Some((i, p, c)) = group.get(j) else { break };
-                            let r = settle(engine, p, *c, list[*i].id.as_deref());
+                            let r = settle(engine, p, *c, list[*i].id.as_deref(), opts);
                             out.lock().unwrap_or_else(|e| e.into_inner()).push((*i, r));
                         }
                     });
@@ -944,8 +970,25 @@ pub fn run_batch(
         .collect()
 }
 
-fn settle(engine: &Engine, p: &Prepared, confirmed: bool, id: Option<&str>) -> CallOutcome {
-    match engine.run(p, confirmed, None, &Via::Exec, id) {
+fn settle(
+    engine: &Engine,
+    p: &Prepared,
+    confirmed: bool,
+    id: Option<&str>,
+    opts: &BatchOptions,
+) -> CallOutcome {
+    let cut;
+    let p = match opts.deadline {
+        Some(end) => {
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            let mut q = p.clone();
+            q.timeout = q.timeout.min(left.max(Duration::from_millis(1)));
+            cut = q;
+            &cut
+        }
+        None => p,
+    };
+    match engine.run(p, confirmed, None, &opts.via, id) {
         Ok(r) => CallOutcome {
             failed: r.tool_failed(),
             envelope: serde_json::to_value(&r).unwrap_or(Value::Null),

@@ -2,10 +2,12 @@
 //!
 //! A pipeline of library modules: `discover` finds tools, `validate` checks their
 //! metadata, `registry` stores it atomically, `compile` turns it into model-provider tool
-//! schemas, `search` ranks it, `exec` and `mcp` run tool calls under policy. The binary in
+//! schemas, `search` ranks it, `exec` and `mcp` run tool calls under policy, `chat` runs the whole tool loop against a
+//! model endpoint. The binary in
 //! `src/main.rs` is a thin layer over these.
 #![warn(missing_docs)]
 
+pub mod chat;
 pub mod compile;
 pub mod dirs;
 pub mod discover;

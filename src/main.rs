@@ -72,6 +72,8 @@ enum Command {
     Exec(cli::exec::Args),
     /// Serve every registered tool over MCP (stdio).
     Mcp(cli::mcp::Args),
+    /// Run the tool loop against a model endpoint until the model answers.
+    Chat(cli::chat::Args),
 }
 
 /// What every subcommand gets: resolved output format, the printer and directories.
@@ -115,6 +117,7 @@ fn main() -> ExitCode {
         Some(Command::Search(args)) => cli::search::run(args, &ctx),
         Some(Command::Exec(args)) => cli::exec::run(args, &ctx),
         Some(Command::Mcp(args)) => cli::mcp::run(args, &ctx),
+        Some(Command::Chat(args)) => cli::chat::run(args, &ctx),
         None => {
             use clap::CommandFactory;
             ctx.out.stderr(&Cli::command().render_help().to_string());

@@ -5,6 +5,7 @@
 //! matches, the abbreviation table in `text`), name boosts and the capped result report.
 //! Must not read files; callers hand it a [`Catalog`].
 
+pub mod mode;
 mod text;
 
 pub use text::ABBREVIATIONS;

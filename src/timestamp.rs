@@ -65,6 +65,50 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (year, month, day)
 }
 
+/// (year, month, day) → days since 1970-01-01, the inverse of [`civil_from_days`].
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = i64::from((m + 9) % 12);
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Parses an HTTP date in its one current form (IMF-fixdate, RFC 9110 §5.6.7), as
+/// `Retry-After` carries it: `Sun, 06 Nov 1994 08:49:37 GMT`. Other forms give `None`.
+pub fn parse_http_date(s: &str) -> Option<SystemTime> {
+    let rest = s.trim().split_once(", ")?.1;
+    let mut parts = rest.split(' ');
+    let day: u32 = parts.next()?.parse().ok()?;
+    let month = match parts.next()? {
+        "Jan" => 1,
+        "Feb" => 2,
+        "Mar" => 3,
+        "Apr" => 4,
+        "May" => 5,
+        "Jun" => 6,
+        "Jul" => 7,
+        "Aug" => 8,
+        "Sep" => 9,
+        "Oct" => 10,
+        "Nov" => 11,
+        "Dec" => 12,
+        _ => return None,
+    };
+    let year: i64 = parts.next()?.parse().ok()?;
+    let mut hms = parts.next()?.split(':');
+    let mut field = |max: u64| hms.next()?.parse::<u64>().ok().filter(|v| *v <= max);
+    let (h, mi, sec) = (field(23)?, field(59)?, field(60)?);
+    if parts.next()? != "GMT" || parts.next().is_some() || !(1..=31).contains(&day) {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let secs = u64::try_from(days).ok()? * 86_400 + h * 3600 + mi * 60 + sec;
+    Some(UNIX_EPOCH + std::time::Duration::from_secs(secs))
+}
+
 /// Whether `s` is an RFC 3339 date-time: `YYYY-MM-DDTHH:MM:SS`, optional fraction,
 /// then `Z` or `±HH:MM`. Field ranges are checked (leap second 60 allowed), not the
 /// number of days of each month beyond 31.
@@ -152,6 +196,33 @@ mod tests {
             let t = UNIX_EPOCH + Duration::from_secs(day * 86_400 + 3_599);
             let s = rfc3339(t);
             assert!(is_rfc3339(&s), "{s}");
+        }
+    }
+
+    #[test]
+    fn http_dates() {
+        assert_eq!(
+            parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").map(rfc3339),
+            Some("1994-11-06T08:49:37Z".into())
+        );
+        assert_eq!(
+            parse_http_date("Thu, 26 Nov 2026 03:45:30 GMT").map(rfc3339),
+            Some("2026-11-26T03:45:30Z".into())
+        );
+        for day in (0..(366 * 100)).step_by(37) {
+            let t = UNIX_EPOCH + Duration::from_secs(day * 86_400 + 45_296);
+            let (y, mo, d, _, _, _) = fields(t);
+            assert_eq!(days_from_civil(y, mo, d), day as i64);
+        }
+        for bad in [
+            "",
+            "120",
+            "Sunday, 06-Nov-94 08:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49:37 UTC",
+            "Sun, 06 Foo 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 25:49:37 GMT",
+        ] {
+            assert_eq!(parse_http_date(bad), None, "{bad}");
         }
     }
 

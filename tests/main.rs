@@ -7,6 +7,7 @@
 mod common;
 
 mod agent;
+mod chat;
 mod contract;
 mod exec;
 mod export;

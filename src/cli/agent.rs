@@ -35,7 +35,7 @@ fn read_only() -> Effects {
 
 /// The effects of each atip subcommand, by command path.
 ///
-/// `exec` and `mcp` run whatever registered tool a model asks for: what that tool does
+/// `exec`, `mcp` and `chat` run whatever registered tool a model asks for: what that tool does
 /// is unknown here, so `destructive`, `reversible` and `network` are left unsaid (unknown,
 /// which consumers treat conservatively) rather than claimed safe.
 pub fn effects_table() -> Vec<(&'static [&'static str], Effects)> {
@@ -96,6 +96,16 @@ pub fn effects_table() -> Vec<(&'static [&'static str], Effects)> {
         (
             &["mcp"],
             Effects {
+                subprocess: Some(true),
+                idempotent: Some(false),
+                ..Effects::default()
+            },
+        ),
+        (
+            &["chat"],
+            Effects {
+                // Talks to a model endpoint, then runs whatever tools the model calls.
+                network: Some(true),
                 subprocess: Some(true),
                 idempotent: Some(false),
                 ..Effects::default()

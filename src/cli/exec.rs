@@ -97,7 +97,7 @@ fn read_input(path: &std::path::Path, what: &str) -> Result<String, AtipError> {
 }
 
 /// Asks on the controlling terminal, only when stderr is one (never in a pipeline).
-fn prompt(p: &Prepared) -> Confirmation {
+pub(crate) fn prompt(p: &Prepared) -> Confirmation {
     if !std::io::stderr().is_terminal() {
         return Confirmation::Unavailable;
     }
@@ -184,7 +184,12 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
             ctx.out.json(&reports)?;
             return Ok(0);
         }
-        let outcomes = exec::run_batch(&engine, &list, args.jobs as usize, &mut confirm);
+        let outcomes = exec::run_batch(
+            &engine,
+            &list,
+            &exec::BatchOptions::exec(args.jobs as usize),
+            &mut confirm,
+        );
         let envelopes: Vec<Value> = outcomes.iter().map(|o| o.envelope.clone()).collect();
         let failed: Vec<bool> = outcomes.iter().map(|o| o.failed).collect();
         ctx.out

@@ -68,26 +68,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     if let Some(path) = &args.file {
         docs = Some(vec![compile::source::load_file(path)?]);
     } else {
-        let mut only = args.tools.clone();
-        if let Some(filters) = &commands {
-            let named: Vec<String> = filters
-                .iter()
-                .filter_map(|f| f.split_whitespace().next().map(String::from))
-                .collect();
-            only = Some(match only {
-                Some(t) => t.into_iter().filter(|n| named.contains(n)).collect(),
-                None => {
-                    let all = compile::source::registry_entries(&ctx.dirs, None)?;
-                    let mut n: Vec<String> = named
-                        .into_iter()
-                        .filter(|n| all.iter().any(|(e, _)| e == n))
-                        .collect();
-                    n.sort();
-                    n.dedup();
-                    n
-                }
-            });
-        }
+        let only =
+            compile::source::selected_tools(&ctx.dirs, args.tools.as_deref(), commands.as_deref())?;
         entries = compile::source::registry_entries(&ctx.dirs, only.as_deref())?;
         if only.is_some() {
             let loaded = compile::source::load_registry(&ctx.dirs, only.as_deref())?;

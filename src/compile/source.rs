@@ -69,6 +69,42 @@ pub fn registry_entries(
     Ok(entries)
 }
 
+/// The registry tools a `--tools` / `--commands` selection reads, as `atip export` picks
+/// them (and so names their commands): the named tools, narrowed to those the command
+/// filters name (a filter's first word is its tool); with filters alone, the registered
+/// tools they name. `None`: every tool.
+pub fn selected_tools(
+    dirs: &Dirs,
+    tools: Option<&[String]>,
+    filters: Option<&[String]>,
+) -> Result<Option<Vec<String>>, AtipError> {
+    let Some(filters) = filters else {
+        return Ok(tools.map(<[String]>::to_vec));
+    };
+    let named: Vec<&str> = filters
+        .iter()
+        .filter_map(|f| f.split_whitespace().next())
+        .collect();
+    Ok(Some(match tools {
+        Some(t) => t
+            .iter()
+            .filter(|n| named.contains(&n.as_str()))
+            .cloned()
+            .collect(),
+        None => {
+            let all = registry_entries(dirs, None)?;
+            let mut n: Vec<String> = named
+                .into_iter()
+                .filter(|n| all.iter().any(|(e, _)| e == n))
+                .map(String::from)
+                .collect();
+            n.sort();
+            n.dedup();
+            n
+        }
+    }))
+}
+
 /// Reads one entry's metadata; a document without a `name` takes its registry name.
 pub fn read_entry(dirs: &Dirs, name: &str, entry: &Entry) -> Result<Metadata, String> {
     let mut m = Index::read_metadata(dirs, entry).map_err(|e| e.to_string())?;

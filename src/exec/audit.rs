@@ -19,9 +19,9 @@ pub const AUDIT_FILE: &str = "audit.jsonl";
 pub struct AuditRecord {
     /// When the call finished (RFC 3339, UTC, milliseconds).
     pub time: String,
-    /// `exec` or `mcp`.
+    /// `exec`, `mcp` or `chat`.
     pub via: &'static str,
-    /// The MCP client's `name/version`, when it told.
+    /// The MCP client's `name/version`, when it told; `provider/model` for `chat`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
     /// Process id of the atip process that ran the call.

@@ -2,6 +2,7 @@
 //! tools registered in a sandbox registry (`tools`), and process checks.
 #![allow(dead_code)]
 
+pub mod endpoint;
 pub mod tools;
 
 use std::path::{Path, PathBuf};

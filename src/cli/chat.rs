@@ -1,0 +1,360 @@
+//! `atip chat`: put the machine's tools in front of a model endpoint and run the tool
+//! loop until the model answers. Flags, key lookup and rendering live here; the loop is
+//! in `atip::chat`.
+
+use crate::Ctx;
+use crate::cli::exec::RunArgs;
+use atip::chat::http::Client;
+use atip::chat::provider::Api;
+use atip::chat::transcript::Transcript;
+use atip::chat::{Chat, ChatOptions, ChatReport, Offer, StopReason};
+use atip::compile::{FlatTool, FlattenOptions};
+use atip::exec::redact::Redactor;
+use atip::exec::{Confirmation, Engine, Prepared};
+use atip::output::{AtipError, ErrorCode, OutputFormat};
+use atip::search::mode::{self, SearchMode};
+use serde_json::json;
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Run the tool loop against a model endpoint.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// What to ask (default: read from stdin).
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Option<String>,
+    /// The model API.
+    #[arg(long, value_enum, env = "ATIP_CHAT_PROVIDER")]
+    pub provider: Api,
+    /// Model name, e.g. `gpt-5-mini`, `claude-sonnet-4-5`, `gemini-2.5-flash`, or a local model.
+    #[arg(long, env = "ATIP_CHAT_MODEL")]
+    pub model: String,
+    /// API base URL, e.g. `http://127.0.0.1:8080/v1` for a local OpenAI-compatible server
+    /// (default: the provider's hosted API).
+    #[arg(long, value_name = "URL", env = "ATIP_CHAT_BASE_URL")]
+    pub base_url: Option<String>,
+    /// Environment variable holding the API key (default: OPENAI_API_KEY,
+    /// ANTHROPIC_API_KEY, GEMINI_API_KEY then GOOGLE_API_KEY, by provider).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// System instructions for the model.
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+    /// Only these registry tools (comma-separated names), as in `atip export`.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub tools: Option<Vec<String>>,
+    /// Only these commands: comma-separated "tool path" prefixes, e.g. "gh pr,git log".
+    #[arg(long, value_delimiter = ',', value_name = "FILTERS")]
+    pub commands: Option<Vec<String>>,
+    /// Offer a search tool and a call tool instead of every tool: `auto` when the
+    /// selection has more than --search-threshold tools.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub tool_search: ToolSearch,
+    /// Selections larger than this use the search tools with `--tool-search auto`.
+    #[arg(long, default_value_t = mode::DEFAULT_THRESHOLD, value_name = "N")]
+    pub search_threshold: usize,
+    /// Most model requests.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_turns: u32,
+    /// Most tool calls over the whole run.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub max_calls: usize,
+    /// Time for the whole run, e.g. `10m`.
+    #[arg(long, value_name = "DURATION", value_parser = atip::units::parse_duration, default_value = "10m")]
+    pub run_timeout: Duration,
+    /// Time for one model request.
+    #[arg(long, value_name = "DURATION", value_parser = atip::units::parse_duration, default_value = "120s")]
+    pub request_timeout: Duration,
+    /// Retries of a failed model request (429, 5xx, timeouts, dropped connections).
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub retries: u32,
+    /// Output-token limit per response (Anthropic requires one).
+    #[arg(long, default_value_t = 4096, value_name = "N")]
+    pub max_tokens: u32,
+    /// Most read-only or idempotent calls running at once.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub jobs: u16,
+    /// Confirm calls the policy wants confirmed.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Write every message to FILE (JSON Lines, secrets redacted).
+    #[arg(long, value_name = "FILE")]
+    pub transcript: Option<PathBuf>,
+    /// Policy, per-call timeout, output cap, interactivity, as for `atip exec`.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// When to offer the search tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ToolSearch {
+    /// When the selection is larger than --search-threshold.
+    Auto,
+    /// Always.
+    On,
+    /// Never: every selected tool is offered.
+    Off,
+}
+
+/// The prompt: the argument, else stdin.
+fn read_prompt(arg: Option<String>) -> Result<String, AtipError> {
+    let text = match arg {
+        Some(p) => p,
+        None => {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s).map_err(|e| {
+                AtipError::new(
+                    ErrorCode::InputUnreadable,
+                    format!("failed to read the prompt from stdin: {e}"),
+                )
+            })?;
+            s
+        }
+    };
+    if text.trim().is_empty() {
+        return Err(
+            AtipError::usage("the prompt is empty").hint("pass it as an argument, or on stdin")
+        );
+    }
+    Ok(text)
+}
+
+/// The key and the variable it came from. Without `--base-url` (a hosted API) a key is
+/// required; a local server may need none.
+fn api_key(args: &Args) -> Result<Option<(String, String)>, AtipError> {
+    let vars: Vec<String> = match &args.api_key_env {
+        Some(v) => vec![v.clone()],
+        None => args
+            .provider
+            .key_vars()
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    };
+    let found = vars.iter().find_map(|v| {
+        std::env::var(v)
+            .ok()
+            .filter(|k| !k.trim().is_empty())
+            .map(|k| (v.clone(), k.trim().to_string()))
+    });
+    if found.is_none() && (args.base_url.is_none() || args.api_key_env.is_some()) {
+        return Err(AtipError::new(
+            ErrorCode::ApiKeyMissing,
+            format!("no API key: {} is not set", vars.join(" or ")),
+        )
+        .hint(format!(
+            "export {}=… (a local server that needs no key: pass --base-url)",
+            vars[0]
+        )));
+    }
+    Ok(found)
+}
+
+/// Checks the base URL; a key never travels over plain HTTP except to this machine.
+fn base_url(args: &Args, key: bool) -> Result<String, AtipError> {
+    let base = args
+        .base_url
+        .clone()
+        .unwrap_or_else(|| args.provider.default_base_url().to_string());
+    let url = reqwest::Url::parse(&base)
+        .map_err(|e| AtipError::usage(format!("--base-url {base:?}: {e}")))?;
+    match url.scheme() {
+        "https" => {}
+        "http" => {
+            let host = url.host_str().unwrap_or("");
+            let loopback = host.eq_ignore_ascii_case("localhost")
+                || host
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback());
+            if key && !loopback {
+                return Err(AtipError::new(
+                    ErrorCode::InsecureEndpoint,
+                    format!(
+                        "refusing to send the API key over plain http to {}",
+                        url.host_str().unwrap_or("")
+                    ),
+                )
+                .hint("use https, or a server on this machine (127.0.0.1, localhost)"));
+            }
+        }
+        other => {
+            return Err(AtipError::usage(format!(
+                "--base-url must be http or https, not {other}"
+            )));
+        }
+    }
+    Ok(base)
+}
+
+/// The selected tools, named as `atip export` names them with the same flags.
+fn selection(args: &Args, engine: &Engine) -> Result<Vec<FlatTool>, AtipError> {
+    let filters: Option<Vec<String>> = args.commands.as_ref().map(|c| {
+        c.iter()
+            .map(|f| f.trim().to_string())
+            .filter(|f| !f.is_empty())
+            .collect()
+    });
+    let opts = FlattenOptions {
+        include_interactive: true,
+        commands: filters.clone(),
+    };
+    if let Some(filters) = &filters {
+        let unmatched: Vec<&String> = filters
+            .iter()
+            .filter(|f| {
+                let one = FlattenOptions {
+                    include_interactive: true,
+                    commands: Some(vec![(*f).clone()]),
+                };
+                !engine
+                    .catalog()
+                    .tools()
+                    .iter()
+                    .any(|t| one.wants(&t.tool, &t.command))
+            })
+            .collect();
+        if !unmatched.is_empty() {
+            return Err(AtipError::new(
+                ErrorCode::CommandNotFound,
+                format!(
+                    "no command matches --commands {}",
+                    unmatched
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+            .hint("a filter is the tool name then a command path prefix, e.g. \"gh pr\"")
+            .details(json!({"unmatched": unmatched})));
+        }
+    }
+    Ok(engine
+        .visible_tools()
+        .into_iter()
+        .filter(|t| opts.wants(&t.tool, &t.command))
+        .cloned()
+        .collect())
+}
+
+/// Runs `atip chat`; returns the exit code.
+pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+    let key = api_key(&args)?;
+    let base = base_url(&args, key.is_some())?;
+    let prompt = read_prompt(args.prompt.clone())?;
+    let mut redactor = Redactor::new().with_env_vars(
+        Api::Openai
+            .key_vars()
+            .iter()
+            .chain(Api::Anthropic.key_vars())
+            .chain(Api::Gemini.key_vars())
+            .copied(),
+    );
+    if let Some((var, k)) = &key {
+        redactor.add_value(var, k.clone());
+    }
+
+    let (policy, settings) = args.run.resolve(ctx)?;
+    let filters_only = atip::compile::source::selected_tools(
+        &ctx.dirs,
+        args.tools.as_deref(),
+        args.commands.as_deref(),
+    )?;
+    let engine = Engine::load(&ctx.dirs, policy, settings, filters_only.as_deref(), None)?;
+    ctx.out.warnings(&engine.warnings);
+    let tools = selection(&args, &engine)?;
+    let search = match args.tool_search {
+        ToolSearch::On => true,
+        ToolSearch::Off => false,
+        ToolSearch::Auto => tools.len() > args.search_threshold,
+    };
+    if tools.is_empty() {
+        ctx.out.warn("no tools selected; the model gets none");
+    }
+    let offer = if search && !tools.is_empty() {
+        Offer::Search(Box::new(SearchMode::new(tools)))
+    } else {
+        Offer::Direct(tools)
+    };
+
+    let mut headers = args.provider.fixed_headers();
+    if let Some((_, k)) = &key {
+        headers.extend(args.provider.auth_headers(k));
+    }
+    let mut client = Client::new(
+        args.provider.url(&base, &args.model),
+        headers,
+        redactor.clone(),
+        key.as_ref().map(|(v, _)| v.clone()),
+    )?;
+    client.retries = args.retries;
+    client.request_timeout = args.request_timeout;
+    let transcript = match &args.transcript {
+        Some(p) => Some(Transcript::create(p, redactor.clone())?),
+        None => None,
+    };
+    let chat = Chat {
+        engine: &engine,
+        offer,
+        options: ChatOptions {
+            api: args.provider,
+            model: args.model.clone(),
+            system: args.system.clone(),
+            max_turns: args.max_turns,
+            max_calls: args.max_calls,
+            run_timeout: args.run_timeout,
+            jobs: args.jobs as usize,
+            max_tokens: args.max_tokens,
+        },
+        client,
+        redactor,
+        transcript,
+    };
+    let yes = args.yes;
+    let mut confirm = |p: &Prepared| {
+        if yes {
+            Confirmation::Yes
+        } else {
+            crate::cli::exec::prompt(p)
+        }
+    };
+    let text = ctx.output == OutputFormat::Text;
+    let mut log = |c: &atip::chat::CallRecord| {
+        if text {
+            let what = match (c.status, &c.error, c.exit_code) {
+                ("skipped", _, _) => "not run (limit reached)".to_string(),
+                (_, Some(code), _) => format!("error {code}"),
+                (_, None, Some(code)) => format!("exit {code}"),
+                _ => "ok".to_string(),
+            };
+            eprintln!("atip chat: {}: {what} ({} ms)", c.name, c.duration_ms);
+        }
+    };
+    let report = chat.run(&prompt, &mut confirm, &mut log);
+    render(&report, ctx)
+}
+
+fn render(report: &ChatReport, ctx: &Ctx) -> Result<u8, AtipError> {
+    if ctx.output == OutputFormat::Text {
+        if let Some(answer) = &report.answer {
+            let mut text = answer.clone();
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            ctx.out.text(&text)?;
+        }
+    } else {
+        ctx.out.json(report)?;
+    }
+    if report.stop_reason == StopReason::MaxTokens {
+        ctx.out
+            .warn("the model's answer was cut at its output-token limit (--max-tokens)");
+    }
+    match &report.error {
+        Some(e) => Err(e.clone()),
+        None => Ok(0),
+    }
+}
