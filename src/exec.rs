@@ -25,7 +25,7 @@ pub mod trust;
 use crate::compile::{Catalog, FlatTool, FlattenOptions, names};
 use crate::dirs::Dirs;
 use crate::model::{Metadata, ParamType};
-use crate::output::{AtipError, ErrorCode};
+use crate::output::{Applicability, AtipError, ErrorCode, SuggestedAction, Suggestion};
 use crate::process::{self, Exit, Spawn};
 use crate::registry::{FileStamp, Index};
 use audit::{AuditLog, AuditRecord};
@@ -514,10 +514,17 @@ impl Engine {
                 format!("no tool named {shown:?} in the registry"),
             )
             .details(json!({"closest": close}));
-            if close.is_empty() {
-                e.hint("list tools with `atip export --format mcp` or `atip list`")
-            } else {
-                e.hint(format!("did you mean: {}", close.join(", ")))
+            match close.first() {
+                None => e.hint("list tools with `atip export --format mcp` or `atip list`"),
+                Some(best) => e
+                    .hint(format!("did you mean: {}", close.join(", ")))
+                    .suggest(
+                        Suggestion::new(
+                            SuggestedAction::UseDifferentTool,
+                            format!("call {best}, the closest registered tool name"),
+                        )
+                        .example(*best, Applicability::MaybeIncorrect),
+                    ),
             }
         })
     }

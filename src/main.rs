@@ -1,7 +1,7 @@
 //! The `atip` binary: parses the command line and dispatches to one subcommand.
 
 use atip::dirs::Dirs;
-use atip::output::{AtipError, OutputFormat};
+use atip::output::{AtipError, ColorChoice, OutputFormat, Printer, Verbosity};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,9 +21,25 @@ pub struct Cli {
     /// With --agent: only commands nested at most N levels deep (partial discovery).
     #[arg(long, requires = "agent", value_name = "N")]
     depth: Option<usize>,
-    /// Output format: text on a terminal, JSON when piped.
+    /// Output format: text on a terminal, JSON when piped. Each command accepts the
+    /// formats it can print (jsonl: list, search, validate, scan; sarif, github: validate).
     #[arg(long, global = true, value_enum, default_value = "auto")]
     output: OutputFormat,
+    /// Print errors only: no warnings or notes on stderr.
+    #[arg(long, short = 'q', global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Also say on stderr what atip is doing (which registry, how many tools).
+    #[arg(long, global = true)]
+    verbose: bool,
+    /// Colour text output: auto (a terminal and NO_COLOR unset), always or never.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "auto",
+        value_name = "WHEN"
+    )]
+    color: ColorChoice,
     /// Data directory (registry.json, tools/, shims/); replaces $XDG_DATA_HOME/agent-tools.
     #[arg(long, global = true, env = "ATIP_DATA_DIR", value_name = "DIR")]
     data_dir: Option<PathBuf>,
@@ -65,19 +81,33 @@ enum Command {
     Chat(cli::chat::Args),
 }
 
-/// What every subcommand gets: resolved output format and directories.
-#[derive(Debug, Clone)]
+/// What every subcommand gets: resolved output format, the printer and directories.
+#[derive(Debug)]
 pub struct Ctx {
     /// Output format, `auto` already resolved.
     pub output: OutputFormat,
+    /// The one printer: data to stdout, diagnostics to stderr.
+    pub out: Printer,
     /// Directories.
     pub dirs: Dirs,
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    let verbosity = if cli.quiet {
+        Verbosity::Quiet
+    } else if cli.verbose {
+        Verbosity::Verbose
+    } else {
+        Verbosity::Normal
+    };
+    let out = Printer::new(cli.output, verbosity, cli.color);
     let ctx = Ctx {
-        output: cli.output.resolve(),
+        output: out.format(),
+        out,
         dirs: Dirs::resolve(
             cli.data_dir.as_deref(),
             cli.config_dir.as_deref(),
@@ -85,7 +115,7 @@ fn main() -> ExitCode {
         ),
     };
     let result: Result<u8, AtipError> = match cli.command {
-        _ if cli.agent => cli::agent::run(cli.commands.as_deref(), cli.depth),
+        _ if cli.agent => cli::agent::run(cli.commands.as_deref(), cli.depth, &ctx.out),
         Some(Command::Validate(args)) => cli::validate::run(args, &ctx),
         Some(Command::Diff(args)) => cli::diff::run(args, &ctx),
         Some(Command::Lint(args)) => cli::lint::run(args, &ctx),
@@ -100,15 +130,35 @@ fn main() -> ExitCode {
         Some(Command::Chat(args)) => cli::chat::run(args, &ctx),
         None => {
             use clap::CommandFactory;
-            Cli::command().print_help().ok();
+            ctx.out.stderr(&Cli::command().render_help().to_string());
             Ok(2)
         }
     };
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            e.report(ctx.output.is_json());
+            ctx.out.error(&e);
             ExitCode::from(e.exit_code())
         }
     }
+}
+
+/// A command line clap rejected: `--help`/`--version` print as usual; anything else is a
+/// usage error (exit 2), as JSON on stderr when the output would be JSON.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let format = cli::usage::requested_format(&args);
+    if !format.is_json() {
+        let _ = e.print();
+        return ExitCode::from(atip::output::exit::USAGE);
+    }
+    let err = cli::usage::to_atip(&e, &args);
+    let out = Printer::new(format, Verbosity::Normal, ColorChoice::Never);
+    out.error(&err);
+    ExitCode::from(err.exit_code())
 }

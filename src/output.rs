@@ -5,8 +5,10 @@
 //! Must not decide what a command does; it only says how results and failures look.
 
 mod error;
+mod printer;
 
 pub use error::{Applicability, AtipError, Category, ErrorCode, SuggestedAction, Suggestion, exit};
+pub use printer::{ColorChoice, Printer, StdoutWriter, Verbosity, stdout_failed};
 use serde::Serialize;
 use std::io::IsTerminal;
 
@@ -20,7 +22,9 @@ pub enum OutputFormat {
     Text,
     /// Stable, documented JSON.
     Json,
-    /// SARIF 2.1.0 (`atip validate`, `atip lint`; other commands print JSON).
+    /// One JSON object per line (commands that print lists: list, search, validate, scan).
+    Jsonl,
+    /// SARIF 2.1.0 (`atip validate`, `atip lint`).
     Sarif,
     /// GitHub Actions workflow annotations (`atip validate`, `atip lint`).
     Github,
@@ -38,24 +42,47 @@ impl OutputFormat {
         }
     }
 
-    /// Whether JSON is wanted (after resolving `auto`); SARIF is JSON too.
+    /// Whether JSON is wanted (after resolving `auto`); JSON Lines and SARIF are JSON too.
     pub fn is_json(self) -> bool {
-        matches!(self.resolve(), OutputFormat::Json | OutputFormat::Sarif)
+        matches!(
+            self.resolve(),
+            OutputFormat::Json | OutputFormat::Jsonl | OutputFormat::Sarif
+        )
     }
-}
 
-/// Writes a serializable value as pretty JSON plus newline to stdout; a closed pipe is not an error.
-pub fn print_json<T: Serialize>(value: &T) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
-    match writeln!(out, "{text}").and_then(|_| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
+    /// The name as given on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputFormat::Auto => "auto",
+            OutputFormat::Text => "text",
+            OutputFormat::Json => "json",
+            OutputFormat::Jsonl => "jsonl",
+            OutputFormat::Sarif => "sarif",
+            OutputFormat::Github => "github",
+            OutputFormat::Markdown => "markdown",
+        }
     }
-}
 
-/// Whether colour may be used on stderr (a terminal, and `NO_COLOR` unset).
-pub fn stderr_color() -> bool {
-    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
+    /// Fails with a usage error unless this (resolved) format is one `command` supports.
+    pub fn require(self, command: &str, supported: &[OutputFormat]) -> Result<(), AtipError> {
+        if supported.contains(&self) {
+            return Ok(());
+        }
+        let names: Vec<&str> = supported.iter().map(|f| f.name()).collect();
+        Err(AtipError::usage(format!(
+            "`atip {command}` cannot print --output {}",
+            self.name()
+        ))
+        .hint(format!("use --output {}", names.join(", --output ")))
+        .suggest(
+            Suggestion::new(
+                SuggestedAction::RetryWithModifiedInput,
+                format!("choose one of: {}", names.join(", ")),
+            )
+            .example(
+                format!("atip --output {} {command}", names[0]),
+                Applicability::MaybeIncorrect,
+            ),
+        ))
+    }
 }

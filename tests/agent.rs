@@ -205,7 +205,15 @@ fn agent_contract_passes_validate_exec() {
         .atip()
         .args(["validate", "--deny-warnings", "--exec"])
         .arg(env!("CARGO_BIN_EXE_atip"))
-        .args(["--commands", "export,exec", "--depth", "1"])
+        .args([
+            "--exec-arg",
+            "--commands",
+            "--exec-arg",
+            "export,exec",
+            "--exec-arg=--depth",
+            "--exec-arg",
+            "1",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));

@@ -9,6 +9,7 @@ mod common;
 mod agent;
 mod chat;
 mod diff;
+mod contract;
 mod exec;
 mod export;
 mod export_props;

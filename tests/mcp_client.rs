@@ -144,7 +144,7 @@ fn project_config_overrides_global_by_name_and_both_shapes_are_read() {
 #[test]
 fn tools_are_cached_with_a_ttl_and_no_cache_bypasses_it() {
     let Some(sb) = sandbox("ok") else { return };
-    let o = run(&sb, &["mcp", "tools", "--output", "json", "-v"]);
+    let o = run(&sb, &["mcp", "tools", "--output", "json", "--verbose"]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let v = json_out(&o);
     assert_eq!(v["servers"][0]["cached"], false);
@@ -161,7 +161,7 @@ fn tools_are_cached_with_a_ttl_and_no_cache_bypasses_it() {
         .collect();
     assert_eq!(files.len(), 1);
 
-    let o = run(&sb, &["mcp", "tools", "--output", "json", "-v"]);
+    let o = run(&sb, &["mcp", "tools", "--output", "json", "--verbose"]);
     assert_eq!(json_out(&o)["servers"][0]["cached"], true);
     assert!(stderr(&o).contains("cache hit: 7 tools"), "{}", show(&o));
     // No server was started for the cached answer.
@@ -407,7 +407,7 @@ fn secrets_are_redacted_in_trace_verbose_stderr_and_results() {
             "--header",
             &format!("Authorization: Bearer {SECRET}"),
             "--trace",
-            "-v",
+            "--verbose",
             "--timeout",
             "5s",
         ],

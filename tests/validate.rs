@@ -479,7 +479,10 @@ fn exec_checks_the_agent_contract() {
         "bin/wrapper",
         "#!/bin/sh\n[ \"$1\" = sub ] && [ \"$2\" = --agent ] || exit 9\necho '{}'\n",
     );
-    let (out, items) = validate_json(&sb, &["--exec", wrapper.to_str().unwrap(), "sub"]);
+    let (out, items) = validate_json(
+        &sb,
+        &["--exec", wrapper.to_str().unwrap(), "--exec-arg", "sub"],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     assert!(rules_of(&items[0]).contains(&"schema-required".to_string()));
 

@@ -150,7 +150,11 @@ pub fn metadata() -> Result<Metadata, FromClapError> {
 }
 
 /// Prints atip's metadata (partial when `commands` or `depth` is given); returns the exit code.
-pub fn run(commands: Option<&[String]>, depth: Option<usize>) -> Result<u8, AtipError> {
+pub fn run(
+    commands: Option<&[String]>,
+    depth: Option<usize>,
+    out: &atip::output::Printer,
+) -> Result<u8, AtipError> {
     let mut meta = metadata().map_err(|e| {
         AtipError::new(
             ErrorCode::Internal,
@@ -173,12 +177,7 @@ pub fn run(commands: Option<&[String]>, depth: Option<usize>) -> Result<u8, Atip
         }
         meta = meta.partial(commands, depth);
     }
-    atip::output::print_json(&meta).map_err(|e| {
-        AtipError::new(
-            ErrorCode::StdoutWriteFailed,
-            format!("failed to write metadata to stdout: {e}"),
-        )
-    })?;
+    out.json(&meta)?;
     Ok(atip::output::exit::OK)
 }
 

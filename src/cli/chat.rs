@@ -11,10 +11,10 @@ use atip::chat::{Chat, ChatOptions, ChatReport, Offer, StopReason};
 use atip::compile::{FlatTool, FlattenOptions};
 use atip::exec::redact::Redactor;
 use atip::exec::{Confirmation, Engine, Prepared};
-use atip::output::{AtipError, ErrorCode, OutputFormat, print_json};
+use atip::output::{AtipError, ErrorCode, OutputFormat};
 use atip::search::mode::{self, SearchMode};
 use serde_json::json;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -264,9 +264,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         args.commands.as_deref(),
     )?;
     let engine = Engine::load(&ctx.dirs, policy, settings, filters_only.as_deref(), None)?;
-    for w in &engine.warnings {
-        eprintln!("atip: warning: {w}");
-    }
+    ctx.out.warnings(&engine.warnings);
     let tools = selection(&args, &engine)?;
     let search = match args.tool_search {
         ToolSearch::On => true,
@@ -274,7 +272,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         ToolSearch::Auto => tools.len() > args.search_threshold,
     };
     if tools.is_empty() {
-        eprintln!("atip: warning: no tools selected; the model gets none");
+        ctx.out.warn("no tools selected; the model gets none");
     }
     let offer = if search && !tools.is_empty() {
         Offer::Search(Box::new(SearchMode::new(tools)))
@@ -345,20 +343,18 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
 fn render(report: &ChatReport, ctx: &Ctx) -> Result<u8, AtipError> {
     if ctx.output == OutputFormat::Text {
         if let Some(answer) = &report.answer {
-            let mut out = std::io::stdout().lock();
             let mut text = answer.clone();
             if !text.ends_with('\n') {
                 text.push('\n');
             }
-            let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+            ctx.out.text(&text)?;
         }
     } else {
-        print_json(report).ok();
+        ctx.out.json(report)?;
     }
     if report.stop_reason == StopReason::MaxTokens {
-        eprintln!(
-            "atip: warning: the model's answer was cut at its output-token limit (--max-tokens)"
-        );
+        ctx.out
+            .warn("the model's answer was cut at its output-token limit (--max-tokens)");
     }
     match &report.error {
         Some(e) => Err(e.clone()),

@@ -4,8 +4,8 @@
 //! Read-only; never takes the writer lock.
 
 use crate::Ctx;
-use crate::cli::list::{printable, write_stdout};
-use atip::output::{AtipError, ErrorCode, OutputFormat, print_json};
+use crate::cli::list::printable;
+use atip::output::{AtipError, OutputFormat};
 use atip::registry::doctor;
 
 /// Check every registry entry and say what to fix.
@@ -14,14 +14,11 @@ pub struct Args {}
 
 /// Runs `atip doctor`; returns the exit code.
 pub fn run(_args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+    ctx.output
+        .require("doctor", &[OutputFormat::Text, OutputFormat::Json])?;
     let report = doctor::check(&ctx.dirs);
     if ctx.output == OutputFormat::Json {
-        print_json(&report).map_err(|e| {
-            AtipError::new(
-                ErrorCode::StdoutWriteFailed,
-                format!("failed to write to stdout: {e}"),
-            )
-        })?;
+        ctx.out.json(&report)?;
     } else {
         let mut text = String::new();
         for p in &report.problems {
@@ -53,7 +50,7 @@ pub fn run(_args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                 if report.tools == 1 { "" } else { "s" }
             ));
         }
-        write_stdout(&text)?;
+        ctx.out.text(&text)?;
     }
     Ok(if report.healthy { 0 } else { 1 })
 }

@@ -5,7 +5,7 @@ use crate::Ctx;
 use atip::exec::calls::{self, Provider};
 use atip::exec::policy::{Action, Policy};
 use atip::exec::{self, Confirmation, Engine, Prepared, Settings, Via, args};
-use atip::output::{AtipError, ErrorCode, OutputFormat, print_json};
+use atip::output::{AtipError, ErrorCode, OutputFormat};
 use serde_json::Value;
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -137,6 +137,8 @@ pub(crate) fn prompt(p: &Prepared) -> Confirmation {
 
 /// Runs `atip exec`; returns the exit code.
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+    ctx.output
+        .require("exec", &[OutputFormat::Text, OutputFormat::Json])?;
     if args.calls.is_none()
         && let Some(name) = args
             .name
@@ -152,9 +154,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         None
     };
     let engine = Engine::load(&ctx.dirs, policy, settings, None, focus)?;
-    for w in &engine.warnings {
-        eprintln!("atip: warning: {w}");
-    }
+    ctx.out.warnings(&engine.warnings);
     let yes = args.yes;
     let mut confirm = |p: &Prepared| if yes { Confirmation::Yes } else { prompt(p) };
 
@@ -193,7 +193,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                     }
                 })
                 .collect();
-            print_json(&reports).ok();
+            ctx.out.json(&reports)?;
             return Ok(0);
         }
         let outcomes = exec::run_batch(
@@ -204,7 +204,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         );
         let envelopes: Vec<Value> = outcomes.iter().map(|o| o.envelope.clone()).collect();
         let failed: Vec<bool> = outcomes.iter().map(|o| o.failed).collect();
-        print_json(&calls::result_messages(shape, &list, &envelopes, &failed)).ok();
+        ctx.out
+            .json(&calls::result_messages(shape, &list, &envelopes, &failed))?;
         return Ok(0);
     }
 
@@ -223,7 +224,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     };
     let prepared = engine.prepare(name, raw)?;
     if args.dry_run {
-        print_json(&prepared.dry_run_report()).ok();
+        ctx.out.json(&prepared.dry_run_report())?;
         return Ok(0);
     }
     let confirmed = match prepared.decision.action {
@@ -236,12 +237,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     };
     let result = engine.run(&prepared, confirmed, None, &Via::Exec, None)?;
     if ctx.output == OutputFormat::Text {
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(result.data.stdout.as_bytes());
-        let _ = out.flush();
-        eprint!("{}", result.data.stderr);
-        eprintln!(
-            "atip: {} exited {} in {} ms",
+        ctx.out.text(&result.data.stdout)?;
+        ctx.out.stderr(&result.data.stderr);
+        ctx.out.note(format_args!(
+            "{} exited {} in {} ms",
             result.meta.tool,
             result
                 .data
@@ -249,9 +248,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| format!("by signal {}", result.data.signal.unwrap_or(0))),
             result.meta.duration_ms
-        );
+        ));
     } else {
-        print_json(&result).ok();
+        ctx.out.json(&result)?;
     }
     Ok(result.exit_code())
 }

@@ -157,7 +157,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                 for ((name, _), r) in batch.iter().zip(read) {
                     match r {
                         Ok(meta) => metas.push(meta),
-                        Err(e) => eprintln!("warning: skipped {name}: {e}"),
+                        Err(e) => ctx.out.warn(format_args!("skipped {name}: {e}")),
                     }
                 }
                 skills.extend(exporter.add_batch(&metas).map_err(|e| sink.fail(e))?);
@@ -183,10 +183,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
             }
             None => {
                 if let Some((_, text)) = skills.first() {
-                    let mut out = std::io::stdout().lock();
-                    let _ = out
-                        .write_all(format!("{text}\n").as_bytes())
-                        .and_then(|_| out.flush());
+                    ctx.out.text(&format!("{text}\n"))?;
                 }
             }
         }
@@ -196,12 +193,12 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
 }
 fn report(args: &Args, ctx: &Ctx, summary: &ExportSummary) -> Result<u8, AtipError> {
     if !summary.skipped.is_empty() {
-        eprintln!(
-            "note: left out {} interactive command{} an agent cannot drive (TTY, prompts or password): {}; --include-interactive keeps them",
+        ctx.out.note(format_args!(
+            "left out {} interactive command{} an agent cannot drive (TTY, prompts or password): {}; --include-interactive keeps them",
             summary.skipped.len(),
             if summary.skipped.len() == 1 { "" } else { "s" },
             summary.skipped.join(", ")
-        );
+        ));
     }
     if !args.check {
         return Ok(exit::OK);
@@ -279,10 +276,7 @@ impl Sink {
     fn fail(&self, e: std::io::Error) -> AtipError {
         match &self.file {
             Some((_, path)) => output_error(path, e),
-            None => AtipError::new(
-                ErrorCode::StdoutWriteFailed,
-                format!("failed to write stdout: {e}"),
-            ),
+            None => atip::output::stdout_failed(e),
         }
     }
     fn commit(self) -> Result<(), AtipError> {

@@ -3,7 +3,6 @@
 //! writer lock. Unknown names and commands exit 66 with the closest names.
 
 use crate::Ctx;
-use crate::cli::list::write_stdout;
 use atip::output::{AtipError, ErrorCode};
 use atip::registry::query;
 
@@ -73,8 +72,6 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         let depth = args.depth.map(|d| d as usize);
         tool.metadata.partial(commands.as_deref(), depth).to_value()
     };
-    let mut text = serde_json::to_string_pretty(&value).expect("JSON values serialize");
-    text.push('\n');
-    write_stdout(&text)?;
+    ctx.out.json(&value)?;
     Ok(0)
 }

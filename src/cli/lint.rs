@@ -12,7 +12,6 @@ use atip::validate::Input;
 use atip::validate::render::{Format, Printer};
 use atip::validate::rules::{RULES, RuleInfo};
 use std::ffi::OsString;
-use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 /// Lint's findings can carry lint rules and validate's errors: SARIF lists both.
@@ -29,9 +28,16 @@ pub struct Args {
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// Run `TOOL [ARGS...] --agent` and lint its answer (and its --agent contract).
-    /// Takes every argument after it.
-    #[arg(long, value_name = "TOOL", num_args = 1.., allow_hyphen_values = true)]
-    pub exec: Option<Vec<OsString>>,
+    #[arg(long, value_name = "TOOL")]
+    pub exec: Option<OsString>,
+    /// With --exec: one argument for TOOL, before `--agent` (repeatable, in order).
+    #[arg(
+        long,
+        value_name = "ARG",
+        requires = "exec",
+        allow_hyphen_values = true
+    )]
+    pub exec_arg: Vec<OsString>,
     /// Apply the mechanical fixes to the files (rewritten atomically, as 2-space JSON).
     #[arg(long)]
     pub fix: bool,
@@ -59,16 +65,14 @@ pub struct Args {
 }
 
 fn usage(message: impl Into<String>) -> AtipError {
-    AtipError::new(ErrorCode::Usage, message)
+    AtipError::usage(message)
 }
 
 fn list_rules(ctx: &Ctx) -> Result<u8, AtipError> {
-    let write = |e: std::io::Error| {
-        AtipError::new(
-            ErrorCode::StdoutWriteFailed,
-            format!("failed to write the rule list: {e}"),
-        )
-    };
+    ctx.output.require(
+        "lint --list-rules",
+        &[OutputFormat::Text, OutputFormat::Json],
+    )?;
     if ctx.output.is_json() {
         let rules: Vec<serde_json::Value> = LINT_RULES
             .iter()
@@ -76,15 +80,18 @@ fn list_rules(ctx: &Ctx) -> Result<u8, AtipError> {
                 serde_json::json!({"id": r.id, "severity": r.severity, "summary": r.summary, "hint": r.hint})
             })
             .collect();
-        atip::output::print_json(&rules).map_err(write)?;
+        ctx.out.json(&rules)?;
     } else {
-        let mut out = std::io::stdout().lock();
+        let mut text = String::new();
         for r in LINT_RULES {
-            match writeln!(out, "{:<32} {:<8} {}", r.id, r.severity.as_str(), r.summary) {
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
-                other => other.map_err(write)?,
-            }
+            text.push_str(&format!(
+                "{:<32} {:<8} {}\n",
+                r.id,
+                r.severity.as_str(),
+                r.summary
+            ));
         }
+        ctx.out.text(&text)?;
     }
     Ok(exit::OK)
 }
@@ -105,13 +112,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
             inputs.push(Input::Path(p.clone()));
         }
     }
-    if let Some(exec) = &args.exec {
-        let (program, rest) = exec
-            .split_first()
-            .ok_or_else(|| usage("--exec needs a TOOL"))?;
+    if let Some(program) = &args.exec {
         inputs.push(Input::Exec {
             program: program.clone(),
-            args: rest.to_vec(),
+            args: args.exec_arg.clone(),
         });
     }
     if inputs.is_empty() {
@@ -134,16 +138,16 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     };
     let format = match ctx.output {
         OutputFormat::Json => Format::Json,
+        OutputFormat::Jsonl => Format::Jsonl,
         OutputFormat::Sarif => Format::Sarif,
         OutputFormat::Github => Format::Github,
         OutputFormat::Markdown => {
             return Err(usage(
-                "atip lint prints text, json, sarif or github, not markdown",
+                "atip lint prints text, json, jsonl, sarif or github, not markdown",
             ));
         }
         OutputFormat::Text | OutputFormat::Auto => Format::Text {
-            color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                && std::io::stdout().is_terminal(),
+            color: ctx.out.stdout_color(),
         },
     };
     let opts = Options {
@@ -159,9 +163,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
             _ => None,
         },
     };
-    let stdout = std::io::stdout().lock();
     let mut printer =
-        Printer::new(std::io::BufWriter::new(stdout), format).with_catalogues(CATALOGUES);
+        Printer::new(std::io::BufWriter::new(ctx.out.stdout()), format).with_catalogues(CATALOGUES);
     let mut write_error = None;
     let mut note = |r: std::io::Result<()>| {
         if let Err(e) = r
@@ -174,20 +177,15 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     let totals = lint_inputs(&inputs, &config, &opts, |l| note(printer.file(&l.report)));
     note(printer.end(&totals.summary));
     drop(printer);
-    if let Some(e) = write_error
-        && e.kind() != std::io::ErrorKind::BrokenPipe
-    {
-        return Err(AtipError::new(
-            ErrorCode::StdoutWriteFailed,
-            format!("failed to write results: {e}"),
-        ));
+    if let Some(e) = write_error {
+        return Err(atip::output::stdout_failed(e));
     }
     if args.fix {
-        eprintln!(
+        ctx.out.note(format_args!(
             "fixed {} finding{}",
             totals.fixed,
             if totals.fixed == 1 { "" } else { "s" }
-        );
+        ));
     }
     let s = &totals.summary;
     Ok(if s.missing > 0 {

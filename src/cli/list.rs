@@ -2,7 +2,7 @@
 //! array (see `spec/registry.md`). Read-only; never takes the writer lock.
 
 use crate::Ctx;
-use atip::output::{AtipError, ErrorCode, OutputFormat, print_json};
+use atip::output::{AtipError, ErrorCode, OutputFormat};
 use atip::registry::{Index, Source, query};
 
 /// List the tools in the registry.
@@ -62,6 +62,8 @@ fn source_name(s: Source) -> &'static str {
 
 /// Runs `atip list`; returns the exit code.
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+    use OutputFormat::{Json, Jsonl, Text};
+    ctx.output.require("list", &[Text, Json, Jsonl])?;
     let index = Index::load(&ctx.dirs)?;
     let empty = Index::empty(String::new());
     let index_ref = index.as_ref().unwrap_or(&empty);
@@ -73,19 +75,26 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         )
         .hint("use `*`, `?`, `[abc]` or `{a,b}`, e.g. `atip list 'kube*'`")
     })?;
-    if index.is_none() {
-        eprintln!(
-            "note: no registry at {} yet; run `atip scan` to find the ATIP tools on PATH",
+    match &index {
+        None => ctx.out.note(format_args!(
+            "no registry at {} yet; run `atip scan` to find the ATIP tools on PATH",
             ctx.dirs.registry_file().display()
-        );
+        )),
+        Some(i) => ctx.out.info(format_args!(
+            "{} of {} tools in {}",
+            listed.len(),
+            i.tools.len(),
+            ctx.dirs.registry_file().display()
+        )),
     }
-    if ctx.output == OutputFormat::Json {
-        print_json(&listed).map_err(write_failed)?;
-        return Ok(0);
+    match ctx.output {
+        Json => return ctx.out.json(&listed).map(|_| 0),
+        Jsonl => return ctx.out.json_lines(&listed).map(|_| 0),
+        _ => {}
     }
     if listed.is_empty() {
         if index.is_some() {
-            eprintln!("no tools match");
+            ctx.out.note("no tools match");
         }
         return Ok(0);
     }
@@ -136,7 +145,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     for row in &rows {
         line(row.iter().map(String::as_str).collect());
     }
-    write_stdout(&text)?;
+    ctx.out.text(&text)?;
     Ok(0)
 }
 
@@ -157,22 +166,5 @@ fn one_line(s: &str, max: usize) -> String {
         let mut t: String = first.chars().take(max - 1).collect();
         t.push('…');
         t
-    }
-}
-
-fn write_failed(e: std::io::Error) -> AtipError {
-    AtipError::new(
-        ErrorCode::StdoutWriteFailed,
-        format!("failed to write to stdout: {e}"),
-    )
-}
-
-/// Writes text to stdout; a closed pipe is not an error.
-pub(crate) fn write_stdout(text: &str) -> Result<(), AtipError> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.map_err(write_failed),
     }
 }

@@ -114,9 +114,6 @@ pub struct ClientFlags {
     /// timeoutMs, else 30s).
     #[arg(long, value_name = "DURATION", value_parser = atip::units::parse_duration)]
     pub timeout: Option<Duration>,
-    /// Lifecycle lines on stderr: connect, cache hits, timings.
-    #[arg(long, short = 'v')]
-    pub verbose: bool,
     /// Every JSON-RPC frame on stderr (secrets redacted).
     #[arg(long)]
     pub trace: bool,
@@ -237,9 +234,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
 fn serve(args: ServeArgs, ctx: &Ctx) -> Result<u8, AtipError> {
     let (policy, settings) = args.run.resolve(ctx)?;
     let engine = Engine::load(&ctx.dirs, policy, settings, args.tools.as_deref(), None)?;
-    for w in &engine.warnings {
-        eprintln!("atip mcp: warning: {w}");
-    }
+    ctx.out.warnings(&engine.warnings);
     let jobs = args.jobs.map(usize::from).unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -394,7 +389,7 @@ fn remote(t: &Target, ctx: &Ctx) -> Result<Remote, AtipError> {
         cache: ToolCache::default_location(),
         opts: ClientOptions {
             timeout: f.timeout,
-            verbose: f.verbose,
+            verbose: ctx.out.verbosity() == atip::output::Verbosity::Verbose,
             trace: f.trace,
             quiet_server_stderr: f.quiet_server_stderr,
         },

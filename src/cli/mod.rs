@@ -11,4 +11,5 @@ pub mod list;
 pub mod mcp;
 pub mod scan;
 pub mod search;
+pub mod usage;
 pub mod validate;

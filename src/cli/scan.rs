@@ -4,7 +4,7 @@
 
 use crate::Ctx;
 use atip::discover::{self, ProbeMode, Progress, ScanOptions};
-use atip::output::{AtipError, ErrorCode};
+use atip::output::{AtipError, OutputFormat, Verbosity};
 use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -94,21 +94,17 @@ pub(crate) fn interrupt_flag() -> Arc<AtomicBool> {
 
 /// Runs `atip scan`; returns the exit code.
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+    use OutputFormat::{Json, Jsonl, Text};
+    ctx.output.require("scan", &[Text, Json, Jsonl])?;
     if args.jobs == Some(0) {
-        return Err(AtipError::new(
-            ErrorCode::Usage,
-            "--jobs must be at least 1",
-        ));
+        return Err(AtipError::usage("--jobs must be at least 1"));
     }
     if args.timeout.is_zero() {
-        return Err(AtipError::new(
-            ErrorCode::Usage,
-            "--timeout must be more than 0",
-        ));
+        return Err(AtipError::usage("--timeout must be more than 0"));
     }
     if args.probe == ProbeMode::All && !args.dry_run {
-        eprintln!(
-            "warning: --probe all runs EVERY executable on PATH with --agent, including programs that know nothing of ATIP; prefer --probe auto or --probe help"
+        ctx.out.warn(
+            "--probe all runs EVERY executable on PATH with --agent, including programs that know nothing of ATIP; prefer --probe auto or --probe help",
         );
     }
     let opts = ScanOptions {
@@ -127,7 +123,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         infer: !args.no_infer,
         manpath: None,
     };
-    let report = if std::io::stderr().is_terminal() {
+    let report = if std::io::stderr().is_terminal() && ctx.out.verbosity() != Verbosity::Quiet {
         let bar = indicatif::ProgressBar::new(0).with_style(
             indicatif::ProgressStyle::with_template("probing {pos}/{len} {wide_msg}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
@@ -140,43 +136,29 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         0
     } else {
         // In JSON the report's `sourceFailures` says it; in text, stderr says it too.
-        for f in report
-            .source_failures
-            .iter()
-            .filter(|_| !ctx.output.is_json())
-        {
-            eprintln!(
-                "error: metadata source {} failed: {}; the tools it provided before were kept",
-                f.source, f.message
-            );
+        if !ctx.output.is_json() {
+            for f in &report.source_failures {
+                ctx.out.stderr(&format!(
+                    "error: metadata source {} failed: {}; the tools it provided before were kept\n",
+                    f.source, f.message
+                ));
+            }
         }
         atip::output::exit::FAILURE
     };
     if let Some(ex) = &report.explain {
         if ctx.output.is_json() {
-            atip::output::print_json(ex).map_err(|e| {
-                AtipError::new(
-                    ErrorCode::StdoutWriteFailed,
-                    format!("failed to write the explanation: {e}"),
-                )
-            })?;
+            ctx.out.json(ex)?;
         } else {
-            use std::io::Write;
-            let _ = std::io::stdout().lock().write_all(ex.to_text().as_bytes());
+            ctx.out.text(&ex.to_text())?;
         }
         return Ok(code);
     }
-    if ctx.output.is_json() {
-        atip::output::print_json(&report).map_err(|e| {
-            AtipError::new(
-                ErrorCode::StdoutWriteFailed,
-                format!("failed to write the report: {e}"),
-            )
-        })?;
-    } else {
-        use std::io::Write;
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(report.to_text().as_bytes());
+    match ctx.output {
+        Json => ctx.out.json(&report)?,
+        Jsonl => ctx.out.json_lines(&report.tools)?,
+        _ => ctx.out.text(&report.to_text())?,
     }
+    ctx.out.warnings(&report.warnings);
     Ok(code)
 }

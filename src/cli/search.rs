@@ -3,7 +3,7 @@
 
 use crate::Ctx;
 use atip::compile::{self, Catalog, FlattenOptions, Format};
-use atip::output::{AtipError, ErrorCode, exit, print_json};
+use atip::output::{AtipError, OutputFormat, exit};
 use atip::search::{SearchIndex, SearchOptions};
 use std::path::PathBuf;
 
@@ -21,7 +21,7 @@ pub struct Args {
     pub schemas: usize,
     /// Schema form: a provider's tool definition instead of the plain JSON Schema.
     #[arg(long, value_enum)]
-    pub format: Option<Format>,
+    pub format: Option<SchemaFormat>,
     /// Say why each result scored as it did.
     #[arg(long)]
     pub explain: bool,
@@ -46,20 +46,39 @@ pub struct Args {
     pub mcp_refresh: bool,
 }
 
+/// `--format` values: the export formats that are JSON tool definitions.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum SchemaFormat {
+    /// OpenAI Chat Completions tool.
+    Openai,
+    /// OpenAI tool with `strict: true`.
+    OpenaiStrict,
+    /// Anthropic Messages tool.
+    Anthropic,
+    /// Gemini function declaration.
+    Gemini,
+    /// MCP tool.
+    Mcp,
+}
+
+impl From<SchemaFormat> for Format {
+    fn from(f: SchemaFormat) -> Format {
+        match f {
+            SchemaFormat::Openai => Format::Openai,
+            SchemaFormat::OpenaiStrict => Format::OpenaiStrict,
+            SchemaFormat::Anthropic => Format::Anthropic,
+            SchemaFormat::Gemini => Format::Gemini,
+            SchemaFormat::Mcp => Format::Mcp,
+        }
+    }
+}
+
 /// Runs `atip search`; returns the exit code.
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
-    if matches!(args.format, Some(Format::Skill | Format::Prompt)) {
-        return Err(AtipError::new(
-            ErrorCode::Usage,
-            "search schemas come in JSON formats only (openai, openai-strict, anthropic, gemini, mcp)",
-        ));
-    }
-    let max_bytes = atip::units::parse_size(&args.max_bytes).map_err(|e| {
-        AtipError::new(
-            ErrorCode::Usage,
-            format!("--max-bytes {}: {e}", args.max_bytes),
-        )
-    })?;
+    use OutputFormat::{Json, Jsonl, Text};
+    ctx.output.require("search", &[Text, Json, Jsonl])?;
+    let max_bytes = atip::units::parse_size(&args.max_bytes)
+        .map_err(|e| AtipError::usage(format!("--max-bytes {}: {e}", args.max_bytes)))?;
     let mcp_tools = if args.no_mcp || args.file.is_some() || args.tools.is_some() {
         Vec::new()
     } else {
@@ -69,9 +88,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         Some(path) => vec![compile::source::load_file(path)?],
         None => match compile::source::load_registry(&ctx.dirs, args.tools.as_deref()) {
             Ok(loaded) => {
-                for w in &loaded.warnings {
-                    eprintln!("warning: {w}");
-                }
+                ctx.out.warnings(&loaded.warnings);
                 loaded.metas
             }
             // MCP tools alone are worth searching before any scan.
@@ -97,57 +114,63 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     let opts = SearchOptions {
         limit: args.limit,
         schemas: args.schemas,
-        format: args.format,
+        format: args.format.map(Format::from),
         explain: args.explain,
         max_bytes: usize::try_from(max_bytes).unwrap_or(usize::MAX),
     };
     let report = atip::search::search(&catalog, &index, &query, &opts);
-    if ctx.output.is_json() {
-        print_json(&report).map_err(|e| {
-            AtipError::new(
-                ErrorCode::StdoutWriteFailed,
-                format!("failed to write stdout: {e}"),
-            )
-        })?;
-    } else {
-        if report.results.is_empty() {
-            eprintln!("no command matches {query:?}");
-        }
-        for (i, r) in report.results.iter().enumerate() {
-            let title = std::iter::once(r.tool.as_str())
-                .chain(
-                    r.command
-                        .iter()
-                        .map(String::as_str)
-                        .filter(|s| !s.is_empty()),
-                )
-                .collect::<Vec<_>>()
-                .join(" ");
-            let kind = match &r.server {
-                Some(s) => format!("; MCP server {s}"),
-                None => String::new(),
-            };
-            println!(
-                "{}. {}  ({title}{kind})  score {:.2}",
-                i + 1,
-                r.name,
-                r.score
-            );
-            println!("   {}", r.description);
-            for w in &r.why {
-                println!("   why: {w}");
-            }
-            if let Some(s) = &r.schema {
-                println!("   schema: {s}");
-            }
-        }
-        if report.truncated {
-            eprintln!("note: output truncated at {max_bytes} bytes (--max-bytes)");
-        }
+    match ctx.output {
+        Json => ctx.out.json(&report)?,
+        Jsonl => ctx.out.json_lines(&report.results)?,
+        _ => ctx.out.text(&render_text(&report))?,
+    }
+    if report.results.is_empty() {
+        ctx.out.note(format_args!("no command matches {query:?}"));
+    }
+    if report.truncated {
+        ctx.out.note(format_args!(
+            "output truncated at {max_bytes} bytes (--max-bytes)"
+        ));
     }
     Ok(if report.results.is_empty() {
         exit::FAILURE
     } else {
         exit::OK
     })
+}
+
+/// The results as numbered text blocks.
+fn render_text(report: &atip::search::SearchReport) -> String {
+    use std::fmt::Write;
+    let mut t = String::new();
+    for (i, r) in report.results.iter().enumerate() {
+        let title = std::iter::once(r.tool.as_str())
+            .chain(
+                r.command
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|s| !s.is_empty()),
+            )
+            .collect::<Vec<_>>()
+            .join(" ");
+        let kind = match &r.server {
+            Some(s) => format!("; MCP server {s}"),
+            None => String::new(),
+        };
+        let _ = writeln!(
+            t,
+            "{}. {}  ({title}{kind})  score {:.2}",
+            i + 1,
+            r.name,
+            r.score
+        );
+        let _ = writeln!(t, "   {}", r.description);
+        for w in &r.why {
+            let _ = writeln!(t, "   why: {w}");
+        }
+        if let Some(s) = &r.schema {
+            let _ = writeln!(t, "   schema: {s}");
+        }
+    }
+    t
 }

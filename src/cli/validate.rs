@@ -8,7 +8,6 @@ use atip::output::{AtipError, ErrorCode, OutputFormat, exit};
 use atip::validate::render::{Format, Printer};
 use atip::validate::{Input, Kind, Options, check_inputs};
 use std::ffi::OsString;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 /// Check ATIP metadata, shims, registries and pattern files against the schema and semantic rules.
@@ -21,9 +20,17 @@ pub struct Args {
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// Run `TOOL [ARGS...] --agent` and check its answer and the --agent contract
-    /// (exit 0, one JSON document on stdout). Takes every argument after it.
-    #[arg(long, value_name = "TOOL", num_args = 1.., allow_hyphen_values = true)]
-    pub exec: Option<Vec<OsString>>,
+    /// (exit 0, one JSON document on stdout).
+    #[arg(long, value_name = "TOOL")]
+    pub exec: Option<OsString>,
+    /// With --exec: one argument for TOOL, before `--agent` (repeatable, in order).
+    #[arg(
+        long,
+        value_name = "ARG",
+        requires = "exec",
+        allow_hyphen_values = true
+    )]
+    pub exec_arg: Vec<OsString>,
     /// Check every input as this kind instead of detecting it.
     #[arg(long, value_enum)]
     pub kind: Option<Kind>,
@@ -67,13 +74,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
             inputs.push(Input::Path(p.clone()));
         }
     }
-    if let Some(exec) = &args.exec {
-        let (program, rest) = exec
-            .split_first()
-            .ok_or_else(|| AtipError::new(ErrorCode::Usage, "--exec needs a TOOL"))?;
+    if let Some(program) = &args.exec {
         inputs.push(Input::Exec {
             program: program.clone(),
-            args: rest.to_vec(),
+            args: args.exec_arg.clone(),
         });
     }
     if inputs.is_empty() {
@@ -85,17 +89,16 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     }
     let format = match ctx.output {
         OutputFormat::Json => Format::Json,
+        OutputFormat::Jsonl => Format::Jsonl,
         OutputFormat::Sarif => Format::Sarif,
         OutputFormat::Github => Format::Github,
         OutputFormat::Markdown => {
-            return Err(AtipError::new(
-                ErrorCode::Usage,
-                "atip validate prints text, json, sarif or github, not markdown",
+            return Err(AtipError::usage(
+                "atip validate prints text, json, jsonl, sarif or github, not markdown",
             ));
         }
         OutputFormat::Text | OutputFormat::Auto => Format::Text {
-            color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                && std::io::stdout().is_terminal(),
+            color: ctx.out.stdout_color(),
         },
     };
     let opts = Options {
@@ -108,8 +111,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
             _ => None,
         },
     };
-    let stdout = std::io::stdout().lock();
-    let mut printer = Printer::new(std::io::BufWriter::new(stdout), format);
+    let mut printer = Printer::new(std::io::BufWriter::new(ctx.out.stdout()), format);
     let mut write_error = None;
     let mut note = |r: std::io::Result<()>| {
         if let Err(e) = r
@@ -121,13 +123,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     note(printer.begin());
     let summary = check_inputs(&inputs, &opts, |report| note(printer.file(&report)));
     note(printer.end(&summary));
-    if let Some(e) = write_error
-        && e.kind() != std::io::ErrorKind::BrokenPipe
-    {
-        return Err(AtipError::new(
-            ErrorCode::StdoutWriteFailed,
-            format!("failed to write results: {e}"),
-        ));
+    if let Some(e) = write_error {
+        return Err(atip::output::stdout_failed(e));
     }
     Ok(if summary.missing > 0 {
         exit::NO_INPUT

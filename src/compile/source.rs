@@ -6,7 +6,7 @@
 
 use crate::dirs::Dirs;
 use crate::model::Metadata;
-use crate::output::{AtipError, ErrorCode};
+use crate::output::{Applicability, AtipError, ErrorCode, SuggestedAction, Suggestion};
 use crate::registry::{Entry, Index};
 use rayon::prelude::*;
 use serde_json::json;
@@ -32,7 +32,14 @@ pub fn registry_entries(
             ErrorCode::RegistryNotFound,
             format!("no registry at {}", dirs.registry_file().display()),
         )
-        .hint("run `atip scan` first, or export one file with --file")
+        .hint("run `atip scan` first to find the ATIP tools on PATH")
+        .suggest(
+            Suggestion::new(
+                SuggestedAction::Abort,
+                "build the registry with `atip scan`, then retry",
+            )
+            .example("atip scan", Applicability::MachineApplicable),
+        )
     })?;
     let mut entries: Vec<(String, Entry)> = index.tools.into_iter().collect();
     entries.sort_by(|a, b| a.0.cmp(&b.0));

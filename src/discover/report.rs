@@ -393,7 +393,8 @@ pub struct PlannedProbe {
 }
 
 impl ScanReport {
-    /// The human-readable summary printed on stdout in text mode.
+    /// The human-readable summary printed on stdout in text mode. `warnings` are not in
+    /// it: the CLI prints them on stderr, once.
     pub fn to_text(&self) -> String {
         let mut t = String::new();
         let s = &self.summary;
@@ -524,9 +525,6 @@ impl ScanReport {
         }
         for f in &self.source_failures {
             let _ = writeln!(t, "source failed ({}): {}", f.source, f.message);
-        }
-        for w in &self.warnings {
-            let _ = writeln!(t, "warning: {w}");
         }
         for h in &self.hints {
             let _ = writeln!(t, "hint: {h}");

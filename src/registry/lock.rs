@@ -62,12 +62,6 @@ impl RegistryLock {
                 }
                 Err(TryLockError::WouldBlock) => {}
                 Err(TryLockError::Error(e)) if cannot_lock(&e) => {
-                    if announce {
-                        eprintln!(
-                            "warning: the file system of {} does not support locking ({e}); writing without the lock",
-                            path.display()
-                        );
-                    }
                     return Ok(RegistryLock {
                         file,
                         path,

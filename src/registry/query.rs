@@ -146,11 +146,15 @@ impl GetError {
     /// The structured error: unknown tool or missing registry → input (66), tampered
     /// file or corrupt registry → data (65).
     pub fn to_atip(&self) -> crate::output::AtipError {
-        use crate::output::{AtipError, ErrorCode};
+        use crate::output::{Applicability, AtipError, ErrorCode, SuggestedAction, Suggestion};
         match self {
             GetError::NoRegistry(path) => {
                 AtipError::new(ErrorCode::RegistryNotFound, self.to_string())
                     .hint("run `atip scan` to find the ATIP tools on PATH")
+                    .suggest(
+                        Suggestion::new(SuggestedAction::Abort, "build the registry, then retry")
+                            .example("atip scan", Applicability::MachineApplicable),
+                    )
                     .details(serde_json::json!({ "path": path }))
             }
             GetError::Unknown {
@@ -165,9 +169,19 @@ impl GetError {
                         suggestions.join(", ")
                     )
                 };
-                AtipError::new(ErrorCode::ToolNotFound, self.to_string())
+                let e = AtipError::new(ErrorCode::ToolNotFound, self.to_string())
                     .hint(hint)
-                    .details(serde_json::json!({ "name": name, "suggestions": suggestions }))
+                    .details(serde_json::json!({ "name": name, "suggestions": suggestions }));
+                match suggestions.first() {
+                    Some(best) => e.suggest(
+                        Suggestion::new(
+                            SuggestedAction::RetryWithModifiedInput,
+                            format!("{best} is the closest registered name"),
+                        )
+                        .example(format!("atip get {best}"), Applicability::MaybeIncorrect),
+                    ),
+                    None => e,
+                }
             }
             GetError::Tampered { name, path } => {
                 AtipError::new(ErrorCode::MetadataTampered, self.to_string())

@@ -244,7 +244,8 @@ pub struct CommitOptions {
     pub lock_timeout: Duration,
     /// Timestamp for `updated` (RFC 3339).
     pub now: String,
-    /// Say on stderr when waiting for the lock or setting a corrupt registry aside.
+    /// Say on stderr when waiting for the lock (live progress; warnings are returned in
+    /// the report instead).
     pub announce: bool,
 }
 
@@ -408,7 +409,6 @@ pub(crate) fn index_bytes(index: &Index) -> Vec<u8> {
 /// is returned, so it is rebuilt. Also returns whether defective entries were dropped.
 fn load_for_write(
     path: &Path,
-    announce: bool,
     report: &mut CommitReport,
 ) -> Result<(Option<Index>, bool), RegistryError> {
     let loaded = match Index::load_file(path) {
@@ -430,12 +430,10 @@ fn load_for_write(
             index.tools.retain(|name, entry| match entry.defect(name) {
                 None => true,
                 Some(why) => {
-                    let warning =
-                        format!("dropped the entry {name:?} from {}: {why}", path.display());
-                    if announce {
-                        eprintln!("warning: {warning}");
-                    }
-                    report.warnings.push(warning);
+                    report.warnings.push(format!(
+                        "dropped the entry {name:?} from {}: {why}",
+                        path.display()
+                    ));
                     false
                 }
             });
@@ -463,9 +461,6 @@ fn load_for_write(
                 path.display(),
                 aside.display()
             );
-            if announce {
-                eprintln!("warning: {warning}");
-            }
             report.warnings.push(warning);
             report.corrupt_backup = Some(aside);
             Ok((None, false))
@@ -500,8 +495,14 @@ pub fn commit(
         locked: lock.is_locked(),
         ..CommitReport::default()
     };
+    if !lock.is_locked() {
+        report.warnings.push(format!(
+            "the file system of {} does not support locking; wrote without the lock",
+            data.display()
+        ));
+    }
     let registry_path = dirs.registry_file();
-    let (old, dropped_defects) = load_for_write(&registry_path, opts.announce, &mut report)?;
+    let (old, dropped_defects) = load_for_write(&registry_path, &mut report)?;
     let old_tools = old.as_ref().map(|i| &i.tools);
     let empty = IndexMap::new();
     let old_tools = old_tools.unwrap_or(&empty);

@@ -1,5 +1,5 @@
-//! How validation and lint results look: rustc-style text, a JSON array, SARIF 2.1.0,
-//! GitHub workflow annotations.
+//! How validation and lint results look: rustc-style text, a JSON array, JSON Lines,
+//! SARIF 2.1.0, GitHub workflow annotations.
 //!
 //! Owns the four printers, shared by `atip validate` and `atip lint` (which passes its own
 //! rule catalogue for SARIF). Each streams: `begin`, one `file` per document as results
@@ -26,6 +26,8 @@ pub enum Format {
     },
     /// One JSON array, one object per document (see `spec/validate.md`).
     Json,
+    /// One JSON object per document per line.
+    Jsonl,
     /// SARIF 2.1.0.
     Sarif,
     /// GitHub Actions workflow commands (`::error file=…,line=…::…`), one per finding.
@@ -64,7 +66,7 @@ impl<W: Write> Printer<W> {
     /// Writes what comes before the first document.
     pub fn begin(&mut self) -> io::Result<()> {
         match self.format {
-            Format::Text { .. } | Format::Github => Ok(()),
+            Format::Text { .. } | Format::Jsonl | Format::Github => Ok(()),
             Format::Json => self.out.write_all(b"["),
             Format::Sarif => {
                 let head = sarif_head(self.catalogues);
@@ -86,6 +88,10 @@ impl<W: Write> Printer<W> {
                     self.out.write_all(text(report, color).as_bytes())?;
                 }
                 Ok(())
+            }
+            Format::Jsonl => {
+                serde_json::to_writer(&mut self.out, report).map_err(io::Error::other)?;
+                self.out.write_all(b"\n")
             }
             Format::Json => {
                 let sep = if self.first { "\n" } else { ",\n" };
@@ -131,6 +137,7 @@ impl<W: Write> Printer<W> {
                 .out
                 .write_all(if self.first { b"]\n" } else { b"\n]\n" })?,
             Format::Sarif => self.out.write_all(b"]}]}\n")?,
+            Format::Jsonl => {}
         }
         self.out.flush()
     }

@@ -1,0 +1,275 @@
+//! The one printer: every byte atip writes to stdout or stderr goes through it.
+//!
+//! Data goes to stdout; warnings, notes and errors go to stderr, once, in one style
+//! (`warning: …`, `note: …`, `error: …`). A closed stdout pipe (`atip list | head -1`)
+//! ends the output quietly: further writes are skipped and the command exits with its
+//! own code. Any other write failure (a full device) is `stdout_write_failed`, exit 74.
+//! The CLI layer owns the one `Printer`; library code returns warnings instead of
+//! printing them.
+
+use super::{AtipError, ErrorCode, OutputFormat};
+use serde::Serialize;
+use std::io::{ErrorKind, IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// How much goes to stderr besides errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Verbosity {
+    /// Errors only (`--quiet`).
+    Quiet,
+    /// Errors, warnings and notes.
+    #[default]
+    Normal,
+    /// Also details of what atip is doing (`--verbose`).
+    Verbose,
+}
+
+/// When to colour text output (`--color`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ColorChoice {
+    /// On a terminal, unless `NO_COLOR` is set to a non-empty value.
+    #[default]
+    Auto,
+    /// Always, even into a pipe.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour a stream that is (or is not) a terminal.
+    pub fn enabled(self, is_terminal: bool) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
+        }
+    }
+}
+
+/// The printer the CLI hands every subcommand.
+#[derive(Debug)]
+pub struct Printer {
+    format: OutputFormat,
+    verbosity: Verbosity,
+    color: ColorChoice,
+    stdout_closed: AtomicBool,
+}
+
+impl Printer {
+    /// A printer for `format` (`auto` is resolved here against stdout).
+    pub fn new(format: OutputFormat, verbosity: Verbosity, color: ColorChoice) -> Printer {
+        Printer {
+            format: format.resolve(),
+            verbosity,
+            color,
+            stdout_closed: AtomicBool::new(false),
+        }
+    }
+
+    /// The output format, `auto` resolved.
+    pub fn format(&self) -> OutputFormat {
+        self.format
+    }
+
+    /// Whether results are JSON (json, jsonl or sarif).
+    pub fn is_json(&self) -> bool {
+        self.format.is_json()
+    }
+
+    /// Whether text on stdout may be coloured.
+    pub fn stdout_color(&self) -> bool {
+        self.color.enabled(std::io::stdout().is_terminal())
+    }
+
+    /// Whether text on stderr may be coloured.
+    pub fn stderr_color(&self) -> bool {
+        self.color.enabled(std::io::stderr().is_terminal())
+    }
+
+    /// How much goes to stderr.
+    pub fn verbosity(&self) -> Verbosity {
+        self.verbosity
+    }
+
+    /// Whether the reader of stdout has gone away (further output is skipped).
+    pub fn stdout_closed(&self) -> bool {
+        self.stdout_closed.load(Ordering::Relaxed)
+    }
+
+    /// Writes bytes to stdout and flushes.
+    pub fn write(&self, bytes: &[u8]) -> Result<(), AtipError> {
+        let mut out = self.stdout();
+        out.write_all(bytes)
+            .and_then(|_| out.flush())
+            .map_err(stdout_failed)
+    }
+
+    /// Writes text to stdout.
+    pub fn text(&self, text: &str) -> Result<(), AtipError> {
+        self.write(text.as_bytes())
+    }
+
+    /// Writes a value as pretty JSON and a newline.
+    pub fn json<T: Serialize + ?Sized>(&self, value: &T) -> Result<(), AtipError> {
+        let mut text = serde_json::to_string_pretty(value).map_err(|e| {
+            AtipError::new(ErrorCode::Internal, format!("failed to serialize: {e}"))
+        })?;
+        text.push('\n');
+        self.write(text.as_bytes())
+    }
+
+    /// Writes each item as one compact JSON line (JSON Lines).
+    pub fn json_lines<T: Serialize>(
+        &self,
+        items: impl IntoIterator<Item = T>,
+    ) -> Result<(), AtipError> {
+        let mut out = std::io::BufWriter::new(self.stdout());
+        for item in items {
+            serde_json::to_writer(&mut out, &item).map_err(|e| {
+                if e.is_io() {
+                    stdout_failed(std::io::Error::from(e))
+                } else {
+                    AtipError::new(ErrorCode::Internal, format!("failed to serialize: {e}"))
+                }
+            })?;
+            out.write_all(b"\n").map_err(stdout_failed)?;
+            if self.stdout_closed() {
+                break;
+            }
+        }
+        out.flush().map_err(stdout_failed)
+    }
+
+    /// Stdout as a writer for streaming output: a closed pipe swallows the rest.
+    /// Map its errors with [`stdout_failed`].
+    pub fn stdout(&self) -> StdoutWriter<'_> {
+        StdoutWriter {
+            printer: self,
+            inner: std::io::stdout(),
+        }
+    }
+
+    /// `warning: MESSAGE` on stderr, unless quiet.
+    pub fn warn(&self, message: impl std::fmt::Display) {
+        if self.verbosity >= Verbosity::Normal {
+            self.label("warning", "33", &message.to_string());
+        }
+    }
+
+    /// `note: MESSAGE` on stderr, unless quiet.
+    pub fn note(&self, message: impl std::fmt::Display) {
+        if self.verbosity >= Verbosity::Normal {
+            self.label("note", "36", &message.to_string());
+        }
+    }
+
+    /// `info: MESSAGE` on stderr, only with `--verbose`.
+    pub fn info(&self, message: impl std::fmt::Display) {
+        if self.verbosity >= Verbosity::Verbose {
+            self.label("info", "2", &message.to_string());
+        }
+    }
+
+    /// Warnings the library returned, each once.
+    pub fn warnings<S: std::fmt::Display>(&self, warnings: impl IntoIterator<Item = S>) {
+        for w in warnings {
+            self.warn(w);
+        }
+    }
+
+    /// The error on stderr: one JSON line when results are JSON, else text.
+    pub fn error(&self, e: &AtipError) {
+        if self.is_json() {
+            eprint_all(&format!("{}\n", e.to_json_line()));
+        } else if self.stderr_color() {
+            let text = e.to_text();
+            let rest = text.strip_prefix("error:").unwrap_or(&text);
+            eprint_all(&format!("\x1b[1;31merror\x1b[0m:{rest}"));
+        } else {
+            eprint_all(&e.to_text());
+        }
+    }
+
+    /// Raw text on stderr (a tool's own stderr passed through, a summary line).
+    pub fn stderr(&self, text: &str) {
+        eprint_all(text);
+    }
+
+    fn label(&self, label: &str, color: &str, message: &str) {
+        if self.stderr_color() {
+            eprint_all(&format!("\x1b[1;{color}m{label}\x1b[0m: {message}\n"));
+        } else {
+            eprint_all(&format!("{label}: {message}\n"));
+        }
+    }
+}
+
+/// Writes to stderr, ignoring failure: there is nowhere left to report it.
+fn eprint_all(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes()).and_then(|_| err.flush());
+}
+
+/// The error for a failed write to stdout (exit 74).
+pub fn stdout_failed(e: std::io::Error) -> AtipError {
+    AtipError::new(
+        ErrorCode::StdoutWriteFailed,
+        format!("failed to write to stdout: {e}"),
+    )
+    .hint("check the disk or device stdout goes to")
+}
+
+/// Stdout where a closed pipe ends the output quietly (see [`Printer::stdout`]).
+pub struct StdoutWriter<'a> {
+    printer: &'a Printer,
+    inner: std::io::Stdout,
+}
+
+impl StdoutWriter<'_> {
+    fn closed_on(&self, e: &std::io::Error) -> bool {
+        if e.kind() == ErrorKind::BrokenPipe {
+            self.printer.stdout_closed.store(true, Ordering::Relaxed);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+impl Write for StdoutWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.printer.stdout_closed() {
+            return Ok(buf.len());
+        }
+        match self.inner.write(buf) {
+            Err(e) if self.closed_on(&e) => Ok(buf.len()),
+            other => other,
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.printer.stdout_closed() {
+            return Ok(());
+        }
+        match self.inner.flush() {
+            Err(e) if self.closed_on(&e) => Ok(()),
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn color_choice_follows_flag_then_terminal() {
+        assert!(ColorChoice::Always.enabled(false));
+        assert!(!ColorChoice::Never.enabled(true));
+        assert!(!ColorChoice::Auto.enabled(false));
+    }
+}
