@@ -8,8 +8,8 @@ mod common;
 
 mod agent;
 mod chat;
-mod diff;
 mod contract;
+mod diff;
 mod exec;
 mod export;
 mod export_props;

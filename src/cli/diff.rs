@@ -9,7 +9,6 @@ use atip::diff::load::{Origin, load};
 use atip::diff::{Class, Report, render};
 use atip::output::{AtipError, ErrorCode, OutputFormat, exit};
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::PathBuf;
 
 /// Compare two ATIP metadata documents command by command: breaking changes, effects
@@ -91,36 +90,22 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     let old = load(&origins[0], &opts)?;
     let new = load(&origins[1], &opts)?;
     let report = Report::build((&old.meta, old.source), (&new.meta, new.source));
-    let written = match format {
+    match format {
         OutputFormat::Json => {
             if args.semver {
-                atip::output::print_json(&report)
+                ctx.out.json(&report)?
             } else {
                 let mut v = serde_json::to_value(&report).expect("report serializes");
                 v.as_object_mut().map(|o| o.remove("semver"));
-                atip::output::print_json(&v)
+                ctx.out.json(&v)?
             }
         }
-        OutputFormat::Markdown => write_all(&render::markdown(&report, args.semver)),
-        _ => write_all(&render::text(&report, args.semver)),
-    };
-    if let Err(e) = written {
-        return Err(AtipError::new(
-            ErrorCode::StdoutWriteFailed,
-            format!("failed to write the diff: {e}"),
-        ));
+        OutputFormat::Markdown => ctx.out.text(&render::markdown(&report, args.semver))?,
+        _ => ctx.out.text(&render::text(&report, args.semver))?,
     }
     Ok(if args.fail_on.iter().any(|c| report.has(*c)) {
         exit::FAILURE
     } else {
         exit::OK
     })
-}
-
-fn write_all(text: &str) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
-    }
 }

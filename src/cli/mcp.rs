@@ -12,7 +12,7 @@ use atip::mcp::client::{ClientOptions, Session};
 use atip::mcp::config::{self, ConfigPaths, Loader, McpConfig, ServerSpec, Transport};
 use atip::mcp::remote::Remote;
 use atip::mcp::tools;
-use atip::output::{AtipError, ErrorCode, exit, print_json};
+use atip::output::{AtipError, ErrorCode, exit};
 use serde_json::{Value, json};
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -208,13 +208,6 @@ pub struct ImportArgs {
 
 fn parse_size(s: &str) -> Result<usize, String> {
     atip::units::parse_size(s).map(|v| v as usize)
-}
-
-fn out_err(e: std::io::Error) -> AtipError {
-    AtipError::new(
-        ErrorCode::StdoutWriteFailed,
-        format!("failed to write stdout: {e}"),
-    )
 }
 
 /// Runs `atip mcp …`; returns the exit code.
@@ -420,7 +413,8 @@ fn servers(ctx: &Ctx) -> Result<u8, AtipError> {
         })
         .collect();
     if ctx.output.is_json() {
-        print_json(&json!({"servers": list, "files": cfg.files})).map_err(out_err)?;
+        ctx.out
+            .json(&json!({"servers": list, "files": cfg.files}))?;
     } else {
         if list.is_empty() {
             eprintln!(
@@ -499,7 +493,7 @@ async fn tools_cmd(a: ToolsArgs, ctx: &Ctx) -> Result<u8, AtipError> {
                 Err(e) => json!({"server": spec.name, "error": e}),
             })
             .collect();
-        print_json(&json!({"servers": list})).map_err(out_err)?;
+        ctx.out.json(&json!({"servers": list}))?;
     } else {
         let mut out = std::io::stdout().lock();
         for (spec, l) in &reports {
@@ -544,7 +538,7 @@ async fn describe(a: DescribeArgs, ctx: &Ctx) -> Result<u8, AtipError> {
     );
     let v = tools::describe(&spec.name, &tool, spec.trust_hints, &decision);
     if ctx.output.is_json() {
-        print_json(&v).map_err(out_err)?;
+        ctx.out.json(&v)?;
     } else {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{} ({})", tool.name, spec.name);
@@ -697,7 +691,7 @@ pub fn print_result(
         } else {
             serde_json::to_value(result).unwrap_or(Value::Null)
         };
-        return print_json(&v).map_err(out_err);
+        return ctx.out.json(&v);
     }
     let mut out = std::io::stdout().lock();
     let mut any_text = false;
@@ -754,7 +748,7 @@ async fn ping(a: PingArgs, ctx: &Ctx) -> Result<u8, AtipError> {
         "rttMs": (rtt.as_secs_f64() * 1000.0 * 100.0).round() / 100.0,
     });
     if ctx.output.is_json() {
-        print_json(&report).map_err(out_err)?;
+        ctx.out.json(&report)?;
     } else {
         println!(
             "{}: {} {} (protocol {}), connected in {} ms, ping {:.2} ms",
@@ -798,7 +792,7 @@ fn import(a: ImportArgs, ctx: &Ctx) -> Result<u8, AtipError> {
         a.dry_run,
     )?;
     if ctx.output.is_json() {
-        print_json(&report).map_err(out_err)?;
+        ctx.out.json(&report)?;
     } else {
         for n in &report.imported {
             println!(

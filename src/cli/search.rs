@@ -92,7 +92,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                 loaded.metas
             }
             // MCP tools alone are worth searching before any scan.
-            Err(e) if e.code == ErrorCode::RegistryNotFound && !mcp_tools.is_empty() => Vec::new(),
+            Err(e)
+                if e.code == atip::output::ErrorCode::RegistryNotFound && !mcp_tools.is_empty() =>
+            {
+                Vec::new()
+            }
             Err(e) => return Err(e),
         },
     };
