@@ -13,7 +13,6 @@ use atip::exec::redact::Redactor;
 use atip::exec::{Confirmation, Engine, Prepared};
 use atip::output::{AtipError, ErrorCode, OutputFormat};
 use atip::search::mode::{self, SearchMode};
-use serde_json::json;
 use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -202,35 +201,7 @@ fn selection(args: &Args, engine: &Engine) -> Result<Vec<FlatTool>, AtipError> {
         commands: filters.clone(),
     };
     if let Some(filters) = &filters {
-        let unmatched: Vec<&String> = filters
-            .iter()
-            .filter(|f| {
-                let one = FlattenOptions {
-                    include_interactive: true,
-                    commands: Some(vec![(*f).clone()]),
-                };
-                !engine
-                    .catalog()
-                    .tools()
-                    .iter()
-                    .any(|t| one.wants(&t.tool, &t.command))
-            })
-            .collect();
-        if !unmatched.is_empty() {
-            return Err(AtipError::new(
-                ErrorCode::CommandNotFound,
-                format!(
-                    "no command matches --commands {}",
-                    unmatched
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            )
-            .hint("a filter is the tool name then a command path prefix, e.g. \"gh pr\"")
-            .details(json!({"unmatched": unmatched})));
-        }
+        super::export::check_filters_match(filters, engine.catalog().tools())?;
     }
     Ok(engine
         .visible_tools()

@@ -95,34 +95,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                 commands: commands.clone(),
             },
         );
-        let unmatched: Vec<&String> = filters
-            .iter()
-            .filter(|f| {
-                let one = FlattenOptions {
-                    include_interactive: true,
-                    commands: Some(vec![(*f).clone()]),
-                };
-                !catalog
-                    .tools()
-                    .iter()
-                    .any(|t| one.wants(&t.tool, &t.command))
-            })
-            .collect();
-        if !unmatched.is_empty() {
-            return Err(AtipError::new(
-                ErrorCode::CommandNotFound,
-                format!(
-                    "no command matches --commands {}",
-                    unmatched
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            )
-            .hint("a filter is the tool name then a command path prefix, e.g. \"gh pr\"")
-            .details(json!({"unmatched": unmatched})));
-        }
+        check_filters_match(filters, catalog.tools())?;
     }
     if args.mcp && !args.format.is_json() {
         return Err(AtipError::new(
@@ -336,4 +309,38 @@ fn write_file(path: &Path, text: &str) -> Result<(), AtipError> {
     }
     tmp.persist(path).map_err(|e| fail(e.error))?;
     Ok(())
+}
+
+/// Every `--commands` filter must match at least one command, or the selection is an error
+/// naming the filters that matched nothing (export and chat select the same way).
+pub(crate) fn check_filters_match(
+    filters: &[String],
+    tools: &[atip::compile::FlatTool],
+) -> Result<(), AtipError> {
+    let unmatched: Vec<&String> = filters
+        .iter()
+        .filter(|f| {
+            let one = FlattenOptions {
+                include_interactive: true,
+                commands: Some(vec![(*f).clone()]),
+            };
+            !tools.iter().any(|t| one.wants(&t.tool, &t.command))
+        })
+        .collect();
+    if unmatched.is_empty() {
+        return Ok(());
+    }
+    Err(AtipError::new(
+        ErrorCode::CommandNotFound,
+        format!(
+            "no command matches --commands {}",
+            unmatched
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    )
+    .hint("a filter is the tool name then a command path prefix, e.g. \"gh pr\"")
+    .details(json!({"unmatched": unmatched})))
 }
