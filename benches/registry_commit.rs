@@ -9,7 +9,8 @@
 use atip::dirs::Dirs;
 use atip::model::Metadata;
 use atip::registry::{
-    CommitOptions, Found, FoundMeta, Index, Source, Update, commit, doctor, query, sha256_file,
+    CommitOptions, Found, FoundMeta, Index, MetaSummary, Source, Update, commit, doctor, query,
+    sha256_file,
 };
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -43,7 +44,7 @@ fn found(name: &str, path: &Path, version: &str, fresh: bool) -> Found {
     let meta = if fresh {
         let document = document(name, version);
         FoundMeta::Fresh {
-            metadata: Metadata::from_slice(&document).unwrap(),
+            summary: MetaSummary::of(&Metadata::from_slice(&document).unwrap()),
             document,
             checked_at: atip::registry::rfc3339_now(),
         }

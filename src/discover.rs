@@ -595,10 +595,10 @@ pub fn scan(
     for f in found.iter_mut().filter(|f| fresh.contains(&f.name)) {
         let (winner, applied) = &winners[&f.name];
         match compose(winner, applied) {
-            Ok((document, metadata)) => {
+            Ok((document, summary)) => {
                 f.meta = FoundMeta::Fresh {
                     document,
-                    metadata,
+                    summary,
                     checked_at: now.clone(),
                 }
             }
@@ -952,6 +952,7 @@ fn examine(
     let dry_run = opts.dry_run;
     let cancel = opts.cancel.as_ref();
     let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
+    let follower = launcher::Follower::new();
     pool.install(|| {
         // One job per executable: a hanging probe must never hold back others that
         // rayon would otherwise have batched with it on the same thread.
@@ -965,7 +966,7 @@ fn examine(
                 }
                 if needs_sign(w) {
                     match sign::detect(&w.exe.canonical).map(|s| match s {
-                        sign::Sign::None => launcher::follow(&w.exe.canonical),
+                        sign::Sign::None => follower.follow(&w.exe.canonical),
                         s => s,
                     }) {
                         Ok(s) => {
@@ -1024,11 +1025,11 @@ fn commit(
     let stale: HashSet<String> = commit.stale.iter().cloned().collect();
     for f in update.found.iter_mut().filter(|f| stale.contains(&f.name)) {
         if let Some((winner, applied)) = winners.get(&f.name)
-            && let Ok((document, metadata)) = compose(winner, applied)
+            && let Ok((document, summary)) = compose(winner, applied)
         {
             f.meta = FoundMeta::Fresh {
                 document,
-                metadata,
+                summary,
                 checked_at: now.to_owned(),
             };
         }
@@ -1229,14 +1230,15 @@ fn enum_name<T: Serialize>(v: &T) -> String {
         .unwrap_or_default()
 }
 
-/// The document sent to the registry: the winner's bytes, with pattern files merged in.
+/// The document sent to the registry: the winner's bytes, with pattern files merged in,
+/// and the index's summary of it (the parsed document is dropped here).
 fn compose(
     winner: &Candidate,
     applied: &[&PatternFile],
-) -> Result<(Vec<u8>, crate::model::Metadata), String> {
+) -> Result<(Vec<u8>, registry::MetaSummary), String> {
     let mut bytes = winner.doc.read()?;
     let shown = || match &winner.doc {
-        source::Doc::File(p) => p.display().to_string(),
+        source::Doc::File(p) | source::Doc::Checked { path: p, .. } => p.display().to_string(),
         source::Doc::Bytes(_) => winner.identity.clone(),
     };
     if !applied.is_empty() {
@@ -1248,5 +1250,5 @@ fn compose(
     }
     let metadata =
         crate::model::Metadata::from_slice(&bytes).map_err(|e| format!("{}: {e}", shown()))?;
-    Ok((bytes, metadata))
+    Ok((bytes, registry::MetaSummary::of(&metadata)))
 }

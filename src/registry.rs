@@ -26,8 +26,9 @@ mod store;
 pub use crate::timestamp::{is_rfc3339, rfc3339, rfc3339_now};
 pub use lock::RegistryLock;
 pub use store::{
-    CommitOptions, CommitReport, DEFAULT_LOCK_TIMEOUT, Found, FoundMeta, Rejected, Update, commit,
-    is_valid_hash, is_valid_name, metadata_rel_path, sha256_bytes, sha256_file, write_atomic,
+    CommitOptions, CommitReport, DEFAULT_LOCK_TIMEOUT, Found, FoundMeta, MetaSummary, Rejected,
+    Update, commit, is_valid_hash, is_valid_name, metadata_rel_path, sha256_bytes, sha256_file,
+    write_atomic,
 };
 
 /// File name of the advisory writer lock, beside `registry.json`.

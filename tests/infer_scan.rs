@@ -170,14 +170,34 @@ fn scan_registers_inferred_tools_and_shims_win() {
             .unwrap();
         assert!(out.status.success(), "{format}: {}", show(&out));
     }
-    // Every stored inferred document validates without a warning.
+    // Every stored inferred document validates without a warning. Documents that won
+    // are kept once, by the registry (`tools/`), not again in the inference cache.
+    let reg: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sb.path().join("data/registry.json")).unwrap())
+            .unwrap();
+    let docs: Vec<std::path::PathBuf> = reg["tools"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|e| e["source"] == "inferred")
+        .map(|e| sb.path().join("data").join(e["metadata"].as_str().unwrap()))
+        .collect();
+    assert!(docs.len() >= 4, "{docs:?}");
     let out = sb
         .atip()
         .args(["validate", "--deny-warnings"])
-        .arg(sb.path().join("data/cache/inferred"))
+        .args(&docs)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", show(&out));
+    let cache = sb.path().join("data/cache/inferred");
+    for d in &docs {
+        assert!(
+            !cache.join(d.file_name().unwrap()).exists(),
+            "{} is stored twice",
+            d.display()
+        );
+    }
 }
 
 #[test]

@@ -7,7 +7,8 @@ use crate::common;
 use atip::dirs::Dirs;
 use atip::model::Metadata;
 use atip::registry::{
-    CommitOptions, CommitReport, Found, FoundMeta, Index, Source, Update, commit, sha256_file,
+    CommitOptions, CommitReport, Found, FoundMeta, Index, MetaSummary, Source, Update, commit,
+    sha256_file,
 };
 use serde_json::{Value, json};
 use std::fs;
@@ -88,7 +89,7 @@ fn fresh(name: &str, path: &Path, document: Vec<u8>) -> Found {
         vouched_by: None,
         meta: FoundMeta::Fresh {
             document,
-            metadata,
+            summary: MetaSummary::of(&metadata),
             checked_at: "2026-11-25T11:59:00Z".into(),
         },
     }

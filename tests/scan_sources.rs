@@ -615,3 +615,159 @@ fn tools_of_every_ecosystem_are_found_without_running_strangers() {
     );
     assert_eq!(r["summary"]["probed"], expected.len(), "{r:#}");
 }
+
+/// Launchers are followed, not run: a pip console script (written as pip's `/bin/sh`
+/// trampoline, so it has no python `#!`) found through its package's `entry_points.txt`
+/// and `RECORD`, whose flag and key sit in two modules; a node stub that `require`s the
+/// package's real file; a shell script that `exec`s a file of its own prefix. Beside
+/// them, wrappers that lead outside their package to a file that would show a sign:
+/// never followed, never run.
+#[test]
+fn launchers_are_followed_to_the_files_they_start_inside_their_package() {
+    let env = Env::new();
+    let bin = env.p("opt/pkg/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = env.p("exec.log");
+    let answer = |name: &str| {
+        format!(
+            "{{\"atip\": {{\"version\": \"0.6\"}}, \"name\": \"{name}\", \"version\": \"1.0.0\", \"description\": \"{name} test tool\"}}"
+        )
+    };
+    let mut expected: Vec<&str> = Vec::new();
+
+    // Shell: bin/shtool execs ../libexec/shtool-real, which answers --agent.
+    env.script(
+        "opt/pkg/libexec/shtool-real",
+        &format!(
+            "if [ \"$1\" = --agent ]; then\ncat <<'EOF'\n{}\nEOF\nexit 0\nfi\necho real",
+            answer("shtool")
+        ),
+    );
+    env.script(
+        "opt/pkg/bin/shtool",
+        "HERE=$(cd \"$(dirname \"$0\")/..\" && pwd)\nexec \"$HERE/libexec/shtool-real\" \"$@\"",
+    );
+    expected.push("shtool");
+    // The same shape, leading outside the prefix: not followed, not run.
+    env.script(
+        "elsewhere/real",
+        &format!(
+            "if [ \"$1\" = --agent ]; then\ncat <<'EOF'\n{}\nEOF\nfi",
+            answer("escaper")
+        ),
+    );
+    env.script(
+        "opt/pkg/bin/escaper",
+        "exec \"$(dirname \"$0\")/../../../elsewhere/real\" \"$@\"",
+    );
+
+    // Python, found by entry_points.txt + RECORD: the flag in cli.py, the key in meta.py.
+    let venv = env.p("venv");
+    let py = which("python3");
+    if py.is_some()
+        && ok(
+            Command::new(py.as_ref().unwrap())
+                .args(["-m", "venv", "--without-pip"])
+                .arg(&venv),
+            "python3 -m venv",
+        )
+    {
+        let ver = Command::new(venv.join("bin/python"))
+            .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+            .output()
+            .unwrap();
+        let ver = String::from_utf8_lossy(&ver.stdout).trim().to_owned();
+        let site = venv.join(format!("lib/python{ver}/site-packages"));
+        let put = |rel: &str, text: String| {
+            let p = site.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        put("disttool/__init__.py", String::new());
+        put(
+            "disttool/meta.py",
+            "META = dict(atip=dict(version=\"0.6\"), name=\"disttool\", version=\"1.0.0\", description=\"disttool test tool\")\n".into(),
+        );
+        put(
+            "disttool/cli.py",
+            format!(
+                "import json, sys\nfrom disttool.meta import META\ndef run():\n    open({log:?}, 'a').write('disttool ' + ' '.join(sys.argv[1:]) + '\\n')\n    if '--agent' in sys.argv[1:]:\n        print(json.dumps(META))\n        return 0\n    return 0\n",
+                log = log.display().to_string()
+            ),
+        );
+        put(
+            "disttool-1.0.dist-info/entry_points.txt",
+            "[console_scripts]\ndisttool = disttool.cli:run\n".into(),
+        );
+        put(
+            "disttool-1.0.dist-info/RECORD",
+            "disttool/__init__.py,,\ndisttool/cli.py,,\ndisttool/meta.py,,\n../../../bin/disttool,,\n".into(),
+        );
+        // pip's trampoline for a long interpreter path: no python `#!`, no import line
+        // of the package (it imports through importlib).
+        let guard = lock();
+        let wrapper = env.sb.script(
+            "venv/bin/disttool",
+            &format!(
+                "#!/bin/sh\n'''exec' \"{}/bin/python\" \"$0\" \"$@\"\n' '''\nimport sys, importlib\nsys.exit(importlib.import_module('disttool.cli').run())\n",
+                venv.display()
+            ),
+        );
+        drop(guard);
+        std::os::unix::fs::symlink(wrapper, bin.join("disttool")).unwrap();
+        expected.push("disttool");
+    } else {
+        eprintln!("SKIPPED part: python3 with venv is not available");
+    }
+
+    // Node: a `#!/usr/bin/env node` stub requiring the package's file.
+    match which("node") {
+        None => eprintln!("SKIPPED part: node is not installed (.ci/setup-test-deps installs it)"),
+        Some(_) => {
+            let pkg = "lib/node_modules/stubtool";
+            env.sb
+                .write(&format!("{pkg}/package.json"), "{\"name\": \"stubtool\"}");
+            env.sb.write(
+                &format!("{pkg}/lib/main.js"),
+                format!(
+                    "require('fs').appendFileSync({log:?}, 'stubtool ' + process.argv.slice(2).join(' ') + '\\n');\nconst meta = {{ atip: {{ version: '0.6' }}, name: 'stubtool', version: '1.0.0', description: 'stubtool test tool' }};\nif (process.argv.includes('--agent')) {{ console.log(JSON.stringify(meta)); process.exit(0); }}\n",
+                    log = log.display().to_string()
+                ),
+            );
+            let stub = {
+                let _g = lock();
+                env.sb.script(
+                    &format!("{pkg}/bin/stubtool.js"),
+                    "#!/usr/bin/env node\n'use strict';\nrequire('../lib/main.js');\n",
+                )
+            };
+            std::os::unix::fs::symlink(stub, bin.join("stubtool")).unwrap();
+            expected.push("stubtool");
+        }
+    }
+
+    let r = env.scan(bin.to_str().unwrap(), &["--no-builtin-shims"]);
+    let mut names: Vec<&str> = r["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    expected.sort();
+    assert_eq!(names, expected, "{r:#}");
+    assert_eq!(
+        r["summary"]["evidence"]["launcher"],
+        expected.len(),
+        "{r:#}"
+    );
+    // Neither the wrapper that leads outside its package nor its target ran.
+    let log = env.log();
+    assert!(
+        !log.lines()
+            .any(|l| l.starts_with("escaper") || l.starts_with("real")),
+        "{log}"
+    );
+    assert!(log.contains("shtool-real --agent"), "{log}");
+    assert!(r["failed"].as_array().unwrap().is_empty(), "{r:#}");
+}

@@ -35,7 +35,10 @@ impl MetadataSource for Inferred {
             source: Source::Inferred,
             by_hash: false,
             doc: match doc {
-                Ok(path) => Doc::File(path.to_owned()),
+                Ok(path) => Doc::Checked {
+                    path: path.to_owned(),
+                    sha: sha.to_owned(),
+                },
                 Err(bytes) => Doc::Bytes(bytes),
             },
             identity: format!("inferred:{sha}"),

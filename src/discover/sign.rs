@@ -207,8 +207,38 @@ impl Seen {
     }
 }
 
+/// The two halves of a sign, for evidence spread over several files of one package
+/// (a launcher's targets): the flag in one module, the metadata key in another.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Halves {
+    /// The literal `--agent`.
+    pub flag: bool,
+    /// `atip` as a quoted or bare key.
+    pub key: bool,
+}
+
+impl Halves {
+    /// Both halves, in this file or together with others.
+    pub fn whole(self) -> bool {
+        self.flag && self.key
+    }
+
+    /// The union of two files' halves.
+    pub fn with(self, other: Halves) -> Halves {
+        Halves {
+            flag: self.flag || other.flag,
+            key: self.key || other.key,
+        }
+    }
+}
+
 /// What a byte stream shows, reading at most [`SIGN_READ_CAP`] bytes.
-pub fn detect_reader<R: Read>(mut reader: R) -> std::io::Result<Sign> {
+pub fn detect_reader<R: Read>(reader: R) -> std::io::Result<Sign> {
+    evidence_reader(reader).map(|(s, _)| s)
+}
+
+/// [`detect_reader`], with the halves seen.
+fn evidence_reader<R: Read>(mut reader: R) -> std::io::Result<(Sign, Halves)> {
     let f = finders();
     BUF.with(|cell| {
         let mut buf = cell.borrow_mut();
@@ -271,11 +301,15 @@ pub fn detect_reader<R: Read>(mut reader: R) -> std::io::Result<Sign> {
             if binary && seen.loose && !seen.agent {
                 seen.agent = f.agent.find(chunk).is_some();
             }
+            let halves = Halves {
+                flag: seen.flag,
+                key: seen.key || seen.word,
+            };
             if seen.flag && seen.key {
-                return Ok(Sign::FlagKey);
+                return Ok((Sign::FlagKey, halves));
             }
             if eof {
-                return Ok(if seen.flag && seen.word {
+                let sign = if seen.flag && seen.word {
                     Sign::FlagWord
                 } else if binary && seen.loose && seen.agent {
                     Sign::Binary
@@ -283,7 +317,8 @@ pub fn detect_reader<R: Read>(mut reader: R) -> std::io::Result<Sign> {
                     Sign::Script
                 } else {
                     Sign::None
-                });
+                };
+                return Ok((sign, halves));
             }
             kept = CARRY.min(n);
             buf.copy_within(n - kept..n, 0);
@@ -295,6 +330,11 @@ pub fn detect_reader<R: Read>(mut reader: R) -> std::io::Result<Sign> {
 /// What the file at `path` shows.
 pub fn detect(path: &Path) -> std::io::Result<Sign> {
     detect_reader(File::open(path)?)
+}
+
+/// What the file at `path` shows, with the halves it holds.
+pub fn evidence(path: &Path) -> std::io::Result<(Sign, Halves)> {
+    evidence_reader(File::open(path)?)
 }
 
 #[cfg(test)]

@@ -37,6 +37,14 @@ pub enum Doc {
     /// Bytes in memory: built-in shims, answers the scan could not cache, documents a
     /// source made itself.
     Bytes(Arc<[u8]>),
+    /// A file named by the sha256 of its bytes (a document an earlier scan made); read
+    /// only if it still hashes to that name.
+    Checked {
+        /// The file.
+        path: PathBuf,
+        /// Lowercase sha256 hex its bytes must have.
+        sha: String,
+    },
 }
 
 impl Doc {
@@ -47,6 +55,17 @@ impl Doc {
                 std::fs::read(p).map_err(|e| format!("failed to read {}: {e}", p.display()))
             }
             Doc::Bytes(b) => Ok(b.to_vec()),
+            Doc::Checked { path, sha } => {
+                let bytes = std::fs::read(path)
+                    .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
+                if crate::registry::sha256_bytes(&bytes) != *sha {
+                    return Err(format!(
+                        "{} changed on disk (its sha256 is not its name)",
+                        path.display()
+                    ));
+                }
+                Ok(bytes)
+            }
         }
     }
 }

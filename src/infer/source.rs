@@ -110,6 +110,19 @@ fn cached_doc(data: &Path, sha: &str) -> PathBuf {
         .join(format!("{sha}.json"))
 }
 
+/// The registry's copy of a document (`tools/<sha256>.json`): an inferred document that
+/// won is stored there by the commit, so the cache does not keep a second copy.
+fn registry_doc(data: &Path, sha: &str) -> PathBuf {
+    data.join("tools").join(format!("{sha}.json"))
+}
+
+/// Where an earlier scan's document is: the registry's copy, else the cache's.
+fn stored_doc(data: &Path, sha: &str) -> Option<PathBuf> {
+    [registry_doc(data, sha), cached_doc(data, sha)]
+        .into_iter()
+        .find(|p| p.is_file())
+}
+
 /// Infers, serializes and validates the document of `name`. Any validator finding,
 /// warnings included, rejects it: inferred documents must be clean.
 fn make_offer(index: &ManIndex, page: &PageRef, name: &str) -> Result<Offer, String> {
@@ -255,20 +268,21 @@ impl InferSource {
                 Some(Lookup {
                     page,
                     current: Some(doc),
-                }) if cached_doc(&self.data, &doc).is_file() => {
-                    let record = self.old.tools.get(name).cloned();
-                    if let Some(record) = record {
+                }) if self.old.tools.contains_key(name) => match stored_doc(&self.data, &doc) {
+                    Some(stored) => {
+                        let record = self.old.tools[name].clone();
                         self.offers.insert(
                             name.to_owned(),
                             Offer {
                                 page: page.path.clone(),
-                                doc: OfferDoc::Cached(cached_doc(&self.data, &doc)),
+                                doc: OfferDoc::Cached(stored),
                                 sha: doc,
                                 record,
                             },
                         );
                     }
-                }
+                    None => todo.push((name.to_owned(), page)),
+                },
                 Some(Lookup { page, .. }) => todo.push((name.to_owned(), page)),
             }
         }
@@ -318,20 +332,24 @@ impl InferSource {
         &self.failed
     }
 
-    /// Writes the cache (and the documents made this scan, under
-    /// `cache/inferred/<sha256>.json`). Errors are returned as text (the scan reports
-    /// them as warnings).
+    /// Writes the cache, and the documents made this scan that the registry does not
+    /// hold (those that lost to another source) under `cache/inferred/<sha256>.json`.
+    /// Call it after the commit. Errors are returned as text (the scan reports them as
+    /// warnings).
     pub fn save(mut self) -> Result<(), String> {
         let docs = self.data.join("cache").join("inferred");
         let mut tools = BTreeMap::new();
+        let mut made_dir = false;
         for (name, o) in &self.offers {
-            if let OfferDoc::Fresh(bytes) = &o.doc {
-                let path = cached_doc(&self.data, &o.sha);
-                if !path.is_file() {
+            if let OfferDoc::Fresh(bytes) = &o.doc
+                && stored_doc(&self.data, &o.sha).is_none()
+            {
+                if !made_dir {
                     std::fs::create_dir_all(&docs)
                         .map_err(|e| format!("cannot create {}: {e}", docs.display()))?;
-                    write_atomic(&path, bytes)?;
+                    made_dir = true;
                 }
+                write_atomic(&cached_doc(&self.data, &o.sha), bytes)?;
             }
             tools.insert(name.clone(), o.record.clone());
         }

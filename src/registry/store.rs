@@ -206,18 +206,15 @@ pub struct Found {
 
 /// What a scan knows about a found tool's metadata.
 #[derive(Debug, Clone)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "one value per found tool; the contract hands Metadata by value"
-)]
 pub enum FoundMeta {
     /// Metadata freshly read (probe answer or shim), already validated. `document` is
     /// the JSON to store, byte for byte.
     Fresh {
         /// The JSON document stored under `tools/`.
         document: Vec<u8>,
-        /// `document`, parsed.
-        metadata: Metadata,
+        /// What the index records of `document` (a scan of a thousand tools holds these,
+        /// not a thousand parsed documents, until the commit).
+        summary: MetaSummary,
         /// When it was read (RFC 3339); becomes the entry's `lastChecked`.
         checked_at: String,
     },
@@ -225,6 +222,34 @@ pub enum FoundMeta {
     /// only when a stored entry with the same path, hash and source exists; otherwise
     /// the name is reported in [`CommitReport::stale`] and not registered.
     Unchanged,
+}
+
+/// The fields of an index entry taken from its metadata document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetaSummary {
+    /// The one-line description.
+    pub description: String,
+    /// The tool's version, when known.
+    pub version: Option<String>,
+    /// The declared protocol version text, e.g. `0.6`.
+    pub atip: String,
+    /// See [`Metadata::effects_summary`].
+    pub effects: String,
+    /// Commands at every depth.
+    pub commands: u64,
+}
+
+impl MetaSummary {
+    /// The summary of a parsed document.
+    pub fn of(metadata: &Metadata) -> MetaSummary {
+        MetaSummary {
+            description: metadata.description.clone(),
+            version: metadata.tool_version().map(str::to_string),
+            atip: metadata.atip.version_text().to_string(),
+            effects: metadata.effects_summary(),
+            commands: metadata.command_count() as u64,
+        }
+    }
 }
 
 /// One scan's findings.
@@ -360,7 +385,7 @@ fn check_found(f: &Found) -> Result<(), String> {
     }
     if let FoundMeta::Fresh {
         document,
-        metadata,
+        summary,
         checked_at,
     } = &f.meta
     {
@@ -370,7 +395,7 @@ fn check_found(f: &Found) -> Result<(), String> {
         if serde_json::from_slice::<serde::de::IgnoredAny>(document).is_err() {
             return Err("metadata document is not JSON".into());
         }
-        let v = metadata.atip.version_text();
+        let v = summary.atip.as_str();
         if crate::model::ProtocolVersion::parse(v).is_none() {
             return Err(format!("metadata protocol version {v:?} is not 0.N"));
         }
@@ -378,19 +403,19 @@ fn check_found(f: &Found) -> Result<(), String> {
     Ok(())
 }
 
-fn entry_from_fresh(f: &Found, metadata: &Metadata, checked_at: &str, rel: String) -> Entry {
+fn entry_from_fresh(f: &Found, summary: &MetaSummary, checked_at: &str, rel: String) -> Entry {
     Entry {
         path: f.path.clone(),
         hash: f.hash.clone(),
         source: f.source,
         shim_registry: f.shim_registry.clone(),
         last_checked: checked_at.to_string(),
-        description: metadata.description.clone(),
-        version: metadata.tool_version().map(str::to_string),
-        atip: metadata.atip.version_text().to_string(),
+        description: summary.description.clone(),
+        version: summary.version.clone(),
+        atip: summary.atip.clone(),
         trust: f.trust.clone(),
-        effects: metadata.effects_summary(),
-        commands: metadata.command_count() as u64,
+        effects: summary.effects.clone(),
+        commands: summary.commands,
         metadata: rel,
         fingerprint: f.fingerprint,
         vouched_by: f.vouched_by,
@@ -573,10 +598,10 @@ pub fn commit(
         let old_entry = old_tools.get(&f.name);
         let entry = match &f.meta {
             FoundMeta::Fresh {
-                metadata,
+                summary,
                 checked_at,
                 ..
-            } => entry_from_fresh(f, metadata, checked_at, rels[f.name.as_str()].clone()),
+            } => entry_from_fresh(f, summary, checked_at, rels[f.name.as_str()].clone()),
             FoundMeta::Unchanged => match old_entry {
                 Some(e) if e.path == f.path && e.hash == f.hash && e.source == f.source => {
                     let mut e = e.clone();
