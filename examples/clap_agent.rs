@@ -172,14 +172,22 @@ mod tests {
         assert_eq!(v["commands"]["prune"]["effects"]["destructive"], true);
         // The discovery flags are not options of the tool itself.
         let opts = serde_json::to_string(&v["globalOptions"]).unwrap();
-        assert!(!opts.contains("\"depth\"") && !opts.contains("\"commands\""), "{opts}");
+        assert!(
+            !opts.contains("\"depth\"") && !opts.contains("\"commands\""),
+            "{opts}"
+        );
         // `--depth 1` keeps both top-level commands; the whole answer is not partial.
         let (doc, v) = answer(&["stash-dir", "--agent", "--depth", "1"]);
         assert!(atip::validate::check_bytes(&doc, None, None).is_valid());
         assert_eq!(v["commands"].as_object().unwrap().len(), 2);
         let (_, full) = answer(&["stash-dir", "--agent"]);
         assert!(full.get("partial").is_none(), "{full}");
-        assert!(full["atip"]["features"].to_string().contains("partial-discovery"), "{full}");
+        assert!(
+            full["atip"]["features"]
+                .to_string()
+                .contains("partial-discovery"),
+            "{full}"
+        );
         // The discovery flags need --agent; a normal run has no answer.
         assert!(Cli::try_parse_from(["stash-dir", "--depth", "1"]).is_err());
         let cli = Cli::try_parse_from(["stash-dir", "prune", "--days", "3"]).unwrap();

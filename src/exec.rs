@@ -1129,15 +1129,19 @@ pub trait Foreign {
     fn claims(&self, name: &str) -> bool;
     /// Checks call `index` of the batch: arguments, policy, confirmation; keeps what
     /// [`Foreign::run`] needs. An error settles the call.
-    fn check(&mut self, index: usize, call: &calls::ToolCall, args: Map<String, Value>)
-    -> Result<(), AtipError>;
+    fn check(
+        &mut self,
+        index: usize,
+        call: &calls::ToolCall,
+        args: Map<String, Value>,
+    ) -> Result<(), AtipError>;
     /// Runs a call that passed [`Foreign::check`].
     fn run(&mut self, index: usize, call: &calls::ToolCall) -> CallOutcome;
 }
 
 /// A call of a batch that passed its checks.
 enum Job {
-    Local(Prepared, bool),
+    Local(Box<Prepared>, bool),
     Foreign,
 }
 
@@ -1193,10 +1197,10 @@ pub fn run_batch_with(
             }
         };
         match p.decision.action {
-            Action::Allow => runnable.push((i, Job::Local(p, false))),
+            Action::Allow => runnable.push((i, Job::Local(Box::new(p), false))),
             Action::Deny => slots[i] = fail(engine.refuse(&p, None, via, call.id.as_deref())),
             Action::Confirm => match confirm(&p) {
-                Confirmation::Yes => runnable.push((i, Job::Local(p, true))),
+                Confirmation::Yes => runnable.push((i, Job::Local(Box::new(p), true))),
                 answer => slots[i] = fail(engine.refuse(&p, Some(answer), via, call.id.as_deref())),
             },
         }

@@ -626,7 +626,15 @@ fn exec_calls_route_mcp_names_in_order_under_the_same_policy() {
     // destructive command; the others run, in order, with their ids.
     let o = run(
         &sb,
-        &["exec", "--calls", calls, "--provider", "openai", "--output", "json"],
+        &[
+            "exec",
+            "--calls",
+            calls,
+            "--provider",
+            "openai",
+            "--output",
+            "json",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let ids: Vec<String> = json_out(&o)
@@ -646,7 +654,16 @@ fn exec_calls_route_mcp_names_in_order_under_the_same_policy() {
     // --yes confirms it; the call is audited with its provider call id.
     let o = run(
         &sb,
-        &["exec", "--calls", calls, "--provider", "openai", "--yes", "--output", "json"],
+        &[
+            "exec",
+            "--calls",
+            calls,
+            "--provider",
+            "openai",
+            "--yes",
+            "--output",
+            "json",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let c = contents(&o);
@@ -669,7 +686,18 @@ fn exec_calls_route_mcp_names_in_order_under_the_same_policy() {
     );
     let o = run(
         &sb,
-        &["exec", "--calls", calls, "--provider", "openai", "--yes", "--policy", "deny.json", "--output", "json"],
+        &[
+            "exec",
+            "--calls",
+            calls,
+            "--provider",
+            "openai",
+            "--yes",
+            "--policy",
+            "deny.json",
+            "--output",
+            "json",
+        ],
     );
     let c = contents(&o);
     assert_eq!(c[2]["error"]["code"], "policy_denied", "{c:?}");
@@ -678,7 +706,16 @@ fn exec_calls_route_mcp_names_in_order_under_the_same_policy() {
     let before = std::fs::read_to_string(sb.path().join("state/audit.jsonl")).unwrap();
     let o = run(
         &sb,
-        &["exec", "--calls", calls, "--provider", "openai", "--dry-run", "--output", "json"],
+        &[
+            "exec",
+            "--calls",
+            calls,
+            "--provider",
+            "openai",
+            "--dry-run",
+            "--output",
+            "json",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let r = json_out(&o);
@@ -732,38 +769,97 @@ fn sessions_use_the_2026_07_28_discovery_and_fall_back_to_initialize() {
         run(
             &sb,
             &[
-                "mcp", "ping", "--command", env!("CARGO_BIN_EXE_atip"), "--arg", "mcp",
-                "--env", &data, "--env", &config, "--env", &state,
-                "--protocol", protocol, "--trace", "--output", "json",
+                "mcp",
+                "ping",
+                "--command",
+                env!("CARGO_BIN_EXE_atip"),
+                "--arg",
+                "mcp",
+                "--env",
+                &data,
+                "--env",
+                &config,
+                "--env",
+                &state,
+                "--protocol",
+                protocol,
+                "--trace",
+                "--output",
+                "json",
             ],
         )
     };
     let o = ping("auto");
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    assert_eq!(json_out(&o)["protocolVersion"], "2026-07-28", "{}", show(&o));
-    assert!(!stderr(&o).contains("\"method\":\"initialize\""), "{}", show(&o));
-    assert!(stderr(&o).contains("\"method\":\"server/discover\""), "{}", show(&o));
+    assert_eq!(
+        json_out(&o)["protocolVersion"],
+        "2026-07-28",
+        "{}",
+        show(&o)
+    );
+    assert!(
+        !stderr(&o).contains("\"method\":\"initialize\""),
+        "{}",
+        show(&o)
+    );
+    assert!(
+        stderr(&o).contains("\"method\":\"server/discover\""),
+        "{}",
+        show(&o)
+    );
     let o = ping("modern");
-    assert_eq!(json_out(&o)["protocolVersion"], "2026-07-28", "{}", show(&o));
+    assert_eq!(
+        json_out(&o)["protocolVersion"],
+        "2026-07-28",
+        "{}",
+        show(&o)
+    );
     let o = ping("legacy");
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    assert_eq!(json_out(&o)["protocolVersion"], "2025-11-25", "{}", show(&o));
+    assert_eq!(
+        json_out(&o)["protocolVersion"],
+        "2025-11-25",
+        "{}",
+        show(&o)
+    );
     // A modern session lists and calls tools like a legacy one.
     let o = run(
         &sb,
         &[
-            "mcp", "call", "t_echo", "--command", env!("CARGO_BIN_EXE_atip"), "--arg", "mcp",
-            "--env", &data, "--env", &config, "--env", &state,
-            "--args", r#"{"words":["modern"]}"#, "--output", "json",
+            "mcp",
+            "call",
+            "t_echo",
+            "--command",
+            env!("CARGO_BIN_EXE_atip"),
+            "--arg",
+            "mcp",
+            "--env",
+            &data,
+            "--env",
+            &config,
+            "--env",
+            &state,
+            "--args",
+            r#"{"words":["modern"]}"#,
+            "--output",
+            "json",
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    assert_eq!(json_out(&o)["structuredContent"]["status"], "ok", "{}", show(&o));
+    assert_eq!(
+        json_out(&o)["structuredContent"]["status"],
+        "ok",
+        "{}",
+        show(&o)
+    );
     // The fake server only knows `initialize`: auto falls back, modern refuses it.
     let o = run(&sb, &["mcp", "ping", "--output", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(json_out(&o)["protocolVersion"], "2025-06-18");
-    let o = run(&sb, &["mcp", "ping", "--protocol", "modern", "--output", "json"]);
+    let o = run(
+        &sb,
+        &["mcp", "ping", "--protocol", "modern", "--output", "json"],
+    );
     assert_eq!(o.status.code(), Some(69), "{}", show(&o));
 }
 

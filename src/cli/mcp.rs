@@ -974,17 +974,14 @@ impl atip::exec::Foreign for McpBatch {
             ..atip::mcp::remote::Caller::client()
         };
         let yes = self.yes;
-        let mut confirm = |p: &str, d: &Decision| if yes { Confirmation::Yes } else { prompt(p, d) };
+        let mut confirm =
+            |p: &str, d: &Decision| if yes { Confirmation::Yes } else { prompt(p, d) };
         let confirmed = checked.settle(&mut confirm, &self.audit, &caller)?;
         self.checked.insert(index, (checked, confirmed));
         Ok(())
     }
 
-    fn run(
-        &mut self,
-        index: usize,
-        call: &atip::exec::calls::ToolCall,
-    ) -> atip::exec::CallOutcome {
+    fn run(&mut self, index: usize, call: &atip::exec::calls::ToolCall) -> atip::exec::CallOutcome {
         let Some((checked, confirmed)) = self.checked.remove(&index) else {
             return atip::exec::CallOutcome {
                 envelope: atip::exec::error_envelope(
@@ -999,18 +996,24 @@ impl atip::exec::Foreign for McpBatch {
             ..atip::mcp::remote::Caller::client()
         };
         let server = checked.spec.name.clone();
-        let (r, audit, sessions, max) = (&self.remote, &self.audit, &mut self.sessions, self.max_output);
+        let (r, audit, sessions, max) = (
+            &self.remote,
+            &self.audit,
+            &mut self.sessions,
+            self.max_output,
+        );
         let done = self.rt.block_on(async {
             if !sessions.contains_key(&server) {
                 let s = r.connect_for(&checked, confirmed, audit, &caller).await?;
                 sessions.insert(server.clone(), s);
             }
             let session = &sessions[&server];
-            let called = r.run_on(&checked, confirmed, session, audit, &caller, max).await;
-            if called
-                .as_ref()
-                .is_err_and(|e| e.code == ErrorCode::McpServerExited || e.code == ErrorCode::McpTimeout)
-                && let Some(s) = sessions.remove(&server)
+            let called = r
+                .run_on(&checked, confirmed, session, audit, &caller, max)
+                .await;
+            if called.as_ref().is_err_and(|e| {
+                e.code == ErrorCode::McpServerExited || e.code == ErrorCode::McpTimeout
+            }) && let Some(s) = sessions.remove(&server)
             {
                 // A dead or stuck session is not reused by the next call.
                 s.close().await;

@@ -13,12 +13,12 @@ use crate::exec::redact::Redactor;
 use crate::output::{AtipError, ErrorCode};
 use crate::process::server::{GroupGuard, server_command};
 use rmcp::ClientLifecycleMode;
+use rmcp::ClientServiceExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
     DiscoverRequest, DiscoverRequestParams, Implementation, PingRequest, ProtocolVersion,
     ServerResult, Tool,
 };
-use rmcp::ClientServiceExt;
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::{TokioChildProcess, Transport};
 use serde_json::{Value, json};
@@ -247,8 +247,11 @@ impl Session {
                     inner: proc,
                     log: log.clone(),
                 };
-                let service = match tokio::time::timeout(timeout, client_info().serve_with_lifecycle(traced, opts.protocol.lifecycle()))
-                    .await
+                let service = match tokio::time::timeout(
+                    timeout,
+                    client_info().serve_with_lifecycle(traced, opts.protocol.lifecycle()),
+                )
+                .await
                 {
                     Err(_) => return Err(timeout_error(spec, "initialize", timeout)),
                     Ok(Err(e)) => {
@@ -313,8 +316,11 @@ impl Session {
                     inner: transport,
                     log: log.clone(),
                 };
-                let service = match tokio::time::timeout(timeout, client_info().serve_with_lifecycle(traced, opts.protocol.lifecycle()))
-                    .await
+                let service = match tokio::time::timeout(
+                    timeout,
+                    client_info().serve_with_lifecycle(traced, opts.protocol.lifecycle()),
+                )
+                .await
                 {
                     Err(_) => return Err(timeout_error(spec, "initialize", timeout)),
                     Ok(Err(e)) => {

@@ -362,7 +362,9 @@ impl Remote {
             Some(s) => s,
             None => self.connect_for(c, confirmed, audit, caller).await?,
         };
-        let r = self.run_on(c, confirmed, &session, audit, caller, max_output).await;
+        let r = self
+            .run_on(c, confirmed, &session, audit, caller, max_output)
+            .await;
         session.close().await;
         r
     }
@@ -375,10 +377,12 @@ impl Remote {
         audit: &AuditLog,
         caller: &Caller,
     ) -> Result<Session, AtipError> {
-        Session::connect(&c.spec, &self.opts).await.map_err(|e| {
-            c.record(audit, caller, c.word(confirmed), "failed", 0, Some(e.code.as_str()));
-            e
-        })
+        Session::connect(&c.spec, &self.opts)
+            .await
+            .inspect_err(|e| {
+                let word = c.word(confirmed);
+                c.record(audit, caller, word, "failed", 0, Some(e.code.as_str()));
+            })
     }
 
     /// Runs a checked call over an open session (left open): call, audit, redact, cap.
@@ -571,7 +575,8 @@ impl Checked {
         ms: u64,
         error: Option<&str>,
     ) {
-        if tools::read_only(&self.tool, self.spec.trust_hints) && self.decision.action != Action::Deny
+        if tools::read_only(&self.tool, self.spec.trust_hints)
+            && self.decision.action != Action::Deny
         {
             return;
         }
