@@ -25,6 +25,7 @@ pub mod process;
 pub mod registry;
 pub mod schema;
 pub mod search;
+pub mod similar;
 pub mod timestamp;
 pub mod units;
 pub mod validate;
