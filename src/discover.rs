@@ -399,7 +399,7 @@ pub fn scan(
     remote_opts.offline |= opts.dry_run;
     let mut remote =
         Remote::open(&dirs.config, &dirs.cache, &remote_opts).map_err(ScanError::Registries)?;
-    warnings.extend(remote.warnings.drain(..));
+    warnings.append(&mut remote.warnings);
     let mut sources: Vec<&dyn MetadataSource> = vec![&native, &installed, &shim_set];
     if let Some(inf) = &inferred {
         sources.push(inf);

@@ -318,6 +318,7 @@ fn plan(
         for (bin, hash) in bins {
             let hex = hash.trim_start_matches("sha256:").to_owned();
             let mut doc = value.clone();
+            let root_version = doc.get("version").cloned();
             let Some(root) = doc.as_object_mut() else {
                 continue;
             };
@@ -327,6 +328,9 @@ fn plan(
             if let Some(b) = binary.as_object_mut() {
                 b.insert("hash".into(), json!(hash));
                 b.entry("name").or_insert_with(|| json!(tool));
+                if let Some(v) = root_version {
+                    b.entry("version").or_insert(v);
+                }
                 b.entry("platform")
                     .or_insert_with(|| json!(super::local_platform()));
             }

@@ -435,11 +435,17 @@ impl Remote {
         let reg = &mut self.regs[i];
         reg.report.offline = http.is_none();
         let path = reg.dir.join("index.json");
+        // A cached catalog is used only while it passes today's signature rules.
+        let cached_sig =
+            std::fs::read_to_string(reg.dir.join(format!("index.json{SIG_SUFFIX}"))).ok();
         let cached = reg
             .state
             .catalog
             .as_ref()
-            .and_then(|s| read_cached(&path, s).map(|b| (b, s.clone())));
+            .and_then(|s| read_cached(&path, s).map(|b| (b, s.clone())))
+            .filter(|(b, _)| {
+                !reg.checks_signatures() || reg.judge(cached_sig.as_deref(), b).is_ok()
+            });
         let use_cached =
             |reg: &mut Reg, bytes: &[u8], status: CatalogStatus| match parse_catalog(bytes) {
                 Ok((n, h)) => {
@@ -521,7 +527,10 @@ impl Remote {
                             let sig = reg.dir.join(format!("index.json{SIG_SUFFIX}"));
                             match &sig_text {
                                 Some(t) => super::write_replace(&sig, t.as_bytes()),
-                                None => Ok(()),
+                                None => match std::fs::remove_file(&sig) {
+                                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                                    _ => Ok(()),
+                                },
                             }
                         });
                         if let Err(e) = written {

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod endpoint;
+pub mod static_server;
 pub mod tools;
 
 use std::path::{Path, PathBuf};
