@@ -455,14 +455,12 @@ fn bearer_auth() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("TEAM_TOKEN"));
     assert_eq!(f.server.take_log(), vec![]);
     let run = |token: &str| {
-        let out =
-            f.sb.atip()
-                .args(["sync", "--refresh", "--output", "json", "--path"])
-                .arg(f.p("bin"))
-                .env("TEAM_TOKEN", token)
-                .output()
-                .unwrap();
-        out
+        f.sb.atip()
+            .args(["sync", "--refresh", "--output", "json", "--path"])
+            .arg(f.p("bin"))
+            .env("TEAM_TOKEN", token)
+            .output()
+            .unwrap()
     };
     let out = run("wrong");
     assert_eq!(code(&out), 75, "{}", show(&out));
