@@ -162,7 +162,10 @@ impl Server {
                     }
                 }
             }
-            (listed, Some(Arc::new(search_mode::Finder::new(visible, scale.defaults))))
+            (
+                listed,
+                Some(Arc::new(search_mode::Finder::new(visible, scale.defaults))),
+            )
         } else {
             (tools.clone(), None)
         };
@@ -344,7 +347,9 @@ impl Server {
                 CONFIRM_KEY.into(),
                 InputRequest::Elicitation(Request::new(params)),
             );
-            return Asked::Respond(InputRequiredResult::new(Some(reqs), Some(token.into())).into());
+            return Asked::Respond(Box::new(
+                InputRequiredResult::new(Some(reqs), Some(token.into())).into(),
+            ));
         }
         let ask = context
             .peer
@@ -616,7 +621,7 @@ impl Server {
                     &p.decision.explain(Action::Confirm),
                 );
                 match Self::ask(&request, &token, params, &context).await {
-                    Asked::Respond(r) => return Ok(r),
+                    Asked::Respond(r) => return Ok(*r),
                     Asked::Answer(Confirmation::Yes) => true,
                     Asked::Answer(a) => return Ok(self.refused(&p, Some(a), &context).into()),
                 }
@@ -659,7 +664,7 @@ impl Server {
                     &checked.decision.explain(Action::Confirm),
                 );
                 match Self::ask(&request, &token, params, context).await {
-                    Asked::Respond(r) => return r,
+                    Asked::Respond(r) => return *r,
                     Asked::Answer(Confirmation::Yes) => true,
                     Asked::Answer(a) => {
                         let mut e = checked.refuse(Some(a), proxy.audit(), &caller);
@@ -722,11 +727,10 @@ enum Asked {
     /// The user's answer (or that nobody could be asked).
     Answer(Confirmation),
     /// Answer the call with this now (an `input_required` result); the client retries.
-    Respond(CallToolResponse),
+    Respond(Box<CallToolResponse>),
 }
 
-impl Server {
-}
+impl Server {}
 
 /// Runs `atip mcp` to completion on a fresh multi-threaded runtime.
 pub fn serve_blocking(

@@ -872,7 +872,17 @@ fn tool_search_settings_are_the_search_defaults() {
     std::fs::write(&path, cfg.to_string()).unwrap();
     let o = run(
         &sb,
-        &["search", "echo", "note", "fails", "token", "image", "--mcp-refresh", "--output", "json"],
+        &[
+            "search",
+            "echo",
+            "note",
+            "fails",
+            "token",
+            "image",
+            "--mcp-refresh",
+            "--output",
+            "json",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let v = json_out(&o);
@@ -883,7 +893,20 @@ fn tool_search_settings_are_the_search_defaults() {
     // Flags still win.
     let o = run(
         &sb,
-        &["search", "echo", "note", "fails", "token", "image", "--limit", "4", "--schemas", "0", "--output", "json"],
+        &[
+            "search",
+            "echo",
+            "note",
+            "fails",
+            "token",
+            "image",
+            "--limit",
+            "4",
+            "--schemas",
+            "0",
+            "--output",
+            "json",
+        ],
     );
     let v = json_out(&o);
     assert_eq!(v["results"].as_array().unwrap().len(), 4, "{v}");

@@ -306,13 +306,19 @@ async fn serve_proxies_configured_mcp_servers_under_the_same_policy() {
     assert!(names.contains(&"t_echo"), "{names:?}");
     assert!(names.contains(&"mcp__fake__echo"), "{names:?}");
     let echo = tools.iter().find(|t| t.name == "mcp__fake__echo").unwrap();
-    assert_eq!(echo.annotations.as_ref().unwrap().read_only_hint, Some(true));
+    assert_eq!(
+        echo.annotations.as_ref().unwrap().read_only_hint,
+        Some(true)
+    );
     assert_eq!(echo.input_schema["required"], json!(["message"]));
     let note = tools
         .iter()
         .find(|t| t.name == "mcp__fake__write_note")
         .unwrap();
-    assert_eq!(note.annotations.as_ref().unwrap().read_only_hint, Some(false));
+    assert_eq!(
+        note.annotations.as_ref().unwrap().read_only_hint,
+        Some(false)
+    );
     // The server's result, as it sent it.
     let r = c
         .call_tool(call("mcp__fake__echo", json!({"message": "hi"})))
@@ -354,7 +360,10 @@ async fn serve_proxies_configured_mcp_servers_under_the_same_policy() {
     while crate::common::alive(pid) && Instant::now() < until {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(!crate::common::alive(pid), "proxied server {pid} left running");
+    assert!(
+        !crate::common::alive(pid),
+        "proxied server {pid} left running"
+    );
 
     // A client that confirms through elicitation: the call runs, and is audited.
     let c = Yes.serve(atip_mcp(&sb, &["serve"])).await.unwrap();
@@ -379,10 +388,7 @@ async fn serve_proxies_configured_mcp_servers_under_the_same_policy() {
     assert_eq!(rec.last().unwrap()["client"], "yes/1", "{log}");
 
     // Search mode finds and calls MCP tools like commands.
-    let c = ()
-        .serve(atip_mcp(&sb, &["serve", "--search-threshold", "2"]))
-        .await
-        .unwrap();
+    let c = ().serve(atip_mcp(&sb, &["serve", "--search-threshold", "2"])).await.unwrap();
     let r = c
         .call_tool(call(
             "atip_search_tools",
@@ -420,7 +426,10 @@ async fn serve_proxies_configured_mcp_servers_under_the_same_policy() {
         .map(|t| t.name.to_string())
         .collect();
     assert!(names.contains(&"mcp__fake__echo".to_string()), "{names:?}");
-    assert!(!names.contains(&"mcp__fake__write_note".to_string()), "{names:?}");
+    assert!(
+        !names.contains(&"mcp__fake__write_note".to_string()),
+        "{names:?}"
+    );
     c.cancel().await.unwrap();
     let c = ().serve(atip_mcp(&sb, &["serve", "--no-mcp"])).await.unwrap();
     let tools = c.list_all_tools().await.unwrap();

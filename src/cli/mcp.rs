@@ -288,10 +288,7 @@ pub fn tool_search_defaults(ctx: &Ctx) -> atip::mcp::search_mode::SearchDefaults
 /// The configured MCP servers `atip mcp serve` proxies: none with `--no-mcp`, when no
 /// server is configured, or when this atip was itself started by a proxy; a broken
 /// config is a warning unless `--mcp-server` asked for servers by name.
-fn proxy_setup(
-    args: &ServeArgs,
-    ctx: &Ctx,
-) -> Result<Option<atip::mcp::proxy::Setup>, AtipError> {
+fn proxy_setup(args: &ServeArgs, ctx: &Ctx) -> Result<Option<atip::mcp::proxy::Setup>, AtipError> {
     use atip::mcp::proxy::{NESTED_ENV, Setup};
     if args.no_mcp {
         return Ok(None);

@@ -16,7 +16,7 @@
 
 use super::client::Session;
 use super::config::ServerSpec;
-use super::remote::{Caller, Called, Checked, Remote};
+use super::remote::{Called, Caller, Checked, Remote};
 use super::tools;
 use crate::compile::FlatTool;
 use crate::exec::audit::AuditLog;

@@ -201,7 +201,10 @@ impl Finder {
             }
         };
         let limit = num("limit", self.defaults.limit.min(MAX_LIMIT as usize) as u64)?.max(1);
-        let schemas = num("schemas", self.defaults.schemas.min(MAX_LIMIT as usize) as u64)?;
+        let schemas = num(
+            "schemas",
+            self.defaults.schemas.min(MAX_LIMIT as usize) as u64,
+        )?;
         let index = self.index.get_or_init(|| SearchIndex::build(&self.tools));
         let hits = index.search(query, limit, false);
         let results: Vec<Value> = hits
@@ -268,7 +271,13 @@ mod tests {
                 .unwrap();
         let r = f.search(&q).unwrap();
         assert_eq!(r["results"].as_array().unwrap().len(), 3);
-        let d = search_tool(3, SearchDefaults { limit: 2, schemas: 1 });
+        let d = search_tool(
+            3,
+            SearchDefaults {
+                limit: 2,
+                schemas: 1,
+            },
+        );
         assert!(
             d.input_schema["properties"]["limit"]["description"]
                 .as_str()
