@@ -290,12 +290,9 @@ impl Server {
     }
 
     fn state_token(name: &str, args: &serde_json::Map<String, Value>) -> String {
-        use sha2::{Digest, Sha256};
-        let mut h = Sha256::new();
-        h.update(name.as_bytes());
-        h.update([0]);
-        h.update(serde_json::to_vec(args).unwrap_or_default());
-        format!("{STATE_PREFIX}{}", hex::encode(h.finalize()))
+        let args = serde_json::to_vec(args).unwrap_or_default();
+        let hex = crate::digest::sha256_hex_parts(&[name.as_bytes(), b"\0", &args]);
+        format!("{STATE_PREFIX}{hex}")
     }
 
     /// The confirmation question: `what` is run (`shown` is the exact command or

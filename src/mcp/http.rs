@@ -34,11 +34,8 @@ fn token_matches(header: Option<&http::HeaderValue>, token: &str) -> bool {
     else {
         return false;
     };
-    use sha2::{Digest, Sha256};
-    let (a, b) = (
-        Sha256::digest(got.as_bytes()),
-        Sha256::digest(token.as_bytes()),
-    );
+    use crate::digest::sha256_raw;
+    let (a, b) = (sha256_raw(got.as_bytes()), sha256_raw(token.as_bytes()));
     a.iter()
         .zip(b.iter())
         .fold(0u8, |acc, (x, y)| acc | (x ^ y))
