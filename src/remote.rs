@@ -51,25 +51,10 @@ pub fn local_platform() -> String {
     format!("{os}-{arch}")
 }
 
-/// Writes `bytes` to `path` through a temp file in the same directory and a rename, so
-/// a reader never sees half a file. No fsync: registry trees and caches are rebuilt or
-/// re-fetched, and every reader checks what it reads by hash.
+/// Writes `bytes` to `path` atomically ([`crate::atomic`], the cache options: no fsync —
+/// registry trees and caches are rebuilt or re-fetched, and every reader checks what it
+/// reads by hash), creating the directory first.
 pub fn write_replace(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".atip-tmp-")
-        .tempfile_in(dir)?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
-    tmp.as_file_mut().write_all(bytes)?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    std::fs::create_dir_all(crate::atomic::parent_dir(path))?;
+    crate::atomic::write_atomic(path, bytes, crate::atomic::Options::CACHE).map_err(|e| e.source)
 }

@@ -223,7 +223,7 @@ fn plan(
             .and_then(|n| n.to_str())
             .ok_or_else(|| BuildError::Usage(format!("--binary {} has no file name", b.display())))?
             .to_owned();
-        let hash = crate::registry::sha256_file(b).map_err(|e| {
+        let hash = crate::digest::sha256_file(b).map_err(|e| {
             BuildError::Input(format!("failed to hash --binary {}: {e}", b.display()))
         })?;
         binaries.entry(name).or_default().push((b.clone(), hash));

@@ -200,7 +200,8 @@ impl RegistriesFile {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
         }
-        crate::registry::write_atomic(path, &bytes).map_err(|e| e.to_string())
+        crate::atomic::write_atomic(path, &bytes, crate::atomic::Options::SHARED)
+            .map_err(|e| e.to_string())
     }
 
     /// The enabled registries, in the order they are consulted: priority, then file

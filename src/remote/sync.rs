@@ -234,8 +234,7 @@ fn now_secs() -> u64 {
 }
 
 fn sha_hex(b: &[u8]) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(b))
+    crate::digest::sha256_hex(b)
 }
 
 /// Reads a cached file if its bytes still hash to what the stamp recorded.
