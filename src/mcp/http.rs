@@ -59,6 +59,7 @@ pub fn serve_blocking(
     addr: &str,
     token: Option<String>,
     token_env: &str,
+    proxy: Option<super::proxy::Setup>,
 ) -> Result<(), AtipError> {
     let sock: SocketAddr = addr.parse().map_err(|e| {
         usage(format!(
@@ -74,18 +75,9 @@ pub fn serve_blocking(
             "set {token_env} to a long random secret; clients send `Authorization: Bearer …`"
         )));
     }
-    let server = Server::new(engine, scale, jobs)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            AtipError::new(
-                ErrorCode::Internal,
-                format!("failed to start the async runtime: {e}"),
-            )
-        })?;
+    let rt = super::runtime()?;
     let res = rt.block_on(async move {
+        let server = Server::build(engine, scale, jobs, proxy).await?;
         let listener = tokio::net::TcpListener::bind(sock).await.map_err(|e| {
             AtipError::new(
                 ErrorCode::McpFailed,
@@ -160,6 +152,7 @@ pub fn serve_blocking(
             });
         }
         ct.cancel();
+        server.close_proxy().await;
         Ok(())
     });
     rt.shutdown_timeout(std::time::Duration::from_secs(2));
