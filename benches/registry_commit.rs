@@ -6,11 +6,11 @@
 //! skipped), a rescan where 20 tools changed, a lock-free `Index::load`, one `get`
 //! look-up and `doctor` over every entry (which hashes every binary).
 
+use atip::digest::sha256_file;
 use atip::dirs::Dirs;
 use atip::model::Metadata;
 use atip::registry::{
     CommitOptions, Found, FoundMeta, Index, MetaSummary, Source, Update, commit, doctor, query,
-    sha256_file,
 };
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -90,6 +90,7 @@ fn main() {
         data: tmp.path().join("data"),
         config: tmp.path().join("config"),
         state: tmp.path().join("state"),
+        cache: tmp.path().join("cache"),
         system_data: vec![],
     };
     let opts = CommitOptions {

@@ -28,15 +28,18 @@ pub mod launcher;
 pub mod native;
 pub mod paths;
 pub mod probe;
+pub mod remote;
 pub mod report;
 pub mod resolve;
 pub mod shims;
 pub mod sign;
 pub mod source;
 
+use crate::digest::sha256_hex;
 use crate::dirs::Dirs;
 use crate::output::{AtipError, ErrorCode};
 use crate::registry::{self, Found, FoundMeta, Index, Source, Update};
+use crate::remote::sync::{Remote, RemoteOptions};
 use cache::{Cache, FileRecord, ProbeRecord, ToolRecord};
 use installed::Installed;
 use native::Native;
@@ -49,7 +52,6 @@ use report::{
 };
 use resolve::Outcome;
 use serde::Serialize;
-use sha2::Digest;
 use shims::PatternFile;
 use source::{Candidate, MetadataSource, SourceFailure, Subject};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -109,6 +111,8 @@ pub struct ScanOptions {
     /// Explain how this name was decided (`--explain NAME`): the report carries the
     /// evidence, the candidates and why each lost.
     pub explain: Option<String>,
+    /// How remote registries (`registries.json`) are consulted.
+    pub remote: RemoteOptions,
 }
 
 /// Default number of probes run at once: probes mostly wait on children, and a hanging
@@ -195,10 +199,6 @@ fn build_globs(globs: &[String], what: &str) -> Result<globset::GlobSet, String>
     b.build().map_err(|e| e.to_string())
 }
 
-fn sha_hex(bytes: &[u8]) -> String {
-    hex::encode(sha2::Sha256::digest(bytes))
-}
-
 /// Why a scan could not complete.
 #[derive(Debug, thiserror::Error)]
 pub enum ScanError {
@@ -208,6 +208,9 @@ pub enum ScanError {
     /// A flag value is malformed (e.g. a `--skip` glob).
     #[error("{0}")]
     Usage(String),
+    /// `registries.json` is unreadable or malformed.
+    #[error("{0}")]
+    Registries(String),
     /// The registry could not be written (or its lock was held too long).
     #[error(transparent)]
     Registry(#[from] registry::RegistryError),
@@ -227,6 +230,8 @@ impl ScanError {
             ScanError::Config(m) => AtipError::new(ErrorCode::ConfigInvalid, m.clone())
                 .hint("fix config.json, e.g. {\"probe\": {\"allow\": [\"mytool\"]}}"),
             ScanError::Usage(m) => AtipError::new(ErrorCode::Usage, m.clone()),
+            ScanError::Registries(m) => AtipError::new(ErrorCode::RegistriesInvalid, m.clone())
+                .hint("fix registries.json, or list its registries with `atip registry list`"),
             ScanError::Registry(e) => e.to_atip(),
             ScanError::Internal(m) => AtipError::new(ErrorCode::Internal, m.clone()),
             ScanError::Interrupted => AtipError::new(ErrorCode::Interrupted, self.to_string())
@@ -384,11 +389,20 @@ pub fn scan(
             .collect();
         pool.install(|| inf.src.prepare(readable));
     }
+    // Remote registries: catalogs now (cache or conditional requests), shims after
+    // hashing, only for binaries no better source describes. A dry run requests nothing.
+    let mut remote_opts = opts.remote.clone();
+    remote_opts.offline |= opts.dry_run;
+    let mut remote =
+        Remote::open(&dirs.config, &dirs.cache, &remote_opts).map_err(ScanError::Registries)?;
+    warnings.append(&mut remote.warnings);
     let mut sources: Vec<&dyn MetadataSource> = vec![&native, &installed, &shim_set];
     if let Some(inf) = &inferred {
         sources.push(inf);
     }
-    let failures: Vec<SourceFailure> = sources.iter().flat_map(|s| s.failures()).collect();
+    if !remote.is_empty() {
+        sources.push(&remote);
+    }
 
     // 5. Hash the files some source may offer metadata for.
     let mut wants = vec![false; works.len()];
@@ -406,12 +420,53 @@ pub fn scan(
                 .par_iter_mut()
                 .zip(wants.par_iter())
                 .filter(|(_, want)| **want)
-                .for_each(|(w, _)| match registry::sha256_file(&w.exe.canonical) {
-                    Ok(h) => w.rec.sha256 = Some(h),
-                    Err(e) => w.unreadable = Some(format!("failed to hash: {e}")),
-                });
+                .for_each(
+                    |(w, _)| match crate::digest::sha256_file(&w.exe.canonical) {
+                        Ok(h) => w.rec.sha256 = Some(h),
+                        Err(e) => w.unreadable = Some(format!("failed to hash: {e}")),
+                    },
+                );
         });
     }
+
+    // 5b. Fetch the remote shims of the hashed binaries that nothing better describes.
+    if !remote.is_empty() {
+        let remote_rank = resolve::rank(Source::Remote);
+        let mut wanted: std::collections::BTreeSet<String> = Default::default();
+        for (name, path, i) in &names {
+            let w = &works[*i];
+            let Some(hex) = w
+                .rec
+                .sha256
+                .as_deref()
+                .and_then(|h| h.strip_prefix("sha256:"))
+            else {
+                continue;
+            };
+            if wanted.contains(hex) || !remote.lists_hash(hex) {
+                continue;
+            }
+            let subj = subject(name, path, w);
+            let mut offered = Vec::new();
+            for s in sources.iter().filter(|s| s.id() != "remote") {
+                s.offer(&subj, &mut offered);
+            }
+            if !offered
+                .iter()
+                .any(|c| resolve::rank(c.source) < remote_rank)
+            {
+                wanted.insert(hex.to_owned());
+            }
+        }
+        drop(sources);
+        remote.fetch_shims(&wanted);
+        sources = vec![&native, &installed, &shim_set];
+        if let Some(inf) = &inferred {
+            sources.push(inf);
+        }
+        sources.push(&remote);
+    }
+    let failures: Vec<SourceFailure> = sources.iter().flat_map(|s| s.failures()).collect();
 
     // 6. Resolve each name's winner (in `resolve`, the one place) and what to send.
     let exe_names: HashSet<String> = names.iter().map(|(n, _, _)| n.clone()).collect();
@@ -524,7 +579,7 @@ pub fn scan(
             .collect();
         if matches!(
             winner.source,
-            Source::Shim | Source::ShimHash | Source::Override
+            Source::Shim | Source::ShimHash | Source::Override | Source::Remote
         ) {
             applied_shims += 1;
         }
@@ -533,7 +588,7 @@ pub fn scan(
             key_src.push_str(&format!("|pattern:{}:{}", p.path.display(), p.doc));
         }
         let record = ToolRecord {
-            key: sha_hex(key_src.as_bytes()),
+            key: sha256_hex(key_src.as_bytes()),
             path: path.clone(),
             hash: hash.clone(),
             source: winner.source,
@@ -571,11 +626,13 @@ pub fn scan(
             name: name.clone(),
             path: path.clone(),
             hash,
-            vouched_by: Some(registry::Vouch::derive(
-                winner.source,
-                winner.shim_registry.as_deref().map(std::path::Path::new),
-                &winner.trust,
-            )),
+            vouched_by: Some(winner.vouch.unwrap_or_else(|| {
+                registry::Vouch::derive(
+                    winner.source,
+                    winner.shim_registry.as_deref().map(std::path::Path::new),
+                    &winner.trust,
+                )
+            })),
             source: winner.source,
             shim_registry: winner.shim_registry.clone(),
             trust: winner.trust.clone(),
@@ -804,6 +861,7 @@ pub fn scan(
         tools,
         removed,
         failed,
+        remote: remote.reports(),
         source_failures: failures
             .iter()
             .map(|f| report::FailedSource {
@@ -1202,7 +1260,7 @@ fn probe_one(w: &mut Work, data: &std::path::Path, timeout: Duration, cancel: Op
                     Err(_) => {
                         // A full disk must not cost the tool its entry: keep the answer
                         // in memory for this scan (the next one probes again).
-                        let doc = sha_hex(&answer.document);
+                        let doc = sha256_hex(&answer.document);
                         w.unstored = Some((doc.clone(), Arc::from(answer.document)));
                         doc
                     }

@@ -7,9 +7,11 @@
 //! `src/main.rs` is a thin layer over these.
 #![warn(missing_docs)]
 
+pub mod atomic;
 pub mod chat;
 pub mod compile;
 pub mod diff;
+pub mod digest;
 pub mod dirs;
 pub mod discover;
 pub mod exec;
@@ -21,8 +23,10 @@ pub mod model;
 pub mod output;
 pub mod process;
 pub mod registry;
+pub mod remote;
 pub mod schema;
 pub mod search;
+pub mod similar;
 pub mod timestamp;
 pub mod units;
 pub mod validate;

@@ -63,6 +63,10 @@ enum Command {
     Lint(cli::lint::Args),
     /// Find ATIP tools on PATH and record them in the registry.
     Scan(cli::scan::Args),
+    /// Fetch remote registries' shims for the binaries here, verify and register them.
+    Sync(cli::sync::Args),
+    /// Publish shims as a static remote registry; choose the registries this machine reads.
+    Registry(cli::registry::Args),
     /// List the tools in the registry.
     List(cli::list::Args),
     /// Print a registered tool's metadata, whole or partial.
@@ -79,6 +83,10 @@ enum Command {
     Mcp(Box<cli::mcp::Args>),
     /// Run the tool loop against a model endpoint until the model answers.
     Chat(cli::chat::Args),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    Completions(cli::completions::Args),
+    /// Print the manual page (roff) of atip or of one of its commands.
+    Man(cli::man::Args),
 }
 
 /// What every subcommand gets: resolved output format, the printer and directories.
@@ -120,6 +128,8 @@ fn main() -> ExitCode {
         Some(Command::Diff(args)) => cli::diff::run(args, &ctx),
         Some(Command::Lint(args)) => cli::lint::run(args, &ctx),
         Some(Command::Scan(args)) => cli::scan::run(args, &ctx),
+        Some(Command::Sync(args)) => cli::sync::run(args, &ctx),
+        Some(Command::Registry(args)) => cli::registry::run(args, &ctx),
         Some(Command::List(args)) => cli::list::run(args, &ctx),
         Some(Command::Get(args)) => cli::get::run(args, &ctx),
         Some(Command::Doctor(args)) => cli::doctor::run(args, &ctx),
@@ -128,6 +138,12 @@ fn main() -> ExitCode {
         Some(Command::Exec(args)) => cli::exec::run(args, &ctx),
         Some(Command::Mcp(args)) => cli::mcp::run(*args, &ctx),
         Some(Command::Chat(args)) => cli::chat::run(args, &ctx),
+        Some(Command::Completions(args)) => {
+            cli::completions::run(args, <Cli as clap::CommandFactory>::command(), &ctx)
+        }
+        Some(Command::Man(args)) => {
+            cli::man::run(args, <Cli as clap::CommandFactory>::command(), &ctx)
+        }
         None => {
             use clap::CommandFactory;
             ctx.out.stderr(&Cli::command().render_help().to_string());

@@ -4,7 +4,7 @@
 //! This file holds the on-disk format and the lock-free read side every stage uses.
 //! Writers replace `registry.json` atomically, so a reader never sees half a file and
 //! never takes a lock. Submodules: `store` (the locked, atomic write path: [`commit`],
-//! [`write_atomic`], [`sha256_file`]), `lock` (the advisory writer lock), `time`
+//! through [`crate::atomic`], hashing with [`crate::digest`]), `lock` (the advisory writer lock), `time`
 //! (RFC 3339 timestamps), [`query`] (list filters, `get` look-ups with suggestions) and
 //! [`doctor`] (health checks). The normative description is `spec/registry.md`.
 //!
@@ -27,8 +27,7 @@ pub use crate::timestamp::{is_rfc3339, rfc3339, rfc3339_now};
 pub use lock::RegistryLock;
 pub use store::{
     CommitOptions, CommitReport, DEFAULT_LOCK_TIMEOUT, Found, FoundMeta, MetaSummary, Rejected,
-    Update, commit, is_valid_hash, is_valid_name, metadata_rel_path, sha256_bytes, sha256_file,
-    write_atomic,
+    Update, commit, is_valid_hash, is_valid_name, metadata_rel_path,
 };
 
 /// File name of the advisory writer lock, beside `registry.json`.
@@ -79,6 +78,8 @@ pub enum Source {
     Installed,
     /// Converted by atip from an agent-CLI framework's own manifest (not native ATIP).
     Converted,
+    /// A content-addressed shim fetched from a remote registry (`registries.json`).
+    Remote,
     /// Inferred from the tool's installed man page (no effects stated).
     Inferred,
 }
@@ -209,7 +210,9 @@ impl Vouch {
             // framework manifest converted: the tool describes itself.
             Source::Native | Source::Installed | Source::Converted => Vouch::Tool,
             Source::Override => Vouch::User,
-            Source::Inferred => Vouch::Inferred,
+            // What the scan recorded (signed by a trusted key or not) is the fact; without
+            // it, nobody vouches.
+            Source::Inferred | Source::Remote => Vouch::Inferred,
             Source::Shim | Source::ShimHash => {
                 let Some(dir) = shim_dir else {
                     return Vouch::Inferred;
@@ -455,7 +458,7 @@ impl Index {
             path: path.clone(),
             source,
         })?;
-        if entry.metadata_hex() != Some(store::sha256_bytes(&bytes).as_str()) {
+        if entry.metadata_hex() != Some(crate::digest::sha256_hex(&bytes).as_str()) {
             return Err(RegistryError::Tampered { path });
         }
         Ok(bytes)

@@ -46,6 +46,7 @@ impl MetadataSource for Inferred {
             origin: Some(page.to_owned()),
             shim_registry: None,
             warnings: Vec::new(),
+            vouch: None,
         });
     }
 }

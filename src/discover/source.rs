@@ -58,7 +58,7 @@ impl Doc {
             Doc::Checked { path, sha } => {
                 let bytes = std::fs::read(path)
                     .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
-                if crate::registry::sha256_bytes(&bytes) != *sha {
+                if crate::digest::sha256_hex(&bytes) != *sha {
                     return Err(format!(
                         "{} changed on disk (its sha256 is not its name)",
                         path.display()
@@ -112,6 +112,10 @@ pub struct Candidate {
     pub shim_registry: Option<String>,
     /// Warnings about this document (a differing `name`, validator warnings).
     pub warnings: Vec<String>,
+    /// Who vouches for it, when the source knows better than its class and directory
+    /// (a remote shim: signed by a trusted key or not); else derived by
+    /// [`crate::registry::Vouch::derive`].
+    pub vouch: Option<crate::registry::Vouch>,
 }
 
 /// A source that could not be read as a whole this scan.
