@@ -201,7 +201,7 @@ fn kind(text: &str) -> Option<Kind<'_>> {
         //   #!/bin/sh
         //   '''exec' "/very/long/venv/bin/python" "$0" "$@"
         if let Some(rest) = lines.next().and_then(|l| l.strip_prefix("'''exec' "))
-            && let Some(py) = words_of(rest).first().copied()
+            && let Some(py) = rest.split_whitespace().next().map(|w| w.trim_matches('"'))
             && py
                 .rsplit('/')
                 .next()
@@ -445,35 +445,38 @@ fn node(canonical: &Path, text: &str) -> Vec<PathBuf> {
     out
 }
 
-/// Shell words of a line, quotes removed (no expansion; `\` escapes kept as written).
-fn words_of(line: &str) -> Vec<&str> {
+/// Shell words of a line up to an unquoted `;`, with their quote characters removed (no
+/// expansion): quotes and `$( … )` nest, so `"$(dirname "$0")/x"` is one word.
+fn words_of(line: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut rest = line.trim_start();
-    while !rest.is_empty() {
-        let (word, tail) = if let Some(r) = rest.strip_prefix('"') {
-            match r.find('"') {
-                Some(e) => (&r[..e], &r[e + 1..]),
-                None => (r, ""),
+    let mut word = String::new();
+    let (mut dq, mut sq, mut depth) = (false, false, 0usize);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' if !dq => sq = !sq,
+            '"' if !sq => dq = !dq,
+            '$' if !sq && chars.peek() == Some(&'(') => {
+                depth += 1;
+                word.push(c);
             }
-        } else if let Some(r) = rest.strip_prefix('\'') {
-            match r.find('\'') {
-                Some(e) => (&r[..e], &r[e + 1..]),
-                None => (r, ""),
+            ')' if depth > 0 => {
+                depth -= 1;
+                word.push(c);
             }
-        } else {
-            let e = rest
-                .find(|c: char| c.is_whitespace() || c == ';')
-                .unwrap_or(rest.len());
-            (&rest[..e], &rest[e..])
-        };
-        if word.is_empty() && tail.len() == rest.len() {
-            break;
+            c if (c.is_whitespace() || c == ';') && !dq && !sq && depth == 0 => {
+                if !word.is_empty() {
+                    out.push(std::mem::take(&mut word));
+                }
+                if c == ';' {
+                    return out;
+                }
+            }
+            c => word.push(c),
         }
+    }
+    if !word.is_empty() {
         out.push(word);
-        if tail.trim_start().starts_with(';') {
-            break;
-        }
-        rest = tail.trim_start();
     }
     out
 }
@@ -584,6 +587,7 @@ fn shell(canonical: &Path, text: &str) -> Vec<PathBuf> {
             continue;
         }
         let words = words_of(&line[i + 5..]);
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
         // exec's own options: `exec -a NAME cmd`, `exec -c`, `exec -l`.
         let mut k = 0;
         while k < words.len() && words[k].starts_with('-') {
@@ -775,6 +779,7 @@ mod tests {
         write(&pkg.join("lib/index.js"), "");
         write(&t.path().join("lib/node_modules/evil.js"), "");
         let stub = pkg.join("bin/tool.js");
+        write(&stub, "");
         let text = "#!/usr/bin/env node\n// require('./nope')\n'use strict';\nrequire('../dist/main.js');\nimport('../lib').then(() => 0);\nrequire('../../evil');\nrequire('fs');\n";
         assert_eq!(
             node(&stub, text),
@@ -786,6 +791,7 @@ mod tests {
         );
         // No package.json above: not an npm package, nothing followed.
         let loose = t.path().join("loose/bin/x.js");
+        write(&loose, "");
         write(&t.path().join("loose/dist/main.js"), "");
         assert!(node(&loose, "require('../dist/main.js')").is_empty());
     }
