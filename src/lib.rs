@@ -7,6 +7,7 @@
 //! `src/main.rs` is a thin layer over these.
 #![warn(missing_docs)]
 
+pub mod catalog;
 pub mod chat;
 pub mod compile;
 pub mod diff;
