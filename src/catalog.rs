@@ -286,10 +286,8 @@ pub fn build(dirs: &Dirs, index: &Index, registry_sha256: &[u8; 32]) -> Vec<u8> 
         docs,
     };
     let sections: [Vec<u8>; 3] = [encode(&meta), encode(&rows), encode(&searchable)];
-    let total = HEAD
-        + SECTIONS * ROW
-        + sections.iter().map(Vec::len).sum::<usize>()
-        + records.len();
+    let total =
+        HEAD + SECTIONS * ROW + sections.iter().map(Vec::len).sum::<usize>() + records.len();
     let mut out = Vec::with_capacity(total);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&FORMAT.to_le_bytes());
@@ -297,7 +295,11 @@ pub fn build(dirs: &Dirs, index: &Index, registry_sha256: &[u8; 32]) -> Vec<u8> 
     out.extend_from_slice(registry_sha256);
     out.extend_from_slice(&[0; 8]);
     let mut at = (HEAD + SECTIONS * ROW) as u64;
-    for body in sections.iter().map(Vec::as_slice).chain([records.as_slice()]) {
+    for body in sections
+        .iter()
+        .map(Vec::as_slice)
+        .chain([records.as_slice()])
+    {
         out.extend_from_slice(&at.to_le_bytes());
         out.extend_from_slice(&(body.len() as u64).to_le_bytes());
         out.extend_from_slice(&crc32fast::hash(body).to_le_bytes());
@@ -306,7 +308,11 @@ pub fn build(dirs: &Dirs, index: &Index, registry_sha256: &[u8; 32]) -> Vec<u8> 
     }
     let crc = header_crc(&out[..HEAD + SECTIONS * ROW]);
     out[HEAD - 8..HEAD - 4].copy_from_slice(&crc.to_le_bytes());
-    for body in sections.iter().map(Vec::as_slice).chain([records.as_slice()]) {
+    for body in sections
+        .iter()
+        .map(Vec::as_slice)
+        .chain([records.as_slice()])
+    {
         out.extend_from_slice(body);
     }
     out
@@ -477,8 +483,7 @@ impl Compiled {
     /// commands that need no human) and, per indexed position, its row.
     pub fn search_index(&self) -> Result<(Vec<u32>, SearchIndex), AtipError> {
         let s: Searchable = self.table(INDEX).map_err(|e| self.error(&e))?;
-        if s.rows.len() != s.index.len() || s.rows.iter().any(|&r| r as usize >= self.rows.len())
-        {
+        if s.rows.len() != s.index.len() || s.rows.iter().any(|&r| r as usize >= self.rows.len()) {
             return Err(self.error(&Unusable::Corrupt("search index disagrees".into())));
         }
         Ok((s.rows, s.index))
@@ -494,11 +499,29 @@ impl Compiled {
     }
 }
 
+/// What [`load`] has to say besides its answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Note {
+    /// There was no catalog (a registry from before catalogs, or written by hand): it was
+    /// compiled. Worth a line only when asked for detail.
+    Compiled(String),
+    /// The catalog was unusable (why), or a fresh one could not be saved: worth a note.
+    Rejected(String),
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Note::Compiled(m) | Note::Rejected(m) => f.write_str(m),
+        }
+    }
+}
+
 /// The catalog of the registry as it is now: `None` when there is no registry yet.
 /// A catalog that cannot be used is reported through `note` (why, and that it is being
 /// rebuilt), compiled again from the registry, and saved when the writer lock is free
 /// at once (a reader never waits for it).
-pub fn load(dirs: &Dirs, note: &mut dyn FnMut(String)) -> Result<Option<Compiled>, AtipError> {
+pub fn load(dirs: &Dirs, note: &mut dyn FnMut(Note)) -> Result<Option<Compiled>, AtipError> {
     let registry_path = dirs.registry_file();
     let bytes = match std::fs::read(&registry_path) {
         Ok(b) => b,
@@ -517,11 +540,15 @@ pub fn load(dirs: &Dirs, note: &mut dyn FnMut(String)) -> Result<Option<Compiled
         Ok(c) => return Ok(Some(c)),
         Err(why) => why,
     };
-    note(format!(
+    let text = format!(
         "catalog {} {why}; compiling it again from {}",
         file.display(),
         registry_path.display()
-    ));
+    );
+    note(match why {
+        Unusable::Missing => Note::Compiled(text),
+        _ => Note::Rejected(text),
+    });
     let index: Index = serde_json::from_slice(&bytes).map_err(|e| {
         RegistryError::Parse {
             path: registry_path.clone(),
@@ -531,7 +558,7 @@ pub fn load(dirs: &Dirs, note: &mut dyn FnMut(String)) -> Result<Option<Compiled
     })?;
     let compiled = build(dirs, &index, &key);
     if let Err(e) = save_if_current(dirs, &compiled, &key) {
-        note(format!("could not save the catalog: {e}"));
+        note(Note::Rejected(format!("could not save the catalog: {e}")));
     }
     Compiled::from_bytes(compiled, &file, &key)
         .map(Some)

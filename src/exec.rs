@@ -136,7 +136,12 @@ fn focused_from_catalog(
     want: &str,
     notes: &mut Vec<String>,
 ) -> Result<Option<(Catalog, HashMap<String, ToolInfo>)>, AtipError> {
-    let Some(compiled) = crate::catalog::load(dirs, &mut |m| notes.push(m))? else {
+    let mut note = |n| {
+        if let crate::catalog::Note::Rejected(m) = n {
+            notes.push(m);
+        }
+    };
+    let Some(compiled) = crate::catalog::load(dirs, &mut note)? else {
         return Ok(None);
     };
     let docs = compiled.docs();
@@ -155,7 +160,11 @@ fn focused_from_catalog(
     let Ok(Some(index)) = Index::load(dirs) else {
         return Ok(None);
     };
-    let Some(entry) = index.tools.get(&doc.name).filter(|e| e.metadata == doc.metadata) else {
+    let Some(entry) = index
+        .tools
+        .get(&doc.name)
+        .filter(|e| e.metadata == doc.metadata)
+    else {
         return Ok(None);
     };
     // The document is read (and its hash checked) for the facts exec derives from it.

@@ -29,8 +29,20 @@ fn tool(name: &str, verb: &str) -> Value {
 
 fn sandbox() -> Sandbox {
     let sb = Sandbox::new();
-    register(&sb, "store", &tool("store", "create"), "#!/bin/sh\necho\n", "native");
-    register(&sb, "vault", &tool("vault", "delete"), "#!/bin/sh\necho\n", "native");
+    register(
+        &sb,
+        "store",
+        &tool("store", "create"),
+        "#!/bin/sh\necho\n",
+        "native",
+    );
+    register(
+        &sb,
+        "vault",
+        &tool("vault", "delete"),
+        "#!/bin/sh\necho\n",
+        "native",
+    );
     sb
 }
 
@@ -63,7 +75,10 @@ fn compiled(sb: &Sandbox) -> Value {
     assert!(err.contains("is missing"), "{err}");
     assert!(Compiled::open(&catalog_file(sb), &registry_key(sb)).is_ok());
     let (again, err) = search(sb, "create bucket");
-    assert!(!err.contains("catalog"), "a sound catalog is used quietly: {err}");
+    assert!(
+        !err.contains("catalog"),
+        "a sound catalog is used quietly: {err}"
+    );
     assert_eq!(first, again);
     assert_eq!(again["results"][0]["name"], "store_bucket_create");
     again
@@ -98,7 +113,13 @@ fn a_stale_catalog_is_rebuilt_when_the_registry_changes_behind_it() {
     let sb = sandbox();
     compiled(&sb);
     // Registered behind atip's back: registry.json no longer hashes to the catalog's key.
-    register(&sb, "extra", &tool("extra", "purge"), "#!/bin/sh\necho\n", "native");
+    register(
+        &sb,
+        "extra",
+        &tool("extra", "purge"),
+        "#!/bin/sh\necho\n",
+        "native",
+    );
     let (got, err) = search(&sb, "purge bucket");
     assert!(err.contains("is stale"), "{err}");
     assert_eq!(got["results"][0]["name"], "extra_bucket_purge");
@@ -199,35 +220,76 @@ fn scan_writes_the_catalog_with_the_registry() {
 #[test]
 fn exec_takes_the_command_from_the_catalog_and_still_refuses_an_edited_document() {
     let sb = Sandbox::new();
-    register(&sb, "store", &tool("store", "create"), "#!/bin/sh\necho ran \"$@\"\n", "native");
-    register(&sb, "vault", &tool("vault", "delete"), "#!/bin/sh\necho\n", "native");
+    register(
+        &sb,
+        "store",
+        &tool("store", "create"),
+        "#!/bin/sh\necho ran \"$@\"\n",
+        "native",
+    );
+    register(
+        &sb,
+        "vault",
+        &tool("vault", "delete"),
+        "#!/bin/sh\necho\n",
+        "native",
+    );
     let exec = |name: &str| {
         sb.atip()
-            .args(["--output", "json", "exec", "--yes", name, "--args", r#"{"bucket":"b"}"#])
+            .args([
+                "--output",
+                "json",
+                "exec",
+                "--yes",
+                name,
+                "--args",
+                r#"{"bucket":"b"}"#,
+            ])
             .output()
             .unwrap()
     };
     let out = exec("store_bucket_create");
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("is missing"), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is missing"),
+        "{}",
+        show(&out)
+    );
     let out = exec("store_bucket_create");
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("catalog"), "{}", show(&out));
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("catalog"),
+        "{}",
+        show(&out)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["data"]["stdout"], "ran bucket create b\n");
     // A close name is not in the catalog: the JSON path suggests the right one.
     let out = exec("store_bucket_creat");
     assert_eq!(out.status.code(), Some(66), "{}", show(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("store_bucket_create"), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("store_bucket_create"),
+        "{}",
+        show(&out)
+    );
     // The catalog is sound for registry.json, but the document was edited on disk.
     let reg: Value =
-        serde_json::from_slice(&std::fs::read(sb.data_dir().join("registry.json")).unwrap()).unwrap();
-    let file = sb.data_dir().join(reg["tools"]["store"]["metadata"].as_str().unwrap());
-    let text = std::fs::read_to_string(&file).unwrap().replace("Bucket name", "Bucket");
+        serde_json::from_slice(&std::fs::read(sb.data_dir().join("registry.json")).unwrap())
+            .unwrap();
+    let file = sb
+        .data_dir()
+        .join(reg["tools"]["store"]["metadata"].as_str().unwrap());
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("Bucket name", "Bucket");
     std::fs::write(&file, text).unwrap();
     let out = exec("store_bucket_create");
     assert_eq!(out.status.code(), Some(65), "{}", show(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("metadata_tampered"), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("metadata_tampered"),
+        "{}",
+        show(&out)
+    );
 }
 
 /// Writes `metas` as a registry the way `atip scan` stores it.
@@ -245,7 +307,11 @@ fn write_registry(data: &Path, metas: &[Metadata]) -> atip::registry::Index {
     }
     let index = json!({"version": "2", "updated": "2026-01-01T00:00:00Z",
         "agent": {"name": "atip", "version": "0.1.0"}, "tools": tools});
-    std::fs::write(data.join("registry.json"), serde_json::to_vec(&index).unwrap()).unwrap();
+    std::fs::write(
+        data.join("registry.json"),
+        serde_json::to_vec(&index).unwrap(),
+    )
+    .unwrap();
     serde_json::from_value(index).unwrap()
 }
 
@@ -253,7 +319,14 @@ fn query() -> impl Strategy<Value = String> {
     prop_oneof![
         "[a-z]{1,8}( [a-z]{1,8}){0,3}",
         prop::sample::select(vec![
-            "create", "list", "delete repository", "pull request", "get", "sync", "x", "run",
+            "create",
+            "list",
+            "delete repository",
+            "pull request",
+            "get",
+            "sync",
+            "x",
+            "run",
         ])
         .prop_map(String::from),
     ]

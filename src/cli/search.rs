@@ -99,7 +99,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         && !args.include_interactive
         && mcp_tools.is_empty();
     let compiled = if default_selection {
-        atip::catalog::load(&ctx.dirs, &mut |m| ctx.out.note(m))?
+        atip::catalog::load(&ctx.dirs, &mut |n| match n {
+            atip::catalog::Note::Compiled(m) => ctx.out.info(m),
+            atip::catalog::Note::Rejected(m) => ctx.out.note(m),
+        })?
     } else {
         None
     };
@@ -109,7 +112,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
             report
         }
         Some(Err(e)) => {
-            ctx.out.note(format_args!("{}; searching registry.json instead", e.message));
+            ctx.out.note(format_args!(
+                "{}; searching registry.json instead",
+                e.message
+            ));
             search_registry(&args, ctx, mcp_tools, &query, &opts)?
         }
         None => search_registry(&args, ctx, mcp_tools, &query, &opts)?,

@@ -648,7 +648,9 @@ pub fn commit(
             source,
         });
         if let Err(e) = refreshed.and_then(|b| crate::catalog::refresh(dirs, &index, &b)) {
-            report.warnings.push(format!("the catalog was not updated: {e}"));
+            report
+                .warnings
+                .push(format!("the catalog was not updated: {e}"));
         }
     }
 
