@@ -2,8 +2,9 @@
 //! effects per command, and partial discovery (`--agent --commands PATHS --depth N`).
 //!
 //! Run: `cargo run --example clap_agent -- --agent --commands backup`.
-//! Its tests check the answer with `atip validate` and `atip lint` (the library calls
-//! behind those commands): `cargo test --example clap_agent`.
+//! Its tests parse real command lines, then check the answer with `atip validate` and
+//! `atip lint` (the library calls behind those commands). They run with `cargo test`
+//! (Cargo.toml sets `test = true` for this example), so CI runs them.
 
 use atip::from_clap::FromClap;
 use atip::model::{Effects, FilesystemEffects, Metadata};
@@ -94,14 +95,18 @@ fn agent_metadata(commands: Option<&[String]>, depth: Option<usize>) -> Metadata
     }
 }
 
+/// The `--agent` answer for a parsed command line, or `None` when it is a normal run.
+fn agent_answer(cli: &Cli) -> Option<String> {
+    cli.agent.then(|| {
+        let meta = agent_metadata(cli.commands.as_deref(), cli.depth);
+        serde_json::to_string_pretty(&meta).expect("serializes")
+    })
+}
+
 fn main() {
     let cli = Cli::parse();
-    if cli.agent {
-        let meta = agent_metadata(cli.commands.as_deref(), cli.depth);
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&meta).expect("serializes")
-        );
+    if let Some(answer) = agent_answer(&cli) {
+        println!("{answer}");
         return;
     }
     match cli.command {
@@ -146,6 +151,47 @@ mod tests {
         assert!(checked.is_valid(), "{:?}", checked.diagnostics);
         let meta = agent_metadata(None, Some(1));
         assert!(atip::validate::check_bytes(&bytes(&meta), None, None).is_valid());
+    }
+
+    /// The answer to a real command line, as the binary prints it.
+    fn answer(argv: &[&str]) -> (Vec<u8>, serde_json::Value) {
+        let cli = Cli::try_parse_from(argv).expect("valid command line");
+        let text = agent_answer(&cli).expect("--agent answers");
+        let v = serde_json::from_str(&text).unwrap();
+        (text.into_bytes(), v)
+    }
+
+    #[test]
+    fn command_lines_with_partial_discovery_flags() {
+        // `--agent --commands prune`: only prune, marked partial, and still valid.
+        let (doc, v) = answer(&["stash-dir", "--agent", "--commands", "prune"]);
+        assert!(atip::validate::check_bytes(&doc, None, None).is_valid());
+        let names: Vec<&String> = v["commands"].as_object().unwrap().keys().collect();
+        assert_eq!(names, ["prune"]);
+        assert_eq!(v["partial"], true);
+        assert_eq!(v["commands"]["prune"]["effects"]["destructive"], true);
+        // The discovery flags are not options of the tool itself.
+        let opts = serde_json::to_string(&v["globalOptions"]).unwrap();
+        assert!(
+            !opts.contains("\"depth\"") && !opts.contains("\"commands\""),
+            "{opts}"
+        );
+        // `--depth 1` keeps both top-level commands; the whole answer is not partial.
+        let (doc, v) = answer(&["stash-dir", "--agent", "--depth", "1"]);
+        assert!(atip::validate::check_bytes(&doc, None, None).is_valid());
+        assert_eq!(v["commands"].as_object().unwrap().len(), 2);
+        let (_, full) = answer(&["stash-dir", "--agent"]);
+        assert!(full.get("partial").is_none(), "{full}");
+        assert!(
+            full["atip"]["features"]
+                .to_string()
+                .contains("partial-discovery"),
+            "{full}"
+        );
+        // The discovery flags need --agent; a normal run has no answer.
+        assert!(Cli::try_parse_from(["stash-dir", "--depth", "1"]).is_err());
+        let cli = Cli::try_parse_from(["stash-dir", "prune", "--days", "3"]).unwrap();
+        assert!(agent_answer(&cli).is_none());
     }
 
     #[test]

@@ -1206,10 +1206,45 @@ pub fn run_batch(
     opts: &BatchOptions,
     confirm: &mut dyn FnMut(&Prepared) -> Confirmation,
 ) -> Vec<CallOutcome> {
+    run_batch_with(engine, list, opts, confirm, None)
+}
+
+/// Tools a batch holds that the engine does not run itself (an MCP server's tools,
+/// `mcp__SERVER__TOOL`): checked (arguments, policy, confirmation) in input order with
+/// the others, and run in order as barriers, since nothing says they are safe to overlap.
+pub trait Foreign {
+    /// Whether `name` is one of these tools.
+    fn claims(&self, name: &str) -> bool;
+    /// Checks call `index` of the batch: arguments, policy, confirmation; keeps what
+    /// [`Foreign::run`] needs. An error settles the call.
+    fn check(
+        &mut self,
+        index: usize,
+        call: &calls::ToolCall,
+        args: Map<String, Value>,
+    ) -> Result<(), AtipError>;
+    /// Runs a call that passed [`Foreign::check`].
+    fn run(&mut self, index: usize, call: &calls::ToolCall) -> CallOutcome;
+}
+
+/// A call of a batch that passed its checks.
+enum Job {
+    Local(Box<Prepared>, bool),
+    Foreign,
+}
+
+/// [`run_batch`], with `foreign` running the calls it claims.
+pub fn run_batch_with(
+    engine: &Engine,
+    list: &[calls::ToolCall],
+    opts: &BatchOptions,
+    confirm: &mut dyn FnMut(&Prepared) -> Confirmation,
+    mut foreign: Option<&mut dyn Foreign>,
+) -> Vec<CallOutcome> {
     let via = &opts.via;
     let max = engine.policy.limits().max_calls;
     let mut slots: Vec<Option<CallOutcome>> = vec![None; list.len()];
-    let mut runnable: Vec<(usize, Prepared, bool)> = Vec::new();
+    let mut runnable: Vec<(usize, Job)> = Vec::new();
     for (i, call) in list.iter().enumerate() {
         let fail = |e: AtipError| {
             Some(CallOutcome {
@@ -1234,6 +1269,13 @@ pub fn run_batch(
             calls::RawArgs::Text(t) => args::parse_text(t),
             calls::RawArgs::Value(v) => args::into_object(v.clone()),
         };
+        if let Some(f) = foreign.as_deref_mut().filter(|f| f.claims(&call.name)) {
+            match raw.and_then(|r| f.check(i, call, r)) {
+                Ok(()) => runnable.push((i, Job::Foreign)),
+                Err(e) => slots[i] = fail(e),
+            }
+            continue;
+        }
         let prepared = raw.and_then(|r| engine.prepare(&call.name, r));
         let p = match prepared {
             Ok(p) => p,
@@ -1243,20 +1285,21 @@ pub fn run_batch(
             }
         };
         match p.decision.action {
-            Action::Allow => runnable.push((i, p, false)),
+            Action::Allow => runnable.push((i, Job::Local(Box::new(p), false))),
             Action::Deny => slots[i] = fail(engine.refuse(&p, None, via, call.id.as_deref())),
             Action::Confirm => match confirm(&p) {
-                Confirmation::Yes => runnable.push((i, p, true)),
+                Confirmation::Yes => runnable.push((i, Job::Local(Box::new(p), true))),
                 answer => slots[i] = fail(engine.refuse(&p, Some(answer), via, call.id.as_deref())),
             },
         }
     }
+    let parallel = |j: &Job| matches!(j, Job::Local(p, _) if p.parallel_safe());
     let jobs = opts.jobs.max(1);
     let mut k = 0;
     while k < runnable.len() {
         let mut end = k + 1;
-        if runnable[k].1.parallel_safe() {
-            while end < runnable.len() && runnable[end].1.parallel_safe() {
+        if parallel(&runnable[k].1) {
+            while end < runnable.len() && parallel(&runnable[end].1) {
                 end += 1;
             }
         }
@@ -1264,7 +1307,16 @@ pub fn run_batch(
         let results: Vec<(usize, CallOutcome)> = if group.len() == 1 || jobs == 1 {
             group
                 .iter()
-                .map(|(i, p, c)| (*i, settle(engine, p, *c, list[*i].id.as_deref(), opts)))
+                .map(|(i, job)| {
+                    let out = match job {
+                        Job::Local(p, c) => settle(engine, p, *c, list[*i].id.as_deref(), opts),
+                        Job::Foreign => match foreign.as_deref_mut() {
+                            Some(f) => f.run(*i, &list[*i]),
+                            None => unreachable!("a foreign job needs its runner"),
+                        },
+                    };
+                    (*i, out)
+                })
                 .collect()
         } else {
             let next = std::sync::atomic::AtomicUsize::new(0);
@@ -1274,7 +1326,10 @@ pub fn run_batch(
                     s.spawn(|| {
                         loop {
                             let j = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                            let Some((i, p, c)) = group.get(j) else { break };
+                            let Some((i, job)) = group.get(j) else { break };
+                            let Job::Local(p, c) = job else {
+                                unreachable!("foreign jobs run alone")
+                            };
                             let r = settle(engine, p, *c, list[*i].id.as_deref(), opts);
                             out.lock().unwrap_or_else(|e| e.into_inner()).push((*i, r));
                         }

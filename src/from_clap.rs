@@ -11,6 +11,23 @@
 //! down in `spec/agent.md`. Must not do I/O or print: it returns a value and the caller
 //! decides what to do with it.
 //!
+//! # Giving a clap CLI an `--agent` answer
+//!
+//! 1. Add `--agent` (and, for partial discovery, `--commands` and `--depth`) to the root
+//!    command, and tell the converter to leave the last two out of the answer with
+//!    [`FromClap::skip_root_arg`].
+//! 2. Write the effects of each command in a table keyed by command path: the one thing
+//!    clap cannot know. A path that names no subcommand fails [`FromClap::build`], so the
+//!    table cannot drift from the CLI.
+//! 3. On `--agent`, build the metadata, narrow it with [`crate::model::Metadata::partial`] when
+//!    `--commands`/`--depth` were given (declare the `partial-discovery` feature with
+//!    [`FromClap::feature`]), print it as JSON and exit.
+//! 4. Test the answer as agents' hosts will: [`crate::validate::check_bytes`] (what `atip
+//!    validate` runs) and [`crate::lint::lint_bytes`] (what `atip lint` runs).
+//!
+//! `examples/clap_agent.rs` is a complete CLI doing exactly this, with those tests; they
+//! run with `cargo test`.
+//!
 //! ```
 //! use atip::from_clap::FromClap;
 //! use atip::model::Effects;

@@ -386,8 +386,13 @@ fn secrets_are_redacted_in_trace_verbose_stderr_and_results() {
     let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
     assert!(!all.contains(SECRET), "{all}");
     let err = stderr(&o);
+    // The 2026-07-28 probe first; the legacy server's error sends the handshake.
     assert!(
-        err.contains("-> {\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\""),
+        err.contains("-> {\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"server/discover\""),
+        "{err}"
+    );
+    assert!(
+        err.contains("-> {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\""),
         "{err}"
     );
     assert!(err.contains("<- {"), "{err}");
@@ -587,6 +592,275 @@ fn mcp_tools_join_search_and_exec() {
         ],
     );
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+}
+
+#[test]
+fn exec_calls_route_mcp_names_in_order_under_the_same_policy() {
+    let Some(sb) = sandbox("ok") else { return };
+    common::tools::register(
+        &sb,
+        "t",
+        &common::tools::t_meta(),
+        "#!/bin/sh\necho hi\n",
+        "native",
+    );
+    let response = json!({"choices": [{"message": {"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "t_echo", "arguments": "{}"}},
+        {"id": "c2", "type": "function", "function": {"name": "mcp__fake__echo", "arguments": "{\"message\":\"one\"}"}},
+        {"id": "c3", "type": "function", "function": {"name": "mcp__fake__write_note", "arguments": "{\"text\":\"n\"}"}},
+        {"id": "c4", "type": "function", "function": {"name": "mcp__fake__fail", "arguments": "{}"}},
+        {"id": "c5", "type": "function", "function": {"name": "mcp__fake__echo", "arguments": "{}"}},
+        {"id": "c6", "type": "function", "function": {"name": "mcp__fake__nope", "arguments": "{}"}}
+    ]}}]});
+    let f = sb.write("proj/calls.json", response.to_string());
+    let calls = f.to_str().unwrap();
+    let contents = |o: &Output| -> Vec<Value> {
+        json_out(o)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| serde_json::from_str(m["content"].as_str().unwrap()).unwrap())
+            .collect()
+    };
+    // No --yes and no terminal: the tool without a read-only hint is refused, like a
+    // destructive command; the others run, in order, with their ids.
+    let o = run(
+        &sb,
+        &[
+            "exec",
+            "--calls",
+            calls,
+            "--provider",
+            "openai",
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let ids: Vec<String> = json_out(&o)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["tool_call_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, ["c1", "c2", "c3", "c4", "c5", "c6"]);
+    let c = contents(&o);
+    assert_eq!(c[0]["status"], "ok", "{c:?}");
+    assert_eq!(c[1]["content"][0]["text"], "Echo: one", "{c:?}");
+    assert_eq!(c[2]["error"]["code"], "confirmation_required", "{c:?}");
+    assert_eq!(c[3]["isError"], true, "{c:?}");
+    assert_eq!(c[4]["error"]["code"], "args_invalid", "{c:?}");
+    assert_eq!(c[5]["error"]["code"], "mcp_tool_not_found", "{c:?}");
+    // --yes confirms it; the call is audited with its provider call id.
+    let o = run(
+        &sb,
+        &[
+            "exec",
+            "--calls",
+            calls,
+            "--provider",
+            "openai",
+            "--yes",
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let c = contents(&o);
+    assert_eq!(c[2]["content"][0]["text"], "noted: n", "{c:?}");
+    let log = std::fs::read_to_string(sb.path().join("state/audit.jsonl")).unwrap();
+    let rec: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &Value| r["tool"] == "mcp__fake__write_note")
+        .collect();
+    assert_eq!(rec.len(), 2, "{log}");
+    assert_eq!(rec[0]["decision"], "needs-confirmation");
+    assert_eq!(rec[1]["decision"], "confirmed");
+    assert_eq!(rec[1]["outcome"], "completed");
+    assert_eq!(rec[1]["callId"], "c3");
+    // A policy that denies the server wins over --yes.
+    sb.write(
+        "proj/deny.json",
+        json!({"tools": {"deny": ["mcp__fake__write*"]}}).to_string(),
+    );
+    let o = run(
+        &sb,
+        &[
+            "exec",
+            "--calls",
+            calls,
+            "--provider",
+            "openai",
+            "--yes",
+            "--policy",
+            "deny.json",
+            "--output",
+            "json",
+        ],
+    );
+    let c = contents(&o);
+    assert_eq!(c[2]["error"]["code"], "policy_denied", "{c:?}");
+    assert_eq!(c[1]["content"][0]["text"], "Echo: one", "{c:?}");
+    // --dry-run: every call's decision, nothing sent (no new audit record, no call).
+    let before = std::fs::read_to_string(sb.path().join("state/audit.jsonl")).unwrap();
+    let o = run(
+        &sb,
+        &[
+            "exec",
+            "--calls",
+            calls,
+            "--provider",
+            "openai",
+            "--dry-run",
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = json_out(&o);
+    assert_eq!(r[1]["status"], "dry-run", "{r}");
+    assert_eq!(r[1]["tool"], "mcp__fake__echo");
+    assert_eq!(r[1]["server"], "fake");
+    assert_eq!(r[1]["decision"]["action"], "allow", "{r}");
+    assert_eq!(r[1]["id"], "c2");
+    assert_eq!(r[2]["decision"]["action"], "confirm", "{r}");
+    assert_eq!(r[4]["error"]["code"], "args_invalid", "{r}");
+    assert_eq!(
+        std::fs::read_to_string(sb.path().join("state/audit.jsonl")).unwrap(),
+        before
+    );
+    // The single-call form shows the decision too.
+    let o = run(
+        &sb,
+        &[
+            "exec",
+            "mcp__fake__write_note",
+            "--args",
+            r#"{"text":"x"}"#,
+            "--dry-run",
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let r = json_out(&o);
+    assert_eq!(r["decision"]["action"], "confirm", "{r}");
+    assert_eq!(r["readOnly"], false);
+    assert_eq!(r["arguments"]["text"], "x");
+}
+
+#[test]
+fn sessions_use_the_2026_07_28_discovery_and_fall_back_to_initialize() {
+    let Some(sb) = sandbox("ok") else { return };
+    common::tools::register(
+        &sb,
+        "t",
+        &common::tools::t_meta(),
+        "#!/bin/sh\necho hi\n",
+        "native",
+    );
+    let data = format!("ATIP_DATA_DIR={}", sb.data_dir().display());
+    let config = format!("ATIP_CONFIG_DIR={}", sb.config_dir().display());
+    let state = format!("ATIP_STATE_DIR={}", sb.path().join("state").display());
+    // atip's own server (rmcp) speaks 2026-07-28: `auto` discovers it, and the round
+    // trip is a server/discover (2026-07-28 has no ping).
+    let ping = |protocol: &str| {
+        run(
+            &sb,
+            &[
+                "mcp",
+                "ping",
+                "--command",
+                env!("CARGO_BIN_EXE_atip"),
+                "--arg",
+                "mcp",
+                "--env",
+                &data,
+                "--env",
+                &config,
+                "--env",
+                &state,
+                "--protocol",
+                protocol,
+                "--trace",
+                "--output",
+                "json",
+            ],
+        )
+    };
+    let o = ping("auto");
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(
+        json_out(&o)["protocolVersion"],
+        "2026-07-28",
+        "{}",
+        show(&o)
+    );
+    assert!(
+        !stderr(&o).contains("\"method\":\"initialize\""),
+        "{}",
+        show(&o)
+    );
+    assert!(
+        stderr(&o).contains("\"method\":\"server/discover\""),
+        "{}",
+        show(&o)
+    );
+    let o = ping("modern");
+    assert_eq!(
+        json_out(&o)["protocolVersion"],
+        "2026-07-28",
+        "{}",
+        show(&o)
+    );
+    let o = ping("legacy");
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(
+        json_out(&o)["protocolVersion"],
+        "2025-11-25",
+        "{}",
+        show(&o)
+    );
+    // A modern session lists and calls tools like a legacy one.
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "call",
+            "t_echo",
+            "--command",
+            env!("CARGO_BIN_EXE_atip"),
+            "--arg",
+            "mcp",
+            "--env",
+            &data,
+            "--env",
+            &config,
+            "--env",
+            &state,
+            "--args",
+            r#"{"words":["modern"]}"#,
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(
+        json_out(&o)["structuredContent"]["status"],
+        "ok",
+        "{}",
+        show(&o)
+    );
+    // The fake server only knows `initialize`: auto falls back, modern refuses it.
+    let o = run(&sb, &["mcp", "ping", "--output", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(json_out(&o)["protocolVersion"], "2025-06-18");
+    let o = run(
+        &sb,
+        &["mcp", "ping", "--protocol", "modern", "--output", "json"],
+    );
+    assert_eq!(o.status.code(), Some(69), "{}", show(&o));
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use crate::Ctx;
 use atip::exec::calls::{self, Provider};
 use atip::exec::policy::{Action, Policy};
-use atip::exec::{self, Confirmation, Engine, Prepared, Settings, Via, args};
+use atip::exec::{self, Confirmation, Engine, Foreign, Prepared, Settings, Via, args};
 use atip::output::{AtipError, ErrorCode, OutputFormat};
 use serde_json::Value;
 use std::io::{IsTerminal, Read, Write};
@@ -178,14 +178,30 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
             )
         })?;
         let (shape, list) = calls::parse(provider, &doc)?;
+        // Flattened MCP names (mcp__SERVER__TOOL) go to their servers, under the same policy.
+        let mut mcp = super::mcp::McpBatch::for_calls(
+            &list,
+            yes,
+            args.dry_run,
+            args.run.policy.as_deref(),
+            args.run.max_output,
+            ctx,
+        )?;
         if args.dry_run {
             let reports: Vec<Value> = list
                 .iter()
-                .map(|c| {
+                .enumerate()
+                .map(|(i, c)| {
                     let raw = match &c.arguments {
                         calls::RawArgs::Text(t) => args::parse_text(t),
                         calls::RawArgs::Value(v) => args::into_object(v.clone()),
                     };
+                    if let Some(m) = mcp.as_mut().filter(|m| m.claims(&c.name)) {
+                        return match raw.and_then(|r| m.check(i, c, r)) {
+                            Ok(()) => m.reports.remove(&i).unwrap_or(Value::Null),
+                            Err(e) => exec::error_envelope(Some(&c.name), &e),
+                        };
+                    }
                     match raw.and_then(|r| engine.prepare(&c.name, r)) {
                         Ok(p) => {
                             let mut r = p.dry_run_report();
@@ -196,15 +212,22 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                     }
                 })
                 .collect();
+            if let Some(m) = mcp {
+                m.finish();
+            }
             ctx.out.json(&reports)?;
             return Ok(0);
         }
-        let outcomes = exec::run_batch(
+        let outcomes = exec::run_batch_with(
             &engine,
             &list,
             &exec::BatchOptions::exec(args.jobs as usize),
             &mut confirm,
+            mcp.as_mut().map(|m| m as &mut dyn Foreign),
         );
+        if let Some(m) = mcp {
+            m.finish();
+        }
         let envelopes: Vec<Value> = outcomes.iter().map(|o| o.envelope.clone()).collect();
         let failed: Vec<bool> = outcomes.iter().map(|o| o.failed).collect();
         ctx.out
@@ -260,12 +283,6 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
 
 /// `atip exec mcp__SERVER__TOOL`: an MCP server's tool, under the same policy.
 fn run_mcp(name: &str, args: &Args, ctx: &Ctx) -> Result<u8, AtipError> {
-    if args.dry_run {
-        return Err(AtipError::new(
-            ErrorCode::Usage,
-            "--dry-run is not available for MCP tools; `atip mcp describe` shows the policy decision",
-        ));
-    }
     let raw = if let Some(text) = &args.args {
         args::parse_text(text)?
     } else if let Some(path) = &args.args_file {
@@ -275,5 +292,12 @@ fn run_mcp(name: &str, args: &Args, ctx: &Ctx) -> Result<u8, AtipError> {
     } else {
         serde_json::Map::new()
     };
-    super::mcp::exec_flat(name, raw, args.yes, args.run.policy.as_deref(), ctx)
+    super::mcp::exec_flat(
+        name,
+        raw,
+        args.yes,
+        args.dry_run,
+        args.run.policy.as_deref(),
+        ctx,
+    )
 }

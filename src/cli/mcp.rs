@@ -8,7 +8,7 @@ use atip::exec::audit::AuditLog;
 use atip::exec::policy::{Action, Decision, Policy};
 use atip::exec::{Confirmation, Engine, args};
 use atip::mcp::cache::ToolCache;
-use atip::mcp::client::{ClientOptions, Session};
+use atip::mcp::client::{ClientOptions, Protocol, Session};
 use atip::mcp::config::{self, ConfigPaths, Loader, McpConfig, ServerSpec, Transport};
 use atip::mcp::remote::Remote;
 use atip::mcp::tools;
@@ -126,6 +126,10 @@ pub struct ClientFlags {
     /// Neither read nor write the tools cache.
     #[arg(long)]
     pub no_cache: bool,
+    /// How sessions start: `auto` probes `server/discover` (MCP 2026-07-28) and falls
+    /// back to the `initialize` handshake; `legacy` or `modern` use only one.
+    #[arg(long, value_enum, default_value_t = Protocol::Auto, value_name = "ERA")]
+    pub protocol: Protocol,
 }
 
 /// `atip mcp servers`.
@@ -385,6 +389,7 @@ fn remote(t: &Target, ctx: &Ctx) -> Result<Remote, AtipError> {
             verbose: ctx.out.verbosity() == atip::output::Verbosity::Verbose,
             trace: f.trace,
             quiet_server_stderr: f.quiet_server_stderr,
+            protocol: f.protocol,
         },
         ttl,
         use_cache,
@@ -814,28 +819,43 @@ fn import(a: ImportArgs, ctx: &Ctx) -> Result<u8, AtipError> {
     Ok(exit::OK)
 }
 
+/// The remote side of `atip exec` for flattened MCP names: the merged config, the
+/// cache, default client settings.
+fn exec_remote(ctx: &Ctx) -> Result<Remote, AtipError> {
+    let config = load_config(ctx)?;
+    let ttl = Duration::from_secs(config.cache.ttl_seconds);
+    let use_cache = config.cache.enabled;
+    Ok(Remote {
+        config,
+        cache: ToolCache::default_location(),
+        opts: ClientOptions::default(),
+        ttl,
+        use_cache,
+    })
+}
+
 /// `atip exec mcp__SERVER__TOOL`: the same call as `atip mcp call`, found by its
-/// flattened name across the configured servers.
+/// flattened name across the configured servers; with `dry_run`, the decision only.
 pub fn exec_flat(
     name: &str,
     raw: serde_json::Map<String, Value>,
     yes: bool,
+    dry_run: bool,
     policy_path: Option<&std::path::Path>,
     ctx: &Ctx,
 ) -> Result<u8, AtipError> {
     block_on(async {
-        let config = load_config(ctx)?;
-        let ttl = Duration::from_secs(config.cache.ttl_seconds);
-        let use_cache = config.cache.enabled;
-        let r = Remote {
-            config,
-            cache: ToolCache::default_location(),
-            opts: ClientOptions::default(),
-            ttl,
-            use_cache,
-        };
+        let r = exec_remote(ctx)?;
         let (spec, tool) = r.resolve_flat(name).await?;
         let policy = load_policy(policy_path, ctx)?;
+        if dry_run {
+            let (checked, session) = r.check(&spec, &tool, raw, &policy).await?;
+            if let Some(s) = session {
+                s.close().await;
+            }
+            ctx.out.json(&checked.dry_run_report())?;
+            return Ok(exit::OK);
+        }
         let audit = AuditLog::in_dir(&ctx.dirs.state);
         let mut confirm =
             |p: &str, d: &Decision| if yes { Confirmation::Yes } else { prompt(p, d) };
@@ -857,6 +877,160 @@ pub fn exec_flat(
             exit::OK
         })
     })
+}
+
+/// The MCP calls of an `atip exec --calls` batch: each flattened name resolved to its
+/// server, checked and confirmed in input order with the batch's other calls, run over
+/// one session per server (opened on the first call, closed by [`McpBatch::finish`]).
+pub struct McpBatch {
+    rt: tokio::runtime::Runtime,
+    remote: Remote,
+    policy: Policy,
+    audit: AuditLog,
+    yes: bool,
+    dry_run: bool,
+    max_output: usize,
+    checked: std::collections::HashMap<usize, (atip::mcp::remote::Checked, bool)>,
+    sessions: std::collections::HashMap<String, Session>,
+    /// Dry-run reports by call index.
+    pub reports: std::collections::HashMap<usize, Value>,
+}
+
+impl McpBatch {
+    /// Loads the MCP config; `None` when the batch has no MCP names (nothing to load).
+    pub fn for_calls(
+        calls: &[atip::exec::calls::ToolCall],
+        yes: bool,
+        dry_run: bool,
+        policy_path: Option<&std::path::Path>,
+        max_output: usize,
+        ctx: &Ctx,
+    ) -> Result<Option<McpBatch>, AtipError> {
+        if !calls.iter().any(|c| tools::is_mcp_name(&c.name)) {
+            return Ok(None);
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                AtipError::new(
+                    ErrorCode::Internal,
+                    format!("failed to start the async runtime: {e}"),
+                )
+            })?;
+        Ok(Some(McpBatch {
+            rt,
+            remote: exec_remote(ctx)?,
+            policy: load_policy(policy_path, ctx)?,
+            audit: AuditLog::in_dir(&ctx.dirs.state),
+            yes,
+            dry_run,
+            max_output,
+            checked: Default::default(),
+            sessions: Default::default(),
+            reports: Default::default(),
+        }))
+    }
+
+    /// Closes the sessions the batch opened.
+    pub fn finish(mut self) {
+        let sessions: Vec<Session> = self.sessions.drain().map(|(_, s)| s).collect();
+        self.rt.block_on(async {
+            for s in sessions {
+                s.close().await;
+            }
+        });
+    }
+}
+
+impl atip::exec::Foreign for McpBatch {
+    fn claims(&self, name: &str) -> bool {
+        tools::is_mcp_name(name)
+    }
+
+    fn check(
+        &mut self,
+        index: usize,
+        call: &atip::exec::calls::ToolCall,
+        args: serde_json::Map<String, Value>,
+    ) -> Result<(), AtipError> {
+        let r = &self.remote;
+        let policy = &self.policy;
+        let (checked, session) = self.rt.block_on(async {
+            let (spec, tool) = r.resolve_flat(&call.name).await?;
+            r.check(&spec, &tool, args, policy).await
+        })?;
+        if let Some(s) = session {
+            self.sessions.entry(checked.spec.name.clone()).or_insert(s);
+        }
+        if self.dry_run {
+            let mut report = checked.dry_run_report();
+            report["id"] = call.id.clone().map(Value::from).unwrap_or(Value::Null);
+            self.reports.insert(index, report);
+            return Ok(());
+        }
+        let caller = atip::mcp::remote::Caller {
+            call_id: call.id.clone(),
+            ..atip::mcp::remote::Caller::client()
+        };
+        let yes = self.yes;
+        let mut confirm =
+            |p: &str, d: &Decision| if yes { Confirmation::Yes } else { prompt(p, d) };
+        let confirmed = checked.settle(&mut confirm, &self.audit, &caller)?;
+        self.checked.insert(index, (checked, confirmed));
+        Ok(())
+    }
+
+    fn run(&mut self, index: usize, call: &atip::exec::calls::ToolCall) -> atip::exec::CallOutcome {
+        let Some((checked, confirmed)) = self.checked.remove(&index) else {
+            return atip::exec::CallOutcome {
+                envelope: atip::exec::error_envelope(
+                    Some(&call.name),
+                    &AtipError::new(ErrorCode::Internal, "MCP call was not checked first"),
+                ),
+                failed: true,
+            };
+        };
+        let caller = atip::mcp::remote::Caller {
+            call_id: call.id.clone(),
+            ..atip::mcp::remote::Caller::client()
+        };
+        let server = checked.spec.name.clone();
+        let (r, audit, sessions, max) = (
+            &self.remote,
+            &self.audit,
+            &mut self.sessions,
+            self.max_output,
+        );
+        let done = self.rt.block_on(async {
+            if !sessions.contains_key(&server) {
+                let s = r.connect_for(&checked, confirmed, audit, &caller).await?;
+                sessions.insert(server.clone(), s);
+            }
+            let session = &sessions[&server];
+            let called = r
+                .run_on(&checked, confirmed, session, audit, &caller, max)
+                .await;
+            if called.as_ref().is_err_and(|e| {
+                e.code == ErrorCode::McpServerExited || e.code == ErrorCode::McpTimeout
+            }) && let Some(s) = sessions.remove(&server)
+            {
+                // A dead or stuck session is not reused by the next call.
+                s.close().await;
+            }
+            called
+        });
+        match done {
+            Ok(c) => atip::exec::CallOutcome {
+                failed: c.result.is_error == Some(true),
+                envelope: serde_json::to_value(&c.result).unwrap_or(Value::Null),
+            },
+            Err(e) => atip::exec::CallOutcome {
+                envelope: atip::exec::error_envelope(Some(&call.name), &e),
+                failed: true,
+            },
+        }
+    }
 }
 
 /// The tools of every configured MCP server as flattened tools, for `atip search`: the

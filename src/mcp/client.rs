@@ -12,10 +12,12 @@ use super::config::{ServerSpec, Transport as Spec};
 use crate::exec::redact::Redactor;
 use crate::output::{AtipError, ErrorCode};
 use crate::process::server::{GroupGuard, server_command};
-use rmcp::ServiceExt;
+use rmcp::ClientLifecycleMode;
+use rmcp::ClientServiceExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
-    Implementation, PingRequest, ServerResult, Tool,
+    DiscoverRequest, DiscoverRequestParams, Implementation, PingRequest, ProtocolVersion,
+    ServerResult, Tool,
 };
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::{TokioChildProcess, Transport};
@@ -43,6 +45,38 @@ pub struct ClientOptions {
     pub trace: bool,
     /// Drop the server's stderr instead of forwarding it.
     pub quiet_server_stderr: bool,
+    /// How the session starts: `server/discover` (2026-07-28) or `initialize`.
+    pub protocol: Protocol,
+}
+
+/// How a session starts (`--protocol`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Protocol {
+    /// Probe with `server/discover` (2026-07-28); a server that answers it with an
+    /// error is legacy and gets the `initialize` handshake (2025-11-25) on the same
+    /// connection.
+    #[default]
+    Auto,
+    /// Only the `initialize` handshake (2025-11-25 and older).
+    Legacy,
+    /// Only `server/discover`; a legacy server is a connection failure.
+    Modern,
+}
+
+impl Protocol {
+    fn lifecycle(self) -> ClientLifecycleMode {
+        let modern = vec![ProtocolVersion::LATEST];
+        match self {
+            Protocol::Auto => ClientLifecycleMode::Auto {
+                preferred_versions: modern,
+                legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+            },
+            Protocol::Legacy => ClientLifecycleMode::Initialize,
+            Protocol::Modern => ClientLifecycleMode::Discover {
+                preferred_versions: modern,
+            },
+        }
+    }
 }
 
 /// Writes this session's diagnostics to stderr, redacted.
@@ -166,7 +200,7 @@ fn client_info() -> ClientConfig {
         ClientCapabilities::default(),
         Implementation::new("atip", env!("CARGO_PKG_VERSION")),
     )
-    .with_protocol_version(rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE)
+    .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
 }
 
 impl Session {
@@ -213,7 +247,11 @@ impl Session {
                     inner: proc,
                     log: log.clone(),
                 };
-                let service = match tokio::time::timeout(timeout, client_info().serve(traced)).await
+                let service = match tokio::time::timeout(
+                    timeout,
+                    client_info().serve_with_lifecycle(traced, opts.protocol.lifecycle()),
+                )
+                .await
                 {
                     Err(_) => return Err(timeout_error(spec, "initialize", timeout)),
                     Ok(Err(e)) => {
@@ -278,7 +316,11 @@ impl Session {
                     inner: transport,
                     log: log.clone(),
                 };
-                let service = match tokio::time::timeout(timeout, client_info().serve(traced)).await
+                let service = match tokio::time::timeout(
+                    timeout,
+                    client_info().serve_with_lifecycle(traced, opts.protocol.lifecycle()),
+                )
+                .await
                 {
                     Err(_) => return Err(timeout_error(spec, "initialize", timeout)),
                     Ok(Err(e)) => {
@@ -414,15 +456,36 @@ impl Session {
             .await
     }
 
-    /// One `ping` round trip.
+    /// The protocol revision the session runs.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        self.service.peer_info().map(|i| i.protocol_version.clone())
+    }
+
+    /// Whether the session started with `server/discover` (2026-07-28 and later).
+    pub fn is_modern(&self) -> bool {
+        self.protocol_version().is_some_and(|v| !v.has_initialize())
+    }
+
+    /// One round trip: `ping` on sessions that began with `initialize`; 2026-07-28
+    /// removed `ping`, so there it is a `server/discover`.
     pub async fn ping(&self) -> Result<Duration, AtipError> {
         let started = Instant::now();
-        let req = ClientRequest::PingRequest(PingRequest {
-            method: Default::default(),
-            extensions: Default::default(),
-        });
-        match self.bounded("ping", self.service.send_request(req)).await? {
-            ServerResult::EmptyResult(_) => Ok(started.elapsed()),
+        let (what, req) = if self.is_modern() {
+            (
+                "server/discover",
+                ClientRequest::DiscoverRequest(DiscoverRequest::new(DiscoverRequestParams {})),
+            )
+        } else {
+            (
+                "ping",
+                ClientRequest::PingRequest(PingRequest {
+                    method: Default::default(),
+                    extensions: Default::default(),
+                }),
+            )
+        };
+        match self.bounded(what, self.service.send_request(req)).await? {
+            ServerResult::EmptyResult(_) | ServerResult::DiscoverResult(_) => Ok(started.elapsed()),
             _ => Ok(started.elapsed()),
         }
     }

@@ -293,6 +293,34 @@ impl Remote {
         }
     }
 
+    /// Finds the tool, validates the arguments and asks the policy; runs nothing.
+    /// Returns the session opened for the listing, if any, so a call can reuse it.
+    pub async fn check(
+        &self,
+        spec: &ServerSpec,
+        name: &str,
+        a: Map<String, Value>,
+        policy: &Policy,
+    ) -> Result<(Checked, Option<Session>), AtipError> {
+        let (tool, session) = self.find_tool(spec, name).await?;
+        if let Err(e) = self.validate(&tool, &a) {
+            if let Some(s) = session {
+                s.close().await;
+            }
+            return Err(e);
+        }
+        let decision = tools::decide(policy, &spec.name, &spec.summary(), &tool, spec.trust_hints);
+        Ok((
+            Checked {
+                spec: spec.clone(),
+                tool,
+                args: a,
+                decision,
+            },
+            session,
+        ))
+    }
+
     /// Runs one call: find the tool, validate, decide, confirm, call, audit, cap.
     #[allow(clippy::too_many_arguments)]
     pub async fn call(
@@ -305,123 +333,88 @@ impl Remote {
         confirm: &mut dyn FnMut(&str, &Decision) -> Confirmation,
         max_output: usize,
     ) -> Result<Called, AtipError> {
-        let (tool, session) = self.find_tool(spec, name).await?;
-        let redactor = spec.redactor();
-        let close = |s: Option<Session>| async move {
-            if let Some(s) = s {
-                s.close().await;
-            }
-        };
-        if let Err(e) = self.validate(&tool, &a) {
-            close(session).await;
-            return Err(e);
-        }
-        let decision = tools::decide(policy, &spec.name, &spec.summary(), &tool, spec.trust_hints);
-        let read_only = tools::read_only(&tool, spec.trust_hints);
-        let mut shown_args = Value::Object(a.clone());
-        redactor.redact_json(&mut shown_args);
-        let record = |decision_word: &str, outcome: &str, ms: u64, error: Option<&str>| {
-            if read_only && decision.action != Action::Deny {
-                return;
-            }
-            let rec = AuditRecord {
-                time: crate::timestamp::rfc3339_millis_now(),
-                via: "mcp-client",
-                client: None,
-                pid: std::process::id(),
-                // SAFETY: getuid cannot fail.
-                uid: unsafe { libc::getuid() },
-                call_id: None,
-                tool: tools::flat_name(&spec.name, &tool.name),
-                command: format!("{} {}", spec.name, tool.name),
-                program: spec.summary(),
-                argv: vec![shown_args.to_string()],
-                decision: decision_word.into(),
-                rules: decision.rules.iter().map(|r| r.rule.clone()).collect(),
-                outcome: outcome.into(),
-                exit_code: None,
-                duration_ms: ms,
-                error: error.map(str::to_string),
-            };
-            if let Err(e) = audit.append(&rec) {
-                eprintln!(
-                    "atip: warning: failed to write audit log {}: {e}",
-                    audit.path().display()
-                );
-            }
-        };
-        let path = format!("{} {}", spec.name, tool.name);
-        let confirmed = match decision.action {
-            Action::Allow => false,
-            Action::Deny => {
-                close(session).await;
-                record("deny", "refused", 0, Some("policy_denied"));
-                return Err(AtipError::new(
-                    ErrorCode::PolicyDenied,
-                    format!("policy refuses {path}: {}", decision.explain(Action::Deny)),
-                )
-                .hint("change the policy file if this call should be allowed (see spec/policy.md)")
-                .details(json!({"rules": decision.rules})));
-            }
-            Action::Confirm => match confirm(&path, &decision) {
-                Confirmation::Yes => true,
-                answer => {
-                    close(session).await;
-                    let (code, word) = if answer == Confirmation::No {
-                        (ErrorCode::ConfirmationDeclined, "declined")
-                    } else {
-                        (ErrorCode::ConfirmationRequired, "needs-confirmation")
-                    };
-                    record(word, "refused", 0, Some(code.as_str()));
-                    return Err(AtipError::new(
-                        code,
-                        format!(
-                            "{path} needs confirmation: {}",
-                            decision.explain(Action::Confirm)
-                        ),
-                    )
-                    .hint(format!(
-                        "pass --yes, confirm on a terminal, or allow it in the policy ({})",
-                        decision.rule_ids(Action::Confirm).join(", ")
-                    ))
-                    .details(json!({"rules": decision.rules})));
+        let (checked, session) = self.check(spec, name, a, policy).await?;
+        let caller = Caller::client();
+        let confirmed = match checked.settle(confirm, audit, &caller) {
+            Ok(c) => c,
+            Err(e) => {
+                if let Some(s) = session {
+                    s.close().await;
                 }
-            },
+                return Err(e);
+            }
         };
-        let word = if confirmed { "confirmed" } else { "allow" };
+        self.run(&checked, confirmed, session, audit, &caller, max_output)
+            .await
+    }
+
+    /// Runs a checked call over `session` (connecting when `None`), then closes it.
+    pub async fn run(
+        &self,
+        c: &Checked,
+        confirmed: bool,
+        session: Option<Session>,
+        audit: &AuditLog,
+        caller: &Caller,
+        max_output: usize,
+    ) -> Result<Called, AtipError> {
         let session = match session {
             Some(s) => s,
-            None => match Session::connect(spec, &self.opts).await {
-                Ok(s) => s,
-                Err(e) => {
-                    record(word, "failed", 0, Some(e.code.as_str()));
-                    return Err(e);
-                }
-            },
+            None => self.connect_for(c, confirmed, audit, caller).await?,
         };
-        let started = Instant::now();
-        let r = session.call_tool(&tool.name, a).await;
-        let duration = started.elapsed();
+        let r = self
+            .run_on(c, confirmed, &session, audit, caller, max_output)
+            .await;
         session.close().await;
+        r
+    }
+
+    /// Opens a session for a checked call; a failure is audited.
+    pub async fn connect_for(
+        &self,
+        c: &Checked,
+        confirmed: bool,
+        audit: &AuditLog,
+        caller: &Caller,
+    ) -> Result<Session, AtipError> {
+        Session::connect(&c.spec, &self.opts)
+            .await
+            .inspect_err(|e| {
+                let word = c.word(confirmed);
+                c.record(audit, caller, word, "failed", 0, Some(e.code.as_str()));
+            })
+    }
+
+    /// Runs a checked call over an open session (left open): call, audit, redact, cap.
+    pub async fn run_on(
+        &self,
+        c: &Checked,
+        confirmed: bool,
+        session: &Session,
+        audit: &AuditLog,
+        caller: &Caller,
+        max_output: usize,
+    ) -> Result<Called, AtipError> {
+        let word = c.word(confirmed);
+        let started = Instant::now();
+        let r = session.call_tool(&c.tool.name, c.args.clone()).await;
+        let duration = started.elapsed();
         let ms = duration.as_millis() as u64;
         match r {
             Err(e) => {
-                let outcome = if e.code == "mcp_timeout" {
+                let outcome = if e.code == ErrorCode::McpTimeout {
                     "timeout"
                 } else {
                     "failed"
                 };
-                record(word, outcome, ms, Some(e.code.as_str()));
+                c.record(audit, caller, word, outcome, ms, Some(e.code.as_str()));
                 Err(e)
             }
             Ok(result) => {
                 let failed = result.is_error == Some(true);
-                record(
-                    word,
-                    if failed { "tool-error" } else { "completed" },
-                    ms,
-                    None,
-                );
+                let outcome = if failed { "tool-error" } else { "completed" };
+                c.record(audit, caller, word, outcome, ms, None);
+                let redactor = c.spec.redactor();
                 let mut v = serde_json::to_value(&result).unwrap_or(Value::Null);
                 redactor.redact_json(&mut v);
                 let cut = tools::cap(&mut v, max_output);
@@ -433,11 +426,184 @@ impl Remote {
                 let result: CallToolResult = serde_json::from_value(v).unwrap_or(result);
                 Ok(Called {
                     result,
-                    tool,
-                    decision,
+                    tool: c.tool.clone(),
+                    decision: c.decision.clone(),
                     duration,
                 })
             }
+        }
+    }
+}
+
+/// Who asked for a call, for the audit log.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// `mcp-client` (atip mcp call, atip exec) or `mcp-proxy` (atip mcp serve).
+    pub via: &'static str,
+    /// The MCP client's `name/version`, when the call came through `atip mcp serve`.
+    pub client: Option<String>,
+    /// The provider's or MCP request's call id.
+    pub call_id: Option<String>,
+}
+
+impl Caller {
+    /// A call typed on atip's command line.
+    pub fn client() -> Caller {
+        Caller {
+            via: "mcp-client",
+            client: None,
+            call_id: None,
+        }
+    }
+}
+
+/// A call whose tool is found, arguments valid and policy decision made; nothing run.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The server.
+    pub spec: ServerSpec,
+    /// The tool, as the server lists it.
+    pub tool: Tool,
+    /// The validated arguments.
+    pub args: Map<String, Value>,
+    /// The policy's verdict.
+    pub decision: Decision,
+}
+
+impl Checked {
+    /// `SERVER TOOL`, as policies and prompts name it.
+    pub fn path(&self) -> String {
+        format!("{} {}", self.spec.name, self.tool.name)
+    }
+
+    /// The flattened name, `mcp__SERVER__TOOL`.
+    pub fn flat_name(&self) -> String {
+        tools::flat_name(&self.spec.name, &self.tool.name)
+    }
+
+    fn word(&self, confirmed: bool) -> &'static str {
+        if confirmed { "confirmed" } else { "allow" }
+    }
+
+    /// The arguments with secrets of the server's config redacted.
+    fn shown_args(&self) -> Value {
+        let mut v = Value::Object(self.args.clone());
+        self.spec.redactor().redact_json(&mut v);
+        v
+    }
+
+    /// The dry-run report: what would be sent where, and the policy's decision.
+    pub fn dry_run_report(&self) -> Value {
+        json!({
+            "status": "dry-run",
+            "tool": self.flat_name(),
+            "command": self.path(),
+            "server": self.spec.name,
+            "transport": self.spec.transport.kind(),
+            "program": self.spec.summary(),
+            "arguments": self.shown_args(),
+            "readOnly": tools::read_only(&self.tool, self.spec.trust_hints),
+            "decision": self.decision,
+        })
+    }
+
+    /// Applies the decision: `Ok(false)` allowed, `Ok(true)` confirmed through
+    /// `confirm`; a refusal (deny, declined, nobody to ask) is audited and returned.
+    pub fn settle(
+        &self,
+        confirm: &mut dyn FnMut(&str, &Decision) -> Confirmation,
+        audit: &AuditLog,
+        caller: &Caller,
+    ) -> Result<bool, AtipError> {
+        match self.decision.action {
+            Action::Allow => Ok(false),
+            Action::Deny => Err(self.refuse(None, audit, caller)),
+            Action::Confirm => match confirm(&self.path(), &self.decision) {
+                Confirmation::Yes => Ok(true),
+                answer => Err(self.refuse(Some(answer), audit, caller)),
+            },
+        }
+    }
+
+    /// The refusal for a denied call (`answer: None`) or an unconfirmed one, audited.
+    pub fn refuse(
+        &self,
+        answer: Option<Confirmation>,
+        audit: &AuditLog,
+        caller: &Caller,
+    ) -> AtipError {
+        let path = self.path();
+        let d = &self.decision;
+        match answer {
+            None => {
+                self.record(audit, caller, "deny", "refused", 0, Some("policy_denied"));
+                AtipError::new(
+                    ErrorCode::PolicyDenied,
+                    format!("policy refuses {path}: {}", d.explain(Action::Deny)),
+                )
+                .hint("change the policy file if this call should be allowed (see spec/policy.md)")
+                .details(json!({"rules": d.rules}))
+            }
+            Some(answer) => {
+                let (code, word) = if answer == Confirmation::No {
+                    (ErrorCode::ConfirmationDeclined, "declined")
+                } else {
+                    (ErrorCode::ConfirmationRequired, "needs-confirmation")
+                };
+                self.record(audit, caller, word, "refused", 0, Some(code.as_str()));
+                AtipError::new(
+                    code,
+                    format!("{path} needs confirmation: {}", d.explain(Action::Confirm)),
+                )
+                .hint(format!(
+                    "pass --yes, confirm on a terminal, or allow it in the policy ({})",
+                    d.rule_ids(Action::Confirm).join(", ")
+                ))
+                .details(json!({"rules": d.rules}))
+            }
+        }
+    }
+
+    /// One audit record; read-only calls that were allowed are not recorded (as for
+    /// commands).
+    fn record(
+        &self,
+        audit: &AuditLog,
+        caller: &Caller,
+        decision: &str,
+        outcome: &str,
+        ms: u64,
+        error: Option<&str>,
+    ) {
+        if tools::read_only(&self.tool, self.spec.trust_hints)
+            && self.decision.action != Action::Deny
+        {
+            return;
+        }
+        let rec = AuditRecord {
+            time: crate::timestamp::rfc3339_millis_now(),
+            via: caller.via,
+            client: caller.client.clone(),
+            pid: std::process::id(),
+            // SAFETY: getuid cannot fail.
+            uid: unsafe { libc::getuid() },
+            call_id: caller.call_id.clone(),
+            tool: self.flat_name(),
+            command: self.path(),
+            program: self.spec.summary(),
+            argv: vec![self.shown_args().to_string()],
+            decision: decision.into(),
+            rules: self.decision.rules.iter().map(|r| r.rule.clone()).collect(),
+            outcome: outcome.into(),
+            exit_code: None,
+            duration_ms: ms,
+            error: error.map(str::to_string),
+        };
+        if let Err(e) = audit.append(&rec) {
+            eprintln!(
+                "atip: warning: failed to write audit log {}: {e}",
+                audit.path().display()
+            );
         }
     }
 }
