@@ -126,6 +126,9 @@ impl ToolInfo {
     }
 }
 
+/// A catalog of the one tool a call names, and its tool's facts.
+type Focused = (Catalog, HashMap<String, ToolInfo>);
+
 /// The one tool a call by name needs, from the compiled catalog (`crate::catalog`): its
 /// flattened command and its document's facts. `None` sends the caller to the JSON path:
 /// no registry, a name the catalog does not hold (the JSON path suggests close names), a
@@ -135,7 +138,7 @@ fn focused_from_catalog(
     dirs: &Dirs,
     want: &str,
     notes: &mut Vec<String>,
-) -> Result<Option<(Catalog, HashMap<String, ToolInfo>)>, AtipError> {
+) -> Result<Option<Focused>, AtipError> {
     let mut note = |n| {
         if let crate::catalog::Note::Rejected(m) = n {
             notes.push(m);
