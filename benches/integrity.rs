@@ -30,7 +30,7 @@ fn register(data: &Path, tool: &Path, with_fingerprint: bool) {
     std::fs::create_dir_all(data.join("tools")).unwrap();
     std::fs::write(data.join(format!("tools/{hex}.json")), &doc).unwrap();
     let m = std::fs::metadata(tool).unwrap();
-    let mut entry = json!({"path": tool, "hash": atip::registry::sha256_file(tool).unwrap(),
+    let mut entry = json!({"path": tool, "hash": atip::digest::sha256_file(tool).unwrap(),
         "source": "native", "lastChecked": "2026-01-01T00:00:00Z", "description": "Big", "atip": "0.6",
         "trust": "native", "effects": "", "commands": 1, "metadata": format!("tools/{hex}.json")});
     if with_fingerprint {

@@ -6,10 +6,11 @@
 //! skipped), a rescan where 20 tools changed, a lock-free `Index::load`, one `get`
 //! look-up and `doctor` over every entry (which hashes every binary).
 
+use atip::digest::sha256_file;
 use atip::dirs::Dirs;
 use atip::model::Metadata;
 use atip::registry::{
-    CommitOptions, Found, FoundMeta, Index, Source, Update, commit, doctor, query, sha256_file,
+    CommitOptions, Found, FoundMeta, Index, Source, Update, commit, doctor, query,
 };
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

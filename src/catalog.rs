@@ -3,7 +3,7 @@
 //! readers start in milliseconds instead of parsing every metadata file.
 //!
 //! Owns the file format (normative description: `spec/catalog.md`), building it from the
-//! registry, writing it (under the registry lock, through [`registry::write_atomic`]) and
+//! registry, writing it (under the registry lock, through [`crate::atomic::write_atomic`]) and
 //! checking it before any use. A missing, stale, truncated, corrupt or foreign-version
 //! catalog is never trusted: [`load`] says why in a note, compiles the registry again
 //! (`registry.json` and the metadata files stay the source of truth) and saves the result
@@ -17,10 +17,9 @@
 use crate::compile::{self, FlatTool, FlattenOptions};
 use crate::dirs::Dirs;
 use crate::output::{AtipError, ErrorCode};
-use crate::registry::{self, Entry, Index, RegistryError, RegistryLock, Source};
+use crate::registry::{Entry, Index, RegistryError, RegistryLock, Source};
 use crate::search::SearchIndex;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -334,7 +333,7 @@ fn header_crc(head: &[u8]) -> u32 {
 
 /// sha256 of `registry.json`'s bytes: the key a catalog is compiled for.
 pub fn registry_key(bytes: &[u8]) -> [u8; 32] {
-    Sha256::digest(bytes).into()
+    crate::digest::sha256_raw(bytes)
 }
 
 impl Compiled {
@@ -579,7 +578,7 @@ fn save_if_current(dirs: &Dirs, compiled: &[u8], key: &[u8; 32]) -> Result<(), R
         source,
     })?;
     if lock.is_locked() && registry_key(&now) == *key {
-        registry::write_atomic(&path(dirs), compiled)?;
+        write(dirs, compiled)?;
     }
     Ok(())
 }
@@ -592,6 +591,16 @@ pub fn refresh(dirs: &Dirs, index: &Index, registry_bytes: &[u8]) -> Result<bool
     if Compiled::open(&path(dirs), &key).is_ok() {
         return Ok(false);
     }
-    registry::write_atomic(&path(dirs), &build(dirs, index, &key))?;
+    write(dirs, &build(dirs, index, &key))?;
     Ok(true)
+}
+
+/// Replaces the catalog atomically. Not fsynced: it is derived data, and whatever a crash
+/// leaves under its name fails the checks and is compiled again.
+fn write(dirs: &Dirs, bytes: &[u8]) -> Result<(), RegistryError> {
+    Ok(crate::atomic::write_atomic(
+        &path(dirs),
+        bytes,
+        crate::atomic::Options::CACHE,
+    )?)
 }

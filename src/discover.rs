@@ -34,6 +34,7 @@ pub mod shims;
 pub mod sign;
 pub mod source;
 
+use crate::digest::sha256_hex;
 use crate::dirs::Dirs;
 use crate::output::{AtipError, ErrorCode};
 use crate::registry::{self, Found, FoundMeta, Index, Source, Update};
@@ -49,7 +50,6 @@ use report::{
 };
 use resolve::Outcome;
 use serde::Serialize;
-use sha2::Digest;
 use shims::PatternFile;
 use source::{Candidate, MetadataSource, SourceFailure, Subject};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -193,10 +193,6 @@ fn build_globs(globs: &[String], what: &str) -> Result<globset::GlobSet, String>
         b.add(globset::Glob::new(g).map_err(|e| format!("invalid {what} glob {g:?}: {e}"))?);
     }
     b.build().map_err(|e| e.to_string())
-}
-
-fn sha_hex(bytes: &[u8]) -> String {
-    hex::encode(sha2::Sha256::digest(bytes))
 }
 
 /// Why a scan could not complete.
@@ -406,10 +402,12 @@ pub fn scan(
                 .par_iter_mut()
                 .zip(wants.par_iter())
                 .filter(|(_, want)| **want)
-                .for_each(|(w, _)| match registry::sha256_file(&w.exe.canonical) {
-                    Ok(h) => w.rec.sha256 = Some(h),
-                    Err(e) => w.unreadable = Some(format!("failed to hash: {e}")),
-                });
+                .for_each(
+                    |(w, _)| match crate::digest::sha256_file(&w.exe.canonical) {
+                        Ok(h) => w.rec.sha256 = Some(h),
+                        Err(e) => w.unreadable = Some(format!("failed to hash: {e}")),
+                    },
+                );
         });
     }
 
@@ -533,7 +531,7 @@ pub fn scan(
             key_src.push_str(&format!("|pattern:{}:{}", p.path.display(), p.doc));
         }
         let record = ToolRecord {
-            key: sha_hex(key_src.as_bytes()),
+            key: sha256_hex(key_src.as_bytes()),
             path: path.clone(),
             hash: hash.clone(),
             source: winner.source,
@@ -1201,7 +1199,7 @@ fn probe_one(w: &mut Work, data: &std::path::Path, timeout: Duration, cancel: Op
                     Err(_) => {
                         // A full disk must not cost the tool its entry: keep the answer
                         // in memory for this scan (the next one probes again).
-                        let doc = sha_hex(&answer.document);
+                        let doc = sha256_hex(&answer.document);
                         w.unstored = Some((doc.clone(), Arc::from(answer.document)));
                         doc
                     }

@@ -820,7 +820,7 @@ impl Engine {
         if known.get(&info.program) == Some(&now) {
             return Ok(());
         }
-        let hash = crate::registry::sha256_file(&info.program).map_err(|e| {
+        let hash = crate::digest::sha256_file(&info.program).map_err(|e| {
             Integrity::Changed(format!("{} cannot be read: {e}", info.program.display()))
         })?;
         if hash != info.hash {

@@ -7,10 +7,12 @@
 //! `src/main.rs` is a thin layer over these.
 #![warn(missing_docs)]
 
+pub mod atomic;
 pub mod catalog;
 pub mod chat;
 pub mod compile;
 pub mod diff;
+pub mod digest;
 pub mod dirs;
 pub mod discover;
 pub mod exec;

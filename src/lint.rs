@@ -196,19 +196,20 @@ fn lint_source(source: Source, config: &Config, opts: &Options) -> Result<Linted
         if fixed > 0 {
             let mut text = serde_json::to_string_pretty(&value).expect("a value serializes");
             text.push('\n');
-            crate::registry::write_atomic(path, text.as_bytes()).map_err(|e| {
-                let mut r = report(
-                    source.path.clone(),
-                    kind,
-                    vec![Diagnostic::new(
-                        "input-unreadable",
-                        "",
-                        format!("failed to write the fixed file {}: {e}", path.display()),
-                    )],
-                );
-                r.missing = true;
-                r
-            })?;
+            crate::atomic::write_atomic(path, text.as_bytes(), crate::atomic::Options::SHARED)
+                .map_err(|e| {
+                    let mut r = report(
+                        source.path.clone(),
+                        kind,
+                        vec![Diagnostic::new(
+                            "input-unreadable",
+                            "",
+                            format!("failed to write the fixed file {}: {e}", path.display()),
+                        )],
+                    );
+                    r.missing = true;
+                    r
+                })?;
             bytes = text.into_bytes();
             let again = lint_bytes(
                 &bytes,

@@ -14,13 +14,16 @@
 //! Must not print to stdout (the protocol owns it); logs go to stderr.
 //!
 //! The client side (atip talking to other MCP servers) lives in the submodules:
-//! [`config`], [`client`], [`cache`], [`tools`] and [`remote`].
+//! [`config`], [`client`], [`cache`], [`tools`] and [`remote`]; [`proxy`] serves the
+//! configured servers' tools next to the registered commands, through the same
+//! confirmation, budget and audit.
 
 pub mod cache;
 pub mod client;
 pub mod config;
 pub mod http;
 pub mod import;
+pub mod proxy;
 pub mod remote;
 pub mod search_mode;
 pub mod tools;
@@ -62,6 +65,8 @@ pub struct Server {
     listed: Arc<Vec<Tool>>,
     /// Set in search mode.
     finder: Option<Arc<search_mode::Finder>>,
+    /// The configured MCP servers' tools, when proxied.
+    proxy: Option<Arc<proxy::Proxy>>,
     running: Arc<Mutex<HashMap<u64, Arc<AtomicBool>>>>,
     next_id: Arc<AtomicU64>,
     slots: Arc<tokio::sync::Semaphore>,
@@ -89,7 +94,18 @@ impl Server {
         scale: search_mode::Scale,
         jobs: usize,
     ) -> Result<Server, AtipError> {
-        let visible: Vec<_> = engine
+        Server::with_proxy(engine, scale, jobs, None)
+    }
+
+    /// [`Server::new`], also serving the configured MCP servers' tools (after the
+    /// registered commands, in server then tool order).
+    pub fn with_proxy(
+        engine: Engine,
+        scale: search_mode::Scale,
+        jobs: usize,
+        proxied: Option<proxy::Loaded>,
+    ) -> Result<Server, AtipError> {
+        let mut visible: Vec<_> = engine
             .visible_tools()
             .into_iter()
             .filter(|t| !engine.denied_outright(t))
@@ -109,6 +125,25 @@ impl Server {
             tool.output_schema = Some(search_mode::envelope_schema());
             tools.push(tool);
         }
+        let proxy = match proxied {
+            Some(loaded) => {
+                let known: std::collections::HashSet<String> =
+                    tools.iter().map(|t| t.name.to_string()).collect();
+                for (t, f) in loaded.tools.into_iter().zip(loaded.flat) {
+                    if known.contains(t.name.as_ref()) {
+                        eprintln!(
+                            "atip mcp: warning: {} is a registered command's name too; the command is served",
+                            t.name
+                        );
+                        continue;
+                    }
+                    tools.push(t);
+                    visible.push(f);
+                }
+                Some(loaded.proxy)
+            }
+            None => None,
+        };
         let index: HashMap<String, usize> = tools
             .iter()
             .enumerate()
@@ -116,7 +151,7 @@ impl Server {
             .collect();
         let (listed, finder) = if tools.len() > scale.threshold {
             let mut listed = vec![
-                search_mode::search_tool(tools.len()),
+                search_mode::search_tool(tools.len(), scale.defaults),
                 search_mode::call_tool(),
             ];
             for name in &scale.pinned {
@@ -127,7 +162,10 @@ impl Server {
                     }
                 }
             }
-            (listed, Some(Arc::new(search_mode::Finder::new(visible))))
+            (
+                listed,
+                Some(Arc::new(search_mode::Finder::new(visible, scale.defaults))),
+            )
         } else {
             (tools.clone(), None)
         };
@@ -137,6 +175,7 @@ impl Server {
             visible: Arc::new(index),
             listed: Arc::new(listed),
             finder,
+            proxy,
             running: Arc::new(Mutex::new(HashMap::new())),
             next_id: Arc::new(AtomicU64::new(0)),
             slots: Arc::new(tokio::sync::Semaphore::new(jobs.max(1))),
@@ -222,6 +261,7 @@ impl Server {
     /// still running.
     pub async fn serve_stdio(self) -> Result<(), AtipError> {
         let running = self.running.clone();
+        let proxy = self.proxy.clone();
         let service = self.serve(rmcp::transport::stdio()).await.map_err(|e| {
             AtipError::new(
                 ErrorCode::McpFailed,
@@ -236,38 +276,94 @@ impl Server {
         if let Err(e) = res {
             eprintln!("atip mcp: session ended with an error: {e}");
         }
+        if let Some(p) = proxy {
+            p.close().await;
+        }
         Ok(())
     }
 
-    fn state_token(name: &str, args: &serde_json::Map<String, Value>) -> String {
-        use sha2::{Digest, Sha256};
-        let mut h = Sha256::new();
-        h.update(name.as_bytes());
-        h.update([0]);
-        h.update(serde_json::to_vec(args).unwrap_or_default());
-        format!("{STATE_PREFIX}{}", hex::encode(h.finalize()))
+    /// Ends the proxied servers' sessions.
+    pub async fn close_proxy(&self) {
+        if let Some(p) = &self.proxy {
+            p.close().await;
+        }
     }
 
-    fn confirm_params(p: &Prepared) -> ElicitRequestParams {
+    fn state_token(name: &str, args: &serde_json::Map<String, Value>) -> String {
+        let args = serde_json::to_vec(args).unwrap_or_default();
+        let hex = crate::digest::sha256_hex_parts(&[name.as_bytes(), b"\0", &args]);
+        format!("{STATE_PREFIX}{hex}")
+    }
+
+    /// The confirmation question: `what` is run (`shown` is the exact command or
+    /// arguments), and `why` it needs asking.
+    fn confirm_params(what: &str, shown: &str, why: &str) -> ElicitRequestParams {
         let schema: ElicitationSchema = serde_json::from_value(json!({
             "type": "object",
             "properties": {"confirm": {
                 "type": "boolean",
                 "title": "Run this command",
-                "description": format!("Tick to run `{}`", p.shown_argv().join(" ")),
+                "description": format!("Tick to run `{shown}`"),
             }},
             "required": ["confirm"],
         }))
         .expect("static elicitation schema");
         ElicitRequestParams::FormElicitationParams {
             meta: None,
-            message: format!(
-                "The model wants to run `{}` ({}). Allow it?",
-                p.command_path(),
-                p.decision.explain(Action::Confirm)
-            ),
+            message: format!("The model wants to run `{what}` ({why}). Allow it?"),
             requested_schema: schema,
         }
+    }
+
+    /// Asks the client's user to confirm one call: the answer carried by a 2026-07-28
+    /// retry, else an `input_required` result (2026-07-28 sessions), else an
+    /// `elicitation/create` request; nobody to ask when the client cannot elicit.
+    async fn ask(
+        request: &CallToolRequestParams,
+        token: &str,
+        params: ElicitRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Asked {
+        if let Some(responses) = &request.input_responses {
+            return Asked::Answer(
+                match (responses.get(CONFIRM_KEY), request.request_state.as_deref()) {
+                    (Some(r), Some(state)) if state == token => Self::accepted(r),
+                    _ => Confirmation::No,
+                },
+            );
+        }
+        if !supports_form_elicitation(context) {
+            return Asked::Answer(Confirmation::Unavailable);
+        }
+        if context
+            .protocol_version()
+            .is_some_and(|v| !v.has_initialize())
+        {
+            let mut reqs = InputRequests::new();
+            reqs.insert(
+                CONFIRM_KEY.into(),
+                InputRequest::Elicitation(Request::new(params)),
+            );
+            return Asked::Respond(Box::new(
+                InputRequiredResult::new(Some(reqs), Some(token.into())).into(),
+            ));
+        }
+        let ask = context
+            .peer
+            .create_elicitation_with_timeout(params, Some(ELICIT_TIMEOUT));
+        Asked::Answer(tokio::select! {
+            r = ask => match r {
+                Ok(res) if res.action == ElicitationAction::Accept => {
+                    Self::accepted(&json!({"action": "accept", "content": res.content}))
+                }
+                Ok(_) => Confirmation::No,
+                Err(e) => {
+                    eprintln!("atip mcp: elicitation failed: {e}");
+                    Confirmation::Unavailable
+                }
+            },
+            _ = context.ct.cancelled() => Confirmation::No,
+        })
     }
 
     fn accepted(result: &Value) -> Confirmation {
@@ -288,33 +384,9 @@ impl Server {
         let name = p.tool.name.clone();
         let refused =
             |e: AtipError| CallToolResult::structured_error(exec::error_envelope(Some(&name), &e));
-        if let Err(e) = self.spend() {
-            return refused(e);
-        }
-        let permit = match self.engine.policy.limits().overflow {
-            Overflow::Wait => tokio::select! {
-                p = self.slots.clone().acquire_owned() => p.ok(),
-                _ = ctx.ct.cancelled() => None,
-            },
-            Overflow::Refuse => match self.slots.clone().try_acquire_owned() {
-                Ok(p) => Some(p),
-                Err(_) => {
-                    return refused(
-                        AtipError::new(
-                            ErrorCode::Busy,
-                            format!("{} calls are already running (--jobs)", self.jobs),
-                        )
-                        .hint("retry when a running call has finished; the policy refuses calls past --jobs (limits.overflow: refuse)")
-                        .details(json!({"jobs": self.jobs})),
-                    );
-                }
-            },
-        };
-        let Some(_permit) = permit else {
-            return refused(AtipError::new(
-                ErrorCode::Cancelled,
-                "the call was cancelled while waiting for a free slot",
-            ));
+        let _permit = match self.admit(ctx).await {
+            Ok(p) => p,
+            Err(e) => return refused(e),
         };
         let flag = Arc::new(AtomicBool::new(false));
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
@@ -516,6 +588,9 @@ impl Server {
             }
         }
         let name = request.name.to_string();
+        if let Some(proxy) = self.proxy.as_ref().filter(|p| p.serves(&name)) {
+            return Ok(self.proxy_call(proxy, request, &context).await);
+        }
         if !self.visible.contains_key(&name) && !self.engine.knows(&name) {
             let close = self.engine.catalog().closest(&name, 5);
             return Err(ErrorData::invalid_params(
@@ -537,69 +612,144 @@ impl Server {
             Action::Allow => false,
             Action::Deny => return Ok(self.refused(&p, None, &context).into()),
             Action::Confirm => {
-                // 2026-07-28 retry form: the answer comes back with the same call.
-                if let Some(responses) = &request.input_responses {
-                    let answer =
-                        match (responses.get(CONFIRM_KEY), request.request_state.as_deref()) {
-                            (Some(r), Some(state)) if state == token => Self::accepted(r),
-                            _ => Confirmation::No,
-                        };
-                    if answer != Confirmation::Yes {
-                        return Ok(self.refused(&p, Some(answer), &context).into());
-                    }
-                    true
-                } else if !supports_form_elicitation(&context) {
-                    return Ok(self
-                        .refused(&p, Some(Confirmation::Unavailable), &context)
-                        .into());
-                } else if context
-                    .protocol_version()
-                    .is_some_and(|v| !v.has_initialize())
-                {
-                    let mut reqs = InputRequests::new();
-                    reqs.insert(
-                        CONFIRM_KEY.into(),
-                        InputRequest::Elicitation(Request::new(Self::confirm_params(&p))),
-                    );
-                    return Ok(InputRequiredResult::new(Some(reqs), Some(token)).into());
-                } else {
-                    let ask = context.peer.create_elicitation_with_timeout(
-                        Self::confirm_params(&p),
-                        Some(ELICIT_TIMEOUT),
-                    );
-                    let answer = tokio::select! {
-                        r = ask => match r {
-                            Ok(res) if res.action == ElicitationAction::Accept => {
-                                Self::accepted(&json!({"action": "accept", "content": res.content}))
-                            }
-                            Ok(_) => Confirmation::No,
-                            Err(e) => {
-                                eprintln!("atip mcp: elicitation failed: {e}");
-                                Confirmation::Unavailable
-                            }
-                        },
-                        _ = context.ct.cancelled() => Confirmation::No,
-                    };
-                    if answer != Confirmation::Yes {
-                        return Ok(self.refused(&p, Some(answer), &context).into());
-                    }
-                    true
+                let params = Self::confirm_params(
+                    &p.command_path(),
+                    &p.shown_argv().join(" "),
+                    &p.decision.explain(Action::Confirm),
+                );
+                match Self::ask(&request, &token, params, &context).await {
+                    Asked::Respond(r) => return Ok(*r),
+                    Asked::Answer(Confirmation::Yes) => true,
+                    Asked::Answer(a) => return Ok(self.refused(&p, Some(a), &context).into()),
                 }
             }
         };
         Ok(self.run_call(p, confirmed, &context).await.into())
     }
+
+    /// A call to a configured MCP server's tool: the same checks, confirmation, budget
+    /// and slots as a command; the server's result as it sent it (redacted, capped).
+    async fn proxy_call(
+        &self,
+        proxy: &proxy::Proxy,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let name = request.name.to_string();
+        let args = request.arguments.clone().unwrap_or_default();
+        let refused =
+            |e: AtipError| CallToolResult::structured_error(exec::error_envelope(Some(&name), &e));
+        let token = Self::state_token(&name, &args);
+        let caller = remote::Caller {
+            via: "mcp-proxy",
+            client: context
+                .client_info()
+                .map(|i| format!("{}/{}", i.name, i.version)),
+            call_id: Some(context.id.to_string()),
+        };
+        let checked = match proxy.check(&name, args, &self.engine.policy) {
+            Ok(c) => c,
+            Err(e) => return refused(e).into(),
+        };
+        let confirmed = match checked.decision.action {
+            Action::Allow => false,
+            Action::Deny => return refused(checked.refuse(None, proxy.audit(), &caller)).into(),
+            Action::Confirm => {
+                let params = Self::confirm_params(
+                    &checked.path(),
+                    &format!("{} {}", checked.path(), Value::Object(checked.args.clone())),
+                    &checked.decision.explain(Action::Confirm),
+                );
+                match Self::ask(&request, &token, params, context).await {
+                    Asked::Respond(r) => return *r,
+                    Asked::Answer(Confirmation::Yes) => true,
+                    Asked::Answer(a) => {
+                        let mut e = checked.refuse(Some(a), proxy.audit(), &caller);
+                        if e.code == ErrorCode::ConfirmationRequired {
+                            e.hint = Some(format!(
+                                "this MCP client cannot confirm (no elicitation support); allow it in the policy ({})",
+                                checked.decision.rule_ids(Action::Confirm).join(", ")
+                            ));
+                        }
+                        return refused(e).into();
+                    }
+                }
+            }
+        };
+        let _permit = match self.admit(context).await {
+            Ok(p) => p,
+            Err(e) => return refused(e).into(),
+        };
+        let call = proxy.run(&checked, confirmed, &caller);
+        let done = tokio::select! {
+            r = call => r,
+            // Dropping the request cancels it on the server (notifications/cancelled).
+            _ = context.ct.cancelled() => Err(AtipError::new(ErrorCode::Cancelled, "the call was cancelled")),
+        };
+        match done {
+            Ok(called) => called.result.into(),
+            Err(e) => refused(e).into(),
+        }
+    }
+
+    /// One run's admission: the session budget, then a slot (waiting, or refused past
+    /// `--jobs` under `limits.overflow: refuse`).
+    async fn admit(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<tokio::sync::OwnedSemaphorePermit, AtipError> {
+        self.spend()?;
+        match self.engine.policy.limits().overflow {
+            Overflow::Wait => tokio::select! {
+                p = self.slots.clone().acquire_owned() => p.map_err(|_| AtipError::new(ErrorCode::Cancelled, "the server is shutting down")),
+                _ = ctx.ct.cancelled() => Err(AtipError::new(
+                    ErrorCode::Cancelled,
+                    "the call was cancelled while waiting for a free slot",
+                )),
+            },
+            Overflow::Refuse => self.slots.clone().try_acquire_owned().map_err(|_| {
+                AtipError::new(
+                    ErrorCode::Busy,
+                    format!("{} calls are already running (--jobs)", self.jobs),
+                )
+                .hint("retry when a running call has finished; the policy refuses calls past --jobs (limits.overflow: refuse)")
+                .details(json!({"jobs": self.jobs}))
+            }),
+        }
+    }
 }
+
+/// The outcome of asking for a confirmation.
+enum Asked {
+    /// The user's answer (or that nobody could be asked).
+    Answer(Confirmation),
+    /// Answer the call with this now (an `input_required` result); the client retries.
+    Respond(Box<CallToolResponse>),
+}
+
+impl Server {}
 
 /// Runs `atip mcp` to completion on a fresh multi-threaded runtime.
 pub fn serve_blocking(
     engine: Engine,
     scale: search_mode::Scale,
     jobs: usize,
+    proxy: Option<proxy::Setup>,
 ) -> Result<(), AtipError> {
-    let server = Server::new(engine, scale, jobs)?;
-    eprintln!("{}", server.banner("stdio"));
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    let rt = runtime()?;
+    let res = rt.block_on(async move {
+        let server = Server::build(engine, scale, jobs, proxy).await?;
+        eprintln!("{}", server.banner("stdio"));
+        server.serve_stdio().await
+    });
+    // Cancelled children are killed by `process` within its grace; give them that long.
+    rt.shutdown_timeout(std::time::Duration::from_secs(2));
+    res
+}
+
+/// The runtime `atip mcp serve` runs on.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, AtipError> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
@@ -608,9 +758,22 @@ pub fn serve_blocking(
                 ErrorCode::Internal,
                 format!("failed to start the async runtime: {e}"),
             )
-        })?;
-    let res = rt.block_on(server.serve_stdio());
-    // Cancelled children are killed by `process` within its grace; give them that long.
-    rt.shutdown_timeout(std::time::Duration::from_secs(2));
-    res
+        })
+}
+
+impl Server {
+    /// The server, with the configured MCP servers' tools loaded when `proxy` is given
+    /// (inside the runtime that serves, which owns their sessions).
+    pub async fn build(
+        engine: Engine,
+        scale: search_mode::Scale,
+        jobs: usize,
+        proxy: Option<proxy::Setup>,
+    ) -> Result<Server, AtipError> {
+        let loaded = match proxy {
+            Some(setup) => Some(proxy::Proxy::load(setup, &engine.policy).await?),
+            None => None,
+        };
+        Server::with_proxy(engine, scale, jobs, loaded)
+    }
 }

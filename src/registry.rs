@@ -4,7 +4,7 @@
 //! This file holds the on-disk format and the lock-free read side every stage uses.
 //! Writers replace `registry.json` atomically, so a reader never sees half a file and
 //! never takes a lock. Submodules: `store` (the locked, atomic write path: [`commit`],
-//! [`write_atomic`], [`sha256_file`]), `lock` (the advisory writer lock), `time`
+//! through [`crate::atomic`], hashing with [`crate::digest`]), `lock` (the advisory writer lock), `time`
 //! (RFC 3339 timestamps), [`query`] (list filters, `get` look-ups with suggestions) and
 //! [`doctor`] (health checks). The normative description is `spec/registry.md`.
 //!
@@ -27,7 +27,7 @@ pub use crate::timestamp::{is_rfc3339, rfc3339, rfc3339_now};
 pub use lock::RegistryLock;
 pub use store::{
     CommitOptions, CommitReport, DEFAULT_LOCK_TIMEOUT, Found, FoundMeta, Rejected, Update, commit,
-    is_valid_hash, is_valid_name, metadata_rel_path, sha256_bytes, sha256_file, write_atomic,
+    is_valid_hash, is_valid_name, metadata_rel_path,
 };
 
 /// File name of the advisory writer lock, beside `registry.json`.
@@ -454,7 +454,7 @@ impl Index {
             path: path.clone(),
             source,
         })?;
-        if entry.metadata_hex() != Some(store::sha256_bytes(&bytes).as_str()) {
+        if entry.metadata_hex() != Some(crate::digest::sha256_hex(&bytes).as_str()) {
             return Err(RegistryError::Tampered { path });
         }
         Ok(bytes)

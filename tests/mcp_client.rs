@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 
 const SECRET: &str = "supersecretvalue123";
 
-fn fake_script() -> PathBuf {
+pub(crate) fn fake_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/fake_server.py")
 }
 
 /// The real interpreter (not a version-manager shim, which needs the user's HOME).
-fn python() -> Option<PathBuf> {
+pub(crate) fn python() -> Option<PathBuf> {
     let out = Command::new("python3")
         .args(["-c", "import sys; print(sys.executable)"])
         .output()
@@ -861,6 +861,56 @@ fn sessions_use_the_2026_07_28_discovery_and_fall_back_to_initialize() {
         &["mcp", "ping", "--protocol", "modern", "--output", "json"],
     );
     assert_eq!(o.status.code(), Some(69), "{}", show(&o));
+}
+
+#[test]
+fn tool_search_settings_are_the_search_defaults() {
+    let Some(sb) = sandbox("ok") else { return };
+    let path = sb.path().join("config/mcp.json");
+    let mut cfg: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    cfg["toolSearch"] = json!({"defaultLimit": 2, "defaultSchemas": 1});
+    std::fs::write(&path, cfg.to_string()).unwrap();
+    let o = run(
+        &sb,
+        &[
+            "search",
+            "echo",
+            "note",
+            "fails",
+            "token",
+            "image",
+            "--mcp-refresh",
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v = json_out(&o);
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{v}");
+    assert!(results[0].get("schema").is_some(), "{v}");
+    assert!(results[1].get("schema").is_none(), "{v}");
+    // Flags still win.
+    let o = run(
+        &sb,
+        &[
+            "search",
+            "echo",
+            "note",
+            "fails",
+            "token",
+            "image",
+            "--limit",
+            "4",
+            "--schemas",
+            "0",
+            "--output",
+            "json",
+        ],
+    );
+    let v = json_out(&o);
+    assert_eq!(v["results"].as_array().unwrap().len(), 4, "{v}");
+    assert!(v["results"][0].get("schema").is_none(), "{v}");
 }
 
 #[test]

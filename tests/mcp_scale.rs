@@ -270,3 +270,180 @@ fn streamable_http_serving_with_and_without_a_token() {
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("bearer token"));
 }
+
+/// A sandbox with the tool `t` registered and the fake MCP server configured as `fake`.
+fn sandbox_with_t_and_fake() -> Option<Sandbox> {
+    let Some(py) = crate::mcp_client::python() else {
+        eprintln!("SKIPPED: python3 not found");
+        return None;
+    };
+    let sb = sandbox_with_t();
+    let cfg = json!({"mcpServers": {"fake": {
+        "command": py, "args": [crate::mcp_client::fake_script(), "ok"],
+        "env": {"FAKE_PIDFILE": sb.path().join("fake.pid")}}}});
+    sb.write("config/mcp.json", cfg.to_string());
+    Some(sb)
+}
+
+fn fake_alive(sb: &Sandbox) -> Option<i32> {
+    let pid: i32 = std::fs::read_to_string(sb.path().join("fake.pid"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    crate::common::alive(pid).then_some(pid)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_proxies_configured_mcp_servers_under_the_same_policy() {
+    let Some(sb) = sandbox_with_t_and_fake() else {
+        return;
+    };
+    // A client that cannot confirm.
+    let c = ().serve(atip_mcp(&sb, &["serve"])).await.unwrap();
+    let tools = c.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert!(names.contains(&"t_echo"), "{names:?}");
+    assert!(names.contains(&"mcp__fake__echo"), "{names:?}");
+    let echo = tools.iter().find(|t| t.name == "mcp__fake__echo").unwrap();
+    assert_eq!(
+        echo.annotations.as_ref().unwrap().read_only_hint,
+        Some(true)
+    );
+    assert_eq!(echo.input_schema["required"], json!(["message"]));
+    let note = tools
+        .iter()
+        .find(|t| t.name == "mcp__fake__write_note")
+        .unwrap();
+    assert_eq!(
+        note.annotations.as_ref().unwrap().read_only_hint,
+        Some(false)
+    );
+    // The server's result, as it sent it.
+    let r = c
+        .call_tool(call("mcp__fake__echo", json!({"message": "hi"})))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, None, "{r:?}");
+    assert_eq!(
+        serde_json::to_value(&r.content).unwrap()[0]["text"],
+        "Echo: hi"
+    );
+    // Arguments are checked against the server's schema before anything is sent.
+    let r = c
+        .call_tool(call("mcp__fake__echo", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(
+        r.structured_content.unwrap()["error"]["code"],
+        "args_invalid"
+    );
+    // Not read-only: confirmation this client cannot give.
+    let r = c
+        .call_tool(call("mcp__fake__write_note", json!({"text": "x"})))
+        .await
+        .unwrap();
+    assert_eq!(
+        r.structured_content.unwrap()["error"]["code"],
+        "confirmation_required"
+    );
+    // The tool's own isError passes through.
+    let r = c
+        .call_tool(call("mcp__fake__fail", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let pid = fake_alive(&sb).expect("the proxied server runs");
+    c.cancel().await.unwrap();
+    // Serving ended: the proxied server's process group is gone.
+    let until = Instant::now() + Duration::from_secs(10);
+    while crate::common::alive(pid) && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        !crate::common::alive(pid),
+        "proxied server {pid} left running"
+    );
+
+    // A client that confirms through elicitation: the call runs, and is audited.
+    let c = Yes.serve(atip_mcp(&sb, &["serve"])).await.unwrap();
+    let r = c
+        .call_tool(call("mcp__fake__write_note", json!({"text": "x"})))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&r.content).unwrap()[0]["text"],
+        "noted: x",
+        "{r:?}"
+    );
+    c.cancel().await.unwrap();
+    let log = std::fs::read_to_string(sb.path().join("state/audit.jsonl")).unwrap();
+    let rec: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &Value| r["tool"] == "mcp__fake__write_note")
+        .collect();
+    assert_eq!(rec.last().unwrap()["via"], "mcp-proxy", "{log}");
+    assert_eq!(rec.last().unwrap()["decision"], "confirmed", "{log}");
+    assert_eq!(rec.last().unwrap()["client"], "yes/1", "{log}");
+
+    // Search mode finds and calls MCP tools like commands.
+    let c = ().serve(atip_mcp(&sb, &["serve", "--search-threshold", "2"])).await.unwrap();
+    let r = c
+        .call_tool(call(
+            "atip_search_tools",
+            json!({"query": "echo a message back"}),
+        ))
+        .await
+        .unwrap();
+    let s = r.structured_content.unwrap();
+    assert_eq!(s["results"][0]["name"], "mcp__fake__echo", "{s}");
+    let r = c
+        .call_tool(call(
+            "atip_call_tool",
+            json!({"name": "mcp__fake__echo", "arguments": {"message": "found"}}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&r.content).unwrap()[0]["text"],
+        "Echo: found"
+    );
+    c.cancel().await.unwrap();
+
+    // A policy that denies a tool outright leaves it out of the list; --no-mcp and a
+    // nested atip (started by a proxy) serve no MCP tools at all.
+    sb.write(
+        "config/policy.json",
+        json!({"tools": {"deny": ["mcp__fake__write*"]}}).to_string(),
+    );
+    let c = ().serve(atip_mcp(&sb, &["serve"])).await.unwrap();
+    let names: Vec<String> = c
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(names.contains(&"mcp__fake__echo".to_string()), "{names:?}");
+    assert!(
+        !names.contains(&"mcp__fake__write_note".to_string()),
+        "{names:?}"
+    );
+    c.cancel().await.unwrap();
+    let c = ().serve(atip_mcp(&sb, &["serve", "--no-mcp"])).await.unwrap();
+    let tools = c.list_all_tools().await.unwrap();
+    assert!(tools.iter().all(|t| !t.name.starts_with("mcp__")));
+    c.cancel().await.unwrap();
+    let mut cmd = sb.atip();
+    cmd.args(["mcp", "serve"]).env("ATIP_MCP_PROXIED", "1");
+    let (proc, _) = TokioChildProcess::builder(tokio::process::Command::from(cmd))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let c = ().serve(proc).await.unwrap();
+    let tools = c.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "t_echo"));
+    assert!(tools.iter().all(|t| !t.name.starts_with("mcp__")));
+    c.cancel().await.unwrap();
+}

@@ -4,10 +4,11 @@
 
 use crate::common;
 
+use atip::digest::sha256_file;
 use atip::dirs::Dirs;
 use atip::model::Metadata;
 use atip::registry::{
-    CommitOptions, CommitReport, Found, FoundMeta, Index, Source, Update, commit, sha256_file,
+    CommitOptions, CommitReport, Found, FoundMeta, Index, Source, Update, commit,
 };
 use serde_json::{Value, json};
 use std::fs;
@@ -134,7 +135,7 @@ fn assert_valid(data: &Path) -> Index {
     for (name, e) in &index.tools {
         let file = data.join(&e.metadata);
         let content = fs::read(&file).unwrap_or_else(|err| panic!("{name}: {file:?}: {err}"));
-        let hex = atip::registry::sha256_bytes(&content);
+        let hex = atip::digest::sha256_hex(&content);
         assert_eq!(e.metadata, format!("tools/{hex}.json"), "{name}");
         Metadata::from_slice(&content).unwrap();
     }

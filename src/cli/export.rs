@@ -3,6 +3,7 @@
 //! the work is in `atip::compile`.
 
 use crate::Ctx;
+use atip::atomic;
 use atip::compile::{
     self, Catalog, ExportOptions, ExportSummary, Exporter, FlattenOptions, Format, Strategy,
 };
@@ -112,7 +113,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     }
 
     let mut sink = Sink::open(args.out.as_deref(), args.format)?;
-    let mut exporter = Exporter::new(opts, sink.writer(), args.check).map_err(|e| sink.fail(e))?;
+    let mut exporter = Exporter::new(opts, sink.writer()?, args.check).map_err(|e| sink.fail(e))?;
     let mut skills: Vec<(String, String)> = Vec::new();
     match docs {
         Some(docs) => {
@@ -216,13 +217,9 @@ impl Sink {
     fn open(out: Option<&Path>, format: Format) -> Result<Sink, AtipError> {
         match out {
             Some(path) if format != Format::Skill && path != Path::new("-") => {
-                let dir = match path.parent() {
-                    Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-                    _ => PathBuf::from("."),
-                };
-                let fail = |e: std::io::Error| output_error(path, e);
-                std::fs::create_dir_all(&dir).map_err(fail)?;
-                let tmp = tempfile::NamedTempFile::new_in(&dir).map_err(fail)?;
+                std::fs::create_dir_all(atomic::parent_dir(path))
+                    .map_err(|e| output_error(path, e))?;
+                let tmp = atomic::temp_file(path, atomic::Options::SHARED)?;
                 Ok(Sink {
                     file: Some((tmp, path.to_path_buf())),
                 })
@@ -231,19 +228,19 @@ impl Sink {
         }
     }
 
-    fn writer(&mut self) -> Box<dyn Write> {
-        match &self.file {
-            Some((tmp, _)) => Box::new(std::io::BufWriter::with_capacity(
+    fn writer(&mut self) -> Result<Box<dyn Write>, AtipError> {
+        Ok(match &self.file {
+            Some((tmp, path)) => Box::new(std::io::BufWriter::with_capacity(
                 1 << 16,
                 tmp.as_file()
                     .try_clone()
-                    .expect("a temp file handle can be cloned"),
+                    .map_err(|e| output_error(path, e))?,
             )),
             None => Box::new(Stdout(std::io::BufWriter::with_capacity(
                 1 << 16,
                 std::io::stdout(),
             ))),
-        }
+        })
     }
 
     fn fail(&self, e: std::io::Error) -> AtipError {
@@ -254,12 +251,7 @@ impl Sink {
     }
     fn commit(self) -> Result<(), AtipError> {
         if let Some((tmp, path)) = self.file {
-            use std::os::unix::fs::PermissionsExt;
-            let fail = |e: std::io::Error| output_error(&path, e);
-            tmp.as_file().sync_all().map_err(fail)?;
-            std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))
-                .map_err(fail)?;
-            tmp.persist(&path).map_err(|e| fail(e.error))?;
+            atomic::persist(tmp, &path, atomic::Options::SHARED)?;
         }
         Ok(())
     }
@@ -284,31 +276,22 @@ impl Write for Stdout {
     }
 }
 
-fn output_error(path: &Path, e: std::io::Error) -> AtipError {
-    AtipError::new(
-        ErrorCode::FileWriteFailed,
-        format!("failed to write {}: {e}", path.display()),
-    )
+fn output_error(path: &Path, source: std::io::Error) -> AtipError {
+    atomic::WriteError {
+        path: path.to_path_buf(),
+        source,
+    }
+    .into()
 }
 
-/// Writes a file atomically (temp file in the same directory, then rename).
+/// Writes a file atomically, creating its directory.
 fn write_file(path: &Path, text: &str) -> Result<(), AtipError> {
-    let fail = |e: std::io::Error| output_error(path, e);
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&dir).map_err(fail)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(fail)?;
-    tmp.write_all(text.as_bytes()).map_err(fail)?;
-    tmp.as_file().sync_all().map_err(fail)?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))
-            .map_err(fail)?;
-    }
-    tmp.persist(path).map_err(|e| fail(e.error))?;
-    Ok(())
+    std::fs::create_dir_all(atomic::parent_dir(path)).map_err(|e| output_error(path, e))?;
+    Ok(atomic::write_atomic(
+        path,
+        text.as_bytes(),
+        atomic::Options::SHARED,
+    )?)
 }
 
 /// Every `--commands` filter must match at least one command, or the selection is an error

@@ -74,6 +74,15 @@ pub struct ServeArgs {
     /// for a non-loopback address).
     #[arg(long, value_name = "VAR", default_value = "ATIP_MCP_TOKEN")]
     pub token_env: String,
+    /// Serve only the registered commands, not the configured MCP servers' tools.
+    #[arg(long, conflicts_with = "mcp_server")]
+    pub no_mcp: bool,
+    /// Proxy only these configured MCP servers, comma-separated (default: all).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub mcp_server: Vec<String>,
+    /// How sessions with the proxied servers start (as `--protocol` of the client commands).
+    #[arg(long, value_enum, default_value_t = Protocol::Auto, value_name = "ERA")]
+    pub mcp_protocol: Protocol,
 }
 
 /// How to reach a server: by name from the config, or explicitly.
@@ -239,18 +248,94 @@ fn serve(args: ServeArgs, ctx: &Ctx) -> Result<u8, AtipError> {
     });
     let scale = atip::mcp::search_mode::Scale {
         threshold: args.search_threshold,
-        pinned: args.pin,
+        pinned: args.pin.clone(),
+        defaults: tool_search_defaults(ctx),
     };
+    let proxy = proxy_setup(&args, ctx)?;
     match args.http {
-        None => atip::mcp::serve_blocking(engine, scale, jobs)?,
+        None => atip::mcp::serve_blocking(engine, scale, jobs, proxy)?,
         Some(addr) => {
             let token = std::env::var(&args.token_env)
                 .ok()
                 .filter(|t| !t.is_empty());
-            atip::mcp::http::serve_blocking(engine, scale, jobs, &addr, token, &args.token_env)?
+            atip::mcp::http::serve_blocking(
+                engine,
+                scale,
+                jobs,
+                &addr,
+                token,
+                &args.token_env,
+                proxy,
+            )?
         }
     }
     Ok(0)
+}
+
+/// `toolSearch` of the MCP config (global mcp.json, then .mcp.json): the defaults of
+/// `atip search` and of search mode's search tool. A config that does not load gives
+/// the built-in defaults (its problems are reported where servers are used).
+pub fn tool_search_defaults(ctx: &Ctx) -> atip::mcp::search_mode::SearchDefaults {
+    match load_config_quiet(ctx) {
+        Ok(c) => atip::mcp::search_mode::SearchDefaults {
+            limit: c.tool_search.default_limit.max(1),
+            schemas: c.tool_search.default_schemas,
+        },
+        Err(_) => Default::default(),
+    }
+}
+
+/// The configured MCP servers `atip mcp serve` proxies: none with `--no-mcp`, when no
+/// server is configured, or when this atip was itself started by a proxy; a broken
+/// config is a warning unless `--mcp-server` asked for servers by name.
+fn proxy_setup(args: &ServeArgs, ctx: &Ctx) -> Result<Option<atip::mcp::proxy::Setup>, AtipError> {
+    use atip::mcp::proxy::{NESTED_ENV, Setup};
+    if args.no_mcp {
+        return Ok(None);
+    }
+    if std::env::var_os(NESTED_ENV).is_some() {
+        if !args.mcp_server.is_empty() {
+            return Err(usage(format!(
+                "--mcp-server: this atip was started by another atip's MCP proxy ({NESTED_ENV} is set), which never proxies again"
+            )));
+        }
+        return Ok(None);
+    }
+    let config = match load_config(ctx) {
+        Ok(c) => c,
+        Err(e) if args.mcp_server.is_empty() => {
+            eprintln!(
+                "atip mcp: warning: MCP servers are not proxied: {}",
+                e.message
+            );
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    if config.servers.is_empty() {
+        return Ok(None);
+    }
+    let ttl = Duration::from_secs(config.cache.ttl_seconds);
+    let use_cache = config.cache.enabled;
+    Ok(Some(Setup {
+        remote: Remote {
+            config,
+            cache: ToolCache::default_location(),
+            opts: ClientOptions {
+                timeout: None,
+                verbose: ctx.out.verbosity() == atip::output::Verbosity::Verbose,
+                trace: false,
+                quiet_server_stderr: false,
+                protocol: args.mcp_protocol,
+                mark_nested: true,
+            },
+            ttl,
+            use_cache,
+        },
+        only: args.mcp_server.clone(),
+        audit: AuditLog::in_dir(&ctx.dirs.state),
+        max_output: args.run.max_output,
+    }))
 }
 
 /// One runtime per command; Ctrl-C drops the work (which kills a stdio server's group)
@@ -390,6 +475,7 @@ fn remote(t: &Target, ctx: &Ctx) -> Result<Remote, AtipError> {
             trace: f.trace,
             quiet_server_stderr: f.quiet_server_stderr,
             protocol: f.protocol,
+            mark_nested: false,
         },
         ttl,
         use_cache,

@@ -13,12 +13,13 @@ pub struct Args {
     /// What the agent wants to do, e.g. "create pull request".
     #[arg(required = true, num_args = 1.., value_name = "QUERY")]
     pub query: Vec<String>,
-    /// Most results.
-    #[arg(long, default_value_t = 5)]
-    pub limit: usize,
-    /// Full schemas for this many of the best results.
-    #[arg(long, default_value_t = 3, value_name = "K")]
-    pub schemas: usize,
+    /// Most results (default: `toolSearch.defaultLimit` in mcp.json, else 5).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Full schemas for this many of the best results (default:
+    /// `toolSearch.defaultSchemas` in mcp.json, else 3).
+    #[arg(long, value_name = "K")]
+    pub schemas: Option<usize>,
     /// Schema form: a provider's tool definition instead of the plain JSON Schema.
     #[arg(long, value_enum)]
     pub format: Option<SchemaFormat>,
@@ -85,9 +86,14 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         super::mcp::cached_flat_tools(ctx, args.mcp_refresh)
     };
     let query = args.query.join(" ");
+    let defaults = if args.limit.is_none() || args.schemas.is_none() {
+        super::mcp::tool_search_defaults(ctx)
+    } else {
+        Default::default()
+    };
     let opts = SearchOptions {
-        limit: args.limit,
-        schemas: args.schemas,
+        limit: args.limit.unwrap_or(defaults.limit),
+        schemas: args.schemas.unwrap_or(defaults.schemas),
         format: args.format.map(Format::from),
         explain: args.explain,
         max_bytes: usize::try_from(max_bytes).unwrap_or(usize::MAX),

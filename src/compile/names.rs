@@ -3,7 +3,6 @@
 //! Owns the one naming rule every export format shares, so a name printed by `atip export`
 //! is the name `atip exec` and `atip mcp` accept. Must not know about providers' schema rules.
 
-use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 
 /// Longest tool name any provider accepts (OpenAI and Anthropic: 64).
@@ -51,8 +50,7 @@ fn squash(text: &str, keep: impl Fn(char) -> bool) -> String {
 
 /// A short stable digest of `text`, 8 hex digits.
 fn short_hash(text: &str) -> String {
-    let digest = Sha256::digest(text.as_bytes());
-    hex::encode(&digest[..4])
+    crate::digest::sha256_hex(text.as_bytes())[..8].to_string()
 }
 
 /// Cuts `name` to `max` characters; a cut name ends in `_` + 8 hex digits of the full

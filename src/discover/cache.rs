@@ -15,6 +15,7 @@
 use super::paths::Fingerprint;
 use super::report::{FailReason, ReportDiagnostic};
 use super::sign::Sign;
+use crate::atomic;
 use crate::registry::Source;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -232,32 +233,20 @@ impl Cache {
 
 /// Stores a raw native answer under its sha256; returns the hex.
 pub fn store_native_doc(data: &Path, doc: &[u8]) -> Result<String, String> {
-    use sha2::Digest;
-    let hex = hex::encode(sha2::Sha256::digest(doc));
+    let hex = crate::digest::sha256_hex(doc);
     let path = native_doc_file(data, &hex);
     if path.exists() {
         return Ok(hex);
     }
-    let dir = path.parent().expect("native doc path has a parent");
+    let dir = atomic::parent_dir(&path);
     std::fs::create_dir_all(dir).map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
     replace_file(&path, doc)?;
     Ok(hex)
 }
 
-/// Replaces a cache file atomically (temp file in the same dir, then rename) so readers
-/// never see half of it, without fsync: after a crash a cache file may be lost or empty,
-/// which only makes the next scan cold, and skipping the syncs keeps a cold scan of a
-/// big PATH from waiting on the disk once per tool.
+/// Replaces a cache file atomically without fsync ([`atomic::Options::CACHE`]): after
+/// a crash a cache file may be lost, which only makes the next scan cold, and skipping
+/// the syncs keeps a cold scan of a big PATH from waiting on the disk once per tool.
 fn replace_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    use std::io::Write;
-    let dir = path.parent().expect("cache files have a parent");
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".atip-tmp-")
-        .tempfile_in(dir)
-        .map_err(|e| format!("failed to create a temp file in {}: {e}", dir.display()))?;
-    tmp.write_all(bytes)
-        .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
-    tmp.persist(path)
-        .map_err(|e| format!("failed to replace {}: {}", path.display(), e.error))?;
-    Ok(())
+    atomic::write_atomic(path, bytes, atomic::Options::CACHE).map_err(|e| e.to_string())
 }

@@ -235,7 +235,7 @@ fn verdict(
                 .pointer("/trust/source")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
-            doc: crate::registry::sha256_bytes(&bytes)
+            doc: crate::digest::sha256_hex(&bytes)
                 .trim_start_matches("sha256:")
                 .to_owned(),
             warnings: Vec::new(),

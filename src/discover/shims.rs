@@ -23,10 +23,10 @@ use super::cache::{Cache, ShimRecord, ShimVerdict};
 use super::paths::{Fingerprint, is_valid_name};
 use super::report::{RejectedFile, ReportDiagnostic};
 use super::source::{Candidate, Doc, MetadataSource, SourceFailure, Subject, trust_or};
+use crate::digest::sha256_hex;
 use crate::registry::Source;
 use crate::validate::{Kind, Severity, check_bytes};
 use serde_json::Value;
-use sha2::Digest;
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -113,10 +113,6 @@ pub struct Patterns {
     pub files: Vec<PatternFile>,
     /// Refused files.
     pub rejected: Vec<RejectedFile>,
-}
-
-fn sha_hex(bytes: &[u8]) -> String {
-    hex::encode(sha2::Sha256::digest(bytes))
 }
 
 /// The `*.json` files of a directory, sorted; a missing directory has none, one that
@@ -232,7 +228,7 @@ fn shim_verdict(
                         .pointer("/trust/source")
                         .and_then(Value::as_str)
                         .map(str::to_owned),
-                    doc: sha_hex(&bytes),
+                    doc: sha256_hex(&bytes),
                     warnings: checked
                         .diagnostics
                         .iter()
@@ -422,7 +418,7 @@ pub fn load_patterns(dirs: &[PathBuf], old: &Cache, new: &mut Cache) -> Patterns
                         ShimVerdict::Valid {
                             tool: None,
                             trust: None,
-                            doc: sha_hex(&bytes),
+                            doc: sha256_hex(&bytes),
                             warnings: Vec::new(),
                         }
                     } else {
@@ -483,7 +479,7 @@ pub fn load_patterns(dirs: &[PathBuf], old: &Cache, new: &mut Cache) -> Patterns
                         tool,
                         stem,
                         patterns,
-                        doc: sha_hex(&bytes),
+                        doc: sha256_hex(&bytes),
                     });
                 }
             }
@@ -598,7 +594,7 @@ impl Shims {
                 .pointer("/trust/source")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
-            doc: sha_hex(body.as_bytes()),
+            doc: sha256_hex(body.as_bytes()),
             body: Doc::Bytes(std::sync::Arc::from(body.as_bytes())),
         })
     }

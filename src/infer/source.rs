@@ -11,7 +11,6 @@
 
 use super::locate::{self, DirListing, ManIndex, PageRef, Stamp};
 use serde::{Deserialize, Serialize};
-use sha2::Digest;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -126,7 +125,7 @@ fn make_offer(index: &ManIndex, page: &PageRef, name: &str) -> Result<Offer, Str
             d.message
         ));
     }
-    let sha = hex::encode(sha2::Sha256::digest(&bytes));
+    let sha = crate::digest::sha256_hex(&bytes);
     let record = InferRecord {
         page: page.path.clone(),
         root: page.root.clone(),
@@ -388,13 +387,8 @@ fn section_dirs(roots: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
+/// Caches are atomic but not fsynced: a lost file after a crash only means a cold start.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    std::io::Write::write_all(&mut tmp, bytes)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    tmp.persist(path)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    Ok(())
+    crate::atomic::write_atomic(path, bytes, crate::atomic::Options::CACHE)
+        .map_err(|e| e.to_string())
 }

@@ -111,7 +111,6 @@ impl ToolCache {
         server_info: Value,
         tools: Vec<Tool>,
     ) -> std::io::Result<CachedTools> {
-        use std::io::Write;
         let c = CachedTools {
             version: VERSION,
             server: spec.name.clone(),
@@ -120,10 +119,10 @@ impl ToolCache {
             tools,
         };
         std::fs::create_dir_all(&self.dir)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
-        tmp.write_all(&serde_json::to_vec(&c).map_err(std::io::Error::other)?)?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(self.file(spec)).map_err(|e| e.error)?;
+        let bytes = serde_json::to_vec(&c).map_err(std::io::Error::other)?;
+        // Owner-only like the config it comes from; atomic so a reader never sees half.
+        crate::atomic::write_atomic(&self.file(spec), &bytes, crate::atomic::Options::PRIVATE)
+            .map_err(|e| e.source)?;
         Ok(c)
     }
 

@@ -47,6 +47,9 @@ pub struct ClientOptions {
     pub quiet_server_stderr: bool,
     /// How the session starts: `server/discover` (2026-07-28) or `initialize`.
     pub protocol: Protocol,
+    /// Tell a stdio server it was started by `atip mcp serve`'s proxy
+    /// ([`super::proxy::NESTED_ENV`]).
+    pub mark_nested: bool,
 }
 
 /// How a session starts (`--protocol`).
@@ -217,12 +220,11 @@ impl Session {
                 cwd,
             } => {
                 log.verbose(format!("starting {}", spec.summary()));
-                let cmd = tokio::process::Command::from(server_command(
-                    command,
-                    args,
-                    env,
-                    cwd.as_deref(),
-                ));
+                let mut std_cmd = server_command(command, args, env, cwd.as_deref());
+                if opts.mark_nested {
+                    std_cmd.env(super::proxy::NESTED_ENV, "1");
+                }
+                let cmd = tokio::process::Command::from(std_cmd);
                 let (proc, stderr) = TokioChildProcess::builder(cmd)
                     .stderr(std::process::Stdio::piped())
                     .spawn()

@@ -107,12 +107,9 @@ impl ServerSpec {
     /// A key that changes whenever what the server is changes (command, args, env, url,
     /// headers): names the cache file, so an edited config never reads a stale list.
     pub fn identity(&self) -> String {
-        use sha2::{Digest, Sha256};
-        let mut h = Sha256::new();
-        h.update(self.name.as_bytes());
-        h.update([0]);
-        h.update(serde_json::to_vec(&self.transport).unwrap_or_default());
-        hex::encode(&h.finalize()[..16])
+        let transport = serde_json::to_vec(&self.transport).unwrap_or_default();
+        let hex = crate::digest::sha256_hex_parts(&[self.name.as_bytes(), b"\0", &transport]);
+        hex[..32].to_string()
     }
 }
 

@@ -34,11 +34,8 @@ fn token_matches(header: Option<&http::HeaderValue>, token: &str) -> bool {
     else {
         return false;
     };
-    use sha2::{Digest, Sha256};
-    let (a, b) = (
-        Sha256::digest(got.as_bytes()),
-        Sha256::digest(token.as_bytes()),
-    );
+    use crate::digest::sha256_raw;
+    let (a, b) = (sha256_raw(got.as_bytes()), sha256_raw(token.as_bytes()));
     a.iter()
         .zip(b.iter())
         .fold(0u8, |acc, (x, y)| acc | (x ^ y))
@@ -62,6 +59,7 @@ pub fn serve_blocking(
     addr: &str,
     token: Option<String>,
     token_env: &str,
+    proxy: Option<super::proxy::Setup>,
 ) -> Result<(), AtipError> {
     let sock: SocketAddr = addr.parse().map_err(|e| {
         usage(format!(
@@ -77,18 +75,9 @@ pub fn serve_blocking(
             "set {token_env} to a long random secret; clients send `Authorization: Bearer …`"
         )));
     }
-    let server = Server::new(engine, scale, jobs)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            AtipError::new(
-                ErrorCode::Internal,
-                format!("failed to start the async runtime: {e}"),
-            )
-        })?;
+    let rt = super::runtime()?;
     let res = rt.block_on(async move {
+        let server = Server::build(engine, scale, jobs, proxy).await?;
         let listener = tokio::net::TcpListener::bind(sock).await.map_err(|e| {
             AtipError::new(
                 ErrorCode::McpFailed,
@@ -163,6 +152,7 @@ pub fn serve_blocking(
             });
         }
         ct.cancel();
+        server.close_proxy().await;
         Ok(())
     });
     rt.shutdown_timeout(std::time::Duration::from_secs(2));

@@ -190,30 +190,21 @@ pub fn import(
     Ok(report)
 }
 
+/// Writes the client config owner-only (it may hold tokens), atomically.
 fn write_atomic(target: &Path, doc: &Value) -> Result<(), AtipError> {
-    use std::io::Write;
-    use std::os::unix::fs::PermissionsExt;
-    let fail = |e: std::io::Error| {
-        AtipError::new(
-            ErrorCode::StdoutWriteFailed,
-            format!("failed to write {}: {e}", target.display()),
-        )
+    use crate::atomic::{Options, WriteError, parent_dir};
+    let at = |source| WriteError {
+        path: target.to_path_buf(),
+        source,
     };
-    let dir = target.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(fail)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
-    let mut text = serde_json::to_string_pretty(doc).map_err(|e| fail(std::io::Error::other(e)))?;
+    std::fs::create_dir_all(parent_dir(target)).map_err(at)?;
+    let mut text = serde_json::to_string_pretty(doc).map_err(|e| at(std::io::Error::other(e)))?;
     text.push('\n');
-    tmp.write_all(text.as_bytes()).map_err(fail)?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o600))
-        .map_err(fail)?;
-    tmp.as_file().sync_all().map_err(fail)?;
-    tmp.persist(target).map_err(|e| fail(e.error))?;
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    Ok(crate::atomic::write_atomic(
+        target,
+        text.as_bytes(),
+        Options::PRIVATE,
+    )?)
 }
 
 #[cfg(test)]

@@ -303,22 +303,33 @@ impl Remote {
         policy: &Policy,
     ) -> Result<(Checked, Option<Session>), AtipError> {
         let (tool, session) = self.find_tool(spec, name).await?;
-        if let Err(e) = self.validate(&tool, &a) {
-            if let Some(s) = session {
-                s.close().await;
+        match self.check_tool(spec, &tool, a, policy) {
+            Ok(c) => Ok((c, session)),
+            Err(e) => {
+                if let Some(s) = session {
+                    s.close().await;
+                }
+                Err(e)
             }
-            return Err(e);
         }
-        let decision = tools::decide(policy, &spec.name, &spec.summary(), &tool, spec.trust_hints);
-        Ok((
-            Checked {
-                spec: spec.clone(),
-                tool,
-                args: a,
-                decision,
-            },
-            session,
-        ))
+    }
+
+    /// Validates the arguments for a known tool and asks the policy; runs nothing.
+    pub fn check_tool(
+        &self,
+        spec: &ServerSpec,
+        tool: &Tool,
+        a: Map<String, Value>,
+        policy: &Policy,
+    ) -> Result<Checked, AtipError> {
+        self.validate(tool, &a)?;
+        let decision = tools::decide(policy, &spec.name, &spec.summary(), tool, spec.trust_hints);
+        Ok(Checked {
+            spec: spec.clone(),
+            tool: tool.clone(),
+            args: a,
+            decision,
+        })
     }
 
     /// Runs one call: find the tool, validate, decide, confirm, call, audit, cap.

@@ -31,6 +31,27 @@ pub struct Scale {
     pub threshold: usize,
     /// Flattened names listed in search mode too.
     pub pinned: Vec<String>,
+    /// The search tool's defaults (`toolSearch` in mcp.json).
+    pub defaults: SearchDefaults,
+}
+
+/// Results per search, and how many of them carry their input schema, when the call
+/// does not say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchDefaults {
+    /// Most results (`toolSearch.defaultLimit`, else 5).
+    pub limit: usize,
+    /// Results with a schema (`toolSearch.defaultSchemas`, else 3).
+    pub schemas: usize,
+}
+
+impl Default for SearchDefaults {
+    fn default() -> Self {
+        SearchDefaults {
+            limit: 5,
+            schemas: 3,
+        }
+    }
 }
 
 fn object(v: Value) -> Arc<Map<String, Value>> {
@@ -41,7 +62,7 @@ fn object(v: Value) -> Arc<Map<String, Value>> {
 }
 
 /// The search tool's definition.
-pub fn search_tool(total: usize) -> Tool {
+pub fn search_tool(total: usize, d: SearchDefaults) -> Tool {
     Tool::new(
         SEARCH_TOOL,
         format!(
@@ -53,8 +74,8 @@ pub fn search_tool(total: usize) -> Tool {
             "type": "object",
             "properties": {
                 "query": {"type": "string", "minLength": 1, "description": "What you want to do, e.g. \"list pull requests\""},
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most results (default 5)"},
-                "schemas": {"type": "integer", "minimum": 0, "maximum": MAX_LIMIT, "description": "How many of the best results include their input schema (default 3)"}
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": format!("Most results (default {})", d.limit)},
+                "schemas": {"type": "integer", "minimum": 0, "maximum": MAX_LIMIT, "description": format!("How many of the best results include their input schema (default {})", d.schemas)}
             },
             "required": ["query"],
             "additionalProperties": false
@@ -146,14 +167,16 @@ pub fn envelope_schema() -> Arc<Map<String, Value>> {
 pub struct Finder {
     tools: Vec<FlatTool>,
     index: OnceLock<SearchIndex>,
+    defaults: SearchDefaults,
 }
 
 impl Finder {
     /// A finder over the served tools.
-    pub fn new(tools: Vec<FlatTool>) -> Finder {
+    pub fn new(tools: Vec<FlatTool>, defaults: SearchDefaults) -> Finder {
         Finder {
             tools,
             index: OnceLock::new(),
+            defaults,
         }
     }
 
@@ -177,8 +200,11 @@ impl Finder {
                     )),
             }
         };
-        let limit = num("limit", 5)?.max(1);
-        let schemas = num("schemas", 3)?;
+        let limit = num("limit", self.defaults.limit.min(MAX_LIMIT as usize) as u64)?.max(1);
+        let schemas = num(
+            "schemas",
+            self.defaults.schemas.min(MAX_LIMIT as usize) as u64,
+        )?;
         let index = self.index.get_or_init(|| SearchIndex::build(&self.tools));
         let hits = index.search(query, limit, false);
         let results: Vec<Value> = hits
@@ -208,7 +234,7 @@ mod tests {
 
     #[test]
     fn meta_tools_have_object_schemas_and_honest_annotations() {
-        let s = search_tool(10);
+        let s = search_tool(10, SearchDefaults::default());
         assert_eq!(s.input_schema["type"], "object");
         assert_eq!(s.annotations.as_ref().unwrap().read_only_hint, Some(true));
         let c = call_tool();
@@ -217,8 +243,52 @@ mod tests {
     }
 
     #[test]
+    fn defaults_come_from_tool_search_settings() {
+        let tool = |n: &str| -> Tool {
+            serde_json::from_value(json!({"name": n, "description": format!("Echo {n} back"),
+                "inputSchema": {"type": "object"}}))
+            .unwrap()
+        };
+        let flat = ["a", "b", "c"]
+            .iter()
+            .map(|n| crate::mcp::tools::to_flat("s", &tool(n), true))
+            .collect();
+        let f = Finder::new(
+            flat,
+            SearchDefaults {
+                limit: 2,
+                schemas: 1,
+            },
+        );
+        let q: Map<String, Value> = serde_json::from_value(json!({"query": "echo back"})).unwrap();
+        let r = f.search(&q).unwrap();
+        let results = r["results"].as_array().unwrap();
+        assert_eq!(results.len(), 2, "{r}");
+        assert!(results[0].get("inputSchema").is_some());
+        assert!(results[1].get("inputSchema").is_none());
+        let q: Map<String, Value> =
+            serde_json::from_value(json!({"query": "echo back", "limit": 3, "schemas": 0}))
+                .unwrap();
+        let r = f.search(&q).unwrap();
+        assert_eq!(r["results"].as_array().unwrap().len(), 3);
+        let d = search_tool(
+            3,
+            SearchDefaults {
+                limit: 2,
+                schemas: 1,
+            },
+        );
+        assert!(
+            d.input_schema["properties"]["limit"]["description"]
+                .as_str()
+                .unwrap()
+                .contains("default 2")
+        );
+    }
+
+    #[test]
     fn search_arguments_are_checked() {
-        let f = Finder::new(Vec::new());
+        let f = Finder::new(Vec::new(), SearchDefaults::default());
         assert!(f.search(&Map::new()).is_err());
         let bad: Map<String, Value> =
             serde_json::from_value(json!({"query": "x", "limit": 1000})).unwrap();

@@ -42,8 +42,7 @@ pub fn flat_name(server: &str, tool: &str) -> String {
     if full.len() <= MAX_NAME {
         return full;
     }
-    use sha2::{Digest, Sha256};
-    let h = hex::encode(Sha256::digest(format!("{server}\0{tool}").as_bytes()));
+    let h = crate::digest::sha256_hex_parts(&[server.as_bytes(), b"\0", tool.as_bytes()]);
     format!("{}_{}", &full[..55], &h[..8])
 }
 

@@ -8,7 +8,8 @@
 //!
 //! Must not lock, write or run tools: it only reads and hashes files.
 
-use super::{Entry, Index, sha256_bytes, sha256_file};
+use super::{Entry, Index};
+use crate::digest::{sha256_file, sha256_hex};
 use crate::dirs::Dirs;
 use crate::model::Metadata;
 use rayon::prelude::*;
@@ -257,7 +258,7 @@ fn check_entry(dirs: &Dirs, name: &str, entry: &Entry) -> Vec<Problem> {
         ),
         Ok(bytes) => {
             let named = entry.metadata_hex().unwrap_or_default();
-            if sha256_bytes(&bytes) != named {
+            if sha256_hex(&bytes) != named {
                 problem(
                     Check::MetadataTampered,
                     format!(

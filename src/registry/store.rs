@@ -14,90 +14,37 @@
 
 use super::lock::RegistryLock;
 use super::{Entry, FORMAT_VERSION, Index, RegistryError, Source, TOOLS_DIR};
+use crate::atomic;
+use crate::digest::{sha256_file, sha256_hex};
 use crate::dirs::Dirs;
 use crate::model::Metadata;
 use crate::timestamp::{compact, is_rfc3339};
 use indexmap::IndexMap;
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, File};
-use std::io::{Read, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-/// Prefix of every temp file atip writes in the data dir and `tools/`; files with it
-/// are leftovers of a killed writer and are removed by the next commit under the lock.
-pub(crate) const TEMP_PREFIX: &str = ".atip-tmp-";
+pub(crate) use crate::atomic::TEMP_PREFIX;
 
 /// Default wait for the writer lock when `ATIP_LOCK_TIMEOUT` is unset.
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// sha256 of a file, streamed, as `sha256:<hex>`.
-pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut file = File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        let n = match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        hasher.update(&buf[..n]);
-    }
-    Ok(format!("sha256:{}", hex::encode(hasher.finalize())))
-}
-
-/// sha256 of bytes as bare lowercase hex (64 characters).
-pub fn sha256_bytes(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
-
 /// The path, relative to the data dir, of the metadata file holding `document`:
 /// `tools/<sha256 of the document>.json`.
 pub fn metadata_rel_path(document: &[u8]) -> String {
-    format!("{TOOLS_DIR}/{}.json", sha256_bytes(document))
+    format!("{TOOLS_DIR}/{}.json", sha256_hex(document))
 }
 
-/// Writes bytes to `path` atomically: temp file in the same dir, mode 0644, `sync_all`,
-/// rename (tempfile persist), fsync the dir. On failure the old file is untouched and
-/// the temp file removed.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RegistryError> {
-    write_replace(path, bytes)?;
-    sync_dir(parent_of(path))
-}
-
-fn parent_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
+impl From<atomic::WriteError> for RegistryError {
+    fn from(e: atomic::WriteError) -> Self {
+        RegistryError::Write {
+            path: e.path,
+            source: e.source,
+        }
     }
-}
-
-/// Temp file + mode 0644 + `sync_all` + rename; the caller syncs the directory.
-fn write_replace(path: &Path, bytes: &[u8]) -> Result<(), RegistryError> {
-    let dir = parent_of(path);
-    let err = |source| RegistryError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(TEMP_PREFIX)
-        .tempfile_in(dir)
-        .map_err(err)?;
-    // tempfile creates files 0600; registry files are world-readable like any XDG data.
-    tmp.as_file()
-        .set_permissions(fs::Permissions::from_mode(0o644))
-        .map_err(err)?;
-    // Through the inner File: NamedTempFile's own Write wraps errors in a path message.
-    tmp.as_file_mut().write_all(bytes).map_err(err)?;
-    tmp.as_file().sync_all().map_err(err)?;
-    // On error the NamedTempFile inside PersistError is dropped, which deletes it.
-    tmp.persist(path).map_err(|e| err(e.error))?;
-    Ok(())
 }
 
 /// How many temp files a batch keeps open at once.
@@ -106,23 +53,18 @@ const BATCH: usize = 256;
 /// Writes many new files into one directory: every temp file is written, then made
 /// durable (fsyncs in parallel, see [`sync_parallel`]), then renamed into
 /// place, then the directory is synced. A name therefore never holds a partial file,
-/// even after a crash.
+/// even after a crash. (The batched form of [`atomic::write_atomic`].)
 fn write_batch(dir: &Path, files: &[(PathBuf, &[u8])]) -> Result<(), RegistryError> {
     for chunk in files.chunks(BATCH) {
         let mut temps = Vec::with_capacity(chunk.len());
         for (target, bytes) in chunk {
-            let err = |source| RegistryError::Write {
-                path: target.clone(),
-                source,
-            };
-            let mut tmp = tempfile::Builder::new()
-                .prefix(TEMP_PREFIX)
-                .tempfile_in(dir)
-                .map_err(err)?;
-            tmp.as_file()
-                .set_permissions(fs::Permissions::from_mode(0o644))
-                .map_err(err)?;
-            tmp.as_file_mut().write_all(bytes).map_err(err)?;
+            let mut tmp = atomic::temp_file(target, atomic::Options::SHARED)?;
+            tmp.as_file_mut()
+                .write_all(bytes)
+                .map_err(|source| RegistryError::Write {
+                    path: target.clone(),
+                    source,
+                })?;
             temps.push((tmp, target));
         }
         sync_parallel(&temps)?;
@@ -133,7 +75,7 @@ fn write_batch(dir: &Path, files: &[(PathBuf, &[u8])]) -> Result<(), RegistryErr
             })?;
         }
     }
-    sync_dir(dir)
+    Ok(atomic::sync_dir(dir)?)
 }
 
 /// fsyncs every temp file, from several threads at once: the file system folds
@@ -159,9 +101,15 @@ fn sync_parallel(temps: &[(tempfile::NamedTempFile, &PathBuf)]) -> Result<(), Re
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .try_for_each(|h| h.join().expect("fsync thread panicked"))
+        handles.into_iter().try_for_each(|h| {
+            // sync_one cannot panic; a panic here would be a bug, reported as an error.
+            h.join().unwrap_or_else(|_| {
+                Err(RegistryError::Write {
+                    path: PathBuf::new(),
+                    source: std::io::Error::other("fsync thread panicked"),
+                })
+            })
+        })
     })
 }
 
@@ -172,14 +120,6 @@ fn sync_one(tmp: &tempfile::NamedTempFile, target: &Path) -> Result<(), Registry
             path: target.to_path_buf(),
             source,
         })
-}
-
-fn sync_dir(dir: &Path) -> Result<(), RegistryError> {
-    let err = |source| RegistryError::Write {
-        path: dir.to_path_buf(),
-        source,
-    };
-    File::open(dir).map_err(err)?.sync_all().map_err(err)
 }
 
 /// One tool this scan resolved.
@@ -534,7 +474,7 @@ pub fn commit(
     let mut planned: HashSet<String> = HashSet::new();
     for f in &valid {
         if let FoundMeta::Fresh { document, .. } = &f.meta {
-            let hex = sha256_bytes(document);
+            let hex = sha256_hex(document);
             let rel = format!("{TOOLS_DIR}/{hex}.json");
             let target = data.join(&rel);
             // A file already named by this hash is reused only if its bytes still
@@ -632,7 +572,7 @@ pub fn commit(
         None
     } else {
         let bytes = index_bytes(&index);
-        write_atomic(&registry_path, &bytes)?;
+        atomic::write_atomic(&registry_path, &bytes, atomic::Options::SHARED)?;
         report.written = true;
         Some(bytes)
     };
@@ -738,38 +678,5 @@ mod tests {
         assert!(!is_valid_hash(&format!("sha256:{}", "A".repeat(64))));
         assert!(!is_valid_hash(&format!("sha256:{}", "a".repeat(63))));
         assert!(!is_valid_hash(&"a".repeat(64)));
-    }
-
-    #[test]
-    fn sha256_of_known_input() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("abc");
-        fs::write(&p, b"abc").unwrap();
-        assert_eq!(
-            sha256_file(&p).unwrap(),
-            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
-        assert_eq!(
-            sha256_bytes(b"abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
-    }
-
-    #[test]
-    fn write_atomic_replaces_and_sets_mode() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("f.json");
-        write_atomic(&p, b"one").unwrap();
-        write_atomic(&p, b"two").unwrap();
-        assert_eq!(fs::read(&p).unwrap(), b"two");
-        assert_eq!(
-            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
-            0o644
-        );
-        let names: Vec<_> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, vec![std::ffi::OsString::from("f.json")]);
     }
 }

@@ -1,0 +1,66 @@
+//! The one sha256 helper: content addresses of metadata files, binary hashes pinned in
+//! the registry, cache keys and short name suffixes all come from here, so the
+//! encoding (lowercase hex; `sha256:` prefix only where the protocol wants it) is
+//! decided once.
+
+use sha2::{Digest, Sha256};
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+/// sha256 of the concatenation of `parts` as lowercase hex (64 characters). Callers
+/// that hash several fields separate them with a `\0` part so that ("ab","c") and
+/// ("a","bc") differ.
+pub fn sha256_hex_parts(parts: &[&[u8]]) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p);
+    }
+    hex::encode(h.finalize())
+}
+
+/// sha256 of bytes as lowercase hex (64 characters).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    sha256_hex_parts(&[bytes])
+}
+
+/// The raw 32-byte sha256 of bytes (for constant-time comparisons).
+pub fn sha256_raw(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+/// sha256 of a file, streamed in 256 KiB reads, as `sha256:<hex>` (the registry's
+/// `hash` field).
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    let mut file = File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+    }
+    Ok(format!("sha256:{}", hex::encode(hasher.finalize())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ABC: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+
+    #[test]
+    fn known_vectors() {
+        assert_eq!(sha256_hex(b"abc"), ABC);
+        assert_eq!(sha256_hex_parts(&[b"a", b"bc"]), ABC);
+        assert_eq!(hex::encode(sha256_raw(b"abc")), ABC);
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        std::fs::write(&p, b"abc").unwrap();
+        assert_eq!(sha256_file(&p).unwrap(), format!("sha256:{ABC}"));
+    }
+}
