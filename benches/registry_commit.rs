@@ -90,6 +90,7 @@ fn main() {
         data: tmp.path().join("data"),
         config: tmp.path().join("config"),
         state: tmp.path().join("state"),
+        cache: tmp.path().join("cache"),
         system_data: vec![],
     };
     let opts = CommitOptions {

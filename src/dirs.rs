@@ -2,8 +2,9 @@
 //!
 //! `--data-dir` / `ATIP_DATA_DIR`, `--config-dir` / `ATIP_CONFIG_DIR` and `--state-dir` /
 //! `ATIP_STATE_DIR` replace the data, config and state directories outright (tests always
-//! use them); otherwise
-//! `$XDG_DATA_HOME/agent-tools`, `$XDG_CONFIG_HOME/agent-tools`, `$XDG_STATE_HOME/agent-tools`
+//! use them), and `ATIP_CACHE_DIR` the cache directory; otherwise
+//! `$XDG_DATA_HOME/agent-tools`, `$XDG_CONFIG_HOME/agent-tools`, `$XDG_STATE_HOME/agent-tools`,
+//! `$XDG_CACHE_HOME/agent-tools`
 //! with the XDG defaults under `$HOME`. Relative XDG values are ignored, as the XDG spec says.
 //! The system data dirs (`$XDG_DATA_DIRS`, default `/usr/local/share:/usr/share`) hold
 //! shims and patterns shipped by admins.
@@ -19,6 +20,9 @@ pub struct Dirs {
     pub config: PathBuf,
     /// User state dir: the audit log.
     pub state: PathBuf,
+    /// Cache dir: what remote registries published (`remote/<name>/`); everything in it
+    /// can be fetched again.
+    pub cache: PathBuf,
     /// System data dirs, highest precedence first, each already ending in `agent-tools`.
     pub system_data: Vec<PathBuf>,
 }
@@ -57,6 +61,11 @@ impl Dirs {
                 .unwrap_or_else(|| home().join(".local/state"))
                 .join(APP_DIR)
         });
+        let cache = absolute_env("ATIP_CACHE_DIR").unwrap_or_else(|| {
+            absolute_env("XDG_CACHE_HOME")
+                .unwrap_or_else(|| home().join(".cache"))
+                .join(APP_DIR)
+        });
         let system = std::env::var("XDG_DATA_DIRS")
             .ok()
             .filter(|s| !s.is_empty())
@@ -71,6 +80,7 @@ impl Dirs {
             data,
             config,
             state,
+            cache,
             system_data,
         }
     }

@@ -28,6 +28,7 @@ pub mod launcher;
 pub mod native;
 pub mod paths;
 pub mod probe;
+pub mod remote;
 pub mod report;
 pub mod resolve;
 pub mod shims;
@@ -38,6 +39,7 @@ use crate::digest::sha256_hex;
 use crate::dirs::Dirs;
 use crate::output::{AtipError, ErrorCode};
 use crate::registry::{self, Found, FoundMeta, Index, Source, Update};
+use crate::remote::sync::{Remote, RemoteOptions};
 use cache::{Cache, FileRecord, ProbeRecord, ToolRecord};
 use installed::Installed;
 use native::Native;
@@ -109,6 +111,8 @@ pub struct ScanOptions {
     /// Explain how this name was decided (`--explain NAME`): the report carries the
     /// evidence, the candidates and why each lost.
     pub explain: Option<String>,
+    /// How remote registries (`registries.json`) are consulted.
+    pub remote: RemoteOptions,
 }
 
 /// Default number of probes run at once: probes mostly wait on children, and a hanging
@@ -204,6 +208,9 @@ pub enum ScanError {
     /// A flag value is malformed (e.g. a `--skip` glob).
     #[error("{0}")]
     Usage(String),
+    /// `registries.json` is unreadable or malformed.
+    #[error("{0}")]
+    Registries(String),
     /// The registry could not be written (or its lock was held too long).
     #[error(transparent)]
     Registry(#[from] registry::RegistryError),
@@ -223,6 +230,8 @@ impl ScanError {
             ScanError::Config(m) => AtipError::new(ErrorCode::ConfigInvalid, m.clone())
                 .hint("fix config.json, e.g. {\"probe\": {\"allow\": [\"mytool\"]}}"),
             ScanError::Usage(m) => AtipError::new(ErrorCode::Usage, m.clone()),
+            ScanError::Registries(m) => AtipError::new(ErrorCode::RegistriesInvalid, m.clone())
+                .hint("fix registries.json, or list its registries with `atip registry list`"),
             ScanError::Registry(e) => e.to_atip(),
             ScanError::Internal(m) => AtipError::new(ErrorCode::Internal, m.clone()),
             ScanError::Interrupted => AtipError::new(ErrorCode::Interrupted, self.to_string())
@@ -380,11 +389,20 @@ pub fn scan(
             .collect();
         pool.install(|| inf.src.prepare(readable));
     }
+    // Remote registries: catalogs now (cache or conditional requests), shims after
+    // hashing, only for binaries no better source describes. A dry run requests nothing.
+    let mut remote_opts = opts.remote.clone();
+    remote_opts.offline |= opts.dry_run;
+    let mut remote =
+        Remote::open(&dirs.config, &dirs.cache, &remote_opts).map_err(ScanError::Registries)?;
+    warnings.append(&mut remote.warnings);
     let mut sources: Vec<&dyn MetadataSource> = vec![&native, &installed, &shim_set];
     if let Some(inf) = &inferred {
         sources.push(inf);
     }
-    let failures: Vec<SourceFailure> = sources.iter().flat_map(|s| s.failures()).collect();
+    if !remote.is_empty() {
+        sources.push(&remote);
+    }
 
     // 5. Hash the files some source may offer metadata for.
     let mut wants = vec![false; works.len()];
@@ -410,6 +428,45 @@ pub fn scan(
                 );
         });
     }
+
+    // 5b. Fetch the remote shims of the hashed binaries that nothing better describes.
+    if !remote.is_empty() {
+        let remote_rank = resolve::rank(Source::Remote);
+        let mut wanted: std::collections::BTreeSet<String> = Default::default();
+        for (name, path, i) in &names {
+            let w = &works[*i];
+            let Some(hex) = w
+                .rec
+                .sha256
+                .as_deref()
+                .and_then(|h| h.strip_prefix("sha256:"))
+            else {
+                continue;
+            };
+            if wanted.contains(hex) || !remote.lists_hash(hex) {
+                continue;
+            }
+            let subj = subject(name, path, w);
+            let mut offered = Vec::new();
+            for s in sources.iter().filter(|s| s.id() != "remote") {
+                s.offer(&subj, &mut offered);
+            }
+            if !offered
+                .iter()
+                .any(|c| resolve::rank(c.source) < remote_rank)
+            {
+                wanted.insert(hex.to_owned());
+            }
+        }
+        drop(sources);
+        remote.fetch_shims(&wanted);
+        sources = vec![&native, &installed, &shim_set];
+        if let Some(inf) = &inferred {
+            sources.push(inf);
+        }
+        sources.push(&remote);
+    }
+    let failures: Vec<SourceFailure> = sources.iter().flat_map(|s| s.failures()).collect();
 
     // 6. Resolve each name's winner (in `resolve`, the one place) and what to send.
     let exe_names: HashSet<String> = names.iter().map(|(n, _, _)| n.clone()).collect();
@@ -522,7 +579,7 @@ pub fn scan(
             .collect();
         if matches!(
             winner.source,
-            Source::Shim | Source::ShimHash | Source::Override
+            Source::Shim | Source::ShimHash | Source::Override | Source::Remote
         ) {
             applied_shims += 1;
         }
@@ -569,11 +626,13 @@ pub fn scan(
             name: name.clone(),
             path: path.clone(),
             hash,
-            vouched_by: Some(registry::Vouch::derive(
-                winner.source,
-                winner.shim_registry.as_deref().map(std::path::Path::new),
-                &winner.trust,
-            )),
+            vouched_by: Some(winner.vouch.unwrap_or_else(|| {
+                registry::Vouch::derive(
+                    winner.source,
+                    winner.shim_registry.as_deref().map(std::path::Path::new),
+                    &winner.trust,
+                )
+            })),
             source: winner.source,
             shim_registry: winner.shim_registry.clone(),
             trust: winner.trust.clone(),
@@ -802,6 +861,7 @@ pub fn scan(
         tools,
         removed,
         failed,
+        remote: remote.reports(),
         source_failures: failures
             .iter()
             .map(|f| report::FailedSource {

@@ -24,6 +24,7 @@ pub mod model;
 pub mod output;
 pub mod process;
 pub mod registry;
+pub mod remote;
 pub mod schema;
 pub mod search;
 pub mod timestamp;

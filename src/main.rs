@@ -63,6 +63,10 @@ enum Command {
     Lint(cli::lint::Args),
     /// Find ATIP tools on PATH and record them in the registry.
     Scan(cli::scan::Args),
+    /// Fetch remote registries' shims for the binaries here, verify and register them.
+    Sync(cli::sync::Args),
+    /// Publish shims as a static remote registry; choose the registries this machine reads.
+    Registry(cli::registry::Args),
     /// List the tools in the registry.
     List(cli::list::Args),
     /// Print a registered tool's metadata, whole or partial.
@@ -120,6 +124,8 @@ fn main() -> ExitCode {
         Some(Command::Diff(args)) => cli::diff::run(args, &ctx),
         Some(Command::Lint(args)) => cli::lint::run(args, &ctx),
         Some(Command::Scan(args)) => cli::scan::run(args, &ctx),
+        Some(Command::Sync(args)) => cli::sync::run(args, &ctx),
+        Some(Command::Registry(args)) => cli::registry::run(args, &ctx),
         Some(Command::List(args)) => cli::list::run(args, &ctx),
         Some(Command::Get(args)) => cli::get::run(args, &ctx),
         Some(Command::Doctor(args)) => cli::doctor::run(args, &ctx),

@@ -78,6 +78,8 @@ pub enum Source {
     Installed,
     /// Converted by atip from an agent-CLI framework's own manifest (not native ATIP).
     Converted,
+    /// A content-addressed shim fetched from a remote registry (`registries.json`).
+    Remote,
     /// Inferred from the tool's installed man page (no effects stated).
     Inferred,
 }
@@ -208,7 +210,9 @@ impl Vouch {
             // framework manifest converted: the tool describes itself.
             Source::Native | Source::Installed | Source::Converted => Vouch::Tool,
             Source::Override => Vouch::User,
-            Source::Inferred => Vouch::Inferred,
+            // What the scan recorded (signed by a trusted key or not) is the fact; without
+            // it, nobody vouches.
+            Source::Inferred | Source::Remote => Vouch::Inferred,
             Source::Shim | Source::ShimHash => {
                 let Some(dir) = shim_dir else {
                     return Vouch::Inferred;

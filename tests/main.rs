@@ -22,6 +22,7 @@ mod mcp_client;
 mod mcp_scale;
 mod process;
 mod registry;
+mod remote;
 mod safety;
 mod scan;
 mod scan_sources;

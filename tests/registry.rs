@@ -25,6 +25,7 @@ fn dirs_at(data: &Path) -> Dirs {
         data: data.to_path_buf(),
         config: data.with_file_name("config"),
         state: data.with_file_name("state"),
+        cache: data.with_file_name("cache"),
         system_data: vec![],
     }
 }

@@ -84,6 +84,36 @@ pub fn effects_table() -> Vec<(&'static [&'static str], Effects)> {
                 ..read_only()
             },
         ),
+        (
+            &["sync"],
+            Effects {
+                // Fetches from the configured remote registries, caches what it fetched,
+                // and scans (which may probe executables showing an ATIP sign).
+                filesystem: fs(true, true, false),
+                network: Some(true),
+                subprocess: Some(true),
+                idempotent: Some(false),
+                modifies: Some(vec!["registry".into(), "remote registry cache".into()]),
+                ..Effects::default()
+            },
+        ),
+        (
+            &["registry"],
+            Effects {
+                // keygen/build write files, add/remove edit registries.json; nothing runs,
+                // nothing is fetched.
+                filesystem: fs(true, true, true),
+                network: Some(false),
+                subprocess: Some(false),
+                idempotent: Some(false),
+                modifies: Some(vec![
+                    "registries.json".into(),
+                    "registry trees".into(),
+                    "key files".into(),
+                ]),
+                ..Effects::default()
+            },
+        ),
         (&["list"], read_only()),
         (&["get"], read_only()),
         (&["doctor"], read_only()),
@@ -127,7 +157,7 @@ pub fn effects_table() -> Vec<(&'static [&'static str], Effects)> {
 
 /// The atip commands that run programs chosen by their arguments or found on disk,
 /// marked `x-atip-runner` so a policy treats them as command runners.
-pub const RUNNERS: &[&str] = &["exec", "mcp", "chat", "scan", "validate"];
+pub const RUNNERS: &[&str] = &["exec", "mcp", "chat", "scan", "sync", "validate"];
 
 /// atip's metadata, from the real command tree.
 pub fn metadata() -> Result<Metadata, FromClapError> {

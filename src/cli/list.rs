@@ -30,6 +30,8 @@ pub enum SourceArg {
     Installed,
     /// Converted from an agent-CLI framework's manifest.
     Converted,
+    /// A content-addressed shim from a remote registry (`registries.json`).
+    Remote,
     /// Inferred from the installed man page.
     Inferred,
 }
@@ -43,6 +45,7 @@ impl From<SourceArg> for Source {
             SourceArg::Shim => Source::Shim,
             SourceArg::Installed => Source::Installed,
             SourceArg::Converted => Source::Converted,
+            SourceArg::Remote => Source::Remote,
             SourceArg::Inferred => Source::Inferred,
         }
     }
@@ -56,6 +59,7 @@ fn source_name(s: Source) -> &'static str {
         Source::Shim => "shim",
         Source::Installed => "installed",
         Source::Converted => "converted",
+        Source::Remote => "remote",
         Source::Inferred => "inferred",
     }
 }

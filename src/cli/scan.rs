@@ -49,6 +49,10 @@ pub struct Args {
     /// List what would be probed; probe nothing, write nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Request nothing from remote registries: use their cached catalogs and shims
+    /// (also ATIP_OFFLINE=1).
+    #[arg(long)]
+    offline: bool,
     /// Print, instead of the report, every piece of evidence about this name, the source
     /// chosen and why the others lost (the scan itself runs as usual).
     #[arg(long, value_name = "NAME")]
@@ -122,6 +126,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         explain: args.explain,
         infer: !args.no_infer,
         manpath: None,
+        remote: atip::remote::sync::RemoteOptions {
+            refresh: args.refresh,
+            offline: args.offline || atip::remote::sync::env_flag("ATIP_OFFLINE"),
+            ..Default::default()
+        },
     };
     let report = if std::io::stderr().is_terminal() && ctx.out.verbosity() != Verbosity::Quiet {
         let bar = indicatif::ProgressBar::new(0).with_style(

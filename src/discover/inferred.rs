@@ -43,6 +43,7 @@ impl MetadataSource for Inferred {
             origin: Some(page.to_owned()),
             shim_registry: None,
             warnings: Vec::new(),
+            vouch: None,
         });
     }
 }

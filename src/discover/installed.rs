@@ -288,6 +288,7 @@ impl MetadataSource for Installed {
             origin: Some(f.path.clone()),
             shim_registry: Some(f.dir.display().to_string()),
             warnings,
+            vouch: None,
         });
     }
 

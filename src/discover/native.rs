@@ -52,6 +52,7 @@ impl MetadataSource for Native<'_> {
             origin: None,
             shim_registry: None,
             warnings: warnings.clone(),
+            vouch: None,
         });
     }
 }

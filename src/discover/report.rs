@@ -40,6 +40,9 @@ pub struct ScanReport {
     /// Metadata sources (or parts of them) that could not be read: the entries they
     /// provided before are kept, and the scan exits 1.
     pub source_failures: Vec<FailedSource>,
+    /// Remote registries consulted (`registries.json`): requests, cache use, refusals.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub remote: Vec<crate::remote::sync::RegistrySync>,
     /// What was not scanned or probed, and why.
     pub skipped: Skipped,
     /// Shim and pattern files.
@@ -432,6 +435,22 @@ impl ScanReport {
                 "not written".into()
             }
         );
+        for r in &self.remote {
+            let _ = writeln!(
+                t,
+                "remote registry {}: {} shim(s) used ({} signed by a trusted key), {} refused, {} request(s){}{}",
+                r.name,
+                r.used,
+                r.verified,
+                r.refused.len(),
+                r.requests,
+                if r.offline { ", offline" } else { "" },
+                r.error
+                    .as_ref()
+                    .map(|e| format!("; error: {e}"))
+                    .unwrap_or_default()
+            );
+        }
         if !s.sources.is_empty() {
             let parts: Vec<String> = s.sources.iter().map(|(k, v)| format!("{k} {v}")).collect();
             let _ = writeln!(t, "names by source: {}", parts.join(", "));

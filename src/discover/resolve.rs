@@ -17,14 +17,17 @@ use crate::registry::{Entry, Source};
 /// Source classes, highest precedence first (`spec/scan.md` §3 "Precedence"):
 /// the tool's own answer, then the user's override, then metadata its package installed
 /// beside it, then a document converted from the tool's framework manifest, then shims
-/// (content-addressed before name-keyed), and last what atip inferred from the man page.
-pub const PRECEDENCE: [Source; 7] = [
+/// (content-addressed before name-keyed), then shims fetched from remote registries
+/// (below every local shim layer: an admin's or user's own shim wins), and last what
+/// atip inferred from the man page.
+pub const PRECEDENCE: [Source; 8] = [
     Source::Native,
     Source::Override,
     Source::Installed,
     Source::Converted,
     Source::ShimHash,
     Source::Shim,
+    Source::Remote,
     Source::Inferred,
 ];
 
@@ -149,6 +152,7 @@ mod tests {
             origin: None,
             shim_registry: Some("/shims".into()),
             warnings: Vec::new(),
+            vouch: None,
         }
     }
 

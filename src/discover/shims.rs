@@ -574,6 +574,7 @@ impl Shims {
             origin: Some(file.path.clone()),
             shim_registry: Some(file.dir.display().to_string()),
             warnings,
+            vouch: None,
         }
     }
 

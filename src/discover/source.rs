@@ -93,6 +93,10 @@ pub struct Candidate {
     pub shim_registry: Option<String>,
     /// Warnings about this document (a differing `name`, validator warnings).
     pub warnings: Vec<String>,
+    /// Who vouches for it, when the source knows better than its class and directory
+    /// (a remote shim: signed by a trusted key or not); else derived by
+    /// [`crate::registry::Vouch::derive`].
+    pub vouch: Option<crate::registry::Vouch>,
 }
 
 /// A source that could not be read as a whole this scan.

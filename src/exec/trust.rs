@@ -88,7 +88,7 @@ fn declared_checksums(meta: &Metadata) -> Vec<String> {
 /// whether what the metadata says about the binary matches the hash atip computed.
 pub fn derive(meta: &Metadata, entry: &Entry, vouch: Vouch) -> TrustFacts {
     let actual = entry.hash.to_ascii_lowercase();
-    let mut bound = entry.source == Source::ShimHash;
+    let mut bound = matches!(entry.source, Source::ShimHash | Source::Remote);
     let mut unverifiable = false;
     for c in declared_checksums(meta) {
         if c.starts_with("sha256:") {
@@ -112,7 +112,17 @@ pub fn derive(meta: &Metadata, entry: &Entry, vouch: Vouch) -> TrustFacts {
                 .as_ref()
                 .is_some_and(|i| i.get("signature").is_some())
     });
-    let (level, why) = if bound && vouch > Vouch::Tool {
+    let (level, why) = if entry.source == Source::Remote && vouch <= Vouch::Tool {
+        // Its file name binds it to this binary, but nobody this machine trusts signed
+        // it: anyone who can write to the registry could have published it.
+        (
+            TrustLevel::Unsigned,
+            format!(
+                "a remote shim ({}) that no key in registries.json signed",
+                entry.shim_registry.as_deref().unwrap_or("remote")
+            ),
+        )
+    } else if bound && vouch > Vouch::Tool {
         (
             TrustLevel::Verified,
             format!(
@@ -196,6 +206,25 @@ mod tests {
         assert_eq!(
             derive(&plain, &by_hash, Vouch::Inferred).level,
             TrustLevel::Unverified
+        );
+        // Remote shims: signed by a trusted key → verified; unsigned → unsigned, even
+        // when the document claims more; a checksum that lies is still compromised.
+        let remote = entry(Source::Remote, &h);
+        assert_eq!(
+            derive(&plain, &remote, Vouch::User).level,
+            TrustLevel::Verified
+        );
+        assert_eq!(
+            derive(&plain, &remote, Vouch::Inferred).level,
+            TrustLevel::Unsigned
+        );
+        assert_eq!(
+            derive(&liar, &remote, Vouch::Inferred).level,
+            TrustLevel::Unsigned
+        );
+        assert_eq!(
+            derive(&wrong, &remote, Vouch::User).level,
+            TrustLevel::Compromised
         );
     }
 }

@@ -204,6 +204,13 @@ error_codes! {
     McpConfigInvalid = "mcp_config_invalid", Config, " An MCP server config (`mcp.json`, `.mcp.json`) is invalid.";
     McpImportFailed = "mcp_import_failed", Config, " An agent host's MCP config cannot be imported.";
     PolicyInvalid = "policy_invalid", Config, " The policy file is invalid.";
+    SigningKeyInvalid = "signing_key_invalid", Input, " A minisign key file cannot be read, or is not an unencrypted minisign key.";
+    RemoteRegistryExists = "remote_registry_exists", Usage, " `atip registry add`: a registry of this name is already in `registries.json`.";
+    RemoteRegistryNotFound = "remote_registry_not_found", Usage, " No remote registry of this name in `registries.json`.";
+    RegistriesInvalid = "registries_invalid", Config, " `registries.json` is invalid (or a registry's token variable is unset).";
+    NoRegistries = "no_registries", Config, " `atip sync` with no enabled remote registry in `registries.json`.";
+    SyncFailed = "sync_failed", Temporary, " A remote registry could not be reached or read; its cached shims and registry entries were kept.";
+    ShimsRefused = "shims_refused", Data, " A remote registry published shims that failed verification (hash, validation or signature); they were not used.";
     Internal = "internal", Internal, " A bug in atip: please report it.";
 }
 

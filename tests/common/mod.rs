@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod endpoint;
+pub mod static_server;
 pub mod tools;
 
 use std::path::{Path, PathBuf};
@@ -42,6 +43,7 @@ impl Sandbox {
             .env("XDG_DATA_HOME", self.path().join("xdg-data"))
             .env("XDG_CONFIG_HOME", self.path().join("xdg-config"))
             .env("XDG_STATE_HOME", self.path().join("xdg-state"))
+            .env("XDG_CACHE_HOME", self.path().join("xdg-cache"))
             .env("XDG_DATA_DIRS", self.path().join("xdg-system"))
             .env("ATIP_DATA_DIR", self.data_dir())
             .env("ATIP_CONFIG_DIR", self.config_dir())

@@ -1,0 +1,302 @@
+//! `atip registry`: publish shims as a static remote registry (`keygen`, `build`) and
+//! choose the remote registries this machine reads (`add`, `list`, `remove`, editing
+//! `registries.json`). The work is in `atip::remote`; see `spec/registries.md`.
+
+use crate::Ctx;
+use atip::output::{AtipError, ErrorCode, OutputFormat};
+use atip::remote::build::{self, BuildError, BuildOptions};
+use atip::remote::config::{self, Auth, RegistriesFile, RemoteRegistry};
+use atip::remote::sign::{self, TrustedKey};
+use serde_json::{Map, json};
+use std::path::PathBuf;
+
+/// Publish shims as a static remote registry, or choose the registries this machine reads.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Sub,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Sub {
+    /// Write a new minisign key pair: KEYFILE (secret, mode 0600) and KEYFILE.pub.
+    Keygen {
+        /// Where the secret key goes; the public key goes to KEYFILE.pub.
+        keyfile: PathBuf,
+    },
+    /// Build the static registry tree from a directory of shims.
+    Build {
+        /// Directory of shims (content-addressed, or name-keyed with --binary).
+        src: PathBuf,
+        /// Output directory: the tree a web server serves.
+        out: PathBuf,
+        /// Sign every shim and the catalog with this secret key (from `atip registry keygen`).
+        #[arg(long, value_name = "KEYFILE")]
+        sign: Option<PathBuf>,
+        /// The registry's name [default: SRC's directory name].
+        #[arg(long)]
+        name: Option<String>,
+        /// The URL the tree will be served at (recorded in the manifest).
+        #[arg(long)]
+        url: Option<String>,
+        /// A binary a name-keyed shim (the one of its file name) describes: the shim is
+        /// published under its hash (repeatable).
+        #[arg(long = "binary", value_name = "PATH")]
+        binaries: Vec<PathBuf>,
+    },
+    /// Add a remote registry to registries.json.
+    Add {
+        /// Its name (letters, digits, '.', '_', '-').
+        name: String,
+        /// Base URL of its tree.
+        url: String,
+        /// A minisign public key to trust for its shims: the key itself or a .pub file
+        /// (repeatable).
+        #[arg(long = "public-key", value_name = "KEY|FILE")]
+        public_keys: Vec<String>,
+        /// Refuse its shims unless signed by one of the public keys.
+        #[arg(long)]
+        require_signatures: bool,
+        /// Lower numbers are consulted first.
+        #[arg(long, default_value_t = config::DEFAULT_PRIORITY, allow_negative_numbers = true)]
+        priority: i64,
+        /// Send a bearer token read from this environment variable.
+        #[arg(long, value_name = "VAR")]
+        token_env: Option<String>,
+        /// Add it disabled.
+        #[arg(long)]
+        disabled: bool,
+    },
+    /// List the remote registries in registries.json.
+    List,
+    /// Remove a remote registry from registries.json (its tools go at the next scan).
+    Remove {
+        /// Its name.
+        name: String,
+    },
+}
+
+fn build_error(e: BuildError) -> AtipError {
+    match &e {
+        BuildError::Usage(m) => AtipError::usage(m.clone()),
+        BuildError::Input(m) => AtipError::new(ErrorCode::InputUnreadable, m.clone()),
+        BuildError::Key(m) => AtipError::new(ErrorCode::SigningKeyInvalid, m.clone())
+            .hint("make a key with `atip registry keygen KEYFILE`"),
+        BuildError::Invalid(list) => AtipError::new(ErrorCode::MetadataInvalid, e.to_string())
+            .hint("fix the shims (`atip validate` shows every finding) and build again")
+            .details(json!({"refused": list})),
+        BuildError::Output(m) => AtipError::new(ErrorCode::FileWriteFailed, m.clone()),
+    }
+}
+
+fn config_error(m: String) -> AtipError {
+    AtipError::new(ErrorCode::RegistriesInvalid, m)
+        .hint("fix registries.json, e.g. {\"registries\": [{\"name\": \"team\", \"url\": \"https://example.org/atip\"}]}")
+}
+
+/// Runs `atip registry …`; returns the exit code.
+pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+    ctx.output
+        .require("registry", &[OutputFormat::Text, OutputFormat::Json])?;
+    let json = ctx.output.is_json();
+    let path = config::path(&ctx.dirs.config);
+    match args.command {
+        Sub::Keygen { keyfile } => {
+            let public = sign::keygen(&keyfile).map_err(|m| {
+                AtipError::new(ErrorCode::FileWriteFailed, m)
+                    .hint("choose a new file name; atip never replaces a key")
+            })?;
+            let pub_path = sign::public_path(&keyfile);
+            if json {
+                ctx.out.json(&json!({
+                    "secretKey": keyfile, "publicKeyFile": pub_path,
+                    "keyId": public.id, "publicKey": public.base64,
+                }))?;
+            } else {
+                ctx.out.text(&format!(
+                    "secret key {} (keep it secret, mode 0600)\npublic key {} (key id {})\n  {}\ntrust it on a machine with: atip registry add NAME URL --public-key {}\n",
+                    keyfile.display(),
+                    pub_path.display(),
+                    public.id,
+                    public.base64,
+                    public.base64
+                ))?;
+            }
+            Ok(0)
+        }
+        Sub::Build {
+            src,
+            out,
+            sign,
+            name,
+            url,
+            binaries,
+        } => {
+            let report = build::build(&BuildOptions {
+                src,
+                out,
+                sign,
+                name,
+                url,
+                binaries,
+            })
+            .map_err(build_error)?;
+            if json {
+                ctx.out.json(&report)?;
+            } else {
+                let mut t = String::new();
+                for s in &report.skipped {
+                    t.push_str(&format!("skipped {}: {}\n", s.path.display(), s.why));
+                }
+                t.push_str(&format!(
+                    "registry {} in {}: {} shim(s){}; {} file(s) written, {} unchanged, {} removed\n",
+                    report.name,
+                    report.out.display(),
+                    report.shims.len(),
+                    report
+                        .signed_by
+                        .as_ref()
+                        .map(|k| format!(", signed by key {k}"))
+                        .unwrap_or_else(|| ", unsigned".into()),
+                    report.written,
+                    report.unchanged,
+                    report.removed
+                ));
+                ctx.out.text(&t)?;
+            }
+            Ok(0)
+        }
+        Sub::Add {
+            name,
+            url,
+            public_keys,
+            require_signatures,
+            priority,
+            token_env,
+            disabled,
+        } => {
+            let mut file = RegistriesFile::load(&path).map_err(config_error)?;
+            if file.registries.iter().any(|r| r.name == name) {
+                return Err(AtipError::new(
+                    ErrorCode::RemoteRegistryExists,
+                    format!("registry {name:?} is already in {}", path.display()),
+                )
+                .hint(format!("`atip registry remove {name}` first to replace it")));
+            }
+            let mut keys = Vec::new();
+            for k in &public_keys {
+                let p = PathBuf::from(k);
+                let key = if p.is_file() {
+                    TrustedKey::read(&p)
+                } else {
+                    TrustedKey::parse(k)
+                }
+                .map_err(|m| AtipError::usage(format!("--public-key {k:?}: {m}")))?;
+                keys.push(key.base64);
+            }
+            if require_signatures && keys.is_empty() {
+                return Err(AtipError::usage(
+                    "--require-signatures needs at least one --public-key to check them with",
+                ));
+            }
+            let reg = RemoteRegistry {
+                name: name.clone(),
+                url,
+                enabled: !disabled,
+                priority,
+                require_signatures,
+                auth: token_env.map(|v| Auth {
+                    kind: "bearer".into(),
+                    token_env_var: v,
+                }),
+                public_keys: keys,
+                extra: Map::new(),
+            };
+            reg.check().map_err(AtipError::usage)?;
+            file.registries.push(reg);
+            file.save(&path)
+                .map_err(|m| AtipError::new(ErrorCode::FileWriteFailed, m))?;
+            if json {
+                ctx.out.json(&json!({"added": name, "file": path}))?;
+            } else {
+                ctx.out.text(&format!(
+                    "added registry {name} to {}; `atip sync` fetches its shims\n",
+                    path.display()
+                ))?;
+            }
+            Ok(0)
+        }
+        Sub::List => {
+            let file = RegistriesFile::load(&path).map_err(config_error)?;
+            if json {
+                ctx.out
+                    .json(&json!({"file": path, "registries": file.registries}))?;
+            } else if file.registries.is_empty() {
+                ctx.out.text(&format!(
+                    "no remote registries in {}; add one with `atip registry add NAME URL`\n",
+                    path.display()
+                ))?;
+            } else {
+                let mut t = String::new();
+                for r in &file.registries {
+                    let keys = r
+                        .keys()
+                        .map(|k| k.iter().map(|k| k.id.clone()).collect::<Vec<_>>().join(","))
+                        .unwrap_or_default();
+                    t.push_str(&format!(
+                        "{} {} priority {}{}{}{}{}\n",
+                        r.name,
+                        r.url,
+                        r.priority,
+                        if r.enabled { "" } else { " (disabled)" },
+                        if r.require_signatures {
+                            " signatures required"
+                        } else {
+                            ""
+                        },
+                        if keys.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" keys {keys}")
+                        },
+                        r.auth
+                            .as_ref()
+                            .map(|a| format!(" token ${}", a.token_env_var))
+                            .unwrap_or_default()
+                    ));
+                }
+                ctx.out.text(&t)?;
+            }
+            Ok(0)
+        }
+        Sub::Remove { name } => {
+            let mut file = RegistriesFile::load(&path).map_err(config_error)?;
+            let before = file.registries.len();
+            file.registries.retain(|r| r.name != name);
+            if file.registries.len() == before {
+                let known: Vec<&str> = file.registries.iter().map(|r| r.name.as_str()).collect();
+                return Err(AtipError::new(
+                    ErrorCode::RemoteRegistryNotFound,
+                    format!("no registry {name:?} in {}", path.display()),
+                )
+                .details(json!({"known": known})));
+            }
+            file.save(&path)
+                .map_err(|m| AtipError::new(ErrorCode::FileWriteFailed, m))?;
+            if json {
+                ctx.out.json(&json!({"removed": name, "file": path}))?;
+            } else {
+                ctx.out.text(&format!(
+                    "removed registry {name} from {}; its tools leave the registry at the next scan\n",
+                    path.display()
+                ))?;
+            }
+            Ok(0)
+        }
+    }
+}
+
+/// The error of a registries.json that cannot be used.
+pub fn registries_error(m: String) -> AtipError {
+    config_error(m)
+}

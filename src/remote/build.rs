@@ -1,0 +1,558 @@
+//! `atip registry build`: a directory of shims → a static registry tree any web server
+//! can serve (`spec/registries.md` "The tree").
+//!
+//! Every shim is validated first and the build writes nothing if one is refused. The
+//! output is deterministic: the same shims give the same bytes (sorted catalog, no
+//! timestamps, the source bytes of content-addressed shims kept as they are). Minisign
+//! signatures carry a random nonce, so a signature already in the tree that is still
+//! valid for the same bytes and key is kept rather than made again: rebuilding an
+//! unchanged tree changes no file.
+//!
+//! Must not write outside the output directory, and there only the files of the tree.
+
+use super::sign::{SigningKey, TrustedKey};
+use super::{FORMAT, INDEX_PATH, MANIFEST_PATH, SHIMS_PATH, SIG_SUFFIX, is_hex64};
+use crate::discover::report::ReportDiagnostic;
+use crate::validate::{Kind, Severity, check_bytes};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The largest shim file atip publishes or fetches (bytes).
+pub const MAX_SHIM_BYTES: u64 = 8 << 20;
+
+/// What `atip registry build` was asked to do.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// Directory of shims (searched recursively for `*.json`).
+    pub src: PathBuf,
+    /// The tree is written here.
+    pub out: PathBuf,
+    /// Secret key to sign every shim and the catalog with.
+    pub sign: Option<PathBuf>,
+    /// The registry's name (default: the source directory's name).
+    pub name: Option<String>,
+    /// The URL the tree will be served at, recorded in the manifest.
+    pub url: Option<String>,
+    /// Binaries that name-keyed shims describe: each is hashed, and the shim of its
+    /// file name is published under that hash.
+    pub binaries: Vec<PathBuf>,
+}
+
+/// One shim in the built tree.
+#[derive(Debug, Clone, Serialize)]
+pub struct BuiltShim {
+    /// `sha256:<hex>` of the binary it describes (= its file name).
+    pub hash: String,
+    /// Tool name.
+    pub name: String,
+    /// Tool version (`*` when the shim does not say).
+    pub version: String,
+    /// Platform (`any` when the shim does not say).
+    pub platform: String,
+    /// The source file.
+    pub from: PathBuf,
+    /// A cosign bundle was found beside the source and copied (not verified).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub bundle: bool,
+}
+
+/// A source file that was not published, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    /// The file.
+    pub path: PathBuf,
+    /// Why.
+    pub why: String,
+}
+
+/// What a build did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BuildReport {
+    /// The output directory.
+    pub out: PathBuf,
+    /// Registry name.
+    pub name: String,
+    /// Registry URL, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Key id of the signer, when signed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<String>,
+    /// The shims published, sorted by hash.
+    pub shims: Vec<BuiltShim>,
+    /// Name-keyed shims without a binary to hash.
+    pub skipped: Vec<Skipped>,
+    /// Files written (new or changed).
+    pub written: usize,
+    /// Files already as they should be.
+    pub unchanged: usize,
+    /// Stale shim files removed from the tree.
+    pub removed: usize,
+}
+
+/// A shim source file that is not valid.
+#[derive(Debug, Clone, Serialize)]
+pub struct Refused {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong.
+    pub message: String,
+    /// The validator's errors.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<ReportDiagnostic>,
+}
+
+/// Why a build wrote nothing (or stopped part-way while writing).
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// A flag value is wrong.
+    #[error("{0}")]
+    Usage(String),
+    /// The source directory or a binary cannot be read.
+    #[error("{0}")]
+    Input(String),
+    /// The signing key cannot be used.
+    #[error("{0}")]
+    Key(String),
+    /// Shims were refused; nothing was written.
+    #[error("{} shim file(s) refused; nothing was written (first: {}: {})", .0.len(), .0[0].path.display(), .0[0].message)]
+    Invalid(Vec<Refused>),
+    /// The tree could not be written.
+    #[error("{0}")]
+    Output(String),
+}
+
+/// One shim ready to publish.
+struct Planned {
+    hex: String,
+    bytes: Vec<u8>,
+    shim: BuiltShim,
+    bundle: Option<Vec<u8>>,
+}
+
+fn err_diags(checked: &crate::validate::Checked) -> Vec<ReportDiagnostic> {
+    checked
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(ReportDiagnostic::from)
+        .collect()
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+    v.pointer(pointer).and_then(Value::as_str)
+}
+
+/// Every `*.json` file under `src`, sorted, leaving out hidden directories and a
+/// previous tree's catalog.
+fn source_files(src: &Path) -> Result<Vec<PathBuf>, BuildError> {
+    let md = fs::metadata(src)
+        .map_err(|e| BuildError::Input(format!("failed to read {}: {e}", src.display())))?;
+    if !md.is_dir() {
+        return Err(BuildError::Input(format!(
+            "{} is not a directory of shims",
+            src.display()
+        )));
+    }
+    let mut out = Vec::new();
+    let walk = walkdir::WalkDir::new(src)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
+    for entry in walk {
+        let entry = entry.map_err(|e| BuildError::Input(format!("failed to list shims: {e}")))?;
+        let p = entry.path();
+        if entry.file_type().is_file()
+            && p.extension().is_some_and(|x| x == "json")
+            && !p.ends_with(INDEX_PATH)
+        {
+            out.push(p.to_path_buf());
+        }
+    }
+    Ok(out)
+}
+
+fn read_capped(path: &Path) -> Result<Vec<u8>, String> {
+    let md = fs::metadata(path).map_err(|e| format!("failed to read: {e}"))?;
+    if md.len() > MAX_SHIM_BYTES {
+        return Err(format!(
+            "{} bytes, over the {} byte limit of a shim",
+            md.len(),
+            MAX_SHIM_BYTES
+        ));
+    }
+    fs::read(path).map_err(|e| format!("failed to read: {e}"))
+}
+
+/// The catalog entry of a shim document.
+fn describe(value: &Value, hex: &str, from: &Path, bundle: bool) -> BuiltShim {
+    let name = str_at(value, "/binary/name")
+        .or_else(|| str_at(value, "/name"))
+        .unwrap_or("")
+        .to_owned();
+    BuiltShim {
+        hash: format!("sha256:{hex}"),
+        name,
+        version: str_at(value, "/binary/version")
+            .or_else(|| str_at(value, "/version"))
+            .unwrap_or("*")
+            .to_owned(),
+        platform: str_at(value, "/binary/platform")
+            .unwrap_or("any")
+            .to_owned(),
+        from: from.to_path_buf(),
+        bundle,
+    }
+}
+
+/// Validates the shims and works out the tree (nothing written).
+fn plan(
+    opts: &BuildOptions,
+    refused: &mut Vec<Refused>,
+    skipped: &mut Vec<Skipped>,
+) -> Result<Vec<Planned>, BuildError> {
+    // Binaries given for name-keyed shims, by file name.
+    let mut binaries: BTreeMap<String, Vec<(PathBuf, String)>> = BTreeMap::new();
+    for b in &opts.binaries {
+        let name = b
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| BuildError::Usage(format!("--binary {} has no file name", b.display())))?
+            .to_owned();
+        let hash = crate::digest::sha256_file(b).map_err(|e| {
+            BuildError::Input(format!("failed to hash --binary {}: {e}", b.display()))
+        })?;
+        binaries.entry(name).or_default().push((b.clone(), hash));
+    }
+    let mut used_binaries: std::collections::BTreeSet<String> = Default::default();
+    let mut planned: BTreeMap<String, Planned> = BTreeMap::new();
+    let mut add = |p: Planned, refused: &mut Vec<Refused>| match planned.get(&p.hex) {
+        Some(prev) if prev.bytes != p.bytes => refused.push(Refused {
+            path: p.shim.from.clone(),
+            message: format!(
+                "describes the same binary (sha256:{}) as {}, differently",
+                p.hex,
+                prev.shim.from.display()
+            ),
+            diagnostics: Vec::new(),
+        }),
+        Some(_) => {}
+        None => {
+            planned.insert(p.hex.clone(), p);
+        }
+    };
+    for path in source_files(&opts.src)? {
+        let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let bytes = match read_capped(&path) {
+            Ok(b) => b,
+            Err(m) => {
+                refused.push(Refused {
+                    path,
+                    message: m,
+                    diagnostics: Vec::new(),
+                });
+                continue;
+            }
+        };
+        let checked = check_bytes(&bytes, Some(Kind::Shim), Some(file_name));
+        if !checked.is_valid() {
+            let diagnostics = err_diags(&checked);
+            refused.push(Refused {
+                path,
+                message: diagnostics
+                    .first()
+                    .map(|d| d.message.clone())
+                    .unwrap_or_else(|| "not a valid shim".into()),
+                diagnostics,
+            });
+            continue;
+        }
+        let Some(value) = checked.value else { continue };
+        let bundle_path = {
+            let mut s = path.as_os_str().to_owned();
+            s.push(".bundle");
+            PathBuf::from(s)
+        };
+        let bundle = fs::read(&bundle_path).ok();
+        if let Some(h) = str_at(&value, "/binary/hash") {
+            let hex = h.strip_prefix("sha256:").unwrap_or("").to_owned();
+            if !is_hex64(&hex) {
+                refused.push(Refused {
+                    path,
+                    message: format!("binary.hash {h:?} is not sha256:<64 lowercase hex>"),
+                    diagnostics: Vec::new(),
+                });
+                continue;
+            }
+            let shim = describe(&value, &hex, &path, bundle.is_some());
+            add(
+                Planned {
+                    hex,
+                    bytes,
+                    shim,
+                    bundle,
+                },
+                refused,
+            );
+            continue;
+        }
+        // Name-keyed: published once per binary given for its name.
+        let tool = str_at(&value, "/binary/name")
+            .or_else(|| str_at(&value, "/name"))
+            .map(str::to_owned)
+            .unwrap_or_else(|| file_name.trim_end_matches(".json").to_owned());
+        let Some(bins) = binaries.get(&tool) else {
+            skipped.push(Skipped {
+                path,
+                why: format!(
+                    "a name-keyed shim for {tool:?} without binary.hash: give the binary it describes with --binary PATH"
+                ),
+            });
+            continue;
+        };
+        used_binaries.insert(tool.clone());
+        for (bin, hash) in bins {
+            let hex = hash.trim_start_matches("sha256:").to_owned();
+            let mut doc = value.clone();
+            let root_version = doc.get("version").cloned();
+            let Some(root) = doc.as_object_mut() else {
+                continue;
+            };
+            let binary = root
+                .entry("binary")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Some(b) = binary.as_object_mut() {
+                b.insert("hash".into(), json!(hash));
+                b.entry("name").or_insert_with(|| json!(tool));
+                if let Some(v) = root_version {
+                    b.entry("version").or_insert(v);
+                }
+                b.entry("platform")
+                    .or_insert_with(|| json!(super::local_platform()));
+            }
+            let mut out = serde_json::to_vec_pretty(&doc).expect("a JSON value serializes");
+            out.push(b'\n');
+            let name = format!("{hex}.json");
+            let again = check_bytes(&out, Some(Kind::Shim), Some(&name));
+            if !again.is_valid() {
+                let diagnostics = err_diags(&again);
+                refused.push(Refused {
+                    path: path.clone(),
+                    message: format!(
+                        "with the hash of {}: {}",
+                        bin.display(),
+                        diagnostics
+                            .first()
+                            .map(|d| d.message.as_str())
+                            .unwrap_or("not a valid shim")
+                    ),
+                    diagnostics,
+                });
+                continue;
+            }
+            let shim = describe(&doc, &hex, &path, false);
+            add(
+                Planned {
+                    hex,
+                    bytes: out,
+                    shim,
+                    bundle: None,
+                },
+                refused,
+            );
+        }
+    }
+    for (name, bins) in &binaries {
+        if !used_binaries.contains(name) {
+            return Err(BuildError::Usage(format!(
+                "--binary {}: no name-keyed shim for {name:?} in {}",
+                bins[0].0.display(),
+                opts.src.display()
+            )));
+        }
+    }
+    Ok(planned.into_values().collect())
+}
+
+/// The catalog: name → version → platform → hash, every level sorted.
+fn catalog(name: &str, shims: &[Planned], refused: &mut Vec<Refused>) -> Value {
+    let mut tools: BTreeMap<&str, BTreeMap<&str, BTreeMap<&str, &str>>> = BTreeMap::new();
+    for p in shims {
+        let s = &p.shim;
+        let slot = tools
+            .entry(&s.name)
+            .or_default()
+            .entry(&s.version)
+            .or_default();
+        if let Some(prev) = slot.insert(&s.platform, &s.hash)
+            && prev != s.hash
+        {
+            refused.push(Refused {
+                path: s.from.clone(),
+                message: format!(
+                    "{} {} for platform {} is published twice ({prev} and {}): give each binary.platform or binary.version",
+                    s.name, s.version, s.platform, s.hash
+                ),
+                diagnostics: Vec::new(),
+            });
+        }
+    }
+    json!({"version": FORMAT, "registry": name, "tools": tools})
+}
+
+fn pretty(v: &Value) -> Vec<u8> {
+    let mut out = serde_json::to_vec_pretty(v).expect("a JSON value serializes");
+    out.push(b'\n');
+    out
+}
+
+/// A signature for `bytes`: the one already at `sig_path` when it is still valid for
+/// these bytes, this key and this file, else a new one.
+fn signature(key: &SigningKey, bytes: &[u8], rel: &str, sig_path: &Path) -> Result<String, String> {
+    if let Ok(old) = fs::read_to_string(sig_path)
+        && super::sign::verify(std::slice::from_ref(&key.public), bytes, &old)
+            == super::sign::Verdict::Signed(key.public.id.clone())
+        && minisign::SignatureBox::from_string(&old)
+            .and_then(|b| b.trusted_comment())
+            .is_ok_and(|c| c == format!("atip registry file:{rel}"))
+    {
+        return Ok(old);
+    }
+    key.sign(bytes, rel)
+}
+
+/// Builds the tree. See the module documentation.
+pub fn build(opts: &BuildOptions) -> Result<BuildReport, BuildError> {
+    let key = opts
+        .sign
+        .as_deref()
+        .map(SigningKey::read)
+        .transpose()
+        .map_err(BuildError::Key)?;
+    if let Some(u) = &opts.url {
+        let parsed = reqwest::Url::parse(u)
+            .map_err(|e| BuildError::Usage(format!("--url {u:?} is not a URL: {e}")))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(BuildError::Usage(format!("--url {u:?} is not http(s)")));
+        }
+    }
+    let name = match &opts.name {
+        Some(n) => n.clone(),
+        None => fs::canonicalize(&opts.src)
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "atip-registry".into()),
+    };
+    if !super::config::is_valid_registry_name(&name) {
+        return Err(BuildError::Usage(format!(
+            "registry name {name:?}: use letters, digits, '.', '_' and '-' (at most 64, not starting with '.' or '-')"
+        )));
+    }
+    let mut refused = Vec::new();
+    let mut skipped = Vec::new();
+    let shims = plan(opts, &mut refused, &mut skipped)?;
+    let index = catalog(&name, &shims, &mut refused);
+    if !refused.is_empty() {
+        return Err(BuildError::Invalid(refused));
+    }
+    let signers: Vec<&TrustedKey> = key.iter().map(|k| &k.public).collect();
+    let mut manifest = Map::new();
+    manifest.insert("atipRegistry".into(), json!(FORMAT));
+    manifest.insert("name".into(), json!(name));
+    if let Some(u) = &opts.url {
+        manifest.insert("url".into(), json!(u));
+    }
+    manifest.insert("protocol".into(), json!("0.6"));
+    manifest.insert(
+        "endpoints".into(),
+        json!({
+            "index": format!("/{INDEX_PATH}"),
+            "shims": format!("/{SHIMS_PATH}/{{hash}}.json"),
+            "signatures": format!("/{SHIMS_PATH}/{{hash}}.json{SIG_SUFFIX}"),
+        }),
+    );
+    manifest.insert(
+        "trust".into(),
+        json!({
+            "signatures": if key.is_some() { "minisign" } else { "none" },
+            "signers": signers.iter().map(|k| json!({"type": "minisign", "keyId": k.id, "publicKey": k.base64})).collect::<Vec<_>>(),
+        }),
+    );
+    manifest.insert("shims".into(), json!(shims.len()));
+
+    // Every file of the tree, then written where it differs.
+    let out = &opts.out;
+    let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+    let sign_into = |files: &mut Vec<(PathBuf, Vec<u8>)>, rel: String, bytes: &[u8]| {
+        if let Some(k) = &key {
+            let sig_rel = format!("{rel}{SIG_SUFFIX}");
+            let text = signature(k, bytes, &rel, &out.join(&sig_rel)).map_err(BuildError::Key)?;
+            files.push((PathBuf::from(sig_rel), text.into_bytes()));
+        }
+        Ok::<(), BuildError>(())
+    };
+    for p in &shims {
+        let rel = format!("{SHIMS_PATH}/{}.json", p.hex);
+        sign_into(&mut files, rel.clone(), &p.bytes)?;
+        if let Some(b) = &p.bundle {
+            files.push((PathBuf::from(format!("{rel}.bundle")), b.clone()));
+        }
+        files.push((PathBuf::from(rel), p.bytes.clone()));
+    }
+    let index_bytes = pretty(&index);
+    sign_into(&mut files, INDEX_PATH.to_owned(), &index_bytes)?;
+    files.push((PathBuf::from(INDEX_PATH), index_bytes));
+    files.push((
+        PathBuf::from(MANIFEST_PATH),
+        pretty(&Value::Object(manifest)),
+    ));
+
+    let mut written = 0;
+    let mut unchanged = 0;
+    for (rel, bytes) in &files {
+        let target = out.join(rel);
+        if fs::read(&target).is_ok_and(|old| &old == bytes) {
+            unchanged += 1;
+            continue;
+        }
+        super::write_replace(&target, bytes).map_err(|e| {
+            BuildError::Output(format!("failed to write {}: {e}", target.display()))
+        })?;
+        written += 1;
+    }
+    // Stale shims, signatures and bundles of an earlier build.
+    let keep: std::collections::HashSet<PathBuf> = files.iter().map(|(r, _)| out.join(r)).collect();
+    let mut removed = 0;
+    let mut stale: Vec<PathBuf> = Vec::new();
+    if let Ok(rd) = fs::read_dir(out.join(SHIMS_PATH)) {
+        stale.extend(rd.filter_map(Result::ok).map(|e| e.path()).filter(|p| {
+            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            is_hex64(n.get(..64).unwrap_or(""))
+                && [".json", ".json.minisig", ".json.bundle"].contains(&&n[64..])
+        }));
+    }
+    stale.push(out.join(format!("{INDEX_PATH}{SIG_SUFFIX}")));
+    for p in stale {
+        if !keep.contains(&p) && p.is_file() {
+            fs::remove_file(&p).map_err(|e| {
+                BuildError::Output(format!("failed to remove {}: {e}", p.display()))
+            })?;
+            removed += 1;
+        }
+    }
+    Ok(BuildReport {
+        out: out.clone(),
+        name,
+        url: opts.url.clone(),
+        signed_by: key.map(|k| k.public.id.clone()),
+        shims: shims.into_iter().map(|p| p.shim).collect(),
+        skipped,
+        written,
+        unchanged,
+        removed,
+    })
+}

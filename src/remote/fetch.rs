@@ -1,0 +1,245 @@
+//! The HTTP side of remote registries: one `reqwest` blocking client (rustls, HTTP/1.1
+//! keep-alive, HTTP/2 where the server offers it) shared by every request of a run.
+//!
+//! Every request has a time limit (the per-request timeout, cut to what is left of the
+//! run's total deadline) and every response a size cap, checked against
+//! `Content-Length` before reading and enforced while reading. Requests are
+//! conditional when the cache has validators (`If-None-Match`, `If-Modified-Since`).
+//! Must not write anything.
+
+use std::io::Read;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Cache validators of a stored response.
+#[derive(Debug, Clone, Default)]
+pub struct Validators {
+    /// `ETag` as the server sent it.
+    pub etag: Option<String>,
+    /// `Last-Modified` as the server sent it.
+    pub last_modified: Option<String>,
+}
+
+/// A successful exchange.
+#[derive(Debug)]
+pub enum Response {
+    /// 304: the cached copy is current.
+    NotModified,
+    /// 200 with its body and validators.
+    Body {
+        /// The body (at most the cap).
+        bytes: Vec<u8>,
+        /// New validators.
+        validators: Validators,
+    },
+}
+
+/// Why a request gave nothing usable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FetchError {
+    /// 404 or 410.
+    #[error("{url}: not found (HTTP {status})")]
+    NotFound {
+        /// URL.
+        url: String,
+        /// Status.
+        status: u16,
+    },
+    /// 401 or 403.
+    #[error("{url}: access refused (HTTP {status}); check the registry's auth.tokenEnvVar")]
+    Auth {
+        /// URL.
+        url: String,
+        /// Status.
+        status: u16,
+    },
+    /// Another status.
+    #[error("{url}: HTTP {status}")]
+    Status {
+        /// URL.
+        url: String,
+        /// Status.
+        status: u16,
+    },
+    /// Larger than the cap.
+    #[error("{url}: response larger than the {cap} byte limit")]
+    TooLarge {
+        /// URL.
+        url: String,
+        /// The cap.
+        cap: u64,
+    },
+    /// Ran past its time limit.
+    #[error("{url}: no complete answer within {}", crate::units::format_duration(*.limit))]
+    Timeout {
+        /// URL.
+        url: String,
+        /// The limit that applied.
+        limit: Duration,
+    },
+    /// The run's total deadline passed before the request could start.
+    #[error("{url}: not requested, the sync's total time limit was reached")]
+    Deadline {
+        /// URL.
+        url: String,
+    },
+    /// Connection refused, DNS, TLS, a dropped connection.
+    #[error("{url}: {message}")]
+    Transport {
+        /// URL.
+        url: String,
+        /// What failed.
+        message: String,
+    },
+}
+
+/// The client of one run, with its limits and counters.
+pub struct Http {
+    client: reqwest::blocking::Client,
+    per_request: Duration,
+    deadline: Instant,
+    /// Requests sent.
+    pub requests: AtomicU64,
+}
+
+impl Http {
+    /// A client whose requests each take at most `per_request`, all of them ending by
+    /// `total` from now.
+    pub fn new(per_request: Duration, total: Duration) -> Result<Http, String> {
+        let client = reqwest::blocking::Client::builder()
+            .user_agent(concat!("atip/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(per_request.min(Duration::from_secs(10)))
+            .timeout(None)
+            .pool_max_idle_per_host(16)
+            .build()
+            .map_err(|e| format!("failed to set up the HTTP client: {e}"))?;
+        Ok(Http {
+            client,
+            per_request,
+            deadline: Instant::now() + total,
+            requests: AtomicU64::new(0),
+        })
+    }
+
+    /// GETs `url` (conditionally when `cond` is given), reading at most `cap` bytes.
+    pub fn get(
+        &self,
+        url: &str,
+        cond: Option<&Validators>,
+        token: Option<&str>,
+        cap: u64,
+    ) -> Result<Response, FetchError> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(FetchError::Deadline { url: url.into() });
+        }
+        let limit = self.per_request.min(left);
+        let mut req = self.client.get(url).timeout(limit);
+        if let Some(v) = cond {
+            if let Some(e) = &v.etag {
+                req = req.header("if-none-match", e.as_str());
+            }
+            if let Some(m) = &v.last_modified {
+                req = req.header("if-modified-since", m.as_str());
+            }
+        }
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let transport = |e: reqwest::Error| {
+            if e.is_timeout() {
+                FetchError::Timeout {
+                    url: url.into(),
+                    limit,
+                }
+            } else {
+                FetchError::Transport {
+                    url: url.into(),
+                    message: chain(&e),
+                }
+            }
+        };
+        let resp = req.send().map_err(transport)?;
+        let status = resp.status().as_u16();
+        match status {
+            304 => return Ok(Response::NotModified),
+            200 => {}
+            401 | 403 => {
+                return Err(FetchError::Auth {
+                    url: url.into(),
+                    status,
+                });
+            }
+            404 | 410 => {
+                return Err(FetchError::NotFound {
+                    url: url.into(),
+                    status,
+                });
+            }
+            _ => {
+                return Err(FetchError::Status {
+                    url: url.into(),
+                    status,
+                });
+            }
+        }
+        if resp.content_length().is_some_and(|n| n > cap) {
+            return Err(FetchError::TooLarge {
+                url: url.into(),
+                cap,
+            });
+        }
+        let header = |name: &str| {
+            resp.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let validators = Validators {
+            etag: header("etag"),
+            last_modified: header("last-modified"),
+        };
+        let mut bytes = Vec::new();
+        resp.take(cap + 1).read_to_end(&mut bytes).map_err(|e| {
+            // The blocking client reports its own timeout through the reader.
+            let timed_out = std::error::Error::source(&e)
+                .and_then(|s| s.downcast_ref::<reqwest::Error>())
+                .is_some_and(reqwest::Error::is_timeout)
+                || e.kind() == std::io::ErrorKind::TimedOut;
+            if timed_out {
+                FetchError::Timeout {
+                    url: url.into(),
+                    limit,
+                }
+            } else {
+                FetchError::Transport {
+                    url: url.into(),
+                    message: format!("failed to read the response: {e}"),
+                }
+            }
+        })?;
+        if bytes.len() as u64 > cap {
+            return Err(FetchError::TooLarge {
+                url: url.into(),
+                cap,
+            });
+        }
+        Ok(Response::Body { bytes, validators })
+    }
+}
+
+/// An error and its causes on one line (reqwest's own message names only the outer one).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let m = s.to_string();
+        if !out.contains(&m) {
+            out.push_str(": ");
+            out.push_str(&m);
+        }
+        cur = s.source();
+    }
+    out
+}

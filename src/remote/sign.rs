@@ -1,0 +1,241 @@
+//! Minisign (Ed25519) keys and signatures, through the `minisign` crate.
+//!
+//! atip signs with unencrypted secret keys only (a build runs unattended, and the
+//! crate would otherwise prompt on a terminal for a password). Signatures carry a fixed
+//! trusted comment naming the signed file, so that signing the same bytes with the same
+//! key differs only in the signature's random nonce (see [`sign`]).
+//!
+//! A key id is the 16 upper-case hex digits minisign prints (`minisign public key: ID`).
+//! Must not decide what is trusted: callers pass the keys they trust to [`verify`].
+
+use std::fs;
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+
+/// A secret key loaded for signing, with its public half.
+pub struct SigningKey {
+    sk: minisign::SecretKey,
+    /// The public half.
+    pub public: TrustedKey,
+}
+
+/// A public key this machine (or a build) knows.
+#[derive(Clone)]
+pub struct TrustedKey {
+    key: minisign::PublicKey,
+    /// Key id, 16 upper-case hex digits.
+    pub id: String,
+    /// The key as minisign writes it on one line (base64).
+    pub base64: String,
+}
+
+impl std::fmt::Debug for TrustedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TrustedKey({})", self.id)
+    }
+}
+
+/// What a signature check found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// A valid signature by this trusted key (id).
+    Signed(String),
+    /// A signature by a key that is not among the trusted ones (its id). Nothing is
+    /// said about whether the signature itself is valid: no key to check it with.
+    UnknownSigner(String),
+    /// Not a signature, or a signature that does not match the bytes.
+    Bad(String),
+}
+
+fn key_id(keynum: &[u8]) -> String {
+    let mut n = [0u8; 8];
+    let len = keynum.len().min(8);
+    n[..len].copy_from_slice(&keynum[..len]);
+    format!("{:016X}", u64::from_le_bytes(n))
+}
+
+impl TrustedKey {
+    fn from_key(key: minisign::PublicKey) -> TrustedKey {
+        // The public key's bytes: 2 bytes of algorithm, 8 of key number, 32 of key.
+        let bytes = key.to_bytes();
+        TrustedKey {
+            id: key_id(&bytes[2..10]),
+            base64: key.to_base64(),
+            key,
+        }
+    }
+
+    /// Parses a public key: minisign's one-line base64 form, or the whole `.pub` file
+    /// (a comment line, then the base64 line).
+    pub fn parse(text: &str) -> Result<TrustedKey, String> {
+        let line = text
+            .lines()
+            .map(str::trim)
+            .rfind(|l| !l.is_empty() && !l.starts_with("untrusted comment:"))
+            .unwrap_or("");
+        let key = minisign::PublicKey::from_base64(line)
+            .map_err(|e| format!("not a minisign public key ({e})"))?;
+        Ok(TrustedKey::from_key(key))
+    }
+
+    /// Reads a public key file (`KEYFILE.pub`).
+    pub fn read(path: &Path) -> Result<TrustedKey, String> {
+        let text = fs::read_to_string(path)
+            .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
+        TrustedKey::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// The public key file written beside a secret key file.
+pub fn public_path(secret: &Path) -> PathBuf {
+    let mut s = secret.as_os_str().to_owned();
+    s.push(".pub");
+    PathBuf::from(s)
+}
+
+/// Writes a new key pair: the secret key to `path` (mode 0600, never over an existing
+/// file) and the public key to `path.pub`. Returns the public key.
+pub fn keygen(path: &Path) -> Result<TrustedKey, String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let pair = minisign::KeyPair::generate_unencrypted_keypair()
+        .map_err(|e| format!("failed to generate a key pair: {e}"))?;
+    let public = TrustedKey::from_key(pair.pk.clone());
+    let sk_text = pair
+        .sk
+        .to_box(Some("atip registry secret key (unencrypted)"))
+        .map_err(|e| format!("failed to encode the secret key: {e}"))?
+        .into_string();
+    let pk_text = format!(
+        "untrusted comment: minisign public key: {}\n{}\n",
+        public.id, public.base64
+    );
+    let pub_path = public_path(path);
+    if pub_path.exists() {
+        return Err(format!(
+            "{} already exists; atip never replaces a key",
+            pub_path.display()
+        ));
+    }
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                format!(
+                    "{} already exists; atip never replaces a key",
+                    path.display()
+                )
+            } else {
+                format!("failed to create {}: {e}", path.display())
+            }
+        })?;
+    f.write_all(sk_text.as_bytes())
+        .and_then(|_| f.sync_all())
+        .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
+    fs::write(&pub_path, pk_text)
+        .map_err(|e| format!("failed to write {}: {e}", pub_path.display()))?;
+    Ok(public)
+}
+
+impl SigningKey {
+    /// Reads an unencrypted minisign secret key file.
+    pub fn read(path: &Path) -> Result<SigningKey, String> {
+        let text = fs::read_to_string(path)
+            .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
+        let boxed = minisign::SecretKeyBox::from_string(&text)
+            .map_err(|e| format!("{}: not a minisign secret key ({e})", path.display()))?;
+        let sk = minisign::SecretKey::from_unencrypted_box(boxed).map_err(|e| {
+            format!(
+                "{}: not an unencrypted minisign secret key ({e}); make one with `atip registry keygen`",
+                path.display()
+            )
+        })?;
+        let pk = minisign::PublicKey::from_secret_key(&sk)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(SigningKey {
+            sk,
+            public: TrustedKey::from_key(pk),
+        })
+    }
+
+    /// Signs `bytes`; `file` (the path inside the tree) becomes the trusted comment.
+    /// Returns the `.minisig` file's text.
+    pub fn sign(&self, bytes: &[u8], file: &str) -> Result<String, String> {
+        let comment = trusted_comment(file);
+        minisign::sign(
+            Some(&self.public.key),
+            &self.sk,
+            Cursor::new(bytes),
+            Some(&comment),
+            Some(&format!("signature from atip, key {}", self.public.id)),
+        )
+        .map(|b| b.into_string())
+        .map_err(|e| format!("failed to sign {file}: {e}"))
+    }
+}
+
+/// The trusted comment atip writes for `file`.
+fn trusted_comment(file: &str) -> String {
+    format!("atip registry file:{file}")
+}
+
+/// Checks a `.minisig` text over `bytes` against the trusted keys.
+pub fn verify(keys: &[TrustedKey], bytes: &[u8], sig_text: &str) -> Verdict {
+    let sig = match minisign::SignatureBox::from_string(sig_text) {
+        Ok(s) => s,
+        Err(e) => return Verdict::Bad(format!("not a minisign signature ({e})")),
+    };
+    let id = key_id(sig.keynum());
+    let Some(key) = keys.iter().find(|k| k.id == id) else {
+        return Verdict::UnknownSigner(id);
+    };
+    match minisign::verify(&key.key, &sig, Cursor::new(bytes), true, false, false) {
+        Ok(()) => Verdict::Signed(id),
+        Err(e) => Verdict::Bad(format!("signature by key {id} does not match ({e})")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keygen_sign_verify_and_refusals() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("key");
+        let public = keygen(&path).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert!(keygen(&path).unwrap_err().contains("already exists"));
+        let read_pub = TrustedKey::read(&public_path(&path)).unwrap();
+        assert_eq!(read_pub.id, public.id);
+        assert_eq!(TrustedKey::parse(&public.base64).unwrap().id, public.id);
+
+        let key = SigningKey::read(&path).unwrap();
+        assert_eq!(key.public.id, public.id);
+        let sig = key.sign(b"hello", "shims/index.json").unwrap();
+        assert_eq!(
+            verify(std::slice::from_ref(&public), b"hello", &sig),
+            Verdict::Signed(public.id.clone())
+        );
+        assert!(matches!(
+            verify(std::slice::from_ref(&public), b"hellO", &sig),
+            Verdict::Bad(_)
+        ));
+        assert!(matches!(
+            verify(std::slice::from_ref(&public), b"hello", "garbage"),
+            Verdict::Bad(_)
+        ));
+        let other = keygen(&t.path().join("other")).unwrap();
+        assert_eq!(
+            verify(&[other], b"hello", &sig),
+            Verdict::UnknownSigner(public.id.clone())
+        );
+        assert!(TrustedKey::parse("RWnotakey").is_err());
+        assert!(SigningKey::read(&public_path(&path)).is_err());
+    }
+}

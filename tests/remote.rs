@@ -1,0 +1,534 @@
+//! Remote registries end to end: `atip registry keygen/build/add`, then `atip sync`
+//! against a real static HTTP server on 127.0.0.1 (tests/common/static_server.rs).
+use crate::common::static_server::{Mode, StaticServer};
+use crate::common::{Sandbox, show};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// A sandbox with two tools, their name-keyed shims and a built tree served locally.
+struct Fixture {
+    sb: Sandbox,
+    server: StaticServer,
+}
+
+const ALPHA: &str = r#"{"atip": {"version": "0.6"}, "name": "alpha", "version": "1.0", "description": "Alpha tool", "trust": {"source": "org"},
+ "commands": {"run": {"description": "Run alpha", "effects": {"network": false, "idempotent": true}}}}"#;
+const BETA: &str = r#"{"atip": {"version": "0.6"}, "name": "beta", "version": "2.0", "description": "Beta tool",
+ "commands": {"go": {"description": "Go beta", "effects": {"filesystem": {"write": true}}}}}"#;
+
+impl Fixture {
+    fn new(sign: bool) -> Fixture {
+        let sb = Sandbox::new();
+        sb.script("bin/alpha", "#!/bin/sh\necho alpha\n");
+        sb.script("bin/beta", "#!/bin/sh\necho beta\n");
+        sb.script("bin/other", "#!/bin/sh\necho other\n");
+        sb.write("src/alpha.json", ALPHA);
+        sb.write("src/beta.json", BETA);
+        let out = sb
+            .atip()
+            .args(["registry", "keygen"])
+            .arg(sb.path().join("key"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", show(&out));
+        let me = Fixture {
+            server: StaticServer::start(&sb.path().join("out")),
+            sb,
+        };
+        me.build(sign);
+        me
+    }
+
+    fn p(&self, rel: &str) -> PathBuf {
+        self.sb.path().join(rel)
+    }
+
+    fn build(&self, sign: bool) -> Output {
+        let mut cmd = self.sb.atip();
+        cmd.args(["registry", "build"])
+            .arg(self.p("src"))
+            .arg(self.p("out"))
+            .args(["--name", "team", "--binary"])
+            .arg(self.p("bin/alpha"))
+            .arg("--binary")
+            .arg(self.p("bin/beta"));
+        if sign {
+            cmd.arg("--sign").arg(self.p("key"));
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", show(&out));
+        out
+    }
+
+    fn add(&self, extra: &[&str]) {
+        let out = self
+            .sb
+            .atip()
+            .args(["registry", "add", "team", &self.server.url])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", show(&out));
+    }
+
+    fn sync(&self, extra: &[&str]) -> (Output, Value) {
+        let out = self
+            .sb
+            .atip()
+            .args(["sync", "--output", "json", "--path"])
+            .arg(self.p("bin"))
+            .args(extra)
+            .output()
+            .unwrap();
+        let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (out, v)
+    }
+
+    fn registry(&self) -> Value {
+        serde_json::from_slice(&std::fs::read(self.sb.data_dir().join("registry.json")).unwrap())
+            .unwrap()
+    }
+
+    fn hash_of(&self, tool: &str) -> String {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(
+            std::fs::read(self.p(&format!("bin/{tool}"))).unwrap(),
+        ))
+    }
+
+    fn shim_path(&self, tool: &str) -> PathBuf {
+        self.p(&format!("out/shims/sha256/{}.json", self.hash_of(tool)))
+    }
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+fn statuses(log: &[(String, u16)]) -> Vec<u16> {
+    log.iter().map(|(_, s)| *s).collect()
+}
+
+fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut v: Vec<(PathBuf, Vec<u8>)> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| (e.path().to_path_buf(), std::fs::read(e.path()).unwrap()))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn build_is_deterministic_validated_and_signed() {
+    let f = Fixture::new(true);
+    let before = tree(&f.p("out"));
+    let names: Vec<String> = before
+        .iter()
+        .map(|(p, _)| p.strip_prefix(f.p("out")).unwrap().display().to_string())
+        .collect();
+    let a = f.hash_of("alpha");
+    let b = f.hash_of("beta");
+    let mut expected = vec![
+        ".well-known/atip-registry.json".to_string(),
+        "shims/index.json".into(),
+        "shims/index.json.minisig".into(),
+        format!("shims/sha256/{a}.json"),
+        format!("shims/sha256/{a}.json.minisig"),
+        format!("shims/sha256/{b}.json"),
+        format!("shims/sha256/{b}.json.minisig"),
+    ];
+    expected.sort();
+    assert_eq!(names, expected);
+    // Rebuilding changes no byte.
+    let again: Value = serde_json::from_slice(&f.build(true).stdout).unwrap();
+    assert_eq!(again["written"], 0, "{again}");
+    assert_eq!(tree(&f.p("out")), before);
+    // Catalog and manifest.
+    let index: Value =
+        serde_json::from_slice(&std::fs::read(f.p("out/shims/index.json")).unwrap()).unwrap();
+    let platform = index["tools"]["alpha"]["1.0"].as_object().unwrap();
+    assert_eq!(platform.values().next().unwrap(), &format!("sha256:{a}"));
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(f.p("out/.well-known/atip-registry.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["name"], "team");
+    assert_eq!(manifest["trust"]["signatures"], "minisign");
+    let pubkey = std::fs::read_to_string(f.p("key.pub")).unwrap();
+    assert!(
+        pubkey.contains(
+            manifest["trust"]["signers"][0]["publicKey"]
+                .as_str()
+                .unwrap()
+        )
+    );
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(f.p("key")).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // Unsigned rebuild: the signatures go, the shims stay byte for byte.
+    f.build(false);
+    assert!(!f.p("out/shims/index.json.minisig").exists());
+    assert_eq!(std::fs::read(f.shim_path("alpha")).unwrap(), before[3].1);
+
+    // One invalid shim: refused with the file named, and nothing written.
+    f.sb.write(
+        "src/broken.json",
+        r#"{"atip": {"version": "0.6"}, "name": "broken"}"#,
+    );
+    let snapshot = tree(&f.p("out"));
+    let out =
+        f.sb.atip()
+            .args(["registry", "build", "--output", "json"])
+            .arg(f.p("src"))
+            .arg(f.p("out"))
+            .output()
+            .unwrap();
+    assert_eq!(code(&out), 65, "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("broken.json") && err.contains("metadata_invalid"),
+        "{err}"
+    );
+    assert_eq!(tree(&f.p("out")), snapshot);
+    // keygen never replaces a key.
+    let out =
+        f.sb.atip()
+            .args(["registry", "keygen"])
+            .arg(f.p("key"))
+            .output()
+            .unwrap();
+    assert_eq!(code(&out), 73, "{}", show(&out));
+}
+
+#[test]
+fn sync_fetches_caches_revalidates_and_picks_up_changes() {
+    let f = Fixture::new(true);
+    let key = f.p("key.pub").display().to_string();
+    f.add(&["--public-key", &key, "--require-signatures"]);
+    // Fresh: catalog, its signature, then only the two shims that match binaries here.
+    let (out, report) = f.sync(&[]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let log = f.server.take_log();
+    assert_eq!(log.len(), 6, "{log:?}");
+    assert!(statuses(&log).iter().all(|s| *s == 200), "{log:?}");
+    assert!(!log.iter().any(|(p, _)| p.contains("other")));
+    let r = &report["remote"][0];
+    assert_eq!(
+        (r["used"].as_u64(), r["verified"].as_u64()),
+        (Some(2), Some(2)),
+        "{r}"
+    );
+    let reg = f.registry();
+    for t in ["alpha", "beta"] {
+        assert_eq!(reg["tools"][t]["source"], "remote", "{reg}");
+        assert_eq!(reg["tools"][t]["shimRegistry"], "remote:team");
+        assert_eq!(reg["tools"][t]["vouchedBy"], "user");
+    }
+    assert!(reg["tools"].get("other").is_none());
+    // Within 24 h: no request at all.
+    let (out, _) = f.sync(&[]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(f.server.take_log(), vec![]);
+    // --refresh: one conditional request each, all answered 304.
+    let (out, report) = f.sync(&["--refresh"]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let log = f.server.take_log();
+    assert_eq!(statuses(&log), vec![304, 304, 304], "{log:?}");
+    assert_eq!(report["remote"][0]["catalog"], "not-modified");
+    // A changed shim is picked up after --refresh.
+    f.sb.write(
+        "src/alpha.json",
+        ALPHA.replace("Alpha tool", "Alpha tool, improved"),
+    );
+    f.build(true);
+    let (out, _) = f.sync(&["--refresh"]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(
+        f.registry()["tools"]["alpha"]["description"],
+        "Alpha tool, improved"
+    );
+    // Nothing was written outside the cache, data and config dirs (and the fixture's own).
+    let mut top: Vec<String> = std::fs::read_dir(f.sb.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    top.sort();
+    assert_eq!(
+        top,
+        [
+            "bin",
+            "config",
+            "data",
+            "key",
+            "key.pub",
+            "out",
+            "src",
+            "xdg-cache"
+        ]
+    );
+    let cache: Vec<_> = tree(&f.p("xdg-cache"))
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    assert!(
+        cache
+            .iter()
+            .all(|p| p.starts_with(f.p("xdg-cache/agent-tools/remote/team"))),
+        "{cache:?}"
+    );
+}
+
+#[test]
+fn tampered_wrong_hash_bad_signature_and_unknown_signer_are_refused() {
+    // Tampered after signing: the signature no longer matches.
+    let f = Fixture::new(true);
+    let key = f.p("key.pub").display().to_string();
+    f.add(&["--public-key", &key]);
+    let shim = f.shim_path("alpha");
+    let text = std::fs::read_to_string(&shim).unwrap();
+    std::fs::write(&shim, text.replace("Alpha tool", "Alpha tool (evil)")).unwrap();
+    let (out, report) = f.sync(&[]);
+    assert_eq!(code(&out), 65, "{}", show(&out));
+    let refused = report["remote"][0]["refused"].to_string();
+    assert!(
+        refused.contains("bad signature") && refused.contains(&f.hash_of("alpha")),
+        "{refused}"
+    );
+    let reg = f.registry();
+    assert!(reg["tools"].get("alpha").is_none(), "{reg}");
+    assert_eq!(reg["tools"]["beta"]["source"], "remote");
+
+    // Wrong hash: the file for alpha's hash describes beta's binary.
+    let f = Fixture::new(false);
+    f.add(&[]);
+    std::fs::copy(f.shim_path("beta"), f.shim_path("alpha")).unwrap();
+    let (out, report) = f.sync(&[]);
+    assert_eq!(code(&out), 65, "{}", show(&out));
+    assert!(
+        report["remote"][0]["refused"]
+            .to_string()
+            .contains("wrong hash"),
+        "{report}"
+    );
+    let reg = f.registry();
+    assert!(reg["tools"].get("alpha").is_none());
+    // Unsigned registry: the shim that verifies is registered, unsigned.
+    assert_eq!(reg["tools"]["beta"]["vouchedBy"], "inferred");
+
+    // Unknown signer: signed with a key this machine does not list.
+    let f = Fixture::new(true);
+    let other =
+        f.sb.atip()
+            .args(["registry", "keygen"])
+            .arg(f.p("other-key"))
+            .output()
+            .unwrap();
+    assert!(other.status.success());
+    let other_pub = f.p("other-key.pub").display().to_string();
+    f.add(&["--public-key", &other_pub]);
+    let (out, _) = f.sync(&[]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    // Not required: used, but nobody this machine trusts vouches for it.
+    assert_eq!(f.registry()["tools"]["alpha"]["vouchedBy"], "inferred");
+    // Required: the signed catalog itself is refused, the registry fails, entries stay.
+    let cfg_path = f.sb.config_dir().join("registries.json");
+    let cfg = std::fs::read_to_string(&cfg_path).unwrap();
+    std::fs::write(
+        &cfg_path,
+        cfg.replace(
+            "\"requireSignatures\": false",
+            "\"requireSignatures\": true",
+        ),
+    )
+    .unwrap();
+    let (out, report) = f.sync(&["--refresh"]);
+    assert_eq!(code(&out), 75, "{}", show(&out));
+    assert!(
+        report["remote"][0]["error"]
+            .to_string()
+            .contains("not in this registry's publicKeys"),
+        "{report}"
+    );
+    assert_eq!(f.registry()["tools"]["alpha"]["source"], "remote");
+}
+
+#[test]
+fn hang_500_and_50mb_fail_the_sync_but_lose_nothing() {
+    let f = Fixture::new(false);
+    f.add(&[]);
+    let (out, _) = f.sync(&[]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let before = f.registry()["tools"].clone();
+    for (mode, expect) in [
+        (Mode::Hang, "within"),
+        (Mode::Error500, "HTTP 500"),
+        (Mode::Huge, "larger than"),
+    ] {
+        f.server.set_mode(mode);
+        let start = std::time::Instant::now();
+        let (out, report) = f.sync(&["--refresh", "--timeout", "1s"]);
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "{mode:?} took {:?}",
+            start.elapsed()
+        );
+        assert_eq!(code(&out), 75, "{mode:?}: {}", show(&out));
+        let err = report["remote"][0]["error"].to_string();
+        assert!(
+            err.contains(expect) && err.contains("cached catalog"),
+            "{mode:?}: {err}"
+        );
+        let tools = f.registry()["tools"].clone();
+        for t in ["alpha", "beta"] {
+            assert_eq!(tools[t]["source"], before[t]["source"], "{mode:?}: {tools}");
+            assert_eq!(tools[t]["metadata"], before[t]["metadata"]);
+        }
+    }
+    // A fresh machine against a failing server: nothing registered, exit 75, no crash.
+    let g = Fixture::new(false);
+    g.add(&[]);
+    g.server.set_mode(Mode::Error500);
+    let (out, report) = g.sync(&[]);
+    assert_eq!(code(&out), 75, "{}", show(&out));
+    assert_eq!(report["remote"][0]["catalog"], "failed");
+}
+
+#[test]
+fn offline_uses_the_cache_and_says_so() {
+    let f = Fixture::new(true);
+    let key = f.p("key.pub").display().to_string();
+    f.add(&["--public-key", &key]);
+    let (out, _) = f.sync(&[]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    f.server.take_log();
+    f.server.set_mode(Mode::Error500);
+    let out =
+        f.sb.atip()
+            .args(["sync", "--refresh", "--output", "json", "--path"])
+            .arg(f.p("bin"))
+            .env("ATIP_OFFLINE", "1")
+            .output()
+            .unwrap();
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(f.server.take_log(), vec![], "offline requested something");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["remote"][0]["offline"], true);
+    assert_eq!(report["remote"][0]["catalog"], "cached");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("offline"),
+        "{}",
+        show(&out)
+    );
+    assert_eq!(f.registry()["tools"]["alpha"]["vouchedBy"], "user");
+    // `atip scan` reads the same cache offline.
+    let out =
+        f.sb.atip()
+            .args(["scan", "--offline", "--output", "json", "--path"])
+            .arg(f.p("bin"))
+            .output()
+            .unwrap();
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    // Offline with an empty cache: said so, nothing registered.
+    let g = Fixture::new(false);
+    g.add(&[]);
+    let (out, report) = g.sync(&["--offline"]);
+    assert_eq!(code(&out), 75, "{}", show(&out));
+    assert!(
+        report["remote"][0]["error"].to_string().contains("offline"),
+        "{report}"
+    );
+    assert_eq!(g.server.take_log(), vec![]);
+}
+
+#[test]
+fn bearer_auth() {
+    let f = Fixture::new(false);
+    f.server.require_token("s3cret");
+    f.add(&["--token-env", "TEAM_TOKEN"]);
+    // Variable unset: a configuration error, nothing requested.
+    let (out, _) = f.sync(&[]);
+    assert_eq!(code(&out), 78, "{}", show(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TEAM_TOKEN"));
+    assert_eq!(f.server.take_log(), vec![]);
+    let run = |token: &str| {
+        f.sb.atip()
+            .args(["sync", "--refresh", "--output", "json", "--path"])
+            .arg(f.p("bin"))
+            .env("TEAM_TOKEN", token)
+            .output()
+            .unwrap()
+    };
+    let out = run("wrong");
+    assert_eq!(code(&out), 75, "{}", show(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("access refused"));
+    let out = run("s3cret");
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(f.server.take_log().iter().any(|(_, s)| *s == 200));
+    assert_eq!(f.registry()["tools"]["alpha"]["source"], "remote");
+    // The token is never written anywhere.
+    for (p, bytes) in tree(f.sb.path()) {
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("s3cret"),
+            "{}",
+            p.display()
+        );
+    }
+}
+
+#[test]
+fn registries_json_add_list_remove() {
+    let sb = Sandbox::new();
+    let add = |args: &[&str]| {
+        sb.atip()
+            .args(["registry", "add"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    assert!(
+        add(&["a", "https://a.example/atip", "--priority", "5"])
+            .status
+            .success()
+    );
+    let out = add(&["a", "https://b.example"]);
+    assert_eq!(code(&out), 2, "{}", show(&out));
+    let out = add(&["b", "http://b.example", "--token-env", "T"]);
+    assert_eq!(code(&out), 2, "plain http with a token: {}", show(&out));
+    let out = add(&["c", "https://c.example", "--require-signatures"]);
+    assert_eq!(code(&out), 2, "{}", show(&out));
+    let out = sb
+        .atip()
+        .args(["registry", "list", "--output", "json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["registries"][0]["name"], "a");
+    assert_eq!(v["registries"][0]["priority"], 5);
+    let out = sb
+        .atip()
+        .args(["registry", "remove", "zzz"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2, "{}", show(&out));
+    let out = sb
+        .atip()
+        .args(["registry", "remove", "a"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    let out = sb.atip().args(["sync"]).output().unwrap();
+    assert_eq!(code(&out), 78, "{}", show(&out));
+    // A malformed file: a config error naming it, for sync and scan alike.
+    sb.write("config/registries.json", "{\"registries\": [");
+    let out = sb
+        .atip()
+        .args(["scan", "--output", "json", "--path", "/nonexistent"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 78, "{}", show(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("registries_invalid"));
+}
