@@ -87,7 +87,8 @@ fn main() {
     let d = dir.path();
     registry(d, 1);
     std::fs::create_dir_all(d.join("config")).unwrap();
-    let cfg = json!({"mcpServers": {"self": {"command": atip(), "args": ["mcp", "serve"],
+    // `--no-mcp`: the served atip must not proxy this same config (it would start itself).
+    let cfg = json!({"mcpServers": {"self": {"command": atip(), "args": ["mcp", "serve", "--no-mcp"],
         "env": {"ATIP_DATA_DIR": d.join("data"), "ATIP_CONFIG_DIR": d.join("config"),
                 "ATIP_STATE_DIR": d.join("state")}}}});
     std::fs::write(d.join("config/mcp.json"), cfg.to_string()).unwrap();
@@ -123,7 +124,7 @@ fn main() {
     let direct = || {
         rt.block_on(async {
             let mut cmd = tokio::process::Command::new(atip());
-            cmd.args(["mcp", "serve"])
+            cmd.args(["mcp", "serve", "--no-mcp"])
                 .env("ATIP_DATA_DIR", d.join("data"))
                 .env("ATIP_CONFIG_DIR", d.join("config"))
                 .env("ATIP_STATE_DIR", d.join("state"));

@@ -23,6 +23,7 @@ pub mod source;
 pub mod strict;
 
 use crate::model::{CommandEntry, Effects, Metadata, ParamType};
+pub use crate::similar::edit_distance;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -310,22 +311,6 @@ pub fn claim_name(name: String, taken: &mut HashSet<String>) -> String {
         taken.insert(name.clone());
         name
     }
-}
-
-/// Levenshtein distance over characters.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
 }
 
 /// What `atip export` asks for.

@@ -27,6 +27,7 @@ pub mod registry;
 pub mod remote;
 pub mod schema;
 pub mod search;
+pub mod similar;
 pub mod timestamp;
 pub mod units;
 pub mod validate;

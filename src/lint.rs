@@ -285,7 +285,90 @@ pub fn lint_inputs(
     totals
 }
 
+/// Lints every document the registry holds (`atip lint --registry`), in tool-name
+/// order. Each is read as the registry reads it (its hash checked against the entry) and
+/// reported as `NAME (tools/HEX.json)`; `--fix` never rewrites them (the files are named
+/// by their content), and the content-addressed shim rule does not read their names. An
+/// unreadable, oversized or changed document is a failed report.
+pub fn lint_registry(
+    dirs: &crate::dirs::Dirs,
+    config: &Config,
+    opts: &Options,
+    mut emit: impl FnMut(&Linted),
+) -> Result<LintSummary, crate::output::AtipError> {
+    let entries = crate::compile::source::registry_entries(dirs, None)?;
+    let mut totals = LintSummary::default();
+    for (name, entry) in entries {
+        let shown = format!("{name} ({})", entry.metadata);
+        let read = crate::registry::Index::read_document(dirs, &entry)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| {
+                if bytes.len() as u64 > opts.read.max_size {
+                    Err(format!(
+                        "{} bytes, more than --max-size {}",
+                        bytes.len(),
+                        opts.read.max_size
+                    ))
+                } else {
+                    Ok(bytes)
+                }
+            });
+        let linted = match read {
+            Ok(bytes) => {
+                let source = Source {
+                    path: shown,
+                    file: None,
+                    bytes,
+                    contract: Vec::new(),
+                };
+                let no_fix = Options {
+                    fix: false,
+                    ..opts.clone()
+                };
+                match lint_source(source, config, &no_fix) {
+                    Ok(l) => l,
+                    Err(report) => Linted { report, fixed: 0 },
+                }
+            }
+            Err(why) => {
+                let mut report = FileReport {
+                    path: shown.clone(),
+                    kind: None,
+                    valid: false,
+                    diagnostics: vec![Diagnostic::new(
+                        "input-unreadable",
+                        "",
+                        format!("cannot read the registered document of {shown}: {why}"),
+                    )],
+                    missing: false,
+                    source: None,
+                    rendered: None,
+                };
+                if let Some(color) = opts.render_text {
+                    report.rendered = Some(validate::render::text(&report, color));
+                }
+                Linted { report, fixed: 0 }
+            }
+        };
+        totals.add(&linted);
+        emit(&linted);
+    }
+    Ok(totals)
+}
+
 impl LintSummary {
+    /// Adds another run's totals (files given, then `--registry`).
+    pub fn merge(&mut self, o: &LintSummary) {
+        let (a, b) = (&mut self.summary, &o.summary);
+        a.files += b.files;
+        a.valid += b.valid;
+        a.invalid += b.invalid;
+        a.errors += b.errors;
+        a.warnings += b.warnings;
+        a.missing += b.missing;
+        self.fixed += o.fixed;
+    }
+
     fn add(&mut self, l: &Linted) {
         let r = &l.report;
         self.summary.files += 1;

@@ -83,6 +83,10 @@ enum Command {
     Mcp(Box<cli::mcp::Args>),
     /// Run the tool loop against a model endpoint until the model answers.
     Chat(cli::chat::Args),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    Completions(cli::completions::Args),
+    /// Print the manual page (roff) of atip or of one of its commands.
+    Man(cli::man::Args),
 }
 
 /// What every subcommand gets: resolved output format, the printer and directories.
@@ -134,6 +138,12 @@ fn main() -> ExitCode {
         Some(Command::Exec(args)) => cli::exec::run(args, &ctx),
         Some(Command::Mcp(args)) => cli::mcp::run(*args, &ctx),
         Some(Command::Chat(args)) => cli::chat::run(args, &ctx),
+        Some(Command::Completions(args)) => {
+            cli::completions::run(args, <Cli as clap::CommandFactory>::command(), &ctx)
+        }
+        Some(Command::Man(args)) => {
+            cli::man::run(args, <Cli as clap::CommandFactory>::command(), &ctx)
+        }
         None => {
             use clap::CommandFactory;
             ctx.out.stderr(&Cli::command().render_help().to_string());

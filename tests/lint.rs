@@ -304,3 +304,51 @@ fn shipped_shims_lint_without_errors() {
     assert_eq!(code, Some(0), "{docs:?}");
     assert!(docs.len() >= 10);
 }
+
+#[test]
+fn registry_mode_lints_every_registered_document_by_tool_name() {
+    let sb = Sandbox::new();
+    common::tools::register(
+        &sb,
+        "t",
+        &common::tools::t_meta(),
+        common::tools::T_SCRIPT,
+        "native",
+    );
+    let (code, docs) = lint_json(&sb, &["--registry"]);
+    assert_eq!(docs.len(), 1, "{docs:?}");
+    let path = docs[0]["path"].as_str().unwrap();
+    assert!(
+        path.starts_with("t (tools/") && path.ends_with(".json)"),
+        "{path}"
+    );
+    // The file name is the document's hash, not a shim's binary hash: no misfire.
+    let rules = rules_of(&docs[0]);
+    assert!(rules.iter().all(|r| !r.starts_with("shim-")), "{rules:?}");
+    assert_eq!(docs[0]["valid"], true, "{docs:?}");
+    assert_eq!(code, Some(0));
+    // Given files and the registry together: both linted.
+    let f = sb.write("extra.json", common::tools::t_meta().to_string());
+    let (_, docs) = lint_json(&sb, &[f.to_str().unwrap(), "--registry"]);
+    assert_eq!(docs.len(), 2, "{docs:?}");
+    // A registered document changed after the scan is a failed report, not linted.
+    let file = sb
+        .data_dir()
+        .join(path.trim_start_matches("t (").trim_end_matches(')'));
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push(' ');
+    std::fs::write(&file, text).unwrap();
+    let (code, docs) = lint_json(&sb, &["--registry"]);
+    assert_eq!(rules_of(&docs[0]), ["input-unreadable"], "{docs:?}");
+    assert_eq!(code, Some(1));
+    // --fix never rewrites registry files; no registry at all is exit 66.
+    let out = sb
+        .atip()
+        .args(["lint", "--registry", "--fix"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    let empty = Sandbox::new();
+    let out = empty.atip().args(["lint", "--registry"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(66), "{}", show(&out));
+}

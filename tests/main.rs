@@ -27,6 +27,7 @@ mod safety;
 mod scan;
 mod scan_sources;
 mod search;
+mod shell;
 mod shims;
 mod validate;
 mod validate_fuzz;

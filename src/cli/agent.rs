@@ -118,6 +118,9 @@ pub fn effects_table() -> Vec<(&'static [&'static str], Effects)> {
         (&["get"], read_only()),
         (&["doctor"], read_only()),
         (&["search"], read_only()),
+        // Print text generated from the command tree; touch nothing.
+        (&["completions"], read_only()),
+        (&["man"], read_only()),
         (
             &["export"],
             Effects {

@@ -38,6 +38,10 @@ pub struct Args {
         allow_hyphen_values = true
     )]
     pub exec_arg: Vec<OsString>,
+    /// Lint every document the registry holds (what `atip scan` registered), each
+    /// named after its tool; never rewritten.
+    #[arg(long, conflicts_with = "fix")]
+    pub registry: bool,
     /// Apply the mechanical fixes to the files (rewritten atomically, as 2-space JSON).
     #[arg(long)]
     pub fix: bool,
@@ -118,11 +122,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
             args: args.exec_arg.clone(),
         });
     }
-    if inputs.is_empty() {
-        return Err(
-            usage("nothing to lint: give files, directories, `-` or --exec TOOL")
-                .hint("e.g. `atip lint shims/` or `atip lint --exec mytool`"),
-        );
+    if inputs.is_empty() && !args.registry {
+        return Err(usage(
+            "nothing to lint: give files, directories, `-`, --exec TOOL or --registry",
+        )
+        .hint("e.g. `atip lint shims/`, `atip lint --exec mytool` or `atip lint --registry`"));
     }
     let config_error = |e: atip::lint::config::ConfigError| {
         AtipError::new(ErrorCode::ConfigInvalid, e.to_string())
@@ -174,7 +178,18 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         }
     };
     note(printer.begin());
-    let totals = lint_inputs(&inputs, &config, &opts, |l| note(printer.file(&l.report)));
+    let mut totals = lint_inputs(&inputs, &config, &opts, |l| note(printer.file(&l.report)));
+    if args.registry {
+        let registered =
+            atip::lint::lint_registry(&ctx.dirs, &config, &opts, |l| note(printer.file(&l.report)));
+        match registered {
+            Ok(r) => totals.merge(&r),
+            Err(e) => {
+                drop(printer);
+                return Err(e);
+            }
+        }
+    }
     note(printer.end(&totals.summary));
     drop(printer);
     if let Some(e) = write_error {

@@ -1,6 +1,7 @@
 //! One file per subcommand: its clap arguments and a `run` that calls the library.
 pub mod agent;
 pub mod chat;
+pub mod completions;
 pub mod diff;
 pub mod doctor;
 pub mod exec;
@@ -8,6 +9,7 @@ pub mod export;
 pub mod get;
 pub mod lint;
 pub mod list;
+pub mod man;
 pub mod mcp;
 pub mod registry;
 pub mod scan;

@@ -8,6 +8,7 @@
 use super::{Entry, Index, RegistryError, Source};
 use crate::dirs::Dirs;
 use crate::model::Metadata;
+use crate::similar::edit_distance;
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -81,21 +82,6 @@ pub fn suggest<'a>(
         .take(max)
         .map(|(_, n)| n.to_string())
         .collect()
-}
-
-/// Levenshtein distance over chars.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 /// A registered tool with its stored metadata.

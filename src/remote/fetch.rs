@@ -1,5 +1,5 @@
 //! The HTTP side of remote registries: one `reqwest` blocking client (rustls, HTTP/1.1
-//! keep-alive, HTTP/2 where the server offers it) shared by every request of a run.
+//! keep-alive) shared by every request of a run.
 //!
 //! Every request has a time limit (the per-request timeout, cut to what is left of the
 //! run's total deadline) and every response a size cap, checked against

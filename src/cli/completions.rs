@@ -1,0 +1,29 @@
+//! `atip completions SHELL`: the shell completion script, generated from the same clap
+//! definition the binary parses with, so it always offers exactly the real options.
+
+use crate::Ctx;
+use atip::output::{AtipError, OutputFormat};
+
+/// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Install, for example:
+  bash:  atip completions bash > ~/.local/share/bash-completion/completions/atip
+  zsh:   atip completions zsh > ~/.zfunc/_atip   (with fpath+=~/.zfunc before compinit)
+  fish:  atip completions fish > ~/.config/fish/completions/atip.fish")]
+pub struct Args {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// Runs `atip completions`: the script on stdout. `--output` only chooses between text and
+/// json (what `auto` resolves to); the script is printed as is either way.
+pub fn run(args: Args, mut command: clap::Command, ctx: &Ctx) -> Result<u8, AtipError> {
+    ctx.output
+        .require("completions", &[OutputFormat::Text, OutputFormat::Json])?;
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command, "atip", &mut script);
+    ctx.out.write(&script)?;
+    Ok(atip::output::exit::OK)
+}
