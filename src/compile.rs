@@ -24,7 +24,7 @@ pub mod strict;
 
 use crate::model::{CommandEntry, Effects, Metadata, ParamType};
 pub use crate::similar::edit_distance;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -32,8 +32,9 @@ use std::io::Write;
 pub use flatten::flatten;
 pub use formats::{Format, Strategy, render};
 
-/// One command an agent can run, as one provider tool.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One command an agent can run, as one provider tool. Deserializable so the compiled
+/// catalog (`crate::catalog`) can store it and give it back unchanged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlatTool {
     /// Unique provider-safe name, `^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$` (e.g. `gh_pr_create`).
     pub name: String,
@@ -57,12 +58,12 @@ pub struct FlatTool {
     pub input_schema: Value,
     /// The metadata marks it (or an ancestor, or the tool) `x-atip-runner`: it runs a
     /// program named in its own arguments.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub runner: bool,
 }
 
 /// One schema property and where its value goes on the command line.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Param {
     /// Property name in the schema (`dry_run`), unique within the tool.
     pub property: String,
@@ -81,7 +82,7 @@ pub struct Param {
 }
 
 /// Where a parameter came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum ParamOrigin {
     /// The `index`-th positional argument of the command.
@@ -195,6 +196,22 @@ impl Catalog {
         }
     }
 
+    /// A catalog of tools already flattened and named (as the compiled catalog stores
+    /// them), in the order given.
+    pub fn from_tools(tools: Vec<FlatTool>) -> Catalog {
+        let by_name = tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.clone(), i))
+            .collect();
+        Catalog {
+            tools,
+            skipped: Vec::new(),
+            by_name,
+            external: HashMap::new(),
+        }
+    }
+
     /// Adds a tool that is not a registered command (an MCP server's tool, already
     /// named `mcp__SERVER__TOOL`), so search ranks it with the commands. Returns false,
     /// adding nothing, when the name is taken.
@@ -271,11 +288,7 @@ fn assign_names(
     let mut kept = Vec::new();
     let mut skipped = Vec::new();
     for mut tool in tools {
-        if !taken.contains(&tool.name) {
-            taken.insert(tool.name.clone());
-        } else {
-            tool.name = names::unique(tool.name, taken, names::MAX_NAME);
-        }
+        tool.name = claim_name(tool.name, taken);
         if !opts.wants(&tool.tool, &tool.command) {
             continue;
         }
@@ -286,6 +299,18 @@ fn assign_names(
         }
     }
     (kept, skipped)
+}
+
+/// The name a flattened tool gets in a set where `taken` are already used: its own when
+/// free, else the first free `_2`, `_3`, … form. Every way of building a set of tools
+/// (here and in the compiled catalog) names them through this one function.
+pub fn claim_name(name: String, taken: &mut HashSet<String>) -> String {
+    if taken.contains(&name) {
+        names::unique(name, taken, names::MAX_NAME)
+    } else {
+        taken.insert(name.clone());
+        name
+    }
 }
 
 /// What `atip export` asks for.

@@ -102,6 +102,92 @@ pub struct ToolInfo {
     pub partial_unknown: bool,
 }
 
+impl ToolInfo {
+    /// What `exec` needs of a registry entry and its (hash-checked) document.
+    fn of(meta: &Metadata, entry: &crate::registry::Entry) -> ToolInfo {
+        ToolInfo {
+            program: entry.path.clone(),
+            hash: entry.hash.clone(),
+            fingerprint: entry.fingerprint,
+            trust: trust::derive(meta, entry, entry.vouch()),
+            auth_env: meta
+                .authentication
+                .iter()
+                .flat_map(|a| a.methods.iter().flatten())
+                .filter_map(|m| m.env_var.clone())
+                .collect(),
+            partial_unknown: meta.partial == Some(true)
+                && meta
+                    .omitted
+                    .as_ref()
+                    .and_then(|o| o.safety_assumption.as_deref())
+                    .is_none_or(|s| s == "unknown"),
+        }
+    }
+}
+
+/// A catalog of the one tool a call names, and its tool's facts.
+type Focused = (Catalog, HashMap<String, ToolInfo>);
+
+/// The one tool a call by name needs, from the compiled catalog (`crate::catalog`): its
+/// flattened command and its document's facts. `None` sends the caller to the JSON path:
+/// no registry, a name the catalog does not hold (the JSON path suggests close names), a
+/// registry whose names the JSON path would assign otherwise (an unreadable document, two
+/// documents naming the same tool), or anything that does not read back as compiled.
+fn focused_from_catalog(
+    dirs: &Dirs,
+    want: &str,
+    notes: &mut Vec<String>,
+) -> Result<Option<Focused>, AtipError> {
+    let mut note = |n| {
+        if let crate::catalog::Note::Rejected(m) = n {
+            notes.push(m);
+        }
+    };
+    let Some(compiled) = crate::catalog::load(dirs, &mut note)? else {
+        return Ok(None);
+    };
+    let docs = compiled.docs();
+    let mut seen = std::collections::HashSet::new();
+    if docs
+        .iter()
+        .any(|d| d.error.is_some() || !seen.insert(d.tool.as_str()))
+    {
+        return Ok(None);
+    }
+    let Some(row) = compiled.rows().iter().position(|r| r.name == want) else {
+        return Ok(None);
+    };
+    let doc = &docs[compiled.rows()[row].doc as usize];
+    // The entry as registry.json has it now; it must still name the compiled document.
+    let Ok(Some(index)) = Index::load(dirs) else {
+        return Ok(None);
+    };
+    let Some(entry) = index
+        .tools
+        .get(&doc.name)
+        .filter(|e| e.metadata == doc.metadata)
+    else {
+        return Ok(None);
+    };
+    // The document is read (and its hash checked) for the facts exec derives from it.
+    let Ok(mut meta) = Index::read_metadata(dirs, entry) else {
+        return Ok(None);
+    };
+    if meta.tool_name().is_none() {
+        meta.name = Some(doc.name.clone());
+    }
+    let Ok(tool) = compiled.tool(row) else {
+        return Ok(None);
+    };
+    let info = ToolInfo::of(&meta, entry);
+    let tool_name = meta.tool_name().unwrap_or(&doc.name).to_string();
+    Ok(Some((
+        Catalog::from_tools(vec![tool]),
+        HashMap::from([(tool_name, info)]),
+    )))
+}
+
 /// The registry's tools, compiled for execution, plus policy and audit log.
 #[derive(Debug)]
 pub struct Engine {
@@ -124,6 +210,8 @@ pub struct Engine {
     cwd: PathBuf,
     /// Warnings collected while loading (unreadable metadata files).
     pub warnings: Vec<String>,
+    /// Notes from loading (a compiled catalog that had to be compiled again).
+    pub notes: Vec<String>,
 }
 
 /// Where a call came from, for the audit log.
@@ -321,6 +409,15 @@ pub fn error_envelope(tool: Option<&str>, err: &AtipError) -> Value {
     v
 }
 
+fn current_dir() -> Result<PathBuf, AtipError> {
+    std::env::current_dir().map_err(|e| {
+        AtipError::new(
+            ErrorCode::CwdUnavailable,
+            format!("failed to read the working directory: {e}"),
+        )
+    })
+}
+
 /// How a confirmation request was answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Confirmation {
@@ -345,6 +442,27 @@ impl Engine {
         focus: Option<&str>,
     ) -> Result<Engine, AtipError> {
         use rayon::prelude::*;
+        // One call by name: the compiled catalog has it, without reading every document.
+        let mut notes = Vec::new();
+        if only.is_none()
+            && let Some(want) = focus
+            && let Some((catalog, tools)) = focused_from_catalog(dirs, want, &mut notes)?
+        {
+            return Ok(Engine {
+                catalog,
+                tools,
+                checkers: Mutex::new(HashMap::new()),
+                rehashed: Mutex::new(HashMap::new()),
+                unreadable: Vec::new(),
+                groups: std::sync::OnceLock::new(),
+                audit: AuditLog::in_dir(&dirs.state),
+                policy,
+                settings,
+                cwd: current_dir()?,
+                warnings: Vec::new(),
+                notes,
+            });
+        }
         // The same selection (sorted by name, unknown names an error) as `atip export`,
         // so flattened names match what export printed.
         let mut entries = crate::compile::source::registry_entries(dirs, only)?;
@@ -387,30 +505,7 @@ impl Engine {
                 ));
                 continue;
             }
-            let auth_env = meta
-                .authentication
-                .iter()
-                .flat_map(|a| a.methods.iter().flatten())
-                .filter_map(|m| m.env_var.clone())
-                .collect();
-            let partial_unknown = meta.partial == Some(true)
-                && meta
-                    .omitted
-                    .as_ref()
-                    .and_then(|o| o.safety_assumption.as_deref())
-                    .is_none_or(|s| s == "unknown");
-            let trust = trust::derive(&meta, entry, entry.vouch());
-            tools.insert(
-                tool_name,
-                ToolInfo {
-                    program: entry.path.clone(),
-                    hash: entry.hash.clone(),
-                    fingerprint: entry.fingerprint,
-                    trust,
-                    auth_env,
-                    partial_unknown,
-                },
-            );
+            tools.insert(tool_name, ToolInfo::of(&meta, entry));
             metas.push(meta);
         }
         let opts = FlattenOptions {
@@ -452,12 +547,7 @@ impl Engine {
             Some(c) => c,
             None => Catalog::build(&metas, &opts),
         };
-        let cwd = std::env::current_dir().map_err(|e| {
-            AtipError::new(
-                ErrorCode::CwdUnavailable,
-                format!("failed to read the working directory: {e}"),
-            )
-        })?;
+        let cwd = current_dir()?;
         Ok(Engine {
             catalog,
             tools,
@@ -470,6 +560,7 @@ impl Engine {
             settings,
             cwd,
             warnings,
+            notes,
         })
     }
 

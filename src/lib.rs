@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod atomic;
+pub mod catalog;
 pub mod chat;
 pub mod compile;
 pub mod diff;

@@ -54,8 +54,9 @@ impl std::hash::Hasher for Fx {
 
 type FxBuild = std::hash::BuildHasherDefault<Fx>;
 
-/// An inverted index over a catalog's tools (by position in `Catalog::tools`).
-#[derive(Debug, Clone, Default)]
+/// An inverted index over a catalog's tools (by position in `Catalog::tools`). Serializable
+/// so the compiled catalog (`crate::catalog`) can store it built.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct SearchIndex {
     ids: HashMap<String, u32, FxBuild>,
     vocab: Vec<String>,
@@ -456,6 +457,19 @@ pub fn search(
     opts: &SearchOptions,
 ) -> SearchReport {
     let hits = index.search(query, opts.limit, opts.explain);
+    report(query, hits, opts, |doc| {
+        (&catalog.tools()[doc], catalog.external_server(doc))
+    })
+}
+
+/// The capped report of ranked `hits` (from [`SearchIndex::search`] with `opts.limit` and
+/// `opts.explain`); `tool_at` gives the tool at a hit's position and its MCP server.
+pub fn report<'a>(
+    query: &str,
+    hits: Vec<Hit>,
+    opts: &SearchOptions,
+    tool_at: impl Fn(usize) -> (&'a FlatTool, Option<&'a str>),
+) -> SearchReport {
     let mut report = SearchReport {
         query: query.to_string(),
         results: Vec::new(),
@@ -472,8 +486,8 @@ pub fn search(
         .unwrap_or(0);
     let mut size = base;
     for (rank, hit) in hits.into_iter().enumerate() {
-        let t = &catalog.tools()[hit.doc];
-        let server = catalog.external_server(hit.doc).map(str::to_string);
+        let (t, server) = tool_at(hit.doc);
+        let server = server.map(str::to_string);
         let mut r = SearchResult {
             name: t.name.clone(),
             kind: if server.is_some() { "mcp" } else { "command" },

@@ -32,7 +32,17 @@ fn run_with(sb: &Sandbox, args: &[&str], stdin: Option<&str>, env: &[(&str, &str
         }
     }
     let raw = child.wait_with_output().unwrap();
-    let parse = |b: &[u8]| serde_json::from_slice(b).unwrap_or(Value::Null);
+    // The JSON document is the last line (notes, e.g. a catalog compiled again because
+    // a test edited registry.json behind atip's back, come first).
+    let parse = |b: &[u8]| {
+        serde_json::from_slice(b).unwrap_or_else(|_| {
+            String::from_utf8_lossy(b)
+                .lines()
+                .last()
+                .and_then(|l| serde_json::from_str(l).ok())
+                .unwrap_or(Value::Null)
+        })
+    };
     Run {
         code: raw.status.code().unwrap_or(-1),
         out: parse(&raw.stdout),

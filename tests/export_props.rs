@@ -197,7 +197,7 @@ fn command(depth: u32) -> BoxedStrategy<Value> {
         .boxed()
 }
 
-fn metadata() -> impl Strategy<Value = Metadata> {
+pub(crate) fn metadata() -> impl Strategy<Value = Metadata> {
     (
         prop_oneof![4 => "[a-z][a-z0-9-]{0,10}", 1 => "[0-9A-Za-z_-]{1,70}"],
         description(),

@@ -7,6 +7,7 @@
 mod common;
 
 mod agent;
+mod catalog;
 mod chat;
 mod contract;
 mod diff;

@@ -194,15 +194,21 @@ fn commit_round_trip_builds_entries_and_metadata_files() {
     );
     let meta = Index::read_metadata(&dirs_at(&data), e).unwrap();
     assert_eq!(meta.tool_name(), Some("kubectl"));
-    // Files are 0644 and nothing but the registry, the lock and tools/ is in the data dir.
-    let mode = fs::metadata(data.join("registry.json")).unwrap().mode() & 0o777;
-    assert_eq!(mode, 0o644);
+    // Files are 0644 and nothing but the registry, its compiled catalog, the lock and
+    // tools/ is in the data dir.
+    for f in ["registry.json", "catalog.bin"] {
+        let mode = fs::metadata(data.join(f)).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o644, "{f}");
+    }
     let mut listing: Vec<String> = fs::read_dir(&data)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     listing.sort();
-    assert_eq!(listing, ["registry.json", "registry.lock", "tools"]);
+    assert_eq!(
+        listing,
+        ["catalog.bin", "registry.json", "registry.lock", "tools"]
+    );
 }
 
 #[test]

@@ -154,6 +154,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         None
     };
     let engine = Engine::load(&ctx.dirs, policy, settings, None, focus)?;
+    for n in &engine.notes {
+        ctx.out.note(n);
+    }
     ctx.out.warnings(&engine.warnings);
     let yes = args.yes;
     let mut confirm = |p: &Prepared| if yes { Confirmation::Yes } else { prompt(p) };

@@ -85,6 +85,92 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     } else {
         super::mcp::cached_flat_tools(ctx, args.mcp_refresh)
     };
+    let query = args.query.join(" ");
+    let defaults = if args.limit.is_none() || args.schemas.is_none() {
+        super::mcp::tool_search_defaults(ctx)
+    } else {
+        Default::default()
+    };
+    let opts = SearchOptions {
+        limit: args.limit.unwrap_or(defaults.limit),
+        schemas: args.schemas.unwrap_or(defaults.schemas),
+        format: args.format.map(Format::from),
+        explain: args.explain,
+        max_bytes: usize::try_from(max_bytes).unwrap_or(usize::MAX),
+    };
+    // The default selection (every registered command that needs no human, nothing
+    // else) is indexed in the compiled catalog; anything else is compiled here.
+    let default_selection = args.file.is_none()
+        && args.tools.is_none()
+        && !args.include_interactive
+        && mcp_tools.is_empty();
+    let compiled = if default_selection {
+        atip::catalog::load(&ctx.dirs, &mut |n| match n {
+            atip::catalog::Note::Compiled(m) => ctx.out.info(m),
+            atip::catalog::Note::Rejected(m) => ctx.out.note(m),
+        })?
+    } else {
+        None
+    };
+    let report = match compiled.map(|c| search_compiled(&c, &query, &opts)) {
+        Some(Ok((warnings, report))) => {
+            ctx.out.warnings(&warnings);
+            report
+        }
+        Some(Err(e)) => {
+            ctx.out.note(format_args!(
+                "{}; searching registry.json instead",
+                e.message
+            ));
+            search_registry(&args, ctx, mcp_tools, &query, &opts)?
+        }
+        None => search_registry(&args, ctx, mcp_tools, &query, &opts)?,
+    };
+    match ctx.output {
+        Json => ctx.out.json(&report)?,
+        Jsonl => ctx.out.json_lines(&report.results)?,
+        _ => ctx.out.text(&render_text(&report))?,
+    }
+    if report.results.is_empty() {
+        ctx.out.note(format_args!("no command matches {query:?}"));
+    }
+    if report.truncated {
+        ctx.out.note(format_args!(
+            "output truncated at {max_bytes} bytes (--max-bytes)"
+        ));
+    }
+    Ok(if report.results.is_empty() {
+        exit::FAILURE
+    } else {
+        exit::OK
+    })
+}
+
+/// Searches the compiled catalog's index; only the records of the hits are read.
+fn search_compiled(
+    c: &atip::catalog::Compiled,
+    query: &str,
+    opts: &SearchOptions,
+) -> Result<(Vec<String>, atip::search::SearchReport), AtipError> {
+    let (rows, index) = c.search_index()?;
+    let hits = index.search(query, opts.limit, opts.explain);
+    let mut found = std::collections::HashMap::new();
+    for h in &hits {
+        found.insert(h.doc, c.tool(rows[h.doc] as usize)?);
+    }
+    let report = atip::search::report(query, hits, opts, |doc| (&found[&doc], None));
+    Ok((c.warnings(), report))
+}
+
+/// Reads and compiles the selection (a file, chosen tools, interactive commands, MCP
+/// tools) and searches it.
+fn search_registry(
+    args: &Args,
+    ctx: &Ctx,
+    mcp_tools: Vec<(String, atip::compile::FlatTool)>,
+    query: &str,
+    opts: &SearchOptions,
+) -> Result<atip::search::SearchReport, AtipError> {
     let metas = match &args.file {
         Some(path) => vec![compile::source::load_file(path)?],
         None => match compile::source::load_registry(&ctx.dirs, args.tools.as_deref()) {
@@ -115,38 +201,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         }
     }
     let index = SearchIndex::build(catalog.tools());
-    let query = args.query.join(" ");
-    let defaults = if args.limit.is_none() || args.schemas.is_none() {
-        super::mcp::tool_search_defaults(ctx)
-    } else {
-        Default::default()
-    };
-    let opts = SearchOptions {
-        limit: args.limit.unwrap_or(defaults.limit),
-        schemas: args.schemas.unwrap_or(defaults.schemas),
-        format: args.format.map(Format::from),
-        explain: args.explain,
-        max_bytes: usize::try_from(max_bytes).unwrap_or(usize::MAX),
-    };
-    let report = atip::search::search(&catalog, &index, &query, &opts);
-    match ctx.output {
-        Json => ctx.out.json(&report)?,
-        Jsonl => ctx.out.json_lines(&report.results)?,
-        _ => ctx.out.text(&render_text(&report))?,
-    }
-    if report.results.is_empty() {
-        ctx.out.note(format_args!("no command matches {query:?}"));
-    }
-    if report.truncated {
-        ctx.out.note(format_args!(
-            "output truncated at {max_bytes} bytes (--max-bytes)"
-        ));
-    }
-    Ok(if report.results.is_empty() {
-        exit::FAILURE
-    } else {
-        exit::OK
-    })
+    Ok(atip::search::search(&catalog, &index, query, opts))
 }
 
 /// The results as numbered text blocks.

@@ -5,7 +5,8 @@
 //! re-read `registry.json` (a corrupt one is renamed aside and rebuilt), validate the
 //! update, write new metadata files (`tools/<sha256 of the document>.json`), replace
 //! `registry.json` (temp file in the same dir, mode 0644, `sync_all`, rename, fsync of
-//! the dir), then garbage-collect metadata files no index generation needs and temp
+//! the dir), bring the compiled catalog (`crate::catalog`, `catalog.bin`) up to date with
+//! the registry.json on disk, then garbage-collect metadata files no index generation needs and temp
 //! files left by killed writers. When the merged index equals the old one apart from
 //! `updated`, nothing is written at all.
 //!
@@ -592,13 +593,30 @@ pub fn commit(
                 && o.agent == index.agent
                 && o.tools.iter().eq(index.tools.iter())
         });
-    if !same {
-        atomic::write_atomic(
-            &registry_path,
-            &index_bytes(&index),
-            atomic::Options::SHARED,
-        )?;
+    let registry_bytes = if same {
+        None
+    } else {
+        let bytes = index_bytes(&index);
+        atomic::write_atomic(&registry_path, &bytes, atomic::Options::SHARED)?;
         report.written = true;
+        Some(bytes)
+    };
+    // The compiled catalog follows registry.json, under the same lock. It is derived
+    // data: failing to write it costs readers time, never correctness.
+    if lock.is_locked() {
+        let bytes = match registry_bytes {
+            Some(b) => Ok(b),
+            None => fs::read(&registry_path),
+        };
+        let refreshed = bytes.map_err(|source| RegistryError::Read {
+            path: registry_path.clone(),
+            source,
+        });
+        if let Err(e) = refreshed.and_then(|b| crate::catalog::refresh(dirs, &index, &b)) {
+            report
+                .warnings
+                .push(format!("the catalog was not updated: {e}"));
+        }
     }
 
     if lock.is_locked() {

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Reader targets at registry scale (issue 10), one target per run, whole processes.
+
+Usage: benches/scale.py TARGET [--atip BIN] [--peer BIN] [--runs N] [--tools N]
+
+TARGET (the registry is benches/gen_registry.py's: TOOLS tools x 20 commands, plus `triv`):
+  search  `atip search create bucket --output json`, 1,000 tools: < 20 ms, < 50 MB
+  exec    `atip exec triv_say` vs spawning triv directly, 1,000 tools: overhead < 5 ms
+  mcp     `atip mcp`: spawn -> initialize -> tools/list answered, 1,000 tools: < 50 ms
+  export  `atip export --format openai-strict` to a pipe, 500 tools: < 100 ms, < 50 MB
+
+--peer BIN runs a second atip (e.g. a build of main, for before/after) on the same
+registry in the same run. The first run of each binary is a warm-up (it compiles the
+catalog when the binary has one) and is reported apart. Figures: wall min / median,
+CPU median (user + sys), peak RSS max (wait4). Everything lives in a temp dir that is
+removed at the end; HOME and the real registry are never touched.
+"""
+import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TARGETS = {"search": (1000, 20, 50), "exec": (1000, 5, None), "mcp": (1000, 50, 50),
+           "export": (500, 100, 50)}
+
+
+def run(argv, env, cwd, stdin=None):
+    """One process: wall seconds, CPU seconds, peak RSS MB."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"{argv} failed: {status}")
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+
+
+def mcp_once(atip, env, cwd):
+    """Spawn `atip mcp`, initialize, list tools: wall to the tools/list answer."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen([atip, "mcp"], env=env, cwd=cwd, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    def send(msg):
+        p.stdin.write((json.dumps(msg) + "\n").encode()); p.stdin.flush()
+    def answer(i):
+        while True:
+            r = json.loads(p.stdout.readline())
+            if r.get("id") == i:
+                return r
+    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
+    answer(1)
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    r = answer(2)
+    wall = time.perf_counter() - t0
+    assert "result" in r, r
+    p.stdin.close()
+    _, _, ru = os.wait4(p.pid, 0)
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+
+
+def measure(target, atip, env, cwd, runs, triv):
+    if target == "search":
+        once = lambda: run([atip, "search", "create", "bucket", "--output", "json"], env, cwd)
+    elif target == "export":
+        once = lambda: run([atip, "export", "--format", "openai-strict"], env, cwd)
+    elif target == "exec":
+        once = lambda: run([atip, "exec", "triv_say", "--args", '{"word":"hi","loud":true}'], env, cwd)
+    else:
+        once = lambda: mcp_once(atip, env, cwd)
+    warm = once()
+    rs = [once() for _ in range(runs)]
+    return warm, rs
+
+
+def show(label, warm, rs, target_ms, rss_mb):
+    walls = sorted(r[0] * 1000 for r in rs)
+    cpu = statistics.median(r[1] * 1000 for r in rs)
+    peak = max(r[2] for r in rs)
+    goal = f" (target < {target_ms} ms" + (f", < {rss_mb} MB)" if rss_mb else ")") if target_ms else ""
+    print(f"| {label} | {walls[0]:.1f} / {statistics.median(walls):.1f} ms | {cpu:.1f} ms | "
+          f"{peak:.1f} MB | {warm[0] * 1000:.0f} ms |{goal}")
+    return statistics.median(walls)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("target", choices=TARGETS)
+    ap.add_argument("--atip", default=os.path.join(HERE, "..", "target", "release", "atip"))
+    ap.add_argument("--peer")
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--tools", type=int)
+    a = ap.parse_args()
+    tools, target_ms, rss_mb = TARGETS[a.target]
+    tools = a.tools or tools
+    tmp = tempfile.mkdtemp(prefix="atip-scale-")
+    try:
+        triv = os.path.join(tmp, "triv")
+        with open(triv, "w") as f:
+            f.write('#!/bin/sh\necho "$@"\n')
+        os.chmod(triv, 0o755)
+        subprocess.run([sys.executable, os.path.join(HERE, "gen_registry.py"), f"{tmp}/data", str(tools), triv],
+                       check=True)
+        os.makedirs(f"{tmp}/work")
+        env = dict(os.environ, ATIP_DATA_DIR=f"{tmp}/data", ATIP_CONFIG_DIR=f"{tmp}/config",
+                   ATIP_STATE_DIR=f"{tmp}/state", HOME=f"{tmp}/home", XDG_CACHE_HOME=f"{tmp}/cache",
+                   TMPDIR=tmp)
+        print(f"{a.target}: {tools} tools x 20 commands, {a.runs} runs, load average "
+              f"{open('/proc/loadavg').read().split()[0]} on {os.cpu_count()} cores")
+        print("| binary | wall min / median | CPU median | peak RSS | first run |")
+        print("|---|---|---|---|---|")
+        if a.target == "exec":
+            direct = [run([triv, "say", "--loud", "hi"], env, f"{tmp}/work") for _ in range(a.runs)]
+            d = show("direct spawn of triv", direct[0], direct, None, None)
+        for label, atip in [("atip", a.atip)] + ([("peer", a.peer)] if a.peer else []):
+            atip = os.path.abspath(atip)
+            warm, rs = measure(a.target, atip, env, f"{tmp}/work", a.runs, triv)
+            m = show(f"{label} ({atip})", warm, rs, target_ms, rss_mb)
+            if a.target == "exec":
+                print(f"| overhead over direct spawn ({label}) | {m - d:.1f} ms median | | | | (target < 5 ms)")
+        catalog = f"{tmp}/data/catalog.bin"
+        if os.path.exists(catalog):
+            print(f"catalog.bin: {os.path.getsize(catalog) / 1e6:.1f} MB; registry metadata: "
+                  f"{sum(os.path.getsize(os.path.join(tmp, 'data', 'tools', f)) for f in os.listdir(f'{tmp}/data/tools')) / 1e6:.1f} MB")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

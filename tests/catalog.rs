@@ -1,0 +1,388 @@
+//! The compiled catalog (`catalog.bin`, spec/catalog.md): written with the registry,
+//! used by `atip search`, never trusted when missing, stale, truncated, corrupt, from
+//! another version or keyed to another registry — each case is detected, noted on stderr
+//! and rebuilt. A property test checks that the catalog answers exactly as the JSON path
+//! does: names, schemas, effects and search results.
+
+use crate::common::tools::register;
+use crate::common::{Sandbox, show};
+use atip::catalog::{self, Compiled};
+use atip::compile::{Catalog, FlattenOptions};
+use atip::dirs::Dirs;
+use atip::model::Metadata;
+use atip::search::{SearchIndex, SearchOptions};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use sha2::Digest;
+use std::path::Path;
+
+fn tool(name: &str, verb: &str) -> Value {
+    json!({"atip": {"version": "0.6"}, "name": name, "version": "1", "description": format!("The {name} tool"),
+        "commands": {
+            "bucket": {"description": "Work with storage buckets", "commands": {
+                verb: {"description": format!("{verb} a storage bucket"),
+                       "effects": {"destructive": verb == "delete"},
+                       "arguments": [{"name": "bucket", "type": "string", "description": "Bucket name"}]},
+                "list": {"description": "List storage buckets", "effects": {"destructive": false}}}},
+            "login": {"description": "Log in", "effects": {"interactive": {"tty": true}}}}})
+}
+
+fn sandbox() -> Sandbox {
+    let sb = Sandbox::new();
+    register(
+        &sb,
+        "store",
+        &tool("store", "create"),
+        "#!/bin/sh\necho\n",
+        "native",
+    );
+    register(
+        &sb,
+        "vault",
+        &tool("vault", "delete"),
+        "#!/bin/sh\necho\n",
+        "native",
+    );
+    sb
+}
+
+/// `atip --output json search QUERY`: (results, stderr).
+fn search(sb: &Sandbox, query: &str) -> (Value, String) {
+    let out = sb
+        .atip()
+        .args(["--output", "json", "search", query])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    (
+        serde_json::from_slice(&out.stdout).unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn catalog_file(sb: &Sandbox) -> std::path::PathBuf {
+    sb.data_dir().join(catalog::FILE)
+}
+
+fn registry_key(sb: &Sandbox) -> [u8; 32] {
+    catalog::registry_key(&std::fs::read(sb.data_dir().join("registry.json")).unwrap())
+}
+
+/// The first search compiles the catalog (the registry was written by hand); returns
+/// the results a sound catalog gives.
+fn compiled(sb: &Sandbox) -> Value {
+    // A missing catalog is compiled quietly (a line with --verbose).
+    let out = sb
+        .atip()
+        .args(["--verbose", "--output", "json", "search", "create bucket"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is missing"),
+        "{}",
+        show(&out)
+    );
+    let first: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(Compiled::open(&catalog_file(sb), &registry_key(sb)).is_ok());
+    let (again, err) = search(sb, "create bucket");
+    assert!(
+        !err.contains("catalog"),
+        "a sound catalog is used quietly: {err}"
+    );
+    assert_eq!(first, again);
+    assert_eq!(again["results"][0]["name"], "store_bucket_create");
+    again
+}
+
+/// Damages the catalog, then checks that the next search says why, answers as before
+/// and leaves a sound catalog behind.
+fn detected_and_rebuilt(sb: &Sandbox, expected: &Value, why: &str) {
+    let (got, err) = search(sb, "create bucket");
+    assert!(err.contains(why), "wanted {why:?} in: {err}");
+    assert!(err.contains("compiling it again"), "{err}");
+    assert_eq!(&got, expected);
+    Compiled::open(&catalog_file(sb), &registry_key(sb)).expect("rebuilt and saved");
+    let (_, err) = search(sb, "create bucket");
+    assert!(!err.contains("catalog"), "{err}");
+}
+
+/// Rewrites the header CRC after a deliberate edit, so that the check under test (not
+/// the checksum) is what catches it.
+fn reseal(bytes: &mut [u8]) {
+    let head = 56 + 4 * 24;
+    let mut h = crc32fast::Hasher::new();
+    h.update(&bytes[..48]);
+    h.update(&[0; 8]);
+    h.update(&bytes[56..head]);
+    let crc = h.finalize();
+    bytes[48..52].copy_from_slice(&crc.to_le_bytes());
+}
+
+#[test]
+fn a_stale_catalog_is_rebuilt_when_the_registry_changes_behind_it() {
+    let sb = sandbox();
+    compiled(&sb);
+    // Registered behind atip's back: registry.json no longer hashes to the catalog's key.
+    register(
+        &sb,
+        "extra",
+        &tool("extra", "purge"),
+        "#!/bin/sh\necho\n",
+        "native",
+    );
+    let (got, err) = search(&sb, "purge bucket");
+    assert!(err.contains("is stale"), "{err}");
+    assert_eq!(got["results"][0]["name"], "extra_bucket_purge");
+    Compiled::open(&catalog_file(&sb), &registry_key(&sb)).expect("rebuilt for the new registry");
+}
+
+#[test]
+fn a_truncated_catalog_is_detected_and_rebuilt() {
+    let sb = sandbox();
+    let expected = compiled(&sb);
+    let bytes = std::fs::read(catalog_file(&sb)).unwrap();
+    for cut in [bytes.len() - 1, bytes.len() / 2, 100, 3] {
+        std::fs::write(catalog_file(&sb), &bytes[..cut]).unwrap();
+        detected_and_rebuilt(&sb, &expected, "is truncated");
+    }
+}
+
+#[test]
+fn a_catalog_from_another_version_is_detected_and_rebuilt() {
+    let sb = sandbox();
+    let expected = compiled(&sb);
+    let mut bytes = std::fs::read(catalog_file(&sb)).unwrap();
+    bytes[8..12].copy_from_slice(&(catalog::FORMAT + 1).to_le_bytes());
+    reseal(&mut bytes);
+    std::fs::write(catalog_file(&sb), &bytes).unwrap();
+    detected_and_rebuilt(
+        &sb,
+        &expected,
+        &format!("was written by catalog format {}", catalog::FORMAT + 1),
+    );
+}
+
+#[test]
+fn a_catalog_claiming_another_registry_hash_is_detected_and_rebuilt() {
+    let sb = sandbox();
+    let expected = compiled(&sb);
+    let mut bytes = std::fs::read(catalog_file(&sb)).unwrap();
+    bytes[16] ^= 0xff;
+    reseal(&mut bytes);
+    std::fs::write(catalog_file(&sb), &bytes).unwrap();
+    detected_and_rebuilt(&sb, &expected, "is stale");
+}
+
+#[test]
+fn a_corrupt_catalog_is_detected_and_rebuilt() {
+    let sb = sandbox();
+    let expected = compiled(&sb);
+    let good = std::fs::read(catalog_file(&sb)).unwrap();
+    // Garbage in its place; then one flipped bit in the header, then in a table.
+    std::fs::write(catalog_file(&sb), b"{\"not\": \"a catalog\"}").unwrap();
+    detected_and_rebuilt(&sb, &expected, "is corrupt (not a catalog file)");
+    let mut bytes = good.clone();
+    bytes[12] ^= 1;
+    std::fs::write(catalog_file(&sb), &bytes).unwrap();
+    detected_and_rebuilt(&sb, &expected, "header checksum mismatch");
+    let mut bytes = good.clone();
+    bytes[56 + 4 * 24 + 2] ^= 1;
+    std::fs::write(catalog_file(&sb), &bytes).unwrap();
+    detected_and_rebuilt(&sb, &expected, "checksum mismatch");
+    // A damaged record is found when it is read: that search falls back to registry.json.
+    // (The top hit's record is the last place its name occurs: records come last.)
+    let mut bytes = good;
+    let name = b"\"store_bucket_create\"";
+    let at = bytes.windows(name.len()).rposition(|w| w == name).unwrap();
+    bytes[at + 1] = b'S';
+    std::fs::write(catalog_file(&sb), &bytes).unwrap();
+    let (got, err) = search(&sb, "create bucket");
+    assert!(
+        err.contains("checksum mismatch") && err.contains("searching registry.json instead"),
+        "{err}"
+    );
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn scan_writes_the_catalog_with_the_registry() {
+    let sb = Sandbox::new();
+    let meta = tool("scanned", "create");
+    sb.script(
+        "bin/scanned",
+        &format!(
+            "#!/bin/sh\n# \"atip\" --agent\nif [ \"$1\" = --agent ]; then cat <<'EOF'\n{meta}\nEOF\nexit 0; fi\necho\n"
+        ),
+    );
+    let out = sb
+        .atip()
+        .args(["scan", "--timeout", "5s", "--path"])
+        .arg(sb.path().join("bin"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    Compiled::open(&catalog_file(&sb), &registry_key(&sb)).expect("scan wrote a sound catalog");
+    let (got, err) = search(&sb, "create bucket");
+    assert!(!err.contains("catalog"), "{err}");
+    assert_eq!(got["results"][0]["name"], "scanned_bucket_create");
+}
+
+#[test]
+fn exec_takes_the_command_from_the_catalog_and_still_refuses_an_edited_document() {
+    let sb = Sandbox::new();
+    register(
+        &sb,
+        "store",
+        &tool("store", "create"),
+        "#!/bin/sh\necho ran \"$@\"\n",
+        "native",
+    );
+    register(
+        &sb,
+        "vault",
+        &tool("vault", "delete"),
+        "#!/bin/sh\necho\n",
+        "native",
+    );
+    let exec = |name: &str| {
+        sb.atip()
+            .args([
+                "--output",
+                "json",
+                "exec",
+                "--yes",
+                name,
+                "--args",
+                r#"{"bucket":"b"}"#,
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = exec("store_bucket_create");
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        catalog_file(&sb).exists(),
+        "the first call compiled and saved it"
+    );
+    let out = exec("store_bucket_create");
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("catalog"),
+        "{}",
+        show(&out)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["data"]["stdout"], "ran bucket create b\n");
+    // A close name is not in the catalog: the JSON path suggests the right one.
+    let out = exec("store_bucket_creat");
+    assert_eq!(out.status.code(), Some(66), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("store_bucket_create"),
+        "{}",
+        show(&out)
+    );
+    // The catalog is sound for registry.json, but the document was edited on disk.
+    let reg: Value =
+        serde_json::from_slice(&std::fs::read(sb.data_dir().join("registry.json")).unwrap())
+            .unwrap();
+    let file = sb
+        .data_dir()
+        .join(reg["tools"]["store"]["metadata"].as_str().unwrap());
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("Bucket name", "Bucket");
+    std::fs::write(&file, text).unwrap();
+    let out = exec("store_bucket_create");
+    assert_eq!(out.status.code(), Some(65), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("metadata_tampered"),
+        "{}",
+        show(&out)
+    );
+}
+
+/// Writes `metas` as a registry the way `atip scan` stores it.
+fn write_registry(data: &Path, metas: &[Metadata]) -> atip::registry::Index {
+    std::fs::create_dir_all(data.join("tools")).unwrap();
+    let mut tools = serde_json::Map::new();
+    for (i, m) in metas.iter().enumerate() {
+        let doc = serde_json::to_vec(m).unwrap();
+        let hex = hex::encode(sha2::Sha256::digest(&doc));
+        std::fs::write(data.join(format!("tools/{hex}.json")), &doc).unwrap();
+        tools.insert(format!("t{i:02}-{}", m.tool_name().unwrap_or("x")), json!({
+            "path": "/bin/true", "hash": format!("sha256:{}", "0".repeat(64)), "source": "native",
+            "lastChecked": "2026-01-01T00:00:00Z", "description": "d", "atip": "0.6", "trust": "native",
+            "effects": "unknown", "commands": 1, "metadata": format!("tools/{hex}.json")}));
+    }
+    let index = json!({"version": "2", "updated": "2026-01-01T00:00:00Z",
+        "agent": {"name": "atip", "version": "0.1.0"}, "tools": tools});
+    std::fs::write(
+        data.join("registry.json"),
+        serde_json::to_vec(&index).unwrap(),
+    )
+    .unwrap();
+    serde_json::from_value(index).unwrap()
+}
+
+fn query() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-z]{1,8}( [a-z]{1,8}){0,3}",
+        prop::sample::select(vec![
+            "create",
+            "list",
+            "delete repository",
+            "pull request",
+            "get",
+            "sync",
+            "x",
+            "run",
+        ])
+        .prop_map(String::from),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_catalog_answers_as_the_json_path(
+        metas in prop::collection::vec(crate::export_props::metadata(), 1..4),
+        queries in prop::collection::vec(query(), 1..6),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let dirs = Dirs::resolve(Some(&dir.path().join("data")), Some(&dir.path().join("c")), Some(&dir.path().join("s")));
+        let index = write_registry(&dirs.data, &metas);
+        let key = catalog::registry_key(&std::fs::read(dirs.registry_file()).unwrap());
+        let c = Compiled::from_bytes(catalog::build(&dirs, &index, &key), &catalog::path(&dirs), &key).unwrap();
+
+        // The JSON path: read every document, flatten and name them all.
+        let loaded = atip::compile::source::load_registry(&dirs, None).unwrap();
+        prop_assert!(loaded.warnings.is_empty() && c.warnings().is_empty());
+        let all = Catalog::build(&loaded.metas, &FlattenOptions { include_interactive: true, commands: None });
+        prop_assert_eq!(c.rows().len(), all.tools().len());
+        for (i, want) in all.tools().iter().enumerate() {
+            let got = c.tool(i).unwrap();
+            // Names, schemas, effects and everything else, field for field.
+            prop_assert_eq!(&got, want);
+            prop_assert_eq!(&c.rows()[i].name, &want.name);
+            prop_assert_eq!(c.rows()[i].needs_human, want.effects.needs_human());
+        }
+
+        // Search: the default selection, same hits, scores and reports.
+        let json_catalog = Catalog::build(&loaded.metas, &FlattenOptions::default());
+        let json_index = SearchIndex::build(json_catalog.tools());
+        let (rows, index) = c.search_index().unwrap();
+        prop_assert_eq!(rows.len(), json_catalog.tools().len());
+        for q in &queries {
+            let opts = SearchOptions { limit: 10, schemas: 3, format: None, explain: true, max_bytes: usize::MAX };
+            let want = atip::search::search(&json_catalog, &json_index, q, &opts);
+            let hits = index.search(q, opts.limit, opts.explain);
+            let tools: Vec<_> = hits.iter().map(|h| c.tool(rows[h.doc] as usize).unwrap()).collect();
+            let docs: Vec<usize> = hits.iter().map(|h| h.doc).collect();
+            let got = atip::search::report(q, hits, &opts, |doc| {
+                (&tools[docs.iter().position(|d| *d == doc).unwrap()], None)
+            });
+            prop_assert_eq!(serde_json::to_value(&got).unwrap(), serde_json::to_value(&want).unwrap());
+        }
+    }
+}
