@@ -34,8 +34,15 @@ done
 sets="$small $big"
 [ "$small" -ge "$big" ] && sets="$big"
 
-cargo build --release --quiet
-atip="$PWD/target/release/atip"
+# ATIP_BIN: a release binary built elsewhere (e.g. a shared CARGO_TARGET_DIR); otherwise
+# build one here. PEER_BIN: a second atip (e.g. main before a change), measured on the
+# same files in the same run.
+if [ -n "${ATIP_BIN:-}" ]; then
+  atip="$ATIP_BIN"
+else
+  cargo build --release --quiet
+  atip="${CARGO_TARGET_DIR:-$PWD/target}/release/atip"
+fi
 
 if [ -z "$work" ]; then work="$(mktemp -d "${TMPDIR:-/tmp}/atip-bench.XXXXXX")"; fi
 mkdir -p "$work"
@@ -81,44 +88,68 @@ PY
 }
 
 fail=0
-printf '| set | docs | MB | mode | wall s | docs/s | MB/s | CPU s | docs/CPU-s | peak MB | valid/invalid | exit |\n'
-printf '|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+# The ajv-based reference, when installed (AJV_BIN, or
+#   npm install --prefix target/bench-deps ajv-cli@5 ajv-formats@2):
+# ajv-cli over the same files with atip's metadata schema, in one call.
+ajv="${AJV_BIN:-}"
+[ -z "$ajv" ] && [ -x target/bench-deps/node_modules/.bin/ajv ] && ajv="$PWD/target/bench-deps/node_modules/.bin/ajv"
+
+# One row: binary label, set, mode, command...
+row() {
+  local label="$1" n="$2" mode="$3"; shift 3
+  read -r s kib code cpu < <(measure "$@")
+  secs[$label/$mode]=$s
+  local verdict="-"
+  # Count verdicts from a second, unmeasured run's JSON report (atip's validate only).
+  if [ "$mode" = validate ] && [ "$label" != ajv ]; then
+    verdict=$("$@" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+v = sum(1 for f in r if f.get("valid"))
+print("%d/%d" % (v, len(r) - v))')
+    [ "${verdict#*/}" != 0 ] && fail=1
+  fi
+  dps=$(awk -v f="$files" -v s="$s" 'BEGIN {printf "%.0f", f/s}')
+  mbs=$(awk -v b="$bytes" -v s="$s" 'BEGIN {printf "%.1f", b/1e6/s}')
+  peak=$(awk -v k="$kib" 'BEGIN {printf "%.1f", k/1024}')
+  dpc=$(awk -v f="$files" -v c="$cpu" 'BEGIN {if (c > 0) printf "%.0f", f/c; else print "-"}')
+  printf '| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+    "$label" "$n" "$files" "$mb" "$mode" "$s" "$dps" "$mbs" "$cpu" "$dpc" "$peak" "$verdict" "$code"
+  if [ "$label" = atip ]; then
+    if [ "$mode" = validate ]; then
+      awk -v d="$dps" 'BEGIN {exit !(d < 6000)}' && fail=1
+    fi
+    awk -v p="$peak" 'BEGIN {exit !(p >= 100)}' && fail=1
+  fi
+  return 0
+}
+
+printf '| binary | set | docs | MB | mode | wall s | docs/s | MB/s | CPU s | docs/CPU-s | peak MB | valid/invalid | exit |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+bins=("atip=$atip")
+[ -n "${PEER_BIN:-}" ] && bins+=("peer=$PEER_BIN")
 for n in $sets; do
   dir="$work/set$n"
   files=$(find "$dir" -name '*.json' | wc -l)
   bytes=$(find "$dir" -name '*.json' -printf '%s\n' | awk '{s+=$1} END {print s}')
   mb=$(awk -v b="$bytes" 'BEGIN {printf "%.1f", b/1e6}')
-  cat "$dir"/*.json >/dev/null # same warm page cache for both passes
+  cat "$dir"/*.json >/dev/null # same warm page cache for every pass
   declare -A secs
-  for mode in validate parse-only; do
-    args=(validate --output json)
-    [ "$mode" = parse-only ] && args+=(--parse-only)
-    read -r s kib code cpu < <(measure "$atip" "${args[@]}" "$dir")
-    secs[$mode]=$s
-    # Count verdicts from a second, unmeasured run's JSON report only for validate.
-    verdict="-"
-    if [ "$mode" = validate ]; then
-      verdict=$("$atip" validate --output json "$dir" | python3 -c '
-import json, sys
-r = json.load(sys.stdin)
-v = sum(1 for f in r if f.get("valid"))
-print("%d/%d" % (v, len(r) - v))')
-      [ "${verdict#*/}" != 0 ] && fail=1
-    fi
-    dps=$(awk -v f="$files" -v s="$s" 'BEGIN {printf "%.0f", f/s}')
-    mbs=$(awk -v b="$bytes" -v s="$s" 'BEGIN {printf "%.1f", b/1e6/s}')
-    peak=$(awk -v k="$kib" 'BEGIN {printf "%.1f", k/1024}')
-    dpc=$(awk -v f="$files" -v c="$cpu" 'BEGIN {if (c > 0) printf "%.0f", f/c; else print "-"}')
-    printf '| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
-      "$n" "$files" "$mb" "$mode" "$s" "$dps" "$mbs" "$cpu" "$dpc" "$peak" "$verdict" "$code"
-    if [ "$mode" = validate ]; then
-      awk -v d="$dps" 'BEGIN {exit !(d < 6000)}' && fail=1
-    fi
-    awk -v p="$peak" 'BEGIN {exit !(p >= 100)}' && fail=1
+  for b in "${bins[@]}"; do
+    label="${b%%=*}" bin="${b#*=}"
+    row "$label" "$n" validate "$bin" validate --output json "$dir"
+    row "$label" "$n" parse-only "$bin" validate --output json --parse-only "$dir"
+    ratio=$(awk -v v="${secs[$label/validate]}" -v p="${secs[$label/parse-only]}" 'BEGIN {printf "%.2f", v/p}')
+    printf '| %s | %s | | | validate / parse-only | %sx | | | | | | | |\n' "$label" "$n" "$ratio"
+    [ "$label" = atip ] && awk -v r="$ratio" 'BEGIN {exit !(r > 2)}' && fail=1
   done
-  ratio=$(awk -v v="${secs[validate]}" -v p="${secs[parse-only]}" 'BEGIN {printf "%.2f", v/p}')
-  printf '| %s | | | validate / parse-only | %sx | | | | | | | |\n' "$n" "$ratio"
-  awk -v r="$ratio" 'BEGIN {exit !(r > 2)}' && fail=1
+  if [ -n "$ajv" ]; then
+    row ajv "$n" validate "$ajv" validate --spec=draft2020 --strict=false -c ajv-formats \
+      -s schemas/atip.schema.json -d "$dir/*.json"
+    x=$(awk -v a="${secs[ajv/validate]}" -v v="${secs[atip/validate]}" 'BEGIN {printf "%.2f", a/v}')
+    printf '| atip vs ajv | %s | | | validate speed-up | %sx | | | | | | | |\n' "$n" "$x"
+    awk -v x="$x" 'BEGIN {exit !(x < 3)}' && fail=1
+  fi
   unset secs
 done
 

@@ -100,8 +100,12 @@ pub fn parse(bytes: &[u8]) -> Parsed {
         return out;
     }
     let dups = Cell::new(0usize);
+    let scratch = Scratch::default();
     let mut de = serde_json::Deserializer::from_str(text);
-    let result = ValueSeed { dups: &dups }
+    let result = ValueSeed {
+        dups: &dups,
+        scratch: &scratch,
+    }
         .deserialize(&mut de)
         .and_then(|v| de.end().map(|()| v));
     out.duplicates = dups.get();
@@ -142,8 +146,21 @@ fn syntax_diagnostic(text: &str, e: &serde_json::Error) -> Diagnostic {
 }
 
 /// Builds a `Value` exactly as serde_json does, counting keys that repeat.
+///
+/// Members and elements are first pushed on scratch stacks shared by the whole parse
+/// (nested containers use the part above their parent's), then moved into a map or
+/// vector allocated once at its final size: no reallocation while a container grows,
+/// and no rehashing of an object's keys.
 struct ValueSeed<'a> {
     dups: &'a Cell<usize>,
+    scratch: &'a Scratch,
+}
+
+/// The scratch stacks of one parse.
+#[derive(Default)]
+struct Scratch {
+    members: std::cell::RefCell<Vec<(String, Value)>>,
+    items: std::cell::RefCell<Vec<Value>>,
 }
 
 impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
@@ -184,16 +201,32 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         Ok(Value::Null)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(item) = seq.next_element_seed(ValueSeed { dups: self.dups })? {
-            items.push(item);
+        let start = self.scratch.items.borrow().len();
+        let seed = || ValueSeed {
+            dups: self.dups,
+            scratch: self.scratch,
+        };
+        // A failed parse drops the scratch with whatever is left on it.
+        while let Some(item) = seq.next_element_seed(seed())? {
+            self.scratch.items.borrow_mut().push(item);
         }
+        let mut stack = self.scratch.items.borrow_mut();
+        let mut items = Vec::with_capacity(stack.len() - start);
+        items.extend(stack.drain(start..));
         Ok(Value::Array(items))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = Map::new();
+        let start = self.scratch.members.borrow().len();
         while let Some(key) = map.next_key::<String>()? {
-            let value = map.next_value_seed(ValueSeed { dups: self.dups })?;
+            let value = map.next_value_seed(ValueSeed {
+                dups: self.dups,
+                scratch: self.scratch,
+            })?;
+            self.scratch.members.borrow_mut().push((key, value));
+        }
+        let mut stack = self.scratch.members.borrow_mut();
+        let mut out = Map::with_capacity(stack.len() - start);
+        for (key, value) in stack.drain(start..) {
             if out.insert(key, value).is_some() {
                 self.dups.set(self.dups.get() + 1);
             }
