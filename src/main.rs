@@ -8,10 +8,6 @@ use std::process::ExitCode;
 
 mod cli;
 
-#[cfg(feature = "mimalloc")]
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Find, validate, export and run ATIP command-line tools for AI agents.
 #[derive(Debug, Parser)]
 #[command(name = "atip", version, about, propagate_version = true)]
