@@ -285,9 +285,15 @@ impl SearchIndex {
             .collect();
         let corrected: Vec<String> = groups
             .iter()
-            .map(|g| match g.terms.iter().find(|t| matches!(t.2, "exact" | "typo" | "variant")) {
-                Some((id, _, _)) => self.vocab[*id as usize].clone(),
-                None => g.word.clone(),
+            .map(|g| {
+                match g
+                    .terms
+                    .iter()
+                    .find(|t| matches!(t.2, "exact" | "typo" | "variant"))
+                {
+                    Some((id, _, _)) => self.vocab[*id as usize].clone(),
+                    None => g.word.clone(),
+                }
             })
             .collect();
         for (short, span) in text::abbreviations_in(&corrected) {
@@ -334,8 +340,13 @@ impl SearchIndex {
         if !q.is_empty() {
             for doc in 0..n {
                 if scores[doc] > 0.0 {
-                    boosts[doc] =
-                        self.boost(doc, [&q, &raw_q], [&q_prefix, &raw_prefix], &groups, &corrected);
+                    boosts[doc] = self.boost(
+                        doc,
+                        [&q, &raw_q],
+                        [&q_prefix, &raw_prefix],
+                        &groups,
+                        &corrected,
+                    );
                     scores[doc] += boosts[doc];
                 }
             }

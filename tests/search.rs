@@ -167,7 +167,15 @@ fn explain_says_why() {
     );
     let (_, v, _) = search(
         &sb,
-        &["--file", &gh(), "--explain", "--limit", "1", "upload", "asets"],
+        &[
+            "--file",
+            &gh(),
+            "--explain",
+            "--limit",
+            "1",
+            "upload",
+            "asets",
+        ],
     );
     assert_eq!(v["results"][0]["name"], "gh_release_upload");
     let why = v["results"][0]["why"].to_string();

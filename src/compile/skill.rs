@@ -192,7 +192,11 @@ fn command_section(s: &mut String, meta: &Metadata, t: &FlatTool, globals: &[Opt
     let examples: Vec<String> = entry
         .iter()
         .flat_map(|e| e.command.examples.iter().flatten())
-        .map(|v| v.as_str().map(String::from).unwrap_or_else(|| v.to_string()))
+        .map(|v| {
+            v.as_str()
+                .map(String::from)
+                .unwrap_or_else(|| v.to_string())
+        })
         .collect();
     if !examples.is_empty() {
         s.push_str("\nExamples:\n\n```sh\n");
@@ -277,7 +281,9 @@ fn with_default(text: String, kind: &ParamType, default: Option<&Value>) -> Stri
     } else {
         "."
     };
-    format!("{text}{sep} Default: `{}`.", plain(d)).trim_start().to_string()
+    format!("{text}{sep} Default: `{}`.", plain(d))
+        .trim_start()
+        .to_string()
 }
 
 /// A JSON value as a user would type it: strings without quotes.

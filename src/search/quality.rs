@@ -18,7 +18,12 @@ fn load(path: &Path) -> Metadata {
 }
 
 /// The rank (from 1) of the first wanted name in the top 10, if any, and the top 3 names.
-fn rank(catalog: &Catalog, index: &SearchIndex, query: &str, want: &[String]) -> (Option<usize>, Vec<String>) {
+fn rank(
+    catalog: &Catalog,
+    index: &SearchIndex,
+    query: &str,
+    want: &[String],
+) -> (Option<usize>, Vec<String>) {
     let hits = index.search(query, 10, true);
     let names: Vec<String> = hits
         .iter()
@@ -51,7 +56,10 @@ fn labelled_queries_meet_the_targets() {
     assert!(shims.len() >= 80, "shims/ holds {} files", shims.len());
     let corpora = [
         ("shims", shims.iter().map(|p| load(p)).collect::<Vec<_>>()),
-        ("gh_fixture", vec![load(&root.join("tests/fixtures/export/gh.json"))]),
+        (
+            "gh_fixture",
+            vec![load(&root.join("tests/fixtures/export/gh.json"))],
+        ),
     ];
     let (mut total, mut top1, mut top5) = (0usize, 0usize, 0usize);
     let mut misses = Vec::new();

@@ -117,9 +117,9 @@ pub fn root(word: &str) -> String {
 /// out of queries (not of the index, where BM25's idf already makes them cheap), unless
 /// the query holds nothing else.
 pub const STOPWORDS: &[&str] = &[
-    "a", "an", "the", "to", "of", "in", "on", "for", "with", "and", "or", "my", "me", "i",
-    "is", "are", "be", "it", "its", "this", "that", "these", "those", "from", "by", "at", "as",
-    "into", "how", "do", "does", "can", "please", "some", "what", "which", "who",
+    "a", "an", "the", "to", "of", "in", "on", "for", "with", "and", "or", "my", "me", "i", "is",
+    "are", "be", "it", "its", "this", "that", "these", "those", "from", "by", "at", "as", "into",
+    "how", "do", "does", "can", "please", "some", "what", "which", "who",
 ];
 
 /// The words of a query, without stopwords (all of them when nothing else is left).
@@ -225,7 +225,13 @@ mod tests {
             words("Pull-Requests repositories boxes status"),
             ["pull", "request", "repository", "box", "status"]
         );
-        for (a, b) in [("creating", "create"), ("created", "creates"), ("running", "run"), ("stopped", "stop"), ("installing", "install")] {
+        for (a, b) in [
+            ("creating", "create"),
+            ("created", "creates"),
+            ("running", "run"),
+            ("stopped", "stop"),
+            ("installing", "install"),
+        ] {
             assert_eq!(root(a), root(&stem(b)), "{a} {b}");
         }
         assert_eq!(root("string"), "string");
