@@ -418,7 +418,10 @@ pub fn scan(
             .filter(|(_, _, i)| works[*i].unreadable.is_none())
             .map(|(n, _, _)| n.as_str())
             .collect();
-        pool.install(|| inf.src.prepare(readable));
+        inf.src.look_up(readable);
+        if inf.src.has_pending() {
+            pool.install(|| inf.src.infer_pending());
+        }
     }
     // Remote registries: catalogs now (cache or conditional requests), shims after
     // hashing, only for binaries no better source describes. A dry run requests nothing.
