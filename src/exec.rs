@@ -466,7 +466,11 @@ impl Engine {
         }
         // The same selection (sorted by name, unknown names an error) as `atip export`,
         // so flattened names match what export printed.
-        let mut entries = crate::compile::source::registry_entries(dirs, only)?;
+        let mut entries = match only {
+            // Nothing asked for (a batch of MCP calls only): the registry is not read.
+            Some([]) => Vec::new(),
+            _ => crate::compile::source::registry_entries(dirs, only)?,
+        };
         if only.is_none() && focus.is_none() && !settings.include_inferred {
             crate::compile::source::drop_inferred(&mut entries);
         }

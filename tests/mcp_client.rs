@@ -764,6 +764,64 @@ fn exec_calls_route_mcp_names_in_order_under_the_same_policy() {
 }
 
 #[test]
+fn exec_calls_of_only_mcp_tools_need_no_registry() {
+    let Some(sb) = sandbox("ok") else { return };
+    let calls = |names: &[&str]| -> String {
+        let list: Vec<Value> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                json!({"id": format!("c{i}"), "type": "function",
+                "function": {"name": n, "arguments": "{\"message\":\"hi\"}"}})
+            })
+            .collect();
+        let doc = json!({"choices": [{"message": {"role": "assistant", "tool_calls": list}}]});
+        let f = sb.write(&format!("proj/calls-{}.json", names.len()), doc.to_string());
+        f.to_str().unwrap().to_string()
+    };
+    // No scan ever ran here: there is no registry.json.
+    assert!(!sb.path().join("data/registry.json").exists());
+    let only_mcp = calls(&["mcp__fake__echo"]);
+    let o = run(
+        &sb,
+        &[
+            "exec",
+            "--calls",
+            &only_mcp,
+            "--provider",
+            "openai",
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let m = &json_out(&o)[0];
+    let content: Value = serde_json::from_str(m["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content["content"][0]["text"], "Echo: hi", "{content}");
+    // A batch that also names a command still needs the registry, and says so.
+    let mixed = calls(&["mcp__fake__echo", "t_echo"]);
+    let o = run(
+        &sb,
+        &[
+            "exec",
+            "--calls",
+            &mixed,
+            "--provider",
+            "openai",
+            "--output",
+            "json",
+        ],
+    );
+    assert_ne!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("registry_not_found")
+            || String::from_utf8_lossy(&o.stderr).contains("registry_not_found"),
+        "{}",
+        show(&o)
+    );
+}
+
+#[test]
 fn sessions_use_the_2026_07_28_discovery_and_fall_back_to_initialize() {
     let Some(sb) = sandbox("ok") else { return };
     common::tools::register(

@@ -78,6 +78,8 @@ pub struct ServerSpec {
     /// Secret values of this server (header values, secret-named env entries), for
     /// redaction.
     pub secrets: Vec<(String, String)>,
+    /// How sessions start (`protocol`: auto, legacy, modern); a `--protocol` flag wins.
+    pub protocol: Option<super::client::Protocol>,
 }
 
 impl ServerSpec {
@@ -643,6 +645,25 @@ impl FileCtx<'_> {
                 ));
             }
         };
+        let protocol = match obj.get("protocol") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(
+                <super::client::Protocol as clap::ValueEnum>::from_str(s, true).map_err(|_| {
+                    config_error(
+                        self.path,
+                        format!(
+                            "{at}.protocol must be \"auto\", \"legacy\" or \"modern\", not {s:?}"
+                        ),
+                    )
+                })?,
+            ),
+            Some(_) => {
+                return Err(config_error(
+                    self.path,
+                    format!("{at}.protocol must be a string (auto, legacy or modern)"),
+                ));
+            }
+        };
         Ok(Some(ServerSpec {
             name: name.to_string(),
             transport,
@@ -650,6 +671,7 @@ impl FileCtx<'_> {
             origin: self.path.display().to_string(),
             trust_hints,
             secrets,
+            protocol,
         }))
     }
 }
