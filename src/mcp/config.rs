@@ -740,6 +740,35 @@ mod tests {
     }
 
     #[test]
+    fn per_server_protocol() {
+        use crate::mcp::client::{ClientOptions, Protocol};
+        let cfg = load(&[(
+            "/g/mcp.json",
+            json!({"mcpServers": {"a": {"command": "x", "protocol": "legacy"}, "b": {"command": "y"}}}),
+        )])
+        .unwrap();
+        assert_eq!(cfg.servers["a"].protocol, Some(Protocol::Legacy));
+        let flag = ClientOptions {
+            protocol: Some(Protocol::Modern),
+            ..Default::default()
+        };
+        let none = ClientOptions::default();
+        assert_eq!(none.protocol_for(&cfg.servers["a"]), Protocol::Legacy);
+        assert_eq!(none.protocol_for(&cfg.servers["b"]), Protocol::Auto);
+        assert_eq!(flag.protocol_for(&cfg.servers["a"]), Protocol::Modern);
+        let e = load(&[(
+            "/g/mcp.json",
+            json!({"mcpServers": {"a": {"command": "x", "protocol": "2026"}}}),
+        )])
+        .unwrap_err();
+        assert!(
+            e.message.contains("mcpServers.a.protocol must be"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
     fn missing_variables_warn_or_fail_under_strict_env() {
         let cfg = load(&[(
             "/g/mcp.json",
