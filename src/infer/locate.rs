@@ -413,7 +413,10 @@ fn read_text(path: &Path) -> Result<String, ReadError> {
         Compression::Gzip => capped(Box::new(GzDecoder::new(&raw[..])))?,
         Compression::Zstd => {
             let d = ruzstd::decoding::StreamingDecoder::new(&raw[..]).map_err(|e| {
-                io(std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))
+                io(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    e.to_string(),
+                ))
             })?;
             capped(Box::new(d))?
         }
@@ -421,10 +424,15 @@ fn read_text(path: &Path) -> Result<String, ReadError> {
             let mut out = Capped(Vec::with_capacity(raw.len() * 4));
             if let Err(e) = lzma_rs::xz_decompress(&mut &raw[..], &mut out) {
                 return Err(match e {
-                    lzma_rs::error::Error::IoError(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+                    lzma_rs::error::Error::IoError(e)
+                        if e.kind() == std::io::ErrorKind::FileTooLarge =>
+                    {
                         too_large()
                     }
-                    e => io(std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())),
+                    e => io(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        e.to_string(),
+                    )),
                 });
             }
             out.0
@@ -471,8 +479,14 @@ mod tests {
             read_page(&page(fixtures().join("compressed/wc.1.bz2"))),
             Err(ReadError::Unsupported { .. })
         ));
-        assert_eq!(split_page_name("wc.1.zst", "1"), Some(("wc".into(), "1".into())));
-        assert_eq!(split_page_name("wc.1.xz", "1"), Some(("wc".into(), "1".into())));
+        assert_eq!(
+            split_page_name("wc.1.zst", "1"),
+            Some(("wc".into(), "1".into()))
+        );
+        assert_eq!(
+            split_page_name("wc.1.xz", "1"),
+            Some(("wc".into(), "1".into()))
+        );
     }
 
     /// 17 MiB of zeros in 3 KB: decompression stops at the cap.
@@ -480,7 +494,10 @@ mod tests {
     fn compressed_bombs_stop_at_the_cap() {
         for f in ["bomb.1.zst", "bomb.1.xz"] {
             let got = read_page(&page(fixtures().join("compressed").join(f)));
-            assert!(matches!(got, Err(ReadError::TooLarge { .. })), "{f}: {got:?}");
+            assert!(
+                matches!(got, Err(ReadError::TooLarge { .. })),
+                "{f}: {got:?}"
+            );
         }
     }
 
