@@ -80,9 +80,10 @@ pub struct ServeArgs {
     /// Proxy only these configured MCP servers, comma-separated (default: all).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub mcp_server: Vec<String>,
-    /// How sessions with the proxied servers start (as `--protocol` of the client commands).
-    #[arg(long, value_enum, default_value_t = Protocol::Auto, value_name = "ERA")]
-    pub mcp_protocol: Protocol,
+    /// How sessions with the proxied servers start (as `--protocol` of the client commands;
+    /// default: each server's `protocol` setting, else auto).
+    #[arg(long, value_enum, value_name = "ERA")]
+    pub mcp_protocol: Option<Protocol>,
 }
 
 /// How to reach a server: by name from the config, or explicitly.
@@ -136,9 +137,10 @@ pub struct ClientFlags {
     #[arg(long)]
     pub no_cache: bool,
     /// How sessions start: `auto` probes `server/discover` (MCP 2026-07-28) and falls
-    /// back to the `initialize` handshake; `legacy` or `modern` use only one.
-    #[arg(long, value_enum, default_value_t = Protocol::Auto, value_name = "ERA")]
-    pub protocol: Protocol,
+    /// back to the `initialize` handshake; `legacy` or `modern` use only one. Default: the
+    /// server's `protocol` setting in the config, else auto.
+    #[arg(long, value_enum, value_name = "ERA")]
+    pub protocol: Option<Protocol>,
 }
 
 /// `atip mcp servers`.
@@ -443,6 +445,7 @@ fn explicit(t: &Target) -> Result<Option<ServerSpec>, AtipError> {
         origin: "command line".into(),
         trust_hints: true,
         secrets,
+        protocol: None,
     }))
 }
 

@@ -45,8 +45,9 @@ pub struct ClientOptions {
     pub trace: bool,
     /// Drop the server's stderr instead of forwarding it.
     pub quiet_server_stderr: bool,
-    /// How the session starts: `server/discover` (2026-07-28) or `initialize`.
-    pub protocol: Protocol,
+    /// How the session starts: `server/discover` (2026-07-28) or `initialize`. `None`:
+    /// the server's own `protocol` setting, else [`Protocol::Auto`].
+    pub protocol: Option<Protocol>,
     /// Tell a stdio server it was started by `atip mcp serve`'s proxy
     /// ([`super::proxy::NESTED_ENV`]).
     pub mark_nested: bool,
@@ -64,6 +65,13 @@ pub enum Protocol {
     Legacy,
     /// Only `server/discover`; a legacy server is a connection failure.
     Modern,
+}
+
+impl ClientOptions {
+    /// How a session with `spec` starts: the flag, else the server's setting, else auto.
+    pub fn protocol_for(&self, spec: &ServerSpec) -> Protocol {
+        self.protocol.or(spec.protocol).unwrap_or_default()
+    }
 }
 
 impl Protocol {
@@ -251,7 +259,7 @@ impl Session {
                 };
                 let service = match tokio::time::timeout(
                     timeout,
-                    client_info().serve_with_lifecycle(traced, opts.protocol.lifecycle()),
+                    client_info().serve_with_lifecycle(traced, opts.protocol_for(spec).lifecycle()),
                 )
                 .await
                 {
@@ -320,7 +328,7 @@ impl Session {
                 };
                 let service = match tokio::time::timeout(
                     timeout,
-                    client_info().serve_with_lifecycle(traced, opts.protocol.lifecycle()),
+                    client_info().serve_with_lifecycle(traced, opts.protocol_for(spec).lifecycle()),
                 )
                 .await
                 {
