@@ -19,6 +19,7 @@ pub mod audit;
 pub mod calls;
 pub mod policy;
 pub mod redact;
+pub mod repair;
 pub mod runners;
 pub mod trust;
 
@@ -663,6 +664,30 @@ impl Engine {
             .and_then(Value::as_str)
             .and_then(|w| actions.iter().find(|a| a.action == w))
         else {
+            // The example: the closest action when one was given, else a placeholder.
+            let closest = wanted
+                .as_ref()
+                .and_then(Value::as_str)
+                .and_then(|w| crate::similar::closest(w, values.iter().copied()));
+            let mut example = raw.clone();
+            let suggestion = match closest {
+                Some(c) => {
+                    example.insert("action".into(), c.into());
+                    Suggestion::new(
+                        SuggestedAction::RetryWithModifiedInput,
+                        format!("call again with \"action\": {c:?}"),
+                    )
+                    .example(Value::Object(example), Applicability::MaybeIncorrect)
+                }
+                None => {
+                    example.insert("action".into(), format!("<{}>", values.join("|")).into());
+                    Suggestion::new(
+                        SuggestedAction::RetryWithModifiedInput,
+                        format!("call again with \"action\": one of {}", values.join(", ")),
+                    )
+                    .example(Value::Object(example), Applicability::HasPlaceholders)
+                }
+            };
             return Err(AtipError::new(
                 ErrorCode::ArgsInvalid,
                 format!(
@@ -672,6 +697,7 @@ impl Engine {
                 ),
             )
             .hint(format!("pass \"action\": one of {}", values.join(", ")))
+            .suggest(suggestion)
             .details(json!({"violations": [{"path": "/action", "message": "not one of the enum values"}], "enum": values})));
         };
         for (group_prop, flat_prop) in &action.properties {
@@ -716,9 +742,14 @@ impl Engine {
             return Err(args::invalid(&tool.name, over, &tool.input_schema)
                 .hint("raise limits.maxStringBytes / limits.maxArrayItems in the policy if this is intended"));
         }
-        let violations = self.checker(&tool)?.check(&a);
+        let checker = self.checker(&tool)?;
+        let violations = checker.check(&a);
         if !violations.is_empty() {
-            return Err(args::invalid(&tool.name, violations, &tool.input_schema));
+            let e = args::invalid(&tool.name, violations, &tool.input_schema);
+            return Err(match repair::repair(&tool.input_schema, &a, &checker) {
+                Some(r) => e.suggest(r.suggestion(&redactor)),
+                None => e,
+            });
         }
         self.check_paths(&tool, &a)?;
         let argv = argv::build(&tool.command, &tool.params, &a)?;

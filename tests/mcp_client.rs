@@ -225,6 +225,19 @@ fn call_and_every_exit_code() {
     let (c, o) = code(&["call", "echo", "--args", r#"{"message": 5}"#]);
     assert_eq!(c, Some(65), "{}", show(&o));
     assert!(stderr(&o).contains("args_invalid"), "{}", show(&o));
+    // The corrected arguments: a number where the schema wants a string.
+    let e: Value =
+        serde_json::from_str(stderr(&o).lines().last().unwrap_or_default()).unwrap_or(Value::Null);
+    assert_eq!(
+        e["error"]["suggestion"]["example"],
+        json!({"message": "5"}),
+        "{}",
+        show(&o)
+    );
+    assert_eq!(
+        e["error"]["suggestion"]["applicability"],
+        "machine_applicable"
+    );
     let (c, o) = code(&["call", "echo", "--args", r#"{}"#]);
     assert_eq!(c, Some(65), "{}", show(&o));
     // Not read-only → confirmation; refused without a terminal (77), runs with --yes.

@@ -9,9 +9,10 @@ use super::client::{ClientOptions, Session};
 use super::config::{McpConfig, ServerSpec};
 use super::tools;
 use crate::exec::Confirmation;
-use crate::exec::args;
 use crate::exec::audit::{AuditLog, AuditRecord};
 use crate::exec::policy::{Action, Decision, Policy};
+use crate::exec::redact::Redactor;
+use crate::exec::{args, repair};
 use crate::output::{AtipError, ErrorCode};
 use rmcp::model::{CallToolResult, Tool};
 use serde_json::{Map, Value, json};
@@ -278,10 +279,13 @@ impl Remote {
             Ok(checker) => {
                 let violations = checker.check(a);
                 if violations.is_empty() {
-                    Ok(())
-                } else {
-                    Err(args::invalid(&tool.name, violations, &schema))
+                    return Ok(());
                 }
+                let e = args::invalid(&tool.name, violations, &schema);
+                Err(match repair::repair(&schema, a, &checker) {
+                    Some(r) => e.suggest(r.suggestion(&Redactor::new())),
+                    None => e,
+                })
             }
             Err(e) => {
                 eprintln!(
