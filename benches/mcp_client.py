@@ -15,7 +15,7 @@ Every directory is a temp dir; HOME and XDG_* point there.
 
 Usage: benches/mcp_client.py [--atip BIN] [--runs N]
 """
-import argparse, hashlib, json, os, shutil, statistics, subprocess, tempfile, time
+import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--atip", default=os.environ.get("ATIP_BIN") or os.path.join(
@@ -26,33 +26,9 @@ atip = os.path.abspath(a.atip)
 tmp = tempfile.mkdtemp(prefix="atip-mcp-bench-")
 
 
-def registry(root, n):
-    """A registry with one tool `triv` of n commands `triv cNNNNN WORD`."""
-    os.makedirs(f"{root}/data/tools", exist_ok=True)
-    os.makedirs(f"{root}/bin", exist_ok=True)
-    tool = f"{root}/bin/triv"
-    with open(tool, "w") as f:
-        f.write('#!/bin/sh\necho "$@"\n')
-    os.chmod(tool, 0o755)
-    commands = {f"c{i:05}": {"description": f"Command number {i} of the trivial tool",
-                             "effects": {"destructive": False, "idempotent": True},
-                             "arguments": [{"name": "word", "type": "string",
-                                            "description": "A word"}]}
-                for i in range(n)}
-    meta = {"atip": {"version": "0.6"}, "name": "triv", "version": "1",
-            "description": "Trivial tool", "commands": commands}
-    body = json.dumps(meta).encode()
-    hexd = hashlib.sha256(body).hexdigest()
-    open(f"{root}/data/tools/{hexd}.json", "wb").write(body)
-    json.dump({"version": "2", "updated": "2026-01-01T00:00:00Z",
-               "agent": {"name": "atip", "version": "0"},
-               "tools": {"triv": {"path": tool, "hash": "sha256:" + hashlib.sha256(
-                   open(tool, "rb").read()).hexdigest(), "source": "native",
-                                  "lastChecked": "2026-01-01T00:00:00Z",
-                                  "description": "Trivial tool", "atip": "0.6",
-                                  "trust": "native", "effects": "read-only", "commands": n,
-                                  "metadata": f"tools/{hexd}.json"}}},
-              open(f"{root}/data/registry.json", "w"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import triv_registry
+registry = triv_registry.write
 
 
 def env_for(root):
