@@ -30,7 +30,7 @@ use std::time::Duration;
 pub const FILE: &str = "catalog.bin";
 /// The format this atip writes and reads; any change to the layout, or to what flattening
 /// or indexing produce for the same documents, must raise it.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 const MAGIC: &[u8; 8] = b"ATIPCAT\0";
 /// Magic, format, section count, registry sha256, CRC-32 of header and table, zero.
@@ -207,6 +207,7 @@ fn for_index(t: &FlatTool) -> FlatTool {
         effects: Default::default(),
         input_schema: serde_json::Value::Null,
         runner: false,
+        about: t.about.clone(),
     }
 }
 

@@ -60,6 +60,11 @@ pub struct FlatTool {
     /// program named in its own arguments.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub runner: bool,
+    /// What the command belongs to: the tool's description, then its parent commands'
+    /// (outermost first), for search to rank by ("Kubernetes" finds `kubectl get`). Empty
+    /// for a tool without subcommands (its summary already is that text) and MCP tools.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub about: String,
 }
 
 /// One schema property and where its value goes on the command line.

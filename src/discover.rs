@@ -22,6 +22,8 @@
 
 pub mod builtin;
 pub mod cache;
+pub mod converted;
+pub mod framework;
 pub mod inferred;
 pub mod installed;
 pub mod launcher;
@@ -34,6 +36,7 @@ pub mod resolve;
 pub mod shims;
 pub mod sign;
 pub mod source;
+pub mod tooli;
 
 use crate::digest::sha256_hex;
 use crate::dirs::Dirs;
@@ -41,6 +44,8 @@ use crate::output::{AtipError, ErrorCode};
 use crate::registry::{self, Found, FoundMeta, Index, Source, Update};
 use crate::remote::sync::{Remote, RemoteOptions};
 use cache::{Cache, FileRecord, ProbeRecord, ToolRecord};
+use converted::Converted;
+use framework::AppRecord;
 use installed::Installed;
 use native::Native;
 use paths::{DirEntrySpec, Enumeration, Executable, FileSkip, FileSkipReason, Identity};
@@ -113,6 +118,9 @@ pub struct ScanOptions {
     pub explain: Option<String>,
     /// How remote registries (`registries.json`) are consulted.
     pub remote: RemoteOptions,
+    /// Convert every recognised agent-CLI framework app (run its interpreter to print
+    /// the framework's manifest), not only allowlisted ones (`--convert`).
+    pub convert: bool,
 }
 
 /// Default number of probes run at once: probes mostly wait on children, and a hanging
@@ -187,8 +195,13 @@ struct Work {
     unreadable: Option<String>,
     /// Its evidence was read by this scan (not taken from the cache).
     read_now: bool,
-    /// A valid answer that could not be stored: (sha256 hex, bytes), used from memory.
-    unstored: Option<(String, Arc<[u8]>)>,
+    /// Valid answers (or converted documents) that could not be stored: (sha256 hex,
+    /// bytes), used from memory.
+    unstored: Vec<(String, Arc<[u8]>)>,
+    /// A framework app whose manifest this scan converts.
+    convert_now: bool,
+    /// A framework app the user has not allowed to convert (counted, hinted).
+    app_waiting: bool,
 }
 
 fn build_globs(globs: &[String], what: &str) -> Result<globset::GlobSet, String> {
@@ -310,16 +323,30 @@ pub fn scan(
     }
     let plan_report: Vec<PlannedProbe> = works
         .iter()
-        .filter_map(|w| {
-            w.probe_now.map(|why| PlannedProbe {
-                name: w.exe.name.clone(),
-                path: w.exe.path.clone(),
-                why,
-            })
+        .flat_map(|w| {
+            let convert = w.convert_now.then_some(ProbeWhy::Convert);
+            w.probe_now
+                .into_iter()
+                .chain(convert)
+                .map(|why| PlannedProbe {
+                    name: w.exe.name.clone(),
+                    path: w.exe.path.clone(),
+                    why,
+                })
         })
         .collect();
-    let unstored: HashMap<String, Arc<[u8]>> =
-        works.iter_mut().filter_map(|w| w.unstored.take()).collect();
+    let converted_now = if opts.dry_run {
+        0
+    } else {
+        works
+            .iter()
+            .filter(|w| w.convert_now && w.rec.convert.is_some())
+            .count()
+    };
+    let unstored: HashMap<String, Arc<[u8]>> = works
+        .iter_mut()
+        .flat_map(|w| std::mem::take(&mut w.unstored))
+        .collect();
     if !unstored.is_empty() {
         warnings.push(format!(
             "{} native answer(s) could not be stored in {}; they are used from memory",
@@ -343,6 +370,10 @@ pub fn scan(
         &mut new_cache,
     );
     let native = Native {
+        data: &dirs.data,
+        unstored: &unstored,
+    };
+    let converted = Converted {
         data: &dirs.data,
         unstored: &unstored,
     };
@@ -387,7 +418,10 @@ pub fn scan(
             .filter(|(_, _, i)| works[*i].unreadable.is_none())
             .map(|(n, _, _)| n.as_str())
             .collect();
-        pool.install(|| inf.src.prepare(readable));
+        inf.src.look_up(readable);
+        if inf.src.has_pending() {
+            pool.install(|| inf.src.infer_pending());
+        }
     }
     // Remote registries: catalogs now (cache or conditional requests), shims after
     // hashing, only for binaries no better source describes. A dry run requests nothing.
@@ -396,7 +430,7 @@ pub fn scan(
     let mut remote =
         Remote::open(&dirs.config, &dirs.cache, &remote_opts).map_err(ScanError::Registries)?;
     warnings.append(&mut remote.warnings);
-    let mut sources: Vec<&dyn MetadataSource> = vec![&native, &installed, &shim_set];
+    let mut sources: Vec<&dyn MetadataSource> = vec![&native, &installed, &converted, &shim_set];
     if let Some(inf) = &inferred {
         sources.push(inf);
     }
@@ -460,7 +494,7 @@ pub fn scan(
         }
         drop(sources);
         remote.fetch_shims(&wanted);
-        sources = vec![&native, &installed, &shim_set];
+        sources = vec![&native, &installed, &converted, &shim_set];
         if let Some(inf) = &inferred {
             sources.push(inf);
         }
@@ -512,6 +546,23 @@ pub fn scan(
                 reason: *reason,
                 message: message.clone(),
                 cached: w.cached,
+                diagnostics: diagnostics.clone(),
+            });
+        }
+        if primary
+            && let Some(ProbeRecord::Failed {
+                reason,
+                message,
+                diagnostics,
+                ..
+            }) = &w.rec.convert
+        {
+            failed.push(FailedTool {
+                name: name.clone(),
+                path: path.clone(),
+                reason: *reason,
+                message: format!("converting its framework manifest: {message}"),
+                cached: !w.convert_now,
                 diagnostics: diagnostics.clone(),
             });
         }
@@ -784,6 +835,7 @@ pub fn scan(
 
     // 9. Report.
     let no_sign = works.iter().filter(|w| w.no_sign).count();
+    let apps_waiting = works.iter().filter(|w| w.app_waiting).count();
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for d in &skipped_dirs {
         *counts.entry(enum_name(&d.reason)).or_default() += 1;
@@ -813,6 +865,12 @@ pub fn scan(
             ),
         });
     }
+    if apps_waiting > 0 {
+        hints.push(format!(
+            "{apps_waiting} Tooli app(s) recognised from their package metadata were not converted (converting imports the app's code); list them in {} as {{\"probe\": {{\"allow\": [\"NAME\"]}}}} or run `atip scan --convert`",
+            dirs.config.join("config.json").display()
+        ));
+    }
     if failed.iter().any(|f| f.cached) {
         hints.push("failures marked cached are from an earlier scan of the unchanged file; `atip scan --refresh` probes them again".into());
     }
@@ -833,6 +891,7 @@ pub fn scan(
         executables: works.len(),
         names: names.len(),
         probed,
+        converted: converted_now,
         cached: works.iter().filter(|w| w.cached).count(),
         new: tools.iter().filter(|t| t.status == ToolStatus::New).count(),
         updated: tools
@@ -965,6 +1024,22 @@ fn plan(
             if !cached {
                 rec.probe = None;
             }
+            let convert_ms = opts.timeout.max(framework::CONVERT_TIMEOUT_MIN).as_millis() as u64;
+            let convert_kept = match &rec.convert {
+                None => true,
+                Some(ProbeRecord::Failed {
+                    reason: FailReason::Timeout,
+                    timeout_ms: t,
+                    ..
+                }) => *t >= convert_ms,
+                Some(ProbeRecord::Native { doc, .. }) => {
+                    cache::native_doc_file(&dirs.data, doc).is_file()
+                }
+                Some(ProbeRecord::Failed { .. }) => true,
+            };
+            if !convert_kept {
+                rec.convert = None;
+            }
             Work {
                 allowlisted: allow.is_match(&exe.name),
                 exe,
@@ -974,7 +1049,9 @@ fn plan(
                 no_sign: false,
                 unreadable: None,
                 read_now: false,
-                unstored: None,
+                unstored: Vec::new(),
+                convert_now: false,
+                app_waiting: false,
             }
         })
         .collect()
@@ -993,12 +1070,16 @@ fn examine(
 ) {
     let read_signs = matches!(opts.probe, ProbeMode::Auto | ProbeMode::Help);
     let needs_sign = |w: &Work| read_signs && !w.cached && !w.allowlisted && w.rec.sign.is_none();
+    // Package metadata is read once per file (fingerprint) whatever the probe mode.
+    let needs_read = |w: &Work| needs_sign(w) || w.rec.app.is_none();
+    let convert = opts.convert;
     for w in works.iter_mut() {
-        if !needs_sign(w) {
-            decide(w, opts.probe);
+        if !needs_read(w) {
+            decide(w, opts.probe, convert);
         }
     }
-    let active = |w: &Work| needs_sign(w) || (!opts.dry_run && w.probe_now.is_some());
+    let active =
+        |w: &Work| needs_read(w) || (!opts.dry_run && (w.probe_now.is_some() || w.convert_now));
     let todo = works.iter().filter(|w| active(w)).count() as u64;
     if todo == 0 {
         return;
@@ -1022,26 +1103,60 @@ fn examine(
                 if cancelled() {
                     return;
                 }
-                if needs_sign(w) {
-                    match sign::detect(&w.exe.canonical).map(|s| match s {
-                        sign::Sign::None => follower.follow(&w.exe.canonical),
-                        s => s,
-                    }) {
-                        Ok(s) => {
-                            w.rec.sign = Some(s);
-                            w.read_now = true;
-                        }
-                        Err(e) => w.unreadable = Some(format!("failed to read: {e}")),
-                    }
-                    decide(w, mode);
+                if needs_read(w) {
+                    read_evidence(w, &follower, needs_sign(w));
+                    decide(w, mode, convert);
                 }
                 if !dry_run && w.probe_now.is_some() {
                     probe_one(w, &data, timeout, cancel);
+                }
+                if !dry_run && w.convert_now {
+                    convert_one(w, &data, timeout, cancel);
                 }
                 progress.tick(&w.exe.name);
             });
     });
     progress.finish();
+}
+
+/// Reads what one file's bytes show: its ATIP sign (when `sign`), following launchers,
+/// and whether its package metadata makes it a framework app.
+fn read_evidence(w: &mut Work, follower: &launcher::Follower, sign: bool) {
+    let canonical = &w.exe.canonical;
+    let mut found = if sign {
+        match sign::detect(canonical) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                w.unreadable = Some(format!("failed to read: {e}"));
+                return;
+            }
+        }
+    } else {
+        None
+    };
+    // A file that shows a sign is probed as a native tool; only the others (and files
+    // whose sign is not read in this mode) are looked at as launchers and apps.
+    if found.is_some_and(|s| s.shown()) {
+        w.rec.app.get_or_insert(AppRecord::None);
+    } else {
+        let head = launcher::read_wrapper(canonical);
+        if found.is_some() {
+            found = Some(match &head {
+                Some(h) => follower.follow_bytes(canonical, h),
+                None => sign::Sign::None,
+            });
+        }
+        if w.rec.app.is_none() {
+            w.rec.app = Some(match &head {
+                Some(h) => framework::recognise(follower, canonical, h),
+                None => AppRecord::None,
+            });
+        }
+    }
+    if let Some(s) = found {
+        w.rec.sign = Some(s);
+        w.read_now = true;
+    }
 }
 
 /// What the sources are told about one name.
@@ -1059,6 +1174,11 @@ fn subject<'a>(name: &'a str, path: &'a std::path::Path, w: &'a Work) -> Subject
 fn evidence_class(w: &Work) -> &'static str {
     if w.unreadable.is_some() {
         return "unreadable";
+    }
+    if w.rec.app.as_ref().is_some_and(|a| a.tooli().is_some())
+        && !w.rec.sign.is_some_and(|s| s.shown())
+    {
+        return "framework-app";
     }
     match w.rec.sign {
         Some(s) => s.as_str(),
@@ -1174,6 +1294,33 @@ fn explain(
         (None, None) => "not probed".into(),
         (Some(_), None) => "not probed".into(),
     });
+    if let Some(app) = w.rec.app.as_ref().and_then(AppRecord::tooli) {
+        ev.push(format!(
+            "a Tooli app: package {} {} ({}) requires tooli; entry point {}:{}, interpreter {}",
+            app.package,
+            app.version,
+            app.dist.display(),
+            app.module,
+            app.attr,
+            app.interpreter.display()
+        ));
+        ev.push(match (&w.rec.convert, w.convert_now) {
+            (Some(ProbeRecord::Native { doc, .. }), now) => format!(
+                "converted its Tooli manifest (document sha256 {doc}){}",
+                if now { "" } else { ", cached" }
+            ),
+            (
+                Some(ProbeRecord::Failed {
+                    reason, message, ..
+                }),
+                _,
+            ) => {
+                format!("conversion failed, {}: {message}", reason.as_str())
+            }
+            (None, true) => "would convert its Tooli manifest; not run (dry run)".into(),
+            (None, false) => "not converted: not allowed (probe.allow or --convert)".into(),
+        });
+    }
     if let Some(s) = &w.rec.sha256 {
         ev.push(format!("content hash {s}"));
     }
@@ -1220,9 +1367,28 @@ fn explain(
     }
 }
 
-/// Decides whether an executable is probed by this scan, from what is known of it.
-fn decide(w: &mut Work, mode: ProbeMode) {
-    if w.cached || w.unreadable.is_some() {
+/// Decides whether an executable is probed (and a framework app converted) by this
+/// scan, from what is known of it. `convert`: `--convert`.
+fn decide(w: &mut Work, mode: ProbeMode, convert: bool) {
+    if w.unreadable.is_some() {
+        return;
+    }
+    let app = w.rec.app.as_ref().is_some_and(|a| a.tooli().is_some());
+    if app && w.rec.convert.is_none() {
+        w.convert_now = match mode {
+            ProbeMode::All => true,
+            ProbeMode::None => convert,
+            ProbeMode::Auto | ProbeMode::Help => convert || w.allowlisted,
+        };
+        w.app_waiting = !w.convert_now;
+    }
+    if w.cached {
+        return;
+    }
+    if app && mode != ProbeMode::All && !w.rec.sign.is_some_and(|s| s.shown()) {
+        // A framework app does not answer --agent (nor mention it in --help): it is
+        // converted instead, when allowed.
+        w.no_sign = !w.convert_now && w.rec.convert.is_none();
         return;
     }
     w.probe_now = match mode {
@@ -1252,33 +1418,53 @@ fn probe_one(w: &mut Work, data: &std::path::Path, timeout: Duration, cancel: Op
         w.no_sign = true;
         return;
     }
-    w.rec.probe = Some(
-        match probe::probe_agent(&w.exe.path, &w.exe.name, timeout, cancel) {
-            Ok(answer) => {
-                let doc = match cache::store_native_doc(data, &answer.document) {
-                    Ok(doc) => doc,
-                    Err(_) => {
-                        // A full disk must not cost the tool its entry: keep the answer
-                        // in memory for this scan (the next one probes again).
-                        let doc = sha256_hex(&answer.document);
-                        w.unstored = Some((doc.clone(), Arc::from(answer.document)));
-                        doc
-                    }
-                };
-                ProbeRecord::Native {
-                    doc,
-                    warnings: answer.warnings,
-                    trust: answer.trust,
+    let outcome = probe::probe_agent(&w.exe.path, &w.exe.name, timeout, cancel);
+    w.rec.probe = Some(record(w, data, outcome, timeout));
+}
+
+/// Converts one framework app's manifest and records the outcome.
+fn convert_one(w: &mut Work, data: &std::path::Path, timeout: Duration, cancel: Option<&Cancel>) {
+    let Some(app) = w.rec.app.as_ref().and_then(AppRecord::tooli).cloned() else {
+        return;
+    };
+    let outcome = framework::convert(&app, &w.exe.name, timeout, cancel);
+    let timeout = timeout.max(framework::CONVERT_TIMEOUT_MIN);
+    w.rec.convert = Some(record(w, data, outcome, timeout));
+}
+
+/// The cache record of a probe's (or conversion's) outcome; a valid document is stored
+/// under `cache/native/`, or kept in memory when it cannot be.
+fn record(
+    w: &mut Work,
+    data: &std::path::Path,
+    outcome: Result<probe::ProbeAnswer, probe::ProbeFailure>,
+    timeout: Duration,
+) -> ProbeRecord {
+    match outcome {
+        Ok(answer) => {
+            let doc = match cache::store_native_doc(data, &answer.document) {
+                Ok(doc) => doc,
+                Err(_) => {
+                    // A full disk must not cost the tool its entry: keep the answer in
+                    // memory for this scan (the next one probes again).
+                    let doc = sha256_hex(&answer.document);
+                    w.unstored.push((doc.clone(), Arc::from(answer.document)));
+                    doc
                 }
+            };
+            ProbeRecord::Native {
+                doc,
+                warnings: answer.warnings,
+                trust: answer.trust,
             }
-            Err(f) => ProbeRecord::Failed {
-                reason: f.reason,
-                message: f.message,
-                diagnostics: f.diagnostics,
-                timeout_ms: timeout.as_millis() as u64,
-            },
+        }
+        Err(f) => ProbeRecord::Failed {
+            reason: f.reason,
+            message: f.message,
+            diagnostics: f.diagnostics,
+            timeout_ms: timeout.as_millis() as u64,
         },
-    );
+    }
 }
 
 fn enum_name<T: Serialize>(v: &T) -> String {

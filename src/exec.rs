@@ -19,6 +19,7 @@ pub mod audit;
 pub mod calls;
 pub mod policy;
 pub mod redact;
+pub mod repair;
 pub mod runners;
 pub mod trust;
 
@@ -465,7 +466,11 @@ impl Engine {
         }
         // The same selection (sorted by name, unknown names an error) as `atip export`,
         // so flattened names match what export printed.
-        let mut entries = crate::compile::source::registry_entries(dirs, only)?;
+        let mut entries = match only {
+            // Nothing asked for (a batch of MCP calls only): the registry is not read.
+            Some([]) => Vec::new(),
+            _ => crate::compile::source::registry_entries(dirs, only)?,
+        };
         if only.is_none() && focus.is_none() && !settings.include_inferred {
             crate::compile::source::drop_inferred(&mut entries);
         }
@@ -659,6 +664,30 @@ impl Engine {
             .and_then(Value::as_str)
             .and_then(|w| actions.iter().find(|a| a.action == w))
         else {
+            // The example: the closest action when one was given, else a placeholder.
+            let closest = wanted
+                .as_ref()
+                .and_then(Value::as_str)
+                .and_then(|w| crate::similar::closest(w, values.iter().copied()));
+            let mut example = raw.clone();
+            let suggestion = match closest {
+                Some(c) => {
+                    example.insert("action".into(), c.into());
+                    Suggestion::new(
+                        SuggestedAction::RetryWithModifiedInput,
+                        format!("call again with \"action\": {c:?}"),
+                    )
+                    .example(Value::Object(example), Applicability::MaybeIncorrect)
+                }
+                None => {
+                    example.insert("action".into(), format!("<{}>", values.join("|")).into());
+                    Suggestion::new(
+                        SuggestedAction::RetryWithModifiedInput,
+                        format!("call again with \"action\": one of {}", values.join(", ")),
+                    )
+                    .example(Value::Object(example), Applicability::HasPlaceholders)
+                }
+            };
             return Err(AtipError::new(
                 ErrorCode::ArgsInvalid,
                 format!(
@@ -668,6 +697,7 @@ impl Engine {
                 ),
             )
             .hint(format!("pass \"action\": one of {}", values.join(", ")))
+            .suggest(suggestion)
             .details(json!({"violations": [{"path": "/action", "message": "not one of the enum values"}], "enum": values})));
         };
         for (group_prop, flat_prop) in &action.properties {
@@ -712,9 +742,14 @@ impl Engine {
             return Err(args::invalid(&tool.name, over, &tool.input_schema)
                 .hint("raise limits.maxStringBytes / limits.maxArrayItems in the policy if this is intended"));
         }
-        let violations = self.checker(&tool)?.check(&a);
+        let checker = self.checker(&tool)?;
+        let violations = checker.check(&a);
         if !violations.is_empty() {
-            return Err(args::invalid(&tool.name, violations, &tool.input_schema));
+            let e = args::invalid(&tool.name, violations, &tool.input_schema);
+            return Err(match repair::repair(&tool.input_schema, &a, &checker) {
+                Some(r) => e.suggest(r.suggestion(&redactor)),
+                None => e,
+            });
         }
         self.check_paths(&tool, &a)?;
         let argv = argv::build(&tool.command, &tool.params, &a)?;
@@ -968,8 +1003,8 @@ impl Engine {
             error: error.map(str::to_string),
         };
         if let Err(e) = self.audit.append(&rec) {
-            eprintln!(
-                "atip: warning: failed to write audit log {}: {e}",
+            log::warn!(
+                "failed to write audit log {}: {e}",
                 self.audit.path().display()
             );
         }

@@ -10,6 +10,7 @@ pub mod convert;
 pub mod locate;
 pub mod roff;
 pub mod source;
+pub mod values;
 
 use convert::{Inferred, InferredCommand, Origin};
 use locate::{ManIndex, PageRef, ReadError, Stamp};

@@ -189,13 +189,10 @@ fn lint_source(source: Source, config: &Config, opts: &Options) -> Result<Linted
         && let Some(path) = &source.file
         && findings.iter().any(|f| f.fix.is_some())
     {
-        let mut value: serde_json::Value =
-            serde_json::from_str(text_of(&bytes)).expect("a valid document parses");
         let fixes: Vec<fix::Fix> = findings.iter().filter_map(|f| f.fix.clone()).collect();
-        fixed = fix::apply(&mut value, &fixes);
+        let (text, count) = fixed_text(text_of(&bytes), &fixes);
+        fixed = count;
         if fixed > 0 {
-            let mut text = serde_json::to_string_pretty(&value).expect("a value serializes");
-            text.push('\n');
             crate::atomic::write_atomic(path, text.as_bytes(), crate::atomic::Options::SHARED)
                 .map_err(|e| {
                     let mut r = report(
@@ -234,6 +231,27 @@ fn lint_source(source: Source, config: &Config, opts: &Options) -> Result<Linted
         r.rendered = Some(validate::render::text_with(&r, Some(&bytes), color));
     }
     Ok(Linted { report: r, fixed })
+}
+
+/// The fixed text: edited in place so the author's layout survives; re-serialised (2-space
+/// indent) only if an in-place edit could not be placed or would not give the same
+/// document as applying the fixes to the parsed value.
+fn fixed_text(original: &str, fixes: &[fix::Fix]) -> (String, usize) {
+    let mut value: serde_json::Value =
+        serde_json::from_str(original).expect("a valid document parses");
+    let count = fix::apply(&mut value, fixes);
+    if let Some((text, n)) = fix::apply_to_text(original, fixes)
+        && n == count
+        && serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .as_ref()
+            == Some(&value)
+    {
+        return (text, n);
+    }
+    let mut text = serde_json::to_string_pretty(&value).expect("a value serializes");
+    text.push('\n');
+    (text, count)
 }
 
 /// Lints every input in order, calling `emit` for each document; returns the totals.

@@ -6,6 +6,8 @@
 //! Must not read files; callers hand it a [`Catalog`].
 
 pub mod mode;
+#[cfg(test)]
+mod quality;
 mod text;
 
 pub use text::ABBREVIATIONS;
@@ -16,13 +18,16 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
 
-const K1: f32 = 1.2;
+const K1: f32 = 2.0;
 const B: f32 = 0.75;
 const W_NAME: f32 = 3.0;
-const W_PATH: f32 = 3.0;
+const W_PATH: f32 = 6.0;
 const W_DESCRIPTION: f32 = 1.0;
-const W_PARAM_NAME: f32 = 1.5;
+const W_ABOUT: f32 = 0.75;
+const W_PARAM_NAME: f32 = 0.5;
 const W_PARAM_DESCRIPTION: f32 = 0.4;
+const W_VARIANT: f32 = 0.9;
+const W_SYNONYM: f32 = 0.75;
 const BOOST_EXACT: f32 = 8.0;
 const BOOST_PREFIX: f32 = 3.0;
 const BOOST_ALL_IN_NAME: f32 = 2.0;
@@ -66,6 +71,9 @@ pub struct SearchIndex {
     title_words: Vec<Vec<String>>,
     /// Title words joined by one space, for the exact and prefix boosts.
     titles: Vec<String>,
+    /// Terms by root (`text::root`), built on the first query that needs it.
+    #[serde(skip)]
+    roots: std::sync::OnceLock<HashMap<String, Vec<u32>, FxBuild>>,
 }
 
 /// Adds the terms of `text` with weight `w` to `pairs`, tokenizing each distinct text once.
@@ -90,6 +98,9 @@ fn add_text<'t>(
 struct Group {
     word: String,
     terms: Vec<(u32, f32, &'static str)>,
+    /// The idf of the word as typed, when it is a term: no other reading of the word
+    /// (variant, synonym, abbreviation) may count for more just because it is rarer.
+    idf_cap: f32,
 }
 
 /// A ranked result.
@@ -112,13 +123,20 @@ impl SearchIndex {
         let mut pairs: Vec<(u32, f32)> = Vec::with_capacity(128);
         for (doc, t) in tools.iter().enumerate() {
             pairs.clear();
-            add_text(&mut ix, &mut cache, &mut pairs, &t.tool, W_NAME);
+            // A tool without subcommands is run by its name: the name is its command too.
+            let bare = t.command.iter().all(|c| c.is_empty());
+            let w_name = if bare { W_NAME + W_PATH } else { W_NAME };
+            add_text(&mut ix, &mut cache, &mut pairs, &t.tool, w_name);
             let path = t.command.join(" ");
             for term in text::terms(&path) {
                 let id = ix.intern(term);
                 pairs.push((id, W_PATH));
             }
             add_text(&mut ix, &mut cache, &mut pairs, &t.summary, W_DESCRIPTION);
+            add_text(&mut ix, &mut cache, &mut pairs, &t.about, W_ABOUT);
+            // Length normalisation counts the command's own text only: a command with many
+            // options is not a longer answer to a task than one with few.
+            let len: f32 = pairs.iter().map(|(_, w)| w).sum();
             for p in &t.params {
                 let name = match &p.origin {
                     ParamOrigin::Argument { name, .. } | ParamOrigin::Option { name, .. } => name,
@@ -133,7 +151,6 @@ impl SearchIndex {
                 );
             }
             pairs.sort_unstable_by_key(|(id, _)| *id);
-            let mut len = 0.0;
             let mut i = 0;
             while i < pairs.len() {
                 let id = pairs[i].0;
@@ -142,7 +159,6 @@ impl SearchIndex {
                     f += pairs[i].1;
                     i += 1;
                 }
-                len += f;
                 ix.postings[id as usize].push((doc as u32, f));
             }
             ix.doc_len.push(len);
@@ -191,7 +207,7 @@ impl SearchIndex {
             out.push((id, 1.0, "exact"));
         }
         let chars = word.chars().count();
-        if chars >= 3 {
+        if exact.is_none() && chars >= 3 {
             let mut prefixed: Vec<u32> = self
                 .vocab
                 .iter()
@@ -202,7 +218,14 @@ impl SearchIndex {
             prefixed.sort_by_key(|&i| std::cmp::Reverse(self.postings[i as usize].len()));
             out.extend(prefixed.into_iter().take(8).map(|i| (i, 0.6, "prefix")));
         }
-        if exact.is_none() && chars >= 3 {
+        let variants = self.variants(word);
+        out.extend(
+            variants
+                .iter()
+                .filter(|&&i| Some(i) != exact)
+                .map(|&i| (i, W_VARIANT, "variant")),
+        );
+        if exact.is_none() && variants.is_empty() && chars >= 3 {
             let max = if chars <= 4 { 1 } else { 2 };
             let mut near: Vec<(usize, u32)> = self
                 .vocab
@@ -224,39 +247,65 @@ impl SearchIndex {
                 );
             }
         }
+        for synonym in text::synonyms(word) {
+            for &i in self.variants(synonym) {
+                if !out.iter().any(|t| t.0 == i) {
+                    out.push((i, W_SYNONYM, "synonym"));
+                }
+            }
+        }
         out
     }
 
+    /// The terms that share `word`'s root: its inflections, and the word itself.
+    fn variants(&self, word: &str) -> &[u32] {
+        let roots = self.roots.get_or_init(|| {
+            let mut m: HashMap<String, Vec<u32>, FxBuild> = HashMap::default();
+            for (i, v) in self.vocab.iter().enumerate() {
+                m.entry(text::root(v)).or_default().push(i as u32);
+            }
+            m
+        });
+        roots.get(&text::root(word)).map_or(&[], Vec::as_slice)
+    }
+
+    /// The query's word groups, and each word's best reading (typos corrected). An
+    /// abbreviation whose long form the readings contain joins the group of every word it
+    /// stands for (`pull request` → `pr` in both), so a document scores the concept once
+    /// per word whichever way it writes it.
     fn groups(&self, query: &str) -> (Vec<Group>, Vec<String>) {
-        let raw = text::words(query);
+        let raw = text::query_words(query);
         let mut groups: Vec<Group> = raw
             .iter()
             .map(|w| Group {
                 word: w.clone(),
                 terms: self.resolve_word(w),
+                idf_cap: self.ids.get(w).map_or(f32::INFINITY, |&id| self.idf(id)),
             })
             .collect();
-        // The best reading of each word, then abbreviations of that reading.
-        let mut corrected: Vec<String> = groups
+        let corrected: Vec<String> = groups
             .iter()
-            .map(|g| match g.terms.iter().find(|t| t.2 != "prefix") {
-                Some((id, _, _)) => self.vocab[*id as usize].clone(),
-                None => g.word.clone(),
+            .map(|g| {
+                match g
+                    .terms
+                    .iter()
+                    .find(|t| matches!(t.2, "exact" | "typo" | "variant"))
+                {
+                    Some((id, _, _)) => self.vocab[*id as usize].clone(),
+                    None => g.word.clone(),
+                }
             })
             .collect();
-        let before = corrected.len();
-        text::expand(&mut corrected);
-        for short in corrected.iter().skip(before) {
-            if let Some(&id) = self.ids.get(short)
-                && !groups.iter().any(|g| g.terms.iter().any(|t| t.0 == id))
-            {
-                groups.push(Group {
-                    word: short.clone(),
-                    terms: vec![(id, 1.0, "abbreviation")],
-                });
+        for (short, span) in text::abbreviations_in(&corrected) {
+            let Some(&id) = self.ids.get(short) else {
+                continue;
+            };
+            for g in &mut groups[span] {
+                if !g.terms.iter().any(|t| t.0 == id) {
+                    g.terms.push((id, 1.0, "abbreviation"));
+                }
             }
         }
-        corrected.truncate(before);
         (groups, corrected)
     }
 
@@ -269,7 +318,7 @@ impl SearchIndex {
         let mut touched: Vec<u32> = Vec::new();
         for g in &groups {
             for &(id, w, _) in &g.terms {
-                let idf = self.idf(id);
+                let idf = self.idf(id).min(g.idf_cap);
                 for &(doc, tf) in &self.postings[id as usize] {
                     let s = w * idf * self.saturate(doc, tf);
                     let e = &mut best[doc as usize];
@@ -285,14 +334,19 @@ impl SearchIndex {
             }
         }
         let q = corrected.join(" ");
-        let raw_q = text::words(query).join(" ");
+        let raw_q = text::query_words(query).join(" ");
         let (q_prefix, raw_prefix) = (format!("{q} "), format!("{raw_q} "));
         let mut boosts = vec![0f32; n];
         if !q.is_empty() {
             for doc in 0..n {
                 if scores[doc] > 0.0 {
-                    boosts[doc] =
-                        self.boost(doc, [&q, &raw_q], [&q_prefix, &raw_prefix], &corrected);
+                    boosts[doc] = self.boost(
+                        doc,
+                        [&q, &raw_q],
+                        [&q_prefix, &raw_prefix],
+                        &groups,
+                        &corrected,
+                    );
                     scores[doc] += boosts[doc];
                 }
             }
@@ -333,6 +387,7 @@ impl SearchIndex {
         doc: usize,
         queries: [&str; 2],
         prefixes: [&str; 2],
+        groups: &[Group],
         corrected: &[String],
     ) -> f32 {
         let title = &self.titles[doc];
@@ -340,7 +395,13 @@ impl SearchIndex {
             BOOST_EXACT
         } else if prefixes.iter().any(|p| title.starts_with(p)) {
             BOOST_PREFIX
-        } else if corrected.iter().all(|w| self.title_words[doc].contains(w)) {
+        } else if groups.iter().zip(corrected).all(|(g, w)| {
+            let title = &self.title_words[doc];
+            title.contains(w)
+                || g.terms
+                    .iter()
+                    .any(|t| t.2 == "abbreviation" && title.contains(&self.vocab[t.0 as usize]))
+        }) {
             BOOST_ALL_IN_NAME
         } else {
             0.0
@@ -356,7 +417,7 @@ impl SearchIndex {
                     self.postings[id as usize].binary_search_by_key(&(doc as u32), |p| p.0)
                 {
                     let tf = self.postings[id as usize][i].1;
-                    let s = w * self.idf(id) * self.saturate(doc as u32, tf);
+                    let s = w * self.idf(id).min(g.idf_cap) * self.saturate(doc as u32, tf);
                     if best.is_none_or(|b| s > b.0) {
                         best = Some((s, &self.vocab[id as usize], how));
                     }
@@ -365,8 +426,6 @@ impl SearchIndex {
             if let Some((s, term, how)) = best {
                 if how == "exact" {
                     why.push(format!("{term}: +{s:.2}"));
-                } else if how == "abbreviation" {
-                    why.push(format!("{term} (abbreviation): +{s:.2}"));
                 } else {
                     why.push(format!("{term} ({how} of {:?}): +{s:.2}", g.word));
                 }

@@ -865,3 +865,59 @@ fn batch_dry_run_jobs_bound_and_text_output() {
     assert!(err.starts_with("it broke\n"), "{err}");
     assert!(err.contains("t_fail exited 3"), "{err}");
 }
+
+#[test]
+fn args_invalid_carries_corrected_arguments_that_run() {
+    let sb = sandbox_with_t();
+    // A misspelt key, a key in another case, an unknown key: the example fixes all three.
+    let r = run(
+        &sb,
+        &[
+            "t_echo",
+            "--args",
+            r#"{"cuont": "2", "Force": true, "colour": "red"}"#,
+        ],
+    );
+    assert_eq!(r.code, 65, "{}", show(&r.raw));
+    let s = &r.err["error"]["suggestion"];
+    assert_eq!(s["action"], "retry_with_modified_input", "{s}");
+    assert_eq!(s["applicability"], "maybe_incorrect", "{s}");
+    assert_eq!(s["example"], json!({"count": 2, "force": true}), "{s}");
+    assert!(
+        s["fix"]
+            .as_str()
+            .unwrap()
+            .contains("\"cuont\" renamed to \"count\"")
+    );
+    // The example is accepted as it stands.
+    let r = run(&sb, &["t_echo", "--args", &s["example"].to_string()]);
+    assert_eq!(r.code, 0, "{}", show(&r.raw));
+    assert_eq!(
+        nul_split(r.out["data"]["stdout"].as_str().unwrap()),
+        ["--count", "2", "--force"]
+    );
+    // A value nothing can repair: the error, but no example.
+    let r = run(&sb, &["t_echo", "--args", r#"{"count": "many"}"#]);
+    assert_eq!(r.err["error"]["code"], "args_invalid");
+    assert!(r.err["error"].get("suggestion").is_none(), "{}", r.err);
+    // The same suggestion reaches a model through a provider batch.
+    let openai = json!({"choices": [{"message": {"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "t_echo", "arguments": "{\"Message\": \"hi\"}"}}
+    ]}}]});
+    let f = sb.write("openai.json", openai.to_string());
+    let r = run(
+        &sb,
+        &["--calls", f.to_str().unwrap(), "--provider", "openai"],
+    );
+    assert_eq!(r.code, 0, "{}", show(&r.raw));
+    let content: Value = serde_json::from_str(r.out[0]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content["error"]["code"], "args_invalid");
+    assert_eq!(
+        content["error"]["suggestion"]["example"],
+        json!({"message": "hi"})
+    );
+    assert_eq!(
+        content["error"]["suggestion"]["applicability"],
+        "machine_applicable"
+    );
+}

@@ -18,6 +18,8 @@ struct Label {
     tool: String,
     flags: BTreeSet<String>,
     commands: BTreeSet<String>,
+    /// `enum: FLAG VALUE…`: values the option's own description lists in prose.
+    enums: Vec<(String, BTreeSet<String>)>,
 }
 
 fn labels() -> Vec<Label> {
@@ -37,6 +39,7 @@ fn labels() -> Vec<Label> {
         let text = std::fs::read_to_string(&f).unwrap();
         let mut flags = BTreeSet::new();
         let mut commands = BTreeSet::new();
+        let mut enums = Vec::new();
         for line in text.lines() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -44,6 +47,10 @@ fn labels() -> Vec<Label> {
             }
             if let Some(c) = line.strip_prefix("command:") {
                 commands.insert(c.trim().to_owned());
+            } else if let Some(e) = line.strip_prefix("enum:") {
+                let mut words = e.split_whitespace().map(str::to_owned);
+                let flag = words.next().expect("enum: FLAG VALUE…");
+                enums.push((flag, words.collect()));
             } else {
                 flags.extend(line.split_whitespace().map(str::to_owned));
             }
@@ -52,6 +59,7 @@ fn labels() -> Vec<Label> {
             tool,
             flags,
             commands,
+            enums,
         });
     }
     out
@@ -123,6 +131,9 @@ fn labelled_set_precision_and_recall() {
     let (mut tp, mut fp, mut fn_) = (0usize, 0usize, 0usize);
     let (mut ctp, mut cfp, mut cfn) = (0usize, 0usize, 0usize);
     let mut invented = Vec::new();
+    // Enum values read from prose (options whose value name is no `{a|b}` list).
+    let (mut etp, mut efp, mut efn) = (0usize, 0usize, 0usize);
+    let mut enum_report = String::new();
     let mut report = String::from("page              options  precision  recall   commands\n");
     for label in &labels {
         let page = index
@@ -151,6 +162,38 @@ fn labelled_set_precision_and_recall() {
         tp += t;
         fp += p;
         fn_ += n;
+        for o in &inferred.options {
+            let v = o.value.as_deref().unwrap_or("");
+            let braces = v.contains(['{', '|']) || (v.contains(',') && !v.contains(' '));
+            if o.kind != "enum" || braces {
+                continue;
+            }
+            let got: BTreeSet<String> = o.values.iter().cloned().collect();
+            let right = label
+                .enums
+                .iter()
+                .any(|(f, vals)| o.flags.contains(f) && *vals == got);
+            if right {
+                etp += 1;
+            } else {
+                efp += 1;
+                enum_report.push_str(&format!(
+                    "    {}: {:?} read as enum {got:?}, not labelled so\n",
+                    label.tool, o.flags
+                ));
+            }
+        }
+        for (f, vals) in &label.enums {
+            let found = inferred.options.iter().any(|o| {
+                o.flags.contains(f)
+                    && o.kind == "enum"
+                    && o.values.iter().cloned().collect::<BTreeSet<_>>() == *vals
+            });
+            if !found {
+                efn += 1;
+                enum_report.push_str(&format!("    {}: {f} {vals:?} missed\n", label.tool));
+            }
+        }
         let got_cmds: BTreeSet<String> = inferred.commands.iter().map(|c| c.name.clone()).collect();
         ctp += got_cmds.intersection(&label.commands).count();
         cfp += got_cmds.difference(&label.commands).count();
@@ -224,6 +267,18 @@ fn labelled_set_precision_and_recall() {
         cprec * 100.0,
         crec * 100.0
     ));
+    let eprec = if etp + efp == 0 {
+        1.0
+    } else {
+        etp as f64 / (etp + efp) as f64
+    };
+    let erec = etp as f64 / (etp + efn).max(1) as f64;
+    report.push_str(&format!(
+        "enum values from prose: {} labelled options; precision {:.1}% ({etp} right, {efp} wrong), recall {:.1}%\n{enum_report}",
+        etp + efn,
+        eprec * 100.0,
+        erec * 100.0
+    ));
     eprintln!("{report}");
     assert!(
         invented.is_empty(),
@@ -234,6 +289,11 @@ fn labelled_set_precision_and_recall() {
         "option precision {precision:.3} < 0.95\n{report}"
     );
     assert!(recall >= 0.95, "option recall {recall:.3} < 0.95\n{report}");
+    // An enum narrows what an agent may pass: a wrong one is worse than none.
+    assert!(
+        eprec >= 0.95 && etp + efn >= 20,
+        "enum values from prose: precision {eprec:.3} < 0.95\n{report}"
+    );
     assert!(
         cprec >= 0.95 && crec >= 0.95,
         "subcommands {cprec:.3}/{crec:.3}\n{report}"

@@ -250,6 +250,61 @@ fn fix_applies_mechanical_fixes_and_relints() {
 }
 
 #[test]
+fn fix_keeps_the_authors_layout() {
+    let sb = Sandbox::new();
+    // The golden input, re-indented with 4 spaces: a layout atip does not write itself.
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(fixtures().join("lint-golden/input.json")).unwrap())
+            .unwrap();
+    let mut orig = Vec::new();
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut ser = serde_json::Serializer::with_formatter(&mut orig, fmt);
+    serde::Serialize::serialize(&doc, &mut ser).unwrap();
+    let orig = String::from_utf8(orig).unwrap();
+    std::fs::write(sb.path().join("demo.json"), &orig).unwrap();
+    let out = sb
+        .atip()
+        .args(["lint", "--no-config", "--fix", "demo.json"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("fixed 2 findings"),
+        "{}",
+        show(&out)
+    );
+    let fixed = std::fs::read_to_string(sb.path().join("demo.json")).unwrap();
+    let added: Vec<&str> = fixed
+        .lines()
+        .filter(|l| !orig.lines().any(|o| o == *l))
+        .collect();
+    let removed: Vec<&str> = orig
+        .lines()
+        .filter(|l| !fixed.lines().any(|f| f == *l))
+        .collect();
+    // The new member, on its own line with its siblings' 4-space indent.
+    assert!(
+        added
+            .iter()
+            .any(|l| l.trim() == r#""reversible": false"# && l.len() - l.trim_start().len() == 16),
+        "{added:#?}"
+    );
+    // The changed description, in place.
+    assert!(
+        added.iter().any(|l| l.contains("One of: auto, never.")),
+        "{added:#?}"
+    );
+    // Every other line is as written; the one before the new member only gained a comma.
+    for r in &removed {
+        assert!(
+            r.contains("When to use colours") || added.contains(&format!("{r},").as_str()),
+            "changed line {r:?}; added {added:#?}"
+        );
+    }
+    assert_eq!(removed.len(), 2, "{removed:#?}");
+    assert_eq!(fixed.lines().count(), orig.lines().count() + 1);
+}
+
+#[test]
 fn invalid_documents_report_validation_errors_and_exit_1() {
     let sb = Sandbox::new();
     let bad = sb.write("bad.json", r#"{"atip": {"version": "0.6"}, "name": "x"}"#);

@@ -26,6 +26,7 @@ mod remote;
 mod safety;
 mod scan;
 mod scan_sources;
+mod scan_tooli;
 mod search;
 mod shell;
 mod shims;

@@ -150,6 +150,15 @@ async fn bad_arguments_and_unknown_tool() {
     assert_eq!(e["code"], "args_invalid");
     assert_eq!(e["category"], "data");
     assert_eq!(e["details"]["violations"].as_array().unwrap().len(), 2);
+    // "many" is no integer: nothing to suggest. A misspelt key is renamed.
+    assert!(e.get("suggestion").is_none(), "{e}");
+    let r = c
+        .call_tool(call("t_echo", json!({"mesage": "hi"})))
+        .await
+        .unwrap();
+    let e = &structured(&r)["error"];
+    assert_eq!(e["suggestion"]["example"], json!({"message": "hi"}), "{e}");
+    assert_eq!(e["suggestion"]["action"], "retry_with_modified_input");
 
     let r = c
         .call_tool(call("t_echo", json!({"file": "../../etc/passwd"})))
@@ -538,6 +547,14 @@ async fn listing_applies_the_same_allow_and_deny_as_calling() {
         .unwrap();
     assert_eq!(r.is_error, Some(false), "{r:?}");
     assert_eq!(structured(&r)["meta"]["tool"], "t_json");
+    // A mistyped action: the closest one, as a corrected call.
+    let r = c
+        .call_tool(call("t", json!({"action": "jason"})))
+        .await
+        .unwrap();
+    let e = &structured(&r)["error"];
+    assert_eq!(e["code"], "args_invalid", "{e}");
+    assert_eq!(e["suggestion"]["example"], json!({"action": "json"}), "{e}");
     c.cancel().await.unwrap();
 }
 

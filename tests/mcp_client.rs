@@ -225,6 +225,19 @@ fn call_and_every_exit_code() {
     let (c, o) = code(&["call", "echo", "--args", r#"{"message": 5}"#]);
     assert_eq!(c, Some(65), "{}", show(&o));
     assert!(stderr(&o).contains("args_invalid"), "{}", show(&o));
+    // The corrected arguments: a number where the schema wants a string.
+    let e: Value =
+        serde_json::from_str(stderr(&o).lines().last().unwrap_or_default()).unwrap_or(Value::Null);
+    assert_eq!(
+        e["error"]["suggestion"]["example"],
+        json!({"message": "5"}),
+        "{}",
+        show(&o)
+    );
+    assert_eq!(
+        e["error"]["suggestion"]["applicability"],
+        "machine_applicable"
+    );
     let (c, o) = code(&["call", "echo", "--args", r#"{}"#]);
     assert_eq!(c, Some(65), "{}", show(&o));
     // Not read-only → confirmation; refused without a terminal (77), runs with --yes.
@@ -748,6 +761,64 @@ fn exec_calls_route_mcp_names_in_order_under_the_same_policy() {
     assert_eq!(r["decision"]["action"], "confirm", "{r}");
     assert_eq!(r["readOnly"], false);
     assert_eq!(r["arguments"]["text"], "x");
+}
+
+#[test]
+fn exec_calls_of_only_mcp_tools_need_no_registry() {
+    let Some(sb) = sandbox("ok") else { return };
+    let calls = |names: &[&str]| -> String {
+        let list: Vec<Value> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                json!({"id": format!("c{i}"), "type": "function",
+                "function": {"name": n, "arguments": "{\"message\":\"hi\"}"}})
+            })
+            .collect();
+        let doc = json!({"choices": [{"message": {"role": "assistant", "tool_calls": list}}]});
+        let f = sb.write(&format!("proj/calls-{}.json", names.len()), doc.to_string());
+        f.to_str().unwrap().to_string()
+    };
+    // No scan ever ran here: there is no registry.json.
+    assert!(!sb.path().join("data/registry.json").exists());
+    let only_mcp = calls(&["mcp__fake__echo"]);
+    let o = run(
+        &sb,
+        &[
+            "exec",
+            "--calls",
+            &only_mcp,
+            "--provider",
+            "openai",
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let m = &json_out(&o)[0];
+    let content: Value = serde_json::from_str(m["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content["content"][0]["text"], "Echo: hi", "{content}");
+    // A batch that also names a command still needs the registry, and says so.
+    let mixed = calls(&["mcp__fake__echo", "t_echo"]);
+    let o = run(
+        &sb,
+        &[
+            "exec",
+            "--calls",
+            &mixed,
+            "--provider",
+            "openai",
+            "--output",
+            "json",
+        ],
+    );
+    assert_ne!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("registry_not_found")
+            || String::from_utf8_lossy(&o.stderr).contains("registry_not_found"),
+        "{}",
+        show(&o)
+    );
 }
 
 #[test]

@@ -159,14 +159,27 @@ fn explain_says_why() {
         .iter()
         .map(|w| w.as_str().unwrap())
         .collect();
+    // "pul" reads as "pull" (a typo), and "pull request" as the path word `pr`.
     assert!(
-        why.iter().any(|w| w.starts_with("pull (typo of \"pul\")")),
+        why.iter()
+            .any(|w| w.starts_with("pr (abbreviation of \"pul\")")),
         "{why:?}"
     );
-    assert!(
-        why.iter().any(|w| w.starts_with("pr (abbreviation)")),
-        "{why:?}"
+    let (_, v, _) = search(
+        &sb,
+        &[
+            "--file",
+            &gh(),
+            "--explain",
+            "--limit",
+            "1",
+            "upload",
+            "asets",
+        ],
     );
+    assert_eq!(v["results"][0]["name"], "gh_release_upload");
+    let why = v["results"][0]["why"].to_string();
+    assert!(why.contains("asset (typo of \\\"aset\\\")"), "{why}");
     let out = sb
         .atip()
         .args([

@@ -135,6 +135,29 @@ pub(crate) fn prompt(p: &Prepared) -> Confirmation {
     }
 }
 
+/// Reads and parses the provider response of `--calls`.
+fn parse_calls(
+    path: &std::path::Path,
+    args: &Args,
+) -> Result<(calls::Shape, Vec<calls::ToolCall>), AtipError> {
+    let provider = args
+        .provider
+        .expect("clap requires --provider with --calls");
+    let text = read_input(path, "provider response")?;
+    let doc: Value = serde_json::from_str(&text).map_err(|e| {
+        AtipError::new(
+            ErrorCode::CallsMalformed,
+            format!(
+                "{} is not valid JSON: {e} (line {}, column {})",
+                path.display(),
+                e.line(),
+                e.column()
+            ),
+        )
+    })?;
+    calls::parse(provider, &doc)
+}
+
 /// Runs `atip exec`; returns the exit code.
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     ctx.output
@@ -153,7 +176,23 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     } else {
         None
     };
-    let engine = Engine::load(&ctx.dirs, policy, settings, None, focus)?;
+    // A batch parsed before the registry is read: one made only of MCP calls
+    // (mcp__SERVER__TOOL) needs no registry at all.
+    let batch = match &args.calls {
+        Some(path) => Some(parse_calls(path, &args)?),
+        None => None,
+    };
+    let only_mcp = batch.as_ref().is_some_and(|(_, list)| {
+        !list.is_empty() && list.iter().all(|c| atip::mcp::tools::is_mcp_name(&c.name))
+    });
+    let no_tools: &[String] = &[];
+    let engine = Engine::load(
+        &ctx.dirs,
+        policy,
+        settings,
+        only_mcp.then_some(no_tools),
+        focus,
+    )?;
     for n in &engine.notes {
         ctx.out.note(n);
     }
@@ -161,23 +200,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     let yes = args.yes;
     let mut confirm = |p: &Prepared| if yes { Confirmation::Yes } else { prompt(p) };
 
-    if let Some(calls_path) = &args.calls {
-        let provider = args
-            .provider
-            .expect("clap requires --provider with --calls");
-        let text = read_input(calls_path, "provider response")?;
-        let doc: Value = serde_json::from_str(&text).map_err(|e| {
-            AtipError::new(
-                ErrorCode::CallsMalformed,
-                format!(
-                    "{} is not valid JSON: {e} (line {}, column {})",
-                    calls_path.display(),
-                    e.line(),
-                    e.column()
-                ),
-            )
-        })?;
-        let (shape, list) = calls::parse(provider, &doc)?;
+    if let Some((shape, list)) = batch {
         // Flattened MCP names (mcp__SERVER__TOOL) go to their servers, under the same policy.
         let mut mcp = super::mcp::McpBatch::for_calls(
             &list,

@@ -53,6 +53,11 @@ pub struct Args {
     /// (also ATIP_OFFLINE=1).
     #[arg(long)]
     offline: bool,
+    /// Convert every recognised Tooli app (runs its own Python interpreter to print the
+    /// app's manifest, which imports the app's code), not only those on the config
+    /// allowlist.
+    #[arg(long)]
+    convert: bool,
     /// Print, instead of the report, every piece of evidence about this name, the source
     /// chosen and why the others lost (the scan itself runs as usual).
     #[arg(long, value_name = "NAME")]
@@ -125,6 +130,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         cancel: Some(interrupt_flag()),
         explain: args.explain,
         infer: !args.no_infer,
+        convert: args.convert,
         manpath: None,
         remote: atip::remote::sync::RemoteOptions {
             refresh: args.refresh,

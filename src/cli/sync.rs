@@ -110,6 +110,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         cancel: Some(crate::cli::scan::interrupt_flag()),
         explain: None,
         infer: true,
+        convert: false,
         manpath: None,
         remote: RemoteOptions {
             refresh: args.refresh,

@@ -18,6 +18,7 @@ pub fn flatten(meta: &Metadata, opts: &FlattenOptions) -> Vec<FlatTool> {
     let tool = meta.tool_name().unwrap_or("tool").to_string();
     let mut taken = HashSet::new();
     let mut out = Vec::new();
+    let has_commands = meta.commands.as_ref().is_some_and(|c| !c.is_empty());
     let mut push = |mut t: FlatTool| {
         t.name = names::unique(t.name, &mut taken, names::MAX_NAME);
         if opts.wants(&t.tool, &t.command) && (opts.include_interactive || !t.effects.needs_human())
@@ -25,7 +26,6 @@ pub fn flatten(meta: &Metadata, opts: &FlattenOptions) -> Vec<FlatTool> {
             out.push(t);
         }
     };
-    let has_commands = meta.commands.as_ref().is_some_and(|c| !c.is_empty());
     if !has_commands {
         let effects = meta.effects.clone().unwrap_or_default();
         let options: Vec<&Opt> = meta.global_opts().iter().collect();
@@ -61,9 +61,22 @@ pub fn flatten(meta: &Metadata, opts: &FlattenOptions) -> Vec<FlatTool> {
             effects,
         );
         t.runner = meta.is_runner(&entry);
+        t.about = about(meta, &entry);
         push(t);
     }
     out
+}
+
+/// The tool's description and the command's ancestors' (outermost first): what the
+/// command belongs to, for search (`git bisect start` is part of "binary search … for the
+/// commit that introduced a bug").
+fn about(meta: &Metadata, entry: &crate::model::CommandEntry) -> String {
+    std::iter::once(meta.description.as_str())
+        .chain(entry.ancestors.iter().map(|a| a.description.as_str()))
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Whether a command becomes a tool: a leaf, or a group that takes its own positional
@@ -179,6 +192,7 @@ fn build(
         effects,
         input_schema,
         runner: false,
+        about: String::new(),
     }
 }
 

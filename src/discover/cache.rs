@@ -12,6 +12,7 @@
 //! next scan cold. Files are replaced atomically (temp file + rename) but not fsynced;
 //! must not touch `registry.json`.
 
+use super::framework::AppRecord;
 use super::paths::Fingerprint;
 use super::report::{FailReason, ReportDiagnostic};
 use super::sign::Sign;
@@ -22,7 +23,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Version of the cache format; a cache of another version is ignored.
-pub const CACHE_VERSION: u32 = 2;
+pub const CACHE_VERSION: u32 = 3;
 
 /// `scan-cache.json`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -55,6 +56,14 @@ pub struct FileRecord {
     /// Outcome of the `--agent` probe (unset when never probed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeRecord>,
+    /// Whether its package metadata makes it an app of a framework atip converts
+    /// (unset when never looked at).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<AppRecord>,
+    /// Outcome of converting the framework's manifest (unset when never run); a
+    /// converted document is stored like a native answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub convert: Option<ProbeRecord>,
 }
 
 impl FileRecord {
@@ -66,15 +75,18 @@ impl FileRecord {
             sha256: None,
             help: None,
             probe: None,
+            app: None,
+            convert: None,
         }
     }
 }
 
-/// Outcome of an `--agent` probe.
+/// Outcome of an `--agent` probe (or of a framework conversion).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "result", rename_all = "kebab-case")]
 pub enum ProbeRecord {
-    /// A valid answer; the raw document is stored as `native/<doc>.json`.
+    /// A valid answer (or converted document); the raw document is stored as
+    /// `native/<doc>.json`.
     Native {
         /// sha256 hex of the raw answer.
         doc: String,

@@ -38,8 +38,19 @@ pub const MAX_TARGETS: usize = 6;
 /// Largest `entry_points.txt` or `RECORD` read.
 const PACKAGE_FILE_MAX: u64 = 1 << 20;
 
-/// Console-script name → (entry module, its `*.dist-info` directory), of one site dir.
-type Scripts = HashMap<String, Vec<(String, PathBuf)>>;
+/// Console-script name → its entry points, of one site dir.
+type Scripts = HashMap<String, Vec<EntryPoint>>;
+
+/// A console script's entry point (`name = module:attr` in `entry_points.txt`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryPoint {
+    /// The module imported (`pkg.cli`).
+    pub module: String,
+    /// The object called (`main`, `app`); empty when the entry names a module only.
+    pub attr: String,
+    /// The package's `*.dist-info` directory.
+    pub dist: PathBuf,
+}
 
 /// Follows launchers during one scan; remembers each site directory's console scripts
 /// so that a PATH of many Python wrappers lists each `site-packages` once.
@@ -67,12 +78,16 @@ impl Follower {
 
     /// [`Sign::Launcher`] when `canonical` is a wrapper whose launched files show a sign.
     pub fn follow(&self, canonical: &Path) -> Sign {
-        let small = std::fs::metadata(canonical).is_ok_and(|m| m.len() <= WRAPPER_MAX);
-        let Some(head) = small.then(|| std::fs::read(canonical).ok()).flatten() else {
-            return Sign::None;
-        };
+        match read_wrapper(canonical) {
+            Some(head) => self.follow_bytes(canonical, &head),
+            None => Sign::None,
+        }
+    }
+
+    /// [`Self::follow`] for a wrapper already read ([`read_wrapper`]).
+    pub fn follow_bytes(&self, canonical: &Path, head: &[u8]) -> Sign {
         let mut halves = Halves::default();
-        for t in self.targets(canonical, &head) {
+        for t in self.targets(canonical, head) {
             match sign::evidence(&t) {
                 Ok((s, _)) if s.shown() => return Sign::Launcher,
                 Ok((_, h)) => halves = halves.with(h),
@@ -103,22 +118,26 @@ impl Follower {
         out
     }
 
+    /// A Python console-script wrapper's interpreter (as its `#!` line or pip's
+    /// trampoline names it) and the entry points its package metadata declares for its
+    /// file name. `None` when `head` is not a Python wrapper.
+    pub fn entry_points(&self, canonical: &Path, head: &[u8]) -> Option<(String, Vec<EntryPoint>)> {
+        let text = std::str::from_utf8(head).ok()?;
+        let Some(Kind::Python(interpreter)) = kind(text) else {
+            return None;
+        };
+        let name = canonical.file_name()?.to_str()?;
+        let mut found = Vec::new();
+        for site in python_sites(canonical, interpreter) {
+            found.extend(self.scripts(&site).get(name).into_iter().flatten().cloned());
+        }
+        Some((interpreter.to_owned(), found))
+    }
+
     /// A Python wrapper's module files: the import line's, then the entry point's and its
     /// package's from `entry_points.txt` + `RECORD`.
     fn python(&self, canonical: &Path, text: &str, interpreter: &str) -> Vec<PathBuf> {
-        // Prefixes: the interpreter's (when given as a path) and the wrapper's own.
-        let mut prefixes: Vec<PathBuf> = Vec::new();
-        if interpreter.starts_with('/')
-            && let Some(p) = Path::new(interpreter).parent().and_then(Path::parent)
-        {
-            prefixes.push(p.to_path_buf());
-        }
-        if let Some(p) = canonical.parent().and_then(Path::parent)
-            && !prefixes.iter().any(|q| q == p)
-        {
-            prefixes.push(p.to_path_buf());
-        }
-        let sites: Vec<PathBuf> = prefixes.iter().flat_map(|p| site_dirs(p)).collect();
+        let sites = python_sites(canonical, interpreter);
         let mut out: Vec<PathBuf> = Vec::new();
         let push = |out: &mut Vec<PathBuf>, p: PathBuf| {
             if out.len() < MAX_TARGETS && !out.contains(&p) {
@@ -137,8 +156,8 @@ impl Follower {
         };
         for site in &sites {
             let scripts = self.scripts(site);
-            for (module, dist) in scripts.get(name).into_iter().flatten() {
-                for f in package_files(site, dist, module) {
+            for ep in scripts.get(name).into_iter().flatten() {
+                for f in package_files(site, &ep.dist, &ep.module) {
                     push(&mut out, f);
                 }
             }
@@ -162,11 +181,15 @@ impl Follower {
                 let Some(text) = read_small(&dist.join("entry_points.txt")) else {
                     continue;
                 };
-                for (script, module) in console_scripts(&text) {
+                for (script, module, attr) in console_scripts(&text) {
                     scripts
                         .entry(script.to_owned())
                         .or_default()
-                        .push((module.to_owned(), dist.clone()));
+                        .push(EntryPoint {
+                            module: module.to_owned(),
+                            attr: attr.to_owned(),
+                            dist: dist.clone(),
+                        });
                 }
             }
         }
@@ -174,6 +197,29 @@ impl Follower {
         sites.insert(site.to_owned(), scripts.clone());
         scripts
     }
+}
+
+/// The whole file when it is small enough to be a wrapper ([`WRAPPER_MAX`]).
+pub fn read_wrapper(canonical: &Path) -> Option<Vec<u8>> {
+    let small = std::fs::metadata(canonical).is_ok_and(|m| m.len() <= WRAPPER_MAX);
+    small.then(|| std::fs::read(canonical).ok()).flatten()
+}
+
+/// The site directories a Python wrapper's code may live in: under the interpreter's
+/// prefix (when given as a path: a venv's) and the wrapper's own prefix.
+fn python_sites(canonical: &Path, interpreter: &str) -> Vec<PathBuf> {
+    let mut prefixes: Vec<PathBuf> = Vec::new();
+    if interpreter.starts_with('/')
+        && let Some(p) = Path::new(interpreter).parent().and_then(Path::parent)
+    {
+        prefixes.push(p.to_path_buf());
+    }
+    if let Some(p) = canonical.parent().and_then(Path::parent)
+        && !prefixes.iter().any(|q| q == p)
+    {
+        prefixes.push(p.to_path_buf());
+    }
+    prefixes.iter().flat_map(|p| site_dirs(p)).collect()
 }
 
 /// The launcher kind of a script, from its `#!` line (and pip's `/bin/sh` trampoline).
@@ -251,8 +297,8 @@ fn module_files(site: &Path, module: &str) -> Vec<PathBuf> {
 }
 
 /// `[console_scripts]` and `[gui_scripts]` entries of an `entry_points.txt`:
-/// `name = module.path:attr [extras]` → (name, module.path).
-fn console_scripts(text: &str) -> Vec<(&str, &str)> {
+/// `name = module.path:attr [extras]` → (name, module.path, attr).
+fn console_scripts(text: &str) -> Vec<(&str, &str, &str)> {
     let mut out = Vec::new();
     let mut in_scripts = false;
     for line in text.lines() {
@@ -267,10 +313,12 @@ fn console_scripts(text: &str) -> Vec<(&str, &str)> {
         let Some((name, value)) = line.split_once('=') else {
             continue;
         };
-        let module = value.split(':').next().unwrap_or("").trim();
+        let value = value.split('[').next().unwrap_or("");
+        let (module, attr) = value.split_once(':').unwrap_or((value, ""));
+        let (module, attr) = (module.trim(), attr.trim());
         let name = name.trim();
         if !name.is_empty() && module_name_ok(module) {
-            out.push((name, module));
+            out.push((name, module, attr));
         }
     }
     out

@@ -43,7 +43,7 @@ pub struct ProbeFailure {
 }
 
 impl ProbeFailure {
-    fn new(reason: FailReason, message: impl Into<String>) -> Self {
+    pub(crate) fn new(reason: FailReason, message: impl Into<String>) -> Self {
         ProbeFailure {
             reason,
             message: message.into(),
@@ -52,7 +52,7 @@ impl ProbeFailure {
     }
 }
 
-fn stderr_tail(bytes: &[u8]) -> String {
+pub(crate) fn stderr_tail(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     let line = text
         .lines()
@@ -67,7 +67,9 @@ fn stderr_tail(bytes: &[u8]) -> String {
     }
 }
 
-fn run_checked(
+/// Runs `path args…` under the process contract; a timeout, a kill, a spawn failure or
+/// an output flood is a [`ProbeFailure`], any exit status is the caller's to judge.
+pub(crate) fn run_checked(
     path: &Path,
     args: &[&str],
     timeout: Duration,
@@ -146,7 +148,13 @@ pub fn probe_agent(
             ),
         ));
     }
-    let checked = check_bytes(&out.stdout, Some(Kind::Metadata), None);
+    judge(out.stdout, name)
+}
+
+/// Judges a metadata document a tool gave (or atip converted for it): one JSON
+/// document, valid ATIP metadata; a `name` other than the executable's is a warning.
+pub(crate) fn judge(document: Vec<u8>, name: &str) -> Result<ProbeAnswer, ProbeFailure> {
+    let checked = check_bytes(&document, Some(Kind::Metadata), None);
     let Some(value) = checked.value.as_ref() else {
         let first = checked
             .diagnostics
@@ -182,7 +190,7 @@ pub fn probe_agent(
         f.diagnostics = errors;
         return Err(f);
     }
-    if let Err(e) = crate::model::Metadata::from_slice(&out.stdout) {
+    if let Err(e) = crate::model::Metadata::from_slice(&document) {
         return Err(ProbeFailure::new(FailReason::Invalid, e.to_string()));
     }
     let mut warnings: Vec<String> = checked
@@ -202,7 +210,7 @@ pub fn probe_agent(
         .and_then(serde_json::Value::as_str)
         .map(str::to_owned);
     Ok(ProbeAnswer {
-        document: out.stdout,
+        document,
         warnings,
         trust,
     })

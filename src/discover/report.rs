@@ -84,6 +84,8 @@ pub struct Summary {
     pub names: usize,
     /// Executables run with `--agent` by this scan.
     pub probed: usize,
+    /// Framework apps whose manifest this scan converted (by running their interpreter).
+    pub converted: usize,
     /// Answers reused from the cache (unchanged files).
     pub cached: usize,
     /// Tools new to the registry.
@@ -381,6 +383,9 @@ pub enum ProbeWhy {
     Help,
     /// `--probe all`.
     All,
+    /// A recognised framework app (Tooli) the user allowed: its interpreter would print
+    /// the manifest atip converts.
+    Convert,
 }
 
 /// A probe a dry run would make.
@@ -411,6 +416,7 @@ impl ScanReport {
                         ProbeWhy::Allowlist => "on the config allowlist",
                         ProbeWhy::Help => "--help checked first",
                         ProbeWhy::All => "--probe all",
+                        ProbeWhy::Convert => "a Tooli app: its manifest would be converted",
                     };
                     let _ = writeln!(t, "  {:<24} {}  ({why})", p.name, p.path.display());
                 }
@@ -421,6 +427,9 @@ impl ScanReport {
             "scanned {} dir(s), {} executable(s): {} probed, {} cached",
             s.dirs, s.executables, s.probed, s.cached
         );
+        if s.converted > 0 {
+            let _ = writeln!(t, "converted {} framework app manifest(s)", s.converted);
+        }
         let _ = writeln!(
             t,
             "registry: {} new, {} updated, {} unchanged, {} removed, {} failed ({})",

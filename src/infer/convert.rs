@@ -492,7 +492,7 @@ fn option_from_item(tags: &[String], body: &str, seen: &mut Seen) -> Option<Infe
     seen.names.insert(name.clone());
     let (kind, values) = match &value {
         None => ("boolean", Vec::new()),
-        Some(v) => match enum_values(v) {
+        Some(v) => match enum_values(v).or_else(|| super::values::prose_enum(body, v)) {
             Some(vals) => ("enum", vals),
             None => (value_kind(v), Vec::new()),
         },

@@ -4,7 +4,8 @@
 //! else, for each PATH directory in order, `share/man` and `man` beside it, then
 //! `/usr/local/share/man` and `/usr/share/man`. In each, sections 1, 8 and 6 are looked
 //! at in that order; a plain section (`ls.1`) beats a suffixed one (`passwd.1ssl`). Pages
-//! may be plain or gzip-compressed. A page that is only `.so other/page.N` is followed
+//! may be plain or compressed with gzip, zstd or xz (recognised by their magic bytes;
+//! pure-Rust decoders, bounded output). A page that is only `.so other/page.N` is followed
 //! (at most 4 times) inside the same manual tree.
 
 use flate2::read::GzDecoder;
@@ -251,7 +252,7 @@ pub enum ReadError {
         /// The page.
         path: PathBuf,
     },
-    /// A compression this build does not read (`.zst`, `.xz`, `.bz2`).
+    /// A compression this build does not read (`.bz2`).
     #[error("{path}: compressed in a format atip does not read")]
     Unsupported {
         /// The page.
@@ -320,7 +321,7 @@ fn resolve_so(root: &Path, from: &Path, target: &str) -> Option<PathBuf> {
         from.parent().unwrap_or(root).join(target),
     ];
     for c in candidates {
-        for ext in ["", ".gz"] {
+        for ext in ["", ".gz", ".zst", ".xz"] {
             let p = PathBuf::from(format!("{}{ext}", c.display()));
             if p.is_file() {
                 let canon = p.canonicalize().ok()?;
@@ -334,18 +335,55 @@ fn resolve_so(root: &Path, from: &Path, target: &str) -> Option<PathBuf> {
     None
 }
 
+/// How a page file is compressed, by its magic bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Compression {
+    None,
+    Gzip,
+    Zstd,
+    Xz,
+    Bzip2,
+}
+
+impl Compression {
+    fn of(raw: &[u8]) -> Compression {
+        if raw.starts_with(&[0x1f, 0x8b]) {
+            Compression::Gzip
+        } else if raw.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Compression::Zstd
+        } else if raw.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0x00]) {
+            Compression::Xz
+        } else if raw.starts_with(b"BZh") {
+            Compression::Bzip2
+        } else {
+            Compression::None
+        }
+    }
+}
+
+/// A sink that refuses to grow past [`MAX_TEXT`] (the xz decoder writes, not reads).
+struct Capped(Vec<u8>);
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.0.len() as u64 + buf.len() as u64 > MAX_TEXT {
+            return Err(std::io::ErrorKind::FileTooLarge.into());
+        }
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Reads and decompresses one file, bounded.
 fn read_text(path: &Path) -> Result<String, ReadError> {
     let io = |source| ReadError::Io {
         path: path.to_owned(),
         source,
     };
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    if name.ends_with(".zst") || name.ends_with(".xz") || name.ends_with(".bz2") {
-        return Err(ReadError::Unsupported {
-            path: path.to_owned(),
-        });
-    }
     let file = std::fs::File::open(path).map_err(io)?;
     let len = file.metadata().map_err(io)?.len();
     if len > MAX_FILE {
@@ -355,24 +393,127 @@ fn read_text(path: &Path) -> Result<String, ReadError> {
     }
     let mut raw = Vec::with_capacity(len as usize);
     file.take(MAX_FILE + 1).read_to_end(&mut raw).map_err(io)?;
-    let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::with_capacity(raw.len() * 3);
-        GzDecoder::new(&raw[..])
+    let too_large = || ReadError::TooLarge {
+        path: path.to_owned(),
+    };
+    let raw_len = raw.len();
+    let capped = |mut r: Box<dyn Read + '_>| -> Result<Vec<u8>, ReadError> {
+        let mut out = Vec::with_capacity(raw_len * 3);
+        r.by_ref()
             .take(MAX_TEXT + 1)
             .read_to_end(&mut out)
             .map_err(io)?;
         if out.len() as u64 > MAX_TEXT {
-            return Err(ReadError::TooLarge {
+            return Err(too_large());
+        }
+        Ok(out)
+    };
+    let bytes = match Compression::of(&raw) {
+        Compression::None => raw,
+        Compression::Gzip => capped(Box::new(GzDecoder::new(&raw[..])))?,
+        Compression::Zstd => {
+            let d = ruzstd::decoding::StreamingDecoder::new(&raw[..]).map_err(|e| {
+                io(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    e.to_string(),
+                ))
+            })?;
+            capped(Box::new(d))?
+        }
+        Compression::Xz => {
+            let mut out = Capped(Vec::with_capacity(raw.len() * 4));
+            if let Err(e) = lzma_rs::xz_decompress(&mut &raw[..], &mut out) {
+                return Err(match e {
+                    lzma_rs::error::Error::IoError(e)
+                        if e.kind() == std::io::ErrorKind::FileTooLarge =>
+                    {
+                        too_large()
+                    }
+                    e => io(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        e.to_string(),
+                    )),
+                });
+            }
+            out.0
+        }
+        Compression::Bzip2 => {
+            return Err(ReadError::Unsupported {
                 path: path.to_owned(),
             });
         }
-        out
-    } else {
-        raw
     };
     Ok(match String::from_utf8(bytes) {
         Ok(s) => s,
         // Old pages are often Latin-1: every byte is a character.
         Err(e) => e.into_bytes().iter().map(|&b| b as char).collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/man")
+    }
+
+    fn page(path: PathBuf) -> PageRef {
+        PageRef {
+            root: path.parent().unwrap().to_path_buf(),
+            path,
+            section: "1".into(),
+        }
+    }
+
+    /// Pages compressed by the real `zstd` and `xz` tools read the same as the gzip one.
+    #[test]
+    fn zstd_and_xz_pages_read_like_gzip_ones() {
+        let gz = read_page(&page(fixtures().join("man1/wc.1.gz"))).unwrap();
+        assert!(gz.text.contains(".TH WC"), "{}", &gz.text[..200]);
+        for f in ["wc.1.zst", "wc.1.xz"] {
+            let got = read_page(&page(fixtures().join("compressed").join(f))).unwrap();
+            assert_eq!(got.text, gz.text, "{f}");
+        }
+        assert!(matches!(
+            read_page(&page(fixtures().join("compressed/wc.1.bz2"))),
+            Err(ReadError::Unsupported { .. })
+        ));
+        assert_eq!(
+            split_page_name("wc.1.zst", "1"),
+            Some(("wc".into(), "1".into()))
+        );
+        assert_eq!(
+            split_page_name("wc.1.xz", "1"),
+            Some(("wc".into(), "1".into()))
+        );
+    }
+
+    /// 17 MiB of zeros in 3 KB: decompression stops at the cap.
+    #[test]
+    fn compressed_bombs_stop_at_the_cap() {
+        for f in ["bomb.1.zst", "bomb.1.xz"] {
+            let got = read_page(&page(fixtures().join("compressed").join(f)));
+            assert!(
+                matches!(got, Err(ReadError::TooLarge { .. })),
+                "{f}: {got:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn damaged_compressed_pages_are_read_errors() {
+        let t = tempfile::tempdir().unwrap();
+        for (f, magic) in [
+            ("x.1.zst", &[0x28u8, 0xb5, 0x2f, 0xfd][..]),
+            ("x.1.xz", &[0xfd, b'7', b'z', b'X', b'Z', 0x00][..]),
+        ] {
+            let p = t.path().join(f);
+            let mut bytes = magic.to_vec();
+            bytes.extend_from_slice(b"not really compressed");
+            std::fs::write(&p, bytes).unwrap();
+            let got = read_page(&page(p));
+            assert!(matches!(got, Err(ReadError::Io { .. })), "{f}: {got:?}");
+        }
+    }
 }

@@ -75,6 +75,8 @@ pub struct InferSource {
     offers: HashMap<String, Offer>,
     none: BTreeSet<String>,
     failed: BTreeMap<String, String>,
+    /// Names whose document [`InferSource::infer_pending`] must make.
+    pending: Vec<(String, PageRef)>,
 }
 
 /// A prepared document, as offered to the scan.
@@ -197,6 +199,7 @@ impl InferSource {
             offers: HashMap::new(),
             none: BTreeSet::new(),
             failed: BTreeMap::new(),
+            pending: Vec::new(),
         }
     }
 
@@ -250,12 +253,13 @@ impl InferSource {
         self.index()
     }
 
-    /// Looks up the page of every name and infers, in parallel (on the caller's rayon
-    /// pool), the documents that are not current in the cache. Afterwards
-    /// [`InferSource::offer`] answers without reading anything.
-    pub fn prepare<'n>(&mut self, names: impl IntoIterator<Item = &'n str>) {
-        use rayon::prelude::*;
-        let mut todo: Vec<(String, PageRef)> = Vec::new();
+    /// Looks up the page of every name, on the calling thread, and takes the documents
+    /// still current from the cache; the others are left for
+    /// [`InferSource::infer_pending`]. A warm rescan has none, so the scan starts no
+    /// thread for it. Afterwards (and after `infer_pending`) [`InferSource::offer`]
+    /// answers without reading anything.
+    pub fn look_up<'n>(&mut self, names: impl IntoIterator<Item = &'n str>) {
+        let mut todo = std::mem::take(&mut self.pending);
         for name in names {
             if self.offers.contains_key(name) || self.none.contains(name) {
                 continue;
@@ -285,6 +289,19 @@ impl InferSource {
                 Some(Lookup { page, .. }) => todo.push((name.to_owned(), page)),
             }
         }
+        self.pending = todo;
+    }
+
+    /// Whether [`InferSource::look_up`] left documents to infer.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Infers the documents [`InferSource::look_up`] left pending, in parallel (on the
+    /// caller's rayon pool).
+    pub fn infer_pending(&mut self) {
+        use rayon::prelude::*;
+        let todo = std::mem::take(&mut self.pending);
         if todo.is_empty() {
             return;
         }
@@ -306,7 +323,7 @@ impl InferSource {
         }
     }
 
-    /// Whether `name` has a document to offer (after [`InferSource::prepare`]).
+    /// Whether `name` has a document to offer (after [`InferSource::look_up`] and [`InferSource::infer_pending`]).
     pub fn has(&self, name: &str) -> bool {
         self.offers.contains_key(name)
     }

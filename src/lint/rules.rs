@@ -31,6 +31,7 @@ const fn rule(
         severity,
         summary,
         hint,
+        help_uri: "https://atip.dev/spec/lint#rules",
     }
 }
 
@@ -71,8 +72,8 @@ pub static LINT_RULES: &[RuleInfo] = &[
     rule(
         "naming-inconsistent",
         W,
-        "a command or option name uses a different case style from the rest of the tool",
-        "use one style (kebab-case, snake_case or camelCase) for all command names and one for all option names",
+        "a command or option name uses a different case style from the rest of the tool, or an option's name differs from its long flag",
+        "use one style (kebab-case, snake_case or camelCase) for all command names and one for all option names, and name each option after its long flag",
     ),
     rule(
         "duplicate-flag-meaning",
@@ -726,6 +727,59 @@ fn naming_inconsistent(
         }
     }
     report_minority(&options, "option", out);
+    for e in entries {
+        for (i, o) in e.command.opts().iter().enumerate() {
+            name_matches_long_flag(
+                o,
+                format!("{}/options/{i}/name", command_pointer(&e.path)),
+                &format!("of {}", shown(tool, &e.path)),
+                out,
+            );
+        }
+    }
+    for (i, o) in meta.global_opts().iter().enumerate() {
+        name_matches_long_flag(o, format!("/globalOptions/{i}/name"), "global", out);
+    }
+}
+
+/// Agents pass an option by its `name`, people and docs spell it by its long flag: when
+/// the two name different things (`force` spelled `--yes`), one side is misled.
+/// Compared without case and punctuation, and `--no-x` matches `x`.
+fn name_matches_long_flag(o: &Opt, pointer: String, who: &str, out: &mut Vec<Finding>) {
+    fn squash(s: &str) -> String {
+        s.chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    }
+    let long: Vec<&str> = o
+        .flags
+        .iter()
+        .filter_map(|f| f.strip_prefix("--"))
+        .map(|f| f.split(['=', ' ', '[', '<']).next().unwrap_or(f))
+        .filter(|f| !f.is_empty())
+        .collect();
+    if long.is_empty() {
+        return;
+    }
+    let name = squash(&o.name);
+    let fits = long.iter().any(|f| {
+        let f = squash(f);
+        f == name
+            || f.strip_prefix("no") == Some(name.as_str())
+            || name.strip_prefix("no") == Some(f.as_str())
+    });
+    if !fits {
+        out.push(finding(
+            "naming-inconsistent",
+            pointer,
+            format!(
+                "option `{}` ({who}) is spelled `--{}` on the command line: agents see one name, people the other",
+                o.name,
+                long.join("`, `--")
+            ),
+        ));
+    }
 }
 
 fn duplicate_flag_meaning(
@@ -1053,6 +1107,38 @@ mod tests {
         assert_eq!(suggested_type("base-url", ""), Some(ParamType::Url));
         assert_eq!(suggested_type("message", "Commit message"), None);
         assert_eq!(suggested_type("path", ""), None);
+    }
+
+    #[test]
+    fn option_names_are_checked_against_their_long_flags() {
+        let meta: Metadata = serde_json::from_value(json!({
+            "atip": {"version": "0.6"}, "name": "t", "version": "1", "description": "A test tool",
+            "globalOptions": [{"name": "verbose", "flags": ["-v", "--verbose"], "type": "boolean", "description": "More output"}],
+            "commands": {"rm": {"description": "Remove items", "options": [
+                {"name": "force", "flags": ["-y", "--yes"], "type": "boolean", "description": "Do not ask"},
+                {"name": "dry_run", "flags": ["--dry-run"], "type": "boolean", "description": "Only show"},
+                {"name": "color", "flags": ["--no-color"], "type": "boolean", "description": "No colours"},
+                {"name": "n", "flags": ["-n"], "type": "integer", "description": "How many"},
+                {"name": "out", "flags": ["--output=FILE"], "type": "string", "description": "Where to write"}
+            ]}}
+        }))
+        .unwrap();
+        let found: Vec<(String, String)> = check(&meta, Kind::Metadata, &Config::default())
+            .into_iter()
+            .filter(|f| f.diagnostic.rule == "naming-inconsistent")
+            .map(|f| (f.diagnostic.pointer, f.diagnostic.message))
+            .collect();
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert_eq!(found[0].0, "/commands/rm/options/0/name");
+        assert!(
+            found[0]
+                .1
+                .contains("`force` (of `t rm`) is spelled `--yes`"),
+            "{}",
+            found[0].1
+        );
+        assert_eq!(found[1].0, "/commands/rm/options/4/name");
+        assert!(found[1].1.contains("spelled `--output`"), "{}", found[1].1);
     }
 
     #[test]

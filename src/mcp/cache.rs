@@ -150,6 +150,7 @@ mod tests {
             origin: "test".into(),
             trust_hints: true,
             secrets: vec![],
+            protocol: None,
         }
     }
 

@@ -45,8 +45,9 @@ pub struct ClientOptions {
     pub trace: bool,
     /// Drop the server's stderr instead of forwarding it.
     pub quiet_server_stderr: bool,
-    /// How the session starts: `server/discover` (2026-07-28) or `initialize`.
-    pub protocol: Protocol,
+    /// How the session starts: `server/discover` (2026-07-28) or `initialize`. `None`:
+    /// the server's own `protocol` setting, else [`Protocol::Auto`].
+    pub protocol: Option<Protocol>,
     /// Tell a stdio server it was started by `atip mcp serve`'s proxy
     /// ([`super::proxy::NESTED_ENV`]).
     pub mark_nested: bool,
@@ -64,6 +65,13 @@ pub enum Protocol {
     Legacy,
     /// Only `server/discover`; a legacy server is a connection failure.
     Modern,
+}
+
+impl ClientOptions {
+    /// How a session with `spec` starts: the flag, else the server's setting, else auto.
+    pub fn protocol_for(&self, spec: &ServerSpec) -> Protocol {
+        self.protocol.or(spec.protocol).unwrap_or_default()
+    }
 }
 
 impl Protocol {
@@ -105,7 +113,8 @@ impl Log {
     /// A `--verbose` line.
     pub fn verbose(&self, what: impl AsRef<str>) {
         if self.verbose {
-            eprintln!(
+            log::info!(
+                target: crate::output::RAW_LOG,
                 "atip mcp: [{}] {}",
                 self.server,
                 self.redactor.redact(what.as_ref())
@@ -119,7 +128,7 @@ impl Log {
         }
         let mut v = serde_json::to_value(msg).unwrap_or(Value::Null);
         self.redactor.redact_json(&mut v);
-        eprintln!("atip mcp: [{}] {dir} {v}", self.server);
+        log::info!(target: crate::output::RAW_LOG, "atip mcp: [{}] {dir} {v}", self.server);
     }
 }
 
@@ -251,7 +260,7 @@ impl Session {
                 };
                 let service = match tokio::time::timeout(
                     timeout,
-                    client_info().serve_with_lifecycle(traced, opts.protocol.lifecycle()),
+                    client_info().serve_with_lifecycle(traced, opts.protocol_for(spec).lifecycle()),
                 )
                 .await
                 {
@@ -320,7 +329,7 @@ impl Session {
                 };
                 let service = match tokio::time::timeout(
                     timeout,
-                    client_info().serve_with_lifecycle(traced, opts.protocol.lifecycle()),
+                    client_info().serve_with_lifecycle(traced, opts.protocol_for(spec).lifecycle()),
                 )
                 .await
                 {
@@ -573,7 +582,12 @@ fn emit_line(log: &Log, line: &mut Vec<u8>, cut: &mut bool, quiet: bool) {
         let text = String::from_utf8_lossy(line);
         let text = text.trim_end_matches('\r');
         let tail = if *cut { " [atip: line cut]" } else { "" };
-        eprintln!("[{}] {}{tail}", log.server, log.redactor.redact(text));
+        log::info!(
+            target: crate::output::RAW_LOG,
+            "[{}] {}{tail}",
+            log.server,
+            log.redactor.redact(text)
+        );
     }
     line.clear();
     *cut = false;

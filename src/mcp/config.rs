@@ -78,6 +78,8 @@ pub struct ServerSpec {
     /// Secret values of this server (header values, secret-named env entries), for
     /// redaction.
     pub secrets: Vec<(String, String)>,
+    /// How sessions start (`protocol`: auto, legacy, modern); a `--protocol` flag wins.
+    pub protocol: Option<super::client::Protocol>,
 }
 
 impl ServerSpec {
@@ -643,6 +645,25 @@ impl FileCtx<'_> {
                 ));
             }
         };
+        let protocol = match obj.get("protocol") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(
+                <super::client::Protocol as clap::ValueEnum>::from_str(s, true).map_err(|_| {
+                    config_error(
+                        self.path,
+                        format!(
+                            "{at}.protocol must be \"auto\", \"legacy\" or \"modern\", not {s:?}"
+                        ),
+                    )
+                })?,
+            ),
+            Some(_) => {
+                return Err(config_error(
+                    self.path,
+                    format!("{at}.protocol must be a string (auto, legacy or modern)"),
+                ));
+            }
+        };
         Ok(Some(ServerSpec {
             name: name.to_string(),
             transport,
@@ -650,6 +671,7 @@ impl FileCtx<'_> {
             origin: self.path.display().to_string(),
             trust_hints,
             secrets,
+            protocol,
         }))
     }
 }
@@ -715,6 +737,35 @@ mod tests {
         assert_eq!(cfg.default_server.as_deref(), Some("a"));
         assert_eq!(cfg.cache.ttl_seconds, 10);
         assert!(cfg.cache.enabled);
+    }
+
+    #[test]
+    fn per_server_protocol() {
+        use crate::mcp::client::{ClientOptions, Protocol};
+        let cfg = load(&[(
+            "/g/mcp.json",
+            json!({"mcpServers": {"a": {"command": "x", "protocol": "legacy"}, "b": {"command": "y"}}}),
+        )])
+        .unwrap();
+        assert_eq!(cfg.servers["a"].protocol, Some(Protocol::Legacy));
+        let flag = ClientOptions {
+            protocol: Some(Protocol::Modern),
+            ..Default::default()
+        };
+        let none = ClientOptions::default();
+        assert_eq!(none.protocol_for(&cfg.servers["a"]), Protocol::Legacy);
+        assert_eq!(none.protocol_for(&cfg.servers["b"]), Protocol::Auto);
+        assert_eq!(flag.protocol_for(&cfg.servers["a"]), Protocol::Modern);
+        let e = load(&[(
+            "/g/mcp.json",
+            json!({"mcpServers": {"a": {"command": "x", "protocol": "2026"}}}),
+        )])
+        .unwrap_err();
+        assert!(
+            e.message.contains("mcpServers.a.protocol must be"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

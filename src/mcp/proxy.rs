@@ -69,7 +69,8 @@ pub struct Loaded {
 }
 
 impl Proxy {
-    /// Lists every selected server's tools (cache or `tools/list`), leaving out servers
+    /// Lists every selected server's tools (cache or `tools/list`, all servers concurrently;
+    /// tools in configuration order), leaving out servers
     /// that fail (a warning on stderr) and tools the policy denies whatever the arguments.
     /// Sessions opened for listing stay open for calls.
     pub async fn load(mut setup: Setup, policy: &Policy) -> Result<Loaded, AtipError> {
@@ -95,14 +96,19 @@ impl Proxy {
         let mut sessions = HashMap::new();
         let mut listed = Vec::new();
         let mut flat = Vec::new();
-        for spec in &specs {
-            let (listing, session) = match setup.remote.tools(spec, None, false).await {
+        // All servers at once: start-up waits for the slowest, not for the sum (a hanging
+        // server costs its timeout once, however many are configured).
+        let listings = futures_util::future::join_all(
+            specs
+                .iter()
+                .map(|spec| setup.remote.tools(spec, None, false)),
+        )
+        .await;
+        for (spec, listing) in specs.iter().zip(listings) {
+            let (listing, session) = match listing {
                 Ok(l) => l,
                 Err(e) => {
-                    eprintln!(
-                        "atip mcp: warning: MCP server {} left out: {}",
-                        spec.name, e.message
-                    );
+                    log::warn!("MCP server {} left out: {}", spec.name, e.message);
                     continue;
                 }
             };
@@ -117,8 +123,8 @@ impl Proxy {
                 }
                 let name = tools::flat_name(&spec.name, &tool.name);
                 if served.contains_key(&name) {
-                    eprintln!(
-                        "atip mcp: warning: {name} is listed twice by {}; the first is served",
+                    log::warn!(
+                        "{name} is listed twice by {}; the first is served",
                         spec.name
                     );
                     continue;

@@ -178,6 +178,7 @@ pub fn to_flat(server: &str, tool: &Tool, trust_hints: bool) -> FlatTool {
         effects,
         input_schema: schema,
         runner: false,
+        about: String::new(),
     }
 }
 

@@ -24,14 +24,35 @@ pub struct Validators {
 #[derive(Debug)]
 pub enum Response {
     /// 304: the cached copy is current.
-    NotModified,
+    NotModified {
+        /// How long the server says it stays fresh ([`fresh_for`]).
+        fresh_for: Option<u64>,
+    },
     /// 200 with its body and validators.
     Body {
         /// The body (at most the cap).
         bytes: Vec<u8>,
         /// New validators.
         validators: Validators,
+        /// How long the server says it stays fresh ([`fresh_for`]).
+        fresh_for: Option<u64>,
     },
+}
+
+/// Seconds a response may be reused without asking again, from `Cache-Control`:
+/// `no-cache`/`no-store` → 0, else `max-age=N`; `None` when the header says neither.
+pub fn fresh_for(cache_control: Option<&str>) -> Option<u64> {
+    let mut max_age = None;
+    for directive in cache_control?.split(',') {
+        let d = directive.trim().to_ascii_lowercase();
+        if d == "no-cache" || d == "no-store" {
+            return Some(0);
+        }
+        if let Some(n) = d.strip_prefix("max-age=") {
+            max_age = n.trim_matches('"').parse().ok().or(Some(0));
+        }
+    }
+    max_age
 }
 
 /// Why a request gave nothing usable.
@@ -162,8 +183,13 @@ impl Http {
         };
         let resp = req.send().map_err(transport)?;
         let status = resp.status().as_u16();
+        let fresh = fresh_for(
+            resp.headers()
+                .get("cache-control")
+                .and_then(|v| v.to_str().ok()),
+        );
         match status {
-            304 => return Ok(Response::NotModified),
+            304 => return Ok(Response::NotModified { fresh_for: fresh }),
             200 => {}
             401 | 403 => {
                 return Err(FetchError::Auth {
@@ -225,7 +251,11 @@ impl Http {
                 cap,
             });
         }
-        Ok(Response::Body { bytes, validators })
+        Ok(Response::Body {
+            bytes,
+            validators,
+            fresh_for: fresh,
+        })
     }
 }
 
@@ -242,4 +272,20 @@ fn chain(e: &dyn std::error::Error) -> String {
         cur = s.source();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fresh_for;
+
+    #[test]
+    fn cache_control_freshness() {
+        assert_eq!(fresh_for(None), None);
+        assert_eq!(fresh_for(Some("public")), None);
+        assert_eq!(fresh_for(Some("public, max-age=600")), Some(600));
+        assert_eq!(fresh_for(Some("Max-Age=60, must-revalidate")), Some(60));
+        assert_eq!(fresh_for(Some("max-age=600, no-cache")), Some(0));
+        assert_eq!(fresh_for(Some("no-store")), Some(0));
+        assert_eq!(fresh_for(Some("max-age=soon")), Some(0));
+    }
 }

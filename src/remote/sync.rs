@@ -98,6 +98,9 @@ struct Stamp {
     /// Key id of the trusted signer verified when it was fetched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     signer: Option<String>,
+    /// Freshness the server gave (`Cache-Control`), in seconds; capped at [`RECHECK`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_age: Option<u64>,
 }
 
 impl Stamp {
@@ -109,7 +112,10 @@ impl Stamp {
     }
 
     fn fresh(&self, now: u64) -> bool {
-        now.saturating_sub(self.checked) < RECHECK.as_secs()
+        let limit = self
+            .max_age
+            .map_or(RECHECK.as_secs(), |m| m.min(RECHECK.as_secs()));
+        now.saturating_sub(self.checked) < limit
     }
 }
 
@@ -341,7 +347,7 @@ impl Reg {
         let url = self.cfg.url_of(&format!("{rel}{SIG_SUFFIX}"));
         let text = match http.get(&url, None, self.token.as_deref(), MAX_SIG_BYTES) {
             Ok(Response::Body { bytes, .. }) => String::from_utf8_lossy(&bytes).into_owned(),
-            Ok(Response::NotModified) => return Err(format!("{url}: unexpected 304")),
+            Ok(Response::NotModified { .. }) => return Err(format!("{url}: unexpected 304")),
             Err(FetchError::NotFound { .. }) => {
                 return self.judge(None, bytes).map(|s| (s, None));
             }
@@ -486,12 +492,13 @@ impl Remote {
             MAX_CATALOG_BYTES,
         );
         let outcome: Result<(), String> = match got {
-            Ok(Response::NotModified) => {
+            Ok(Response::NotModified { fresh_for }) => {
                 reg.report.not_modified += 1;
                 match &cached {
                     Some((b, s)) => {
                         let mut s = s.clone();
                         s.checked = now;
+                        s.max_age = fresh_for;
                         reg.state.catalog = Some(s);
                         reg.state_dirty = true;
                         use_cached(reg, b, CatalogStatus::NotModified);
@@ -500,7 +507,11 @@ impl Remote {
                     None => Err(format!("{url}: 304 to an unconditional request")),
                 }
             }
-            Ok(Response::Body { bytes, validators }) => {
+            Ok(Response::Body {
+                bytes,
+                validators,
+                fresh_for,
+            }) => {
                 reg.report.bytes += bytes.len() as u64;
                 let checked = parse_catalog(&bytes)
                     .map_err(|m| format!("{url}: {m}"))
@@ -544,6 +555,7 @@ impl Remote {
                             checked: now,
                             sha256: sha_hex(&bytes),
                             signer,
+                            max_age: fresh_for,
                         });
                         reg.state_dirty = true;
                         reg.names = n;
@@ -796,15 +808,20 @@ impl Remote {
             MAX_SHIM_BYTES,
         );
         match got {
-            Ok(Response::NotModified) => {
+            Ok(Response::NotModified { fresh_for }) => {
                 out.not_modified += 1;
                 if let Some((ready, mut stamp)) = cached.clone() {
                     stamp.checked = self.now;
+                    stamp.max_age = fresh_for;
                     out.stamp = Some(stamp);
                     out.ready = Some(ready);
                 }
             }
-            Ok(Response::Body { bytes, validators }) => {
+            Ok(Response::Body {
+                bytes,
+                validators,
+                fresh_for,
+            }) => {
                 out.bytes += bytes.len() as u64;
                 let verdict = Self::check_shim(&bytes, hex).and_then(|ready| {
                     if reg.checks_signatures() {
@@ -827,6 +844,7 @@ impl Remote {
                             checked: self.now,
                             sha256: ready.doc.clone(),
                             signer: ready.signer.clone(),
+                            max_age: fresh_for,
                         });
                         out.write = Some((bytes, text));
                         out.ready = Some(ready);

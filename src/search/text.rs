@@ -41,7 +41,97 @@ pub const ABBREVIATIONS: &[(&str, &[&str])] = &[
     ("var", &["variable"]),
     ("stat", &["status"]),
     ("ver", &["version"]),
+    ("fmt", &["format"]),
 ];
+
+/// Query words and other words that name the same action in command descriptions. A query
+/// word also matches its synonyms (at a lower weight, and only as an alternative: never
+/// added to its own match).
+pub const SYNONYMS: &[(&str, &[&str])] = &[
+    ("make", &["create"]),
+    ("new", &["create"]),
+    ("create", &["make", "new"]),
+    ("delete", &["remove"]),
+    ("remove", &["delete"]),
+    ("erase", &["delete", "remove"]),
+    ("show", &["display", "print", "view"]),
+    ("display", &["show", "print"]),
+    ("print", &["show", "display"]),
+    ("view", &["show"]),
+    ("download", &["fetch"]),
+    ("fetch", &["download"]),
+    ("start", &["run", "launch"]),
+    ("launch", &["start", "run"]),
+    ("execute", &["run"]),
+    ("undo", &["revert"]),
+    ("find", &["search", "locate"]),
+    ("search", &["find"]),
+    ("locate", &["find"]),
+    ("edit", &["change", "modify"]),
+    ("modify", &["change", "edit"]),
+    ("update", &["upgrade"]),
+    ("upgrade", &["update"]),
+    ("uninstall", &["remove"]),
+    ("folder", &["directory"]),
+    ("terminate", &["kill", "stop"]),
+];
+
+/// The synonyms of a query word (stemmed like it).
+pub fn synonyms(word: &str) -> &'static [&'static str] {
+    SYNONYMS
+        .iter()
+        .find(|(w, _)| *w == word)
+        .map_or(&[], |(_, s)| s)
+}
+
+/// A word's root for matching its inflections (`creating`, `created`, `create` → `creat`;
+/// `running` → `run`): `-ing` and `-ed` stripped when three letters with a vowel remain
+/// (then a doubled final consonant other than `l`, `s`, `z` is undoubled), and a final
+/// `e` dropped from words of four letters or more. Roots are only compared, never shown.
+pub fn root(word: &str) -> String {
+    let mut w = word.to_string();
+    if !w.is_ascii() {
+        return w;
+    }
+    for suffix in ["ing", "ed"] {
+        if let Some(base) = w.strip_suffix(suffix)
+            && base.len() >= 3
+            && base.contains(['a', 'e', 'i', 'o', 'u', 'y'])
+        {
+            w = base.to_string();
+            let b = w.as_bytes();
+            let last = b[b.len() - 1];
+            if last == b[b.len() - 2] && !b"aeioulsz".contains(&last) {
+                w.pop();
+            }
+            break;
+        }
+    }
+    if w.len() >= 4 && w.ends_with('e') {
+        w.pop();
+    }
+    w
+}
+
+/// Words that carry no meaning in a task description ("make **a** new branch"): left
+/// out of queries (not of the index, where BM25's idf already makes them cheap), unless
+/// the query holds nothing else.
+pub const STOPWORDS: &[&str] = &[
+    "a", "an", "the", "to", "of", "in", "on", "for", "with", "and", "or", "my", "me", "i", "is",
+    "are", "be", "it", "its", "this", "that", "these", "those", "from", "by", "at", "as", "into",
+    "how", "do", "does", "can", "please", "some", "what", "which", "who",
+];
+
+/// The words of a query, without stopwords (all of them when nothing else is left).
+pub fn query_words(query: &str) -> Vec<String> {
+    let all = words(query);
+    let kept: Vec<String> = all
+        .iter()
+        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .cloned()
+        .collect();
+    if kept.is_empty() { all } else { kept }
+}
 
 /// Lower-case alphanumeric words, each lightly stemmed (plural `s`/`es`/`ies`).
 pub fn words(text: &str) -> Vec<String> {
@@ -100,19 +190,29 @@ fn table() -> &'static [(&'static str, Vec<String>)] {
 
 /// Appends abbreviation short forms for long forms found in `tokens`.
 pub fn expand(tokens: &mut Vec<String>) {
-    let n = tokens.len();
-    for (short, long) in table() {
-        if long.len() > n || !tokens[..n].contains(&long[0]) {
-            continue;
-        }
-        if tokens[..n]
-            .windows(long.len())
-            .any(|w| w == long.as_slice())
-            && !tokens.iter().any(|t| t == short)
-        {
-            tokens.push((*short).to_string());
+    for (short, _) in abbreviations_in(tokens) {
+        if !tokens.iter().any(|t| t == short) {
+            tokens.push(short.to_string());
         }
     }
+}
+
+/// Every abbreviation whose long form occurs in `tokens` (as consecutive words), with the
+/// positions it covers.
+pub fn abbreviations_in(tokens: &[String]) -> Vec<(&'static str, std::ops::Range<usize>)> {
+    let mut out = Vec::new();
+    for (short, long) in table() {
+        if long.len() > tokens.len() || !tokens.contains(&long[0]) {
+            continue;
+        }
+        if let Some(at) = tokens
+            .windows(long.len())
+            .position(|w| w == long.as_slice())
+        {
+            out.push((*short, at..at + long.len()));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -125,6 +225,18 @@ mod tests {
             words("Pull-Requests repositories boxes status"),
             ["pull", "request", "repository", "box", "status"]
         );
+        for (a, b) in [
+            ("creating", "create"),
+            ("created", "creates"),
+            ("running", "run"),
+            ("stopped", "stop"),
+            ("installing", "install"),
+        ] {
+            assert_eq!(root(a), root(&stem(b)), "{a} {b}");
+        }
+        assert_eq!(root("string"), "string");
+        assert_ne!(root("file"), root("fill"));
+        assert_eq!(synonyms("make"), ["create"]);
         let t = terms("Create a pull request in a repository");
         assert!(t.contains(&"pr".to_string()) && t.contains(&"repo".to_string()));
     }

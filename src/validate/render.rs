@@ -271,7 +271,7 @@ fn sarif_head(catalogues: &[&[RuleInfo]]) -> Value {
                 "id": r.id,
                 "shortDescription": {"text": r.summary},
                 "help": {"text": r.hint},
-                "helpUri": "https://atip.dev/spec/validate#rules",
+                "helpUri": r.help_uri,
                 "defaultConfiguration": {"level": sarif_level(r.severity)}
             })
         })

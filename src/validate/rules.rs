@@ -30,6 +30,8 @@ pub struct RuleInfo {
     pub summary: &'static str,
     /// How to fix it.
     pub hint: &'static str,
+    /// Where the rule is documented (SARIF `helpUri`).
+    pub help_uri: &'static str,
 }
 
 const fn rule(
@@ -43,6 +45,7 @@ const fn rule(
         severity,
         summary,
         hint,
+        help_uri: "https://atip.dev/spec/validate#rules",
     }
 }
 

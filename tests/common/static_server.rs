@@ -27,6 +27,7 @@ struct Shared {
     root: PathBuf,
     mode: Mode,
     token: Option<String>,
+    cache_control: Option<String>,
     log: Vec<(String, u16)>,
 }
 
@@ -46,6 +47,7 @@ impl StaticServer {
             root: root.to_path_buf(),
             mode: Mode::Normal,
             token: None,
+            cache_control: None,
             log: Vec::new(),
         }));
         let stop = Arc::new(AtomicBool::new(false));
@@ -70,6 +72,11 @@ impl StaticServer {
 
     pub fn require_token(&self, token: &str) {
         self.shared.lock().unwrap().token = Some(token.to_owned());
+    }
+
+    /// Sends `Cache-Control: VALUE` with every 200 and 304 from now on.
+    pub fn set_cache_control(&self, value: &str) {
+        self.shared.lock().unwrap().cache_control = Some(value.to_owned());
     }
 
     /// The requests so far (path, status), and forgets them.
@@ -113,9 +120,14 @@ fn serve(conn: TcpStream, shared: &Mutex<Shared>, stop: &AtomicBool) {
             .nth(1)
             .unwrap_or("/")
             .to_owned();
-        let (mode, root, token) = {
+        let (mode, root, token, cache_control) = {
             let s = shared.lock().unwrap();
-            (s.mode, s.root.clone(), s.token.clone())
+            let cc = s
+                .cache_control
+                .as_ref()
+                .map(|v| format!("Cache-Control: {v}\r\n"))
+                .unwrap_or_default();
+            (s.mode, s.root.clone(), s.token.clone(), cc)
         };
         let log = |status: u16| shared.lock().unwrap().log.push((path.clone(), status));
         if let Some(t) = token
@@ -168,13 +180,15 @@ fn serve(conn: TcpStream, shared: &Mutex<Shared>, stop: &AtomicBool) {
         let etag = format!("\"{}\"", &hex::encode(sha2::Sha256::digest(&body))[..16]);
         if header("if-none-match").as_deref() == Some(etag.as_str()) {
             log(304);
-            let _ = out
-                .write_all(format!("HTTP/1.1 304 Not Modified\r\nETag: {etag}\r\n\r\n").as_bytes());
+            let _ = out.write_all(
+                format!("HTTP/1.1 304 Not Modified\r\nETag: {etag}\r\n{cache_control}\r\n")
+                    .as_bytes(),
+            );
             continue;
         }
         log(200);
         let head = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nETag: {etag}\r\nLast-Modified: Thu, 01 Jan 2026 00:00:00 GMT\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nETag: {etag}\r\nLast-Modified: Thu, 01 Jan 2026 00:00:00 GMT\r\n{cache_control}\r\n",
             body.len()
         );
         if out.write_all(head.as_bytes()).is_err() || out.write_all(&body).is_err() {
