@@ -106,8 +106,8 @@ pub fn parse(bytes: &[u8]) -> Parsed {
         dups: &dups,
         scratch: &scratch,
     }
-        .deserialize(&mut de)
-        .and_then(|v| de.end().map(|()| v));
+    .deserialize(&mut de)
+    .and_then(|v| de.end().map(|()| v));
     out.duplicates = dups.get();
     match result {
         Ok(value) => out.value = Some(value),
