@@ -783,13 +783,13 @@ fn a_warm_rescan_that_changes_nothing_does_not_take_the_registry_lock() {
     let path = path.to_str().unwrap();
     let cold = env.scan(path, &["--no-builtin-shims"]);
     assert_eq!(tool(&cold, "real").unwrap()["status"], "new", "{cold:#}");
-    let lock = atip::registry::RegistryLock::acquire(
+    let held = atip::registry::RegistryLock::acquire(
         &env.sb.data_dir(),
         std::time::Duration::from_secs(5),
         false,
     )
     .unwrap();
-    assert!(lock.is_locked());
+    assert!(held.is_locked());
     let warm = env.scan(path, &["--no-builtin-shims"]);
     assert_eq!(
         tool(&warm, "real").unwrap()["status"],
@@ -818,7 +818,7 @@ fn a_warm_rescan_that_changes_nothing_does_not_take_the_registry_lock() {
     .wait_with_output()
     .unwrap();
     assert_ne!(out.status.code(), Some(0), "{}", show(&out));
-    drop(lock);
+    drop(held);
     let r = env.scan(path, &["--no-builtin-shims"]);
     assert_eq!(r["removed"], serde_json::json!(["real"]), "{r:#}");
 }
