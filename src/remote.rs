@@ -8,6 +8,7 @@
 //! - [`config`]: `registries.json`, the consuming machine's list of registries and the
 //!   keys it trusts for each;
 //! - [`fetch`]: the HTTP side (conditional requests, timeouts, size caps);
+//! - [`manifest`]: `.well-known/atip-registry.json`, checked by `atip registry add`;
 //! - [`sync`]: catalogs and shims fetched, verified and cached by hash, and offered
 //!   to a scan as one more metadata source (`crate::discover::remote`).
 //!
@@ -17,6 +18,7 @@
 pub mod build;
 pub mod config;
 pub mod fetch;
+pub mod manifest;
 pub mod sign;
 pub mod sync;
 

@@ -70,6 +70,8 @@ impl Fixture {
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", show(&out));
+        // The manifest request is add's own; tests count what sync asks for.
+        self.server.take_log();
     }
 
     fn sync(&self, extra: &[&str]) -> (Output, Value) {
@@ -489,6 +491,26 @@ fn bearer_auth() {
     let f = Fixture::new(false);
     f.server.require_token("s3cret");
     f.add(&["--token-env", "TEAM_TOKEN"]);
+    // Added with the variable set: the manifest is fetched with the token.
+    let out =
+        f.sb.atip()
+            .args([
+                "registry",
+                "add",
+                "again",
+                &f.server.url,
+                "--token-env",
+                "TEAM_TOKEN",
+                "--disabled",
+            ])
+            .env("TEAM_TOKEN", "s3cret")
+            .output()
+            .unwrap();
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(
+        f.server.take_log(),
+        vec![("/.well-known/atip-registry.json".to_string(), 200)]
+    );
     // Variable unset: a configuration error, nothing requested.
     let (out, _) = f.sync(&[]);
     assert_eq!(code(&out), 78, "{}", show(&out));
@@ -520,6 +542,84 @@ fn bearer_auth() {
 }
 
 #[test]
+fn add_reads_the_manifest_and_names_its_signers() {
+    let f = Fixture::new(true);
+    let add = |args: &[&str]| {
+        f.sb.atip()
+            .args(["--output", "json", "registry", "add"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // Signed tree, no key given: added, with a note naming the signer (not trusted).
+    let out = add(&["team", &f.server.url]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["manifest"]["name"], "team", "{v}");
+    assert_eq!(v["manifest"]["signatures"], "minisign");
+    assert_eq!(v["manifest"]["shims"], 2);
+    let signer = v["manifest"]["signers"][0].as_str().unwrap().to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("note") && stderr.contains(&signer),
+        "{stderr}"
+    );
+    let list =
+        f.sb.atip()
+            .args(["registry", "list", "--output", "json"])
+            .output()
+            .unwrap();
+    let l: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert!(l["registries"][0].get("publicKeys").is_none(), "{l}");
+    // A key that is not the tree's signer: added, with a warning.
+    let other = f.p("other-key");
+    let k =
+        f.sb.atip()
+            .args(["registry", "keygen"])
+            .arg(&other)
+            .output()
+            .unwrap();
+    assert!(k.status.success(), "{}", show(&k));
+    let other_pub = format!("{}.pub", other.display());
+    let out = add(&["team2", &f.server.url, "--public-key", &other_pub]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("warning"),
+        "{}",
+        show(&out)
+    );
+    // A URL that serves files but no registry: 65, nothing saved.
+    let out = add(&["nope", &format!("{}/shims", f.server.url)]);
+    assert_eq!(code(&out), 65, "{}", show(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("registry_manifest_invalid"));
+    // A file there that is not a manifest: 65 as well.
+    f.sb.write(
+        "out/bad/.well-known/atip-registry.json",
+        "{\"name\": \"x\"}",
+    );
+    let out = add(&["bad", &format!("{}/bad", f.server.url)]);
+    assert_eq!(code(&out), 65, "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("atipRegistry"),
+        "{}",
+        show(&out)
+    );
+    let list =
+        f.sb.atip()
+            .args(["registry", "list", "--output", "json"])
+            .output()
+            .unwrap();
+    let l: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let names: Vec<&str> = l["registries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["team", "team2"]);
+}
+
+#[test]
 fn registries_json_add_list_remove() {
     let sb = Sandbox::new();
     let add = |args: &[&str]| {
@@ -529,10 +629,22 @@ fn registries_json_add_list_remove() {
             .output()
             .unwrap()
     };
+    // a.example is not reachable from a test: checking its manifest fails, and nothing is
+    // saved; --no-check adds it anyway.
+    let out = add(&["a", "http://127.0.0.1:9/atip", "--priority", "5"]);
+    assert_eq!(code(&out), 69, "{}", show(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--no-check"));
+    assert!(!sb.path().join("config/registries.json").exists());
     assert!(
-        add(&["a", "https://a.example/atip", "--priority", "5"])
-            .status
-            .success()
+        add(&[
+            "a",
+            "https://a.example/atip",
+            "--priority",
+            "5",
+            "--no-check"
+        ])
+        .status
+        .success()
     );
     let out = add(&["a", "https://b.example"]);
     assert_eq!(code(&out), 2, "{}", show(&out));

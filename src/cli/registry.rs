@@ -6,6 +6,8 @@ use crate::Ctx;
 use atip::output::{AtipError, ErrorCode, OutputFormat};
 use atip::remote::build::{self, BuildError, BuildOptions};
 use atip::remote::config::{self, Auth, RegistriesFile, RemoteRegistry};
+use atip::remote::fetch::FetchError;
+use atip::remote::manifest;
 use atip::remote::sign::{self, TrustedKey};
 use serde_json::{Map, json};
 use std::path::PathBuf;
@@ -66,6 +68,9 @@ enum Sub {
         /// Add it disabled.
         #[arg(long)]
         disabled: bool,
+        /// Do not fetch its manifest first (add a registry that is not reachable now).
+        #[arg(long)]
+        no_check: bool,
     },
     /// List the remote registries in registries.json.
     List,
@@ -74,6 +79,64 @@ enum Sub {
         /// Its name.
         name: String,
     },
+}
+
+/// Fetches the manifest a new registry's URL must serve, and says what the keys given
+/// (or not given) mean for it. Nothing is saved when this fails.
+fn check_manifest(
+    url: &str,
+    token: Option<&str>,
+    keys: &[String],
+    require_signatures: bool,
+    ctx: &Ctx,
+) -> Result<manifest::Manifest, AtipError> {
+    let skip = "`--no-check` adds it without asking the server";
+    let m =
+        manifest::fetch(url, token, std::time::Duration::from_secs(10)).map_err(|e| match e {
+            manifest::ManifestError::Fetch(f @ FetchError::NotFound { .. }) => AtipError::new(
+                ErrorCode::RegistryManifestInvalid,
+                format!("{f}: no ATIP registry manifest there"),
+            )
+            .hint(format!(
+                "give the base URL of a tree made by `atip registry build` (it serves {}); {skip}",
+                atip::remote::MANIFEST_PATH
+            )),
+            manifest::ManifestError::Fetch(f) => {
+                AtipError::new(ErrorCode::RemoteRegistryUnreachable, f.to_string())
+                    .hint(format!("check the URL and the network; {skip}"))
+            }
+            manifest::ManifestError::Invalid(m) => {
+                AtipError::new(ErrorCode::RegistryManifestInvalid, m).hint(format!(
+                    "the URL must be the base of a tree made by `atip registry build`; {skip}"
+                ))
+            }
+        })?;
+    let given: Vec<String> = keys
+        .iter()
+        .filter_map(|k| TrustedKey::parse(k).ok().map(|t| t.id))
+        .collect();
+    if m.signatures == "minisign" && given.is_empty() {
+        ctx.out.note(format!(
+            "registry {:?} signs its shims with minisign key {}; its signatures are checked only for keys you trust (--public-key), never for a key its manifest names",
+            m.name,
+            m.signers.join(", ")
+        ));
+    } else if !given.is_empty()
+        && !m.signers.is_empty()
+        && !given.iter().any(|g| m.signers.contains(g))
+    {
+        ctx.out.warn(format!(
+            "none of the keys given ({}) is a signer the manifest names ({}): its shims may all be refused",
+            given.join(", "),
+            m.signers.join(", ")
+        ));
+    } else if require_signatures && m.signatures != "minisign" {
+        ctx.out.warn(format!(
+            "--require-signatures, but registry {:?} says it is not signed: its shims will all be refused",
+            m.name
+        ));
+    }
+    Ok(m)
 }
 
 fn build_error(e: BuildError) -> AtipError {
@@ -174,6 +237,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
             priority,
             token_env,
             disabled,
+            no_check,
         } => {
             let mut file = RegistriesFile::load(&path).map_err(config_error)?;
             if file.registries.iter().any(|r| r.name == name) {
@@ -213,14 +277,46 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                 extra: Map::new(),
             };
             reg.check().map_err(AtipError::usage)?;
+            let token = reg.auth.as_ref().map(|a| {
+                (
+                    a.token_env_var.as_str(),
+                    std::env::var(&a.token_env_var).ok(),
+                )
+            });
+            let manifest = if no_check {
+                None
+            } else if let Some((var, None)) = &token {
+                ctx.out.note(format!(
+                    "manifest not checked: {var} is not set here (it is read at each sync)"
+                ));
+                None
+            } else {
+                let token = token.and_then(|(_, t)| t);
+                Some(check_manifest(
+                    &reg.url,
+                    token.as_deref(),
+                    &reg.public_keys,
+                    require_signatures,
+                    ctx,
+                )?)
+            };
             file.registries.push(reg);
             file.save(&path)
                 .map_err(|m| AtipError::new(ErrorCode::FileWriteFailed, m))?;
             if json {
-                ctx.out.json(&json!({"added": name, "file": path}))?;
+                ctx.out
+                    .json(&json!({"added": name, "file": path, "manifest": manifest}))?;
             } else {
+                let what = manifest.map_or(String::new(), |m| {
+                    format!(
+                        " ({}: {} shims, signatures {})",
+                        m.name,
+                        m.shims.map_or("?".into(), |n| n.to_string()),
+                        m.signatures
+                    )
+                });
                 ctx.out.text(&format!(
-                    "added registry {name} to {}; `atip sync` fetches its shims\n",
+                    "added registry {name}{what} to {}; `atip sync` fetches its shims\n",
                     path.display()
                 ))?;
             }

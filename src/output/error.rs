@@ -207,6 +207,8 @@ error_codes! {
     SigningKeyInvalid = "signing_key_invalid", Input, " A minisign key file cannot be read, or is not an unencrypted minisign key.";
     RemoteRegistryExists = "remote_registry_exists", Usage, " `atip registry add`: a registry of this name is already in `registries.json`.";
     RemoteRegistryNotFound = "remote_registry_not_found", Usage, " No remote registry of this name in `registries.json`.";
+    RemoteRegistryUnreachable = "remote_registry_unreachable", Unavailable, " `atip registry add`: the URL could not be reached for its manifest (connection, timeout, HTTP error, auth); nothing was saved.";
+    RegistryManifestInvalid = "registry_manifest_invalid", Data, " `atip registry add`: the URL has no `.well-known/atip-registry.json`, or not one atip reads; nothing was saved.";
     RegistriesInvalid = "registries_invalid", Config, " `registries.json` is invalid (or a registry's token variable is unset).";
     NoRegistries = "no_registries", Config, " `atip sync` with no enabled remote registry in `registries.json`.";
     SyncFailed = "sync_failed", Temporary, " A remote registry could not be reached or read; its cached shims and registry entries were kept.";
