@@ -13,33 +13,12 @@ import json, os, subprocess, sys, tempfile, time
 atip = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
                        os.path.join(os.path.dirname(__file__), "..", "target", "release", "atip"))
 tmp = tempfile.mkdtemp()
-os.makedirs(f"{tmp}/data/tools"); os.makedirs(f"{tmp}/bin")
-tool = f"{tmp}/bin/triv"
-with open(tool, "w") as f:
-    f.write('#!/bin/sh\necho "$@"\n')
-os.chmod(tool, 0o755)
-commands = {f"c{i:03}": {"description": f"Command number {i}",
-                         "effects": {"destructive": False, "idempotent": True},
-                         "arguments": [{"name": "word", "type": "string", "description": "A word"}],
-                         "options": [{"name": "loud", "flags": ["--loud"], "type": "boolean",
-                                      "description": "Shout"}]}
-            for i in range(500)}
-meta = {"atip": {"version": "0.6"}, "name": "triv", "version": "1",
-        "description": "Trivial tool", "commands": commands}
-import hashlib
-body = json.dumps(meta).encode()
-hexd = hashlib.sha256(body).hexdigest()
-open(f"{tmp}/data/tools/{hexd}.json", "wb").write(body)
-json.dump({"version": "2", "updated": "2026-01-01T00:00:00Z",
-           "agent": {"name": "atip", "version": "0"},
-           "tools": {"triv": {"path": tool, "hash": f"sha256:{hexd}", "source": "native",
-                              "lastChecked": "2026-01-01T00:00:00Z", "description": "Trivial tool",
-                              "atip": "0.6", "trust": "native", "effects": "read-only",
-                              "commands": 500, "metadata": f"tools/{hexd}.json"}}},
-          open(f"{tmp}/data/registry.json", "w"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import triv_registry
+tool = triv_registry.write(tmp, 500, loud=True, width=3)
 env = dict(os.environ, ATIP_DATA_DIR=f"{tmp}/data", ATIP_CONFIG_DIR=f"{tmp}/config",
            ATIP_STATE_DIR=f"{tmp}/state")
-p = subprocess.Popen([atip, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+p = subprocess.Popen([atip, "mcp", "serve", "--search-threshold", "1000", "--no-mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                      stderr=subprocess.DEVNULL, env=env, cwd=tmp)
 next_id = 0
 

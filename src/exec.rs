@@ -1003,8 +1003,8 @@ impl Engine {
             error: error.map(str::to_string),
         };
         if let Err(e) = self.audit.append(&rec) {
-            eprintln!(
-                "atip: warning: failed to write audit log {}: {e}",
+            log::warn!(
+                "failed to write audit log {}: {e}",
                 self.audit.path().display()
             );
         }

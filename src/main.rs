@@ -113,6 +113,14 @@ fn main() -> ExitCode {
         Verbosity::Normal
     };
     let out = Printer::new(cli.output, verbosity, cli.color);
+    // What the library says while it works reaches stderr through the same printer style.
+    if log::set_boxed_logger(Box::new(atip::output::PrinterLog(Printer::new(
+        cli.output, verbosity, cli.color,
+    ))))
+    .is_ok()
+    {
+        log::set_max_level(log::LevelFilter::Debug);
+    }
     let ctx = Ctx {
         output: out.format(),
         out,

@@ -131,8 +131,8 @@ impl Server {
                     tools.iter().map(|t| t.name.to_string()).collect();
                 for (t, f) in loaded.tools.into_iter().zip(loaded.flat) {
                     if known.contains(t.name.as_ref()) {
-                        eprintln!(
-                            "atip mcp: warning: {} is a registered command's name too; the command is served",
+                        log::warn!(
+                            "MCP tool {} has a registered command's name too; the command is served",
                             t.name
                         );
                         continue;
@@ -158,7 +158,7 @@ impl Server {
                 match index.get(name) {
                     Some(&i) => listed.push(tools[i].clone()),
                     None => {
-                        eprintln!("atip mcp: warning: pinned tool {name:?} is not served; ignored")
+                        log::warn!("pinned tool {name:?} is not served; ignored")
                     }
                 }
             }
@@ -274,7 +274,7 @@ impl Server {
             flag.store(true, Ordering::SeqCst);
         }
         if let Err(e) = res {
-            eprintln!("atip mcp: session ended with an error: {e}");
+            log::warn!("MCP session ended with an error: {e}");
         }
         if let Some(p) = proxy {
             p.close().await;
@@ -358,7 +358,7 @@ impl Server {
                 }
                 Ok(_) => Confirmation::No,
                 Err(e) => {
-                    eprintln!("atip mcp: elicitation failed: {e}");
+                    log::warn!("MCP elicitation failed: {e}");
                     Confirmation::Unavailable
                 }
             },
@@ -543,7 +543,7 @@ fn log_call(name: &str, response: &Result<CallToolResponse, ErrorData>, took: st
         Ok(CallToolResponse::InputRequired(_)) => "confirmation requested".into(),
         Ok(_) => "other".into(),
     };
-    eprintln!("atip mcp: {name}: {what} ({} ms)", took.as_millis());
+    log::info!(target: crate::output::RAW_LOG, "atip mcp: {name}: {what} ({} ms)", took.as_millis());
 }
 
 impl Server {
@@ -739,7 +739,7 @@ pub fn serve_blocking(
     let rt = runtime()?;
     let res = rt.block_on(async move {
         let server = Server::build(engine, scale, jobs, proxy).await?;
-        eprintln!("{}", server.banner("stdio"));
+        log::info!(target: crate::output::RAW_LOG, "{}", server.banner("stdio"));
         server.serve_stdio().await
     });
     // Cancelled children are killed by `process` within its grace; give them that long.

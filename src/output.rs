@@ -8,7 +8,9 @@ mod error;
 mod printer;
 
 pub use error::{Applicability, AtipError, Category, ErrorCode, SuggestedAction, Suggestion, exit};
-pub use printer::{ColorChoice, Printer, StdoutWriter, Verbosity, stdout_failed};
+pub use printer::{
+    ColorChoice, Printer, PrinterLog, RAW_LOG, StdoutWriter, Verbosity, stdout_failed,
+};
 use serde::Serialize;
 use std::io::IsTerminal;
 

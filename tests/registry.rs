@@ -452,6 +452,11 @@ fn child_process_entry() {
     let Ok(mode) = std::env::var("ATIP_REGISTRY_CHILD") else {
         return;
     };
+    // What the library says while it works reaches stderr the way the CLI prints it.
+    use atip::output::{ColorChoice, OutputFormat, Printer, PrinterLog, Verbosity};
+    let printer = Printer::new(OutputFormat::Text, Verbosity::Normal, ColorChoice::Never);
+    log::set_boxed_logger(Box::new(PrinterLog(printer))).unwrap();
+    log::set_max_level(log::LevelFilter::Info);
     let env = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} unset"));
     let data = PathBuf::from(env("CHILD_DATA"));
     let dirs = dirs_at(&data);
@@ -1612,4 +1617,33 @@ fn list_text_neutralises_terminal_escapes_from_descriptions() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("binary") || text.contains("gone"), "{text}");
     assert!(!text.contains('\u{1b}'), "{text:?}");
+}
+
+#[test]
+fn the_cli_prints_the_lock_wait_once_through_its_printer() {
+    // The library only reports the wait; `atip scan` prints it as its own note, once, and
+    // not at all with --quiet.
+    for (quiet, expected) in [(false, 1), (true, 0)] {
+        let sb = common::Sandbox::new();
+        let mut holder = spawn_lock_holder(&sb.data_dir(), 600);
+        let mut cmd = sb.atip();
+        if quiet {
+            cmd.arg("--quiet");
+        }
+        let out = cmd
+            .args(["scan", "--output", "json"])
+            .env("PATH", sb.path().join("empty-bin"))
+            .output()
+            .unwrap();
+        holder.wait().unwrap();
+        assert!(out.status.success(), "{}", common::show(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stderr
+                .matches("note: another atip run holds the registry lock")
+                .count(),
+            expected,
+            "{stderr}"
+        );
+    }
 }

@@ -541,6 +541,17 @@ fn bearer_auth() {
     }
 }
 
+/// `atip registry list --output json`.
+fn list_registries(sb: &Sandbox) -> Value {
+    let out = sb
+        .atip()
+        .args(["registry", "list", "--output", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn add_reads_the_manifest_and_names_its_signers() {
     let f = Fixture::new(true);
@@ -564,12 +575,7 @@ fn add_reads_the_manifest_and_names_its_signers() {
         stderr.contains("note") && stderr.contains(&signer),
         "{stderr}"
     );
-    let list =
-        f.sb.atip()
-            .args(["registry", "list", "--output", "json"])
-            .output()
-            .unwrap();
-    let l: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let l = list_registries(&f.sb);
     assert!(l["registries"][0].get("publicKeys").is_none(), "{l}");
     // A key that is not the tree's signer: added, with a warning.
     let other = f.p("other-key");
@@ -604,12 +610,7 @@ fn add_reads_the_manifest_and_names_its_signers() {
         "{}",
         show(&out)
     );
-    let list =
-        f.sb.atip()
-            .args(["registry", "list", "--output", "json"])
-            .output()
-            .unwrap();
-    let l: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let l = list_registries(&f.sb);
     let names: Vec<&str> = l["registries"]
         .as_array()
         .unwrap()
@@ -652,12 +653,7 @@ fn registries_json_add_list_remove() {
     assert_eq!(code(&out), 2, "plain http with a token: {}", show(&out));
     let out = add(&["c", "https://c.example", "--require-signatures"]);
     assert_eq!(code(&out), 2, "{}", show(&out));
-    let out = sb
-        .atip()
-        .args(["registry", "list", "--output", "json"])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = list_registries(&sb);
     assert_eq!(v["registries"][0]["name"], "a");
     assert_eq!(v["registries"][0]["priority"], 5);
     let out = sb

@@ -79,8 +79,8 @@ impl Transcript {
         {
             // One warning, then the chat goes on without its transcript.
             self.failed = true;
-            eprintln!(
-                "atip: warning: failed to write transcript {}: {e}; not writing it further",
+            log::warn!(
+                "failed to write transcript {}: {e}; not writing it further",
                 self.path.display()
             );
         }

@@ -304,7 +304,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                 (_, None, Some(code)) => format!("exit {code}"),
                 _ => "ok".to_string(),
             };
-            eprintln!("atip chat: {}: {what} ({} ms)", c.name, c.duration_ms);
+            ctx.out.stderr(&format!(
+                "atip chat: {}: {what} ({} ms)\n",
+                c.name, c.duration_ms
+            ));
         }
     };
     let report = chat.run(&prompt, &mut confirm, &mut log);

@@ -144,7 +144,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
             .map(|(_, t)| t)
             .collect();
         for name in exporter.add_external(tools).map_err(|e| sink.fail(e))? {
-            eprintln!("warning: MCP tool {name} left out: a command already has that name");
+            ctx.out.warn(format_args!(
+                "MCP tool {name} left out: a command already has that name"
+            ));
         }
     }
     let summary = exporter.finish().map_err(|e| sink.fail(e))?;
@@ -182,27 +184,28 @@ fn report(args: &Args, ctx: &Ctx, summary: &ExportSummary) -> Result<u8, AtipErr
         let name = clap::ValueEnum::to_possible_value(&args.format)
             .map(|v| v.get_name().to_string())
             .unwrap_or_default();
-        eprintln!(
-            "check: {} tool{} pass the {name} rules",
+        ctx.out.stderr(&format!(
+            "check: {} tool{} pass the {name} rules\n",
             summary.tools,
             if summary.tools == 1 { "" } else { "s" }
-        );
+        ));
         return Ok(exit::OK);
     }
     if ctx.output.is_json() {
-        eprintln!("{}", json!({"violations": violations}));
+        ctx.out
+            .stderr(&format!("{}\n", json!({"violations": violations})));
     } else {
         for v in violations {
-            eprintln!(
-                "violation [{}] {} at {}: {}",
+            ctx.out.stderr(&format!(
+                "violation [{}] {} at {}: {}\n",
                 v.rule, v.tool, v.pointer, v.message
-            );
+            ));
         }
-        eprintln!(
-            "check: {} violation{}",
+        ctx.out.stderr(&format!(
+            "check: {} violation{}\n",
             violations.len(),
             if violations.len() == 1 { "" } else { "s" }
-        );
+        ));
     }
     Ok(exit::FAILURE)
 }

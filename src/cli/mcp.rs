@@ -306,10 +306,8 @@ fn proxy_setup(args: &ServeArgs, ctx: &Ctx) -> Result<Option<atip::mcp::proxy::S
     let config = match load_config(ctx) {
         Ok(c) => c,
         Err(e) if args.mcp_server.is_empty() => {
-            eprintln!(
-                "atip mcp: warning: MCP servers are not proxied: {}",
-                e.message
-            );
+            ctx.out
+                .warn(format_args!("MCP servers are not proxied: {}", e.message));
             return Ok(None);
         }
         Err(e) => return Err(e),
@@ -344,7 +342,7 @@ fn proxy_setup(args: &ServeArgs, ctx: &Ctx) -> Result<Option<atip::mcp::proxy::S
 /// and exits 130.
 fn block_on(fut: impl Future<Output = Result<u8, AtipError>>) -> Result<u8, AtipError> {
     Ok(run_async(fut)?.unwrap_or_else(|| {
-        eprintln!("atip mcp: interrupted");
+        log::info!(target: atip::output::RAW_LOG, "atip mcp: interrupted");
         130
     }))
 }
@@ -377,9 +375,7 @@ pub fn load_config(ctx: &Ctx) -> Result<McpConfig, AtipError> {
     let paths = ConfigPaths::locate(&ctx.dirs.config, &cwd);
     let lookup = |n: &str| std::env::var(n).ok();
     let cfg = Loader { lookup: &lookup }.load(&paths)?;
-    for w in &cfg.warnings {
-        eprintln!("atip mcp: warning: {w}");
-    }
+    ctx.out.warnings(&cfg.warnings);
     Ok(cfg)
 }
 
@@ -511,10 +507,10 @@ fn servers(ctx: &Ctx) -> Result<u8, AtipError> {
             .json(&json!({"servers": list, "files": cfg.files}))?;
     } else {
         if list.is_empty() {
-            eprintln!(
+            ctx.out.note(format_args!(
                 "no MCP servers configured (looked in {})",
                 ctx.dirs.config.join(config::GLOBAL_FILE).display()
-            );
+            ));
         }
         let mut out = std::io::stdout().lock();
         for s in cfg.servers.values() {
@@ -568,7 +564,7 @@ async fn tools_cmd(a: ToolsArgs, ctx: &Ctx) -> Result<u8, AtipError> {
             }
             Err(e) if specs.len() == 1 => return Err(e),
             Err(e) => {
-                e.report(ctx.output.is_json());
+                ctx.out.error(&e);
                 failed.get_or_insert(e.clone());
                 reports.push((spec, Err(e)));
             }
@@ -759,12 +755,12 @@ async fn call(a: CallArgs, ctx: &Ctx) -> Result<u8, AtipError> {
         .await?;
     print_result(&called.result, a.compact, ctx)?;
     if r.opts.verbose {
-        eprintln!(
-            "atip mcp: [{}] tools/call {} took {} ms",
+        ctx.out.stderr(&format!(
+            "atip mcp: [{}] tools/call {} took {} ms\n",
             spec.name,
             called.tool.name,
             called.duration.as_millis()
-        );
+        ));
     }
     Ok(if called.result.is_error == Some(true) {
         exit::FAILURE
@@ -817,7 +813,7 @@ pub fn print_result(
     }
     let _ = out.flush();
     if result.is_error == Some(true) {
-        eprintln!("atip mcp: the tool reported an error (isError)");
+        ctx.out.note("the MCP tool reported an error (isError)");
     }
     Ok(())
 }
@@ -844,8 +840,8 @@ async fn ping(a: PingArgs, ctx: &Ctx) -> Result<u8, AtipError> {
     if ctx.output.is_json() {
         ctx.out.json(&report)?;
     } else {
-        println!(
-            "{}: {} {} (protocol {}), connected in {} ms, ping {:.2} ms",
+        ctx.out.text(&format!(
+            "{}: {} {} (protocol {}), connected in {} ms, ping {:.2} ms\n",
             spec.name,
             info.pointer("/serverInfo/name")
                 .and_then(Value::as_str)
@@ -858,19 +854,19 @@ async fn ping(a: PingArgs, ctx: &Ctx) -> Result<u8, AtipError> {
                 .unwrap_or("?"),
             connect.as_millis(),
             rtt.as_secs_f64() * 1000.0
-        );
+        ))?;
         let caps: Vec<&String> = info
             .get("capabilities")
             .and_then(Value::as_object)
             .map(|m| m.keys().collect())
             .unwrap_or_default();
-        println!(
-            "capabilities: {}",
+        ctx.out.text(&format!(
+            "capabilities: {}\n",
             caps.iter()
                 .map(|s| s.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
-        );
+        ))?;
     }
     Ok(exit::OK)
 }
@@ -889,20 +885,21 @@ fn import(a: ImportArgs, ctx: &Ctx) -> Result<u8, AtipError> {
         ctx.out.json(&report)?;
     } else {
         for n in &report.imported {
-            println!(
-                "{} {n}",
+            ctx.out.text(&format!(
+                "{} {n}\n",
                 if a.dry_run {
                     "would import"
                 } else {
                     "imported"
                 }
-            );
+            ))?;
         }
         for (n, why) in &report.skipped {
-            eprintln!("skipped {n}: {why}");
+            ctx.out.note(format_args!("skipped {n}: {why}"));
         }
         if !a.dry_run {
-            eprintln!("wrote {}", report.target.display());
+            ctx.out
+                .note(format_args!("wrote {}", report.target.display()));
         }
     }
     Ok(exit::OK)
@@ -1129,7 +1126,8 @@ pub fn cached_flat_tools(ctx: &Ctx, refresh: bool) -> Vec<(String, atip::compile
     let config = match load_config_quiet(ctx) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("warning: MCP servers left out: {}", e.message);
+            ctx.out
+                .warn(format_args!("MCP servers left out: {}", e.message));
             return Vec::new();
         }
     };
@@ -1163,7 +1161,10 @@ pub fn cached_flat_tools(ctx: &Ctx, refresh: bool) -> Vec<(String, atip::compile
                 match fetched {
                     Ok(t) => t,
                     Err(e) => {
-                        eprintln!("warning: MCP server {} left out: {}", spec.name, e.message);
+                        ctx.out.warn(format_args!(
+                            "MCP server {} left out: {}",
+                            spec.name, e.message
+                        ));
                         None
                     }
                 }

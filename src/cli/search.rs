@@ -197,7 +197,9 @@ fn search_registry(
     for (server, tool) in mcp_tools {
         let name = tool.name.clone();
         if !catalog.push_external(tool, &server) {
-            eprintln!("warning: MCP tool {name} left out: a command already has that name");
+            ctx.out.warn(format_args!(
+                "MCP tool {name} left out: a command already has that name"
+            ));
         }
     }
     let index = SearchIndex::build(catalog.tools());

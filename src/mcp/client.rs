@@ -113,7 +113,8 @@ impl Log {
     /// A `--verbose` line.
     pub fn verbose(&self, what: impl AsRef<str>) {
         if self.verbose {
-            eprintln!(
+            log::info!(
+                target: crate::output::RAW_LOG,
                 "atip mcp: [{}] {}",
                 self.server,
                 self.redactor.redact(what.as_ref())
@@ -127,7 +128,7 @@ impl Log {
         }
         let mut v = serde_json::to_value(msg).unwrap_or(Value::Null);
         self.redactor.redact_json(&mut v);
-        eprintln!("atip mcp: [{}] {dir} {v}", self.server);
+        log::info!(target: crate::output::RAW_LOG, "atip mcp: [{}] {dir} {v}", self.server);
     }
 }
 
@@ -581,7 +582,12 @@ fn emit_line(log: &Log, line: &mut Vec<u8>, cut: &mut bool, quiet: bool) {
         let text = String::from_utf8_lossy(line);
         let text = text.trim_end_matches('\r');
         let tail = if *cut { " [atip: line cut]" } else { "" };
-        eprintln!("[{}] {}{tail}", log.server, log.redactor.redact(text));
+        log::info!(
+            target: crate::output::RAW_LOG,
+            "[{}] {}{tail}",
+            log.server,
+            log.redactor.redact(text)
+        );
     }
     line.clear();
     *cut = false;

@@ -97,7 +97,11 @@ pub fn serve_blocking(
             config = config.disable_allowed_hosts().enforce_origin_validation();
         }
         let ct = config.cancellation_token.clone();
-        eprintln!("{}", server.banner(&format!("http://{bound}{ENDPOINT}")));
+        log::info!(
+            target: crate::output::RAW_LOG,
+            "{}",
+            server.banner(&format!("http://{bound}{ENDPOINT}"))
+        );
         let factory = server.clone();
         let service = StreamableHttpService::new(
             move || Ok(factory.clone()),
@@ -111,7 +115,7 @@ pub fn serve_blocking(
                 r = listener.accept() => match r {
                     Ok(c) => c,
                     Err(e) => {
-                        eprintln!("atip mcp: accept failed: {e}");
+                        log::warn!("MCP HTTP accept failed: {e}");
                         continue;
                     }
                 },

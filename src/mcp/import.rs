@@ -175,8 +175,8 @@ pub fn import(
             continue;
         }
         if entry.to_string().contains("${input:") {
-            eprintln!(
-                "atip mcp: warning: {name} uses VS Code ${{input:…}} prompts; atip leaves them as text, edit mcp.json to use ${{VAR}}"
+            log::warn!(
+                "{name} uses VS Code ${{input:…}} prompts; atip leaves them as text, edit mcp.json to use ${{VAR}}"
             );
         }
         existing.insert(name.clone(), entry);

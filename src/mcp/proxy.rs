@@ -108,10 +108,7 @@ impl Proxy {
             let (listing, session) = match listing {
                 Ok(l) => l,
                 Err(e) => {
-                    eprintln!(
-                        "atip mcp: warning: MCP server {} left out: {}",
-                        spec.name, e.message
-                    );
+                    log::warn!("MCP server {} left out: {}", spec.name, e.message);
                     continue;
                 }
             };
@@ -126,8 +123,8 @@ impl Proxy {
                 }
                 let name = tools::flat_name(&spec.name, &tool.name);
                 if served.contains_key(&name) {
-                    eprintln!(
-                        "atip mcp: warning: {name} is listed twice by {}; the first is served",
+                    log::warn!(
+                        "{name} is listed twice by {}; the first is served",
                         spec.name
                     );
                     continue;

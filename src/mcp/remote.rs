@@ -159,8 +159,8 @@ impl Remote {
             match self.cache.write(spec, info.clone(), tools.clone()) {
                 Ok(c) => c,
                 Err(e) => {
-                    eprintln!(
-                        "atip mcp: warning: failed to write the tools cache in {}: {e}",
+                    log::warn!(
+                        "failed to write the MCP tools cache in {}: {e}",
                         self.cache.dir().display()
                     );
                     self.uncached(spec, info, tools)
@@ -288,9 +288,10 @@ impl Remote {
                 })
             }
             Err(e) => {
-                eprintln!(
-                    "atip mcp: warning: the input schema of {} does not compile ({}); the server validates the arguments",
-                    tool.name, e.message
+                log::warn!(
+                    "the input schema of MCP tool {} does not compile ({}); the server validates the arguments",
+                    tool.name,
+                    e.message
                 );
                 Ok(())
             }
@@ -434,8 +435,8 @@ impl Remote {
                 redactor.redact_json(&mut v);
                 let cut = tools::cap(&mut v, max_output);
                 if cut {
-                    eprintln!(
-                        "atip mcp: note: the result was cut at {max_output} bytes per text block (--max-output)"
+                    log::info!(
+                        "the MCP result was cut at {max_output} bytes per text block (--max-output)"
                     );
                 }
                 let result: CallToolResult = serde_json::from_value(v).unwrap_or(result);
@@ -615,10 +616,7 @@ impl Checked {
             error: error.map(str::to_string),
         };
         if let Err(e) = audit.append(&rec) {
-            eprintln!(
-                "atip: warning: failed to write audit log {}: {e}",
-                audit.path().display()
-            );
+            log::warn!("failed to write audit log {}: {e}", audit.path().display());
         }
     }
 }

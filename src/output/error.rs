@@ -403,15 +403,6 @@ impl AtipError {
         text
     }
 
-    /// Prints the error on stderr, as JSON when `json` is set.
-    pub fn report(&self, json: bool) {
-        if json {
-            eprintln!("{}", self.to_json_line());
-        } else {
-            eprint!("{}", self.to_text());
-        }
-    }
-
     /// The error as one JSON line: `{"error": {...}}`.
     pub fn to_json_line(&self) -> String {
         serde_json::json!({ "error": self }).to_string()

@@ -5,7 +5,10 @@
 //! ends the output quietly: further writes are skipped and the command exits with its
 //! own code. Any other write failure (a full device) is `stdout_write_failed`, exit 74.
 //! The CLI layer owns the one `Printer`; library code returns warnings instead of
-//! printing them.
+//! printing them, and what it must say while it works (a wait for the registry lock, a
+//! failed audit-log write, an MCP server's log lines) goes to the `log` facade, which the
+//! CLI points at [`PrinterLog`]: the same printer style, once. Library code never writes
+//! to stdout or stderr itself.
 
 use super::{AtipError, ErrorCode, OutputFormat};
 use serde::Serialize;
@@ -206,6 +209,39 @@ impl Printer {
             eprint_all(&format!("{label}: {message}\n"));
         }
     }
+}
+
+/// The `log` target for lines passed through as they are, with no label: an MCP server's
+/// own stderr, `--trace` frames, `atip mcp`'s banner and per-call lines.
+pub const RAW_LOG: &str = "atip::raw";
+
+/// The `log` facade's destination in the CLI: warnings as `warning:`, notes as `note:`,
+/// debug lines as `info:` (with `--verbose`), [`RAW_LOG`] lines as they are.
+#[derive(Debug)]
+pub struct PrinterLog(pub Printer);
+
+impl log::Log for PrinterLog {
+    fn enabled(&self, _: &log::Metadata) -> bool {
+        true
+    }
+
+    fn log(&self, record: &log::Record) {
+        // Dependencies' own records (reqwest, rustls, rmcp) are not atip's to show.
+        if !record.target().starts_with("atip") {
+            return;
+        }
+        if record.target() == RAW_LOG {
+            eprint_all(&format!("{}\n", record.args()));
+            return;
+        }
+        match record.level() {
+            log::Level::Error | log::Level::Warn => self.0.warn(record.args()),
+            log::Level::Info => self.0.note(record.args()),
+            log::Level::Debug | log::Level::Trace => self.0.info(record.args()),
+        }
+    }
+
+    fn flush(&self) {}
 }
 
 /// Writes to stderr, ignoring failure: there is nowhere left to report it.

@@ -30,7 +30,8 @@ pub struct RegistryLock {
 
 impl RegistryLock {
     /// Takes the lock in `data_dir` (which must exist), waiting at most `timeout`.
-    /// When `announce` is set, a wait is reported once on stderr.
+    /// When `announce` is set, a wait is reported once, as a note to the `log` facade
+    /// (the CLI prints it through its printer).
     pub fn acquire(
         data_dir: &Path,
         timeout: Duration,
@@ -78,8 +79,8 @@ impl RegistryLock {
                 return Err(RegistryError::Locked { path, waited });
             }
             if announce && !said {
-                eprintln!(
-                    "note: another atip run holds the registry lock {}; waiting up to {} for it",
+                log::info!(
+                    "another atip run holds the registry lock {}; waiting up to {} for it",
                     path.display(),
                     crate::units::format_duration(timeout)
                 );

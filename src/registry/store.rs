@@ -210,8 +210,8 @@ pub struct CommitOptions {
     pub lock_timeout: Duration,
     /// Timestamp for `updated` (RFC 3339).
     pub now: String,
-    /// Say on stderr when waiting for the lock (live progress; warnings are returned in
-    /// the report instead).
+    /// Say when waiting for the lock (live progress, a note to the `log` facade; warnings
+    /// are returned in the report instead).
     pub announce: bool,
 }
 
@@ -221,8 +221,8 @@ impl Default for CommitOptions {
     fn default() -> Self {
         let lock_timeout = match std::env::var("ATIP_LOCK_TIMEOUT") {
             Ok(v) => crate::units::parse_duration(&v).unwrap_or_else(|e| {
-                eprintln!(
-                    "warning: ignoring ATIP_LOCK_TIMEOUT: {e}; waiting up to {} for the registry lock",
+                log::warn!(
+                    "ignoring ATIP_LOCK_TIMEOUT: {e}; waiting up to {} for the registry lock",
                     crate::units::format_duration(DEFAULT_LOCK_TIMEOUT)
                 );
                 DEFAULT_LOCK_TIMEOUT
