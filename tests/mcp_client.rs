@@ -286,7 +286,10 @@ fn a_server_that_hangs_is_timed_out_and_its_process_group_killed() {
     assert_eq!(o.status.code(), Some(75), "{}", show(&o));
     assert!(stderr(&o).contains("mcp_timeout"));
     assert!(started.elapsed() < Duration::from_secs(15));
-    assert!(common::gone(fake_pid(&sb)), "the hung server must be killed");
+    assert!(
+        common::gone(fake_pid(&sb)),
+        "the hung server must be killed"
+    );
 
     let Some(sb) = sandbox("hang-init") else {
         return;
