@@ -76,17 +76,35 @@ xargs "$BIN" validate --deny-warnings < "$WORK/inferred.txt" > /dev/null \
 # fish's generator over the same pages, when fish is installed.
 GEN=$(ls /usr/share/fish/tools/create_manpage_completions.py 2>/dev/null || true)
 if [ -n "$GEN" ] && command -v python3 > /dev/null; then
-  python3 - "$WORK/report.json" > "$WORK/pages.txt" <<'PY'
+  # Every page found for a name on PATH (also those whose name a shim describes).
+  python3 - "$WORK/data/cache/infer-cache.json" > "$WORK/pages.txt" <<'PY'
 import json, sys
-for t in json.load(open(sys.argv[1]))["tools"]:
-    if t["source"] == "inferred" and t.get("shim"):
-        print(t["shim"])
+for t in json.load(open(sys.argv[1]))["tools"].values():
+    print(t["page"])
 PY
   mkdir -p "$WORK/fish"
   s=$(date +%s.%N)
   python3 "$GEN" -d "$WORK/fish" $(sort -u "$WORK/pages.txt") > /dev/null 2>&1 || true
   e=$(date +%s.%N)
-  echo "fish generator: $(ls "$WORK/fish" | wc -l) commands, $(cat "$WORK"/fish/*.fish 2>/dev/null | grep -c '^complete') options, $(python3 -c "print(round(($e-$s)*1000))") ms"
+  echo "fish generator over $(sort -u "$WORK/pages.txt" | wc -l) pages: $(ls "$WORK/fish" | wc -l) commands, $(cat "$WORK"/fish/*.fish 2>/dev/null | grep -c '^complete') options, $(python3 -c "print(round(($e-$s)*1000))") ms"
+  python3 - "$WORK/data" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+c = json.load(open(d + "/cache/infer-cache.json"))
+pages, top = set(), 0
+for rec in c["tools"].values():
+    if rec["page"] in pages:
+        continue
+    pages.add(rec["page"])
+    for p in (d + "/tools/" + rec["doc"] + ".json", d + "/cache/inferred/" + rec["doc"] + ".json"):
+        if os.path.exists(p):
+            doc = json.load(open(p))
+            root = (doc.get("commands") or {}).get("") or {}
+            top += len(doc.get("globalOptions") or []) + len(doc.get("options") or []) + len(root.get("options") or [])
+            break
+print(f"atip over the same {len(pages)} pages: {top} top-level options (subcommands' not counted)")
+PY
+  benches/fish_labelled.py "$GEN" | tail -n 1
 else
   echo "fish not installed: generator comparison skipped (apt-get install fish)"
 fi

@@ -741,7 +741,15 @@ pub fn scan(
             found,
             scanned_dirs: scan_dirs.iter().map(|d| d.canonical.clone()).collect(),
         };
-        let commit = commit(dirs, update, &winners, &now)?;
+        // A warm rescan that changes nothing does not take the lock or re-read the index.
+        let needed = old_index
+            .as_ref()
+            .is_none_or(|old| registry::commit_needed(old, &update));
+        let commit = if needed {
+            commit(dirs, update, &winners, &now)?
+        } else {
+            registry::CommitReport::default()
+        };
         registry_info.written = commit.written;
         registry_info.corrupt_backup = commit.corrupt_backup.clone();
         let added: HashSet<&String> = commit.added.iter().collect();

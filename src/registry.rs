@@ -27,7 +27,7 @@ pub use crate::timestamp::{is_rfc3339, rfc3339, rfc3339_now};
 pub use lock::RegistryLock;
 pub use store::{
     CommitOptions, CommitReport, DEFAULT_LOCK_TIMEOUT, Found, FoundMeta, MetaSummary, Rejected,
-    Update, commit, is_valid_hash, is_valid_name, metadata_rel_path,
+    Update, commit, commit_needed, is_valid_hash, is_valid_name, metadata_rel_path,
 };
 
 /// File name of the advisory writer lock, beside `registry.json`.

@@ -771,3 +771,54 @@ fn launchers_are_followed_to_the_files_they_start_inside_their_package() {
     assert!(log.contains("shtool-real --agent"), "{log}");
     assert!(r["failed"].as_array().unwrap().is_empty(), "{r:#}");
 }
+
+/// A warm rescan that changes nothing makes no commit: it completes while another
+/// writer holds the registry lock (a commit would wait for it and then give up), and a
+/// change is still committed (and waits for the lock like any commit).
+#[test]
+fn a_warm_rescan_that_changes_nothing_does_not_take_the_registry_lock() {
+    let env = Env::new();
+    env.script("bin/real", &native_body("real"));
+    let path = env.p("bin");
+    let path = path.to_str().unwrap();
+    let cold = env.scan(path, &["--no-builtin-shims"]);
+    assert_eq!(tool(&cold, "real").unwrap()["status"], "new", "{cold:#}");
+    let held = atip::registry::RegistryLock::acquire(
+        &env.sb.data_dir(),
+        std::time::Duration::from_secs(5),
+        false,
+    )
+    .unwrap();
+    assert!(held.is_locked());
+    let warm = env.scan(path, &["--no-builtin-shims"]);
+    assert_eq!(
+        tool(&warm, "real").unwrap()["status"],
+        "unchanged",
+        "{warm:#}"
+    );
+    assert_eq!(warm["registry"]["written"], false);
+    // A removed tool must be committed: with the lock held, the scan waits and fails.
+    std::fs::remove_file(env.p("bin/real")).unwrap();
+    let out = {
+        let _g = lock();
+        let mut c = env.sb.atip();
+        c.env("ATIP_LOCK_TIMEOUT", "300ms")
+            .args([
+                "scan",
+                "--output",
+                "json",
+                "--no-builtin-shims",
+                "--path",
+                path,
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c.spawn().unwrap()
+    }
+    .wait_with_output()
+    .unwrap();
+    assert_ne!(out.status.code(), Some(0), "{}", show(&out));
+    drop(held);
+    let r = env.scan(path, &["--no-builtin-shims"]);
+    assert_eq!(r["removed"], serde_json::json!(["real"]), "{r:#}");
+}

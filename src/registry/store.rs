@@ -443,6 +443,43 @@ fn in_scanned_dir(path: &Path, scanned: &HashSet<&Path>) -> bool {
         || fs::canonicalize(parent).is_ok_and(|c| scanned.contains(c.as_path()))
 }
 
+/// Whether committing `update` onto `old` (the index as a reader loaded it) could change
+/// anything. `false` only when every found tool is sent unchanged and matches its stored
+/// entry (path, hash, source, fingerprint, voucher), no stored entry would be removed, and
+/// the index is this atip's own, without defects: then a scan need not take the lock,
+/// re-read the index, or check the catalog (a warm rescan). Whatever another writer does
+/// meanwhile is the next scan's to reconcile.
+pub fn commit_needed(old: &Index, update: &Update) -> bool {
+    let ours = Index::empty(String::new());
+    if old.version != ours.version || old.agent != ours.agent {
+        return true;
+    }
+    if old.tools.iter().any(|(n, e)| e.defect(n).is_some()) {
+        return true;
+    }
+    let mut names: HashSet<&str> = HashSet::with_capacity(update.found.len());
+    for f in &update.found {
+        if !names.insert(f.name.as_str()) || check_found(f).is_err() {
+            return true;
+        }
+        let (FoundMeta::Unchanged, Some(e)) = (&f.meta, old.tools.get(&f.name)) else {
+            return true;
+        };
+        if e.path != f.path
+            || e.hash != f.hash
+            || e.source != f.source
+            || f.fingerprint.is_some_and(|fp| e.fingerprint != Some(fp))
+            || f.vouched_by.is_some_and(|v| e.vouched_by != Some(v))
+        {
+            return true;
+        }
+    }
+    let scanned: HashSet<&Path> = update.scanned_dirs.iter().map(PathBuf::as_path).collect();
+    old.tools.iter().any(|(n, e)| {
+        !names.contains(n.as_str()) && (in_scanned_dir(&e.path, &scanned) || !e.path.exists())
+    })
+}
+
 /// Under the lock: re-read `registry.json`, merge, write metadata files then
 /// `registry.json` atomically, garbage-collect. See the module doc and
 /// `spec/registry.md` for the merge rule.
