@@ -1,5 +1,6 @@
-//! The HTTP side of remote registries: one `reqwest` blocking client (rustls, HTTP/1.1
-//! keep-alive) shared by every request of a run.
+//! The HTTP side of remote registries: one `reqwest` blocking client shared by every
+//! request of a run: over https, HTTP/2 when the server offers it (ALPN), so parallel shim
+//! requests share one connection; otherwise HTTP/1.1 keep-alive.
 //!
 //! Every request has a time limit (the per-request timeout, cut to what is left of the
 //! run's total deadline) and every response a size cap, checked against
