@@ -71,17 +71,6 @@ fn fake_pid(sb: &Sandbox) -> i32 {
         .unwrap()
 }
 
-fn wait_dead(pid: i32) -> bool {
-    let until = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < until {
-        if !common::alive(pid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
-}
-
 #[test]
 fn project_config_overrides_global_by_name_and_both_shapes_are_read() {
     let Some(sb) = sandbox("ok") else { return };
@@ -297,14 +286,14 @@ fn a_server_that_hangs_is_timed_out_and_its_process_group_killed() {
     assert_eq!(o.status.code(), Some(75), "{}", show(&o));
     assert!(stderr(&o).contains("mcp_timeout"));
     assert!(started.elapsed() < Duration::from_secs(15));
-    assert!(wait_dead(fake_pid(&sb)), "the hung server must be killed");
+    assert!(common::gone(fake_pid(&sb)), "the hung server must be killed");
 
     let Some(sb) = sandbox("hang-init") else {
         return;
     };
     let o = run(&sb, &["mcp", "ping", "--timeout", "1s", "--output", "json"]);
     assert_eq!(o.status.code(), Some(75), "{}", show(&o));
-    assert!(wait_dead(fake_pid(&sb)));
+    assert!(common::gone(fake_pid(&sb)));
 }
 
 #[test]

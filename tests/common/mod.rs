@@ -97,9 +97,10 @@ pub fn alive(pid: i32) -> bool {
     }
 }
 
-/// Waits up to 3 s for `pid` to be gone (the kernel needs a moment after SIGKILL).
+/// Waits up to 5 s for `pid` to be gone (the kernel needs a moment after SIGKILL, and a
+/// loaded machine more).
 pub fn gone(pid: i32) -> bool {
-    let until = Instant::now() + Duration::from_secs(3);
+    let until = Instant::now() + Duration::from_secs(5);
     while Instant::now() < until {
         if !alive(pid) {
             return true;
