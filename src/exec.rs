@@ -3,7 +3,7 @@
 //!
 //! The pipeline, each step with its own structured error ([`AtipError`], codes listed in
 //! `spec/exec.md`): resolve the flattened tool name against the registry's
-//! [`Catalog`](crate::compile::Catalog) → parse the arguments → coerce ([`args`]) →
+//! [`crate::compile::Catalog`] → parse the arguments → coerce ([`args`]) →
 //! size limits → schema validation → path guardrails → argv ([`argv`]) → policy
 //! ([`policy`]) → confirmation (the caller's job: a flag, a prompt, or MCP elicitation)
 //! → run through [`crate::process`] → redaction ([`redact`]) → result, with an audit
@@ -1022,91 +1022,32 @@ impl Engine {
     ) -> Result<ExecResult, AtipError> {
         debug_assert!(p.decision.action != Action::Deny);
         let decision = if confirmed { "confirmed" } else { "allow" };
-        // Again right before the run: the file may have changed since `prepare`.
-        if let Err(fail) = self.check_integrity(&p.info) {
-            let why = match fail {
-                Integrity::Missing(why) => {
-                    if !p.read_only() {
-                        self.record(
-                            p,
-                            via,
-                            call_id,
-                            decision,
-                            "failed",
-                            None,
-                            0,
-                            Some("tool_unavailable"),
-                        );
-                    }
-                    return Err(AtipError::new(ErrorCode::ToolUnavailable, why)
-                        .hint("the registered executable is missing; run `atip scan`"));
-                }
-                Integrity::Changed(why) => why,
-            };
-            let mut refused = p.clone();
-            refused.decision.rules.push(policy::RuleHit {
-                rule: INTEGRITY_RULE.into(),
-                action: Action::Deny,
-                reason: why,
-            });
-            refused.decision.action = Action::Deny;
-            return Err(self.refuse(&refused, None, via, call_id));
-        }
-        let mut spawn = Spawn::new(&p.info.program, p.argv.clone(), p.timeout);
-        spawn.stdout_cap = self.settings.stdout_cap;
-        spawn.stderr_cap = self.settings.stderr_cap;
-        spawn.cwd = Some(self.cwd.clone());
-        spawn.cancel = cancel;
-        for name in p.info.auth_env.iter().chain(&self.policy.file.env.pass) {
-            if let Some(v) = std::env::var_os(name)
-                && !spawn.env.iter().any(|(k, _)| k == name.as_str())
-            {
-                spawn.env.push((name.into(), v));
-            }
-        }
         let audited = !p.read_only();
-        let outcome = match process::run(&spawn) {
-            Ok(o) => o,
-            Err(e) => {
-                let err = AtipError::new(
-                    ErrorCode::ToolUnavailable,
-                    format!("failed to start {}: {}", p.info.program.display(), e),
-                )
-                .hint("the registered executable is missing or not executable; run `atip scan`");
-                if audited {
-                    self.record(
-                        p,
-                        via,
-                        call_id,
-                        decision,
-                        "failed",
-                        None,
-                        0,
-                        Some("tool_unavailable"),
-                    );
-                }
-                return Err(err);
+        let record = |outcome: &str, exit_code: Option<i32>, ms: u64, error: Option<&str>| {
+            if audited {
+                self.record(p, via, call_id, decision, outcome, exit_code, ms, error);
             }
         };
+        self.recheck_integrity(p, via, call_id, decision)?;
+        let spawn = self.spawn_for(p, cancel);
+        let outcome = process::run(&spawn).map_err(|e| {
+            record("failed", None, 0, Some("tool_unavailable"));
+            AtipError::new(
+                ErrorCode::ToolUnavailable,
+                format!("failed to start {}: {}", p.info.program.display(), e),
+            )
+            .hint("the registered executable is missing or not executable; run `atip scan`")
+        })?;
         let ms = outcome.elapsed.as_millis() as u64;
-        let text = |bytes: &[u8], truncated: bool, stream: &str, cap: usize| {
-            let s = String::from_utf8_lossy(bytes);
-            let mut s = p.redactor.redact(&s).into_owned();
-            if truncated {
-                if !s.ends_with('\n') && !s.is_empty() {
-                    s.push('\n');
-                }
-                s.push_str(&format!("[atip: {stream} truncated at {cap} bytes]"));
-            }
-            s
-        };
-        let stdout = text(
+        let stdout = shown_stream(
+            p,
             &outcome.stdout,
             outcome.stdout_truncated,
             "stdout",
             spawn.stdout_cap,
         );
-        let stderr = text(
+        let stderr = shown_stream(
+            p,
             &outcome.stderr,
             outcome.stderr_truncated,
             "stderr",
@@ -1116,51 +1057,14 @@ impl Engine {
             Exit::Code(c) => (Some(c), None),
             Exit::Signal(s) => (None, Some(s)),
             Exit::TimedOut | Exit::Cancelled => {
-                let (code, what, outcome_name) = if outcome.exit == Exit::TimedOut {
-                    (
-                        ErrorCode::Timeout,
-                        format!(
-                            "{} ran past its timeout of {} and was killed with its process group",
-                            p.command_path(),
-                            crate::units::format_duration(p.timeout)
-                        ),
-                        "timeout",
-                    )
+                let e = stopped_error(p, outcome.exit == Exit::TimedOut, ms, stdout, stderr);
+                let name = if e.code == ErrorCode::Timeout {
+                    "timeout"
                 } else {
-                    (
-                        ErrorCode::Cancelled,
-                        format!(
-                            "{} was cancelled and killed with its process group",
-                            p.command_path()
-                        ),
-                        "cancelled",
-                    )
+                    "cancelled"
                 };
-                if audited {
-                    self.record(
-                        p,
-                        via,
-                        call_id,
-                        decision,
-                        outcome_name,
-                        None,
-                        ms,
-                        Some(code.as_str()),
-                    );
-                }
-                return Err(AtipError::new(code, what)
-                    .hint(if code == ErrorCode::Timeout {
-                        "retry with a larger --timeout, or narrow the request"
-                    } else {
-                        "retry the call if it is still wanted"
-                    })
-                    .details(json!({
-                        "timeoutMs": p.timeout.as_millis() as u64,
-                        "durationMs": ms,
-                        "argv": p.shown_argv(),
-                        "stdout": stdout,
-                        "stderr": stderr,
-                    })));
+                record(name, None, ms, Some(e.code.as_str()));
+                return Err(e);
             }
         };
         let json = if outcome.stdout_truncated {
@@ -1171,10 +1075,12 @@ impl Engine {
                 .then(|| serde_json::from_str::<Value>(t).ok())
                 .flatten()
         };
-        if audited {
-            let name = if signal.is_some() { "signal" } else { "exited" };
-            self.record(p, via, call_id, decision, name, exit_code, ms, None);
-        }
+        record(
+            if signal.is_some() { "signal" } else { "exited" },
+            exit_code,
+            ms,
+            None,
+        );
         Ok(ExecResult {
             status: "ok",
             data: ResultData {
@@ -1194,10 +1100,110 @@ impl Engine {
         })
     }
 
+    /// The integrity check again, right before the run: the file may have changed since
+    /// `prepare`. A missing executable fails the call; a changed one is refused.
+    fn recheck_integrity(
+        &self,
+        p: &Prepared,
+        via: &Via,
+        call_id: Option<&str>,
+        decision: &str,
+    ) -> Result<(), AtipError> {
+        let why = match self.check_integrity(&p.info) {
+            Ok(()) => return Ok(()),
+            Err(Integrity::Missing(why)) => {
+                if !p.read_only() {
+                    let code = Some("tool_unavailable");
+                    self.record(p, via, call_id, decision, "failed", None, 0, code);
+                }
+                return Err(AtipError::new(ErrorCode::ToolUnavailable, why)
+                    .hint("the registered executable is missing; run `atip scan`"));
+            }
+            Err(Integrity::Changed(why)) => why,
+        };
+        let mut refused = p.clone();
+        refused.decision.rules.push(policy::RuleHit {
+            rule: INTEGRITY_RULE.into(),
+            action: Action::Deny,
+            reason: why,
+        });
+        refused.decision.action = Action::Deny;
+        Err(self.refuse(&refused, None, via, call_id))
+    }
+
+    /// The child process to start: program, argv, caps, working directory, and the
+    /// environment variables the tool authenticates with or the policy passes.
+    fn spawn_for(&self, p: &Prepared, cancel: Option<Arc<AtomicBool>>) -> Spawn {
+        let mut spawn = Spawn::new(&p.info.program, p.argv.clone(), p.timeout);
+        spawn.stdout_cap = self.settings.stdout_cap;
+        spawn.stderr_cap = self.settings.stderr_cap;
+        spawn.cwd = Some(self.cwd.clone());
+        spawn.cancel = cancel;
+        for name in p.info.auth_env.iter().chain(&self.policy.file.env.pass) {
+            if let Some(v) = std::env::var_os(name)
+                && !spawn.env.iter().any(|(k, _)| k == name.as_str())
+            {
+                spawn.env.push((name.into(), v));
+            }
+        }
+        spawn
+    }
+
     /// Working directory calls run in and relative paths resolve against.
     pub fn cwd(&self) -> &Path {
         &self.cwd
     }
+}
+
+/// A captured stream as the result shows it: UTF-8 (lossy), redacted, with a marker when
+/// it was cut at its cap.
+fn shown_stream(p: &Prepared, bytes: &[u8], truncated: bool, stream: &str, cap: usize) -> String {
+    let s = String::from_utf8_lossy(bytes);
+    let mut s = p.redactor.redact(&s).into_owned();
+    if truncated {
+        if !s.ends_with('\n') && !s.is_empty() {
+            s.push('\n');
+        }
+        s.push_str(&format!("[atip: {stream} truncated at {cap} bytes]"));
+    }
+    s
+}
+
+/// The error for a run that was stopped (timed out, or cancelled), with what it printed.
+fn stopped_error(
+    p: &Prepared,
+    timed_out: bool,
+    ms: u64,
+    stdout: String,
+    stderr: String,
+) -> AtipError {
+    let (code, what, hint) = if timed_out {
+        (
+            ErrorCode::Timeout,
+            format!(
+                "{} ran past its timeout of {} and was killed with its process group",
+                p.command_path(),
+                crate::units::format_duration(p.timeout)
+            ),
+            "retry with a larger --timeout, or narrow the request",
+        )
+    } else {
+        (
+            ErrorCode::Cancelled,
+            format!(
+                "{} was cancelled and killed with its process group",
+                p.command_path()
+            ),
+            "retry the call if it is still wanted",
+        )
+    };
+    AtipError::new(code, what).hint(hint).details(json!({
+        "timeoutMs": p.timeout.as_millis() as u64,
+        "durationMs": ms,
+        "argv": p.shown_argv(),
+        "stdout": stdout,
+        "stderr": stderr,
+    }))
 }
 
 /// One call of a batch, once settled.

@@ -14,7 +14,7 @@
 //!   without dashes);
 //! - [`Sign::Script`]: a short (≤ [`SCRIPT_MAX`]) `#!` script that tests for `--agent`
 //!   itself — a `case` arm (`--agent)`, `--agent|`), a quoted comparison (`"--agent"`,
-//!   `'--agent'`) or `= --agent` — followed within [`ANSWER_WINDOW`] bytes by JSON
+//!   `'--agent'`) or `= --agent` — followed within `ANSWER_WINDOW` bytes by JSON
 //!   (`json`, `JSON` or `{`), such as a wrapper that `cat`s its metadata from a data file.
 //!
 //! Not a sign: help text or comments alone ("--agent print ATIP metadata"), `ATIP` in

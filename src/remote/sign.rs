@@ -3,7 +3,7 @@
 //! atip signs with unencrypted secret keys only (a build runs unattended, and the
 //! crate would otherwise prompt on a terminal for a password). Signatures carry a fixed
 //! trusted comment naming the signed file, so that signing the same bytes with the same
-//! key differs only in the signature's random nonce (see [`sign`]).
+//! key differs only in the signature's random nonce (see [`SigningKey::sign`]).
 //!
 //! A key id is the 16 upper-case hex digits minisign prints (`minisign public key: ID`).
 //! Must not decide what is trusted: callers pass the keys they trust to [`verify`].
