@@ -111,8 +111,14 @@ impl Server {
             .filter(|t| !engine.denied_outright(t))
             .cloned()
             .collect();
-        let rendered = formats::render(&formats::flat(&visible), Format::Mcp);
-        let list = rendered["tools"].as_array().cloned().unwrap_or_default();
+        // Taken, not cloned, and consumed one tool at a time: at registry scale the
+        // rendered list is the largest thing in memory, and a copy of it doubled the peak.
+        let mut rendered = formats::render(&formats::flat(&visible), Format::Mcp);
+        let list = match rendered.get_mut("tools").map(serde_json::Value::take) {
+            Some(serde_json::Value::Array(list)) => list,
+            _ => Vec::new(),
+        };
+        drop(rendered);
         let mut tools = Vec::with_capacity(list.len());
         for t in list {
             let mut tool: Tool = serde_json::from_value(t).map_err(|e| {
