@@ -14,7 +14,6 @@
 use super::launcher::{EntryPoint, Follower};
 use super::probe::{self, ProbeAnswer, ProbeFailure};
 use super::report::FailReason;
-use crate::process::{self, Exit};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -210,24 +209,13 @@ pub fn convert(
     let site = app.dist.parent().unwrap_or(Path::new("/"));
     let site = site.to_string_lossy();
     let args = ["-I", "-c", SCRIPT, &site, &app.module, &app.attr];
-    let out = probe::run_checked(
+    let out = probe::run_to_success(
         &app.interpreter,
         &args,
         timeout.max(CONVERT_TIMEOUT_MIN),
-        process::DEFAULT_PROBE_STDOUT_CAP,
+        "printing the Tooli manifest",
         cancel,
     )?;
-    if let Exit::Code(code) = out.exit
-        && code != 0
-    {
-        return Err(ProbeFailure::new(
-            FailReason::ExitStatus,
-            format!(
-                "printing the Tooli manifest exited with status {code}{}",
-                probe::stderr_tail(&out.stderr)
-            ),
-        ));
-    }
     let printed: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
         ProbeFailure::new(
             FailReason::NotJson,

@@ -67,6 +67,36 @@ pub(crate) fn stderr_tail(bytes: &[u8]) -> String {
     }
 }
 
+/// [`run_checked`] with the probe's stdout cap, where only exit status 0 counts: a
+/// non-zero status is [`FailReason::ExitStatus`], `what` (e.g. "`--agent`") naming the run.
+pub(crate) fn run_to_success(
+    path: &Path,
+    args: &[&str],
+    timeout: Duration,
+    what: &str,
+    cancel: Option<&Cancel>,
+) -> Result<process::Outcome, ProbeFailure> {
+    let out = run_checked(
+        path,
+        args,
+        timeout,
+        process::DEFAULT_PROBE_STDOUT_CAP,
+        cancel,
+    )?;
+    if let Exit::Code(code) = out.exit
+        && code != 0
+    {
+        return Err(ProbeFailure::new(
+            FailReason::ExitStatus,
+            format!(
+                "{what} exited with status {code}{}",
+                stderr_tail(&out.stderr)
+            ),
+        ));
+    }
+    Ok(out)
+}
+
 /// Runs `path args…` under the process contract; a timeout, a kill, a spawn failure or
 /// an output flood is a [`ProbeFailure`], any exit status is the caller's to judge.
 pub(crate) fn run_checked(
@@ -121,24 +151,7 @@ pub fn probe_agent(
     timeout: Duration,
     cancel: Option<&Cancel>,
 ) -> Result<ProbeAnswer, ProbeFailure> {
-    let out = run_checked(
-        path,
-        &["--agent"],
-        timeout,
-        process::DEFAULT_PROBE_STDOUT_CAP,
-        cancel,
-    )?;
-    if let Exit::Code(code) = out.exit
-        && code != 0
-    {
-        return Err(ProbeFailure::new(
-            FailReason::ExitStatus,
-            format!(
-                "`--agent` exited with status {code}{}",
-                stderr_tail(&out.stderr)
-            ),
-        ));
-    }
+    let out = run_to_success(path, &["--agent"], timeout, "`--agent`", cancel)?;
     if out.stdout.iter().all(u8::is_ascii_whitespace) {
         return Err(ProbeFailure::new(
             FailReason::NoOutput,
