@@ -18,6 +18,7 @@ use crate::compile::{self, FlatTool, FlattenOptions};
 use crate::dirs::Dirs;
 use crate::output::{AtipError, ErrorCode};
 use crate::registry::{Entry, Index, RegistryError, RegistryLock, Source};
+use crate::archive::Owned;
 use crate::search::SearchIndex;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -30,7 +31,7 @@ use std::time::Duration;
 pub const FILE: &str = "catalog.bin";
 /// The format this atip writes and reads; any change to the layout, or to what flattening
 /// or indexing produce for the same documents, must raise it.
-pub const FORMAT: u32 = 2;
+pub const FORMAT: u32 = 3;
 
 const MAGIC: &[u8; 8] = b"ATIPCAT\0";
 /// Magic, format, section count, registry sha256, CRC-32 of header and table, zero.
@@ -62,8 +63,9 @@ pub struct Doc {
     pub count: u32,
 }
 
-/// One flattened tool's row: names, flags and where its record is.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One flattened tool's row: names, flags and where its record is. Archived (rkyv): a
+/// reader looks rows up in place, by position or by name.
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize)]
 pub struct Row {
     /// The name flattening gave it, before names were made unique across documents.
     pub base: String,
@@ -84,12 +86,16 @@ struct Meta {
     docs: Vec<Doc>,
 }
 
-/// The search index of `atip search`'s default selection: every readable document, the
-/// commands that need no human.
-#[derive(Debug, Serialize, Deserialize)]
-struct Searchable {
-    rows: Vec<u32>,
-    index: SearchIndex,
+/// The rows table (section `TOOLS`), archived.
+#[derive(Debug, Default, rkyv::Archive, rkyv::Serialize)]
+struct RowTable {
+    /// Every flattened tool, documents in name order, commands in document order.
+    rows: Vec<Row>,
+    /// Row numbers in name order: a name's row by binary search.
+    by_name: Vec<u32>,
+    /// The rows of `atip search`'s default selection (every readable document, the
+    /// commands that need no human), by position in the search index.
+    searchable: Vec<u32>,
 }
 
 /// Why a catalog file was not used.
@@ -129,6 +135,25 @@ impl Bytes {
         }
     }
 
+    /// `len` bytes at `at`, aligned for an rkyv archive.
+    fn read_aligned(&self, at: u64, len: usize) -> Result<crate::archive::Bytes, Unusable> {
+        let fill = |buf: &mut [u8]| match self {
+            Bytes::File(f) => f.read_exact_at(buf, at),
+            Bytes::Memory(b) => usize::try_from(at)
+                .ok()
+                .and_then(|at| b.get(at..at.checked_add(buf.len())?))
+                .map(|src| buf.copy_from_slice(src))
+                .ok_or_else(|| std::io::ErrorKind::UnexpectedEof.into()),
+        };
+        crate::archive::read_aligned(len, fill).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                Unusable::Truncated
+            } else {
+                Unusable::Unreadable(e)
+            }
+        })
+    }
+
     fn read(&self, at: u64, len: usize) -> Result<Vec<u8>, Unusable> {
         match self {
             Bytes::File(f) => {
@@ -165,7 +190,7 @@ pub struct Compiled {
     path: PathBuf,
     sections: [Section; SECTIONS],
     docs: Vec<Doc>,
-    rows: Vec<Row>,
+    rows: Owned<RowTable>,
 }
 
 /// The path of the catalog of a data dir.
@@ -276,16 +301,24 @@ pub fn build(dirs: &Dirs, index: &Index, registry_sha256: &[u8; 32]) -> Vec<u8> 
             });
         }
     }
-    let searchable = Searchable {
-        index: SearchIndex::build(&indexed),
-        rows: indexed_rows,
-    };
+    let index = SearchIndex::build(&indexed);
     drop(indexed);
+    let mut by_name: Vec<u32> = (0..rows.len() as u32).collect();
+    by_name.sort_unstable_by(|&a, &b| rows[a as usize].name.cmp(&rows[b as usize].name));
+    let table = Owned::from_value(&RowTable {
+        rows,
+        by_name,
+        searchable: indexed_rows,
+    });
     let meta = Meta {
         atip: env!("CARGO_PKG_VERSION").to_string(),
         docs,
     };
-    let sections: [Vec<u8>; 3] = [encode(&meta), encode(&rows), encode(&searchable)];
+    let sections: [Vec<u8>; 3] = [
+        encode(&meta),
+        table.bytes().to_vec(),
+        index.bytes().to_vec(),
+    ];
     let total =
         HEAD + SECTIONS * ROW + sections.iter().map(Vec::len).sum::<usize>() + records.len();
     let mut out = Vec::with_capacity(total);
@@ -335,6 +368,35 @@ fn header_crc(head: &[u8]) -> u32 {
 /// sha256 of `registry.json`'s bytes: the key a catalog is compiled for.
 pub fn registry_key(bytes: &[u8]) -> [u8; 32] {
     crate::digest::sha256_raw(bytes)
+}
+
+/// Section `i`'s bytes, checked against its CRC-32.
+fn section(bytes: &Bytes, sections: &[Section; SECTIONS], i: usize) -> Result<Vec<u8>, Unusable> {
+    let s = sections[i];
+    let body = bytes.read(s.at, s.len as usize)?;
+    if crc32fast::hash(&body) != s.crc {
+        return Err(Unusable::Corrupt(format!("section {i} checksum mismatch")));
+    }
+    Ok(body)
+}
+
+/// Section `i`'s bytes in an aligned buffer (an rkyv archive), checked against its CRC-32.
+fn section_aligned(
+    bytes: &Bytes,
+    sections: &[Section; SECTIONS],
+    i: usize,
+) -> Result<crate::archive::Bytes, Unusable> {
+    let s = sections[i];
+    let body = bytes.read_aligned(s.at, s.len as usize)?;
+    if crc32fast::hash(&body) != s.crc {
+        return Err(Unusable::Corrupt(format!("section {i} checksum mismatch")));
+    }
+    Ok(body)
+}
+
+/// A postcard table.
+fn decode<T: serde::de::DeserializeOwned>(body: &[u8], i: usize) -> Result<T, Unusable> {
+    postcard::from_bytes(body).map_err(|e| Unusable::Corrupt(format!("section {i}: {e}")))
 }
 
 impl Compiled {
@@ -399,47 +461,38 @@ impl Compiled {
                 return Err(Unusable::Truncated);
             }
         }
-        let mut c = Compiled {
-            bytes,
-            path: path.to_path_buf(),
-            sections,
-            docs: Vec::new(),
-            rows: Vec::new(),
-        };
-        let meta: Meta = c.table(META)?;
+        let meta: Meta = decode(&section(&bytes, &sections, META)?, META)?;
         if meta.atip != env!("CARGO_PKG_VERSION") {
             return Err(Unusable::Foreign(format!("atip {}", meta.atip)));
         }
-        c.rows = c.table(TOOLS)?;
-        c.docs = meta.docs;
-        let sound = c.docs.iter().enumerate().all(|(i, d)| {
+        let rows = Owned::<RowTable>::new(section_aligned(&bytes, &sections, TOOLS)?)
+            .map_err(|e| Unusable::Corrupt(format!("section {TOOLS}: {e}")))?;
+        let docs = meta.docs;
+        let t = rows.get();
+        let n = t.rows.len();
+        let sound = docs.iter().enumerate().all(|(i, d)| {
             let end = d.first as usize + d.count as usize;
-            end <= c.rows.len()
-                && c.rows[d.first as usize..end]
+            end <= n
+                && t.rows[d.first as usize..end]
                     .iter()
-                    .all(|r| r.doc as usize == i)
-        }) && c.rows.iter().all(|r| {
-            r.at.checked_add(u64::from(r.len))
-                .is_some_and(|end| end <= c.sections[RECORDS].len)
-        });
+                    .all(|r| r.doc.to_native() as usize == i)
+        }) && t.rows.iter().all(|r| {
+            r.at.to_native()
+                .checked_add(u64::from(r.len.to_native()))
+                .is_some_and(|end| end <= sections[RECORDS].len)
+        }) && t.by_name.len() == n
+            && t.by_name.iter().all(|i| (i.to_native() as usize) < n)
+            && t.searchable.iter().all(|i| (i.to_native() as usize) < n);
         if !sound {
             return Err(Unusable::Corrupt("tables disagree".into()));
         }
-        Ok(c)
-    }
-
-    fn section(&self, i: usize) -> Result<Vec<u8>, Unusable> {
-        let s = self.sections[i];
-        let body = self.bytes.read(s.at, s.len as usize)?;
-        if crc32fast::hash(&body) != s.crc {
-            return Err(Unusable::Corrupt(format!("section {i} checksum mismatch")));
-        }
-        Ok(body)
-    }
-
-    fn table<T: serde::de::DeserializeOwned>(&self, i: usize) -> Result<T, Unusable> {
-        postcard::from_bytes(&self.section(i)?)
-            .map_err(|e| Unusable::Corrupt(format!("section {i}: {e}")))
+        Ok(Compiled {
+            bytes,
+            path: path.to_path_buf(),
+            sections,
+            docs,
+            rows,
+        })
     }
 
     /// The registry's entries, in name order.
@@ -448,8 +501,17 @@ impl Compiled {
     }
 
     /// Every flattened tool's row, documents in name order, commands in document order.
-    pub fn rows(&self) -> &[Row] {
-        &self.rows
+    pub fn rows(&self) -> &[ArchivedRow] {
+        &self.rows.get().rows
+    }
+
+    /// The row of the tool named `name` (its name in the whole registry).
+    pub fn find(&self, name: &str) -> Option<usize> {
+        let t = self.rows.get();
+        t.by_name
+            .binary_search_by(|i| t.rows[i.to_native() as usize].name.as_str().cmp(name))
+            .ok()
+            .map(|at| t.by_name[at].to_native() as usize)
     }
 
     /// The JSON path's warnings: `skipped NAME: why` for every unreadable document.
@@ -462,13 +524,13 @@ impl Compiled {
 
     /// The flattened tool of row `i` (named as in the whole registry).
     pub fn tool(&self, i: usize) -> Result<FlatTool, AtipError> {
-        let row = &self.rows[i];
+        let row = &self.rows()[i];
         let s = self.sections[RECORDS];
         let record = self
             .bytes
-            .read(s.at + row.at, row.len as usize)
+            .read(s.at + row.at.to_native(), row.len.to_native() as usize)
             .and_then(|b| {
-                if crc32fast::hash(&b) == row.crc {
+                if crc32fast::hash(&b) == row.crc.to_native() {
                     Ok(b)
                 } else {
                     Err(Unusable::Corrupt(format!("record {i} checksum mismatch")))
@@ -482,11 +544,22 @@ impl Compiled {
     /// The search index of `atip search`'s default selection (every readable document,
     /// commands that need no human) and, per indexed position, its row.
     pub fn search_index(&self) -> Result<(Vec<u32>, SearchIndex), AtipError> {
-        let s: Searchable = self.table(INDEX).map_err(|e| self.error(&e))?;
-        if s.rows.len() != s.index.len() || s.rows.iter().any(|&r| r as usize >= self.rows.len()) {
+        let bytes =
+            section_aligned(&self.bytes, &self.sections, INDEX).map_err(|e| self.error(&e))?;
+        let index = SearchIndex::from_bytes(bytes).map_err(|e| {
+            self.error(&Unusable::Corrupt(format!("section {INDEX}: {e}")))
+        })?;
+        let rows: Vec<u32> = self
+            .rows
+            .get()
+            .searchable
+            .iter()
+            .map(|r| r.to_native())
+            .collect();
+        if rows.len() != index.len() {
             return Err(self.error(&Unusable::Corrupt("search index disagrees".into())));
         }
-        Ok((s.rows, s.index))
+        Ok((rows, index))
     }
 
     /// The error for damage found after the catalog was opened.

@@ -156,10 +156,10 @@ fn focused_from_catalog(
     {
         return Ok(None);
     }
-    let Some(row) = compiled.rows().iter().position(|r| r.name == want) else {
+    let Some(row) = compiled.find(want) else {
         return Ok(None);
     };
-    let doc = &docs[compiled.rows()[row].doc as usize];
+    let doc = &docs[compiled.rows()[row].doc.to_native() as usize];
     // The entry as registry.json has it now; it must still name the compiled document.
     let Ok(Some(index)) = Index::load(dirs) else {
         return Ok(None);

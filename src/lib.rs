@@ -7,6 +7,7 @@
 //! `src/main.rs` is a thin layer over these.
 #![warn(missing_docs)]
 
+pub mod archive;
 pub mod atomic;
 pub mod catalog;
 pub mod chat;

@@ -16,7 +16,9 @@ use crate::compile::formats::{self, Format};
 use crate::compile::{Catalog, FlatTool, ParamOrigin, edit_distance};
 use serde::Serialize;
 use serde_json::Value;
+use crate::archive::Owned;
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 const K1: f32 = 2.0;
 const B: f32 = 0.75;
@@ -59,26 +61,68 @@ impl std::hash::Hasher for Fx {
 
 type FxBuild = std::hash::BuildHasherDefault<Fx>;
 
-/// An inverted index over a catalog's tools (by position in `Catalog::tools`). Serializable
-/// so the compiled catalog (`crate::catalog`) can store it built.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+/// An inverted index over a catalog's tools (by position in `Catalog::tools`), held as an
+/// rkyv archive ([`crate::archive`]): the compiled catalog stores its bytes and a reader
+/// searches them in place, without decoding the vocabulary and postings first.
+#[derive(Clone)]
 pub struct SearchIndex {
-    ids: HashMap<String, u32, FxBuild>,
+    tables: Owned<Tables>,
+    /// Terms by root (`text::root`), built on the first query that needs it.
+    roots: OnceLock<HashMap<String, Vec<u32>, FxBuild>>,
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SearchIndex({} tools, {:?})", self.len(), self.tables)
+    }
+}
+
+/// What the index holds.
+#[derive(Debug, Default, rkyv::Archive, rkyv::Serialize)]
+struct Tables {
+    /// Terms by id.
     vocab: Vec<String>,
-    postings: Vec<Vec<(u32, f32)>>,
+    /// Term ids in term order: a word's id by binary search.
+    sorted: Vec<u32>,
+    /// Per term id, the tools that have it, in tool order.
+    postings: Vec<Vec<Posting>>,
     doc_len: Vec<f32>,
     avg_len: f32,
     title_words: Vec<Vec<String>>,
     /// Title words joined by one space, for the exact and prefix boosts.
     titles: Vec<String>,
-    /// Terms by root (`text::root`), built on the first query that needs it.
-    #[serde(skip)]
-    roots: std::sync::OnceLock<HashMap<String, Vec<u32>, FxBuild>>,
+}
+
+/// One tool that has a term, and the term's weighted frequency in it.
+#[derive(Debug, Clone, Copy, rkyv::Archive, rkyv::Serialize)]
+struct Posting {
+    doc: u32,
+    tf: f32,
+}
+
+/// The index while it is built: terms are interned through a map the archive does not keep.
+#[derive(Default)]
+struct Builder {
+    ids: HashMap<String, u32, FxBuild>,
+    tables: Tables,
+}
+
+impl Builder {
+    fn intern(&mut self, term: String) -> u32 {
+        if let Some(&id) = self.ids.get(&term) {
+            return id;
+        }
+        let id = self.tables.vocab.len() as u32;
+        self.ids.insert(term.clone(), id);
+        self.tables.vocab.push(term);
+        self.tables.postings.push(Vec::new());
+        id
+    }
 }
 
 /// Adds the terms of `text` with weight `w` to `pairs`, tokenizing each distinct text once.
 fn add_text<'t>(
-    ix: &mut SearchIndex,
+    ix: &mut Builder,
     cache: &mut HashMap<&'t str, Vec<u32>, FxBuild>,
     pairs: &mut Vec<(u32, f32)>,
     text: &'t str,
@@ -117,7 +161,7 @@ pub struct Hit {
 impl SearchIndex {
     /// Indexes every tool of the catalog.
     pub fn build(tools: &[FlatTool]) -> SearchIndex {
-        let mut ix = SearchIndex::default();
+        let mut ix = Builder::default();
         // Texts repeat across commands (global and parent options): tokenize each once.
         let mut cache: HashMap<&str, Vec<u32>, FxBuild> = HashMap::default();
         let mut pairs: Vec<(u32, f32)> = Vec::with_capacity(128);
@@ -159,41 +203,91 @@ impl SearchIndex {
                     f += pairs[i].1;
                     i += 1;
                 }
-                ix.postings[id as usize].push((doc as u32, f));
+                ix.tables.postings[id as usize].push(Posting {
+                    doc: doc as u32,
+                    tf: f,
+                });
             }
-            ix.doc_len.push(len);
-            ix.title_words.push(text::terms(&t.title));
-            ix.titles.push(text::words(&t.title).join(" "));
+            ix.tables.doc_len.push(len);
+            ix.tables.title_words.push(text::terms(&t.title));
+            ix.tables.titles.push(text::words(&t.title).join(" "));
         }
-        let n = ix.doc_len.len().max(1) as f32;
-        ix.avg_len = ix.doc_len.iter().sum::<f32>() / n;
-        ix
+        let mut tables = ix.tables;
+        let n = tables.doc_len.len().max(1) as f32;
+        tables.avg_len = tables.doc_len.iter().sum::<f32>() / n;
+        let mut sorted: Vec<u32> = (0..tables.vocab.len() as u32).collect();
+        sorted.sort_unstable_by(|&a, &b| tables.vocab[a as usize].cmp(&tables.vocab[b as usize]));
+        tables.sorted = sorted;
+        SearchIndex {
+            tables: Owned::from_value(&tables),
+            roots: OnceLock::new(),
+        }
     }
 
-    fn intern(&mut self, term: String) -> u32 {
-        if let Some(&id) = self.ids.get(&term) {
-            return id;
+    /// An index archived by [`SearchIndex::bytes`] (a catalog section), checked first:
+    /// the error says what is wrong with the bytes.
+    pub fn from_bytes(bytes: crate::archive::Bytes) -> Result<SearchIndex, String> {
+        let tables = Owned::<Tables>::new(bytes)?;
+        let t = tables.get();
+        let terms = t.vocab.len();
+        let docs = t.doc_len.len();
+        let sound = t.sorted.len() == terms
+            && t.postings.len() == terms
+            && t.title_words.len() == docs
+            && t.titles.len() == docs
+            && t.sorted.iter().all(|i| (i.to_native() as usize) < terms)
+            && t.postings.iter().all(|p| {
+                p.iter().all(|e| (e.doc.to_native() as usize) < docs)
+                    && p.windows(2).all(|w| w[0].doc.to_native() < w[1].doc.to_native())
+            });
+        if !sound {
+            return Err("its tables disagree".into());
         }
-        let id = self.vocab.len() as u32;
-        self.ids.insert(term.clone(), id);
-        self.vocab.push(term);
-        self.postings.push(Vec::new());
-        id
+        Ok(SearchIndex {
+            tables,
+            roots: OnceLock::new(),
+        })
+    }
+
+    /// The archived index, for storing.
+    pub fn bytes(&self) -> &[u8] {
+        self.tables.bytes()
+    }
+
+    fn t(&self) -> &ArchivedTables {
+        self.tables.get()
+    }
+
+    /// The term `word`, if indexed.
+    fn id(&self, word: &str) -> Option<u32> {
+        let t = self.t();
+        t.sorted
+            .binary_search_by(|i| t.vocab[i.to_native() as usize].as_str().cmp(word))
+            .ok()
+            .map(|at| t.sorted[at].to_native())
+    }
+
+    fn term(&self, id: u32) -> &str {
+        self.t().vocab[id as usize].as_str()
+    }
+
+    fn postings(&self, id: u32) -> &[ArchivedPosting] {
+        &self.t().postings[id as usize]
     }
 
     /// Number of indexed tools.
     pub fn len(&self) -> usize {
-        self.doc_len.len()
+        self.t().doc_len.len()
     }
 
     /// Whether nothing is indexed.
     pub fn is_empty(&self) -> bool {
-        self.doc_len.is_empty()
+        self.t().doc_len.is_empty()
     }
 
     fn idf(&self, id: u32) -> f32 {
         let n = self.len() as f32;
-        let df = self.postings[id as usize].len() as f32;
+        let df = self.postings(id).len() as f32;
         ((n - df + 0.5) / (df + 0.5) + 1.0).ln()
     }
 
@@ -202,20 +296,22 @@ impl SearchIndex {
     /// up to four letters, 2 for longer ones).
     fn resolve_word(&self, word: &str) -> Vec<(u32, f32, &'static str)> {
         let mut out = Vec::new();
-        let exact = self.ids.get(word).copied();
+        let exact = self.id(word);
         if let Some(id) = exact {
             out.push((id, 1.0, "exact"));
         }
         let chars = word.chars().count();
         if exact.is_none() && chars >= 3 {
             let mut prefixed: Vec<u32> = self
+                .t()
                 .vocab
                 .iter()
+                .map(|v| v.as_str())
                 .enumerate()
                 .filter(|(_, v)| v.len() > word.len() && v.starts_with(word))
                 .map(|(i, _)| i as u32)
                 .collect();
-            prefixed.sort_by_key(|&i| std::cmp::Reverse(self.postings[i as usize].len()));
+            prefixed.sort_by_key(|&i| std::cmp::Reverse(self.postings(i).len()));
             out.extend(prefixed.into_iter().take(8).map(|i| (i, 0.6, "prefix")));
         }
         let variants = self.variants(word);
@@ -228,8 +324,10 @@ impl SearchIndex {
         if exact.is_none() && variants.is_empty() && chars >= 3 {
             let max = if chars <= 4 { 1 } else { 2 };
             let mut near: Vec<(usize, u32)> = self
+                .t()
                 .vocab
                 .iter()
+                .map(|v| v.as_str())
                 .enumerate()
                 .filter(|(_, v)| v.len().abs_diff(word.len()) <= max)
                 .filter_map(|(i, v)| {
@@ -237,7 +335,7 @@ impl SearchIndex {
                     (d <= max).then_some((d, i as u32))
                 })
                 .collect();
-            near.sort_by_key(|&(d, i)| (d, std::cmp::Reverse(self.postings[i as usize].len())));
+            near.sort_by_key(|&(d, i)| (d, std::cmp::Reverse(self.postings(i).len())));
             if let Some(&(best, _)) = near.first() {
                 out.extend(
                     near.into_iter()
@@ -261,8 +359,8 @@ impl SearchIndex {
     fn variants(&self, word: &str) -> &[u32] {
         let roots = self.roots.get_or_init(|| {
             let mut m: HashMap<String, Vec<u32>, FxBuild> = HashMap::default();
-            for (i, v) in self.vocab.iter().enumerate() {
-                m.entry(text::root(v)).or_default().push(i as u32);
+            for (i, v) in self.t().vocab.iter().enumerate() {
+                m.entry(text::root(v.as_str())).or_default().push(i as u32);
             }
             m
         });
@@ -280,7 +378,7 @@ impl SearchIndex {
             .map(|w| Group {
                 word: w.clone(),
                 terms: self.resolve_word(w),
-                idf_cap: self.ids.get(w).map_or(f32::INFINITY, |&id| self.idf(id)),
+                idf_cap: self.id(w).map_or(f32::INFINITY, |id| self.idf(id)),
             })
             .collect();
         let corrected: Vec<String> = groups
@@ -291,13 +389,13 @@ impl SearchIndex {
                     .iter()
                     .find(|t| matches!(t.2, "exact" | "typo" | "variant"))
                 {
-                    Some((id, _, _)) => self.vocab[*id as usize].clone(),
+                    Some((id, _, _)) => self.term(*id).to_string(),
                     None => g.word.clone(),
                 }
             })
             .collect();
         for (short, span) in text::abbreviations_in(&corrected) {
-            let Some(&id) = self.ids.get(short) else {
+            let Some(id) = self.id(short) else {
                 continue;
             };
             for g in &mut groups[span] {
@@ -319,7 +417,8 @@ impl SearchIndex {
         for g in &groups {
             for &(id, w, _) in &g.terms {
                 let idf = self.idf(id).min(g.idf_cap);
-                for &(doc, tf) in &self.postings[id as usize] {
+                for p in self.postings(id) {
+                    let (doc, tf) = (p.doc.to_native(), p.tf.to_native());
                     let s = w * idf * self.saturate(doc, tf);
                     let e = &mut best[doc as usize];
                     if *e == 0.0 {
@@ -378,8 +477,10 @@ impl SearchIndex {
     }
 
     fn saturate(&self, doc: u32, tf: f32) -> f32 {
-        let dl = self.doc_len[doc as usize];
-        tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / self.avg_len.max(f32::EPSILON)))
+        let t = self.t();
+        let dl = t.doc_len[doc as usize].to_native();
+        let avg = t.avg_len.to_native();
+        tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avg.max(f32::EPSILON)))
     }
 
     fn boost(
@@ -390,17 +491,18 @@ impl SearchIndex {
         groups: &[Group],
         corrected: &[String],
     ) -> f32 {
-        let title = &self.titles[doc];
-        if queries.contains(&title.as_str()) {
+        let title = self.t().titles[doc].as_str();
+        if queries.contains(&title) {
             BOOST_EXACT
         } else if prefixes.iter().any(|p| title.starts_with(p)) {
             BOOST_PREFIX
         } else if groups.iter().zip(corrected).all(|(g, w)| {
-            let title = &self.title_words[doc];
-            title.contains(w)
+            let title = &self.t().title_words[doc];
+            let has = |w: &str| title.iter().any(|t| t.as_str() == w);
+            has(w)
                 || g.terms
                     .iter()
-                    .any(|t| t.2 == "abbreviation" && title.contains(&self.vocab[t.0 as usize]))
+                    .any(|t| t.2 == "abbreviation" && has(self.term(t.0)))
         }) {
             BOOST_ALL_IN_NAME
         } else {
@@ -413,13 +515,14 @@ impl SearchIndex {
         for g in groups {
             let mut best: Option<(f32, &str, &str)> = None;
             for &(id, w, how) in &g.terms {
-                if let Ok(i) =
-                    self.postings[id as usize].binary_search_by_key(&(doc as u32), |p| p.0)
+                if let Ok(i) = self
+                    .postings(id)
+                    .binary_search_by_key(&(doc as u32), |p| p.doc.to_native())
                 {
-                    let tf = self.postings[id as usize][i].1;
+                    let tf = self.postings(id)[i].tf.to_native();
                     let s = w * self.idf(id).min(g.idf_cap) * self.saturate(doc as u32, tf);
                     if best.is_none_or(|b| s > b.0) {
-                        best = Some((s, &self.vocab[id as usize], how));
+                        best = Some((s, self.term(id), how));
                     }
                 }
             }
@@ -449,9 +552,10 @@ impl SearchIndex {
 /// relies on that for its binary search.
 #[cfg(test)]
 fn postings_sorted(ix: &SearchIndex) -> bool {
-    ix.postings
+    ix.t()
+        .postings
         .iter()
-        .all(|p| p.windows(2).all(|w| w[0].0 < w[1].0))
+        .all(|p| p.windows(2).all(|w| w[0].doc.to_native() < w[1].doc.to_native()))
 }
 
 /// What `atip search` asks for.

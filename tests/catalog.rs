@@ -364,8 +364,10 @@ proptest! {
             let got = c.tool(i).unwrap();
             // Names, schemas, effects and everything else, field for field.
             prop_assert_eq!(&got, want);
-            prop_assert_eq!(&c.rows()[i].name, &want.name);
+            prop_assert_eq!(c.rows()[i].name.as_str(), want.name.as_str());
             prop_assert_eq!(c.rows()[i].needs_human, want.effects.needs_human());
+            // The name lookup finds every tool by its registry-wide name.
+            prop_assert_eq!(c.find(&want.name), Some(i));
         }
 
         // Search: the default selection, same hits, scores and reports.
@@ -383,6 +385,41 @@ proptest! {
                 (&tools[docs.iter().position(|d| *d == doc).unwrap()], None)
             });
             prop_assert_eq!(serde_json::to_value(&got).unwrap(), serde_json::to_value(&want).unwrap());
+        }
+    }
+}
+
+/// Damage with every checksum made right again (a hand-crafted or hostile file): the
+/// archived tables' own check refuses it; nothing in it is followed.
+#[test]
+fn a_catalog_with_resealed_damage_is_refused_not_followed() {
+    let sb = sandbox();
+    let expected = compiled(&sb);
+    let good = std::fs::read(catalog_file(&sb)).unwrap();
+    for section in [1usize, 2] {
+        let mut bytes = good.clone();
+        let row = 56 + section * 24;
+        let at = u64::from_le_bytes(bytes[row..row + 8].try_into().unwrap()) as usize;
+        let len = u64::from_le_bytes(bytes[row + 8..row + 16].try_into().unwrap()) as usize;
+        // The archive's root (its relative pointers) sits at the end of the section.
+        for b in &mut bytes[at + len - 16..at + len] {
+            *b = 0xff;
+        }
+        let crc = crc32fast::hash(&bytes[at..at + len]);
+        bytes[row + 16..row + 20].copy_from_slice(&crc.to_le_bytes());
+        reseal(&mut bytes);
+        std::fs::write(catalog_file(&sb), &bytes).unwrap();
+        if section == 1 {
+            detected_and_rebuilt(&sb, &expected, "is corrupt (section 1:");
+        } else {
+            // The search index is checked when a search reads it: that search falls
+            // back to registry.json and says why.
+            let (got, err) = search(&sb, "create bucket");
+            assert!(
+                err.contains("section 2:") && err.contains("searching registry.json instead"),
+                "{err}"
+            );
+            assert_eq!(got, expected);
         }
     }
 }

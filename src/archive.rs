@@ -1,0 +1,129 @@
+//! Owned, checked rkyv archives: the zero-copy form of the compiled catalog's large tables
+//! (the search index, the tool rows), so that a reader uses them in place instead of
+//! decoding tens of thousands of strings and vectors first.
+//!
+//! The bytes are checked once, when an [`Owned`] is made (bounds, pointers, UTF-8: rkyv's
+//! `bytecheck`); every later access reuses that check. Catalog files are never trusted
+//! unchecked — a hand-edited or hostile file fails here with a message, never with
+//! undefined behaviour.
+
+use rkyv::api::high::{HighSerializer, HighValidator};
+use rkyv::bytecheck::CheckBytes;
+use rkyv::rancor;
+use rkyv::ser::allocator::ArenaHandle;
+use rkyv::util::AlignedVec;
+use std::marker::PhantomData;
+
+/// The byte buffer archives live in: aligned as rkyv's archived types need.
+pub type Bytes = AlignedVec;
+
+/// An archived `T` that owns its bytes, checked when made.
+pub struct Owned<T> {
+    bytes: AlignedVec,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for Owned<T> {
+    fn clone(&self) -> Self {
+        Owned {
+            bytes: self.bytes.clone(),
+            _type: PhantomData,
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Owned<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Owned<{}>({} bytes)", std::any::type_name::<T>(), self.bytes.len())
+    }
+}
+
+impl<T> Owned<T>
+where
+    T: rkyv::Archive,
+    T::Archived: for<'a> CheckBytes<HighValidator<'a, rancor::Error>>,
+{
+    /// Checks `bytes` as an archived `T`; the error says what is wrong with them.
+    pub fn new(bytes: AlignedVec) -> Result<Owned<T>, String> {
+        rkyv::access::<T::Archived, rancor::Error>(&bytes).map_err(|e| e.to_string())?;
+        Ok(Owned {
+            bytes,
+            _type: PhantomData,
+        })
+    }
+
+    /// Archives `value`.
+    pub fn from_value(value: &T) -> Owned<T>
+    where
+        T: for<'a> rkyv::Serialize<HighSerializer<AlignedVec, ArenaHandle<'a>, rancor::Error>>,
+    {
+        let bytes = rkyv::to_bytes::<rancor::Error>(value).expect("in-memory archiving cannot fail");
+        Owned {
+            bytes,
+            _type: PhantomData,
+        }
+    }
+
+    /// The archived value.
+    pub fn get(&self) -> &T::Archived {
+        // SAFETY: `bytes` passed `rkyv::access` (a full check) when this value was made,
+        // and nothing mutates them afterwards (private field, no `&mut` access).
+        unsafe { rkyv::access_unchecked::<T::Archived>(&self.bytes) }
+    }
+
+    /// The archive's bytes, for writing to a file.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+/// `len` bytes in an aligned buffer, filled by `fill` (a file read at an offset).
+pub fn read_aligned(
+    len: usize,
+    fill: impl FnOnce(&mut [u8]) -> std::io::Result<()>,
+) -> std::io::Result<AlignedVec> {
+    let mut buf = AlignedVec::with_capacity(len);
+    buf.resize(len, 0);
+    fill(&mut buf)?;
+    Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(rkyv::Archive, rkyv::Serialize, Debug)]
+    struct Table {
+        names: Vec<String>,
+        ids: Vec<u32>,
+    }
+
+    #[test]
+    fn round_trips_and_refuses_damaged_bytes() {
+        let t = Table {
+            names: vec!["gh_pr_create".into(), "git_log".into()],
+            ids: vec![3, 7],
+        };
+        let owned = Owned::from_value(&t);
+        let again = Owned::<Table>::new(read_aligned(owned.bytes().len(), |b| {
+            b.copy_from_slice(owned.bytes());
+            Ok(())
+        })
+        .unwrap())
+        .unwrap();
+        assert_eq!(again.get().names[1].as_str(), "git_log");
+        assert_eq!(again.get().ids[0].to_native(), 3);
+        // A relative pointer overwritten with garbage is caught, not followed.
+        let len = owned.bytes().len();
+        let mut bad = read_aligned(len, |b| {
+            b.copy_from_slice(owned.bytes());
+            Ok(())
+        })
+        .unwrap();
+        for b in &mut bad[len - 16..] {
+            *b = 0xff;
+        }
+        assert!(Owned::<Table>::new(bad).is_err());
+        assert!(Owned::<Table>::new(AlignedVec::new()).is_err());
+    }
+}
