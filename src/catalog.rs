@@ -57,10 +57,26 @@ pub struct Doc {
     pub source: Source,
     /// Why its metadata could not be read (then it has no tools), as the JSON path says it.
     pub error: Option<String>,
+    /// Its registry entry as `registry.json` has it (JSON; parsed only for the entry a
+    /// reader uses, e.g. the one tool `atip exec` runs).
+    pub entry: String,
     /// Its tools: rows `first .. first + count`.
     pub first: u32,
     /// Number of tools.
     pub count: u32,
+}
+
+impl Doc {
+    /// Its registry entry. The catalog was opened against the bytes of `registry.json`,
+    /// so this is the entry as it is now.
+    pub fn entry(&self) -> Result<Entry, AtipError> {
+        serde_json::from_str(&self.entry).map_err(|e| {
+            AtipError::new(
+                ErrorCode::RegistryCorrupt,
+                format!("the catalog's entry for {} does not parse: {e}", self.name),
+            )
+        })
+    }
 }
 
 /// One flattened tool's row: names, flags and where its record is. Archived (rkyv): a
@@ -295,6 +311,7 @@ pub fn build(dirs: &Dirs, index: &Index, registry_sha256: &[u8; 32]) -> Vec<u8> 
                 tool,
                 metadata: entry.metadata.clone(),
                 source: entry.source,
+                entry: serde_json::to_string(entry).expect("a registry entry serializes"),
                 error,
                 first,
                 count,

@@ -255,24 +255,32 @@ impl Catalog {
     /// within an edit distance of a third of its length (at least 2), or starting with it;
     /// nearest first, then longest shared prefix, then name.
     pub fn closest(&self, name: &str, n: usize) -> Vec<&str> {
-        let limit = (name.chars().count() / 3).max(2);
-        let mut scored: Vec<(usize, std::cmp::Reverse<usize>, &str)> = self
-            .tools
-            .iter()
-            .filter_map(|t| {
-                let d = edit_distance(name, &t.name);
-                let prefix = name
-                    .chars()
-                    .zip(t.name.chars())
-                    .take_while(|(a, b)| a == b)
-                    .count();
-                let close = d <= limit || (prefix >= 3 && t.name.starts_with(name));
-                close.then_some((d, std::cmp::Reverse(prefix), t.name.as_str()))
-            })
-            .collect();
-        scored.sort();
-        scored.into_iter().take(n).map(|(_, _, n)| n).collect()
+        closest_names(name, self.tools.iter().map(|t| t.name.as_str()), n)
     }
+}
+
+/// The `n` names of `names` closest to `name` (edit distance, then shared prefix), best
+/// first: the suggestions of an unknown tool name.
+pub fn closest_names<'a>(
+    name: &str,
+    names: impl Iterator<Item = &'a str>,
+    n: usize,
+) -> Vec<&'a str> {
+    let limit = (name.chars().count() / 3).max(2);
+    let mut scored: Vec<(usize, std::cmp::Reverse<usize>, &str)> = names
+        .filter_map(|t| {
+            let d = edit_distance(name, t);
+            let prefix = name
+                .chars()
+                .zip(t.chars())
+                .take_while(|(a, b)| a == b)
+                .count();
+            let close = d <= limit || (prefix >= 3 && t.starts_with(name));
+            close.then_some((d, std::cmp::Reverse(prefix), t))
+        })
+        .collect();
+    scored.sort();
+    scored.into_iter().take(n).map(|(_, _, n)| n).collect()
 }
 
 /// Flatten options that keep every command (names are assigned before filtering).

@@ -17,6 +17,7 @@ pub mod args;
 pub mod argv;
 pub mod audit;
 pub mod calls;
+mod lazy;
 pub mod policy;
 pub mod redact;
 pub mod repair;
@@ -160,19 +161,13 @@ fn focused_from_catalog(
         return Ok(None);
     };
     let doc = &docs[compiled.rows()[row].doc.to_native() as usize];
-    // The entry as registry.json has it now; it must still name the compiled document.
-    let Ok(Some(index)) = Index::load(dirs) else {
-        return Ok(None);
-    };
-    let Some(entry) = index
-        .tools
-        .get(&doc.name)
-        .filter(|e| e.metadata == doc.metadata)
-    else {
+    // The catalog was opened against registry.json's bytes as they are now: its copy of
+    // the entry is the current one.
+    let Ok(entry) = doc.entry() else {
         return Ok(None);
     };
     // The document is read (and its hash checked) for the facts exec derives from it.
-    let Ok(mut meta) = Index::read_metadata(dirs, entry) else {
+    let Ok(mut meta) = Index::read_metadata(dirs, &entry) else {
         return Ok(None);
     };
     if meta.tool_name().is_none() {
@@ -181,12 +176,27 @@ fn focused_from_catalog(
     let Ok(tool) = compiled.tool(row) else {
         return Ok(None);
     };
-    let info = ToolInfo::of(&meta, entry);
+    let info = ToolInfo::of(&meta, &entry);
     let tool_name = meta.tool_name().unwrap_or(&doc.name).to_string();
     Ok(Some((
         Catalog::from_tools(vec![tool]),
         HashMap::from([(tool_name, info)]),
     )))
+}
+
+/// The lazy view of the compiled catalog (see [`lazy::Lazy::new`] for when there is none).
+fn lazy_from_catalog(
+    dirs: &Dirs,
+    include_inferred: bool,
+    notes: &mut Vec<String>,
+) -> Result<Option<lazy::Lazy>, AtipError> {
+    let mut note = |n| {
+        if let crate::catalog::Note::Rejected(m) = n {
+            notes.push(m);
+        }
+    };
+    Ok(crate::catalog::load(dirs, &mut note)?
+        .and_then(|compiled| lazy::Lazy::new(dirs, compiled, include_inferred)))
 }
 
 /// The registry's tools, compiled for execution, plus policy and audit log.
@@ -201,6 +211,9 @@ pub struct Engine {
     /// Registry entries whose metadata could not be used (tampered, unreadable), with
     /// the error a call naming one of their tools gets.
     unreadable: Vec<(String, AtipError)>,
+    /// Set when the tools are read from the compiled catalog as calls name them, instead
+    /// of all at start-up (then `catalog` and `tools` start empty).
+    lazy: Option<lazy::Lazy>,
     /// Stamps of executables whose contents were re-hashed and found unchanged.
     rehashed: Mutex<HashMap<PathBuf, FileStamp>>,
     /// The policy in force.
@@ -456,6 +469,29 @@ impl Engine {
                 rehashed: Mutex::new(HashMap::new()),
                 unreadable: Vec::new(),
                 groups: std::sync::OnceLock::new(),
+                lazy: None,
+                audit: AuditLog::in_dir(&dirs.state),
+                policy,
+                settings,
+                cwd: current_dir()?,
+                warnings: Vec::new(),
+                notes,
+            });
+        }
+        // Every tool, for a server or a batch: from the compiled catalog, each tool read
+        // when a call first names it.
+        if only.is_none()
+            && focus.is_none()
+            && let Some(lazy) = lazy_from_catalog(dirs, settings.include_inferred, &mut notes)?
+        {
+            return Ok(Engine {
+                catalog: Catalog::default(),
+                tools: HashMap::new(),
+                checkers: Mutex::new(HashMap::new()),
+                rehashed: Mutex::new(HashMap::new()),
+                unreadable: Vec::new(),
+                groups: std::sync::OnceLock::new(),
+                lazy: Some(lazy),
                 audit: AuditLog::in_dir(&dirs.state),
                 policy,
                 settings,
@@ -560,6 +596,7 @@ impl Engine {
             rehashed: Mutex::new(HashMap::new()),
             unreadable,
             groups: std::sync::OnceLock::new(),
+            lazy: None,
             audit: AuditLog::in_dir(&dirs.state),
             policy,
             settings,
@@ -572,11 +609,73 @@ impl Engine {
     /// Every tool a client may see: all flattened commands, minus those needing a human
     /// unless interactive commands are allowed.
     pub fn visible_tools(&self) -> Vec<&FlatTool> {
-        self.catalog
+        let mut all: Vec<&FlatTool> = self
+            .catalog
             .tools()
             .iter()
             .filter(|t| self.settings.allow_interactive || !t.effects.needs_human())
-            .collect()
+            .collect();
+        if let Some(l) = &self.lazy {
+            all.extend(l.all(self.settings.allow_interactive));
+        }
+        all
+    }
+
+    /// How many tools [`Engine::visible_tools`] gives, without reading any.
+    pub fn visible_count(&self) -> usize {
+        match &self.lazy {
+            Some(l) => l.count(self.settings.allow_interactive),
+            None => self.visible_tools().len(),
+        }
+    }
+
+    /// Every tool, interactive ones too (read now when they come from the catalog).
+    pub fn all_tools(&self) -> Vec<&FlatTool> {
+        let mut all: Vec<&FlatTool> = self.catalog.tools().iter().collect();
+        if let Some(l) = &self.lazy {
+            all.extend(l.all(true));
+        }
+        all
+    }
+
+    /// Whether tools are read from the compiled catalog as calls name them.
+    pub fn is_lazy(&self) -> bool {
+        self.lazy.is_some()
+    }
+
+    /// Search over the compiled catalog's index, for tools read as calls name them:
+    /// the visible tools that need no human and that the policy does not deny outright,
+    /// best first, at most `limit`. `None` when the engine is not lazy.
+    pub fn search_compiled(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Option<Result<Vec<(&FlatTool, f32)>, AtipError>> {
+        let lazy = self.lazy.as_ref()?;
+        Some(lazy.search(query, limit, |t| !self.denied_outright(t)))
+    }
+
+    /// The flattened tool `name`, wherever it is held.
+    fn flat(&self, name: &str) -> Option<&FlatTool> {
+        self.catalog
+            .get(name)
+            .or_else(|| self.lazy.as_ref()?.get(name)?.ok())
+    }
+
+    /// Registered tool names closest to `name`, best first.
+    pub fn closest(&self, name: &str, n: usize) -> Vec<&str> {
+        match &self.lazy {
+            Some(l) => crate::compile::closest_names(name, l.names(), n),
+            None => self.catalog.closest(name, n),
+        }
+    }
+
+    /// The facts of tool `tool`: `None` when no entry provides it.
+    fn info(&self, tool: &str) -> Option<Result<&ToolInfo, AtipError>> {
+        match self.tools.get(tool) {
+            Some(info) => Some(Ok(info)),
+            None => self.lazy.as_ref()?.info(tool),
+        }
     }
 
     /// The catalog.
@@ -591,6 +690,9 @@ impl Engine {
 
     /// Resolves a flattened tool name.
     pub fn resolve(&self, name: &str) -> Result<&FlatTool, AtipError> {
+        if let Some(found) = self.lazy.as_ref().and_then(|l| l.get(name)) {
+            return found;
+        }
         self.catalog.get(name).ok_or_else(|| {
             // A tool whose metadata file was refused: say so, not "unknown".
             if let Some((tool, e)) = self.unreadable.iter().find(|(tool, _)| {
@@ -603,7 +705,7 @@ impl Engine {
                 e.message = format!("tool {tool}: {}", e.message);
                 return e;
             }
-            let close = self.catalog.closest(name, 5);
+            let close = self.closest(name, 5);
             let shown: String = name.chars().take(80).collect();
             let e = AtipError::new(
                 ErrorCode::ToolNotFound,
@@ -638,7 +740,12 @@ impl Engine {
     /// Whether `name` is a tool a call may name: a flattened command, or a group of them
     /// as `atip export --strategy grouped` writes it.
     pub fn knows(&self, name: &str) -> bool {
-        self.catalog.get(name).is_some() || self.groups().contains_key(name)
+        self.flat_known(name) || self.groups().contains_key(name)
+    }
+
+    /// Whether `name` is a flattened command (not a group), without reading it.
+    pub fn flat_known(&self, name: &str) -> bool {
+        self.catalog.get(name).is_some() || self.lazy.as_ref().is_some_and(|l| l.has(name))
     }
 
     /// A call of a grouped tool (`gh_pr` + `action: "create"`) as the call of the flat
@@ -650,7 +757,7 @@ impl Engine {
         name: &str,
         mut raw: Map<String, Value>,
     ) -> Result<(String, Map<String, Value>), AtipError> {
-        let flat = self.catalog.get(name);
+        let flat = self.flat(name);
         let grouped = raw.contains_key("action")
             && flat.is_none_or(|t| !t.params.iter().any(|p| p.property == "action"));
         let actions = match self.groups().get(name) {
@@ -705,7 +812,7 @@ impl Engine {
                 raw.insert(flat_prop.clone(), v);
             }
         }
-        if let Some(target) = self.catalog.get(&action.tool) {
+        if let Some(target) = self.flat(&action.tool) {
             raw.retain(|k, v| !v.is_null() || target.params.iter().any(|p| &p.property == k));
         }
         Ok((action.tool.clone(), raw))
@@ -727,12 +834,15 @@ impl Engine {
         let (name, raw) = self.ungroup(name, raw)?;
         let name = name.as_str();
         let tool = self.resolve(name)?.clone();
-        let info = self.tools.get(&tool.tool).cloned().ok_or_else(|| {
-            AtipError::new(
-                ErrorCode::Internal,
-                format!("tool {} has no registry entry", tool.tool),
-            )
-        })?;
+        let info = self
+            .info(&tool.tool)
+            .ok_or_else(|| {
+                AtipError::new(
+                    ErrorCode::Internal,
+                    format!("tool {} has no registry entry", tool.tool),
+                )
+            })??
+            .clone();
         let redactor = Redactor::new().with_env_vars(info.auth_env.iter().map(String::as_str));
         let mut a = raw;
         let coerced = args::coerce(&tool.input_schema, &mut a);
@@ -823,7 +933,7 @@ impl Engine {
     /// Whether the policy denies `tool` whatever its arguments (lists, runners, atip
     /// itself, compromised trust): such a tool is not offered to a client at all.
     pub fn denied_outright(&self, tool: &FlatTool) -> bool {
-        let Some(info) = self.tools.get(&tool.tool) else {
+        let Some(Ok(info)) = self.info(&tool.tool) else {
             return true;
         };
         let bare: Vec<String> = tool

@@ -58,6 +58,10 @@ const ELICIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 #[derive(Clone)]
 pub struct Server {
     engine: Arc<Engine>,
+    /// Tools served (in a lazy server, most of them not read yet).
+    total: usize,
+    /// Tools are read from the compiled catalog when named (see `Engine::is_lazy`).
+    lazy: bool,
     tools: Arc<Vec<Tool>>,
     visible: Arc<HashMap<String, usize>>,
     /// What `tools/list` shows: every tool, or in search mode the search and call tools
@@ -105,6 +109,25 @@ impl Server {
         jobs: usize,
         proxied: Option<proxy::Loaded>,
     ) -> Result<Server, AtipError> {
+        // At registry scale, from the compiled catalog: nothing is read at start-up but
+        // the catalog's tables; searches read their hits, calls their tool. (With MCP
+        // servers proxied, or interactive commands allowed, the served set is not the
+        // catalog's index: every tool is compiled as below.)
+        if engine.is_lazy()
+            && !engine.settings.allow_interactive
+            && proxied.as_ref().is_none_or(|l| l.tools.is_empty())
+        {
+            let total = engine.visible_count();
+            if total > scale.threshold {
+                return Server::lazy(
+                    Arc::new(engine),
+                    scale,
+                    jobs,
+                    total,
+                    proxied.map(|l| l.proxy),
+                );
+            }
+        }
         let mut visible: Vec<_> = engine
             .visible_tools()
             .into_iter()
@@ -121,15 +144,7 @@ impl Server {
         drop(rendered);
         let mut tools = Vec::with_capacity(list.len());
         for t in list {
-            let mut tool: Tool = serde_json::from_value(t).map_err(|e| {
-                AtipError::new(
-                    ErrorCode::Internal,
-                    format!("compiled MCP tool does not fit the MCP model: {e}"),
-                )
-            })?;
-            // Every call answers with the same envelope, so its schema is known.
-            tool.output_schema = Some(search_mode::envelope_schema());
-            tools.push(tool);
+            tools.push(mcp_tool(t)?);
         }
         let proxy = match proxied {
             Some(loaded) => {
@@ -177,6 +192,8 @@ impl Server {
         };
         Ok(Server {
             engine: Arc::new(engine),
+            total: tools.len(),
+            lazy: false,
             tools: Arc::new(tools),
             visible: Arc::new(index),
             listed: Arc::new(listed),
@@ -188,6 +205,62 @@ impl Server {
             jobs: jobs.max(1),
             budget: Arc::new(Mutex::new(Budget::default())),
         })
+    }
+
+    /// Search mode over a lazy engine (`total` tools served): the search and call tools
+    /// plus the pinned ones, each pinned tool read now, every other tool when named.
+    fn lazy(
+        engine: Arc<Engine>,
+        scale: search_mode::Scale,
+        jobs: usize,
+        total: usize,
+        proxy: Option<Arc<proxy::Proxy>>,
+    ) -> Result<Server, AtipError> {
+        let mut tools = Vec::new();
+        for name in &scale.pinned {
+            match engine.resolve(name) {
+                Ok(t) if !engine.denied_outright(t) => tools.push(render_one(t)?),
+                _ => log::warn!("pinned tool {name:?} is not served; ignored"),
+            }
+        }
+        let mut listed = vec![
+            search_mode::search_tool(total, scale.defaults),
+            search_mode::call_tool(),
+        ];
+        listed.extend(tools.iter().cloned());
+        let index = tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.to_string(), i))
+            .collect();
+        let finder = search_mode::Finder::over_engine(engine.clone(), total, scale.defaults);
+        Ok(Server {
+            engine,
+            total,
+            lazy: true,
+            tools: Arc::new(tools),
+            visible: Arc::new(index),
+            listed: Arc::new(listed),
+            finder: Some(Arc::new(finder)),
+            proxy,
+            running: Arc::new(Mutex::new(HashMap::new())),
+            next_id: Arc::new(AtomicU64::new(0)),
+            slots: Arc::new(tokio::sync::Semaphore::new(jobs.max(1))),
+            jobs: jobs.max(1),
+            budget: Arc::new(Mutex::new(Budget::default())),
+        })
+    }
+
+    /// Whether a call may name `name`: a served tool (in a lazy server, any command of
+    /// the selection — the policy still decides — but never a grouped name, which this
+    /// server does not list), or a command or group the engine knows.
+    fn callable(&self, name: &str) -> bool {
+        self.visible.contains_key(name)
+            || if self.lazy {
+                self.engine.flat_known(name)
+            } else {
+                self.engine.knows(name)
+            }
     }
 
     /// Counts one run against the session budget and the rate window, or says why not.
@@ -239,7 +312,7 @@ impl Server {
 
     /// Number of tools served.
     pub fn tool_count(&self) -> usize {
-        self.tools.len()
+        self.total
     }
 
     /// Whether `tools/list` shows the search and call tools instead of every tool.
@@ -457,6 +530,31 @@ impl Server {
     }
 }
 
+/// One rendered MCP tool (an element of `formats::render`'s `tools`) as the MCP model's
+/// tool, with the output schema every call's envelope has.
+fn mcp_tool(rendered: Value) -> Result<Tool, AtipError> {
+    let mut tool: Tool = serde_json::from_value(rendered).map_err(|e| {
+        AtipError::new(
+            ErrorCode::Internal,
+            format!("compiled MCP tool does not fit the MCP model: {e}"),
+        )
+    })?;
+    tool.output_schema = Some(search_mode::envelope_schema());
+    Ok(tool)
+}
+
+/// One flattened command as a served MCP tool.
+fn render_one(t: &crate::compile::FlatTool) -> Result<Tool, AtipError> {
+    let mut rendered = formats::render(&formats::flat(std::slice::from_ref(t)), Format::Mcp);
+    match rendered.pointer_mut("/tools/0").map(Value::take) {
+        Some(v) => mcp_tool(v),
+        None => Err(AtipError::new(
+            ErrorCode::Internal,
+            format!("{} did not render as an MCP tool", t.name),
+        )),
+    }
+}
+
 fn via_mcp(ctx: &RequestContext<RoleServer>) -> Via {
     Via::Mcp {
         client: ctx
@@ -511,7 +609,17 @@ impl ServerHandler for Server {
         {
             return Some(t.clone());
         }
-        self.visible.get(name).map(|&i| self.tools[i].clone())
+        if let Some(&i) = self.visible.get(name) {
+            return Some(self.tools[i].clone());
+        }
+        if !self.lazy {
+            return None;
+        }
+        let t = self.engine.resolve(name).ok()?;
+        if t.effects.needs_human() || self.engine.denied_outright(t) {
+            return None;
+        }
+        render_one(t).ok()
     }
 
     async fn call_tool(
@@ -597,8 +705,8 @@ impl Server {
         if let Some(proxy) = self.proxy.as_ref().filter(|p| p.serves(&name)) {
             return Ok(self.proxy_call(proxy, request, &context).await);
         }
-        if !self.visible.contains_key(&name) && !self.engine.knows(&name) {
-            let close = self.engine.catalog().closest(&name, 5);
+        if !self.callable(&name) {
+            let close = self.engine.closest(&name, 5);
             return Err(ErrorData::invalid_params(
                 format!("Unknown tool: {name}"),
                 Some(json!({"closest": close})),

@@ -447,3 +447,84 @@ async fn serve_proxies_configured_mcp_servers_under_the_same_policy() {
     assert!(tools.iter().all(|t| !t.name.starts_with("mcp__")));
     c.cancel().await.unwrap();
 }
+
+/// At scale the server reads the compiled catalog, and a tool's document only when a
+/// call or a search hit names it: another tool's damaged document costs nothing at
+/// start-up (no warning), is left out of search results, and its calls are refused
+/// with the reason — never run from the catalog's copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_mode_reads_only_what_is_named_and_still_checks_documents() {
+    let sb = sandbox_with_t();
+    let u = json!({"atip": "0.6", "name": "u", "version": "1", "description": "Unused tool",
+        "commands": {"go": {"description": "Travel somewhere far", "effects": {"network": false}}}});
+    register(&sb, "u", &u, "#!/bin/sh\necho u\n", "native");
+    // A reader compiles the catalog; then u's document is edited behind atip's back.
+    let out = sb
+        .atip()
+        .args(["search", "travel somewhere", "--output", "json"])
+        .output()
+        .unwrap();
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(found["results"][0]["name"], "u_go", "{}", show(&out));
+    let reg: Value =
+        serde_json::from_slice(&std::fs::read(sb.data_dir().join("registry.json")).unwrap())
+            .unwrap();
+    let doc = sb
+        .data_dir()
+        .join(reg["tools"]["u"]["metadata"].as_str().unwrap());
+    let mut bytes = std::fs::read(&doc).unwrap();
+    bytes.extend_from_slice(b"\n");
+    std::fs::write(&doc, bytes).unwrap();
+
+    let log = sb.path().join("mcp.stderr");
+    let mut cmd = sb.atip();
+    cmd.args(["mcp", "serve", "--search-threshold", "2"]);
+    let (proc, _) = TokioChildProcess::builder(tokio::process::Command::from(cmd))
+        .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
+        .spawn()
+        .unwrap();
+    let c = ().serve(proc).await.unwrap();
+    let names: Vec<String> = c
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert_eq!(names, ["atip_search_tools", "atip_call_tool"]);
+    let r = c
+        .call_tool(call(
+            "atip_search_tools",
+            json!({"query": "travel somewhere"}),
+        ))
+        .await
+        .unwrap();
+    let s = r.structured_content.unwrap();
+    assert!(
+        s["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["name"] != "u_go"),
+        "a tool whose document is refused is not offered: {s}"
+    );
+    let r = c
+        .call_tool(call("t_echo", json!({"words": ["x"]})))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(false), "{r:?}");
+    let r = c.call_tool(call("u_go", json!({}))).await.unwrap();
+    assert_eq!(r.is_error, Some(true), "{r:?}");
+    let e = r.structured_content.unwrap();
+    assert_eq!(e["error"]["code"], "metadata_tampered", "{e}");
+    assert!(
+        e["error"]["message"].as_str().unwrap().contains("tool u:"),
+        "{e}"
+    );
+    c.cancel().await.unwrap();
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        stderr.contains("search mode") && !stderr.contains("skipped"),
+        "nothing but the catalog is read at start-up: {stderr}"
+    );
+}

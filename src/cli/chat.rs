@@ -201,7 +201,8 @@ fn selection(args: &Args, engine: &Engine) -> Result<Vec<FlatTool>, AtipError> {
         commands: filters.clone(),
     };
     if let Some(filters) = &filters {
-        super::export::check_filters_match(filters, engine.catalog().tools())?;
+        let all: Vec<FlatTool> = engine.all_tools().into_iter().cloned().collect();
+        super::export::check_filters_match(filters, &all)?;
     }
     Ok(engine
         .visible_tools()

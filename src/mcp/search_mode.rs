@@ -10,6 +10,7 @@
 //! anything itself.
 
 use crate::compile::FlatTool;
+use crate::exec::Engine;
 use crate::search::SearchIndex;
 use rmcp::model::{Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
@@ -165,17 +166,49 @@ pub fn envelope_schema() -> Arc<Map<String, Value>> {
 /// and listing never pay for it.
 #[derive(Debug, Default)]
 pub struct Finder {
-    tools: Vec<FlatTool>,
-    index: OnceLock<SearchIndex>,
+    ranked: Ranked,
     defaults: SearchDefaults,
+}
+
+/// What a search ranks.
+#[derive(Debug)]
+enum Ranked {
+    /// The served tools, indexed here.
+    Tools {
+        tools: Vec<FlatTool>,
+        index: OnceLock<SearchIndex>,
+    },
+    /// An engine that reads tools from the compiled catalog as they are named: its
+    /// index is the catalog's, and only the hits are read.
+    Engine { engine: Arc<Engine>, total: usize },
+}
+
+impl Default for Ranked {
+    fn default() -> Self {
+        Ranked::Tools {
+            tools: Vec::new(),
+            index: OnceLock::new(),
+        }
+    }
 }
 
 impl Finder {
     /// A finder over the served tools.
     pub fn new(tools: Vec<FlatTool>, defaults: SearchDefaults) -> Finder {
         Finder {
-            tools,
-            index: OnceLock::new(),
+            ranked: Ranked::Tools {
+                tools,
+                index: OnceLock::new(),
+            },
+            defaults,
+        }
+    }
+
+    /// A finder over a lazy engine's tools (see [`Engine::search_compiled`]): `total`
+    /// of them are served.
+    pub fn over_engine(engine: Arc<Engine>, total: usize, defaults: SearchDefaults) -> Finder {
+        Finder {
+            ranked: Ranked::Engine { engine, total },
             defaults,
         }
     }
@@ -205,18 +238,32 @@ impl Finder {
             "schemas",
             self.defaults.schemas.min(MAX_LIMIT as usize) as u64,
         )?;
-        let index = self.index.get_or_init(|| SearchIndex::build(&self.tools));
-        let hits = index.search(query, limit, false);
+        let (hits, total): (Vec<(&FlatTool, f32)>, usize) = match &self.ranked {
+            Ranked::Tools { tools, index } => {
+                let index = index.get_or_init(|| SearchIndex::build(tools));
+                let hits = index.search(query, limit, false);
+                (
+                    hits.iter().map(|h| (&tools[h.doc], h.score)).collect(),
+                    tools.len(),
+                )
+            }
+            Ranked::Engine { engine, total } => (
+                engine
+                    .search_compiled(query, limit)
+                    .unwrap_or_else(|| Ok(Vec::new()))
+                    .map_err(|e| e.message)?,
+                *total,
+            ),
+        };
         let results: Vec<Value> = hits
             .iter()
             .enumerate()
-            .map(|(rank, h)| {
-                let t = &self.tools[h.doc];
+            .map(|(rank, (t, score))| {
                 let mut r = json!({
                     "name": t.name,
                     "title": t.title,
                     "description": t.description,
-                    "score": (f64::from(h.score) * 1000.0).round() / 1000.0,
+                    "score": (f64::from(*score) * 1000.0).round() / 1000.0,
                 });
                 if rank < schemas {
                     r["inputSchema"] = t.input_schema.clone();
@@ -224,7 +271,7 @@ impl Finder {
                 r
             })
             .collect();
-        Ok(json!({"query": query, "total": self.tools.len(), "results": results}))
+        Ok(json!({"query": query, "total": total, "results": results}))
     }
 }
 
