@@ -14,6 +14,8 @@
 //! only when used (the search index for a search, one record per tool looked at), each
 //! checked against its CRC-32 first.
 
+pub mod kept;
+
 use crate::compile::{self, FlatTool, FlattenOptions};
 use crate::dirs::Dirs;
 use crate::output::{AtipError, ErrorCode};

@@ -423,3 +423,60 @@ fn a_catalog_with_resealed_damage_is_refused_not_followed() {
         }
     }
 }
+
+/// `atip export ARGS`: (stdout, stderr), exit 0.
+fn export(sb: &Sandbox, args: &[&str]) -> (Vec<u8>, String) {
+    let out = sb.atip().arg("export").args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    (
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A whole-registry export is kept (exports/, keyed by registry.json's hash) and copied
+/// by the next identical one: the same bytes and the same notes; a changed registry, a
+/// damaged copy or other options are never served from it.
+#[test]
+fn identical_exports_are_copied_from_the_kept_one_and_never_from_a_stale_one() {
+    let sb = sandbox();
+    let kept = sb.data_dir().join("exports/openaistrict.flat.i0.n0.json");
+    let (first, err1) = export(&sb, &["--format", "openai-strict"]);
+    assert!(kept.exists(), "kept after the first export");
+    assert!(err1.contains("left out 2 interactive"), "{err1}");
+    // Proof that the second comes from the copy: the documents are gone, yet the bytes
+    // and the note are the same.
+    let tools = sb.data_dir().join("tools");
+    let moved = sb.path().join("tools.away");
+    std::fs::rename(&tools, &moved).unwrap();
+    let (second, err2) = export(&sb, &["--format", "openai-strict"]);
+    assert_eq!(first, second);
+    assert_eq!(err1, err2);
+    std::fs::rename(&moved, &tools).unwrap();
+    // A damaged copy is not used (and is replaced).
+    let mut bytes = std::fs::read(&kept).unwrap();
+    bytes[10] ^= 0x20;
+    std::fs::write(&kept, &bytes).unwrap();
+    let (third, _) = export(&sb, &["--format", "openai-strict"]);
+    assert_eq!(first, third);
+    assert_ne!(std::fs::read(&kept).unwrap(), bytes, "replaced by a sound copy");
+    // Another format is another export.
+    let (mcp, _) = export(&sb, &["--format", "mcp"]);
+    assert_ne!(mcp, first);
+    // The registry changes: the copy is stale and the new tool is exported.
+    register(
+        &sb,
+        "extra",
+        &tool("extra", "purge"),
+        "#!/bin/sh\necho\n",
+        "native",
+    );
+    let (fourth, _) = export(&sb, &["--format", "openai-strict"]);
+    let text = String::from_utf8(fourth).unwrap();
+    assert!(text.contains("extra_bucket_purge"), "{text}");
+    // A filtered export neither uses nor replaces it.
+    let before = std::fs::read(&kept).unwrap();
+    let (filtered, _) = export(&sb, &["--format", "openai-strict", "--tools", "store"]);
+    assert!(!String::from_utf8(filtered).unwrap().contains("vault"));
+    assert_eq!(std::fs::read(&kept).unwrap(), before);
+}

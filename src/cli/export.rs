@@ -4,6 +4,7 @@
 
 use crate::Ctx;
 use atip::atomic;
+use atip::catalog::kept;
 use atip::compile::{
     self, Catalog, ExportOptions, ExportSummary, Exporter, FlattenOptions, Format, Strategy,
 };
@@ -113,7 +114,39 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     }
 
     let mut sink = Sink::open(args.out.as_deref(), args.format)?;
-    let mut exporter = Exporter::new(opts, sink.writer()?, args.check).map_err(|e| sink.fail(e))?;
+    // The whole registry in a JSON format: the same bytes as the last identical export
+    // when the registry has not changed since (see `atip::catalog::kept`).
+    let kept = kept_key(&args, ctx, commands.is_some());
+    if let Some(key) = &kept
+        && let Some((file, len, report)) = kept::find(&ctx.dirs, key)
+    {
+        let mut out = sink.writer()?;
+        kept::copy(file, len, &mut out)
+            .and_then(|()| out.flush())
+            .map_err(|e| sink.fail(e))?;
+        drop(out);
+        for w in &report.warnings {
+            ctx.out.warn(w);
+        }
+        sink.commit()?;
+        let summary = ExportSummary {
+            tools: report.tools,
+            skipped: report.skipped,
+            ..ExportSummary::default()
+        };
+        return self::report(&args, ctx, &summary);
+    }
+    let mut warnings = Vec::new();
+    let mut keeper = None;
+    let writer: Box<dyn Write> = match &kept {
+        Some(key) => {
+            let (recorder, k) = kept::Recorder::new(&ctx.dirs, key, sink.writer()?);
+            keeper = Some(k);
+            Box::new(recorder)
+        }
+        None => sink.writer()?,
+    };
+    let mut exporter = Exporter::new(opts, writer, args.check).map_err(|e| sink.fail(e))?;
     let mut skills: Vec<(String, String)> = Vec::new();
     match docs {
         Some(docs) => {
@@ -131,7 +164,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                 for ((name, _), r) in batch.iter().zip(read) {
                     match r {
                         Ok(meta) => metas.push(meta),
-                        Err(e) => ctx.out.warn(format_args!("skipped {name}: {e}")),
+                        Err(e) => {
+                            let w = format!("skipped {name}: {e}");
+                            ctx.out.warn(&w);
+                            warnings.push(w);
+                        }
                     }
                 }
                 skills.extend(exporter.add_batch(&metas).map_err(|e| sink.fail(e))?);
@@ -150,6 +187,20 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         }
     }
     let summary = exporter.finish().map_err(|e| sink.fail(e))?;
+    // Kept only when registry.json is still the one the key was taken from: a registry
+    // changed during the export may have given some documents of each.
+    let unchanged = |key: &kept::Key| {
+        std::fs::read(ctx.dirs.registry_file())
+            .is_ok_and(|b| atip::catalog::registry_key(&b) == key.registry)
+    };
+    if let (Some(k), Some(key)) = (keeper, kept.as_ref().filter(|k| unchanged(k))) {
+        let report = kept::Report {
+            warnings,
+            skipped: summary.skipped.clone(),
+            tools: summary.tools,
+        };
+        k.keep(&ctx.dirs, key, report);
+    }
     if args.format == Format::Skill {
         match args.out.as_deref() {
             Some(dir) => {
@@ -208,6 +259,34 @@ fn report(args: &Args, ctx: &Ctx, summary: &ExportSummary) -> Result<u8, AtipErr
         ));
     }
     Ok(exit::FAILURE)
+}
+
+/// The key of a kept export, when this export may be kept or copied: the whole registry
+/// (no file, tool list or command filter), a JSON format, no `--check` (its findings are
+/// not kept) and no `--mcp` (MCP servers' lists change without the registry changing).
+fn kept_key(args: &Args, ctx: &Ctx, filtered: bool) -> Option<kept::Key> {
+    if args.file.is_some()
+        || args.tools.is_some()
+        || filtered
+        || args.check
+        || args.mcp
+        || !args.format.is_json()
+    {
+        return None;
+    }
+    let registry = std::fs::read(ctx.dirs.registry_file()).ok()?;
+    let options = format!(
+        "{:?}.{:?}.i{}.n{}",
+        args.format,
+        args.strategy,
+        u8::from(args.include_interactive),
+        u8::from(args.include_inferred),
+    )
+    .to_lowercase();
+    Some(kept::Key {
+        registry: atip::catalog::registry_key(&registry),
+        options,
+    })
 }
 
 /// Where the output goes: stdout, or a temp file persisted at the end (so a failed
