@@ -66,7 +66,7 @@ pub struct Annotations {
 
 impl Annotations {
     /// The annotations for one command's effective effects.
-    pub fn from_effects(e: &Effects) -> Annotations {
+    pub(crate) fn from_effects(e: &Effects) -> Annotations {
         let read_only = e.is_read_only();
         Annotations {
             read_only_hint: read_only,
@@ -142,7 +142,7 @@ pub fn flat(tools: &[FlatTool]) -> Vec<ExportTool> {
 type GroupKey = (String, Vec<String>);
 
 /// Flattened tools as export tools, taking their schemas instead of copying them.
-pub fn flat_owned(tools: Vec<FlatTool>) -> Vec<ExportTool> {
+pub(crate) fn flat_owned(tools: Vec<FlatTool>) -> Vec<ExportTool> {
     tools
         .into_iter()
         .map(|t| ExportTool {
@@ -164,7 +164,7 @@ pub fn grouped(tools: &[FlatTool], metas: &[Metadata]) -> Vec<ExportTool> {
 
 /// [`grouped`], with group names kept unique against (and added to) `taken`, for
 /// exports built one document at a time.
-pub fn grouped_with(
+pub(crate) fn grouped_with(
     tools: &[FlatTool],
     metas: &[Metadata],
     taken: &mut HashSet<String>,
@@ -455,7 +455,7 @@ impl<W: std::io::Write> ListWriter<W> {
     }
 
     /// JSON Pointer of the next element within the whole output.
-    pub fn next_pointer(&self) -> String {
+    pub(crate) fn next_pointer(&self) -> String {
         match self.format {
             Format::Gemini => format!("/0/functionDeclarations/{}", self.count),
             Format::Mcp => format!("/tools/{}", self.count),
@@ -492,7 +492,7 @@ impl<W: std::io::Write> ListWriter<W> {
     }
 
     /// The indentation of elements in this format's list.
-    pub fn pad(&self) -> &'static [u8] {
+    pub(crate) fn pad(&self) -> &'static [u8] {
         match self.indent() {
             6 => b"      ",
             4 => b"    ",
@@ -501,7 +501,7 @@ impl<W: std::io::Write> ListWriter<W> {
     }
 
     /// Appends an element already serialized by `emit::write_element` with [`Self::pad`].
-    pub fn push_rendered(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+    pub(crate) fn push_rendered(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.separator()?;
         self.out.write_all(self.pad())?;
         self.out.write_all(bytes)?;
@@ -540,7 +540,7 @@ impl<W: std::io::Write> ListWriter<W> {
 /// OpenAI strict form of a plain schema: every property required, the optional ones
 /// nullable (`["T","null"]`, and `null` added to their `enum`), `additionalProperties:
 /// false` on every object, `default` dropped (strict mode does not support it).
-pub fn openai_strict(schema: &Value) -> Value {
+pub(crate) fn openai_strict(schema: &Value) -> Value {
     let mut s = schema.clone();
     strictify(&mut s);
     s
@@ -635,7 +635,7 @@ pub(super) fn enum_note(description: Option<&str>, values: &[Value]) -> String {
 /// Gemini's OpenAPI subset of a plain schema: single upper-case types, string-only enums
 /// (numeric enums keep their type and list the values in the description), no
 /// `additionalProperties`, `default`, `const`, `$schema`.
-pub fn gemini(schema: &Value) -> Value {
+pub(crate) fn gemini(schema: &Value) -> Value {
     let Some(o) = schema.as_object() else {
         return schema.clone();
     };
