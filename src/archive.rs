@@ -34,7 +34,12 @@ impl<T> Clone for Owned<T> {
 
 impl<T> std::fmt::Debug for Owned<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Owned<{}>({} bytes)", std::any::type_name::<T>(), self.bytes.len())
+        write!(
+            f,
+            "Owned<{}>({} bytes)",
+            std::any::type_name::<T>(),
+            self.bytes.len()
+        )
     }
 }
 
@@ -57,7 +62,8 @@ where
     where
         T: for<'a> rkyv::Serialize<HighSerializer<AlignedVec, ArenaHandle<'a>, rancor::Error>>,
     {
-        let bytes = rkyv::to_bytes::<rancor::Error>(value).expect("in-memory archiving cannot fail");
+        let bytes =
+            rkyv::to_bytes::<rancor::Error>(value).expect("in-memory archiving cannot fail");
         Owned {
             bytes,
             _type: PhantomData,
@@ -105,11 +111,13 @@ mod tests {
             ids: vec![3, 7],
         };
         let owned = Owned::from_value(&t);
-        let again = Owned::<Table>::new(read_aligned(owned.bytes().len(), |b| {
-            b.copy_from_slice(owned.bytes());
-            Ok(())
-        })
-        .unwrap())
+        let again = Owned::<Table>::new(
+            read_aligned(owned.bytes().len(), |b| {
+                b.copy_from_slice(owned.bytes());
+                Ok(())
+            })
+            .unwrap(),
+        )
         .unwrap();
         assert_eq!(again.get().names[1].as_str(), "git_log");
         assert_eq!(again.get().ids[0].to_native(), 3);

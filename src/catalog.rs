@@ -16,11 +16,11 @@
 
 pub mod kept;
 
+use crate::archive::Owned;
 use crate::compile::{self, FlatTool, FlattenOptions};
 use crate::dirs::Dirs;
 use crate::output::{AtipError, ErrorCode};
 use crate::registry::{Entry, Index, RegistryError, RegistryLock, Source};
-use crate::archive::Owned;
 use crate::search::SearchIndex;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -89,7 +89,7 @@ pub struct Row {
     pub base: String,
     /// Its name in the whole registry (every readable document, in name order).
     pub name: String,
-    /// Position of its document in [`Compiled::docs`].
+    /// Position of its document in `Compiled::docs`.
     pub doc: u32,
     /// It needs a human (TTY, prompts, password).
     pub needs_human: bool,
@@ -515,7 +515,7 @@ impl Compiled {
     }
 
     /// The registry's entries, in name order.
-    pub fn docs(&self) -> &[Doc] {
+    pub(crate) fn docs(&self) -> &[Doc] {
         &self.docs
     }
 
@@ -565,9 +565,8 @@ impl Compiled {
     pub fn search_index(&self) -> Result<(Vec<u32>, SearchIndex), AtipError> {
         let bytes =
             section_aligned(&self.bytes, &self.sections, INDEX).map_err(|e| self.error(&e))?;
-        let index = SearchIndex::from_bytes(bytes).map_err(|e| {
-            self.error(&Unusable::Corrupt(format!("section {INDEX}: {e}")))
-        })?;
+        let index = SearchIndex::from_bytes(bytes)
+            .map_err(|e| self.error(&Unusable::Corrupt(format!("section {INDEX}: {e}"))))?;
         let rows: Vec<u32> = self
             .rows
             .get()
@@ -679,7 +678,11 @@ fn save_if_current(dirs: &Dirs, compiled: &[u8], key: &[u8; 32]) -> Result<(), R
 /// For writers, under the registry lock, after `registry.json` was written (or kept):
 /// compiles and saves the catalog unless the one on disk is already that of
 /// `registry_bytes`.
-pub fn refresh(dirs: &Dirs, index: &Index, registry_bytes: &[u8]) -> Result<bool, RegistryError> {
+pub(crate) fn refresh(
+    dirs: &Dirs,
+    index: &Index,
+    registry_bytes: &[u8],
+) -> Result<bool, RegistryError> {
     let key = registry_key(registry_bytes);
     if Compiled::open(&path(dirs), &key).is_ok() {
         return Ok(false);

@@ -12,11 +12,11 @@ mod text;
 
 pub use text::ABBREVIATIONS;
 
+use crate::archive::Owned;
 use crate::compile::formats::{self, Format};
 use crate::compile::{Catalog, FlatTool, ParamOrigin, edit_distance};
 use serde::Serialize;
 use serde_json::Value;
-use crate::archive::Owned;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -238,7 +238,8 @@ impl SearchIndex {
             && t.sorted.iter().all(|i| (i.to_native() as usize) < terms)
             && t.postings.iter().all(|p| {
                 p.iter().all(|e| (e.doc.to_native() as usize) < docs)
-                    && p.windows(2).all(|w| w[0].doc.to_native() < w[1].doc.to_native())
+                    && p.windows(2)
+                        .all(|w| w[0].doc.to_native() < w[1].doc.to_native())
             });
         if !sound {
             return Err("its tables disagree".into());
@@ -552,10 +553,10 @@ impl SearchIndex {
 /// relies on that for its binary search.
 #[cfg(test)]
 fn postings_sorted(ix: &SearchIndex) -> bool {
-    ix.t()
-        .postings
-        .iter()
-        .all(|p| p.windows(2).all(|w| w[0].doc.to_native() < w[1].doc.to_native()))
+    ix.t().postings.iter().all(|p| {
+        p.windows(2)
+            .all(|w| w[0].doc.to_native() < w[1].doc.to_native())
+    })
 }
 
 /// What `atip search` asks for.

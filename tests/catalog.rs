@@ -459,7 +459,11 @@ fn identical_exports_are_copied_from_the_kept_one_and_never_from_a_stale_one() {
     std::fs::write(&kept, &bytes).unwrap();
     let (third, _) = export(&sb, &["--format", "openai-strict"]);
     assert_eq!(first, third);
-    assert_ne!(std::fs::read(&kept).unwrap(), bytes, "replaced by a sound copy");
+    assert_ne!(
+        std::fs::read(&kept).unwrap(),
+        bytes,
+        "replaced by a sound copy"
+    );
     // Another format is another export.
     let (mcp, _) = export(&sb, &["--format", "mcp"]);
     assert_ne!(mcp, first);

@@ -10,8 +10,8 @@
 
 use crate::dirs::Dirs;
 use serde::{Deserialize, Serialize};
-use std::io::{Read, Seek, SeekFrom, Write};
 use std::cell::RefCell;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -51,7 +51,9 @@ struct Trailer {
 }
 
 fn path(dirs: &Dirs, key: &Key) -> PathBuf {
-    dirs.data.join("exports").join(format!("{}.json", key.options))
+    dirs.data
+        .join("exports")
+        .join(format!("{}.json", key.options))
 }
 
 /// A kept export that matches `key`: its file, positioned at the start of the bytes,

@@ -77,7 +77,8 @@ impl Follower {
     }
 
     /// [`Sign::Launcher`] when `canonical` is a wrapper whose launched files show a sign.
-    pub fn follow(&self, canonical: &Path) -> Sign {
+    #[cfg(test)]
+    pub(crate) fn follow(&self, canonical: &Path) -> Sign {
         match read_wrapper(canonical) {
             Some(head) => self.follow_bytes(canonical, &head),
             None => Sign::None,
@@ -85,7 +86,7 @@ impl Follower {
     }
 
     /// [`Self::follow`] for a wrapper already read ([`read_wrapper`]).
-    pub fn follow_bytes(&self, canonical: &Path, head: &[u8]) -> Sign {
+    pub(crate) fn follow_bytes(&self, canonical: &Path, head: &[u8]) -> Sign {
         let mut halves = Halves::default();
         for t in self.targets(canonical, head) {
             match sign::evidence(&t) {
@@ -103,7 +104,7 @@ impl Follower {
 
     /// The files a wrapper launches, if it is a launcher atip knows; `head` is the whole
     /// wrapper (at most [`WRAPPER_MAX`] bytes), `canonical` its resolved path.
-    pub fn targets(&self, canonical: &Path, head: &[u8]) -> Vec<PathBuf> {
+    pub(crate) fn targets(&self, canonical: &Path, head: &[u8]) -> Vec<PathBuf> {
         let Ok(text) = std::str::from_utf8(head) else {
             return Vec::new();
         };
@@ -121,7 +122,11 @@ impl Follower {
     /// A Python console-script wrapper's interpreter (as its `#!` line or pip's
     /// trampoline names it) and the entry points its package metadata declares for its
     /// file name. `None` when `head` is not a Python wrapper.
-    pub fn entry_points(&self, canonical: &Path, head: &[u8]) -> Option<(String, Vec<EntryPoint>)> {
+    pub(crate) fn entry_points(
+        &self,
+        canonical: &Path,
+        head: &[u8],
+    ) -> Option<(String, Vec<EntryPoint>)> {
         let text = std::str::from_utf8(head).ok()?;
         let Some(Kind::Python(interpreter)) = kind(text) else {
             return None;
@@ -200,7 +205,7 @@ impl Follower {
 }
 
 /// The whole file when it is small enough to be a wrapper ([`WRAPPER_MAX`]).
-pub fn read_wrapper(canonical: &Path) -> Option<Vec<u8>> {
+pub(crate) fn read_wrapper(canonical: &Path) -> Option<Vec<u8>> {
     let small = std::fs::metadata(canonical).is_ok_and(|m| m.len() <= WRAPPER_MAX);
     small.then(|| std::fs::read(canonical).ok()).flatten()
 }

@@ -89,7 +89,9 @@ impl Lazy {
 
     /// Whether the selection has a tool named `name`, without reading it.
     pub(super) fn has(&self, name: &str) -> bool {
-        self.compiled.find(name).is_some_and(|r| self.row_selected(r))
+        self.compiled
+            .find(name)
+            .is_some_and(|r| self.row_selected(r))
     }
 
     /// Every selected tool (those needing a human only when `interactive`), read now.
@@ -109,7 +111,9 @@ impl Lazy {
         self.compiled
             .rows()
             .iter()
-            .filter(|r| self.selected[r.doc.to_native() as usize] && (interactive || !r.needs_human))
+            .filter(|r| {
+                self.selected[r.doc.to_native() as usize] && (interactive || !r.needs_human)
+            })
             .count()
     }
 
