@@ -296,7 +296,10 @@ pub fn build(dirs: &Dirs, index: &Index, registry_sha256: &[u8; 32]) -> Vec<u8> 
                     indexed_rows.push(rows.len() as u32);
                     indexed.push(for_index(&t));
                 }
+                // The input schema is made of the parameters' schemas: stored once, in them.
+                let input_schema = std::mem::take(&mut t.input_schema);
                 let record = serde_json::to_vec(&t).expect("a flattened tool serializes");
+                t.input_schema = input_schema;
                 rows.push(Row {
                     base,
                     name: t.name,
@@ -556,8 +559,10 @@ impl Compiled {
                 }
             })
             .map_err(|e| self.error(&e))?;
-        serde_json::from_slice(&record)
-            .map_err(|e| self.error(&Unusable::Corrupt(format!("record {i}: {e}"))))
+        let mut tool: FlatTool = serde_json::from_slice(&record)
+            .map_err(|e| self.error(&Unusable::Corrupt(format!("record {i}: {e}"))))?;
+        tool.input_schema = compile::input_schema(&tool.params);
+        Ok(tool)
     }
 
     /// The search index of `atip search`'s default selection (every readable document,

@@ -30,6 +30,12 @@ use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 pub use flatten::flatten;
+
+/// The input schema of a flattened tool with these parameters (what flattening puts in
+/// [`FlatTool::input_schema`]): the compiled catalog stores the parameters only.
+pub(crate) fn input_schema(params: &[Param]) -> Value {
+    flatten::object_schema(params)
+}
 pub use formats::{Format, Strategy, render};
 
 /// One command an agent can run, as one provider tool. Deserializable so the compiled
