@@ -13,14 +13,41 @@ use rkyv::rancor;
 use rkyv::ser::allocator::ArenaHandle;
 use rkyv::util::AlignedVec;
 use std::marker::PhantomData;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// The alignment archives need (rkyv's `AlignedVec` default); catalog sections start at
+/// multiples of it.
+pub const ALIGN: usize = 16;
 
 /// The byte buffer archives live in: aligned as rkyv's archived types need.
 pub type Bytes = AlignedVec;
 
-/// An archived `T` that owns its bytes, checked when made.
+/// An archived `T` that owns (or shares) its bytes, checked when made.
 pub struct Owned<T> {
-    bytes: AlignedVec,
+    bytes: Storage,
     _type: PhantomData<fn() -> T>,
+}
+
+/// A buffer archives can share: a mapped file, or a buffer read whole.
+pub type Shared = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// Where an archive's bytes are.
+#[derive(Clone)]
+enum Storage {
+    /// Its own buffer.
+    Own(AlignedVec),
+    /// A part of a shared buffer (a section of a mapped catalog file).
+    Part(Shared, Range<usize>),
+}
+
+impl Storage {
+    fn slice(&self) -> &[u8] {
+        match self {
+            Storage::Own(v) => v,
+            Storage::Part(b, r) => &(**b).as_ref()[r.clone()],
+        }
+    }
 }
 
 impl<T> Clone for Owned<T> {
@@ -38,7 +65,7 @@ impl<T> std::fmt::Debug for Owned<T> {
             f,
             "Owned<{}>({} bytes)",
             std::any::type_name::<T>(),
-            self.bytes.len()
+            self.bytes.slice().len()
         )
     }
 }
@@ -50,7 +77,23 @@ where
 {
     /// Checks `bytes` as an archived `T`; the error says what is wrong with them.
     pub fn new(bytes: AlignedVec) -> Result<Owned<T>, String> {
-        rkyv::access::<T::Archived, rancor::Error>(&bytes).map_err(|e| e.to_string())?;
+        Self::checked(Storage::Own(bytes))
+    }
+
+    /// Checks bytes `range` of `shared` as an archived `T`, used in place.
+    pub fn in_shared(shared: Shared, range: Range<usize>) -> Result<Owned<T>, String> {
+        if (*shared).as_ref().get(range.clone()).is_none() {
+            return Err("out of bounds".into());
+        }
+        Self::checked(Storage::Part(shared, range))
+    }
+
+    fn checked(bytes: Storage) -> Result<Owned<T>, String> {
+        let slice = bytes.slice();
+        if slice.as_ptr() as usize % ALIGN != 0 {
+            return Err(format!("not aligned to {ALIGN} bytes"));
+        }
+        rkyv::access::<T::Archived, rancor::Error>(slice).map_err(|e| e.to_string())?;
         Ok(Owned {
             bytes,
             _type: PhantomData,
@@ -65,7 +108,7 @@ where
         let bytes =
             rkyv::to_bytes::<rancor::Error>(value).expect("in-memory archiving cannot fail");
         Owned {
-            bytes,
+            bytes: Storage::Own(bytes),
             _type: PhantomData,
         }
     }
@@ -74,12 +117,12 @@ where
     pub fn get(&self) -> &T::Archived {
         // SAFETY: `bytes` passed `rkyv::access` (a full check) when this value was made,
         // and nothing mutates them afterwards (private field, no `&mut` access).
-        unsafe { rkyv::access_unchecked::<T::Archived>(&self.bytes) }
+        unsafe { rkyv::access_unchecked::<T::Archived>(self.bytes.slice()) }
     }
 
     /// The archive's bytes, for writing to a file.
     pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+        self.bytes.slice()
     }
 }
 

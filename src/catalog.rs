@@ -25,8 +25,8 @@ use crate::search::SearchIndex;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// File name of the catalog, in the data dir beside `registry.json`.
@@ -139,59 +139,60 @@ pub enum Unusable {
     Unreadable(std::io::Error),
 }
 
-#[derive(Debug)]
+/// A catalog's bytes: the file mapped (read-only; atip replaces the file by a rename,
+/// never in place, so a mapping always sees one whole file), or a buffer.
 enum Bytes {
-    File(File),
-    Memory(Vec<u8>),
+    Map(memmap2::Mmap),
+    Memory(crate::archive::Bytes),
 }
 
-impl Bytes {
-    fn len(&self) -> std::io::Result<u64> {
+impl AsRef<[u8]> for Bytes {
+    fn as_ref(&self) -> &[u8] {
         match self {
-            Bytes::File(f) => f.metadata().map(|m| m.len()),
-            Bytes::Memory(b) => Ok(b.len() as u64),
+            Bytes::Map(m) => m,
+            Bytes::Memory(b) => b,
         }
     }
+}
 
-    /// `len` bytes at `at`, aligned for an rkyv archive.
-    fn read_aligned(&self, at: u64, len: usize) -> Result<crate::archive::Bytes, Unusable> {
-        let fill = |buf: &mut [u8]| match self {
-            Bytes::File(f) => f.read_exact_at(buf, at),
-            Bytes::Memory(b) => usize::try_from(at)
-                .ok()
-                .and_then(|at| b.get(at..at.checked_add(buf.len())?))
-                .map(|src| buf.copy_from_slice(src))
-                .ok_or_else(|| std::io::ErrorKind::UnexpectedEof.into()),
-        };
-        crate::archive::read_aligned(len, fill).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                Unusable::Truncated
-            } else {
-                Unusable::Unreadable(e)
-            }
-        })
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "catalog bytes ({})", self.as_ref().len())
     }
+}
 
-    fn read(&self, at: u64, len: usize) -> Result<Vec<u8>, Unusable> {
-        match self {
-            Bytes::File(f) => {
-                let mut buf = vec![0; len];
-                f.read_exact_at(&mut buf, at).map_err(|e| {
-                    if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                        Unusable::Truncated
-                    } else {
-                        Unusable::Unreadable(e)
-                    }
-                })?;
-                Ok(buf)
+/// `len` bytes at `at` of `bytes`, or why not.
+fn read(bytes: &[u8], at: u64, len: u64) -> Result<&[u8], Unusable> {
+    usize::try_from(at)
+        .ok()
+        .zip(usize::try_from(len).ok())
+        .and_then(|(at, len)| bytes.get(at..at.checked_add(len)?))
+        .ok_or(Unusable::Truncated)
+}
+
+/// A mapped catalog that another program truncates in place makes the next access fault
+/// (SIGBUS). atip never does that (it renames a new file over the old one); should
+/// anything else, the process says why and exits 74 instead of dying unexplained.
+fn explain_sigbus() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        extern "C" fn on_sigbus(_: libc::c_int) {
+            const MSG: &[u8] =
+                b"atip: error: catalog.bin was truncated by another program while in use; run the command again\n";
+            // SAFETY: write(2) and _exit(2) are async-signal-safe.
+            unsafe {
+                libc::write(2, MSG.as_ptr().cast(), MSG.len());
+                libc::_exit(74);
             }
-            Bytes::Memory(b) => usize::try_from(at)
-                .ok()
-                .and_then(|at| b.get(at..at.checked_add(len)?))
-                .map(<[u8]>::to_vec)
-                .ok_or(Unusable::Truncated),
         }
-    }
+        // SAFETY: installs a handler that only calls async-signal-safe functions.
+        unsafe {
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction = on_sigbus as *const () as usize;
+            libc::sigemptyset(&mut act.sa_mask);
+            libc::sigaction(libc::SIGBUS, &act, std::ptr::null_mut());
+        }
+    });
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -204,7 +205,7 @@ struct Section {
 /// A checked catalog: its tables in memory, the search index and records read on use.
 #[derive(Debug)]
 pub struct Compiled {
-    bytes: Bytes,
+    bytes: Arc<Bytes>,
     path: PathBuf,
     sections: [Section; SECTIONS],
     docs: Vec<Doc>,
@@ -341,33 +342,35 @@ pub fn build(dirs: &Dirs, index: &Index, registry_sha256: &[u8; 32]) -> Vec<u8> 
         table.bytes().to_vec(),
         index.bytes().to_vec(),
     ];
-    let total =
-        HEAD + SECTIONS * ROW + sections.iter().map(Vec::len).sum::<usize>() + records.len();
-    let mut out = Vec::with_capacity(total);
+    // Every section starts at a multiple of ALIGN: the rkyv archives are used in place.
+    let pad = |n: usize| n.next_multiple_of(crate::archive::ALIGN);
+    let bodies: Vec<&[u8]> = sections
+        .iter()
+        .map(Vec::as_slice)
+        .chain([records.as_slice()])
+        .collect();
+    let mut at = pad(HEAD + SECTIONS * ROW);
+    let mut table = Vec::with_capacity(SECTIONS);
+    for body in &bodies {
+        table.push(at);
+        at = pad(at + body.len());
+    }
+    let mut out = Vec::with_capacity(at);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&FORMAT.to_le_bytes());
     out.extend_from_slice(&(SECTIONS as u32).to_le_bytes());
     out.extend_from_slice(registry_sha256);
     out.extend_from_slice(&[0; 8]);
-    let mut at = (HEAD + SECTIONS * ROW) as u64;
-    for body in sections
-        .iter()
-        .map(Vec::as_slice)
-        .chain([records.as_slice()])
-    {
-        out.extend_from_slice(&at.to_le_bytes());
+    for (body, &at) in bodies.iter().zip(&table) {
+        out.extend_from_slice(&(at as u64).to_le_bytes());
         out.extend_from_slice(&(body.len() as u64).to_le_bytes());
         out.extend_from_slice(&crc32fast::hash(body).to_le_bytes());
         out.extend_from_slice(&[0; 4]);
-        at += body.len() as u64;
     }
     let crc = header_crc(&out[..HEAD + SECTIONS * ROW]);
     out[HEAD - 8..HEAD - 4].copy_from_slice(&crc.to_le_bytes());
-    for body in sections
-        .iter()
-        .map(Vec::as_slice)
-        .chain([records.as_slice()])
-    {
+    for (body, &at) in bodies.iter().zip(&table) {
+        out.resize(at, 0);
         out.extend_from_slice(body);
     }
     out
@@ -393,27 +396,41 @@ pub fn registry_key(bytes: &[u8]) -> [u8; 32] {
 }
 
 /// Section `i`'s bytes, checked against its CRC-32.
-fn section(bytes: &Bytes, sections: &[Section; SECTIONS], i: usize) -> Result<Vec<u8>, Unusable> {
+fn section<'a>(
+    bytes: &'a [u8],
+    sections: &[Section; SECTIONS],
+    i: usize,
+) -> Result<&'a [u8], Unusable> {
     let s = sections[i];
-    let body = bytes.read(s.at, s.len as usize)?;
-    if crc32fast::hash(&body) != s.crc {
+    let body = read(bytes, s.at, s.len)?;
+    if crc32fast::hash(body) != s.crc {
         return Err(Unusable::Corrupt(format!("section {i} checksum mismatch")));
     }
     Ok(body)
 }
 
-/// Section `i`'s bytes in an aligned buffer (an rkyv archive), checked against its CRC-32.
-fn section_aligned(
-    bytes: &Bytes,
+/// Section `i` as an rkyv archive used in place, checked (CRC-32, then rkyv's check).
+fn archived<T>(
+    bytes: &Arc<Bytes>,
     sections: &[Section; SECTIONS],
     i: usize,
-) -> Result<crate::archive::Bytes, Unusable> {
+) -> Result<Owned<T>, Unusable>
+where
+    T: rkyv::Archive,
+    T::Archived: for<'a> rkyv::bytecheck::CheckBytes<rkyv::api::high::HighValidator<'a, rkyv::rancor::Error>>,
+{
+    section((**bytes).as_ref(), sections, i)?;
     let s = sections[i];
-    let body = bytes.read_aligned(s.at, s.len as usize)?;
-    if crc32fast::hash(&body) != s.crc {
-        return Err(Unusable::Corrupt(format!("section {i} checksum mismatch")));
-    }
-    Ok(body)
+    let range = s.at as usize..(s.at + s.len) as usize;
+    let shared: crate::archive::Shared = bytes.clone();
+    Owned::in_shared(shared, range).map_err(|e| Unusable::Corrupt(format!("section {i}: {e}")))
+}
+
+/// `bytes` in a buffer aligned for rkyv archives.
+fn aligned(bytes: &[u8]) -> crate::archive::Bytes {
+    let mut v = crate::archive::Bytes::with_capacity(bytes.len());
+    v.extend_from_slice(bytes);
+    v
 }
 
 /// A postcard table.
@@ -431,25 +448,37 @@ impl Compiled {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Unusable::Missing),
             Err(e) => return Err(Unusable::Unreadable(e)),
         };
-        Self::check(Bytes::File(file), path, key)
+        let size = file.metadata().map_err(Unusable::Unreadable)?.len();
+        let bytes = if size < (HEAD + SECTIONS * ROW) as u64 {
+            let mut small = Vec::new();
+            std::io::Read::read_to_end(&mut &file, &mut small).map_err(Unusable::Unreadable)?;
+            Bytes::Memory(aligned(&small))
+        } else {
+            explain_sigbus();
+            // SAFETY: mapped read-only; atip replaces catalog.bin by renaming a new file
+            // over it, never in place, and a truncation by another program is reported
+            // (explain_sigbus) instead of read.
+            Bytes::Map(unsafe { memmap2::Mmap::map(&file) }.map_err(Unusable::Unreadable)?)
+        };
+        Self::check(Arc::new(bytes), path, key)
     }
 
     /// A catalog held in memory (just built), checked like a file.
     pub fn from_bytes(bytes: Vec<u8>, path: &Path, key: &[u8; 32]) -> Result<Compiled, Unusable> {
-        Self::check(Bytes::Memory(bytes), path, key)
+        Self::check(Arc::new(Bytes::Memory(aligned(&bytes))), path, key)
     }
 
-    fn check(bytes: Bytes, path: &Path, key: &[u8; 32]) -> Result<Compiled, Unusable> {
-        let size = bytes.len().map_err(Unusable::Unreadable)?;
+    fn check(bytes: Arc<Bytes>, path: &Path, key: &[u8; 32]) -> Result<Compiled, Unusable> {
+        let all: &[u8] = (*bytes).as_ref();
+        let size = all.len() as u64;
         if size < (HEAD + SECTIONS * ROW) as u64 {
             // Whatever is there must at least start like a catalog.
-            let head = bytes.read(0, size as usize)?;
-            if !MAGIC.starts_with(&head[..head.len().min(MAGIC.len())]) {
+            if !MAGIC.starts_with(&all[..all.len().min(MAGIC.len())]) {
                 return Err(Unusable::Corrupt("not a catalog file".into()));
             }
             return Err(Unusable::Truncated);
         }
-        let head = bytes.read(0, HEAD + SECTIONS * ROW)?;
+        let head = &all[..HEAD + SECTIONS * ROW];
         if &head[..8] != MAGIC {
             return Err(Unusable::Corrupt("not a catalog file".into()));
         }
@@ -461,7 +490,7 @@ impl Compiled {
                 "catalog format {format} (this atip reads {FORMAT})"
             )));
         }
-        if u32_at(12) as usize != SECTIONS || u32_at(HEAD - 8) != header_crc(&head) {
+        if u32_at(12) as usize != SECTIONS || u32_at(HEAD - 8) != header_crc(head) {
             return Err(Unusable::Corrupt("header checksum mismatch".into()));
         }
         if head[16..48] != key[..] {
@@ -483,12 +512,11 @@ impl Compiled {
                 return Err(Unusable::Truncated);
             }
         }
-        let meta: Meta = decode(&section(&bytes, &sections, META)?, META)?;
+        let meta: Meta = decode(section(all, &sections, META)?, META)?;
         if meta.atip != env!("CARGO_PKG_VERSION") {
             return Err(Unusable::Foreign(format!("atip {}", meta.atip)));
         }
-        let rows = Owned::<RowTable>::new(section_aligned(&bytes, &sections, TOOLS)?)
-            .map_err(|e| Unusable::Corrupt(format!("section {TOOLS}: {e}")))?;
+        let rows = archived::<RowTable>(&bytes, &sections, TOOLS)?;
         let docs = meta.docs;
         let t = rows.get();
         let n = t.rows.len();
@@ -548,18 +576,17 @@ impl Compiled {
     pub fn tool(&self, i: usize) -> Result<FlatTool, AtipError> {
         let row = &self.rows()[i];
         let s = self.sections[RECORDS];
-        let record = self
-            .bytes
-            .read(s.at + row.at.to_native(), row.len.to_native() as usize)
+        let record = read((*self.bytes).as_ref(), s.at, s.len)
+            .and_then(|records| read(records, row.at.to_native(), u64::from(row.len.to_native())))
             .and_then(|b| {
-                if crc32fast::hash(&b) == row.crc.to_native() {
+                if crc32fast::hash(b) == row.crc.to_native() {
                     Ok(b)
                 } else {
                     Err(Unusable::Corrupt(format!("record {i} checksum mismatch")))
                 }
             })
             .map_err(|e| self.error(&e))?;
-        let mut tool: FlatTool = serde_json::from_slice(&record)
+        let mut tool: FlatTool = serde_json::from_slice(record)
             .map_err(|e| self.error(&Unusable::Corrupt(format!("record {i}: {e}"))))?;
         tool.input_schema = compile::input_schema(&tool.params);
         Ok(tool)
@@ -568,9 +595,10 @@ impl Compiled {
     /// The search index of `atip search`'s default selection (every readable document,
     /// commands that need no human) and, per indexed position, its row.
     pub fn search_index(&self) -> Result<(Vec<u32>, SearchIndex), AtipError> {
-        let bytes =
-            section_aligned(&self.bytes, &self.sections, INDEX).map_err(|e| self.error(&e))?;
-        let index = SearchIndex::from_bytes(bytes)
+        section((*self.bytes).as_ref(), &self.sections, INDEX).map_err(|e| self.error(&e))?;
+        let s = self.sections[INDEX];
+        let shared: crate::archive::Shared = self.bytes.clone();
+        let index = SearchIndex::from_shared(shared, s.at as usize..(s.at + s.len) as usize)
             .map_err(|e| self.error(&Unusable::Corrupt(format!("section {INDEX}: {e}"))))?;
         let rows: Vec<u32> = self
             .rows

@@ -186,7 +186,9 @@ fn a_corrupt_catalog_is_detected_and_rebuilt() {
     std::fs::write(catalog_file(&sb), &bytes).unwrap();
     detected_and_rebuilt(&sb, &expected, "header checksum mismatch");
     let mut bytes = good.clone();
-    bytes[56 + 4 * 24 + 2] ^= 1;
+    // A byte of the first section (its offset is the first entry of the section table).
+    let first = u64::from_le_bytes(good[56..64].try_into().unwrap()) as usize;
+    bytes[first + 2] ^= 1;
     std::fs::write(catalog_file(&sb), &bytes).unwrap();
     detected_and_rebuilt(&sb, &expected, "checksum mismatch");
     // A damaged record is found when it is read: that search falls back to registry.json.
