@@ -1099,7 +1099,14 @@ fn examine(
     let dry_run = opts.dry_run;
     let cancel = opts.cancel.as_ref();
     let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
-    let follower = launcher::Follower::new();
+    // `#!/usr/bin/env python3` finds its interpreter on the PATH the tools run with.
+    let follower = launcher::Follower::with_path(
+        paths::split_path(&path_value(opts))
+            .into_iter()
+            .map(PathBuf::from)
+            .filter(|d| d.is_absolute())
+            .collect(),
+    );
     pool.install(|| {
         // One job per executable: a hanging probe must never hold back others that
         // rayon would otherwise have batched with it on the same thread.
