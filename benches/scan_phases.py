@@ -9,9 +9,10 @@ uses throw-away data/config dirs, HOME, XDG_* and TMPDIR under one temp dir. `--
 runs a second binary on the same PATH in the same loop, alternating, so that figures
 taken on a shared machine compare as ratios.
 
-Peak by phase: the child's VmHWM (high-water mark of its resident set) is sampled every
-2 ms from /proc together with the data dir; the peak when `registry.json` first appears
-is the scan's own peak (enumerate, read, infer, compose, write the metadata files and
+Peak by phase: the child's VmHWM (high-water mark of its resident set) and VmRSS are
+sampled every 2 ms from /proc together with the data dir; the peak when `registry.json`
+first appears is the scan's own peak (and the RSS then, what the catalog step starts
+from) (enumerate, read, infer, compose, write the metadata files and
 the index), the rest of the run is the commit's catalog step (`catalog.bin`) and what
 follows. CPU is user + sys from wait4; the peak RSS of the whole run is ru_maxrss.
 """
@@ -26,15 +27,17 @@ import tempfile
 import time
 
 
-def vm_hwm(pid):
+def vm(pid):
+    """(VmHWM, VmRSS) in MB, or None once the process is gone."""
     try:
         with open(f"/proc/{pid}/status") as f:
+            got = {}
             for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
+                if line.startswith(("VmHWM:", "VmRSS:")):
+                    got[line[:5]] = int(line.split()[1]) / 1024
+            return got["VmHWM"], got["VmRSS"]
+    except (OSError, KeyError):
         return None
-    return None
 
 
 def measure(binary, work, tag, env, scan_args):
@@ -50,17 +53,17 @@ def measure(binary, work, tag, env, scan_args):
         start = time.monotonic()
         p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
-        hwm_at_index = None
-        last = 0.0
+        hwm_at_index = rss_at_index = None
+        last = (0.0, 0.0)
         while True:
             pid, status, ru = os.wait4(p.pid, os.WNOHANG)
             if pid:
                 break
-            h = vm_hwm(p.pid)
+            h = vm(p.pid)
             if h is not None:
                 last = h
             if hwm_at_index is None and not had_index and os.path.exists(registry):
-                hwm_at_index = last
+                hwm_at_index, rss_at_index = last
             time.sleep(0.002)
         wall = time.monotonic() - start
         p.returncode = os.waitstatus_to_exitcode(status)
@@ -73,6 +76,7 @@ def measure(binary, work, tag, env, scan_args):
             "sys": ru.ru_stime,
             "peak": ru.ru_maxrss / 1024,
             "peak_scan": hwm_at_index,
+            "rss_at_index": rss_at_index,
         }
     files = sum(len(fs) for _, _, fs in os.walk(data))
     out["files"] = files
@@ -109,6 +113,9 @@ def main():
                 med = lambda k: statistics.median(col(k))
                 scan_peaks = [x for x in col("peak_scan") if x is not None]
                 sp = f"{statistics.median(scan_peaks):.1f}" if scan_peaks else "–"
+                rss = [x for x in col("rss_at_index") if x is not None]
+                if rss:
+                    sp += f" (RSS then {statistics.median(rss):.1f})"
                 files = statistics.median(r["files"] for r in rs) if kind == "cold" else "–"
                 print(f"| {b} | {kind} | {med('wall')*1000:.0f} ({min(col('wall'))*1000:.0f}) "
                       f"| {med('cpu')*1000:.0f} ({med('user')*1000:.0f} + {med('sys')*1000:.0f}) "
