@@ -67,7 +67,7 @@ impl WriteError {
     }
 
     /// What the user can do about it, from the kind of I/O error.
-    pub fn advice(&self) -> &'static str {
+    pub(crate) fn advice(&self) -> &'static str {
         use std::io::ErrorKind::*;
         match self.source.kind() {
             StorageFull | QuotaExceeded | FileTooLarge => {
@@ -142,7 +142,7 @@ pub fn persist(
 }
 
 /// fsyncs a directory, so that renames and new names in it survive a crash.
-pub fn sync_dir(dir: &Path) -> Result<(), WriteError> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), WriteError> {
     let err = WriteError::at(dir);
     File::open(dir).map_err(&err)?.sync_all().map_err(&err)
 }

@@ -69,7 +69,7 @@ pub struct Row {
     pub base: String,
     /// Its name in the whole registry (every readable document, in name order).
     pub name: String,
-    /// Position of its document in [`Compiled::docs`].
+    /// Position of its document in `Compiled::docs`.
     pub doc: u32,
     /// It needs a human (TTY, prompts, password).
     pub needs_human: bool,
@@ -443,7 +443,7 @@ impl Compiled {
     }
 
     /// The registry's entries, in name order.
-    pub fn docs(&self) -> &[Doc] {
+    pub(crate) fn docs(&self) -> &[Doc] {
         &self.docs
     }
 
@@ -587,7 +587,11 @@ fn save_if_current(dirs: &Dirs, compiled: &[u8], key: &[u8; 32]) -> Result<(), R
 /// For writers, under the registry lock, after `registry.json` was written (or kept):
 /// compiles and saves the catalog unless the one on disk is already that of
 /// `registry_bytes`.
-pub fn refresh(dirs: &Dirs, index: &Index, registry_bytes: &[u8]) -> Result<bool, RegistryError> {
+pub(crate) fn refresh(
+    dirs: &Dirs,
+    index: &Index,
+    registry_bytes: &[u8],
+) -> Result<bool, RegistryError> {
     let key = registry_key(registry_bytes);
     if Compiled::open(&path(dirs), &key).is_ok() {
         return Ok(false);

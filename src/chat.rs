@@ -39,7 +39,7 @@ pub enum Offer {
 
 impl Offer {
     /// The tool definitions the model sees.
-    pub fn export_tools(&self) -> Vec<ExportTool> {
+    pub(crate) fn export_tools(&self) -> Vec<ExportTool> {
         match self {
             Offer::Direct(tools) => formats::flat(tools),
             Offer::Search(mode) => mode.export_tools(),
@@ -90,7 +90,7 @@ pub enum StopReason {
 
 impl StopReason {
     /// As in the JSON report.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             StopReason::Answer => "answer",
             StopReason::MaxTokens => "max_tokens",

@@ -309,7 +309,7 @@ fn assign_names(
 /// The name a flattened tool gets in a set where `taken` are already used: its own when
 /// free, else the first free `_2`, `_3`, … form. Every way of building a set of tools
 /// (here and in the compiled catalog) names them through this one function.
-pub fn claim_name(name: String, taken: &mut HashSet<String>) -> String {
+pub(crate) fn claim_name(name: String, taken: &mut HashSet<String>) -> String {
     if taken.contains(&name) {
         names::unique(name, taken, names::MAX_NAME)
     } else {

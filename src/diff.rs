@@ -31,17 +31,6 @@ pub enum Class {
     NonBreaking,
 }
 
-impl Class {
-    /// `breaking`, `effects`, `non-breaking`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Class::Breaking => "breaking",
-            Class::Effects => "effects",
-            Class::NonBreaking => "non-breaking",
-        }
-    }
-}
-
 /// One difference.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Change {
@@ -127,7 +116,7 @@ fn signature(entry: &CommandEntry<'_>) -> Option<Vec<String>> {
 
 /// Compares two documents; changes come in command order (old document's order, then
 /// additions), breaking and effects first within a command.
-pub fn diff(old: &Metadata, new: &Metadata) -> Vec<Change> {
+pub(crate) fn diff(old: &Metadata, new: &Metadata) -> Vec<Change> {
     let tool = new.tool_name().or(old.tool_name()).unwrap_or("tool");
     let mut d = Differ {
         tool,
@@ -827,7 +816,7 @@ pub struct Counts {
 
 impl Counts {
     /// Counts the changes.
-    pub fn of(changes: &[Change]) -> Counts {
+    pub(crate) fn of(changes: &[Change]) -> Counts {
         let mut c = Counts::default();
         for ch in changes {
             match ch.class {

@@ -11,7 +11,7 @@ use std::path::Path;
 /// sha256 of the concatenation of `parts` as lowercase hex (64 characters). Callers
 /// that hash several fields separate them with a `\0` part so that ("ab","c") and
 /// ("a","bc") differ.
-pub fn sha256_hex_parts(parts: &[&[u8]]) -> String {
+pub(crate) fn sha256_hex_parts(parts: &[&[u8]]) -> String {
     let mut h = Sha256::new();
     for p in parts {
         h.update(p);
@@ -25,7 +25,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// The raw 32-byte sha256 of bytes (for constant-time comparisons).
-pub fn sha256_raw(bytes: &[u8]) -> [u8; 32] {
+pub(crate) fn sha256_raw(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 

@@ -37,17 +37,13 @@ pub fn infer_text(text: &str, tool: &str) -> Inferred {
     convert::infer(&roff::parse(text), tool)
 }
 
-/// Reads `tool`'s man page (and per-command pages `tool-CMD` whose SYNOPSIS says
-/// `tool CMD`) and infers its document. `Ok(None)`: no page.
-pub fn infer_tool(index: &ManIndex, tool: &str) -> Result<Option<Inference>, ReadError> {
-    let Some(page) = index.find(tool) else {
-        return Ok(None);
-    };
-    infer_page(index, &page, tool).map(Some)
-}
-
-/// [`infer_tool`] for a page already found.
-pub fn infer_page(index: &ManIndex, page: &PageRef, tool: &str) -> Result<Inference, ReadError> {
+/// Reads `tool`'s man page `page` (and per-command pages `tool-CMD` whose SYNOPSIS says
+/// `tool CMD`) and infers its document.
+pub(crate) fn infer_page(
+    index: &ManIndex,
+    page: &PageRef,
+    tool: &str,
+) -> Result<Inference, ReadError> {
     let main = locate::read_page(page)?;
     let mut inputs = Vec::new();
     for f in &main.files {

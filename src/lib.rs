@@ -2,32 +2,80 @@
 //!
 //! A pipeline of library modules: `discover` finds tools, `validate` checks their
 //! metadata, `registry` stores it atomically, `compile` turns it into model-provider tool
-//! schemas, `search` ranks it, `exec` and `mcp` run tool calls under policy, `chat` runs the whole tool loop against a
-//! model endpoint. The binary in
-//! `src/main.rs` is a thin layer over these.
+//! schemas, `search` ranks it, `exec` and `mcp` run tool calls under policy, `chat` runs
+//! the whole tool loop against a model endpoint. The binary in `src/main.rs` is a thin
+//! layer over these.
+//!
+//! # The public surface
+//!
+//! What a tool author or an agent host embeds; the rest of the crate is the `atip`
+//! binary's and may change without notice.
+//!
+//! | module | for |
+//! |---|---|
+//! | [`model`] | ATIP metadata as Rust types ([`model::Metadata`]): parse, walk commands, effects |
+//! | [`from_clap`] | a clap CLI's `--agent` answer, built from its `clap::Command` ([`from_clap::FromClap`]) |
+//! | [`validate`] | check a document against the schemas and rules ([`validate::check_bytes`]) |
+//! | [`lint`] | the quality rules beyond validity ([`lint::lint_bytes`]) |
+//! | [`registry`] | read the registry a scan wrote ([`registry::Index::load`], [`registry::Index::read_metadata`], [`registry::query::get_tool`]) |
+//! | [`dirs`] | where the registry, config and state live ([`dirs::Dirs::resolve`]) |
+//! | [`compile`] | documents → flattened tools ([`compile::Catalog::build`]) → provider schemas ([`compile::Exporter`]) |
+//! | [`search`] | rank a catalog's tools for a query ([`search::search`], [`search::SearchIndex`]) |
+//! | [`exec`] | run model tool calls under policy: [`exec::Engine::load`], [`exec::Engine::prepare`], [`exec::Engine::run`], batches with [`exec::run_batch`] |
+//! | [`output`] | errors ([`output::AtipError`], [`output::ErrorCode`]) with their exit codes |
+//!
+//! ```no_run
+//! // Validate a tool's `--agent` answer, then offer its commands as OpenAI tools.
+//! let bytes = std::fs::read("gh.json").unwrap();
+//! let checked = atip::validate::check_bytes(&bytes, None, None);
+//! assert!(checked.is_valid());
+//! let meta = atip::model::Metadata::from_value(serde_json::from_slice(&bytes).unwrap()).unwrap();
+//! let catalog = atip::compile::Catalog::build(&[meta], &Default::default());
+//! let tools = atip::compile::formats::flat(catalog.tools());
+//! let schemas = atip::compile::formats::render(&tools, atip::compile::Format::Openai);
+//! println!("{schemas}");
+//! ```
+//!
+//! The modules marked hidden (`discover`, `mcp`, `chat`, `remote`, `infer`, `diff`,
+//! `catalog`, `process`, `atomic`, `digest`, …) are public only because the binary is a
+//! separate crate that uses them.
 #![warn(missing_docs)]
 
+#[doc(hidden)]
 pub mod atomic;
+#[doc(hidden)]
 pub mod catalog;
+#[doc(hidden)]
 pub mod chat;
 pub mod compile;
+#[doc(hidden)]
 pub mod diff;
+#[doc(hidden)]
 pub mod digest;
 pub mod dirs;
+#[doc(hidden)]
 pub mod discover;
 pub mod exec;
 pub mod from_clap;
+#[doc(hidden)]
 pub mod infer;
 pub mod lint;
+#[doc(hidden)]
 pub mod mcp;
 pub mod model;
 pub mod output;
+#[doc(hidden)]
 pub mod process;
 pub mod registry;
+#[doc(hidden)]
 pub mod remote;
+#[doc(hidden)]
 pub mod schema;
 pub mod search;
+#[doc(hidden)]
 pub mod similar;
+#[doc(hidden)]
 pub mod timestamp;
+#[doc(hidden)]
 pub mod units;
 pub mod validate;

@@ -99,7 +99,7 @@ impl Server {
 
     /// [`Server::new`], also serving the configured MCP servers' tools (after the
     /// registered commands, in server then tool order).
-    pub fn with_proxy(
+    pub(crate) fn with_proxy(
         engine: Engine,
         scale: search_mode::Scale,
         jobs: usize,
@@ -238,17 +238,17 @@ impl Server {
     }
 
     /// Number of tools served.
-    pub fn tool_count(&self) -> usize {
+    pub(crate) fn tool_count(&self) -> usize {
         self.tools.len()
     }
 
     /// Whether `tools/list` shows the search and call tools instead of every tool.
-    pub fn search_mode(&self) -> bool {
+    pub(crate) fn search_mode(&self) -> bool {
         self.finder.is_some()
     }
 
     /// The start-up line: how many tools, and how they are listed.
-    pub fn banner(&self, transport: &str) -> String {
+    pub(crate) fn banner(&self, transport: &str) -> String {
         if self.search_mode() {
             format!(
                 "atip mcp: serving {} tools on {transport} (search mode: {} listed)",
@@ -265,7 +265,7 @@ impl Server {
 
     /// Serves on stdin/stdout until the client closes stdin, then kills any child
     /// still running.
-    pub async fn serve_stdio(self) -> Result<(), AtipError> {
+    pub(crate) async fn serve_stdio(self) -> Result<(), AtipError> {
         let running = self.running.clone();
         let proxy = self.proxy.clone();
         let service = self.serve(rmcp::transport::stdio()).await.map_err(|e| {
@@ -289,7 +289,7 @@ impl Server {
     }
 
     /// Ends the proxied servers' sessions.
-    pub async fn close_proxy(&self) {
+    pub(crate) async fn close_proxy(&self) {
         if let Some(p) = &self.proxy {
             p.close().await;
         }

@@ -53,7 +53,7 @@ impl OutputFormat {
     }
 
     /// The name as given on the command line.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             OutputFormat::Auto => "auto",
             OutputFormat::Text => "text",

@@ -144,7 +144,7 @@ pub struct FileStamp {
 
 impl FileStamp {
     /// The stamp of already-fetched metadata.
-    pub fn of(md: &std::fs::Metadata) -> FileStamp {
+    pub(crate) fn of(md: &std::fs::Metadata) -> FileStamp {
         use std::os::unix::fs::MetadataExt;
         FileStamp {
             dev: md.dev(),
@@ -180,7 +180,7 @@ impl Vouch {
     pub const ALL: [&'static str; 5] = ["inferred", "tool", "user", "admin", "builtin"];
 
     /// The name as written in files.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         Self::ALL[self as usize]
     }
 
@@ -200,7 +200,7 @@ impl Vouch {
     /// Who vouches for metadata from `source` (and, for shims, the directory it came
     /// from). A document whose own `trust.source` says `inferred` is believed: a claim
     /// can only lower trust.
-    pub fn derive(source: Source, shim_dir: Option<&Path>, claimed: &str) -> Vouch {
+    pub(crate) fn derive(source: Source, shim_dir: Option<&Path>, claimed: &str) -> Vouch {
         use std::os::unix::fs::MetadataExt;
         if claimed == "inferred" {
             return Vouch::Inferred;
@@ -347,7 +347,7 @@ impl From<RegistryError> for crate::output::AtipError {
 impl Entry {
     /// The lowercase hex sha256 its metadata file is named by, when `metadata` has the
     /// only allowed form `tools/<64 hex>.json`.
-    pub fn metadata_hex(&self) -> Option<&str> {
+    pub(crate) fn metadata_hex(&self) -> Option<&str> {
         let hex = self
             .metadata
             .strip_prefix("tools/")?
@@ -361,7 +361,7 @@ impl Entry {
 
     /// The absolute path of its metadata file inside the data dir; an error when
     /// `metadata` is not `tools/<64 hex>.json`.
-    pub fn metadata_file(&self, dirs: &Dirs) -> Result<PathBuf, RegistryError> {
+    pub(crate) fn metadata_file(&self, dirs: &Dirs) -> Result<PathBuf, RegistryError> {
         match self.metadata_hex() {
             Some(_) => Ok(dirs.data.join(&self.metadata)),
             None => Err(RegistryError::Parse {
@@ -375,7 +375,7 @@ impl Entry {
     }
 
     /// Who vouches for it: as recorded by the scan, else derived from its source.
-    pub fn vouch(&self) -> Vouch {
+    pub(crate) fn vouch(&self) -> Vouch {
         self.vouched_by.unwrap_or_else(|| {
             Vouch::derive(
                 self.source,
@@ -388,7 +388,7 @@ impl Entry {
     /// Why this entry, stored under `name`, breaks the index format; `None` when it
     /// is sound. Checks what a writer relies on: the name, an absolute path, the hash
     /// and the metadata file name.
-    pub fn defect(&self, name: &str) -> Option<String> {
+    pub(crate) fn defect(&self, name: &str) -> Option<String> {
         if !store::is_valid_name(name) {
             return Some(format!("invalid tool name {name:?}"));
         }
@@ -452,7 +452,7 @@ impl Index {
     /// metadata file, so a file edited on disk is refused everywhere alike. Refuses a
     /// `metadata` value that is not `tools/<64 hex>.json`, so a hand-edited index cannot
     /// make atip read elsewhere.
-    pub fn read_document(dirs: &Dirs, entry: &Entry) -> Result<Vec<u8>, RegistryError> {
+    pub(crate) fn read_document(dirs: &Dirs, entry: &Entry) -> Result<Vec<u8>, RegistryError> {
         let path = entry.metadata_file(dirs)?;
         let bytes = std::fs::read(&path).map_err(|source| RegistryError::Read {
             path: path.clone(),
@@ -464,7 +464,7 @@ impl Index {
         Ok(bytes)
     }
 
-    /// Reads and parses the metadata document of one entry (see [`Index::read_document`]).
+    /// Reads and parses the metadata document of one entry (see `Index::read_document`).
     pub fn read_metadata(dirs: &Dirs, entry: &Entry) -> Result<Metadata, RegistryError> {
         let bytes = Self::read_document(dirs, entry)?;
         Metadata::from_slice(&bytes).map_err(|e| RegistryError::Parse {

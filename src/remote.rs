@@ -34,12 +34,12 @@ pub const SIG_SUFFIX: &str = ".minisig";
 pub const FORMAT: &str = "1";
 
 /// Whether `s` is 64 lowercase hex digits (a sha256 as shims are named).
-pub fn is_hex64(s: &str) -> bool {
+pub(crate) fn is_hex64(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// This machine's platform in the protocol's spelling (`linux-amd64`, `darwin-arm64`).
-pub fn local_platform() -> String {
+pub(crate) fn local_platform() -> String {
     let os = match std::env::consts::OS {
         "macos" => "darwin",
         o => o,
@@ -56,7 +56,7 @@ pub fn local_platform() -> String {
 /// Writes `bytes` to `path` atomically ([`crate::atomic`], the cache options: no fsync —
 /// registry trees and caches are rebuilt or re-fetched, and every reader checks what it
 /// reads by hash), creating the directory first.
-pub fn write_replace(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_replace(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::create_dir_all(crate::atomic::parent_dir(path))?;
     crate::atomic::write_atomic(path, bytes, crate::atomic::Options::CACHE).map_err(|e| e.source)
 }

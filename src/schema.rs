@@ -58,7 +58,7 @@ impl SchemaName {
     }
 
     /// The file name under `schemas/`.
-    pub fn file_name(self) -> &'static str {
+    pub(crate) fn file_name(self) -> &'static str {
         match self {
             SchemaName::Metadata => "atip.schema.json",
             SchemaName::Shim => "shim.schema.json",
@@ -90,7 +90,7 @@ static METADATA_VALUE: LazyLock<Result<Value, String>> =
 
 /// Compiles one schema (draft 2020-12, formats checked, no retrieval of remote
 /// documents: the only reference target, the metadata schema, is registered locally).
-pub fn compile(name: SchemaName) -> Result<Validator, SchemaError> {
+pub(crate) fn compile(name: SchemaName) -> Result<Validator, SchemaError> {
     let err = |message: String| SchemaError {
         file: name.file_name(),
         message,
@@ -117,7 +117,7 @@ static COMPILED: LazyLock<[Result<Validator, String>; 4]> =
 /// # Panics
 /// Never for the schemas shipped in this crate: the unit tests compile every one of
 /// them, so a schema that does not compile fails the test suite, not a user's run.
-pub fn validator(name: SchemaName) -> &'static Validator {
+pub(crate) fn validator(name: SchemaName) -> &'static Validator {
     let index = SchemaName::ALL
         .iter()
         .position(|n| *n == name)

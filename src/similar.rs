@@ -20,7 +20,10 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 /// The candidate closest to `word` (ignoring case) when it is near enough to be what was
 /// meant — at most 1 edit for words up to four characters, 2 for longer ones — and no
 /// other candidate is as close.
-pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn closest<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     let word = word.to_lowercase();
     let max = if word.chars().count() <= 4 { 1 } else { 2 };
     let mut near: Vec<(usize, &str)> = candidates

@@ -2,7 +2,7 @@
 //! without a date crate, for the registry, the scan cache and the audit log; and a strict
 //! syntactic check for timestamps handed to the registry.
 //!
-//! Must not read the clock anywhere except [`rfc3339_now`] and [`rfc3339_millis_now`].
+//! Must not read the clock anywhere except [`rfc3339_now`] and `rfc3339_millis_now`.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -20,12 +20,12 @@ pub fn rfc3339(t: SystemTime) -> String {
 
 /// The current time as RFC 3339 UTC with milliseconds, e.g. `2026-11-25T23:10:04.123Z`
 /// (audit records, where calls in the same second must still be ordered).
-pub fn rfc3339_millis_now() -> String {
+pub(crate) fn rfc3339_millis_now() -> String {
     rfc3339_millis(SystemTime::now())
 }
 
 /// Formats a time as RFC 3339 UTC with milliseconds. Times before 1970 are clamped.
-pub fn rfc3339_millis(t: SystemTime) -> String {
+pub(crate) fn rfc3339_millis(t: SystemTime) -> String {
     let (y, mo, d, h, mi, s) = fields(t);
     let ms = t
         .duration_since(UNIX_EPOCH)
@@ -78,7 +78,7 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 
 /// Parses an HTTP date in its one current form (IMF-fixdate, RFC 9110 §5.6.7), as
 /// `Retry-After` carries it: `Sun, 06 Nov 1994 08:49:37 GMT`. Other forms give `None`.
-pub fn parse_http_date(s: &str) -> Option<SystemTime> {
+pub(crate) fn parse_http_date(s: &str) -> Option<SystemTime> {
     let rest = s.trim().split_once(", ")?.1;
     let mut parts = rest.split(' ');
     let day: u32 = parts.next()?.parse().ok()?;

@@ -32,7 +32,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Formats a duration the way it is parsed: `2s`, `500ms`.
-pub fn format_duration(d: Duration) -> String {
+pub(crate) fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
     if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)

@@ -267,6 +267,66 @@ fn call_and_every_exit_code() {
     assert!(stderr(&o).contains("mcp_connect_failed"));
 }
 
+/// The text that `mcp servers`, `tools`, `describe` and `call` print goes through the
+/// CLI's printer: a full device is exit 74 (`stdout_write_failed`), a closed pipe a
+/// quiet exit with the command's own code.
+#[test]
+fn text_output_reports_a_failed_write_and_ends_quietly_on_a_closed_pipe() {
+    let Some(sb) = sandbox("ok") else { return };
+    if !Path::new("/dev/full").exists() {
+        eprintln!("SKIPPED: no /dev/full on this system");
+        return;
+    }
+    let commands: [&[&str]; 4] = [
+        &["mcp", "servers"],
+        &["mcp", "tools", "--quiet-server-stderr", "--no-cache"],
+        &["mcp", "describe", "echo", "--quiet-server-stderr"],
+        &[
+            "mcp",
+            "call",
+            "echo",
+            "--args",
+            r#"{"message":"hi"}"#,
+            "--quiet-server-stderr",
+        ],
+    ];
+    for args in commands {
+        let mut args = args.to_vec();
+        args.extend_from_slice(&["--output", "text"]);
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = atip(&sb)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(full)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(74), "{args:?}: {}", show(&o));
+        assert!(
+            stderr(&o).contains("failed to write to stdout"),
+            "{args:?}: {}",
+            show(&o)
+        );
+        let mut child = atip(&sb)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", show(&o));
+        assert!(
+            !stderr(&o).contains("error") && !stderr(&o).contains("panicked"),
+            "{args:?}: {}",
+            show(&o)
+        );
+    }
+}
+
 #[test]
 fn a_server_that_hangs_is_timed_out_and_its_process_group_killed() {
     let Some(sb) = sandbox("ok") else { return };

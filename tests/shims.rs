@@ -416,7 +416,7 @@ fn runners_are_marked() {
 fn jq_accepts_every_declared_option() {
     use std::io::Write;
     if help_of("jq", &["--version"]).is_none() {
-        eprintln!("note: jq not installed; not run");
+        eprintln!("SKIPPED: jq not installed; its declared options not checked");
         return;
     }
     let meta = shim("jq");
@@ -817,14 +817,14 @@ fn check_flags(source: &HelpSource) -> bool {
 #[test]
 fn git_flags_match_git_help() {
     if help_of("git", &["--version"]).is_none() {
-        eprintln!("note: git not installed; flags not checked");
+        eprintln!("SKIPPED: git not installed; its shim's flags not checked");
         return;
     }
     let meta = shim("git");
     let man = |page: &str| match help_of("man", &["-P", "cat", page]) {
         Some(text) if text.contains("--stat") => Some(text),
         _ => {
-            eprintln!("note: no man page {page}; some git flags not checked");
+            eprintln!("SKIPPED: no man page {page}; the git flags it documents not checked");
             None
         }
     };
@@ -906,7 +906,7 @@ fn find_opt<'a>(meta: &'a Metadata, path: &[&str], name: &str) -> &'a Opt {
 #[test]
 fn tar_mode_letters_work_as_commands() {
     if !is_gnu("tar") {
-        eprintln!("note: GNU tar not installed; not run");
+        eprintln!("SKIPPED: GNU tar not installed; its mode letters not checked");
         return;
     }
     let meta = shim("tar");
@@ -956,7 +956,7 @@ fn tar_mode_letters_work_as_commands() {
 #[test]
 fn git_read_only_commands_run_with_declared_flags() {
     if help_of("git", &["--version"]).is_none() {
-        eprintln!("note: git not installed; not run");
+        eprintln!("SKIPPED: git not installed; its read-only commands not run");
         return;
     }
     let meta = shim("git");

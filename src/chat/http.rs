@@ -89,13 +89,13 @@ impl Client {
     }
 
     /// The endpoint URL, redacted (for messages).
-    pub fn shown_url(&self) -> String {
+    pub(crate) fn shown_url(&self) -> String {
         self.redactor.redact(&self.url).into_owned()
     }
 
     /// Posts `body` and returns the response body, retrying as the module doc says;
     /// gives up when `deadline` comes (`run_timeout`).
-    pub fn post(&self, body: &Value, deadline: Instant) -> Result<Value, AtipError> {
+    pub(crate) fn post(&self, body: &Value, deadline: Instant) -> Result<Value, AtipError> {
         let bytes = serde_json::to_vec(body)
             .map_err(|e| AtipError::new(ErrorCode::Internal, format!("request body: {e}")))?;
         let mut attempt = 0u32;
@@ -203,7 +203,7 @@ impl Client {
     }
 
     /// Whether the interrupt flag is set.
-    pub fn interrupted(&self) -> bool {
+    pub(crate) fn interrupted(&self) -> bool {
         self.interrupt
             .as_ref()
             .is_some_and(|f| f.load(Ordering::SeqCst))
@@ -329,7 +329,7 @@ impl Client {
 }
 
 /// The error for a run stopped by SIGINT or SIGTERM.
-pub fn interrupted() -> AtipError {
+pub(crate) fn interrupted() -> AtipError {
     AtipError::new(
         ErrorCode::Interrupted,
         "the chat was interrupted; running tool calls were killed with their process groups",
@@ -337,14 +337,14 @@ pub fn interrupted() -> AtipError {
 }
 
 /// The error for a run that reached its `--run-timeout`.
-pub fn run_timeout() -> AtipError {
+pub(crate) fn run_timeout() -> AtipError {
     AtipError::new(ErrorCode::RunTimeout, "the chat reached its --run-timeout")
         .hint("raise --run-timeout, or ask for less")
 }
 
 /// The wait a server asked for: `retry-after-ms` (milliseconds), else `Retry-After` in
 /// seconds (a decimal number) or as an HTTP date.
-pub fn retry_after(ms: Option<&str>, header: Option<&str>) -> Option<Duration> {
+pub(crate) fn retry_after(ms: Option<&str>, header: Option<&str>) -> Option<Duration> {
     if let Some(ms) = ms.and_then(|v| v.trim().parse::<f64>().ok())
         && ms.is_finite()
         && ms >= 0.0

@@ -28,7 +28,7 @@ pub enum Api {
 
 impl Api {
     /// The name `--provider` takes.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Api::Openai => "openai",
             Api::OpenaiResponses => "openai-responses",
@@ -84,7 +84,7 @@ impl Api {
     }
 
     /// The shape of tool calls and results (the `exec --calls` adapters).
-    pub fn shape(self) -> Shape {
+    pub(crate) fn shape(self) -> Shape {
         match self {
             Api::Openai => Shape::OpenaiChat,
             Api::OpenaiResponses => Shape::OpenaiResponses,
@@ -126,7 +126,7 @@ impl Api {
 
 /// A Chat Completions tool as the Responses API takes it: `{type, name, description,
 /// parameters, strict}`. That API makes a function strict unless told otherwise.
-pub fn responses_tool(chat: &Value) -> Value {
+pub(crate) fn responses_tool(chat: &Value) -> Value {
     let mut out = Map::new();
     out.insert("type".into(), "function".into());
     if let Some(Value::Object(f)) = chat.get("function") {
@@ -167,7 +167,7 @@ pub struct Usage {
 
 impl Usage {
     /// Adds another response's usage.
-    pub fn add(&mut self, other: Usage) {
+    pub(crate) fn add(&mut self, other: Usage) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.total_tokens = self.input_tokens + self.output_tokens;
@@ -283,19 +283,19 @@ impl Conversation {
     }
 
     /// The request body as it stands.
-    pub fn body(&self) -> &Value {
+    pub(crate) fn body(&self) -> &Value {
         &self.body
     }
 
     /// Appends messages (or Responses items) to the conversation.
-    pub fn push(&mut self, messages: &[Value]) {
+    pub(crate) fn push(&mut self, messages: &[Value]) {
         if let Some(Value::Array(list)) = self.body.get_mut(self.api.list_key()) {
             list.extend(messages.iter().cloned());
         }
     }
 
     /// Reads one response body. `turn` numbers synthesized call ids.
-    pub fn read(&self, doc: &Value, turn: u32) -> Result<Reply, AtipError> {
+    pub(crate) fn read(&self, doc: &Value, turn: u32) -> Result<Reply, AtipError> {
         if !doc.is_object() {
             return Err(malformed("the body is not a JSON object"));
         }
@@ -308,7 +308,12 @@ impl Conversation {
     }
 
     /// The messages that carry tool results back: `results[i]` answers `calls[i]`.
-    pub fn results(&self, calls: &[ToolCall], results: &[Value], failed: &[bool]) -> Vec<Value> {
+    pub(crate) fn results(
+        &self,
+        calls: &[ToolCall],
+        results: &[Value],
+        failed: &[bool],
+    ) -> Vec<Value> {
         match calls::result_messages(self.api.shape(), calls, results, failed) {
             Value::Array(list) => list,
             other => vec![other],

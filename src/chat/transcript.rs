@@ -45,19 +45,19 @@ impl Transcript {
     }
 
     /// Writes the header line.
-    pub fn header(&mut self, provider: &str, model: &str, url: &str, tools: &[String]) {
+    pub(crate) fn header(&mut self, provider: &str, model: &str, url: &str, tools: &[String]) {
         self.line(json!({"transcript": "atip-chat/1", "provider": provider, "model": model, "url": url, "tools": tools}));
     }
 
     /// Writes the messages added in `turn`.
-    pub fn messages(&mut self, turn: u32, messages: &[Value]) {
+    pub(crate) fn messages(&mut self, turn: u32, messages: &[Value]) {
         for m in messages {
             self.line(json!({"turn": turn, "message": m}));
         }
     }
 
     /// Writes the closing line.
-    pub fn end(&mut self, stop_reason: &str, answer: Option<&str>) {
+    pub(crate) fn end(&mut self, stop_reason: &str, answer: Option<&str>) {
         let mut end = json!({"stopReason": stop_reason});
         if let Some(a) = answer {
             end["answer"] = a.into();

@@ -8,7 +8,8 @@ use atip::compile::{
     self, Catalog, ExportOptions, ExportSummary, Exporter, FlattenOptions, Format, Strategy,
 };
 use atip::model::Metadata;
-use atip::output::{AtipError, ErrorCode, exit};
+use atip::output::{AtipError, ErrorCode, Printer, exit};
+use atip::registry::Entry;
 use rayon::prelude::*;
 use serde_json::json;
 use std::io::Write;
@@ -62,42 +63,81 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
             .filter(|f| !f.is_empty())
             .collect::<Vec<_>>()
     });
+    let docs = select(&args, commands.as_deref(), ctx)?;
+    check_combination(&args, &docs)?;
     let opts = ExportOptions {
         format: args.format,
         strategy: args.strategy,
         flatten: FlattenOptions {
             include_interactive: args.include_interactive,
-            commands: commands.clone(),
+            commands,
         },
     };
-    // With a file, a tool list or command filters the documents are few: read them first
-    // so a bad filter fails before any output. Otherwise stream the whole registry.
-    let mut docs: Option<Vec<Metadata>> = None;
-    let mut entries = Vec::new();
-    if let Some(path) = &args.file {
-        docs = Some(vec![compile::source::load_file(path)?]);
-    } else {
-        let only =
-            compile::source::selected_tools(&ctx.dirs, args.tools.as_deref(), commands.as_deref())?;
-        entries = compile::source::registry_entries(&ctx.dirs, only.as_deref())?;
-        if only.is_none() && !args.include_inferred {
-            compile::source::drop_inferred(&mut entries);
-        }
-        if only.is_some() {
-            let loaded = compile::source::load_registry(&ctx.dirs, only.as_deref())?;
-            docs = Some(loaded.metas);
+    let mut sink = Sink::open(args.out.as_deref(), args.format)?;
+    let mut exporter =
+        Exporter::new(opts, sink.writer(&ctx.out)?, args.check).map_err(|e| sink.fail(e))?;
+    let skills = compile_all(&mut exporter, docs, ctx).map_err(|e| sink.fail(e))?;
+    if args.mcp {
+        add_mcp_tools(&mut exporter, ctx).map_err(|e| sink.fail(e))?;
+    }
+    let summary = exporter.finish().map_err(|e| sink.fail(e))?;
+    if args.format == Format::Skill {
+        write_skills(args.out.as_deref(), &skills, ctx)?;
+    }
+    sink.commit()?;
+    report(&args, ctx, &summary)
+}
+
+/// The documents an export compiles.
+enum Documents {
+    /// Read up front: a `--file`, or a `--tools`/`--commands` selection.
+    Loaded(Vec<Metadata>),
+    /// The whole registry, streamed in batches (see [`compile_all`]).
+    Registry(Vec<(String, Entry)>),
+}
+
+impl Documents {
+    fn len(&self) -> usize {
+        match self {
+            Documents::Loaded(docs) => docs.len(),
+            Documents::Registry(entries) => entries.len(),
         }
     }
-    if let (Some(docs), Some(filters)) = (&docs, &commands) {
+}
+
+/// Picks the documents. With a file, a tool list or command filters they are few: they
+/// are read first, so a bad filter fails before any output. Otherwise the whole
+/// registry is streamed (without the inferred tools unless `--include-inferred`).
+fn select(args: &Args, commands: Option<&[String]>, ctx: &Ctx) -> Result<Documents, AtipError> {
+    let docs = if let Some(path) = &args.file {
+        vec![compile::source::load_file(path)?]
+    } else {
+        let only = compile::source::selected_tools(&ctx.dirs, args.tools.as_deref(), commands)?;
+        if only.is_none() {
+            let mut entries = compile::source::registry_entries(&ctx.dirs, None)?;
+            if !args.include_inferred {
+                compile::source::drop_inferred(&mut entries);
+            }
+            return Ok(Documents::Registry(entries));
+        }
+        compile::source::load_registry(&ctx.dirs, only.as_deref())?.metas
+    };
+    if let Some(filters) = commands {
         let catalog = Catalog::build(
-            docs,
+            &docs,
             &FlattenOptions {
                 include_interactive: true,
-                commands: commands.clone(),
+                commands: Some(filters.to_vec()),
             },
         );
         check_filters_match(filters, catalog.tools())?;
     }
+    Ok(Documents::Loaded(docs))
+}
+
+/// Options that do not fit together: `--mcp` outside the JSON formats, several SKILL.md
+/// files without a directory to hold them.
+fn check_combination(args: &Args, docs: &Documents) -> Result<(), AtipError> {
     if args.mcp && !args.format.is_json() {
         return Err(AtipError::new(
             ErrorCode::Usage,
@@ -105,23 +145,31 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         ));
     }
     if args.format == Format::Skill && args.out.is_none() {
-        let n = docs.as_ref().map_or(entries.len(), Vec::len);
+        let n = docs.len();
         if n > 1 {
             return Err(AtipError::new(ErrorCode::OutputDirNeeded, format!("{n} tools give {n} SKILL.md files"))
                 .hint("give a directory with -o DIR (one DIR/<tool>/SKILL.md each), or pick one tool with --tools"));
         }
     }
+    Ok(())
+}
 
-    let mut sink = Sink::open(args.out.as_deref(), args.format)?;
-    let mut exporter = Exporter::new(opts, sink.writer()?, args.check).map_err(|e| sink.fail(e))?;
-    let mut skills: Vec<(String, String)> = Vec::new();
+/// Compiles every document in order, [`BATCH`] at a time (registry documents are read
+/// in parallel per batch; an unreadable one is a warning, not the end of the export).
+/// Returns the rendered SKILL.md files, by tool.
+fn compile_all<W: Write>(
+    exporter: &mut Exporter<W>,
+    docs: Documents,
+    ctx: &Ctx,
+) -> std::io::Result<Vec<(String, String)>> {
+    let mut skills = Vec::new();
     match docs {
-        Some(docs) => {
+        Documents::Loaded(docs) => {
             for batch in docs.chunks(BATCH) {
-                skills.extend(exporter.add_batch(batch).map_err(|e| sink.fail(e))?);
+                skills.extend(exporter.add_batch(batch)?);
             }
         }
-        None => {
+        Documents::Registry(entries) => {
             for batch in entries.chunks(BATCH) {
                 let read: Vec<Result<Metadata, String>> = batch
                     .par_iter()
@@ -134,39 +182,49 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                         Err(e) => ctx.out.warn(format_args!("skipped {name}: {e}")),
                     }
                 }
-                skills.extend(exporter.add_batch(&metas).map_err(|e| sink.fail(e))?);
+                skills.extend(exporter.add_batch(&metas)?);
             }
         }
     }
-    if args.mcp {
-        let tools = super::mcp::cached_flat_tools(ctx, false)
-            .into_iter()
-            .map(|(_, t)| t)
-            .collect();
-        for name in exporter.add_external(tools).map_err(|e| sink.fail(e))? {
-            ctx.out.warn(format_args!(
-                "MCP tool {name} left out: a command already has that name"
-            ));
-        }
-    }
-    let summary = exporter.finish().map_err(|e| sink.fail(e))?;
-    if args.format == Format::Skill {
-        match args.out.as_deref() {
-            Some(dir) => {
-                for (name, text) in &skills {
-                    write_file(&dir.join(name).join("SKILL.md"), &format!("{text}\n"))?;
-                }
-            }
-            None => {
-                if let Some((_, text)) = skills.first() {
-                    ctx.out.text(&format!("{text}\n"))?;
-                }
-            }
-        }
-    }
-    sink.commit()?;
-    report(&args, ctx, &summary)
+    Ok(skills)
 }
+
+/// `--mcp`: the configured MCP servers' cached tools, after the registry's; a name a
+/// command already has is left out with a warning.
+fn add_mcp_tools<W: Write>(exporter: &mut Exporter<W>, ctx: &Ctx) -> std::io::Result<()> {
+    let tools = super::mcp::cached_flat_tools(ctx, false)
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
+    for name in exporter.add_external(tools)? {
+        ctx.out.warn(format_args!(
+            "MCP tool {name} left out: a command already has that name"
+        ));
+    }
+    Ok(())
+}
+
+/// SKILL.md files: `DIR/<tool>/SKILL.md` each with `-o DIR`, else the one file on stdout.
+fn write_skills(
+    dir: Option<&Path>,
+    skills: &[(String, String)],
+    ctx: &Ctx,
+) -> Result<(), AtipError> {
+    match dir {
+        Some(dir) => {
+            for (name, text) in skills {
+                write_file(&dir.join(name).join("SKILL.md"), &format!("{text}\n"))?;
+            }
+        }
+        None => {
+            if let Some((_, text)) = skills.first() {
+                ctx.out.text(&format!("{text}\n"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn report(args: &Args, ctx: &Ctx, summary: &ExportSummary) -> Result<u8, AtipError> {
     if !summary.skipped.is_empty() {
         ctx.out.note(format_args!(
@@ -231,7 +289,9 @@ impl Sink {
         }
     }
 
-    fn writer(&mut self) -> Result<Box<dyn Write>, AtipError> {
+    /// The writer: the temp file, or stdout through the CLI's printer (a closed pipe
+    /// ends the output quietly).
+    fn writer<'p>(&mut self, printer: &'p Printer) -> Result<Box<dyn Write + 'p>, AtipError> {
         Ok(match &self.file {
             Some((tmp, path)) => Box::new(std::io::BufWriter::with_capacity(
                 1 << 16,
@@ -239,10 +299,7 @@ impl Sink {
                     .try_clone()
                     .map_err(|e| output_error(path, e))?,
             )),
-            None => Box::new(Stdout(std::io::BufWriter::with_capacity(
-                1 << 16,
-                std::io::stdout(),
-            ))),
+            None => Box::new(std::io::BufWriter::with_capacity(1 << 16, printer.stdout())),
         })
     }
 
@@ -261,24 +318,6 @@ impl Sink {
 }
 
 /// Stdout where a closed pipe ends the output quietly.
-struct Stdout(std::io::BufWriter<std::io::Stdout>);
-
-impl Write for Stdout {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self.0.write(buf) {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(buf.len()),
-            other => other,
-        }
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        match self.0.flush() {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-            other => other,
-        }
-    }
-}
-
 fn output_error(path: &Path, source: std::io::Error) -> AtipError {
     atomic::WriteError {
         path: path.to_path_buf(),

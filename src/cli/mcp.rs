@@ -14,7 +14,8 @@ use atip::mcp::remote::Remote;
 use atip::mcp::tools;
 use atip::output::{AtipError, ErrorCode, exit};
 use serde_json::{Value, json};
-use std::io::{IsTerminal, Read, Write};
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Read, Write as _};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -512,7 +513,7 @@ fn servers(ctx: &Ctx) -> Result<u8, AtipError> {
                 ctx.dirs.config.join(config::GLOBAL_FILE).display()
             ));
         }
-        let mut out = std::io::stdout().lock();
+        let mut out = String::new();
         for s in cfg.servers.values() {
             let _ = writeln!(
                 out,
@@ -523,6 +524,7 @@ fn servers(ctx: &Ctx) -> Result<u8, AtipError> {
                 s.summary()
             );
         }
+        ctx.out.text(&out)?;
     }
     Ok(exit::OK)
 }
@@ -585,7 +587,7 @@ async fn tools_cmd(a: ToolsArgs, ctx: &Ctx) -> Result<u8, AtipError> {
             .collect();
         ctx.out.json(&json!({"servers": list}))?;
     } else {
-        let mut out = std::io::stdout().lock();
+        let mut out = String::new();
         for (spec, l) in &reports {
             let Ok(l) = l else { continue };
             for t in &l.cached.tools {
@@ -604,6 +606,7 @@ async fn tools_cmd(a: ToolsArgs, ctx: &Ctx) -> Result<u8, AtipError> {
                 );
             }
         }
+        ctx.out.text(&out)?;
     }
     Ok(match failed {
         Some(e) => e.exit_code(),
@@ -630,7 +633,7 @@ async fn describe(a: DescribeArgs, ctx: &Ctx) -> Result<u8, AtipError> {
     if ctx.output.is_json() {
         ctx.out.json(&v)?;
     } else {
-        let mut out = std::io::stdout().lock();
+        let mut out = String::new();
         let _ = writeln!(out, "{} ({})", tool.name, spec.name);
         if let Some(t) = &tool.title {
             let _ = writeln!(out, "title: {t}");
@@ -666,6 +669,7 @@ async fn describe(a: DescribeArgs, ctx: &Ctx) -> Result<u8, AtipError> {
             decision.action,
             decision.explain(decision.action)
         );
+        ctx.out.text(&out)?;
     }
     Ok(exit::OK)
 }
@@ -783,7 +787,7 @@ pub fn print_result(
         };
         return ctx.out.json(&v);
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = String::new();
     let mut any_text = false;
     for block in &result.content {
         let v = serde_json::to_value(block).unwrap_or(Value::Null);
@@ -811,7 +815,7 @@ pub fn print_result(
             serde_json::to_string_pretty(s).unwrap_or_default()
         );
     }
-    let _ = out.flush();
+    ctx.out.text(&out)?;
     if result.is_error == Some(true) {
         ctx.out.note("the MCP tool reported an error (isError)");
     }

@@ -40,7 +40,7 @@ impl<W: Write> Write for Indent<'_, W> {
 }
 
 /// Writes one element of `format`'s list, pretty-printed, continuation lines indented by `pad`.
-pub fn write_element<W: Write>(
+pub(crate) fn write_element<W: Write>(
     out: &mut W,
     t: &ExportTool,
     format: Format,

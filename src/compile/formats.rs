@@ -66,7 +66,7 @@ pub struct Annotations {
 
 impl Annotations {
     /// The annotations for one command's effective effects.
-    pub fn from_effects(e: &Effects) -> Annotations {
+    pub(crate) fn from_effects(e: &Effects) -> Annotations {
         let read_only = e.is_read_only();
         Annotations {
             read_only_hint: read_only,
@@ -142,7 +142,7 @@ pub fn flat(tools: &[FlatTool]) -> Vec<ExportTool> {
 type GroupKey = (String, Vec<String>);
 
 /// Flattened tools as export tools, taking their schemas instead of copying them.
-pub fn flat_owned(tools: Vec<FlatTool>) -> Vec<ExportTool> {
+pub(crate) fn flat_owned(tools: Vec<FlatTool>) -> Vec<ExportTool> {
     tools
         .into_iter()
         .map(|t| ExportTool {
@@ -164,7 +164,7 @@ pub fn grouped(tools: &[FlatTool], metas: &[Metadata]) -> Vec<ExportTool> {
 
 /// [`grouped`], with group names kept unique against (and added to) `taken`, for
 /// exports built one document at a time.
-pub fn grouped_with(
+pub(crate) fn grouped_with(
     tools: &[FlatTool],
     metas: &[Metadata],
     taken: &mut HashSet<String>,
@@ -203,6 +203,8 @@ pub fn grouped_with(
         .collect()
 }
 
+/// One grouped tool: an `action` enum naming each member command, the members'
+/// parameters merged into one set of properties, and a description listing the actions.
 fn build_group(
     name: String,
     title: String,
@@ -210,15 +212,46 @@ fn build_group(
     tool: &str,
     members: &[&FlatTool],
 ) -> ExportTool {
-    let action_of = |t: &FlatTool| match t.command.last().map(String::as_str) {
-        Some("") | None => tool.to_string(),
-        Some(a) => a.to_string(),
+    let (action_values, listing) = action_names(tool, members);
+    let mut props = Map::new();
+    props.insert(
+        "action".into(),
+        json!({"type": "string", "enum": action_values, "description": safety::cut(&format!("What to run. {}", listing.join("; ")), safety::MAX_DESCRIPTION)}),
+    );
+    let (actions, uses) = merge_parameters(members, &action_values, &mut props);
+    say_which_actions(&mut props, &uses, action_values.len());
+    let input_schema = json!({"type": "object", "properties": props, "required": ["action"], "additionalProperties": false});
+    let lead = if about.is_empty() {
+        format!("`{title}` commands.")
+    } else {
+        about
     };
-    let mut action_values: Vec<String> = Vec::new();
+    let text = safety::join_sentences(&lead, &format!("Actions: {}", listing.join("; ")));
+    ExportTool {
+        name,
+        title,
+        description: safety::with_suffix(&text, &group_suffix(members), safety::MAX_DESCRIPTION),
+        input_schema,
+        annotations: Annotations::merge(
+            members
+                .iter()
+                .map(|t| Annotations::from_effects(&t.effects)),
+        ),
+        actions,
+    }
+}
+
+/// Each member's `action` value (its last command word, made unique with `_`; the bare
+/// tool for the tool itself) and its line in the listing: `action: summary [SAFETY]`.
+fn action_names(tool: &str, members: &[&FlatTool]) -> (Vec<String>, Vec<String>) {
+    let mut values: Vec<String> = Vec::new();
     let mut listing = Vec::new();
     for t in members {
-        let mut a = action_of(t);
-        while action_values.contains(&a) {
+        let mut a = match t.command.last().map(String::as_str) {
+            Some("") | None => tool.to_string(),
+            Some(a) => a.to_string(),
+        };
+        while values.contains(&a) {
             a.push('_');
         }
         listing.push(if t.safety.is_empty() {
@@ -226,29 +259,44 @@ fn build_group(
         } else {
             format!("{a}: {} {}", t.summary, t.safety)
         });
-        action_values.push(a);
+        values.push(a);
     }
-    let mut props = Map::new();
-    props.insert(
-        "action".into(),
-        json!({"type": "string", "enum": action_values, "description": safety::cut(&format!("What to run. {}", listing.join("; ")), safety::MAX_DESCRIPTION)}),
-    );
-    let mut users: Vec<(String, Vec<String>, Vec<String>)> = Vec::new(); // property, used by, required by
+    (values, listing)
+}
+
+/// Which actions use a merged property, and which of them require it.
+struct PropertyUse {
+    property: String,
+    used_by: Vec<String>,
+    required_by: Vec<String>,
+}
+
+/// Merges the members' parameters into `props`. A parameter whose schema (description
+/// aside) equals the property already there shares it; a clash, or a parameter named
+/// `action`, gets a new name `<action>_<parameter>`, recorded in its [`GroupAction`] so
+/// a call can be mapped back.
+fn merge_parameters(
+    members: &[&FlatTool],
+    action_values: &[String],
+    props: &mut Map<String, Value>,
+) -> (Vec<GroupAction>, Vec<PropertyUse>) {
+    let without_description = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("description");
+        }
+        v
+    };
+    let mut uses: Vec<PropertyUse> = Vec::new();
     let mut actions = Vec::new();
-    for (t, a) in members.iter().zip(&action_values) {
+    for (t, a) in members.iter().zip(action_values) {
         let mut renamed = Vec::new();
         for p in &t.params {
-            let mut bare = p.schema.clone();
-            if let Some(o) = bare.as_object_mut() {
-                o.remove("description");
-            }
-            let same = props.get(&p.property).is_some_and(|s| {
-                let mut s = s.clone();
-                if let Some(o) = s.as_object_mut() {
-                    o.remove("description");
-                }
-                s == bare
-            }) && p.property != "action";
+            let bare = without_description(&p.schema);
+            let same = p.property != "action"
+                && props
+                    .get(&p.property)
+                    .is_some_and(|s| without_description(s) == bare);
             let prop = if same {
                 p.property.clone()
             } else if !props.contains_key(&p.property) && p.property != "action" {
@@ -267,18 +315,17 @@ fn build_group(
             if prop != p.property {
                 renamed.push((prop.clone(), p.property.clone()));
             }
-            match users.iter_mut().find(|(n, _, _)| *n == prop) {
-                Some((_, used, req)) => {
-                    used.push(a.clone());
-                    if p.required {
-                        req.push(a.clone());
-                    }
+            let required = if p.required { vec![a.clone()] } else { vec![] };
+            match uses.iter_mut().find(|u| u.property == prop) {
+                Some(u) => {
+                    u.used_by.push(a.clone());
+                    u.required_by.extend(required);
                 }
-                None => users.push((
-                    prop,
-                    vec![a.clone()],
-                    if p.required { vec![a.clone()] } else { vec![] },
-                )),
+                None => uses.push(PropertyUse {
+                    property: prop,
+                    used_by: vec![a.clone()],
+                    required_by: required,
+                }),
             }
         }
         actions.push(GroupAction {
@@ -287,19 +334,27 @@ fn build_group(
             properties: renamed,
         });
     }
-    for (prop, used, req) in &users {
-        if let Some(Value::Object(o)) = props.get_mut(prop) {
-            let desc = o
+    (actions, uses)
+}
+
+/// Ends each property's description with the actions it is for (when not all) and
+/// those that require it: the schema can only require `action`.
+fn say_which_actions(props: &mut Map<String, Value>, uses: &[PropertyUse], actions: usize) {
+    for u in uses {
+        if let Some(Value::Object(o)) = props.get_mut(&u.property) {
+            let mut text = o
                 .get("description")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string();
-            let mut text = desc;
-            if used.len() < action_values.len() {
-                text = safety::join_sentences(&text, &format!("For: {}.", used.join(", ")));
+            if u.used_by.len() < actions {
+                text = safety::join_sentences(&text, &format!("For: {}.", u.used_by.join(", ")));
             }
-            if !req.is_empty() {
-                text = safety::join_sentences(&text, &format!("Required for: {}.", req.join(", ")));
+            if !u.required_by.is_empty() {
+                text = safety::join_sentences(
+                    &text,
+                    &format!("Required for: {}.", u.required_by.join(", ")),
+                );
             }
             o.insert(
                 "description".into(),
@@ -307,7 +362,11 @@ fn build_group(
             );
         }
     }
-    let input_schema = json!({"type": "object", "properties": props, "required": ["action"], "additionalProperties": false});
+}
+
+/// The group's safety suffix: every member's flags, once each, or `[READ-ONLY]` when
+/// every member is read-only.
+fn group_suffix(members: &[&FlatTool]) -> String {
     let mut flags: Vec<&str> = Vec::new();
     for t in members {
         for f in safety::flags(&t.effects) {
@@ -316,30 +375,12 @@ fn build_group(
             }
         }
     }
-    let suffix = if !flags.is_empty() {
+    if !flags.is_empty() {
         format!("[{}]", flags.join(" | "))
     } else if members.iter().all(|t| t.effects.is_read_only()) {
         "[READ-ONLY]".to_string()
     } else {
         String::new()
-    };
-    let lead = if about.is_empty() {
-        format!("`{title}` commands.")
-    } else {
-        about
-    };
-    let text = safety::join_sentences(&lead, &format!("Actions: {}", listing.join("; ")));
-    ExportTool {
-        name,
-        title,
-        description: safety::with_suffix(&text, &suffix, safety::MAX_DESCRIPTION),
-        input_schema,
-        annotations: Annotations::merge(
-            members
-                .iter()
-                .map(|t| Annotations::from_effects(&t.effects)),
-        ),
-        actions,
     }
 }
 
@@ -414,7 +455,7 @@ impl<W: std::io::Write> ListWriter<W> {
     }
 
     /// JSON Pointer of the next element within the whole output.
-    pub fn next_pointer(&self) -> String {
+    pub(crate) fn next_pointer(&self) -> String {
         match self.format {
             Format::Gemini => format!("/0/functionDeclarations/{}", self.count),
             Format::Mcp => format!("/tools/{}", self.count),
@@ -451,7 +492,7 @@ impl<W: std::io::Write> ListWriter<W> {
     }
 
     /// The indentation of elements in this format's list.
-    pub fn pad(&self) -> &'static [u8] {
+    pub(crate) fn pad(&self) -> &'static [u8] {
         match self.indent() {
             6 => b"      ",
             4 => b"    ",
@@ -460,7 +501,7 @@ impl<W: std::io::Write> ListWriter<W> {
     }
 
     /// Appends an element already serialized by `emit::write_element` with [`Self::pad`].
-    pub fn push_rendered(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+    pub(crate) fn push_rendered(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.separator()?;
         self.out.write_all(self.pad())?;
         self.out.write_all(bytes)?;
@@ -499,7 +540,7 @@ impl<W: std::io::Write> ListWriter<W> {
 /// OpenAI strict form of a plain schema: every property required, the optional ones
 /// nullable (`["T","null"]`, and `null` added to their `enum`), `additionalProperties:
 /// false` on every object, `default` dropped (strict mode does not support it).
-pub fn openai_strict(schema: &Value) -> Value {
+pub(crate) fn openai_strict(schema: &Value) -> Value {
     let mut s = schema.clone();
     strictify(&mut s);
     s
@@ -594,7 +635,7 @@ pub(super) fn enum_note(description: Option<&str>, values: &[Value]) -> String {
 /// Gemini's OpenAPI subset of a plain schema: single upper-case types, string-only enums
 /// (numeric enums keep their type and list the values in the description), no
 /// `additionalProperties`, `default`, `const`, `$schema`.
-pub fn gemini(schema: &Value) -> Value {
+pub(crate) fn gemini(schema: &Value) -> Value {
     let Some(o) = schema.as_object() else {
         return schema.clone();
     };

@@ -97,7 +97,7 @@ pub fn tool_name(tool: &str, path: &[String]) -> String {
 
 /// A property identifier for an argument or option name (`dry-run` → `dry_run`,
 /// `2fa` → `_2fa`, `` → `arg`).
-pub fn property_name(raw: &str) -> String {
+pub(crate) fn property_name(raw: &str) -> String {
     let trimmed = raw.trim_start_matches('-');
     let mut name = squash(trimmed, |c| c.is_ascii_alphanumeric() || c == '_');
     if name.is_empty() {
@@ -111,7 +111,7 @@ pub fn property_name(raw: &str) -> String {
 
 /// Makes `candidate` unique against `taken` with the smallest `_N` suffix (N ≥ 2) that
 /// is free, keeping within `max` characters; records and returns the result.
-pub fn unique(candidate: String, taken: &mut HashSet<String>, max: usize) -> String {
+pub(crate) fn unique(candidate: String, taken: &mut HashSet<String>, max: usize) -> String {
     if taken.insert(candidate.clone()) {
         return candidate;
     }

@@ -22,14 +22,14 @@ pub fn render(items: &[(&Metadata, Vec<&FlatTool>)]) -> String {
 }
 
 /// The fragment's opening lines.
-pub fn header() -> String {
+pub(crate) fn header() -> String {
     let mut s = String::from("## Command-line tools\n\n");
     s.push_str("You can run the commands below. Bracketed warnings come from each command's declared effects: ask the user before running anything marked DESTRUCTIVE or NOT REVERSIBLE, and do not repeat a NOT IDEMPOTENT command without checking its first result.\n");
     s
 }
 
 /// One tool's section: safety summary, commands, patterns.
-pub fn section(meta: &Metadata, tools: &[&FlatTool]) -> String {
+pub(crate) fn section(meta: &Metadata, tools: &[&FlatTool]) -> String {
     let mut s = String::new();
     let name = meta.tool_name().unwrap_or("tool");
     let _ = write!(s, "\n### {name}");

@@ -12,7 +12,7 @@ pub const MAX_DESCRIPTION: usize = 1024;
 
 /// The warning flags for a command, in the protocol's order. `INTERACTIVE` is added for
 /// commands that need a human (only exported with `--include-interactive`).
-pub fn flags(effects: &Effects) -> Vec<&'static str> {
+pub(crate) fn flags(effects: &Effects) -> Vec<&'static str> {
     let mut out = Vec::new();
     if effects.destructive == Some(true) {
         out.push("⚠️ DESTRUCTIVE");
@@ -64,7 +64,7 @@ pub fn with_suffix(text: &str, suffix: &str, max: usize) -> String {
 
 /// `a` and `b` joined as sentences: a full stop is added to `a` when it lacks closing
 /// punctuation; either may be empty.
-pub fn join_sentences(a: &str, b: &str) -> String {
+pub(crate) fn join_sentences(a: &str, b: &str) -> String {
     let (a, b) = (a.trim(), b.trim());
     if a.is_empty() || b.is_empty() {
         return format!("{a}{b}");
@@ -78,7 +78,7 @@ pub fn join_sentences(a: &str, b: &str) -> String {
 }
 
 /// `text` cut to at most `max` characters, ending in `…` when cut.
-pub fn cut(text: &str, max: usize) -> String {
+pub(crate) fn cut(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_string();
     }

@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::fmt::Write;
 
 /// The skill name: lower-case letters, digits and `-`, at most 64 characters.
-pub fn skill_name(meta: &Metadata) -> String {
+pub(crate) fn skill_name(meta: &Metadata) -> String {
     let raw = meta.tool_name().unwrap_or("tool").to_ascii_lowercase();
     let mut out = String::new();
     for c in raw.chars() {

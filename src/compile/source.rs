@@ -140,7 +140,7 @@ pub fn load_registry(dirs: &Dirs, only: Option<&[String]>) -> Result<Loaded, Ati
 }
 
 /// The error for a named tool whose metadata cannot be read.
-pub fn unreadable(name: &str, e: &str) -> AtipError {
+pub(crate) fn unreadable(name: &str, e: &str) -> AtipError {
     AtipError::new(ErrorCode::MetadataInvalid, format!("tool {name}: {e}"))
         .hint("run `atip scan` to refresh it, or `atip doctor`")
 }

@@ -175,14 +175,14 @@ impl StreamChecker {
     }
 
     /// Checks one element (from `formats::element`) found at `pointer` in the output.
-    pub fn tool(&mut self, pointer: &str, element: &Value) {
+    pub(crate) fn tool(&mut self, pointer: &str, element: &Value) {
         if self.format.is_json() {
             check_tool(&mut self.c, self.format, pointer, element, &mut self.seen);
         }
     }
 
     /// The violations found.
-    pub fn finish(self) -> Vec<Violation> {
+    pub(crate) fn finish(self) -> Vec<Violation> {
         self.c.out
     }
 }

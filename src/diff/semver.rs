@@ -27,7 +27,7 @@ pub enum Bump {
 
 impl Bump {
     /// `none`, `patch`, `minor`, `major`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Bump::None => "none",
             Bump::Patch => "patch",
@@ -136,7 +136,7 @@ impl Advice {
     }
 
     /// One line for text and Markdown output.
-    pub fn line(&self, old: Option<&str>, new: Option<&str>) -> String {
+    pub(crate) fn line(&self, old: Option<&str>, new: Option<&str>) -> String {
         let mut s = format!("semver: {} ({})", self.required.as_str(), self.reason);
         match (old, new, self.actual, self.sufficient) {
             (Some(o), Some(n), Some(b), Some(ok)) => s.push_str(&format!(

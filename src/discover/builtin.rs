@@ -103,7 +103,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
 pub const REGISTRY: &str = "builtin";
 
 /// The shipped shim for `name` (`NAME.json`), if atip ships one.
-pub fn get(name: &str) -> Option<&'static str> {
+pub(crate) fn get(name: &str) -> Option<&'static str> {
     SHIPPED
         .iter()
         .find(|(file, _)| file.strip_suffix(".json") == Some(name))

@@ -164,17 +164,17 @@ pub struct ToolRecord {
 }
 
 /// Where the cache lives.
-pub fn cache_dir(data: &Path) -> PathBuf {
+pub(crate) fn cache_dir(data: &Path) -> PathBuf {
     data.join("cache")
 }
 
 /// `scan-cache.json`.
-pub fn cache_file(data: &Path) -> PathBuf {
+pub(crate) fn cache_file(data: &Path) -> PathBuf {
     cache_dir(data).join("scan-cache.json")
 }
 
 /// The stored raw native answer with this sha256 hex.
-pub fn native_doc_file(data: &Path, doc: &str) -> PathBuf {
+pub(crate) fn native_doc_file(data: &Path, doc: &str) -> PathBuf {
     cache_dir(data).join("native").join(format!("{doc}.json"))
 }
 
@@ -209,7 +209,7 @@ impl Cache {
     }
 
     /// An empty cache.
-    pub fn empty() -> Cache {
+    pub(crate) fn empty() -> Cache {
         Cache {
             version: CACHE_VERSION,
             ..Cache::default()
@@ -217,17 +217,17 @@ impl Cache {
     }
 
     /// The record of a file, if its fingerprint still matches.
-    pub fn file(&self, canonical: &Path, fp: &Fingerprint) -> Option<&FileRecord> {
+    pub(crate) fn file(&self, canonical: &Path, fp: &Fingerprint) -> Option<&FileRecord> {
         self.files.get(canonical.to_str()?).filter(|r| r.fp == *fp)
     }
 
     /// The record of a shim or pattern file, if its fingerprint still matches.
-    pub fn shim(&self, path: &Path, fp: &Fingerprint) -> Option<&ShimRecord> {
+    pub(crate) fn shim(&self, path: &Path, fp: &Fingerprint) -> Option<&ShimRecord> {
         self.shims.get(path.to_str()?).filter(|r| r.fp == *fp)
     }
 
     /// Remembers a shim or pattern file's verdict (not for paths that are not UTF-8).
-    pub fn put_shim(&mut self, path: &Path, rec: ShimRecord) {
+    pub(crate) fn put_shim(&mut self, path: &Path, rec: ShimRecord) {
         if let Some(k) = path.to_str() {
             self.shims.insert(k.to_owned(), rec);
         }
@@ -244,7 +244,7 @@ impl Cache {
 }
 
 /// Stores a raw native answer under its sha256; returns the hex.
-pub fn store_native_doc(data: &Path, doc: &[u8]) -> Result<String, String> {
+pub(crate) fn store_native_doc(data: &Path, doc: &[u8]) -> Result<String, String> {
     let hex = crate::digest::sha256_hex(doc);
     let path = native_doc_file(data, &hex);
     if path.exists() {

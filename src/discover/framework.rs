@@ -6,8 +6,8 @@
 //! every command (input schema, read-only/destructive/idempotent annotations) from the
 //! app's code. Such an app is a pip/pipx/uv console script whose package's
 //! `*.dist-info/METADATA` says `Requires-Dist: tooli`: recognised by reading files only
-//! ([`recognise`]). Getting the manifest means importing the app's module, which runs
-//! its code, so [`convert`] runs only for apps the user allowed (the probe allowlist,
+//! (`recognise`). Getting the manifest means importing the app's module, which runs
+//! its code, so `convert` runs only for apps the user allowed (the probe allowlist,
 //! `--convert`, or `--probe all`), through [`crate::process::run`] like every probe:
 //! timeout, output caps, process-group kill, scrubbed environment, temp working dir.
 
@@ -36,7 +36,7 @@ pub enum AppRecord {
 
 impl AppRecord {
     /// The Tooli app, if this is one.
-    pub fn tooli(&self) -> Option<&TooliApp> {
+    pub(crate) fn tooli(&self) -> Option<&TooliApp> {
         match self {
             AppRecord::Tooli(a) => Some(a),
             AppRecord::None => None,
@@ -65,7 +65,7 @@ pub struct TooliApp {
 
 /// Whether `canonical` (whose whole bytes are `head`, a small wrapper) is the console
 /// script of a package that requires Tooli. Reads package metadata only.
-pub fn recognise(follower: &Follower, canonical: &Path, head: &[u8]) -> AppRecord {
+pub(crate) fn recognise(follower: &Follower, canonical: &Path, head: &[u8]) -> AppRecord {
     let Some((interpreter, entries)) = follower.app_entry_points(canonical, head) else {
         return AppRecord::None;
     };
@@ -197,7 +197,7 @@ sys.stdout.write(json.dumps({"manifest": generate_agent_manifest(app), "cli": cl
 
 /// Runs the app's interpreter to print its manifest and converts it to ATIP metadata
 /// named `name` ([`super::tooli::to_atip`]). The answer's trust source is `vendor`.
-pub fn convert(
+pub(crate) fn convert(
     app: &TooliApp,
     name: &str,
     timeout: Duration,

@@ -4,7 +4,7 @@
 //! any inferred command.
 //!
 //! The work (finding pages, reading and parsing them, validating the documents) happens
-//! before the offers, in parallel, in [`crate::infer::source::InferSource::look_up`] and `infer_pending`;
+//! before the offers, in parallel, in `crate::infer::source::InferSource::look_up` and `infer_pending`;
 //! `offer` only hands out what was prepared.
 
 use super::source::{Candidate, Doc, MetadataSource, Subject};

@@ -53,7 +53,7 @@ pub struct Installed {
 }
 
 /// The `share/agent-tools` directory of a `bin`/`sbin` directory's prefix.
-pub fn prefix_dir(bin: &Path) -> Option<PathBuf> {
+pub(crate) fn prefix_dir(bin: &Path) -> Option<PathBuf> {
     let leaf = bin.file_name()?;
     (leaf == "bin" || leaf == "sbin").then(|| bin.parent().map(|p| p.join("share").join(DIR)))?
 }

@@ -102,7 +102,8 @@ impl Follower {
     }
 
     /// [`Sign::Launcher`] when `canonical` is a wrapper whose launched files show a sign.
-    pub fn follow(&self, canonical: &Path) -> Sign {
+    #[cfg(test)]
+    pub(crate) fn follow(&self, canonical: &Path) -> Sign {
         match read_wrapper(canonical) {
             Some(head) => self.follow_bytes(canonical, &head),
             None => Sign::None,
@@ -110,7 +111,7 @@ impl Follower {
     }
 
     /// [`Self::follow`] for a wrapper already read ([`read_wrapper`]).
-    pub fn follow_bytes(&self, canonical: &Path, head: &[u8]) -> Sign {
+    pub(crate) fn follow_bytes(&self, canonical: &Path, head: &[u8]) -> Sign {
         let mut halves = Halves::default();
         for t in self.targets(canonical, head) {
             match sign::evidence(&t) {
@@ -128,7 +129,7 @@ impl Follower {
 
     /// The files a wrapper launches, if it is a launcher atip knows; `head` is the whole
     /// wrapper (at most [`WRAPPER_MAX`] bytes), `canonical` its resolved path.
-    pub fn targets(&self, canonical: &Path, head: &[u8]) -> Vec<PathBuf> {
+    pub(crate) fn targets(&self, canonical: &Path, head: &[u8]) -> Vec<PathBuf> {
         let Ok(text) = std::str::from_utf8(head) else {
             return Vec::new();
         };
@@ -153,7 +154,7 @@ impl Follower {
     /// the file name the interpreter's path resolves to, e.g. `python3` →
     /// `python3.11`). `None` when `head` is not a Python wrapper or its `env`
     /// interpreter is not on the PATH.
-    pub fn app_entry_points(
+    pub(crate) fn app_entry_points(
         &self,
         canonical: &Path,
         head: &[u8],
@@ -264,7 +265,7 @@ impl Follower {
 }
 
 /// The whole file when it is small enough to be a wrapper ([`WRAPPER_MAX`]).
-pub fn read_wrapper(canonical: &Path) -> Option<Vec<u8>> {
+pub(crate) fn read_wrapper(canonical: &Path) -> Option<Vec<u8>> {
     let small = std::fs::metadata(canonical).is_ok_and(|m| m.len() <= WRAPPER_MAX);
     small.then(|| std::fs::read(canonical).ok()).flatten()
 }

@@ -31,7 +31,7 @@ pub struct Fingerprint {
 
 impl Fingerprint {
     /// The fingerprint of already-fetched metadata.
-    pub fn of(md: &fs::Metadata) -> Fingerprint {
+    pub(crate) fn of(md: &fs::Metadata) -> Fingerprint {
         Fingerprint {
             dev: md.dev(),
             ino: md.ino(),
@@ -179,7 +179,7 @@ pub struct Identity {
 
 impl Identity {
     /// The current process's identity.
-    pub fn current() -> Identity {
+    pub(crate) fn current() -> Identity {
         // SAFETY: plain libc getters with no preconditions; getgroups writes at most
         // `n` entries into a buffer of that size.
         unsafe {
@@ -199,7 +199,7 @@ impl Identity {
 
     /// Whether this identity may execute a file with these mode bits and owner, the
     /// way the kernel decides it (root needs at least one x bit).
-    pub fn may_execute(&self, md: &fs::Metadata) -> bool {
+    pub(crate) fn may_execute(&self, md: &fs::Metadata) -> bool {
         let mode = md.mode();
         if self.uid == 0 {
             return mode & 0o111 != 0;
@@ -235,7 +235,7 @@ pub struct DirEntrySpec {
 }
 
 /// Splits a PATH value into entries, keeping empty ones so they can be reported.
-pub fn split_path(value: &OsStr) -> Vec<OsString> {
+pub(crate) fn split_path(value: &OsStr) -> Vec<OsString> {
     value
         .as_bytes()
         .split(|&b| b == b':')
@@ -244,7 +244,7 @@ pub fn split_path(value: &OsStr) -> Vec<OsString> {
 }
 
 /// Decides which directories are scanned, in order, and reports the others.
-pub fn resolve_dirs(specs: &[DirEntrySpec], me: &Identity) -> (Vec<ScanDir>, Vec<DirSkip>) {
+pub(crate) fn resolve_dirs(specs: &[DirEntrySpec], me: &Identity) -> (Vec<ScanDir>, Vec<DirSkip>) {
     let mut dirs: Vec<ScanDir> = Vec::new();
     let mut skipped = Vec::new();
     for spec in specs {
@@ -329,7 +329,7 @@ pub fn resolve_dirs(specs: &[DirEntrySpec], me: &Identity) -> (Vec<ScanDir>, Vec
 /// name; later ones are reported as shadowed. A file reached under several names (same
 /// device and inode) is examined once, under its first name; its other names are
 /// [`Alias`]es.
-pub fn enumerate(
+pub(crate) fn enumerate(
     dirs: Vec<ScanDir>,
     skipped_dirs: Vec<DirSkip>,
     me: &Identity,
@@ -456,7 +456,7 @@ pub fn enumerate(
 }
 
 /// Whether `path` lies directly in one of `dirs`.
-pub fn in_dirs(path: &Path, dirs: &[ScanDir]) -> bool {
+pub(crate) fn in_dirs(path: &Path, dirs: &[ScanDir]) -> bool {
     path.parent()
         .is_some_and(|p| dirs.iter().any(|d| d.canonical == p))
 }

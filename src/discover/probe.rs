@@ -145,7 +145,7 @@ pub(crate) fn run_checked(
 
 /// Runs `TOOL --agent` and judges the answer. `name` is the executable's name, the
 /// registry key; a metadata `name` that differs is a warning.
-pub fn probe_agent(
+pub(crate) fn probe_agent(
     path: &Path,
     name: &str,
     timeout: Duration,
@@ -231,7 +231,7 @@ pub(crate) fn judge(document: Vec<u8>, name: &str) -> Result<ProbeAnswer, ProbeF
 
 /// `--probe help`'s first phase: whether `TOOL --help` (stdout or stderr, any exit
 /// status) mentions `--agent`.
-pub fn help_mentions_agent(
+pub(crate) fn help_mentions_agent(
     path: &Path,
     timeout: Duration,
     cancel: Option<&Cancel>,

@@ -15,7 +15,7 @@ use crate::registry::{Source, Vouch};
 use crate::remote::sync::Remote;
 
 /// What a scan records as the `shimRegistry` of an entry from the registry `name`.
-pub fn registry_label(name: &str) -> String {
+pub(crate) fn registry_label(name: &str) -> String {
     format!("remote:{name}")
 }
 

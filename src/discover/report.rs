@@ -258,7 +258,7 @@ pub enum FailReason {
 
 impl FailReason {
     /// The kebab-case name.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             FailReason::Timeout => "timeout",
             FailReason::ExitStatus => "exit-status",

@@ -1,6 +1,6 @@
 //! The one place a scan chooses which metadata a name gets.
 //!
-//! Every [`super::source::MetadataSource`] offers candidates; [`choose`] orders them by
+//! Every [`super::source::MetadataSource`] offers candidates; `choose` orders them by
 //! [`PRECEDENCE`] (then a content-hash look-up before a name look-up of the same class,
 //! then offer order) and takes the first. Every other candidate is kept with the reason
 //! it lost, for the report and `atip scan --explain`.
@@ -32,7 +32,7 @@ pub const PRECEDENCE: [Source; 8] = [
 ];
 
 /// Position of a source class in [`PRECEDENCE`] (lower wins).
-pub fn rank(s: Source) -> usize {
+pub(crate) fn rank(s: Source) -> usize {
     PRECEDENCE
         .iter()
         .position(|p| *p == s)
@@ -74,7 +74,7 @@ fn label(c: &Candidate) -> String {
 }
 
 /// The registry spelling of a source class.
-pub fn source_name(s: Source) -> String {
+pub(crate) fn source_name(s: Source) -> String {
     serde_json::to_value(s)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
@@ -83,7 +83,7 @@ pub fn source_name(s: Source) -> String {
 
 /// Chooses one name's metadata. `stored` is the name's registry entry before this scan;
 /// `failures` the sources that failed this scan.
-pub fn choose(
+pub(crate) fn choose(
     mut candidates: Vec<Candidate>,
     stored: Option<&Entry>,
     failures: &[SourceFailure],

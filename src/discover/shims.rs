@@ -259,7 +259,7 @@ fn shim_verdict(
 
 /// The shim directories, lowest precedence first: (layer, directory). The built-in
 /// layer has no directory (see [`load_shims`]).
-pub fn shim_layers(
+pub(crate) fn shim_layers(
     system_data: &[PathBuf],
     data: &Path,
     cli: &[PathBuf],
@@ -281,7 +281,7 @@ pub fn shim_layers(
 /// Loads every shim layer; later layers replace earlier ones key by key. With
 /// `builtin`, the shims built into atip are the lowest layer (looked up by name when a
 /// name has no other name-keyed shim).
-pub fn load_shims(
+pub(crate) fn load_shims(
     layers: &[(Layer, PathBuf)],
     builtin: bool,
     old: &Cache,
@@ -371,7 +371,7 @@ pub fn load_shims(
 }
 
 /// The pattern dirs, lowest precedence first.
-pub fn pattern_dirs(system_data: &[PathBuf], data: &Path) -> Vec<PathBuf> {
+pub(crate) fn pattern_dirs(system_data: &[PathBuf], data: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = system_data
         .iter()
         .rev()
@@ -382,7 +382,7 @@ pub fn pattern_dirs(system_data: &[PathBuf], data: &Path) -> Vec<PathBuf> {
 }
 
 /// Loads and validates every pattern file.
-pub fn load_patterns(dirs: &[PathBuf], old: &Cache, new: &mut Cache) -> Patterns {
+pub(crate) fn load_patterns(dirs: &[PathBuf], old: &Cache, new: &mut Cache) -> Patterns {
     let mut out = Patterns::default();
     for dir in dirs {
         let files = json_files(dir).unwrap_or_else(|e| {
@@ -492,7 +492,7 @@ impl PatternFile {
     /// Whether this file's patterns belong to `tool`: the file's `tool` key names it;
     /// without one, the file is named after it (`patterns/gh.json`); without either, a
     /// step of one of its patterns runs it (the step's first word).
-    pub fn applies_to(&self, tool: &str, existing: &dyn Fn(&str) -> bool) -> bool {
+    pub(crate) fn applies_to(&self, tool: &str, existing: &dyn Fn(&str) -> bool) -> bool {
         if let Some(t) = &self.tool {
             return t == tool;
         }
@@ -517,7 +517,7 @@ impl PatternFile {
 /// Merges patterns into a metadata document: a pattern replaces an existing one of the
 /// same `name`, otherwise it is appended. Files are applied in precedence order, so a
 /// later file wins.
-pub fn merge_patterns(doc: &mut Value, files: &[&PatternFile]) {
+pub(crate) fn merge_patterns(doc: &mut Value, files: &[&PatternFile]) {
     let Some(obj) = doc.as_object_mut() else {
         return;
     };
@@ -663,7 +663,7 @@ pub struct ScanConfig {
 }
 
 /// Reads `<config-dir>/config.json`; a missing file is an empty config.
-pub fn load_config(config_dir: &Path) -> Result<ScanConfig, String> {
+pub(crate) fn load_config(config_dir: &Path) -> Result<ScanConfig, String> {
     let path = config_dir.join("config.json");
     let bytes = match fs::read(&path) {
         Ok(b) => b,

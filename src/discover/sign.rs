@@ -83,12 +83,12 @@ pub enum Sign {
 
 impl Sign {
     /// Whether this evidence lets `--probe auto` run the executable.
-    pub fn shown(self) -> bool {
+    pub(crate) fn shown(self) -> bool {
         self != Sign::None
     }
 
     /// The kebab-case name used in reports.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Sign::None => "none",
             Sign::FlagKey => "flag-key",
@@ -219,12 +219,12 @@ pub struct Halves {
 
 impl Halves {
     /// Both halves, in this file or together with others.
-    pub fn whole(self) -> bool {
+    pub(crate) fn whole(self) -> bool {
         self.flag && self.key
     }
 
     /// The union of two files' halves.
-    pub fn with(self, other: Halves) -> Halves {
+    pub(crate) fn with(self, other: Halves) -> Halves {
         Halves {
             flag: self.flag || other.flag,
             key: self.key || other.key,
@@ -233,7 +233,7 @@ impl Halves {
 }
 
 /// What a byte stream shows, reading at most [`SIGN_READ_CAP`] bytes.
-pub fn detect_reader<R: Read>(reader: R) -> std::io::Result<Sign> {
+pub(crate) fn detect_reader<R: Read>(reader: R) -> std::io::Result<Sign> {
     evidence_reader(reader).map(|(s, _)| s)
 }
 
@@ -328,12 +328,12 @@ fn evidence_reader<R: Read>(mut reader: R) -> std::io::Result<(Sign, Halves)> {
 }
 
 /// What the file at `path` shows.
-pub fn detect(path: &Path) -> std::io::Result<Sign> {
+pub(crate) fn detect(path: &Path) -> std::io::Result<Sign> {
     detect_reader(File::open(path)?)
 }
 
 /// What the file at `path` shows, with the halves it holds.
-pub fn evidence(path: &Path) -> std::io::Result<(Sign, Halves)> {
+pub(crate) fn evidence(path: &Path) -> std::io::Result<(Sign, Halves)> {
     evidence_reader(File::open(path)?)
 }
 

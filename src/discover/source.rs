@@ -50,7 +50,7 @@ pub enum Doc {
 impl Doc {
     /// The document's bytes (in-memory bytes are shared, not copied: a scan of a
     /// thousand inferred documents holds each once).
-    pub fn read(&self) -> Result<Arc<[u8]>, String> {
+    pub(crate) fn read(&self) -> Result<Arc<[u8]>, String> {
         match self {
             Doc::File(p) => std::fs::read(p)
                 .map(Arc::from)
@@ -88,7 +88,7 @@ pub struct Subject<'a> {
 
 impl Subject<'_> {
     /// The lowercase hex of the file's sha256, when hashed.
-    pub fn hex(&self) -> Option<&str> {
+    pub(crate) fn hex(&self) -> Option<&str> {
         self.sha256.and_then(|h| h.strip_prefix("sha256:"))
     }
 }
@@ -115,7 +115,7 @@ pub struct Candidate {
     pub warnings: Vec<String>,
     /// Who vouches for it, when the source knows better than its class and directory
     /// (a remote shim: signed by a trusted key or not); else derived by
-    /// [`crate::registry::Vouch::derive`].
+    /// `crate::registry::Vouch::derive`.
     pub vouch: Option<crate::registry::Vouch>,
 }
 
@@ -134,7 +134,7 @@ pub struct SourceFailure {
 
 impl SourceFailure {
     /// Whether a stored registry entry was provided by the failed source.
-    pub fn provided(&self, entry: &Entry) -> bool {
+    pub(crate) fn provided(&self, entry: &Entry) -> bool {
         self.class.contains(&entry.source)
             && self
                 .registry
@@ -167,7 +167,7 @@ pub trait MetadataSource: Sync {
 pub const TRUST_SOURCES: [&str; 6] = ["native", "vendor", "org", "community", "user", "inferred"];
 
 /// A document's declared `trust.source` when it is a known one, else `fallback`.
-pub fn trust_or(declared: Option<&str>, fallback: &str) -> String {
+pub(crate) fn trust_or(declared: Option<&str>, fallback: &str) -> String {
     match declared {
         Some(t) if TRUST_SOURCES.contains(&t) => t.to_owned(),
         _ => fallback.to_owned(),

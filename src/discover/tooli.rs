@@ -1,6 +1,6 @@
 //! Tooli manifest → ATIP metadata: the mapping of spec/convert.md, in one pure function.
 //!
-//! The input is what [`super::framework::convert`] prints: `{"manifest": <Tooli's
+//! The input is what `super::framework::convert` prints: `{"manifest": <Tooli's
 //! generate_agent_manifest(app)>, "cli": {command: [parameter, …]}}`. The output is an
 //! ATIP 0.6 document, marked as converted (`x-converted`), with `trust.source: vendor`
 //! (the app's author wrote the annotations; atip wrote the document). Only what the

@@ -61,7 +61,7 @@ fn byte_offset(text: &str, line: usize, column: usize) -> usize {
 }
 
 /// The JSON type name of a value.
-pub fn type_name(v: &Value) -> &'static str {
+pub(crate) fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "boolean",
@@ -82,7 +82,7 @@ fn schema_types(schema: &Value) -> Vec<&str> {
 }
 
 /// Applies the coercion policy in place; returns notes such as `count: "5" → 5`.
-pub fn coerce(schema: &Value, args: &mut Map<String, Value>) -> Vec<String> {
+pub(crate) fn coerce(schema: &Value, args: &mut Map<String, Value>) -> Vec<String> {
     let mut notes = Vec::new();
     let props = schema.get("properties").and_then(Value::as_object);
     let required: Vec<&str> = schema
@@ -174,7 +174,7 @@ pub struct Violation {
 
 /// Enforces size limits and the NUL ban before schema validation, so a 10 MB string is
 /// rejected without being copied around.
-pub fn check_limits(
+pub(crate) fn check_limits(
     args: &Map<String, Value>,
     max_string: usize,
     max_items: usize,
@@ -328,7 +328,7 @@ fn uses_2020_keywords(v: &Value) -> bool {
 }
 
 /// The error for a list of violations.
-pub fn invalid(tool: &str, violations: Vec<Violation>, schema: &Value) -> AtipError {
+pub(crate) fn invalid(tool: &str, violations: Vec<Violation>, schema: &Value) -> AtipError {
     let first = violations
         .iter()
         .take(3)

@@ -74,7 +74,7 @@ impl AuditLog {
     }
 
     /// Appends one record (creating the directory and a 0600 file on first use).
-    pub fn append(&self, record: &AuditRecord) -> std::io::Result<()> {
+    pub(crate) fn append(&self, record: &AuditRecord) -> std::io::Result<()> {
         use std::os::unix::fs::OpenOptionsExt;
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)?;

@@ -391,7 +391,7 @@ pub struct Decision {
 
 impl Decision {
     /// Rule ids with the given action.
-    pub fn rule_ids(&self, action: Action) -> Vec<String> {
+    pub(crate) fn rule_ids(&self, action: Action) -> Vec<String> {
         self.rules
             .iter()
             .filter(|r| r.action == action)
@@ -411,7 +411,7 @@ impl Decision {
 }
 
 /// What the policy looks at: every fact about one call, gathered by the caller. Build it
-/// and pass it to [`Policy::evaluate`], the one function that decides.
+/// and pass it to `Policy::evaluate`, the one function that decides.
 #[derive(Debug, Clone)]
 pub struct CallFacts<'a> {
     /// Registered tool name, e.g. `gh`.
@@ -573,17 +573,17 @@ impl Policy {
     }
 
     /// Canonical allowed roots for file and directory arguments.
-    pub fn roots(&self) -> &[PathBuf] {
+    pub(crate) fn roots(&self) -> &[PathBuf] {
         &self.roots
     }
 
     /// Size limits.
-    pub fn limits(&self) -> &Limits {
+    pub(crate) fn limits(&self) -> &Limits {
         &self.file.limits
     }
 
     /// Decides on one call.
-    pub fn evaluate(&self, f: &CallFacts<'_>) -> Decision {
+    pub(crate) fn evaluate(&self, f: &CallFacts<'_>) -> Decision {
         let mut rules = Vec::new();
         let mut hit = |rule: &str, action: Action, reason: String| {
             if action != Action::Allow {
@@ -747,7 +747,7 @@ impl Policy {
 
     /// Checks a file or directory argument: resolved against `cwd` with symlinks
     /// followed, it must lie inside one of the roots. Returns the resolved path.
-    pub fn check_path(&self, value: &str, cwd: &Path) -> Result<PathBuf, String> {
+    pub(crate) fn check_path(&self, value: &str, cwd: &Path) -> Result<PathBuf, String> {
         if value.is_empty() {
             return Err("empty path".into());
         }
@@ -770,7 +770,7 @@ impl Policy {
 
 impl Policy {
     /// Checks one `url` argument; returns the rules it triggers (none when it is fine).
-    pub fn check_url(&self, property: &str, value: &str) -> Vec<RuleHit> {
+    pub(crate) fn check_url(&self, property: &str, value: &str) -> Vec<RuleHit> {
         let mut hits = Vec::new();
         let rules = &self.file.urls;
         let Some((scheme, rest)) = value.split_once("://") else {
@@ -840,7 +840,7 @@ fn url_host(rest: &str) -> String {
 
 /// Loopback, private, link-local, unspecified, or a `localhost` name. Names are not
 /// resolved: a public name that resolves to a private address is not caught here.
-pub fn is_private_host(host: &str) -> bool {
+pub(crate) fn is_private_host(host: &str) -> bool {
     use std::net::IpAddr;
     if host.is_empty() {
         return false;
@@ -878,7 +878,7 @@ pub fn is_private_host(host: &str) -> bool {
 /// Resolves a path as the kernel would: `..` and `.` applied component by component,
 /// every existing prefix canonicalized (symlinks followed), the part that does not
 /// exist yet appended lexically (a missing directory cannot be a symlink).
-pub fn resolve_path(path: &Path) -> PathBuf {
+pub(crate) fn resolve_path(path: &Path) -> PathBuf {
     resolve_depth(path, 0)
 }
 

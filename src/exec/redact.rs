@@ -44,12 +44,13 @@ impl Redactor {
     }
 
     /// Number of exact values known.
-    pub fn value_count(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn value_count(&self) -> usize {
         self.values.len()
     }
 
     /// Redacts a string; borrows when nothing was found.
-    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+    pub(crate) fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out: Cow<'a, str> = Cow::Borrowed(text);
         for (label, value) in &self.values {
             if out.contains(value.as_str()) {
@@ -63,7 +64,7 @@ impl Redactor {
     }
 
     /// Redacts every string inside a JSON value, keys included.
-    pub fn redact_json(&self, value: &mut serde_json::Value) {
+    pub(crate) fn redact_json(&self, value: &mut serde_json::Value) {
         use serde_json::Value;
         match value {
             Value::String(s) => {

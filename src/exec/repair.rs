@@ -5,7 +5,7 @@
 //! The repairs (spec/exec.md, "Corrected arguments"): an unknown key is renamed to the
 //! property it differs from only in case or separators (`dryRun` → `dry_run`) or, failing
 //! that, to the one closest by edit distance, else dropped; the lossless coercions of
-//! [`super::args::coerce`] (`"3"` → 3); a number where a string is expected becomes its
+//! `super::args::coerce` (`"3"` → 3); a number where a string is expected becomes its
 //! text; a one-item array where one value is expected becomes that value; an enum value
 //! that differs in case or by a small typo becomes the allowed value; a missing required
 //! property is added only when the schema gives a default (that value) or an enum (a
@@ -32,7 +32,7 @@ pub struct Repair {
 
 impl Repair {
     /// The suggestion for the error, its example's strings passed through `redactor`.
-    pub fn suggestion(&self, redactor: &Redactor) -> Suggestion {
+    pub(crate) fn suggestion(&self, redactor: &Redactor) -> Suggestion {
         let mut example = Value::Object(self.args.clone());
         redactor.redact_json(&mut example);
         Suggestion::new(
@@ -70,7 +70,11 @@ impl Fixer {
 
 /// The corrected arguments for `args`, which `checker` (compiled from `schema`) rejected;
 /// `None` when atip cannot tell what was meant.
-pub fn repair(schema: &Value, args: &Map<String, Value>, checker: &Checker) -> Option<Repair> {
+pub(crate) fn repair(
+    schema: &Value,
+    args: &Map<String, Value>,
+    checker: &Checker,
+) -> Option<Repair> {
     let props = schema.get("properties").and_then(Value::as_object)?;
     let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
     let mut f = Fixer {

@@ -159,7 +159,7 @@ pub const OPTIONS: &[(&str, &str, &[&str])] = &[
 ];
 
 /// The basename without a trailing version: `python3.12` → `python`, `perl5.36` → `perl`.
-pub fn base_name(path: &Path) -> String {
+pub(crate) fn base_name(path: &Path) -> String {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -188,7 +188,7 @@ pub fn program_names(program: &Path) -> Vec<String> {
 
 /// Why a call runs another program, in words, or `None` when nothing says it does.
 /// `extra_programs`, `extra_commands` and `extra_options` come from the policy file.
-pub fn why_runner(
+pub(crate) fn why_runner(
     names: &[String],
     command: &[String],
     argv: &[String],

@@ -33,7 +33,7 @@ impl TrustLevel {
     pub const FLOORS: [&'static str; 3] = ["unsigned", "unverified", "verified"];
 
     /// The name as written in policy files.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             TrustLevel::Compromised => "compromised",
             TrustLevel::Unsigned => "unsigned",
@@ -43,7 +43,7 @@ impl TrustLevel {
     }
 
     /// Parses a floor name (`compromised` is not a floor).
-    pub fn parse_floor(s: &str) -> Option<TrustLevel> {
+    pub(crate) fn parse_floor(s: &str) -> Option<TrustLevel> {
         match s {
             "unsigned" => Some(TrustLevel::Unsigned),
             "unverified" => Some(TrustLevel::Unverified),
@@ -86,7 +86,7 @@ fn declared_checksums(meta: &Metadata) -> Vec<String> {
 
 /// Derives the trust of a registry entry from facts: who vouches for its metadata, and
 /// whether what the metadata says about the binary matches the hash atip computed.
-pub fn derive(meta: &Metadata, entry: &Entry, vouch: Vouch) -> TrustFacts {
+pub(crate) fn derive(meta: &Metadata, entry: &Entry, vouch: Vouch) -> TrustFacts {
     let actual = entry.hash.to_ascii_lowercase();
     let mut bound = matches!(entry.source, Source::ShimHash | Source::Remote);
     let mut unverifiable = false;

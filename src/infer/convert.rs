@@ -115,7 +115,7 @@ fn is_commands_section(name: &str) -> bool {
 }
 
 /// Reads a page into [`Inferred`]. `tool` is the command's name as typed.
-pub fn infer(page: &Page, tool: &str) -> Inferred {
+pub(crate) fn infer(page: &Page, tool: &str) -> Inferred {
     let description = name_description(page);
     let synopsis = synopsis_forms(page, tool);
     let arguments = synopsis
@@ -203,7 +203,7 @@ fn one_line(s: &str) -> String {
 }
 
 /// The first sentence of a description.
-pub fn first_sentence(body: &str) -> String {
+pub(crate) fn first_sentence(body: &str) -> String {
     let para = body.split("\n").next().unwrap_or(body);
     let flat: String = para.split_whitespace().collect::<Vec<_>>().join(" ");
     let bytes = flat.as_bytes();
@@ -228,12 +228,12 @@ pub fn first_sentence(body: &str) -> String {
 }
 
 /// Whether some SYNOPSIS form starts with `invocation` (`git commit`).
-pub fn synopsis_starts_with(page: &Page, invocation: &str) -> bool {
+pub(crate) fn synopsis_starts_with(page: &Page, invocation: &str) -> bool {
     !synopsis_lines(page, invocation).is_empty()
 }
 
 /// SYNOPSIS forms that start with the words of `invocation`.
-pub fn synopsis_lines(page: &Page, invocation: &str) -> Vec<String> {
+pub(crate) fn synopsis_lines(page: &Page, invocation: &str) -> Vec<String> {
     let Some(sec) = page.section(&["SYNOPSIS", "SYNTAX", "USAGE"]) else {
         return Vec::new();
     };
@@ -303,7 +303,7 @@ fn is_options_placeholder(word: &str) -> bool {
 }
 
 /// Positional arguments of a synopsis form (the tool or command name first).
-pub fn positional(form: &str, skip_words: &str) -> Vec<InferredArgument> {
+pub(crate) fn positional(form: &str, skip_words: &str) -> Vec<InferredArgument> {
     let mut args: Vec<InferredArgument> = Vec::new();
     let skip = skip_words.split_whitespace().count();
     let mut words = 0;

@@ -49,7 +49,7 @@ pub struct Stamp {
 
 impl Stamp {
     /// The stamp of `path` (following symlinks).
-    pub fn of(path: &Path) -> std::io::Result<Stamp> {
+    pub(crate) fn of(path: &Path) -> std::io::Result<Stamp> {
         let m = std::fs::metadata(path)?;
         Ok(Stamp {
             size: m.len(),
@@ -61,7 +61,7 @@ impl Stamp {
 }
 
 /// The manual trees to search, in order.
-pub fn manpath(manpath_env: Option<&OsStr>, path_env: Option<&OsStr>) -> Vec<PathBuf> {
+pub(crate) fn manpath(manpath_env: Option<&OsStr>, path_env: Option<&OsStr>) -> Vec<PathBuf> {
     let mut defaults: Vec<PathBuf> = Vec::new();
     if let Some(p) = path_env {
         for dir in std::env::split_paths(p) {
@@ -116,7 +116,7 @@ pub struct DirListing {
 }
 
 /// Splits a page file name into (name, section): `ls.1.gz` → (`ls`, `1`).
-pub fn split_page_name(file: &str, section: &str) -> Option<(String, String)> {
+pub(crate) fn split_page_name(file: &str, section: &str) -> Option<(String, String)> {
     let base = file
         .strip_suffix(".gz")
         .or_else(|| file.strip_suffix(".zst"))
@@ -132,7 +132,7 @@ pub fn split_page_name(file: &str, section: &str) -> Option<(String, String)> {
 }
 
 /// Lists one section directory.
-pub fn list_dir(dir: &Path, section: &str) -> Option<DirListing> {
+pub(crate) fn list_dir(dir: &Path, section: &str) -> Option<DirListing> {
     let mtime_ns = Stamp::of(dir).ok()?.mtime_ns;
     let mut pages: BTreeMap<String, (String, String)> = BTreeMap::new();
     for entry in std::fs::read_dir(dir).ok()?.flatten() {
@@ -183,7 +183,7 @@ impl ManIndex {
     }
 
     /// The listings, by section directory, for caching.
-    pub fn listings(&self) -> HashMap<PathBuf, DirListing> {
+    pub(crate) fn listings(&self) -> HashMap<PathBuf, DirListing> {
         self.dirs
             .iter()
             .map(|(root, sec, l)| (root.join(format!("man{sec}")), l.clone()))
@@ -206,7 +206,7 @@ impl ManIndex {
 
     /// Pages named `PREFIX-*` in the tree and section of `main` (per-command pages such
     /// as `git-commit`), with the part after the dash.
-    pub fn subpages(&self, main: &PageRef, prefix: &str) -> Vec<(String, PageRef)> {
+    pub(crate) fn subpages(&self, main: &PageRef, prefix: &str) -> Vec<(String, PageRef)> {
         let start = format!("{prefix}-");
         let mut out = Vec::new();
         for (root, sec, listing) in &self.dirs {

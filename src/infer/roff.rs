@@ -63,7 +63,7 @@ pub enum Block {
 
 impl Page {
     /// The first section whose name is one of `names` (upper case).
-    pub fn section(&self, names: &[&str]) -> Option<&Section> {
+    pub(crate) fn section(&self, names: &[&str]) -> Option<&Section> {
         self.sections
             .iter()
             .find(|s| names.iter().any(|n| s.name.eq_ignore_ascii_case(n)))
@@ -145,7 +145,7 @@ struct Parser {
 }
 
 /// Tokens of roff's argument syntax: blanks separate, `"…"` quotes, `""` is a quote.
-pub fn split_args(s: &str) -> Vec<String> {
+pub(crate) fn split_args(s: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut chars = s.chars().peekable();
     loop {

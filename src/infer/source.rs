@@ -248,17 +248,12 @@ impl InferSource {
         Some(Lookup { page, current })
     }
 
-    /// The index, built now if not yet.
-    pub fn ready_index(&mut self) -> &ManIndex {
-        self.index()
-    }
-
     /// Looks up the page of every name, on the calling thread, and takes the documents
     /// still current from the cache; the others are left for
     /// [`InferSource::infer_pending`]. A warm rescan has none, so the scan starts no
     /// thread for it. Afterwards (and after `infer_pending`) [`InferSource::offer`]
     /// answers without reading anything.
-    pub fn look_up<'n>(&mut self, names: impl IntoIterator<Item = &'n str>) {
+    pub(crate) fn look_up<'n>(&mut self, names: impl IntoIterator<Item = &'n str>) {
         let mut todo = std::mem::take(&mut self.pending);
         for name in names {
             if self.offers.contains_key(name) || self.none.contains(name) {
@@ -293,13 +288,13 @@ impl InferSource {
     }
 
     /// Whether [`InferSource::look_up`] left documents to infer.
-    pub fn has_pending(&self) -> bool {
+    pub(crate) fn has_pending(&self) -> bool {
         !self.pending.is_empty()
     }
 
     /// Infers the documents [`InferSource::look_up`] left pending, in parallel (on the
     /// caller's rayon pool).
-    pub fn infer_pending(&mut self) {
+    pub(crate) fn infer_pending(&mut self) {
         use rayon::prelude::*;
         let todo = std::mem::take(&mut self.pending);
         if todo.is_empty() {
@@ -324,12 +319,12 @@ impl InferSource {
     }
 
     /// Whether `name` has a document to offer (after [`InferSource::look_up`] and [`InferSource::infer_pending`]).
-    pub fn has(&self, name: &str) -> bool {
+    pub(crate) fn has(&self, name: &str) -> bool {
         self.offers.contains_key(name)
     }
 
     /// The prepared document of `name`.
-    pub fn offer(&self, name: &str) -> Option<Offered<'_>> {
+    pub(crate) fn offer(&self, name: &str) -> Option<Offered<'_>> {
         let o = self.offers.get(name)?;
         let doc = match &o.doc {
             OfferDoc::Cached(p) => Ok(p.as_path()),
@@ -344,7 +339,7 @@ impl InferSource {
 
     /// Why inference failed for names whose page could not be read or gave an invalid
     /// document.
-    pub fn failed(&self) -> &BTreeMap<String, String> {
+    pub(crate) fn failed(&self) -> &BTreeMap<String, String> {
         &self.failed
     }
 

@@ -45,7 +45,7 @@ const SENTENCE: [&str; 10] = [
 
 /// The values `body` lists for an option whose value is named `value` (as the tag
 /// writes it: `WHEN`, `<format>`, `[=WORD]`).
-pub fn prose_enum(body: &str, value: &str) -> Option<Vec<String>> {
+pub(crate) fn prose_enum(body: &str, value: &str) -> Option<Vec<String>> {
     let flat: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
     let lower = flat.to_ascii_lowercase();
     let name: String = value

@@ -88,7 +88,7 @@ struct File {
 
 impl Config {
     /// The level of `rule`: the override, else the catalogue severity.
-    pub fn level(&self, rule: &str, default: Severity) -> Level {
+    pub(crate) fn level(&self, rule: &str, default: Severity) -> Level {
         self.levels.get(rule).copied().unwrap_or(Level::On(default))
     }
 

@@ -1,8 +1,8 @@
 //! Mechanical fixes: edits a lint rule can make without guessing.
 //!
 //! Owns the edit operations (set a member, remove a member) and applying them, addressed
-//! by JSON pointer, either to a parsed document ([`apply`]) or to the text itself
-//! ([`apply_to_text`]), which keeps the author's layout: a fixed file differs from the
+//! by JSON pointer, either to a parsed document (`apply`) or to the text itself
+//! (`apply_to_text`), which keeps the author's layout: a fixed file differs from the
 //! original only in the members the fixes touch.
 //!
 //! Must not decide what to fix; rules attach a [`Fix`] to a finding.
@@ -30,7 +30,7 @@ pub enum Fix {
 
 impl Fix {
     /// What the fix does, for the hint.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Fix::Set { pointer, value } => format!("set {pointer} to {value}"),
             Fix::Remove { pointer } => format!("remove {pointer}"),
@@ -53,7 +53,7 @@ fn parent<'v>(doc: &'v mut Value, pointer: &str) -> Option<(&'v mut Value, Strin
 
 /// Applies the fixes in order; returns how many changed the document. A fix whose
 /// place no longer exists (an earlier fix removed it) is skipped.
-pub fn apply(doc: &mut Value, fixes: &[Fix]) -> usize {
+pub(crate) fn apply(doc: &mut Value, fixes: &[Fix]) -> usize {
     let mut applied = 0;
     for fix in fixes {
         match fix {
@@ -86,7 +86,7 @@ pub fn apply(doc: &mut Value, fixes: &[Fix]) -> usize {
 /// key order and spacing of everything else stay as written). Returns the new text and
 /// how many fixes changed it, or `None` when an edit could not be placed in the text
 /// (the caller then falls back to [`apply`] and re-serialising).
-pub fn apply_to_text(text: &str, fixes: &[Fix]) -> Option<(String, usize)> {
+pub(crate) fn apply_to_text(text: &str, fixes: &[Fix]) -> Option<(String, usize)> {
     let mut text = text.to_string();
     let mut applied = 0;
     for fix in fixes {

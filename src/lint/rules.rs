@@ -160,7 +160,11 @@ fn info(id: &str) -> &'static RuleInfo {
 }
 
 /// A finding of `rule` with the catalogue severity and hint.
-pub fn finding(rule: &str, pointer: impl Into<String>, message: impl Into<String>) -> Finding {
+pub(crate) fn finding(
+    rule: &str,
+    pointer: impl Into<String>,
+    message: impl Into<String>,
+) -> Finding {
     let info = info(rule);
     Finding {
         diagnostic: Diagnostic {
@@ -193,7 +197,7 @@ impl Finding {
 }
 
 /// The JSON pointer of a command path (`["pr", "create"]` → `/commands/pr/commands/create`).
-pub fn command_pointer(path: &[&str]) -> String {
+pub(crate) fn command_pointer(path: &[&str]) -> String {
     let mut out = String::new();
     for seg in path {
         out.push_str("/commands/");

@@ -83,7 +83,7 @@ impl ToolCache {
     }
 
     /// Directory of the cache files.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
@@ -100,7 +100,7 @@ impl ToolCache {
     }
 
     /// The cached list when younger than `ttl`.
-    pub fn fresh(&self, spec: &ServerSpec, ttl: Duration) -> Option<CachedTools> {
+    pub(crate) fn fresh(&self, spec: &ServerSpec, ttl: Duration) -> Option<CachedTools> {
         self.read(spec).filter(|c| c.age() <= ttl)
     }
 
@@ -124,11 +124,6 @@ impl ToolCache {
         crate::atomic::write_atomic(&self.file(spec), &bytes, crate::atomic::Options::PRIVATE)
             .map_err(|e| e.source)?;
         Ok(c)
-    }
-
-    /// Removes the cached list of `spec` (after a failed call suggests it is stale).
-    pub fn forget(&self, spec: &ServerSpec) {
-        let _ = std::fs::remove_file(self.file(spec));
     }
 }
 

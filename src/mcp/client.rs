@@ -69,7 +69,7 @@ pub enum Protocol {
 
 impl ClientOptions {
     /// How a session with `spec` starts: the flag, else the server's setting, else auto.
-    pub fn protocol_for(&self, spec: &ServerSpec) -> Protocol {
+    pub(crate) fn protocol_for(&self, spec: &ServerSpec) -> Protocol {
         self.protocol.or(spec.protocol).unwrap_or_default()
     }
 }
@@ -111,7 +111,7 @@ impl Log {
     }
 
     /// A `--verbose` line.
-    pub fn verbose(&self, what: impl AsRef<str>) {
+    pub(crate) fn verbose(&self, what: impl AsRef<str>) {
         if self.verbose {
             log::info!(
                 target: crate::output::RAW_LOG,
@@ -183,7 +183,7 @@ pub struct Session {
 }
 
 /// The deadline that applies: `--timeout`, else the server's `timeoutMs`, else 30 s.
-pub fn deadline(spec: &ServerSpec, opts: &ClientOptions) -> Duration {
+pub(crate) fn deadline(spec: &ServerSpec, opts: &ClientOptions) -> Duration {
     opts.timeout.or(spec.timeout).unwrap_or(DEFAULT_TIMEOUT)
 }
 
@@ -451,13 +451,13 @@ impl Session {
     }
 
     /// Every tool, following `nextCursor`.
-    pub async fn list_tools(&self) -> Result<Vec<Tool>, AtipError> {
+    pub(crate) async fn list_tools(&self) -> Result<Vec<Tool>, AtipError> {
         self.bounded("tools/list", self.service.list_all_tools())
             .await
     }
 
     /// Calls one tool.
-    pub async fn call_tool(
+    pub(crate) async fn call_tool(
         &self,
         name: &str,
         args: serde_json::Map<String, Value>,
@@ -468,12 +468,12 @@ impl Session {
     }
 
     /// The protocol revision the session runs.
-    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+    pub(crate) fn protocol_version(&self) -> Option<ProtocolVersion> {
         self.service.peer_info().map(|i| i.protocol_version.clone())
     }
 
     /// Whether the session started with `server/discover` (2026-07-28 and later).
-    pub fn is_modern(&self) -> bool {
+    pub(crate) fn is_modern(&self) -> bool {
         self.protocol_version().is_some_and(|v| !v.has_initialize())
     }
 
@@ -519,13 +519,6 @@ impl Session {
             let _ = tokio::time::timeout(Duration::from_millis(200), t).await;
         }
         self.log.verbose("closed");
-    }
-
-    /// Kills a stdio server's process group right away (Ctrl-C).
-    pub fn kill(&mut self) {
-        if let Some(g) = self.group.as_mut() {
-            g.kill_now();
-        }
     }
 }
 

@@ -84,7 +84,7 @@ pub struct ServerSpec {
 
 impl ServerSpec {
     /// A redactor for this server's secrets plus the usual token shapes.
-    pub fn redactor(&self) -> Redactor {
+    pub(crate) fn redactor(&self) -> Redactor {
         let mut r = Redactor::new();
         for (label, value) in &self.secrets {
             r.add_value(label, value.clone());
@@ -108,7 +108,7 @@ impl ServerSpec {
 
     /// A key that changes whenever what the server is changes (command, args, env, url,
     /// headers): names the cache file, so an edited config never reads a stale list.
-    pub fn identity(&self) -> String {
+    pub(crate) fn identity(&self) -> String {
         let transport = serde_json::to_vec(&self.transport).unwrap_or_default();
         let hex = crate::digest::sha256_hex_parts(&[self.name.as_bytes(), b"\0", &transport]);
         hex[..32].to_string()
@@ -273,7 +273,7 @@ fn config_error(path: &Path, msg: impl std::fmt::Display) -> AtipError {
 }
 
 /// Expands `${NAME}` from `lookup`. Missing names stay literal and are returned.
-pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> (String, Vec<String>) {
+pub(crate) fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> (String, Vec<String>) {
     let mut out = String::with_capacity(text.len());
     let mut missing = Vec::new();
     let mut rest = text;
@@ -329,7 +329,7 @@ impl Loader<'_> {
     }
 
     /// Merges one file's bytes into `cfg`: servers override by name, settings per key.
-    pub fn merge_file(
+    pub(crate) fn merge_file(
         &self,
         cfg: &mut McpConfig,
         path: &Path,

@@ -35,7 +35,7 @@ fn home() -> PathBuf {
 
 impl Host {
     /// Where the host keeps its servers, and under which key.
-    pub fn location(self, cwd: &Path) -> (PathBuf, &'static str) {
+    pub(crate) fn location(self, cwd: &Path) -> (PathBuf, &'static str) {
         match self {
             Host::ClaudeDesktop => {
                 let mac =

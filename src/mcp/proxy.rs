@@ -155,7 +155,7 @@ impl Proxy {
     }
 
     /// Whether `name` is a served MCP tool.
-    pub fn serves(&self, name: &str) -> bool {
+    pub(crate) fn serves(&self, name: &str) -> bool {
         self.tools.contains_key(name)
     }
 
@@ -192,7 +192,7 @@ impl Proxy {
     }
 
     /// The audit log.
-    pub fn audit(&self) -> &AuditLog {
+    pub(crate) fn audit(&self) -> &AuditLog {
         &self.audit
     }
 

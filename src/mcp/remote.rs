@@ -273,7 +273,7 @@ impl Remote {
 
     /// Validates `args` against the tool's input schema. A schema atip cannot compile is
     /// left to the server to enforce (with a warning).
-    pub fn validate(&self, tool: &Tool, a: &Map<String, Value>) -> Result<(), AtipError> {
+    pub(crate) fn validate(&self, tool: &Tool, a: &Map<String, Value>) -> Result<(), AtipError> {
         let schema = tools::input_schema(tool);
         match args::Checker::new(&schema) {
             Ok(checker) => {
@@ -320,7 +320,7 @@ impl Remote {
     }
 
     /// Validates the arguments for a known tool and asks the policy; runs nothing.
-    pub fn check_tool(
+    pub(crate) fn check_tool(
         &self,
         spec: &ServerSpec,
         tool: &Tool,
@@ -493,7 +493,7 @@ impl Checked {
     }
 
     /// The flattened name, `mcp__SERVER__TOOL`.
-    pub fn flat_name(&self) -> String {
+    pub(crate) fn flat_name(&self) -> String {
         tools::flat_name(&self.spec.name, &self.tool.name)
     }
 

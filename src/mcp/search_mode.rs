@@ -62,7 +62,7 @@ fn object(v: Value) -> Arc<Map<String, Value>> {
 }
 
 /// The search tool's definition.
-pub fn search_tool(total: usize, d: SearchDefaults) -> Tool {
+pub(crate) fn search_tool(total: usize, d: SearchDefaults) -> Tool {
     Tool::new(
         SEARCH_TOOL,
         format!(
@@ -92,7 +92,7 @@ pub fn search_tool(total: usize, d: SearchDefaults) -> Tool {
 }
 
 /// The call tool's definition.
-pub fn call_tool() -> Tool {
+pub(crate) fn call_tool() -> Tool {
     Tool::new(
         CALL_TOOL,
         format!(
@@ -122,7 +122,7 @@ pub fn call_tool() -> Tool {
 }
 
 /// The schema of the result envelope every served call returns in `structuredContent`.
-pub fn envelope_schema() -> Arc<Map<String, Value>> {
+pub(crate) fn envelope_schema() -> Arc<Map<String, Value>> {
     static SCHEMA: OnceLock<Arc<Map<String, Value>>> = OnceLock::new();
     SCHEMA
         .get_or_init(|| {
@@ -181,7 +181,7 @@ impl Finder {
     }
 
     /// Runs a search-tool call: `{query, limit?, schemas?}` → `{query, total, results}`.
-    pub fn search(&self, args: &Map<String, Value>) -> Result<Value, String> {
+    pub(crate) fn search(&self, args: &Map<String, Value>) -> Result<Value, String> {
         let query = args
             .get("query")
             .and_then(Value::as_str)

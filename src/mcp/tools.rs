@@ -5,7 +5,7 @@
 //! from a server whose hints are trusted makes a tool read-only; anything else is
 //! possibly destructive, as MCP's own defaults read it), its [`FlatTool`] form for
 //! `atip search` and `atip export`, the policy decision through the one
-//! [`Policy::evaluate`], and the `--compact` rule for results. Must not connect or print.
+//! `Policy::evaluate`, and the `--compact` rule for results. Must not connect or print.
 
 use crate::compile::{FlatTool, Param, ParamOrigin, safety};
 use crate::exec::policy::{CallFacts, Decision, Policy};
@@ -57,7 +57,7 @@ pub fn is_mcp_name(name: &str) -> bool {
 /// idempotent. Otherwise nothing is known to be safe: `destructiveHint` absent or true →
 /// destructive (MCP's default); `destructiveHint: false` is an unverifiable claim, so the
 /// effects stay unstated (unknown). Either way the policy asks for confirmation by default.
-pub fn effects(tool: &Tool, trust_hints: bool) -> Effects {
+pub(crate) fn effects(tool: &Tool, trust_hints: bool) -> Effects {
     let a = tool.annotations.as_ref();
     let hint = |f: fn(&rmcp::model::ToolAnnotations) -> Option<bool>| a.and_then(f);
     let mut e = Effects::default();
@@ -224,7 +224,7 @@ pub fn compact(result: &CallToolResult) -> Value {
 }
 
 /// Cuts `t` to at most `max` bytes (on a character boundary) with a marker.
-pub fn cut_text(t: &mut String, max: usize) -> bool {
+pub(crate) fn cut_text(t: &mut String, max: usize) -> bool {
     if t.len() <= max {
         return false;
     }
@@ -242,7 +242,7 @@ pub fn cut_text(t: &mut String, max: usize) -> bool {
 
 /// Caps every text block and base64 payload of a result at `max` bytes (the output cap
 /// `atip exec` applies too); returns whether anything was cut.
-pub fn cap(value: &mut Value, max: usize) -> bool {
+pub(crate) fn cap(value: &mut Value, max: usize) -> bool {
     let mut cut = false;
     match value {
         Value::Object(m) => {

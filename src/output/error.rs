@@ -130,7 +130,7 @@ macro_rules! error_codes {
             }
 
             /// The one category this code belongs to.
-            pub fn category(self) -> Category {
+            pub(crate) fn category(self) -> Category {
                 match self { $( ErrorCode::$variant => Category::$category, )* }
             }
 
@@ -386,7 +386,7 @@ impl AtipError {
     }
 
     /// The error as text lines: `error: MESSAGE`, then `  hint: …` and `  try: …`.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         let mut text = format!("error: {}\n", self.message);
         if let Some(hint) = &self.hint {
             text.push_str(&format!("  hint: {hint}\n"));
@@ -404,7 +404,7 @@ impl AtipError {
     }
 
     /// The error as one JSON line: `{"error": {...}}`.
-    pub fn to_json_line(&self) -> String {
+    pub(crate) fn to_json_line(&self) -> String {
         serde_json::json!({ "error": self }).to_string()
     }
 }

@@ -42,7 +42,7 @@ pub enum ColorChoice {
 
 impl ColorChoice {
     /// Whether to colour a stream that is (or is not) a terminal.
-    pub fn enabled(self, is_terminal: bool) -> bool {
+    pub(crate) fn enabled(self, is_terminal: bool) -> bool {
         match self {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
@@ -89,7 +89,7 @@ impl Printer {
     }
 
     /// Whether text on stderr may be coloured.
-    pub fn stderr_color(&self) -> bool {
+    pub(crate) fn stderr_color(&self) -> bool {
         self.color.enabled(std::io::stderr().is_terminal())
     }
 
@@ -99,7 +99,7 @@ impl Printer {
     }
 
     /// Whether the reader of stdout has gone away (further output is skipped).
-    pub fn stdout_closed(&self) -> bool {
+    pub(crate) fn stdout_closed(&self) -> bool {
         self.stdout_closed.load(Ordering::Relaxed)
     }
 

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// A command for a server child: argv only, scrubbed environment, own session.
-pub fn server_command(
+pub(crate) fn server_command(
     program: &str,
     args: &[String],
     env: &[(String, String)],
@@ -39,7 +39,7 @@ pub fn server_command(
 }
 
 /// Owns a server child's process group: SIGTERM then SIGKILL to the whole group on
-/// [`terminate`](GroupGuard::terminate) or drop, so grandchildren (`npx` → `node`) go too.
+/// `terminate` or drop, so grandchildren (`npx` → `node`) go too.
 #[derive(Debug)]
 pub struct GroupGuard {
     pgid: libc::pid_t,
@@ -56,13 +56,13 @@ impl GroupGuard {
     }
 
     /// Whether any process of the group is still alive.
-    pub fn alive(&self) -> bool {
+    pub(crate) fn alive(&self) -> bool {
         // SAFETY: signal 0 only checks for existence.
         self.pgid > 1 && unsafe { libc::kill(-self.pgid, 0) } == 0
     }
 
     /// SIGTERM to the group, up to `grace` for it to go, then SIGKILL.
-    pub fn terminate(&mut self, grace: Duration) {
+    pub(crate) fn terminate(&mut self, grace: Duration) {
         if self.done {
             return;
         }
@@ -79,7 +79,7 @@ impl GroupGuard {
     }
 
     /// SIGKILL to the group now (Ctrl-C, panics, early exits).
-    pub fn kill_now(&mut self) {
+    pub(crate) fn kill_now(&mut self) {
         if !self.done {
             self.done = true;
             super::sys::kill_group(self.pgid, libc::SIGKILL);

@@ -88,7 +88,7 @@ fn registry_problem(check: Check, message: String, fix: &str) -> Problem {
 
 /// Errors of a registry document against `schemas/registry.schema.json` (through
 /// [`crate::validate::check_bytes`]), as `"<line>:<column> <json pointer>: <message>"`.
-pub fn schema_errors(bytes: &[u8]) -> Vec<String> {
+pub(crate) fn schema_errors(bytes: &[u8]) -> Vec<String> {
     errors_of(
         bytes,
         Some(crate::validate::Kind::Registry),

@@ -25,7 +25,6 @@ pub struct RegistryLock {
     file: File,
     path: PathBuf,
     locked: bool,
-    waited: Duration,
 }
 
 impl RegistryLock {
@@ -58,7 +57,6 @@ impl RegistryLock {
                         file,
                         path,
                         locked: true,
-                        waited: start.elapsed(),
                     });
                 }
                 Err(TryLockError::WouldBlock) => {}
@@ -67,7 +65,6 @@ impl RegistryLock {
                         file,
                         path,
                         locked: false,
-                        waited: start.elapsed(),
                     });
                 }
                 Err(TryLockError::Error(source)) => {
@@ -93,11 +90,6 @@ impl RegistryLock {
     /// Whether the lock is really held (false on file systems without locking).
     pub fn is_locked(&self) -> bool {
         self.locked
-    }
-
-    /// How long acquiring took.
-    pub fn waited(&self) -> Duration {
-        self.waited
     }
 
     /// The lock file.

@@ -507,11 +507,46 @@ pub fn commit(
     }
     let registry_path = dirs.registry_file();
     let (old, dropped_defects) = load_for_write(&registry_path, &mut report)?;
-    let old_tools = old.as_ref().map(|i| &i.tools);
     let empty = IndexMap::new();
-    let old_tools = old_tools.unwrap_or(&empty);
+    let old_tools = old.as_ref().map_or(&empty, |i| &i.tools);
 
-    // Validate; the first occurrence of a name wins.
+    let valid = accept_found(update, &mut report);
+    // Metadata files first, so registry.json never points at a missing file.
+    let rels = write_metadata_files(data, &valid)?;
+    let mut index = Index::empty(opts.now.clone());
+    index.tools = merge(old_tools, &valid, &rels, &update.scanned_dirs, &mut report);
+
+    let same = !dropped_defects
+        && old.as_ref().is_some_and(|o| {
+            o.version == index.version
+                && o.agent == index.agent
+                && o.tools.iter().eq(index.tools.iter())
+        });
+    let registry_bytes = if same {
+        None
+    } else {
+        let bytes = index_bytes(&index);
+        atomic::write_atomic(&registry_path, &bytes, atomic::Options::SHARED)?;
+        report.written = true;
+        Some(bytes)
+    };
+    if lock.is_locked() {
+        refresh_catalog(dirs, &index, registry_bytes, &mut report);
+        // Keep what the new index and the one it replaced refer to, so a reader that
+        // loaded the previous generation a moment ago can still open its files.
+        let mut keep: HashSet<String> = index.tools.values().map(|e| e.metadata.clone()).collect();
+        if report.written {
+            keep.extend(old_tools.values().map(|e| e.metadata.clone()));
+        }
+        report.collected = collect_garbage(data, &keep, report.written);
+    }
+    drop(lock);
+    Ok(report)
+}
+
+/// The found tools a commit accepts: each passes [`check_found`], and the first
+/// occurrence of a name wins. The others go into `report.rejected` with the reason.
+fn accept_found<'u>(update: &'u Update, report: &mut CommitReport) -> Vec<&'u Found> {
     let mut valid: Vec<&Found> = Vec::with_capacity(update.found.len());
     let mut seen: HashSet<&str> = HashSet::new();
     for f in &update.found {
@@ -529,13 +564,20 @@ pub fn commit(
             valid.push(f);
         }
     }
+    valid
+}
 
-    // Metadata files first, so registry.json never points at a missing file.
+/// Writes the metadata file of every fresh document not already on disk, in one batch,
+/// and returns each fresh tool's metadata path relative to the data dir.
+fn write_metadata_files<'f>(
+    data: &Path,
+    valid: &[&'f Found],
+) -> Result<HashMap<&'f str, String>, RegistryError> {
     let tools_dir = data.join(TOOLS_DIR);
     let mut rels: HashMap<&str, String> = HashMap::new();
     let mut pending: Vec<(PathBuf, &[u8])> = Vec::new();
     let mut planned: HashSet<String> = HashSet::new();
-    for f in &valid {
+    for f in valid {
         if let FoundMeta::Fresh { document, .. } = &f.meta {
             let hex = sha256_hex(document);
             let rel = format!("{TOOLS_DIR}/{hex}.json");
@@ -565,12 +607,25 @@ pub fn commit(
             started.elapsed().as_secs_f64() * 1e3
         );
     }
+    Ok(rels)
+}
 
-    // Merge.
-    let scanned: HashSet<&Path> = update.scanned_dirs.iter().map(PathBuf::as_path).collect();
+/// The merge rule (spec/registry.md): an old entry not found again is kept unless it
+/// lay in a scanned directory or its file is gone; a found tool replaces its entry; an
+/// `Unchanged` tool that no longer matches its entry is stale and dropped. Fills the
+/// report's lists, sorted; returns the new tools, sorted by name.
+fn merge(
+    old_tools: &IndexMap<String, Entry>,
+    valid: &[&Found],
+    rels: &HashMap<&str, String>,
+    scanned_dirs: &[PathBuf],
+    report: &mut CommitReport,
+) -> IndexMap<String, Entry> {
+    let scanned: HashSet<&Path> = scanned_dirs.iter().map(PathBuf::as_path).collect();
+    let found: HashSet<&str> = valid.iter().map(|f| f.name.as_str()).collect();
     let mut tools: IndexMap<String, Entry> = IndexMap::with_capacity(old_tools.len() + valid.len());
     for (name, entry) in old_tools {
-        if seen.contains(name.as_str()) {
+        if found.contains(name.as_str()) {
             continue;
         }
         if in_scanned_dir(&entry.path, &scanned) || !entry.path.exists() {
@@ -579,7 +634,7 @@ pub fn commit(
             tools.insert(name.clone(), entry.clone());
         }
     }
-    for f in &valid {
+    for f in valid {
         let old_entry = old_tools.get(&f.name);
         let entry = match &f.meta {
             FoundMeta::Fresh {
@@ -628,57 +683,38 @@ pub fn commit(
     ] {
         list.sort_unstable();
     }
+    tools
+}
 
-    let mut index = Index::empty(opts.now.clone());
-    index.tools = tools;
-    let same = !dropped_defects
-        && old.as_ref().is_some_and(|o| {
-            o.version == index.version
-                && o.agent == index.agent
-                && o.tools.iter().eq(index.tools.iter())
-        });
-    let registry_bytes = if same {
-        None
-    } else {
-        let bytes = index_bytes(&index);
-        atomic::write_atomic(&registry_path, &bytes, atomic::Options::SHARED)?;
-        report.written = true;
-        Some(bytes)
+/// Brings the compiled catalog up to date with registry.json (`written`: the bytes just
+/// written; `None`: read what is on disk). Only under the lock. The catalog is derived
+/// data: failing to write it costs readers time, never correctness, so a failure is a
+/// warning.
+fn refresh_catalog(
+    dirs: &Dirs,
+    index: &Index,
+    written: Option<Vec<u8>>,
+    report: &mut CommitReport,
+) {
+    let registry_path = dirs.registry_file();
+    let bytes = match written {
+        Some(b) => Ok(b),
+        None => fs::read(&registry_path),
     };
-    // The compiled catalog follows registry.json, under the same lock. It is derived
-    // data: failing to write it costs readers time, never correctness.
-    if lock.is_locked() {
-        let bytes = match registry_bytes {
-            Some(b) => Ok(b),
-            None => fs::read(&registry_path),
-        };
-        let refreshed = bytes.map_err(|source| RegistryError::Read {
-            path: registry_path.clone(),
-            source,
-        });
-        let started = std::time::Instant::now();
-        if let Err(e) = refreshed.and_then(|b| crate::catalog::refresh(dirs, &index, &b)) {
-            report
-                .warnings
-                .push(format!("the catalog was not updated: {e}"));
-        }
-        log::debug!(
-            "commit: catalog step {:.1} ms",
-            started.elapsed().as_secs_f64() * 1e3
-        );
+    let refreshed = bytes.map_err(|source| RegistryError::Read {
+        path: registry_path,
+        source,
+    });
+    let started = std::time::Instant::now();
+    if let Err(e) = refreshed.and_then(|b| crate::catalog::refresh(dirs, index, &b)) {
+        report
+            .warnings
+            .push(format!("the catalog was not updated: {e}"));
     }
-
-    if lock.is_locked() {
-        // Keep what the new index and the one it replaced refer to, so a reader that
-        // loaded the previous generation a moment ago can still open its files.
-        let mut keep: HashSet<String> = index.tools.values().map(|e| e.metadata.clone()).collect();
-        if report.written {
-            keep.extend(old_tools.values().map(|e| e.metadata.clone()));
-        }
-        report.collected = collect_garbage(data, &keep, report.written);
-    }
-    drop(lock);
-    Ok(report)
+    log::debug!(
+        "commit: catalog step {:.1} ms",
+        started.elapsed().as_secs_f64() * 1e3
+    );
 }
 
 /// Removes writer temp files (in `tools/` only when `metadata` is set) and, when

@@ -77,7 +77,7 @@ fn default_priority() -> i64 {
 }
 
 /// Whether a registry name is usable (it names a cache directory).
-pub fn is_valid_registry_name(name: &str) -> bool {
+pub(crate) fn is_valid_registry_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
         && !name.starts_with(['.', '-'])
@@ -153,7 +153,7 @@ impl RemoteRegistry {
     }
 
     /// The URL of a path inside the tree (`shims/index.json`).
-    pub fn url_of(&self, rel: &str) -> String {
+    pub(crate) fn url_of(&self, rel: &str) -> String {
         format!("{}/{rel}", self.url.trim_end_matches('/'))
     }
 }

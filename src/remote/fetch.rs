@@ -26,7 +26,7 @@ pub struct Validators {
 pub enum Response {
     /// 304: the cached copy is current.
     NotModified {
-        /// How long the server says it stays fresh ([`fresh_for`]).
+        /// How long the server says it stays fresh (`fresh_for`).
         fresh_for: Option<u64>,
     },
     /// 200 with its body and validators.
@@ -35,14 +35,14 @@ pub enum Response {
         bytes: Vec<u8>,
         /// New validators.
         validators: Validators,
-        /// How long the server says it stays fresh ([`fresh_for`]).
+        /// How long the server says it stays fresh (`fresh_for`).
         fresh_for: Option<u64>,
     },
 }
 
 /// Seconds a response may be reused without asking again, from `Cache-Control`:
 /// `no-cache`/`no-store` → 0, else `max-age=N`; `None` when the header says neither.
-pub fn fresh_for(cache_control: Option<&str>) -> Option<u64> {
+pub(crate) fn fresh_for(cache_control: Option<&str>) -> Option<u64> {
     let mut max_age = None;
     for directive in cache_control?.split(',') {
         let d = directive.trim().to_ascii_lowercase();
@@ -144,7 +144,7 @@ impl Http {
     }
 
     /// GETs `url` (conditionally when `cond` is given), reading at most `cap` bytes.
-    pub fn get(
+    pub(crate) fn get(
         &self,
         url: &str,
         cond: Option<&Validators>,

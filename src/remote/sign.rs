@@ -3,10 +3,10 @@
 //! atip signs with unencrypted secret keys only (a build runs unattended, and the
 //! crate would otherwise prompt on a terminal for a password). Signatures carry a fixed
 //! trusted comment naming the signed file, so that signing the same bytes with the same
-//! key differs only in the signature's random nonce (see [`SigningKey::sign`]).
+//! key differs only in the signature's random nonce (see `SigningKey::sign`).
 //!
 //! A key id is the 16 upper-case hex digits minisign prints (`minisign public key: ID`).
-//! Must not decide what is trusted: callers pass the keys they trust to [`verify`].
+//! Must not decide what is trusted: callers pass the keys they trust to `verify`.
 
 use std::fs;
 use std::io::Cursor;
@@ -142,7 +142,7 @@ pub fn keygen(path: &Path) -> Result<TrustedKey, String> {
 
 impl SigningKey {
     /// Reads an unencrypted minisign secret key file.
-    pub fn read(path: &Path) -> Result<SigningKey, String> {
+    pub(crate) fn read(path: &Path) -> Result<SigningKey, String> {
         let text = fs::read_to_string(path)
             .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
         let boxed = minisign::SecretKeyBox::from_string(&text)
@@ -163,7 +163,7 @@ impl SigningKey {
 
     /// Signs `bytes`; `file` (the path inside the tree) becomes the trusted comment.
     /// Returns the `.minisig` file's text.
-    pub fn sign(&self, bytes: &[u8], file: &str) -> Result<String, String> {
+    pub(crate) fn sign(&self, bytes: &[u8], file: &str) -> Result<String, String> {
         let comment = trusted_comment(file);
         minisign::sign(
             Some(&self.public.key),
@@ -183,7 +183,7 @@ fn trusted_comment(file: &str) -> String {
 }
 
 /// Checks a `.minisig` text over `bytes` against the trusted keys.
-pub fn verify(keys: &[TrustedKey], bytes: &[u8], sig_text: &str) -> Verdict {
+pub(crate) fn verify(keys: &[TrustedKey], bytes: &[u8], sig_text: &str) -> Verdict {
     let sig = match minisign::SignatureBox::from_string(sig_text) {
         Ok(s) => s,
         Err(e) => return Verdict::Bad(format!("not a minisign signature ({e})")),

@@ -5,7 +5,7 @@
 //! registry's catalog is taken from the cache while it is younger than
 //! [`RECHECK`], else re-checked with a conditional request; with `--refresh`
 //! everything is re-checked now. Once the scan knows which binaries here are listed
-//! in some catalog and have no better source, [`Remote::fetch_shims`] fetches only
+//! in some catalog and have no better source, `Remote::fetch_shims` fetches only
 //! those shims (in parallel, bounded), verifies each before it is cached (hash in file =
 //! file name = the binary's hash; validation; signatures), and the scan's source
 //! ([`crate::discover::remote`]) offers them.
@@ -79,7 +79,7 @@ pub fn env_flag(name: &str) -> bool {
 }
 
 /// The cache dir's directory of one registry.
-pub fn registry_cache(cache: &Path, name: &str) -> PathBuf {
+pub(crate) fn registry_cache(cache: &Path, name: &str) -> PathBuf {
     cache.join(CACHE_SUBDIR).join(name)
 }
 
@@ -390,7 +390,7 @@ struct ShimOutcome {
 
 impl Remote {
     /// No registries.
-    pub fn none() -> Remote {
+    pub(crate) fn none() -> Remote {
         Remote {
             regs: Vec::new(),
             opts: RemoteOptions::default(),
@@ -401,7 +401,7 @@ impl Remote {
     }
 
     /// Whether any registry is configured and enabled.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.regs.is_empty()
     }
 
@@ -590,19 +590,19 @@ impl Remote {
     }
 
     /// Whether some registry's catalog lists this tool name.
-    pub fn lists_name(&self, name: &str) -> bool {
+    pub(crate) fn lists_name(&self, name: &str) -> bool {
         self.regs.iter().any(|r| r.names.contains(name))
     }
 
     /// Whether some registry's catalog lists this binary hash (hex).
-    pub fn lists_hash(&self, hex: &str) -> bool {
+    pub(crate) fn lists_hash(&self, hex: &str) -> bool {
         self.regs.iter().any(|r| r.hashes.contains(hex))
     }
 
     /// Fetches (or takes from the cache) the shims of these binary hashes (hex), each
     /// from the first registry, in priority order, that lists it and provides a shim
     /// that verifies.
-    pub fn fetch_shims(&mut self, wanted: &BTreeSet<String>) {
+    pub(crate) fn fetch_shims(&mut self, wanted: &BTreeSet<String>) {
         // One task per hash: the registries listing it, in priority order.
         let tasks: Vec<(String, Vec<usize>)> = wanted
             .iter()
@@ -873,14 +873,14 @@ impl Remote {
 
     /// The verified shim for a binary hash (hex): from the first registry in priority
     /// order that has one. Returns the registry's name with it.
-    pub fn ready(&self, hex: &str) -> Option<(&str, &Ready)> {
+    pub(crate) fn ready(&self, hex: &str) -> Option<(&str, &Ready)> {
         self.regs
             .iter()
             .find_map(|r| r.ready.get(hex).map(|s| (r.cfg.name.as_str(), s)))
     }
 
     /// Registries that failed this run (name, message): their entries are kept.
-    pub fn failed(&self) -> Vec<(String, String)> {
+    pub(crate) fn failed(&self) -> Vec<(String, String)> {
         self.regs
             .iter()
             .filter_map(|r| r.failed.as_ref().map(|m| (r.cfg.name.clone(), m.clone())))
@@ -888,13 +888,8 @@ impl Remote {
     }
 
     /// The per-registry report.
-    pub fn reports(&self) -> Vec<RegistrySync> {
+    pub(crate) fn reports(&self) -> Vec<RegistrySync> {
         self.regs.iter().map(|r| r.report.clone()).collect()
-    }
-
-    /// Saves what changed in the cache state (the catalog phase's stamps).
-    pub fn finish(&mut self) {
-        self.save_states();
     }
 }
 

@@ -65,12 +65,12 @@ impl SearchMode {
     }
 
     /// Whether `name` is one of the selected tools.
-    pub fn offers(&self, name: &str) -> bool {
+    pub(crate) fn offers(&self, name: &str) -> bool {
         self.by_name.contains_key(name)
     }
 
     /// The two tool definitions, in the order search, call.
-    pub fn export_tools(&self) -> Vec<ExportTool> {
+    pub(crate) fn export_tools(&self) -> Vec<ExportTool> {
         let search_schema = json!({
             "type": "object",
             "properties": {
@@ -123,7 +123,7 @@ impl SearchMode {
 
     /// Answers a search call: `{query, limit?}` → `{query, results: [{name, title,
     /// description, inputSchema?}], total}`, best first.
-    pub fn search(&self, args: &Map<String, Value>) -> Result<Value, AtipError> {
+    pub(crate) fn search(&self, args: &Map<String, Value>) -> Result<Value, AtipError> {
         let query = match args.get("query") {
             Some(Value::String(q)) if !q.trim().is_empty() => q.trim(),
             _ => {
@@ -180,7 +180,10 @@ impl SearchMode {
     /// Unwraps a call-tool call: `{name, arguments}` → the tool's name and its arguments.
     /// `arguments` may also be a JSON object as text (some models double-encode); a name
     /// outside the selection is `tool_not_found` with the closest names.
-    pub fn unwrap_call(&self, args: &Map<String, Value>) -> Result<(String, Value), AtipError> {
+    pub(crate) fn unwrap_call(
+        &self,
+        args: &Map<String, Value>,
+    ) -> Result<(String, Value), AtipError> {
         let name = match args.get("name") {
             Some(Value::String(n)) => n.as_str(),
             _ => {
@@ -223,14 +226,14 @@ impl SearchMode {
     }
 
     /// `tool_not_found` for a name outside the selection, with up to five close names.
-    pub fn unknown(&self, name: &str) -> AtipError {
+    pub(crate) fn unknown(&self, name: &str) -> AtipError {
         unknown_tool(&self.tools, name, true)
     }
 }
 
 /// `tool_not_found` for a name that is not among `offered`, with up to five close names;
 /// `searchable` says the search tool is there to find the right one.
-pub fn unknown_tool(offered: &[FlatTool], name: &str, searchable: bool) -> AtipError {
+pub(crate) fn unknown_tool(offered: &[FlatTool], name: &str, searchable: bool) -> AtipError {
     let limit = (name.chars().count() / 3).max(2);
     let mut close: Vec<(usize, &str)> = offered
         .iter()

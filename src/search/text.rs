@@ -77,7 +77,7 @@ pub const SYNONYMS: &[(&str, &[&str])] = &[
 ];
 
 /// The synonyms of a query word (stemmed like it).
-pub fn synonyms(word: &str) -> &'static [&'static str] {
+pub(crate) fn synonyms(word: &str) -> &'static [&'static str] {
     SYNONYMS
         .iter()
         .find(|(w, _)| *w == word)
@@ -88,7 +88,7 @@ pub fn synonyms(word: &str) -> &'static [&'static str] {
 /// `running` → `run`): `-ing` and `-ed` stripped when three letters with a vowel remain
 /// (then a doubled final consonant other than `l`, `s`, `z` is undoubled), and a final
 /// `e` dropped from words of four letters or more. Roots are only compared, never shown.
-pub fn root(word: &str) -> String {
+pub(crate) fn root(word: &str) -> String {
     let mut w = word.to_string();
     if !w.is_ascii() {
         return w;
@@ -123,7 +123,7 @@ pub const STOPWORDS: &[&str] = &[
 ];
 
 /// The words of a query, without stopwords (all of them when nothing else is left).
-pub fn query_words(query: &str) -> Vec<String> {
+pub(crate) fn query_words(query: &str) -> Vec<String> {
     let all = words(query);
     let kept: Vec<String> = all
         .iter()
@@ -134,7 +134,7 @@ pub fn query_words(query: &str) -> Vec<String> {
 }
 
 /// Lower-case alphanumeric words, each lightly stemmed (plural `s`/`es`/`ies`).
-pub fn words(text: &str) -> Vec<String> {
+pub(crate) fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(|w| stem(&w.to_lowercase()))
@@ -142,7 +142,7 @@ pub fn words(text: &str) -> Vec<String> {
 }
 
 /// Strips an English plural ending from words longer than three letters.
-pub fn stem(word: &str) -> String {
+pub(crate) fn stem(word: &str) -> String {
     let n = word.len();
     if n <= 3 || !word.is_ascii() {
         return word.to_string();
@@ -170,7 +170,7 @@ pub fn stem(word: &str) -> String {
 
 /// `words` plus the short form of every abbreviation whose long form occurs (in order,
 /// as consecutive words).
-pub fn terms(text: &str) -> Vec<String> {
+pub(crate) fn terms(text: &str) -> Vec<String> {
     let mut out = words(text);
     expand(&mut out);
     out
@@ -189,7 +189,7 @@ fn table() -> &'static [(&'static str, Vec<String>)] {
 }
 
 /// Appends abbreviation short forms for long forms found in `tokens`.
-pub fn expand(tokens: &mut Vec<String>) {
+pub(crate) fn expand(tokens: &mut Vec<String>) {
     for (short, _) in abbreviations_in(tokens) {
         if !tokens.iter().any(|t| t == short) {
             tokens.push(short.to_string());
@@ -199,7 +199,7 @@ pub fn expand(tokens: &mut Vec<String>) {
 
 /// Every abbreviation whose long form occurs in `tokens` (as consecutive words), with the
 /// positions it covers.
-pub fn abbreviations_in(tokens: &[String]) -> Vec<(&'static str, std::ops::Range<usize>)> {
+pub(crate) fn abbreviations_in(tokens: &[String]) -> Vec<(&'static str, std::ops::Range<usize>)> {
     let mut out = Vec::new();
     for (short, long) in table() {
         if long.len() > tokens.len() || !tokens.contains(&long[0]) {

@@ -35,7 +35,7 @@ impl Position {
 
 /// Line and column (1-based; columns in characters) of many byte offsets, in one pass
 /// over the text: thousands of findings in one huge minified line cost no more than one.
-pub fn positions(bytes: &[u8], offsets: &[usize]) -> Vec<(usize, usize)> {
+pub(crate) fn positions(bytes: &[u8], offsets: &[usize]) -> Vec<(usize, usize)> {
     let mut order: Vec<usize> = (0..offsets.len()).collect();
     order.sort_by_key(|&i| offsets[i]);
     let mut out = vec![(1, 1); offsets.len()];
@@ -68,12 +68,12 @@ fn position(bytes: &[u8], offset: usize, len: usize) -> Position {
 }
 
 /// The position of a byte offset in raw bytes (which may not be UTF-8 past `offset`).
-pub fn position_in_bytes(bytes: &[u8], offset: usize) -> Position {
+pub(crate) fn position_in_bytes(bytes: &[u8], offset: usize) -> Position {
     position(bytes, offset, 1)
 }
 
 /// The position serde_json reports as line and (byte) column, turned into an offset.
-pub fn position_of_line_column(text: &str, line: usize, column: usize) -> Position {
+pub(crate) fn position_of_line_column(text: &str, line: usize, column: usize) -> Position {
     let bytes = text.as_bytes();
     let mut start = 0;
     if line > 1 {
@@ -96,7 +96,7 @@ pub fn position_of_line_column(text: &str, line: usize, column: usize) -> Positi
 }
 
 /// Escapes one reference token of a JSON pointer (`~` → `~0`, `/` → `~1`).
-pub fn escape_token(token: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn escape_token(token: &str) -> std::borrow::Cow<'_, str> {
     if token.contains(['~', '/']) {
         token.replace('~', "~0").replace('/', "~1").into()
     } else {
@@ -328,7 +328,7 @@ fn enter_member(
 }
 
 /// Diagnostics for every repeated key, with pointer and source position.
-pub fn duplicate_keys(text: &str) -> Vec<Diagnostic> {
+pub(crate) fn duplicate_keys(text: &str) -> Vec<Diagnostic> {
     let mut found = Vec::new();
     scan(text, |_| {}, Some(&mut found));
     let firsts: Vec<usize> = found.iter().map(|d| d.first).collect();

@@ -200,7 +200,7 @@ pub fn text(report: &FileReport, color: bool) -> String {
 }
 
 /// [`text`] with the source given separately (it need not live in the report).
-pub fn text_with(report: &FileReport, source: Option<&[u8]>, color: bool) -> String {
+pub(crate) fn text_with(report: &FileReport, source: Option<&[u8]>, color: bool) -> String {
     let renderer = if color {
         Renderer::styled()
     } else {
@@ -312,7 +312,7 @@ pub fn sarif_result(path: &str, d: &Diagnostic) -> Value {
 }
 
 /// One SARIF result, its `ruleIndex` counted over `catalogues` in order.
-pub fn sarif_result_in(catalogues: &[&[RuleInfo]], path: &str, d: &Diagnostic) -> Value {
+pub(crate) fn sarif_result_in(catalogues: &[&[RuleInfo]], path: &str, d: &Diagnostic) -> Value {
     let mut physical = json!({"artifactLocation": {"uri": sarif_uri(path)}});
     if let (Some(line), Some(col)) = (d.line, d.column) {
         physical["region"] = json!({"startLine": line, "startColumn": col});
@@ -359,7 +359,7 @@ fn github_property(text: &str) -> String {
 
 /// One GitHub Actions annotation, e.g.
 /// `::warning file=shims/x.json,line=3,col=5,title=effects-unstated::message (hint: …)`.
-pub fn github_annotation(path: &str, d: &Diagnostic) -> String {
+pub(crate) fn github_annotation(path: &str, d: &Diagnostic) -> String {
     let mut props = format!("file={}", github_property(path));
     if let (Some(line), Some(col)) = (d.line, d.column) {
         props.push_str(&format!(",line={line},col={col}"));

@@ -383,7 +383,7 @@ fn short(value: &Value) -> String {
 }
 
 /// Turns one schema error into diagnostics (several for `additionalProperties`).
-pub fn from_schema_error(error: &jsonschema::ValidationError<'_>) -> Vec<Diagnostic> {
+pub(crate) fn from_schema_error(error: &jsonschema::ValidationError<'_>) -> Vec<Diagnostic> {
     use jsonschema::error::ValidationErrorKind as K;
     let pointer = error.instance_path().as_str().to_string();
     let instance = short(error.instance());
@@ -545,7 +545,12 @@ pub fn check(kind: Kind, value: &Value, file_name: Option<&str>, out: &mut Vec<D
 /// leave out option and argument descriptions (a warning), and a name-keyed shim may be
 /// a plain document without `binary` when its root `name` names the tool (a warning).
 /// Runs after the schema and the other rules, on their diagnostics.
-pub fn as_written(kind: Kind, value: &Value, file_name: Option<&str>, out: &mut Vec<Diagnostic>) {
+pub(crate) fn as_written(
+    kind: Kind,
+    value: &Value,
+    file_name: Option<&str>,
+    out: &mut Vec<Diagnostic>,
+) {
     let Some(root) = value.as_object() else {
         return;
     };

@@ -118,7 +118,7 @@ impl FileReport {
     }
 
     /// Number of diagnostics of a severity.
-    pub fn count(&self, severity: Severity) -> usize {
+    pub(crate) fn count(&self, severity: Severity) -> usize {
         self.diagnostics
             .iter()
             .filter(|d| d.severity == severity)
@@ -389,7 +389,7 @@ pub struct AgentRun {
 
 /// Runs `program args... --agent` through the process runner under `opts`' timeout and
 /// size cap, and reports which parts of the `--agent` contract it broke.
-pub fn run_agent(program: &OsString, args: &[OsString], opts: &Options) -> AgentRun {
+pub(crate) fn run_agent(program: &OsString, args: &[OsString], opts: &Options) -> AgentRun {
     let mut argv: Vec<OsString> = args.to_vec();
     argv.push("--agent".into());
     let shown = format!(
@@ -463,7 +463,7 @@ pub fn run_agent(program: &OsString, args: &[OsString], opts: &Options) -> Agent
 }
 
 /// Runs `program args... --agent` and checks both its contract and its output.
-pub fn check_exec(program: &OsString, args: &[OsString], opts: &Options) -> FileReport {
+pub(crate) fn check_exec(program: &OsString, args: &[OsString], opts: &Options) -> FileReport {
     let run = run_agent(program, args, opts);
     if run.contract.is_empty() {
         return check_source(run.shown, &run.stdout, None, opts);
@@ -505,7 +505,7 @@ pub struct Source {
 
 /// Reads every input in input order (directories expanded as `check_inputs` does) and
 /// hands each to `each`: its bytes, or the report saying why it could not be read.
-pub fn read_inputs(
+pub(crate) fn read_inputs(
     inputs: &[Input],
     opts: &Options,
     mut each: impl FnMut(Result<Source, FileReport>),
