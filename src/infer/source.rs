@@ -353,9 +353,8 @@ impl InferSource {
         };
         let listings = DirsCache {
             version: INFER_CACHE_VERSION,
-            listings: index.listings(),
+            listings: index.into_listings(),
         };
-        drop(index);
         let dir = self.data.join("cache");
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
