@@ -45,7 +45,7 @@ fn found(name: &str, path: &Path, version: &str, fresh: bool) -> Found {
         let document = document(name, version);
         FoundMeta::Fresh {
             summary: MetaSummary::of(&Metadata::from_slice(&document).unwrap()),
-            document,
+            document: document.into(),
             checked_at: atip::registry::rfc3339_now(),
         }
     } else {

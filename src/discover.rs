@@ -151,8 +151,11 @@ impl Progress for NoProgress {
     fn finish(&self) {}
 }
 
-/// The scan's thread pool, built only when some phase has work: a warm rescan starts
-/// no threads.
+/// A thread pool of the scan, built only when some phase has work: a warm rescan starts
+/// no threads. Two are used: one of `--jobs` threads for reading evidence and probing
+/// (probes mostly wait on their children), and one of one thread per CPU for the work
+/// that only computes (man pages, hashes): more threads there than CPUs only add
+/// allocator arenas, memory held at once, and switches.
 struct LazyPool {
     jobs: usize,
     pool: std::cell::OnceCell<Option<rayon::ThreadPool>>,
@@ -178,6 +181,30 @@ impl LazyPool {
             Some(p) => p.install(f),
             None => f(),
         }
+    }
+}
+
+/// Wall time of each phase, logged at debug level (`atip -v scan`): where a scan spends
+/// its time, without a profiler.
+struct Phases {
+    last: std::time::Instant,
+}
+
+impl Phases {
+    fn start() -> Phases {
+        Phases {
+            last: std::time::Instant::now(),
+        }
+    }
+
+    /// Logs the time since the previous phase ended.
+    fn done(&mut self, phase: &str) {
+        let now = std::time::Instant::now();
+        log::debug!(
+            "scan phase {phase}: {:.1} ms",
+            (now - self.last).as_secs_f64() * 1e3
+        );
+        self.last = now;
     }
 }
 
@@ -271,6 +298,7 @@ pub fn scan(
     opts: &ScanOptions,
     progress: &dyn Progress,
 ) -> Result<ScanReport, ScanError> {
+    let mut phases = Phases::start();
     let mut warnings: Vec<String> = Vec::new();
     let config = shims::load_config(&dirs.config).map_err(ScanError::Config)?;
     let skip = build_globs(&opts.skip, "--skip").map_err(ScanError::Usage)?;
@@ -286,6 +314,7 @@ pub fn scan(
         aliases,
     } = enumerate(opts, &skip, &mut warnings);
 
+    phases.done("enumerate");
     // 2. Fingerprint and cache: what is already known of each file.
     let old_cache = if opts.refresh {
         Cache::empty()
@@ -297,7 +326,14 @@ pub fn scan(
     let mut new_cache = Cache::empty();
     let mut works = plan(executables, &old_cache, &allow, dirs, opts);
     let pool = LazyPool::new(opts.jobs);
+    let cpu_pool = LazyPool::new(
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+            .min(opts.jobs.max(1)),
+    );
 
+    phases.done("cache and plan");
     // 3-4. Classify each executable by its evidence and probe those that may be run.
     examine(&mut works, dirs, opts, progress, &pool);
     if opts
@@ -355,6 +391,7 @@ pub fn scan(
         ));
     }
 
+    phases.done("examine and probe");
     // The metadata sources, and the registry as it is.
     let layers = shims::shim_layers(&dirs.system_data, &dirs.data, &opts.shim_dirs, &dirs.config);
     let shim_set = shims::load_shims(&layers, opts.builtin_shims, &old_cache, &mut new_cache);
@@ -401,6 +438,7 @@ pub fn scan(
         }
     };
 
+    phases.done("load sources and index");
     // Every name an agent can type: each executable's first name, then its aliases.
     let names: Vec<(String, PathBuf, usize)> = works
         .iter()
@@ -420,9 +458,14 @@ pub fn scan(
             .collect();
         inf.src.look_up(readable);
         if inf.src.has_pending() {
-            pool.install(|| inf.src.infer_pending());
+            cpu_pool.install(|| inf.src.infer_pending());
+        }
+        // Every page is read: the manual's index is not needed any more.
+        if let Err(m) = inf.src.save_listings() {
+            warnings.push(format!("failed to save the inference cache: {m}"));
         }
     }
+    phases.done("man pages");
     // Remote registries: catalogs now (cache or conditional requests), shims after
     // hashing, only for binaries no better source describes. A dry run requests nothing.
     let mut remote_opts = opts.remote.clone();
@@ -438,6 +481,7 @@ pub fn scan(
         sources.push(&remote);
     }
 
+    phases.done("remote catalogs");
     // 5. Hash the files some source may offer metadata for.
     let mut wants = vec![false; works.len()];
     for (name, path, i) in &names {
@@ -449,7 +493,7 @@ pub fn scan(
         wants[*i] = sources.iter().any(|s| s.wants_hash(&subject));
     }
     if wants.iter().any(|b| *b) {
-        pool.install(|| {
+        cpu_pool.install(|| {
             works
                 .par_iter_mut()
                 .zip(wants.par_iter())
@@ -463,6 +507,7 @@ pub fn scan(
         });
     }
 
+    phases.done("hash");
     // 5b. Fetch the remote shims of the hashed binaries that nothing better describes.
     if !remote.is_empty() {
         let remote_rank = resolve::rank(Source::Remote);
@@ -502,6 +547,7 @@ pub fn scan(
     }
     let failures: Vec<SourceFailure> = sources.iter().flat_map(|s| s.failures()).collect();
 
+    phases.done("remote shims");
     // 6. Resolve each name's winner (in `resolve`, the one place) and what to send.
     let exe_names: HashSet<String> = names.iter().map(|(n, _, _)| n.clone()).collect();
     let exists = |n: &str| exe_names.contains(n);
@@ -696,6 +742,7 @@ pub fn scan(
         winners.insert(name.clone(), (winner, applied));
     }
 
+    phases.done("resolve");
     // Fresh documents for everything not unchanged. Names sharing a file and a winner
     // share one document (the registry stores it once, by content hash).
     let now = registry::rfc3339_now();
@@ -729,6 +776,7 @@ pub fn scan(
         tool_records.remove(n);
     }
 
+    phases.done("compose");
     // 7. Commit.
     let mut registry_info = RegistryInfo {
         path: dirs.registry_file(),
@@ -792,6 +840,7 @@ pub fn scan(
         removed.dedup();
     }
 
+    phases.done("commit");
     // 8. Save the cache (never in a dry run).
     if !opts.dry_run {
         for w in &works {
@@ -841,6 +890,7 @@ pub fn scan(
         }
     }
 
+    phases.done("save caches");
     // 9. Report.
     let no_sign = works.iter().filter(|w| w.no_sign).count();
     let apps_waiting = works.iter().filter(|w| w.app_waiting).count();
@@ -918,6 +968,7 @@ pub fn scan(
         evidence,
         sources,
     };
+    phases.done("report");
     Ok(ScanReport {
         report_version: report::REPORT_VERSION,
         dry_run: opts.dry_run,
@@ -1099,7 +1150,14 @@ fn examine(
     let dry_run = opts.dry_run;
     let cancel = opts.cancel.as_ref();
     let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
-    let follower = launcher::Follower::new();
+    // `#!/usr/bin/env python3` finds its interpreter on the PATH the tools run with.
+    let follower = launcher::Follower::with_path(
+        paths::split_path(&path_value(opts))
+            .into_iter()
+            .map(PathBuf::from)
+            .filter(|d| d.is_absolute())
+            .collect(),
+    );
     pool.install(|| {
         // One job per executable: a hanging probe must never hold back others that
         // rayon would otherwise have batched with it on the same thread.
@@ -1487,7 +1545,7 @@ fn enum_name<T: Serialize>(v: &T) -> String {
 fn compose(
     winner: &Candidate,
     applied: &[&PatternFile],
-) -> Result<(Vec<u8>, registry::MetaSummary), String> {
+) -> Result<(Arc<[u8]>, registry::MetaSummary), String> {
     let mut bytes = winner.doc.read()?;
     let shown = || match &winner.doc {
         source::Doc::File(p) | source::Doc::Checked { path: p, .. } => p.display().to_string(),
@@ -1497,8 +1555,9 @@ fn compose(
         let mut value: serde_json::Value = serde_json::from_slice(&bytes)
             .map_err(|e| format!("failed to parse {}: {e}", shown()))?;
         shims::merge_patterns(&mut value, applied);
-        bytes = serde_json::to_vec_pretty(&value).map_err(|e| e.to_string())?;
-        bytes.push(b'\n');
+        let mut merged = serde_json::to_vec_pretty(&value).map_err(|e| e.to_string())?;
+        merged.push(b'\n');
+        bytes = merged.into();
     }
     let metadata =
         crate::model::Metadata::from_slice(&bytes).map_err(|e| format!("{}: {e}", shown()))?;

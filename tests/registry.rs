@@ -89,7 +89,7 @@ fn fresh(name: &str, path: &Path, document: Vec<u8>) -> Found {
         fingerprint: None,
         vouched_by: None,
         meta: FoundMeta::Fresh {
-            document,
+            document: document.into(),
             summary: MetaSummary::of(&metadata),
             checked_at: "2026-11-25T11:59:00Z".into(),
         },

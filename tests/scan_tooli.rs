@@ -66,15 +66,18 @@ def main():
 
 struct App {
     sb: Sandbox,
-    bin: PathBuf,
+    /// The scanned PATH.
+    path: std::ffi::OsString,
     marker: PathBuf,
 }
 
 impl App {
     /// A venv holding the `notes` package (requiring tooli) and, when `broken`, a
     /// second Tooli app whose module fails on import; `bin/` holds links to their
-    /// console scripts.
-    fn install(tooli: &Path) -> App {
+    /// console scripts. With `env`, the wrappers start `#!/usr/bin/env python` and the
+    /// venv's `bin` is on the scanned PATH after `bin/` (where env finds the venv's
+    /// interpreter).
+    fn install(tooli: &Path, env: bool) -> App {
         let sb = Sandbox::new();
         let venv = sb.path().join("venv");
         let made = Command::new(tooli.join("bin/python"))
@@ -120,18 +123,27 @@ impl App {
         let bin = sb.path().join("bin");
         std::fs::create_dir_all(&bin).unwrap();
         let _g = lock();
+        let shebang = if env {
+            "#!/usr/bin/env python".to_owned()
+        } else {
+            format!("#!{}/bin/python", venv.display())
+        };
         for name in ["notes", "broken"] {
             let module = format!("{name}.cli");
             let w = sb.script(
                 &format!("venv/bin/{name}"),
                 &format!(
-                    "#!{}/bin/python\nimport sys\nfrom {module} import main\nif __name__ == '__main__':\n    sys.exit(main())\n",
-                    venv.display()
+                    "{shebang}\nimport sys\nfrom {module} import main\nif __name__ == '__main__':\n    sys.exit(main())\n",
                 ),
             );
             std::os::unix::fs::symlink(w, bin.join(name)).unwrap();
         }
-        App { sb, bin, marker }
+        let path = if env {
+            std::env::join_paths([bin, venv.join("bin")]).unwrap()
+        } else {
+            bin.into_os_string()
+        };
+        App { sb, path, marker }
     }
 
     fn scan(&self, args: &[&str]) -> Value {
@@ -140,7 +152,7 @@ impl App {
             self.sb
                 .atip()
                 .args(["scan", "--output", "json", "--no-builtin-shims", "--path"])
-                .arg(&self.bin)
+                .arg(&self.path)
                 .args(args)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -178,7 +190,7 @@ fn tooli_apps_are_recognised_without_running_and_converted_only_when_allowed() {
         eprintln!("SKIPPED: tooli is not installed (.ci/setup-test-deps installs it from PyPI)");
         return;
     };
-    let app = App::install(&tooli);
+    let app = App::install(&tooli, false);
 
     // Default scan: both recognised from package metadata, nothing run or registered.
     let r = app.scan(&[]);
@@ -293,4 +305,59 @@ fn tooli_apps_are_recognised_without_running_and_converted_only_when_allowed() {
         "{r:#}"
     );
     assert!(entry(&r, "notes").is_some());
+}
+
+#[test]
+fn tooli_apps_started_through_env_find_their_interpreter_on_the_scanned_path() {
+    let Some(tooli) = tooli_venv() else {
+        eprintln!("SKIPPED: tooli is not installed (.ci/setup-test-deps installs it from PyPI)");
+        return;
+    };
+    let app = App::install(&tooli, true);
+
+    // Recognised by reading (the venv's `python` found on the scanned PATH), not run.
+    let r = app.scan(&[]);
+    assert_eq!(r["summary"]["evidence"]["framework-app"], 2, "{r:#}");
+    assert_eq!(r["summary"]["converted"], 0);
+    assert!(
+        !app.marker.exists(),
+        "the app's code ran without permission"
+    );
+
+    // Allowed: converted by that interpreter.
+    app.sb
+        .write("config/config.json", r#"{"probe": {"allow": ["notes"]}}"#);
+    let r = app.scan(&[]);
+    assert!(app.marker.exists(), "the conversion did not import the app");
+    assert_eq!(r["summary"]["converted"], 1, "{r:#}");
+    let t = entry(&r, "notes").unwrap_or_else(|| panic!("{r:#}"));
+    assert_eq!(t["source"], "converted");
+    let r = app.scan(&["--explain", "notes"]);
+    assert!(
+        r["evidence"].to_string().contains("/venv/bin/python"),
+        "{r:#}"
+    );
+
+    // Without the venv on the scanned PATH, `env python` may be any interpreter: the
+    // app is not recognised (a fresh data dir, so nothing is cached).
+    let out = {
+        let _g = lock();
+        app.sb
+            .atip()
+            .env("ATIP_DATA_DIR", app.sb.path().join("data2"))
+            .args(["scan", "--output", "json", "--no-builtin-shims", "--path"])
+            .arg(app.sb.path().join("bin"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+    .wait_with_output()
+    .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        r["summary"]["evidence"].get("framework-app").is_none(),
+        "{r:#}"
+    );
 }

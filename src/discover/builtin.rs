@@ -104,10 +104,18 @@ pub const REGISTRY: &str = "builtin";
 
 /// The shipped shim for `name` (`NAME.json`), if atip ships one.
 pub(crate) fn get(name: &str) -> Option<&'static str> {
-    SHIPPED
-        .iter()
-        .find(|(file, _)| file.strip_suffix(".json") == Some(name))
-        .map(|(_, body)| *body)
+    // Asked for every name on PATH (thousands): a map, built once.
+    static BY_NAME: std::sync::OnceLock<std::collections::HashMap<&str, &str>> =
+        std::sync::OnceLock::new();
+    BY_NAME
+        .get_or_init(|| {
+            SHIPPED
+                .iter()
+                .filter_map(|(file, body)| Some((file.strip_suffix(".json")?, *body)))
+                .collect()
+        })
+        .get(name)
+        .copied()
 }
 
 #[cfg(test)]

@@ -48,7 +48,8 @@ impl AppRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TooliApp {
-    /// The app's own interpreter, as its wrapper names it (an absolute path).
+    /// The app's own interpreter: the absolute path its wrapper names, or where `env`
+    /// finds it on the scanned PATH.
     pub interpreter: PathBuf,
     /// The entry point's module (`notes.cli`).
     pub module: String,
@@ -65,13 +66,9 @@ pub struct TooliApp {
 /// Whether `canonical` (whose whole bytes are `head`, a small wrapper) is the console
 /// script of a package that requires Tooli. Reads package metadata only.
 pub(crate) fn recognise(follower: &Follower, canonical: &Path, head: &[u8]) -> AppRecord {
-    let Some((interpreter, entries)) = follower.entry_points(canonical, head) else {
+    let Some((interpreter, entries)) = follower.app_entry_points(canonical, head) else {
         return AppRecord::None;
     };
-    // Only an interpreter named by path is the app's own (`env python3` could be any).
-    if !interpreter.starts_with('/') {
-        return AppRecord::None;
-    }
     for EntryPoint { module, attr, dist } in entries {
         let Some(meta) = read_metadata(&dist.join("METADATA")) else {
             continue;
@@ -79,7 +76,7 @@ pub(crate) fn recognise(follower: &Follower, canonical: &Path, head: &[u8]) -> A
         let fields = Metadata::parse(&meta);
         if fields.requires.iter().any(|r| requires_tooli(r)) {
             return AppRecord::Tooli(TooliApp {
-                interpreter: PathBuf::from(&interpreter),
+                interpreter: interpreter.clone(),
                 module,
                 attr,
                 dist,
@@ -323,5 +320,62 @@ mod tests {
             recognise(&f, &venv.join("bin/notes"), b"#!/bin/sh\nexec true\n"),
             AppRecord::None
         );
+    }
+
+    fn executable(p: &Path) {
+        use std::os::unix::fs::PermissionsExt;
+        write(p, "#!/bin/false\n");
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn an_interpreter_found_through_env_is_resolved_on_the_scanned_path() {
+        let t = tempfile::tempdir().unwrap();
+        // A venv whose python3 is a link to python3.11, and a user prefix (like
+        // `pip install --user`) with a 3.11 and a 3.9 site dir.
+        let venv = t.path().join("venv");
+        executable(&venv.join("bin/python3.11"));
+        std::os::unix::fs::symlink("python3.11", venv.join("bin/python3")).unwrap();
+        let tooli_app = |site: &Path, name: &str| {
+            write(
+                &site.join(format!("{name}-1.0.dist-info/entry_points.txt")),
+                &format!("[console_scripts]\n{name} = {name}.cli:main\n"),
+            );
+            write(
+                &site.join(format!("{name}-1.0.dist-info/METADATA")),
+                &format!("Name: {name}\nVersion: 1.0\nRequires-Dist: tooli\n"),
+            );
+        };
+        tooli_app(&venv.join("lib/python3.11/site-packages"), "notes");
+        let user = t.path().join("user");
+        tooli_app(&user.join("lib/python3.11/site-packages"), "mine");
+        tooli_app(&user.join("lib/python3.9/site-packages"), "old");
+        let env = b"#!/usr/bin/env python3\nimport sys\nfrom x.cli import main\n";
+
+        let f = Follower::with_path(vec![t.path().join("nowhere"), venv.join("bin")]);
+        // The venv's own wrapper: the venv's interpreter, as env finds it (not resolved
+        // further: the link is what makes it the venv's).
+        let got = recognise(&f, &venv.join("bin/notes"), env);
+        assert_eq!(
+            got.tooli().map(|a| a.interpreter.clone()),
+            Some(venv.join("bin/python3"))
+        );
+        assert_eq!(got.tooli().unwrap().module, "notes.cli");
+        // A wrapper in another prefix: its site dir of the interpreter's version only.
+        assert_eq!(
+            recognise(&f, &user.join("bin/mine"), env)
+                .tooli()
+                .map(|a| a.dist.clone()),
+            Some(user.join("lib/python3.11/site-packages/mine-1.0.dist-info"))
+        );
+        assert_eq!(recognise(&f, &user.join("bin/old"), env), AppRecord::None);
+        // Not on the scanned PATH, or not executable there: not recognised.
+        assert_eq!(
+            recognise(&Follower::new(), &venv.join("bin/notes"), env),
+            AppRecord::None
+        );
+        write(&t.path().join("plain/python3"), "");
+        let f = Follower::with_path(vec![t.path().join("plain")]);
+        assert_eq!(recognise(&f, &venv.join("bin/notes"), env), AppRecord::None);
     }
 }

@@ -57,6 +57,9 @@ pub struct EntryPoint {
 #[derive(Default)]
 pub struct Follower {
     sites: Mutex<HashMap<PathBuf, Arc<Scripts>>>,
+    /// The scanned PATH's directories, in order: where `#!/usr/bin/env python3` finds
+    /// its interpreter.
+    path: Vec<PathBuf>,
 }
 
 /// What a wrapper's `#!` line (or pip's trampoline) says it runs.
@@ -74,6 +77,28 @@ impl Follower {
     /// A follower with nothing remembered.
     pub fn new() -> Follower {
         Follower::default()
+    }
+
+    /// A follower that resolves interpreters named through `env` in `path` (the PATH
+    /// the scanned tools run with), as `env` would: the first directory holding an
+    /// executable file of that name.
+    pub fn with_path(path: Vec<PathBuf>) -> Follower {
+        Follower {
+            path,
+            ..Follower::default()
+        }
+    }
+
+    /// Where `env` would find `name` on the scanned PATH (a bare name; `None` when no
+    /// directory holds an executable file of that name). Stats only, never runs it.
+    fn on_path(&self, name: &str) -> Option<PathBuf> {
+        use std::os::unix::fs::PermissionsExt;
+        if name.is_empty() || name.contains('/') {
+            return None;
+        }
+        self.path.iter().map(|d| d.join(name)).find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
     }
 
     /// [`Sign::Launcher`] when `canonical` is a wrapper whose launched files show a sign.
@@ -119,24 +144,59 @@ impl Follower {
         out
     }
 
-    /// A Python console-script wrapper's interpreter (as its `#!` line or pip's
-    /// trampoline names it) and the entry points its package metadata declares for its
-    /// file name. `None` when `head` is not a Python wrapper.
-    pub(crate) fn entry_points(
+    /// A Python console-script wrapper's interpreter, as the wrapper runs it, and the
+    /// entry points its package metadata declares for the wrapper's file name. The
+    /// interpreter is named by path (`#!` line or pip's trampoline), or found on the
+    /// scanned PATH when the wrapper starts it through `env`. An
+    /// interpreter found through `env` is taken only where it can be the package's:
+    /// the entry points come from its own prefix's site directories, or from the
+    /// wrapper's prefix in a `lib/pythonX.Y` of the interpreter's own version (read from
+    /// the file name the interpreter's path resolves to, e.g. `python3` →
+    /// `python3.11`). `None` when `head` is not a Python wrapper or its `env`
+    /// interpreter is not on the PATH.
+    pub(crate) fn app_entry_points(
         &self,
         canonical: &Path,
         head: &[u8],
-    ) -> Option<(String, Vec<EntryPoint>)> {
+    ) -> Option<(PathBuf, Vec<EntryPoint>)> {
         let text = std::str::from_utf8(head).ok()?;
-        let Some(Kind::Python(interpreter)) = kind(text) else {
+        let Some(Kind::Python(named)) = kind(text) else {
             return None;
         };
         let name = canonical.file_name()?.to_str()?;
-        let mut found = Vec::new();
-        for site in python_sites(canonical, interpreter) {
-            found.extend(self.scripts(&site).get(name).into_iter().flatten().cloned());
+        let declared = |sites: Vec<PathBuf>| -> Vec<EntryPoint> {
+            sites
+                .iter()
+                .flat_map(|site| self.scripts(site).get(name).cloned().unwrap_or_default())
+                .collect()
+        };
+        if named.starts_with('/') {
+            return Some((
+                PathBuf::from(named),
+                declared(python_sites(canonical, named)),
+            ));
         }
-        Some((interpreter.to_owned(), found))
+        let interpreter = self.on_path(named)?;
+        let version = std::fs::canonicalize(&interpreter).ok().and_then(|p| {
+            let base = p.file_name()?.to_str()?.to_owned();
+            let v = base.strip_prefix("python")?;
+            (v.contains('.') && v.bytes().all(|b| b.is_ascii_digit() || b == b'.')).then_some(base)
+        });
+        let prefix_sites = |p: &Path| p.parent().and_then(Path::parent).map(site_dirs);
+        let mut sites = prefix_sites(&interpreter).unwrap_or_default();
+        for site in prefix_sites(canonical).unwrap_or_default() {
+            let site_version = site
+                .parent()
+                .and_then(Path::file_name)
+                .and_then(|v| v.to_str());
+            // `lib/python3` (Debian's version-independent dir) fits any python3.
+            let fits = version.is_none()
+                || site_version.is_some_and(|v| !v.contains('.') || Some(v) == version.as_deref());
+            if fits && !sites.contains(&site) {
+                sites.push(site);
+            }
+        }
+        Some((interpreter, declared(sites)))
     }
 
     /// A Python wrapper's module files: the import line's, then the entry point's and its

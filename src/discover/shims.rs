@@ -578,27 +578,41 @@ impl Shims {
         }
     }
 
-    /// The built-in shim of a name, parsed only when asked for.
+    /// The built-in shim of a name, read only when asked for: only the fields a
+    /// candidate needs are decoded (the rest is skipped, not built into a `Value`: the
+    /// shipped shims are 1 MB of JSON, and a warm rescan asks for every one).
     fn builtin_file(name: &str) -> Option<ShimFile> {
         let body = builtin::get(name)?;
-        let value: Value = serde_json::from_str(body).ok()?;
+        let head: ShimHead = serde_json::from_str(body).ok()?;
         Some(ShimFile {
             path: PathBuf::from(builtin::REGISTRY).join(format!("{name}.json")),
             layer: Layer::Builtin,
             dir: PathBuf::from(builtin::REGISTRY),
-            tool: value
-                .pointer("/binary/name")
-                .or_else(|| value.get("name"))
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            trust: value
-                .pointer("/trust/source")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            tool: head.binary.and_then(|b| b.name).or(head.name),
+            trust: head.trust.and_then(|t| t.source),
             doc: sha256_hex(body.as_bytes()),
             body: Doc::Bytes(std::sync::Arc::from(body.as_bytes())),
         })
     }
+}
+
+/// The fields of a shim that name its tool and its trust, decoded without the rest.
+/// (Shipped shims are valid, so these are strings where present; the tests check it.)
+#[derive(serde::Deserialize)]
+struct ShimHead {
+    name: Option<String>,
+    binary: Option<NameHead>,
+    trust: Option<TrustHead>,
+}
+
+#[derive(serde::Deserialize)]
+struct NameHead {
+    name: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct TrustHead {
+    source: Option<String>,
 }
 
 impl MetadataSource for Shims {
@@ -695,6 +709,24 @@ pub(crate) fn load_config(config_dir: &Path) -> Result<ScanConfig, String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn every_builtin_shim_names_its_tool_and_trust_as_its_json_says() {
+        for (file, body) in builtin::SHIPPED {
+            let name = file.strip_suffix(".json").unwrap();
+            let f = Shims::builtin_file(name).unwrap_or_else(|| panic!("{file}"));
+            let value: Value = serde_json::from_str(body).unwrap();
+            let tool = value
+                .pointer("/binary/name")
+                .or_else(|| value.get("name"))
+                .and_then(Value::as_str);
+            assert_eq!(f.tool.as_deref(), tool, "{file}");
+            assert!(f.tool.is_some(), "{file}");
+            let trust = value.pointer("/trust/source").and_then(Value::as_str);
+            assert_eq!(f.trust.as_deref(), trust, "{file}");
+            assert_eq!(f.doc, sha256_hex(body.as_bytes()));
+        }
+    }
 
     #[test]
     fn patterns_merge_by_name_later_wins() {

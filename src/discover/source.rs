@@ -48,13 +48,14 @@ pub enum Doc {
 }
 
 impl Doc {
-    /// The document's bytes.
-    pub(crate) fn read(&self) -> Result<Vec<u8>, String> {
+    /// The document's bytes (in-memory bytes are shared, not copied: a scan of a
+    /// thousand inferred documents holds each once).
+    pub(crate) fn read(&self) -> Result<Arc<[u8]>, String> {
         match self {
-            Doc::File(p) => {
-                std::fs::read(p).map_err(|e| format!("failed to read {}: {e}", p.display()))
-            }
-            Doc::Bytes(b) => Ok(b.to_vec()),
+            Doc::File(p) => std::fs::read(p)
+                .map(Arc::from)
+                .map_err(|e| format!("failed to read {}: {e}", p.display())),
+            Doc::Bytes(b) => Ok(b.clone()),
             Doc::Checked { path, sha } => {
                 let bytes = std::fs::read(path)
                     .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
@@ -64,7 +65,7 @@ impl Doc {
                         path.display()
                     ));
                 }
-                Ok(bytes)
+                Ok(bytes.into())
             }
         }
     }

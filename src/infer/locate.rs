@@ -182,11 +182,12 @@ impl ManIndex {
         ManIndex { dirs }
     }
 
-    /// The listings, by section directory, for caching.
-    pub(crate) fn listings(&self) -> HashMap<PathBuf, DirListing> {
+    /// The listings, by section directory, for caching (moved out, not copied: the
+    /// listing of a big manual is megabytes).
+    pub(crate) fn into_listings(self) -> HashMap<PathBuf, DirListing> {
         self.dirs
-            .iter()
-            .map(|(root, sec, l)| (root.join(format!("man{sec}")), l.clone()))
+            .into_iter()
+            .map(|(root, sec, l)| (root.join(format!("man{sec}")), l))
             .collect()
     }
 

@@ -343,6 +343,27 @@ impl InferSource {
         &self.failed
     }
 
+    /// Writes the listings of the manual's section directories, if this scan built the
+    /// index (`man-dirs.json`, so the next scan lists only the directories that
+    /// changed), and frees the index: call it once every page is read, before the
+    /// commit, so the commit does not hold both.
+    pub fn save_listings(&mut self) -> Result<(), String> {
+        let Some(index) = self.index.take() else {
+            return Ok(());
+        };
+        let listings = DirsCache {
+            version: INFER_CACHE_VERSION,
+            listings: index.into_listings(),
+        };
+        let dir = self.data.join("cache");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        write_atomic(
+            &dirs_file(&self.data),
+            &serde_json::to_vec(&listings).unwrap_or_default(),
+        )
+    }
+
     /// Writes the cache, and the documents made this scan that the registry does not
     /// hold (those that lost to another source) under `cache/inferred/<sha256>.json`.
     /// Call it after the commit. Errors are returned as text (the scan reports them as
@@ -376,19 +397,10 @@ impl InferSource {
             tools,
             none,
         };
+        self.save_listings()?;
         let dir = self.data.join("cache");
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        if let Some(index) = self.index.take() {
-            let listings = DirsCache {
-                version: INFER_CACHE_VERSION,
-                listings: index.listings(),
-            };
-            write_atomic(
-                &dirs_file(&self.data),
-                &serde_json::to_vec(&listings).unwrap_or_default(),
-            )?;
-        }
         if cache.tools != self.old.tools
             || cache.none != self.old.none
             || cache.dirs != self.old.dirs

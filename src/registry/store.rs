@@ -151,8 +151,9 @@ pub enum FoundMeta {
     /// Metadata freshly read (probe answer or shim), already validated. `document` is
     /// the JSON to store, byte for byte.
     Fresh {
-        /// The JSON document stored under `tools/`.
-        document: Vec<u8>,
+        /// The JSON document stored under `tools/` (shared with the source that made
+        /// it, not copied).
+        document: std::sync::Arc<[u8]>,
         /// What the index records of `document` (a scan of a thousand tools holds these,
         /// not a thousand parsed documents, until the commit).
         summary: MetaSummary,
@@ -588,17 +589,23 @@ fn write_metadata_files<'f>(
                 && sha256_file(&target)
                     .is_ok_and(|h| h.strip_prefix("sha256:") == Some(hex.as_str()));
             if !present && planned.insert(rel.clone()) {
-                pending.push((target, document.as_slice()));
+                pending.push((target, &document[..]));
             }
             rels.insert(f.name.as_str(), rel);
         }
     }
     if !pending.is_empty() {
+        let started = std::time::Instant::now();
         fs::create_dir_all(&tools_dir).map_err(|source| RegistryError::Write {
             path: tools_dir.clone(),
             source,
         })?;
         write_batch(&tools_dir, &pending)?;
+        log::debug!(
+            "commit: {} metadata file(s) written in {:.1} ms",
+            pending.len(),
+            started.elapsed().as_secs_f64() * 1e3
+        );
     }
     Ok(rels)
 }
@@ -698,11 +705,16 @@ fn refresh_catalog(
         path: registry_path,
         source,
     });
+    let started = std::time::Instant::now();
     if let Err(e) = refreshed.and_then(|b| crate::catalog::refresh(dirs, index, &b)) {
         report
             .warnings
             .push(format!("the catalog was not updated: {e}"));
     }
+    log::debug!(
+        "commit: catalog step {:.1} ms",
+        started.elapsed().as_secs_f64() * 1e3
+    );
 }
 
 /// Removes writer temp files (in `tools/` only when `metadata` is set) and, when
