@@ -90,7 +90,7 @@ where
 
     fn checked(bytes: Storage) -> Result<Owned<T>, String> {
         let slice = bytes.slice();
-        if slice.as_ptr() as usize % ALIGN != 0 {
+        if !(slice.as_ptr() as usize).is_multiple_of(ALIGN) {
             return Err(format!("not aligned to {ALIGN} bytes"));
         }
         rkyv::access::<T::Archived, rancor::Error>(slice).map_err(|e| e.to_string())?;
