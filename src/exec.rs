@@ -128,6 +128,19 @@ impl ToolInfo {
     }
 }
 
+/// The compiled catalog (`crate::catalog::load`), keeping only the notes of a catalog
+/// that was refused (a missing one compiled afresh is not worth telling).
+fn open_catalog(
+    dirs: &Dirs,
+    notes: &mut Vec<String>,
+) -> Result<Option<crate::catalog::Compiled>, AtipError> {
+    crate::catalog::load(dirs, &mut |n| {
+        if let crate::catalog::Note::Rejected(m) = n {
+            notes.push(m);
+        }
+    })
+}
+
 /// A catalog of the one tool a call names, and its tool's facts.
 type Focused = (Catalog, HashMap<String, ToolInfo>);
 
@@ -141,12 +154,7 @@ fn focused_from_catalog(
     want: &str,
     notes: &mut Vec<String>,
 ) -> Result<Option<Focused>, AtipError> {
-    let mut note = |n| {
-        if let crate::catalog::Note::Rejected(m) = n {
-            notes.push(m);
-        }
-    };
-    let Some(compiled) = crate::catalog::load(dirs, &mut note)? else {
+    let Some(compiled) = open_catalog(dirs, notes)? else {
         return Ok(None);
     };
     let docs = compiled.docs();
@@ -190,13 +198,19 @@ fn lazy_from_catalog(
     include_inferred: bool,
     notes: &mut Vec<String>,
 ) -> Result<Option<lazy::Lazy>, AtipError> {
-    let mut note = |n| {
-        if let crate::catalog::Note::Rejected(m) = n {
-            notes.push(m);
-        }
-    };
-    Ok(crate::catalog::load(dirs, &mut note)?
+    Ok(open_catalog(dirs, notes)?
         .and_then(|compiled| lazy::Lazy::new(dirs, compiled, include_inferred)))
+}
+
+/// The tools a load found: read at start-up (`catalog`, `tools`) or left to the lazy
+/// view, and what could not be used.
+#[derive(Default)]
+struct Found {
+    catalog: Catalog,
+    tools: HashMap<String, ToolInfo>,
+    unreadable: Vec<(String, AtipError)>,
+    lazy: Option<lazy::Lazy>,
+    warnings: Vec<String>,
 }
 
 /// The registry's tools, compiled for execution, plus policy and audit log.
@@ -462,21 +476,12 @@ impl Engine {
             && let Some(want) = focus
             && let Some((catalog, tools)) = focused_from_catalog(dirs, want, &mut notes)?
         {
-            return Ok(Engine {
+            let found = Found {
                 catalog,
                 tools,
-                checkers: Mutex::new(HashMap::new()),
-                rehashed: Mutex::new(HashMap::new()),
-                unreadable: Vec::new(),
-                groups: std::sync::OnceLock::new(),
-                lazy: None,
-                audit: AuditLog::in_dir(&dirs.state),
-                policy,
-                settings,
-                cwd: current_dir()?,
-                warnings: Vec::new(),
-                notes,
-            });
+                ..Found::default()
+            };
+            return Engine::assemble(dirs, policy, settings, found, notes);
         }
         // Every tool, for a server or a batch: from the compiled catalog, each tool read
         // when a call first names it.
@@ -484,21 +489,11 @@ impl Engine {
             && focus.is_none()
             && let Some(lazy) = lazy_from_catalog(dirs, settings.include_inferred, &mut notes)?
         {
-            return Ok(Engine {
-                catalog: Catalog::default(),
-                tools: HashMap::new(),
-                checkers: Mutex::new(HashMap::new()),
-                rehashed: Mutex::new(HashMap::new()),
-                unreadable: Vec::new(),
-                groups: std::sync::OnceLock::new(),
+            let found = Found {
                 lazy: Some(lazy),
-                audit: AuditLog::in_dir(&dirs.state),
-                policy,
-                settings,
-                cwd: current_dir()?,
-                warnings: Vec::new(),
-                notes,
-            });
+                ..Found::default()
+            };
+            return Engine::assemble(dirs, policy, settings, found, notes);
         }
         // The same selection (sorted by name, unknown names an error) as `atip export`,
         // so flattened names match what export printed.
@@ -588,20 +583,38 @@ impl Engine {
             Some(c) => c,
             None => Catalog::build(&metas, &opts),
         };
-        let cwd = current_dir()?;
-        Ok(Engine {
+        let found = Found {
             catalog,
             tools,
+            unreadable,
+            lazy: None,
+            warnings,
+        };
+        Engine::assemble(dirs, policy, settings, found, notes)
+    }
+
+    /// The engine over what a load found, with empty caches, the state directory's
+    /// audit log and the working directory calls run in.
+    fn assemble(
+        dirs: &Dirs,
+        policy: Policy,
+        settings: Settings,
+        found: Found,
+        notes: Vec<String>,
+    ) -> Result<Engine, AtipError> {
+        Ok(Engine {
+            catalog: found.catalog,
+            tools: found.tools,
             checkers: Mutex::new(HashMap::new()),
             rehashed: Mutex::new(HashMap::new()),
-            unreadable,
+            unreadable: found.unreadable,
             groups: std::sync::OnceLock::new(),
-            lazy: None,
+            lazy: found.lazy,
             audit: AuditLog::in_dir(&dirs.state),
             policy,
             settings,
-            cwd,
-            warnings,
+            cwd: current_dir()?,
+            warnings: found.warnings,
             notes,
         })
     }

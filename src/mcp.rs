@@ -78,6 +78,17 @@ pub struct Server {
     budget: Arc<Mutex<Budget>>,
 }
 
+/// What a server lists and may call: the part of [`Server`] that differs between a
+/// server over compiled tools and one over the lazy engine.
+struct Listing {
+    total: usize,
+    lazy: bool,
+    tools: Vec<Tool>,
+    visible: HashMap<String, usize>,
+    listed: Vec<Tool>,
+    finder: Option<Arc<search_mode::Finder>>,
+}
+
 /// The session's call budget and rate window (`limits.maxSessionCalls`,
 /// `limits.callsPerMinute`).
 #[derive(Debug, Default)]
@@ -190,21 +201,15 @@ impl Server {
         } else {
             (tools.clone(), None)
         };
-        Ok(Server {
-            engine: Arc::new(engine),
+        let listing = Listing {
             total: tools.len(),
             lazy: false,
-            tools: Arc::new(tools),
-            visible: Arc::new(index),
-            listed: Arc::new(listed),
+            tools,
+            visible: index,
+            listed,
             finder,
-            proxy,
-            running: Arc::new(Mutex::new(HashMap::new())),
-            next_id: Arc::new(AtomicU64::new(0)),
-            slots: Arc::new(tokio::sync::Semaphore::new(jobs.max(1))),
-            jobs: jobs.max(1),
-            budget: Arc::new(Mutex::new(Budget::default())),
-        })
+        };
+        Ok(Server::serving(Arc::new(engine), listing, proxy, jobs))
     }
 
     /// Search mode over a lazy engine (`total` tools served): the search and call tools
@@ -234,21 +239,39 @@ impl Server {
             .map(|(i, t)| (t.name.to_string(), i))
             .collect();
         let finder = search_mode::Finder::over_engine(engine.clone(), total, scale.defaults);
-        Ok(Server {
-            engine,
+        let listing = Listing {
             total,
             lazy: true,
-            tools: Arc::new(tools),
-            visible: Arc::new(index),
-            listed: Arc::new(listed),
+            tools,
+            visible: index,
+            listed,
             finder: Some(Arc::new(finder)),
+        };
+        Ok(Server::serving(engine, listing, proxy, jobs))
+    }
+
+    /// A server of `listing`, no call running yet, at most `jobs` at once.
+    fn serving(
+        engine: Arc<Engine>,
+        listing: Listing,
+        proxy: Option<Arc<proxy::Proxy>>,
+        jobs: usize,
+    ) -> Server {
+        Server {
+            engine,
+            total: listing.total,
+            lazy: listing.lazy,
+            tools: Arc::new(listing.tools),
+            visible: Arc::new(listing.visible),
+            listed: Arc::new(listing.listed),
+            finder: listing.finder,
             proxy,
             running: Arc::new(Mutex::new(HashMap::new())),
             next_id: Arc::new(AtomicU64::new(0)),
             slots: Arc::new(tokio::sync::Semaphore::new(jobs.max(1))),
             jobs: jobs.max(1),
             budget: Arc::new(Mutex::new(Budget::default())),
-        })
+        }
     }
 
     /// Whether a call may name `name`: a served tool (in a lazy server, any command of

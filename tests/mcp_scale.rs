@@ -14,11 +14,17 @@ use serde_json::{Value, json};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// `atip mcp EXTRA…` in the sandbox as an rmcp child, stderr dropped.
 fn atip_mcp(sb: &Sandbox, extra: &[&str]) -> TokioChildProcess {
     let mut cmd = sb.atip();
     cmd.arg("mcp").args(extra);
+    mcp_child(cmd, Stdio::null())
+}
+
+/// `cmd` (an `atip mcp` command) as an rmcp child, its stderr sent to `stderr`.
+fn mcp_child(cmd: Command, stderr: Stdio) -> TokioChildProcess {
     let (proc, _) = TokioChildProcess::builder(tokio::process::Command::from(cmd))
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .unwrap();
     proc
@@ -437,11 +443,7 @@ async fn serve_proxies_configured_mcp_servers_under_the_same_policy() {
     c.cancel().await.unwrap();
     let mut cmd = sb.atip();
     cmd.args(["mcp", "serve"]).env("ATIP_MCP_PROXIED", "1");
-    let (proc, _) = TokioChildProcess::builder(tokio::process::Command::from(cmd))
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let c = ().serve(proc).await.unwrap();
+    let c = ().serve(mcp_child(cmd, Stdio::null())).await.unwrap();
     let tools = c.list_all_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "t_echo"));
     assert!(tools.iter().all(|t| !t.name.starts_with("mcp__")));
@@ -479,11 +481,8 @@ async fn search_mode_reads_only_what_is_named_and_still_checks_documents() {
     let log = sb.path().join("mcp.stderr");
     let mut cmd = sb.atip();
     cmd.args(["mcp", "serve", "--search-threshold", "2"]);
-    let (proc, _) = TokioChildProcess::builder(tokio::process::Command::from(cmd))
-        .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
-        .spawn()
-        .unwrap();
-    let c = ().serve(proc).await.unwrap();
+    let stderr = Stdio::from(std::fs::File::create(&log).unwrap());
+    let c = ().serve(mcp_child(cmd, stderr)).await.unwrap();
     let names: Vec<String> = c
         .list_all_tools()
         .await
