@@ -25,6 +25,7 @@ use crate::search::SearchIndex;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fs::File;
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -259,19 +260,36 @@ fn for_index(t: &FlatTool) -> FlatTool {
 /// memory holds one batch of documents whatever the registry's size.
 const BATCH: usize = 32;
 
-/// Compiles `index` (the registry whose file bytes hash to `registry_sha256`): reads
-/// every entry's document (hash-checked, see `Index::read_document`), flattens it, names
-/// its tools across the registry and indexes the default search selection.
+/// Compiles `index` (the registry whose file bytes hash to `registry_sha256`) into
+/// memory; see [`build_into`].
 pub fn build(dirs: &Dirs, index: &Index, registry_sha256: &[u8; 32]) -> Vec<u8> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    build_into(dirs, index, registry_sha256, &mut out).expect("writing to memory cannot fail");
+    out.into_inner()
+}
+
+/// Compiles `index` into `out` (from its start): reads every entry's document
+/// (hash-checked, see `Index::read_document`), flattens it, names its tools across the
+/// registry and indexes the default search selection. Records are streamed to `out` as
+/// they are made, the tables follow them, the header is written last: the catalog is
+/// never held whole in memory beside what it is made from.
+pub fn build_into<W: Write + Seek>(
+    dirs: &Dirs,
+    index: &Index,
+    registry_sha256: &[u8; 32],
+    out: &mut W,
+) -> std::io::Result<()> {
     use rayon::prelude::*;
     let mut entries: Vec<(&String, &Entry)> = index.tools.iter().collect();
     entries.sort_by(|a, b| a.0.cmp(b.0));
     let mut docs = Vec::with_capacity(entries.len());
     let mut rows: Vec<Row> = Vec::new();
-    let mut records: Vec<u8> = Vec::new();
     let mut taken = HashSet::new();
     let mut indexed: Vec<FlatTool> = Vec::new();
     let mut indexed_rows: Vec<u32> = Vec::new();
+    let mut layout = Layout::start(out)?;
+    let mut records = layout.section(out)?;
+    let mut record = Vec::new();
     for batch in entries.chunks(BATCH) {
         let flat: Vec<Result<(String, Vec<FlatTool>), String>> = batch
             .par_iter()
@@ -298,19 +316,19 @@ pub fn build(dirs: &Dirs, index: &Index, registry_sha256: &[u8; 32]) -> Vec<u8> 
                     indexed.push(for_index(&t));
                 }
                 // The input schema is made of the parameters' schemas: stored once, in them.
-                let input_schema = std::mem::take(&mut t.input_schema);
-                let record = serde_json::to_vec(&t).expect("a flattened tool serializes");
-                t.input_schema = input_schema;
+                t.input_schema = serde_json::Value::Null;
+                record.clear();
+                serde_json::to_writer(&mut record, &t).expect("a flattened tool serializes");
                 rows.push(Row {
                     base,
                     name: t.name,
                     doc: docs.len() as u32,
                     needs_human,
-                    at: records.len() as u64,
+                    at: records.len,
                     len: record.len() as u32,
                     crc: crc32fast::hash(&record),
                 });
-                records.extend_from_slice(&record);
+                records.write(out, &record)?;
             }
             docs.push(Doc {
                 name: (*name).clone(),
@@ -324,7 +342,8 @@ pub fn build(dirs: &Dirs, index: &Index, registry_sha256: &[u8; 32]) -> Vec<u8> 
             });
         }
     }
-    let index = SearchIndex::build(&indexed);
+    layout.end(RECORDS, records);
+    let search = SearchIndex::build(&indexed);
     drop(indexed);
     let mut by_name: Vec<u32> = (0..rows.len() as u32).collect();
     by_name.sort_unstable_by(|&a, &b| rows[a as usize].name.cmp(&rows[b as usize].name));
@@ -333,47 +352,100 @@ pub fn build(dirs: &Dirs, index: &Index, registry_sha256: &[u8; 32]) -> Vec<u8> 
         by_name,
         searchable: indexed_rows,
     });
-    let meta = Meta {
+    let meta = encode(&Meta {
         atip: env!("CARGO_PKG_VERSION").to_string(),
         docs,
-    };
-    let sections: [Vec<u8>; 3] = [
-        encode(&meta),
-        table.bytes().to_vec(),
-        index.bytes().to_vec(),
-    ];
-    // Every section starts at a multiple of ALIGN: the rkyv archives are used in place.
-    let pad = |n: usize| n.next_multiple_of(crate::archive::ALIGN);
-    let bodies: Vec<&[u8]> = sections
-        .iter()
-        .map(Vec::as_slice)
-        .chain([records.as_slice()])
-        .collect();
-    let mut at = pad(HEAD + SECTIONS * ROW);
-    let mut table = Vec::with_capacity(SECTIONS);
-    for body in &bodies {
-        table.push(at);
-        at = pad(at + body.len());
+    });
+    for (i, body) in [
+        (META, meta.as_slice()),
+        (TOOLS, table.bytes()),
+        (INDEX, search.bytes()),
+    ] {
+        let mut s = layout.section(out)?;
+        s.write(out, body)?;
+        layout.end(i, s);
     }
-    let mut out = Vec::with_capacity(at);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT.to_le_bytes());
-    out.extend_from_slice(&(SECTIONS as u32).to_le_bytes());
-    out.extend_from_slice(registry_sha256);
-    out.extend_from_slice(&[0; 8]);
-    for (body, &at) in bodies.iter().zip(&table) {
-        out.extend_from_slice(&(at as u64).to_le_bytes());
-        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-        out.extend_from_slice(&crc32fast::hash(body).to_le_bytes());
-        out.extend_from_slice(&[0; 4]);
+    layout.finish(out, registry_sha256)
+}
+
+/// Where the sections of a catalog being written lie: bodies are written in any order,
+/// each from a multiple of [`crate::archive::ALIGN`], and the header that lists them last.
+struct Layout {
+    table: [Section; SECTIONS],
+    at: u64,
+}
+
+/// A section being written: where it starts, its length so far and its running CRC.
+struct Open {
+    at: u64,
+    len: u64,
+    crc: crc32fast::Hasher,
+}
+
+impl Open {
+    fn write<W: Write>(&mut self, out: &mut W, bytes: &[u8]) -> std::io::Result<()> {
+        out.write_all(bytes)?;
+        self.crc.update(bytes);
+        self.len += bytes.len() as u64;
+        Ok(())
     }
-    let crc = header_crc(&out[..HEAD + SECTIONS * ROW]);
-    out[HEAD - 8..HEAD - 4].copy_from_slice(&crc.to_le_bytes());
-    for (body, &at) in bodies.iter().zip(&table) {
-        out.resize(at, 0);
-        out.extend_from_slice(body);
+}
+
+impl Layout {
+    fn start<W: Write + Seek>(out: &mut W) -> std::io::Result<Layout> {
+        out.seek(SeekFrom::Start(0))?;
+        out.write_all(&[0; HEAD + SECTIONS * ROW])?;
+        Ok(Layout {
+            table: [Section {
+                at: 0,
+                len: 0,
+                crc: 0,
+            }; SECTIONS],
+            at: (HEAD + SECTIONS * ROW) as u64,
+        })
     }
-    out
+
+    /// Pads to the next aligned offset and opens a section there.
+    fn section<W: Write>(&mut self, out: &mut W) -> std::io::Result<Open> {
+        let aligned = self.at.next_multiple_of(crate::archive::ALIGN as u64);
+        out.write_all(&[0; crate::archive::ALIGN][..(aligned - self.at) as usize])?;
+        Ok(Open {
+            at: aligned,
+            len: 0,
+            crc: crc32fast::Hasher::new(),
+        })
+    }
+
+    fn end(&mut self, i: usize, s: Open) {
+        self.at = s.at + s.len;
+        self.table[i] = Section {
+            at: s.at,
+            len: s.len,
+            crc: s.crc.finalize(),
+        };
+    }
+
+    /// Writes the header and section table over the zeros `start` left.
+    fn finish<W: Write + Seek>(self, out: &mut W, key: &[u8; 32]) -> std::io::Result<()> {
+        let mut head = Vec::with_capacity(HEAD + SECTIONS * ROW);
+        head.extend_from_slice(MAGIC);
+        head.extend_from_slice(&FORMAT.to_le_bytes());
+        head.extend_from_slice(&(SECTIONS as u32).to_le_bytes());
+        head.extend_from_slice(key);
+        head.extend_from_slice(&[0; 8]);
+        for s in &self.table {
+            head.extend_from_slice(&s.at.to_le_bytes());
+            head.extend_from_slice(&s.len.to_le_bytes());
+            head.extend_from_slice(&s.crc.to_le_bytes());
+            head.extend_from_slice(&[0; 4]);
+        }
+        let crc = header_crc(&head);
+        head[HEAD - 8..HEAD - 4].copy_from_slice(&crc.to_le_bytes());
+        out.seek(SeekFrom::Start(0))?;
+        out.write_all(&head)?;
+        out.seek(SeekFrom::Start(self.at))?;
+        out.flush()
+    }
 }
 
 /// A table as postcard bytes.
@@ -720,7 +792,19 @@ pub(crate) fn refresh(
     if Compiled::open(&path(dirs), &key).is_ok() {
         return Ok(false);
     }
-    write(dirs, &build(dirs, index, &key))?;
+    let target = path(dirs);
+    let opts = crate::atomic::Options::CACHE;
+    let tmp = crate::atomic::temp_file(&target, opts)?;
+    let mut out = std::io::BufWriter::with_capacity(256 << 10, tmp);
+    build_into(dirs, index, &key, &mut out).map_err(|source| RegistryError::Write {
+        path: target.clone(),
+        source,
+    })?;
+    let tmp = out.into_inner().map_err(|e| RegistryError::Write {
+        path: target.clone(),
+        source: e.into_error(),
+    })?;
+    crate::atomic::persist(tmp, &target, opts)?;
     Ok(true)
 }
 
