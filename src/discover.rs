@@ -1190,8 +1190,11 @@ fn examine(
 fn read_evidence(w: &mut Work, follower: &launcher::Follower, sign: bool) {
     let canonical = &w.exe.canonical;
     let mut found = if sign {
-        match sign::detect(canonical) {
-            Ok(s) => Some(s),
+        match sign_and_hash(canonical) {
+            Ok((s, hash)) => {
+                w.rec.sha256.get_or_insert(hash);
+                Some(s)
+            }
             Err(e) => {
                 w.unreadable = Some(format!("failed to read: {e}"));
                 return;
@@ -1223,6 +1226,16 @@ fn read_evidence(w: &mut Work, follower: &launcher::Follower, sign: bool) {
         w.rec.sign = Some(s);
         w.read_now = true;
     }
+}
+
+/// A file's sign and its sha256 from one read: the sign search reads nearly every file
+/// whole anyway, and reading the described ones a second time for their hash cost more
+/// (page-cache copies are slow on small VMs) than hashing the rest. The bytes after what
+/// the sign search read (a file over its cap, or a sign found early) are read here too.
+fn sign_and_hash(path: &std::path::Path) -> std::io::Result<(sign::Sign, String)> {
+    let mut reader = crate::digest::Sha256Reader::new(std::fs::File::open(path)?);
+    let sign = sign::detect_reader(&mut reader)?;
+    Ok((sign, reader.finish()?))
 }
 
 /// What the sources are told about one name.
