@@ -264,12 +264,18 @@ const BATCH: usize = 32;
 /// memory; see [`build_into`].
 pub fn build(dirs: &Dirs, index: &Index, registry_sha256: &[u8; 32]) -> Vec<u8> {
     let mut out = std::io::Cursor::new(Vec::new());
-    build_into(dirs, index, registry_sha256, &mut out).expect("writing to memory cannot fail");
+    build_into(dirs, index, registry_sha256, &InMemory::new(), &mut out)
+        .expect("writing to memory cannot fail");
     out.into_inner()
 }
 
+/// Documents a writer holds in memory, by metadata path (`tools/<sha256>.json`): the
+/// catalog is compiled from these bytes while their files are still being written.
+pub(crate) type InMemory<'a> = std::collections::HashMap<String, &'a [u8]>;
+
 /// Compiles `index` into `out` (from its start): reads every entry's document
-/// (hash-checked, see `Index::read_document`), flattens it, names its tools across the
+/// (hash-checked, see `Index::read_document`; from `in_memory` when it is there),
+/// flattens it, names its tools across the
 /// registry and indexes the default search selection. Records are streamed to `out` as
 /// they are made, the tables follow them, the header is written last: the catalog is
 /// never held whole in memory beside what it is made from.
@@ -277,6 +283,7 @@ pub fn build_into<W: Write + Seek>(
     dirs: &Dirs,
     index: &Index,
     registry_sha256: &[u8; 32],
+    in_memory: &InMemory,
     out: &mut W,
 ) -> std::io::Result<()> {
     use rayon::prelude::*;
@@ -294,7 +301,11 @@ pub fn build_into<W: Write + Seek>(
         let flat: Vec<Result<(String, Vec<FlatTool>), String>> = batch
             .par_iter()
             .map(|(name, entry)| {
-                compile::source::read_entry(dirs, name, entry).map(|m| {
+                match in_memory.get(entry.metadata.as_str()) {
+                    Some(bytes) => compile::source::parse_entry(dirs, name, entry, bytes),
+                    None => compile::source::read_entry(dirs, name, entry),
+                }
+                .map(|m| {
                     let tool = m.tool_name().unwrap_or(name).to_string();
                     (tool, compile::flatten(&m, &everything()))
                 })
@@ -780,32 +791,41 @@ fn save_if_current(dirs: &Dirs, compiled: &[u8], key: &[u8; 32]) -> Result<(), R
     Ok(())
 }
 
-/// For writers, under the registry lock, after `registry.json` was written (or kept):
-/// compiles and saves the catalog unless the one on disk is already that of
-/// `registry_bytes`.
-pub(crate) fn refresh(
+/// For writers, under the registry lock: compiles the catalog of `index` (whose
+/// `registry.json` bytes are `registry_bytes`) into a temp file beside the catalog —
+/// `None` when the one on disk is already that registry's. The writer may compile it
+/// while it writes the metadata files and `registry.json` (documents from
+/// `in_memory`), and [`install`]s it once they are written.
+pub(crate) fn compile(
     dirs: &Dirs,
     index: &Index,
     registry_bytes: &[u8],
-) -> Result<bool, RegistryError> {
+    in_memory: &InMemory,
+) -> Result<Option<tempfile::NamedTempFile>, RegistryError> {
     let key = registry_key(registry_bytes);
-    if Compiled::open(&path(dirs), &key).is_ok() {
-        return Ok(false);
-    }
     let target = path(dirs);
-    let opts = crate::atomic::Options::CACHE;
-    let tmp = crate::atomic::temp_file(&target, opts)?;
-    let mut out = std::io::BufWriter::with_capacity(256 << 10, tmp);
-    build_into(dirs, index, &key, &mut out).map_err(|source| RegistryError::Write {
+    if Compiled::open(&target, &key).is_ok() {
+        return Ok(None);
+    }
+    let failed = |source| RegistryError::Write {
         path: target.clone(),
         source,
-    })?;
-    let tmp = out.into_inner().map_err(|e| RegistryError::Write {
-        path: target.clone(),
-        source: e.into_error(),
-    })?;
-    crate::atomic::persist(tmp, &target, opts)?;
-    Ok(true)
+    };
+    let tmp = crate::atomic::temp_file(&target, crate::atomic::Options::CACHE)?;
+    let mut out = std::io::BufWriter::with_capacity(256 << 10, tmp);
+    build_into(dirs, index, &key, in_memory, &mut out).map_err(failed)?;
+    out.into_inner()
+        .map(Some)
+        .map_err(|e| failed(e.into_error()))
+}
+
+/// Puts a catalog [`compile`]d for a writer in place.
+pub(crate) fn install(dirs: &Dirs, tmp: tempfile::NamedTempFile) -> Result<(), RegistryError> {
+    Ok(crate::atomic::persist(
+        tmp,
+        &path(dirs),
+        crate::atomic::Options::CACHE,
+    )?)
 }
 
 /// Replaces the catalog atomically. Not fsynced: it is derived data, and whatever a crash

@@ -1192,7 +1192,9 @@ fn read_evidence(w: &mut Work, follower: &launcher::Follower, sign: bool) {
     let mut found = if sign {
         match sign_and_hash(canonical) {
             Ok((s, hash)) => {
-                w.rec.sha256.get_or_insert(hash);
+                if let Some(h) = hash {
+                    w.rec.sha256.get_or_insert(h);
+                }
                 Some(s)
             }
             Err(e) => {
@@ -1230,12 +1232,16 @@ fn read_evidence(w: &mut Work, follower: &launcher::Follower, sign: bool) {
 
 /// A file's sign and its sha256 from one read: the sign search reads nearly every file
 /// whole anyway, and reading the described ones a second time for their hash cost more
-/// (page-cache copies are slow on small VMs) than hashing the rest. The bytes after what
-/// the sign search read (a file over its cap, or a sign found early) are read here too.
-fn sign_and_hash(path: &std::path::Path) -> std::io::Result<(sign::Sign, String)> {
-    let mut reader = crate::digest::Sha256Reader::new(std::fs::File::open(path)?);
+/// (page-cache copies are slow on small VMs) than hashing the rest. A file longer than
+/// the search's cap is not read on for a hash here (`None`): the hash phase reads it
+/// only if some source wants it.
+fn sign_and_hash(path: &std::path::Path) -> std::io::Result<(sign::Sign, Option<String>)> {
+    let file = std::fs::File::open(path)?;
+    let whole = file.metadata()?.len() <= sign::SIGN_READ_CAP;
+    let mut reader = crate::digest::Sha256Reader::new(file);
     let sign = sign::detect_reader(&mut reader)?;
-    Ok((sign, reader.finish()?))
+    let hash = if whole { Some(reader.finish()?) } else { None };
+    Ok((sign, hash))
 }
 
 /// What the sources are told about one name.
