@@ -25,6 +25,7 @@ use crate::search::SearchIndex;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fs::File;
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -259,24 +260,52 @@ fn for_index(t: &FlatTool) -> FlatTool {
 /// memory holds one batch of documents whatever the registry's size.
 const BATCH: usize = 32;
 
-/// Compiles `index` (the registry whose file bytes hash to `registry_sha256`): reads
-/// every entry's document (hash-checked, see `Index::read_document`), flattens it, names
-/// its tools across the registry and indexes the default search selection.
+/// Compiles `index` (the registry whose file bytes hash to `registry_sha256`) into
+/// memory; see [`build_into`].
 pub fn build(dirs: &Dirs, index: &Index, registry_sha256: &[u8; 32]) -> Vec<u8> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    build_into(dirs, index, registry_sha256, &InMemory::new(), &mut out)
+        .expect("writing to memory cannot fail");
+    out.into_inner()
+}
+
+/// Documents a writer holds in memory, by metadata path (`tools/<sha256>.json`): the
+/// catalog is compiled from these bytes while their files are still being written.
+pub(crate) type InMemory<'a> = std::collections::HashMap<String, &'a [u8]>;
+
+/// Compiles `index` into `out` (from its start): reads every entry's document
+/// (hash-checked, see `Index::read_document`; from `in_memory` when it is there),
+/// flattens it, names its tools across the
+/// registry and indexes the default search selection. Records are streamed to `out` as
+/// they are made, the tables follow them, the header is written last: the catalog is
+/// never held whole in memory beside what it is made from.
+pub fn build_into<W: Write + Seek>(
+    dirs: &Dirs,
+    index: &Index,
+    registry_sha256: &[u8; 32],
+    in_memory: &InMemory,
+    out: &mut W,
+) -> std::io::Result<()> {
     use rayon::prelude::*;
     let mut entries: Vec<(&String, &Entry)> = index.tools.iter().collect();
     entries.sort_by(|a, b| a.0.cmp(b.0));
     let mut docs = Vec::with_capacity(entries.len());
     let mut rows: Vec<Row> = Vec::new();
-    let mut records: Vec<u8> = Vec::new();
     let mut taken = HashSet::new();
     let mut indexed: Vec<FlatTool> = Vec::new();
     let mut indexed_rows: Vec<u32> = Vec::new();
+    let mut layout = Layout::start(out)?;
+    let mut records = layout.section(out)?;
+    let mut record = Vec::new();
     for batch in entries.chunks(BATCH) {
         let flat: Vec<Result<(String, Vec<FlatTool>), String>> = batch
             .par_iter()
             .map(|(name, entry)| {
-                compile::source::read_entry(dirs, name, entry).map(|m| {
+                match in_memory.get(entry.metadata.as_str()) {
+                    Some(bytes) => compile::source::parse_entry(dirs, name, entry, bytes),
+                    None => compile::source::read_entry(dirs, name, entry),
+                }
+                .map(|m| {
                     let tool = m.tool_name().unwrap_or(name).to_string();
                     (tool, compile::flatten(&m, &everything()))
                 })
@@ -298,19 +327,19 @@ pub fn build(dirs: &Dirs, index: &Index, registry_sha256: &[u8; 32]) -> Vec<u8> 
                     indexed.push(for_index(&t));
                 }
                 // The input schema is made of the parameters' schemas: stored once, in them.
-                let input_schema = std::mem::take(&mut t.input_schema);
-                let record = serde_json::to_vec(&t).expect("a flattened tool serializes");
-                t.input_schema = input_schema;
+                t.input_schema = serde_json::Value::Null;
+                record.clear();
+                serde_json::to_writer(&mut record, &t).expect("a flattened tool serializes");
                 rows.push(Row {
                     base,
                     name: t.name,
                     doc: docs.len() as u32,
                     needs_human,
-                    at: records.len() as u64,
+                    at: records.len,
                     len: record.len() as u32,
                     crc: crc32fast::hash(&record),
                 });
-                records.extend_from_slice(&record);
+                records.write(out, &record)?;
             }
             docs.push(Doc {
                 name: (*name).clone(),
@@ -324,7 +353,8 @@ pub fn build(dirs: &Dirs, index: &Index, registry_sha256: &[u8; 32]) -> Vec<u8> 
             });
         }
     }
-    let index = SearchIndex::build(&indexed);
+    layout.end(RECORDS, records);
+    let search = SearchIndex::build(&indexed);
     drop(indexed);
     let mut by_name: Vec<u32> = (0..rows.len() as u32).collect();
     by_name.sort_unstable_by(|&a, &b| rows[a as usize].name.cmp(&rows[b as usize].name));
@@ -333,47 +363,100 @@ pub fn build(dirs: &Dirs, index: &Index, registry_sha256: &[u8; 32]) -> Vec<u8> 
         by_name,
         searchable: indexed_rows,
     });
-    let meta = Meta {
+    let meta = encode(&Meta {
         atip: env!("CARGO_PKG_VERSION").to_string(),
         docs,
-    };
-    let sections: [Vec<u8>; 3] = [
-        encode(&meta),
-        table.bytes().to_vec(),
-        index.bytes().to_vec(),
-    ];
-    // Every section starts at a multiple of ALIGN: the rkyv archives are used in place.
-    let pad = |n: usize| n.next_multiple_of(crate::archive::ALIGN);
-    let bodies: Vec<&[u8]> = sections
-        .iter()
-        .map(Vec::as_slice)
-        .chain([records.as_slice()])
-        .collect();
-    let mut at = pad(HEAD + SECTIONS * ROW);
-    let mut table = Vec::with_capacity(SECTIONS);
-    for body in &bodies {
-        table.push(at);
-        at = pad(at + body.len());
+    });
+    for (i, body) in [
+        (META, meta.as_slice()),
+        (TOOLS, table.bytes()),
+        (INDEX, search.bytes()),
+    ] {
+        let mut s = layout.section(out)?;
+        s.write(out, body)?;
+        layout.end(i, s);
     }
-    let mut out = Vec::with_capacity(at);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT.to_le_bytes());
-    out.extend_from_slice(&(SECTIONS as u32).to_le_bytes());
-    out.extend_from_slice(registry_sha256);
-    out.extend_from_slice(&[0; 8]);
-    for (body, &at) in bodies.iter().zip(&table) {
-        out.extend_from_slice(&(at as u64).to_le_bytes());
-        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-        out.extend_from_slice(&crc32fast::hash(body).to_le_bytes());
-        out.extend_from_slice(&[0; 4]);
+    layout.finish(out, registry_sha256)
+}
+
+/// Where the sections of a catalog being written lie: bodies are written in any order,
+/// each from a multiple of [`crate::archive::ALIGN`], and the header that lists them last.
+struct Layout {
+    table: [Section; SECTIONS],
+    at: u64,
+}
+
+/// A section being written: where it starts, its length so far and its running CRC.
+struct Open {
+    at: u64,
+    len: u64,
+    crc: crc32fast::Hasher,
+}
+
+impl Open {
+    fn write<W: Write>(&mut self, out: &mut W, bytes: &[u8]) -> std::io::Result<()> {
+        out.write_all(bytes)?;
+        self.crc.update(bytes);
+        self.len += bytes.len() as u64;
+        Ok(())
     }
-    let crc = header_crc(&out[..HEAD + SECTIONS * ROW]);
-    out[HEAD - 8..HEAD - 4].copy_from_slice(&crc.to_le_bytes());
-    for (body, &at) in bodies.iter().zip(&table) {
-        out.resize(at, 0);
-        out.extend_from_slice(body);
+}
+
+impl Layout {
+    fn start<W: Write + Seek>(out: &mut W) -> std::io::Result<Layout> {
+        out.seek(SeekFrom::Start(0))?;
+        out.write_all(&[0; HEAD + SECTIONS * ROW])?;
+        Ok(Layout {
+            table: [Section {
+                at: 0,
+                len: 0,
+                crc: 0,
+            }; SECTIONS],
+            at: (HEAD + SECTIONS * ROW) as u64,
+        })
     }
-    out
+
+    /// Pads to the next aligned offset and opens a section there.
+    fn section<W: Write>(&mut self, out: &mut W) -> std::io::Result<Open> {
+        let aligned = self.at.next_multiple_of(crate::archive::ALIGN as u64);
+        out.write_all(&[0; crate::archive::ALIGN][..(aligned - self.at) as usize])?;
+        Ok(Open {
+            at: aligned,
+            len: 0,
+            crc: crc32fast::Hasher::new(),
+        })
+    }
+
+    fn end(&mut self, i: usize, s: Open) {
+        self.at = s.at + s.len;
+        self.table[i] = Section {
+            at: s.at,
+            len: s.len,
+            crc: s.crc.finalize(),
+        };
+    }
+
+    /// Writes the header and section table over the zeros `start` left.
+    fn finish<W: Write + Seek>(self, out: &mut W, key: &[u8; 32]) -> std::io::Result<()> {
+        let mut head = Vec::with_capacity(HEAD + SECTIONS * ROW);
+        head.extend_from_slice(MAGIC);
+        head.extend_from_slice(&FORMAT.to_le_bytes());
+        head.extend_from_slice(&(SECTIONS as u32).to_le_bytes());
+        head.extend_from_slice(key);
+        head.extend_from_slice(&[0; 8]);
+        for s in &self.table {
+            head.extend_from_slice(&s.at.to_le_bytes());
+            head.extend_from_slice(&s.len.to_le_bytes());
+            head.extend_from_slice(&s.crc.to_le_bytes());
+            head.extend_from_slice(&[0; 4]);
+        }
+        let crc = header_crc(&head);
+        head[HEAD - 8..HEAD - 4].copy_from_slice(&crc.to_le_bytes());
+        out.seek(SeekFrom::Start(0))?;
+        out.write_all(&head)?;
+        out.seek(SeekFrom::Start(self.at))?;
+        out.flush()
+    }
 }
 
 /// A table as postcard bytes.
@@ -708,20 +791,41 @@ fn save_if_current(dirs: &Dirs, compiled: &[u8], key: &[u8; 32]) -> Result<(), R
     Ok(())
 }
 
-/// For writers, under the registry lock, after `registry.json` was written (or kept):
-/// compiles and saves the catalog unless the one on disk is already that of
-/// `registry_bytes`.
-pub(crate) fn refresh(
+/// For writers, under the registry lock: compiles the catalog of `index` (whose
+/// `registry.json` bytes are `registry_bytes`) into a temp file beside the catalog —
+/// `None` when the one on disk is already that registry's. The writer may compile it
+/// while it writes the metadata files and `registry.json` (documents from
+/// `in_memory`), and [`install`]s it once they are written.
+pub(crate) fn compile(
     dirs: &Dirs,
     index: &Index,
     registry_bytes: &[u8],
-) -> Result<bool, RegistryError> {
+    in_memory: &InMemory,
+) -> Result<Option<tempfile::NamedTempFile>, RegistryError> {
     let key = registry_key(registry_bytes);
-    if Compiled::open(&path(dirs), &key).is_ok() {
-        return Ok(false);
+    let target = path(dirs);
+    if Compiled::open(&target, &key).is_ok() {
+        return Ok(None);
     }
-    write(dirs, &build(dirs, index, &key))?;
-    Ok(true)
+    let failed = |source| RegistryError::Write {
+        path: target.clone(),
+        source,
+    };
+    let tmp = crate::atomic::temp_file(&target, crate::atomic::Options::CACHE)?;
+    let mut out = std::io::BufWriter::with_capacity(256 << 10, tmp);
+    build_into(dirs, index, &key, in_memory, &mut out).map_err(failed)?;
+    out.into_inner()
+        .map(Some)
+        .map_err(|e| failed(e.into_error()))
+}
+
+/// Puts a catalog [`compile`]d for a writer in place.
+pub(crate) fn install(dirs: &Dirs, tmp: tempfile::NamedTempFile) -> Result<(), RegistryError> {
+    Ok(crate::atomic::persist(
+        tmp,
+        &path(dirs),
+        crate::atomic::Options::CACHE,
+    )?)
 }
 
 /// Replaces the catalog atomically. Not fsynced: it is derived data, and whatever a crash

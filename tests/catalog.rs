@@ -209,24 +209,72 @@ fn a_corrupt_catalog_is_detected_and_rebuilt() {
 #[test]
 fn scan_writes_the_catalog_with_the_registry() {
     let sb = Sandbox::new();
-    let meta = tool("scanned", "create");
-    sb.script(
-        "bin/scanned",
-        &format!(
-            "#!/bin/sh\n# \"atip\" --agent\nif [ \"$1\" = --agent ]; then cat <<'EOF'\n{meta}\nEOF\nexit 0; fi\necho\n"
-        ),
-    );
-    let out = sb
-        .atip()
-        .args(["scan", "--timeout", "5s", "--path"])
-        .arg(sb.path().join("bin"))
-        .output()
-        .unwrap();
+    scanned_tool(&sb, "scanned", "create");
+    let out = scan(&sb);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     Compiled::open(&catalog_file(&sb), &registry_key(&sb)).expect("scan wrote a sound catalog");
     let (got, err) = search(&sb, "create bucket");
     assert!(!err.contains("catalog"), "{err}");
     assert_eq!(got["results"][0]["name"], "scanned_bucket_create");
+}
+
+/// A scan that has a tool written as `bin/NAME`, answering `--agent` with `tool(NAME, verb)`.
+fn scanned_tool(sb: &Sandbox, name: &str, verb: &str) {
+    let meta = tool(name, verb);
+    sb.script(
+        &format!("bin/{name}"),
+        &format!(
+            "#!/bin/sh\n# \"atip\" --agent\nif [ \"$1\" = --agent ]; then cat <<'EOF'\n{meta}\nEOF\nexit 0; fi\necho\n"
+        ),
+    );
+}
+
+fn scan(sb: &Sandbox) -> std::process::Output {
+    sb.atip()
+        .args(["scan", "--timeout", "5s", "--path"])
+        .arg(sb.path().join("bin"))
+        .output()
+        .unwrap()
+}
+
+/// The commit compiles the catalog beside writing the metadata files: when those writes
+/// fail, the catalog compiled for the index that was never written must not replace
+/// the one on disk, and no temp file is left behind.
+#[test]
+fn a_failed_commit_leaves_the_catalog_as_it_was() {
+    let sb = Sandbox::new();
+    scanned_tool(&sb, "first", "create");
+    let out = scan(&sb);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let before = std::fs::read(catalog_file(&sb)).unwrap();
+    let registry_before = std::fs::read(sb.data_dir().join("registry.json")).unwrap();
+
+    // A second tool to store, and a `tools` that is a file: its metadata cannot be written.
+    scanned_tool(&sb, "second", "delete");
+    let tools = sb.data_dir().join("tools");
+    std::fs::remove_dir_all(&tools).unwrap();
+    std::fs::write(&tools, b"not a directory").unwrap();
+    let out = scan(&sb);
+    assert_ne!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(std::fs::read(catalog_file(&sb)).unwrap(), before);
+    assert_eq!(
+        std::fs::read(sb.data_dir().join("registry.json")).unwrap(),
+        registry_before
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(sb.data_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".atip-tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // Once the files can be written, the catalog is that of the new registry.
+    std::fs::remove_file(&tools).unwrap();
+    let out = scan(&sb);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    Compiled::open(&catalog_file(&sb), &registry_key(&sb)).expect("a sound catalog");
+    let (got, _) = search(&sb, "delete bucket");
+    assert_eq!(got["results"][0]["name"], "second_bucket_delete");
 }
 
 #[test]

@@ -113,11 +113,33 @@ pub fn selected_tools(
 
 /// Reads one entry's metadata; a document without a `name` takes its registry name.
 pub fn read_entry(dirs: &Dirs, name: &str, entry: &Entry) -> Result<Metadata, String> {
-    let mut m = Index::read_metadata(dirs, entry).map_err(|e| e.to_string())?;
+    let m = Index::read_metadata(dirs, entry).map_err(|e| e.to_string())?;
+    Ok(named(m, name))
+}
+
+/// [`read_entry`] for a document a writer holds in memory (its file may not be written
+/// yet); `bytes` are the ones its metadata path names.
+pub(crate) fn parse_entry(
+    dirs: &Dirs,
+    name: &str,
+    entry: &Entry,
+    bytes: &[u8],
+) -> Result<Metadata, String> {
+    let m = Metadata::from_slice(bytes).map_err(|e| {
+        crate::registry::RegistryError::Parse {
+            path: entry.metadata_file(dirs).unwrap_or_default(),
+            message: e.to_string(),
+        }
+        .to_string()
+    })?;
+    Ok(named(m, name))
+}
+
+fn named(mut m: Metadata, name: &str) -> Metadata {
     if m.tool_name().is_none() {
         m.name = Some(name.to_string());
     }
-    Ok(m)
+    m
 }
 
 /// Reads the registry's tools, all of them or those named in `only`, in parallel. An

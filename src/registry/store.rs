@@ -5,8 +5,9 @@
 //! re-read `registry.json` (a corrupt one is renamed aside and rebuilt), validate the
 //! update, write new metadata files (`tools/<sha256 of the document>.json`), replace
 //! `registry.json` (temp file in the same dir, mode 0644, `sync_all`, rename, fsync of
-//! the dir), bring the compiled catalog (`crate::catalog`, `catalog.bin`) up to date with
-//! the registry.json on disk, then garbage-collect metadata files no index generation needs and temp
+//! the dir) — while, beside them, the compiled catalog (`crate::catalog`, `catalog.bin`)
+//! of the new index is compiled from the documents in memory, put in place once they
+//! are written —, then garbage-collect metadata files no index generation needs and temp
 //! files left by killed writers. When the merged index equals the old one apart from
 //! `updated`, nothing is written at all.
 //!
@@ -511,10 +512,15 @@ pub fn commit(
     let old_tools = old.as_ref().map_or(&empty, |i| &i.tools);
 
     let valid = accept_found(update, &mut report);
-    // Metadata files first, so registry.json never points at a missing file.
-    let rels = write_metadata_files(data, &valid)?;
+    let files = plan_metadata_files(data, &valid);
     let mut index = Index::empty(opts.now.clone());
-    index.tools = merge(old_tools, &valid, &rels, &update.scanned_dirs, &mut report);
+    index.tools = merge(
+        old_tools,
+        &valid,
+        &files.rels,
+        &update.scanned_dirs,
+        &mut report,
+    );
 
     let same = !dropped_defects
         && old.as_ref().is_some_and(|o| {
@@ -522,16 +528,37 @@ pub fn commit(
                 && o.agent == index.agent
                 && o.tools.iter().eq(index.tools.iter())
         });
-    let registry_bytes = if same {
-        None
-    } else {
-        let bytes = index_bytes(&index);
-        atomic::write_atomic(&registry_path, &bytes, atomic::Options::SHARED)?;
-        report.written = true;
-        Some(bytes)
-    };
+    let registry_bytes = (!same).then(|| index_bytes(&index));
+    // The catalog is compiled (from the documents in memory) while the files are
+    // written: metadata files first, so registry.json never points at a missing file.
+    // It is put in place only after both, and it is keyed by registry.json's bytes.
+    let catalog = std::thread::scope(|scope| {
+        let catalog = lock.is_locked().then(|| {
+            scope.spawn(|| compile_catalog(dirs, &index, registry_bytes.as_deref(), &files))
+        });
+        let written = write_metadata_files(data, &files).and_then(|()| match &registry_bytes {
+            Some(bytes) => Ok(atomic::write_atomic(
+                &registry_path,
+                bytes,
+                atomic::Options::SHARED,
+            )?),
+            None => Ok(()),
+        });
+        let catalog = catalog.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        written.map(|()| catalog)
+    })?;
+    report.written = registry_bytes.is_some();
     if lock.is_locked() {
-        refresh_catalog(dirs, &index, registry_bytes, &mut report);
+        let installed = match catalog {
+            Some(Ok(Some(tmp))) => crate::catalog::install(dirs, tmp),
+            Some(Err(e)) => Err(e),
+            Some(Ok(None)) | None => Ok(()),
+        };
+        if let Err(e) = installed {
+            report
+                .warnings
+                .push(format!("the catalog was not updated: {e}"));
+        }
         // Keep what the new index and the one it replaced refer to, so a reader that
         // loaded the previous generation a moment ago can still open its files.
         let mut keep: HashSet<String> = index.tools.values().map(|e| e.metadata.clone()).collect();
@@ -567,47 +594,61 @@ fn accept_found<'u>(update: &'u Update, report: &mut CommitReport) -> Vec<&'u Fo
     valid
 }
 
-/// Writes the metadata file of every fresh document not already on disk, in one batch,
-/// and returns each fresh tool's metadata path relative to the data dir.
-fn write_metadata_files<'f>(
-    data: &Path,
-    valid: &[&'f Found],
-) -> Result<HashMap<&'f str, String>, RegistryError> {
-    let tools_dir = data.join(TOOLS_DIR);
-    let mut rels: HashMap<&str, String> = HashMap::new();
-    let mut pending: Vec<(PathBuf, &[u8])> = Vec::new();
-    let mut planned: HashSet<String> = HashSet::new();
+/// The metadata files of a commit: each fresh tool's path (relative to the data dir),
+/// the files still to write, and every fresh document by path.
+struct MetadataFiles<'f> {
+    rels: HashMap<&'f str, String>,
+    pending: Vec<(PathBuf, &'f [u8])>,
+    documents: crate::catalog::InMemory<'f>,
+}
+
+/// Names the metadata file of every fresh document and lists those not already on disk.
+fn plan_metadata_files<'f>(data: &Path, valid: &[&'f Found]) -> MetadataFiles<'f> {
+    let mut files = MetadataFiles {
+        rels: HashMap::new(),
+        pending: Vec::new(),
+        documents: Default::default(),
+    };
     for f in valid {
         if let FoundMeta::Fresh { document, .. } = &f.meta {
             let hex = sha256_hex(document);
             let rel = format!("{TOOLS_DIR}/{hex}.json");
+            let first = files.documents.insert(rel.clone(), &document[..]).is_none();
             let target = data.join(&rel);
             // A file already named by this hash is reused only if its bytes still
             // hash to its name, so a damaged one heals on the next scan.
-            let present = fs::metadata(&target)
-                .is_ok_and(|m| m.is_file() && m.len() == document.len() as u64)
-                && sha256_file(&target)
-                    .is_ok_and(|h| h.strip_prefix("sha256:") == Some(hex.as_str()));
-            if !present && planned.insert(rel.clone()) {
-                pending.push((target, &document[..]));
+            if first
+                && !(fs::metadata(&target)
+                    .is_ok_and(|m| m.is_file() && m.len() == document.len() as u64)
+                    && sha256_file(&target)
+                        .is_ok_and(|h| h.strip_prefix("sha256:") == Some(hex.as_str())))
+            {
+                files.pending.push((target, &document[..]));
             }
-            rels.insert(f.name.as_str(), rel);
+            files.rels.insert(f.name.as_str(), rel);
         }
     }
-    if !pending.is_empty() {
-        let started = std::time::Instant::now();
-        fs::create_dir_all(&tools_dir).map_err(|source| RegistryError::Write {
-            path: tools_dir.clone(),
-            source,
-        })?;
-        write_batch(&tools_dir, &pending)?;
-        log::debug!(
-            "commit: {} metadata file(s) written in {:.1} ms",
-            pending.len(),
-            started.elapsed().as_secs_f64() * 1e3
-        );
+    files
+}
+
+/// Writes the planned metadata files in one batch.
+fn write_metadata_files(data: &Path, files: &MetadataFiles) -> Result<(), RegistryError> {
+    if files.pending.is_empty() {
+        return Ok(());
     }
-    Ok(rels)
+    let started = std::time::Instant::now();
+    let tools_dir = data.join(TOOLS_DIR);
+    fs::create_dir_all(&tools_dir).map_err(|source| RegistryError::Write {
+        path: tools_dir.clone(),
+        source,
+    })?;
+    write_batch(&tools_dir, &files.pending)?;
+    log::debug!(
+        "commit: {} metadata file(s) written in {:.1} ms",
+        files.pending.len(),
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    Ok(())
 }
 
 /// The merge rule (spec/registry.md): an old entry not found again is kept unless it
@@ -686,35 +727,35 @@ fn merge(
     tools
 }
 
-/// Brings the compiled catalog up to date with registry.json (`written`: the bytes just
-/// written; `None`: read what is on disk). Only under the lock. The catalog is derived
-/// data: failing to write it costs readers time, never correctness, so a failure is a
-/// warning.
-fn refresh_catalog(
+/// Compiles the catalog of the new index (`written`: the bytes registry.json is being
+/// given; `None`: it keeps the bytes on disk). Only under the lock. The catalog is
+/// derived data: failing to compile it costs readers time, never correctness, so the
+/// caller reports a failure as a warning.
+fn compile_catalog(
     dirs: &Dirs,
     index: &Index,
-    written: Option<Vec<u8>>,
-    report: &mut CommitReport,
-) {
+    written: Option<&[u8]>,
+    files: &MetadataFiles,
+) -> Result<Option<tempfile::NamedTempFile>, RegistryError> {
     let registry_path = dirs.registry_file();
+    let on_disk;
     let bytes = match written {
-        Some(b) => Ok(b),
-        None => fs::read(&registry_path),
+        Some(b) => b,
+        None => {
+            on_disk = fs::read(&registry_path).map_err(|source| RegistryError::Read {
+                path: registry_path,
+                source,
+            })?;
+            &on_disk
+        }
     };
-    let refreshed = bytes.map_err(|source| RegistryError::Read {
-        path: registry_path,
-        source,
-    });
     let started = std::time::Instant::now();
-    if let Err(e) = refreshed.and_then(|b| crate::catalog::refresh(dirs, index, &b)) {
-        report
-            .warnings
-            .push(format!("the catalog was not updated: {e}"));
-    }
+    let compiled = crate::catalog::compile(dirs, index, bytes, &files.documents);
     log::debug!(
-        "commit: catalog step {:.1} ms",
+        "commit: catalog compiled in {:.1} ms",
         started.elapsed().as_secs_f64() * 1e3
     );
+    compiled
 }
 
 /// Removes writer temp files (in `tools/` only when `metadata` is set) and, when
