@@ -730,18 +730,19 @@ impl std::fmt::Display for Note {
 /// at once (a reader never waits for it).
 pub fn load(dirs: &Dirs, note: &mut dyn FnMut(Note)) -> Result<Option<Compiled>, AtipError> {
     let registry_path = dirs.registry_file();
-    let bytes = match std::fs::read(&registry_path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(RegistryError::Read {
-                path: registry_path,
-                source,
-            }
-            .to_atip());
+    let read_failed = |source| {
+        RegistryError::Read {
+            path: registry_path.clone(),
+            source,
         }
+        .to_atip()
     };
-    let key = registry_key(&bytes);
+    // A usable catalog needs only the registry's hash: streamed, the bytes not kept.
+    let key = match crate::digest::sha256_raw_file(&registry_path) {
+        Ok(k) => k,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(read_failed(e)),
+    };
     let file = path(dirs);
     let why = match Compiled::open(&file, &key) {
         Ok(c) => return Ok(Some(c)),
@@ -756,6 +757,14 @@ pub fn load(dirs: &Dirs, note: &mut dyn FnMut(Note)) -> Result<Option<Compiled>,
         Unusable::Missing => Note::Compiled(text),
         _ => Note::Rejected(text),
     });
+    // Compiled from the bytes read now, keyed by their own hash: registry.json may have
+    // been replaced since it was hashed above.
+    let bytes = match std::fs::read(&registry_path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(read_failed(e)),
+    };
+    let key = registry_key(&bytes);
     let index: Index = serde_json::from_slice(&bytes).map_err(|e| {
         RegistryError::Parse {
             path: registry_path.clone(),

@@ -32,11 +32,22 @@ pub(crate) fn sha256_raw(bytes: &[u8]) -> [u8; 32] {
 /// sha256 of a file, streamed in 256 KiB reads, as `sha256:<hex>` (the registry's
 /// `hash` field).
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    let digest = stream_file(path, &mut vec![0u8; 256 * 1024])?;
+    Ok(format!("sha256:{}", hex::encode(digest)))
+}
+
+/// The raw sha256 of a small file (`registry.json`), read through a 64 KiB buffer on
+/// the stack: no heap buffer the size of the file to fault in, fill and free when only
+/// its hash is wanted.
+pub(crate) fn sha256_raw_file(path: &Path) -> std::io::Result<[u8; 32]> {
+    stream_file(path, &mut [0u8; 64 * 1024])
+}
+
+fn stream_file(path: &Path, buf: &mut [u8]) -> std::io::Result<[u8; 32]> {
     let mut file = File::open(path)?;
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
     loop {
-        let n = match file.read(&mut buf) {
+        let n = match file.read(buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -44,7 +55,7 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
         };
         hasher.update(&buf[..n]);
     }
-    Ok(format!("sha256:{}", hex::encode(hasher.finalize())))
+    Ok(hasher.finalize().into())
 }
 
 /// A reader that hashes every byte passing through it, so that a file read for another
@@ -101,6 +112,19 @@ mod tests {
         let p = d.path().join("f");
         std::fs::write(&p, b"abc").unwrap();
         assert_eq!(sha256_file(&p).unwrap(), format!("sha256:{ABC}"));
+    }
+
+    #[test]
+    fn files_larger_than_the_buffer_hash_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("big");
+        let bytes: Vec<u8> = (0..200_003u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&p, &bytes).unwrap();
+        assert_eq!(sha256_raw_file(&p).unwrap(), sha256_raw(&bytes));
+        assert_eq!(
+            sha256_file(&p).unwrap(),
+            format!("sha256:{}", sha256_hex(&bytes))
+        );
     }
 
     #[test]

@@ -921,3 +921,28 @@ fn args_invalid_carries_corrected_arguments_that_run() {
         "machine_applicable"
     );
 }
+
+/// Two registry entries whose documents name the same tool: a call by name runs the
+/// first entry's executable (registry name order) and says the second was skipped, as
+/// the JSON path decides; the compiled catalog is not used to guess otherwise.
+#[test]
+fn two_entries_naming_one_tool_run_the_first_and_skip_the_second() {
+    let sb = Sandbox::new();
+    let doc = |word: &str| {
+        json!({"atip": "0.6", "name": "dup", "version": "1", "description": format!("Dup {word}"),
+            "commands": {"go": {"description": "Go", "effects": {"destructive": false}}}})
+    };
+    register(&sb, "a", &doc("a"), "#!/bin/sh\necho from-a\n", "native");
+    register(&sb, "b", &doc("b"), "#!/bin/sh\necho from-b\n", "native");
+    for _ in 0..2 {
+        // The first call compiles the catalog; the second reads it.
+        let r = run(&sb, &["dup_go"]);
+        assert_eq!(r.code, 0, "{}", show(&r.raw));
+        assert_eq!(r.out["data"]["stdout"], "from-a\n", "{}", show(&r.raw));
+        let stderr = String::from_utf8_lossy(&r.raw.stderr);
+        assert!(
+            stderr.contains("skipped b") && stderr.contains("already provided"),
+            "{stderr}"
+        );
+    }
+}
