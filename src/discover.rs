@@ -457,15 +457,17 @@ pub fn scan(
             .map(|(n, _, _)| n.as_str())
             .collect();
         inf.src.look_up(readable);
+        phases.done("man-page lookup");
         if inf.src.has_pending() {
             cpu_pool.install(|| inf.src.infer_pending());
         }
+        phases.done("man-page inference");
         // Every page is read: the manual's index is not needed any more.
         if let Err(m) = inf.src.save_listings() {
             warnings.push(format!("failed to save the inference cache: {m}"));
         }
     }
-    phases.done("man pages");
+    phases.done("man-page listings saved");
     // Remote registries: catalogs now (cache or conditional requests), shims after
     // hashing, only for binaries no better source describes. A dry run requests nothing.
     let mut remote_opts = opts.remote.clone();
