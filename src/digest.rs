@@ -65,7 +65,8 @@ impl<R: Read> Sha256Reader<R> {
     /// Reads whatever the first reader left, then gives the whole stream's sha256 as
     /// `sha256:<hex>`, like [`sha256_file`].
     pub(crate) fn finish(mut self) -> std::io::Result<String> {
-        let mut buf = vec![0u8; 256 * 1024];
+        // Usually nothing is left (the first reader read to the end): no heap buffer.
+        let mut buf = [0u8; 16 * 1024];
         while self.read(&mut buf)? != 0 {}
         Ok(format!("sha256:{}", hex::encode(self.hasher.finalize())))
     }

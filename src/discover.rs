@@ -1233,8 +1233,9 @@ fn read_evidence(w: &mut Work, follower: &launcher::Follower, sign: bool) {
 }
 
 /// A file's sign and its sha256 from one read: the sign search reads nearly every file
-/// whole anyway, and reading the described ones a second time for their hash cost more
-/// (page-cache copies are slow on small VMs) than hashing the rest. A file longer than
+/// whole anyway, so the hash recorded is that of the very bytes searched, and no
+/// described file is read twice (measured on this machine's PATH: hashing the files no
+/// source wanted costs about what the second read of the others did). A file longer than
 /// the search's cap is not read on for a hash here (`None`): the hash phase reads it
 /// only if some source wants it.
 fn sign_and_hash(path: &std::path::Path) -> std::io::Result<(sign::Sign, Option<String>)> {
