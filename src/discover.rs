@@ -1192,13 +1192,8 @@ fn examine(
 fn read_evidence(w: &mut Work, follower: &launcher::Follower, sign: bool) {
     let canonical = &w.exe.canonical;
     let mut found = if sign {
-        match sign_and_hash(canonical) {
-            Ok((s, hash)) => {
-                if let Some(h) = hash {
-                    w.rec.sha256.get_or_insert(h);
-                }
-                Some(s)
-            }
+        match sign::detect(canonical) {
+            Ok(s) => Some(s),
             Err(e) => {
                 w.unreadable = Some(format!("failed to read: {e}"));
                 return;
@@ -1230,21 +1225,6 @@ fn read_evidence(w: &mut Work, follower: &launcher::Follower, sign: bool) {
         w.rec.sign = Some(s);
         w.read_now = true;
     }
-}
-
-/// A file's sign and its sha256 from one read: the sign search reads nearly every file
-/// whole anyway, so the hash recorded is that of the very bytes searched, and no
-/// described file is read twice (measured on this machine's PATH: hashing the files no
-/// source wanted costs about what the second read of the others did). A file longer than
-/// the search's cap is not read on for a hash here (`None`): the hash phase reads it
-/// only if some source wants it.
-fn sign_and_hash(path: &std::path::Path) -> std::io::Result<(sign::Sign, Option<String>)> {
-    let file = std::fs::File::open(path)?;
-    let whole = file.metadata()?.len() <= sign::SIGN_READ_CAP;
-    let mut reader = crate::digest::Sha256Reader::new(file);
-    let sign = sign::detect_reader(&mut reader)?;
-    let hash = if whole { Some(reader.finish()?) } else { None };
-    Ok((sign, hash))
 }
 
 /// What the sources are told about one name.
