@@ -58,45 +58,6 @@ fn stream_file(path: &Path, buf: &mut [u8]) -> std::io::Result<[u8; 32]> {
     Ok(hasher.finalize().into())
 }
 
-/// A reader that hashes every byte passing through it, so that a file read for another
-/// purpose (the scan's sign search) yields its sha256 without being read again.
-pub(crate) struct Sha256Reader<R> {
-    inner: R,
-    hasher: Sha256,
-}
-
-impl<R: Read> Sha256Reader<R> {
-    pub(crate) fn new(inner: R) -> Self {
-        Sha256Reader {
-            inner,
-            hasher: Sha256::new(),
-        }
-    }
-
-    /// Reads whatever the first reader left, then gives the whole stream's sha256 as
-    /// `sha256:<hex>`, like [`sha256_file`].
-    pub(crate) fn finish(mut self) -> std::io::Result<String> {
-        let mut buf = vec![0u8; 256 * 1024];
-        while self.read(&mut buf)? != 0 {}
-        Ok(format!("sha256:{}", hex::encode(self.hasher.finalize())))
-    }
-}
-
-impl<R: Read> Read for Sha256Reader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        loop {
-            match self.inner.read(buf) {
-                Ok(n) => {
-                    self.hasher.update(&buf[..n]);
-                    return Ok(n);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,24 +85,6 @@ mod tests {
         assert_eq!(
             sha256_file(&p).unwrap(),
             format!("sha256:{}", sha256_hex(&bytes))
-        );
-    }
-
-    #[test]
-    fn a_reader_hashes_what_it_reads_and_the_rest() {
-        let data: Vec<u8> = (0..700_000u32).map(|i| (i % 251) as u8).collect();
-        let want = format!("sha256:{}", sha256_hex(&data));
-        // Read partly by someone else, then finished.
-        let mut r = Sha256Reader::new(data.as_slice());
-        let mut head = [0u8; 1000];
-        r.read_exact(&mut head).unwrap();
-        assert_eq!(&head[..], &data[..1000]);
-        assert_eq!(r.finish().unwrap(), want);
-        // Not read at all.
-        assert_eq!(Sha256Reader::new(data.as_slice()).finish().unwrap(), want);
-        assert_eq!(
-            Sha256Reader::new(&b"abc"[..]).finish().unwrap(),
-            format!("sha256:{ABC}")
         );
     }
 }

@@ -457,15 +457,17 @@ pub fn scan(
             .map(|(n, _, _)| n.as_str())
             .collect();
         inf.src.look_up(readable);
+        phases.done("man-page lookup");
         if inf.src.has_pending() {
             cpu_pool.install(|| inf.src.infer_pending());
         }
+        phases.done("man-page inference");
         // Every page is read: the manual's index is not needed any more.
         if let Err(m) = inf.src.save_listings() {
             warnings.push(format!("failed to save the inference cache: {m}"));
         }
     }
-    phases.done("man pages");
+    phases.done("man-page listings saved");
     // Remote registries: catalogs now (cache or conditional requests), shims after
     // hashing, only for binaries no better source describes. A dry run requests nothing.
     let mut remote_opts = opts.remote.clone();
@@ -1190,13 +1192,8 @@ fn examine(
 fn read_evidence(w: &mut Work, follower: &launcher::Follower, sign: bool) {
     let canonical = &w.exe.canonical;
     let mut found = if sign {
-        match sign_and_hash(canonical) {
-            Ok((s, hash)) => {
-                if let Some(h) = hash {
-                    w.rec.sha256.get_or_insert(h);
-                }
-                Some(s)
-            }
+        match sign::detect(canonical) {
+            Ok(s) => Some(s),
             Err(e) => {
                 w.unreadable = Some(format!("failed to read: {e}"));
                 return;
@@ -1228,20 +1225,6 @@ fn read_evidence(w: &mut Work, follower: &launcher::Follower, sign: bool) {
         w.rec.sign = Some(s);
         w.read_now = true;
     }
-}
-
-/// A file's sign and its sha256 from one read: the sign search reads nearly every file
-/// whole anyway, and reading the described ones a second time for their hash cost more
-/// (page-cache copies are slow on small VMs) than hashing the rest. A file longer than
-/// the search's cap is not read on for a hash here (`None`): the hash phase reads it
-/// only if some source wants it.
-fn sign_and_hash(path: &std::path::Path) -> std::io::Result<(sign::Sign, Option<String>)> {
-    let file = std::fs::File::open(path)?;
-    let whole = file.metadata()?.len() <= sign::SIGN_READ_CAP;
-    let mut reader = crate::digest::Sha256Reader::new(file);
-    let sign = sign::detect_reader(&mut reader)?;
-    let hash = if whole { Some(reader.finish()?) } else { None };
-    Ok((sign, hash))
 }
 
 /// What the sources are told about one name.

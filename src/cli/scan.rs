@@ -104,6 +104,7 @@ pub(crate) fn interrupt_flag() -> Arc<AtomicBool> {
 /// Runs `atip scan`; returns the exit code.
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     use OutputFormat::{Json, Jsonl, Text};
+    limit_malloc_arenas();
     ctx.output.require("scan", &[Text, Json, Jsonl])?;
     if args.jobs == Some(0) {
         return Err(AtipError::usage("--jobs must be at least 1"));
@@ -176,4 +177,22 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     }
     ctx.out.warnings(&report.warnings);
     Ok(code)
+}
+
+/// A scan runs a pool per CPU for its CPU work and more threads that mostly wait (probes,
+/// fsyncs). glibc gives threads up to 8 malloc arenas per CPU, and each arena keeps the
+/// memory it once held: measured on this machine's PATH, the scan's peak was 64–66 MB
+/// with the default and 59.7 MB with one arena per CPU, at the same CPU time. Called
+/// before the scan starts any thread.
+fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let arenas = libc::c_int::try_from(cpus).unwrap_or(libc::c_int::MAX);
+        // SAFETY: mallopt only sets an allocator parameter; no thread allocates yet
+        // apart from this one, and glibc applies it to arenas made from now on.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, arenas);
+        }
+    }
 }

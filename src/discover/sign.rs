@@ -22,8 +22,7 @@
 //! ssh-agent option). Everything is read within the first [`SIGN_READ_CAP`] bytes
 //! through a bounded per-thread buffer with SIMD substring search (memchr).
 //!
-//! Must not run anything, and never searches past the cap of any file (the scan reads on
-//! through its hashing reader only to finish the file's sha256).
+//! Must not run anything, and must not read more than the cap of any file.
 
 use memchr::memmem::Finder;
 use serde::{Deserialize, Serialize};
@@ -326,6 +325,11 @@ fn evidence_reader<R: Read>(mut reader: R) -> std::io::Result<(Sign, Halves)> {
             first = false;
         }
     })
+}
+
+/// What the file at `path` shows.
+pub(crate) fn detect(path: &Path) -> std::io::Result<Sign> {
+    detect_reader(File::open(path)?)
 }
 
 /// What the file at `path` shows, with the halves it holds.
