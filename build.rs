@@ -7,9 +7,8 @@
 
 fn main() {
     let target = std::env::var("TARGET").unwrap_or_default();
-    if target.ends_with("-linux-gnu") && std::env::var_os("ATIP_NO_RELR").is_none() {
+    if target.ends_with("-linux-gnu") {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     }
-    println!("cargo:rerun-if-env-changed=ATIP_NO_RELR");
     println!("cargo:rerun-if-changed=build.rs");
 }
