@@ -13,7 +13,7 @@ printf '#!/bin/sh\necho "$@"\n' > "$dir/bin/triv"
 chmod +x "$dir/bin/triv"
 cat > "$dir/triv.json" <<'JSON'
 {"atip":{"version":"0.6"},"name":"triv","version":"1","description":"Trivial tool",
- "commands":{"say":{"description":"Say it","effects":{"destructive":false,"idempotent":true},
+ "commands":{"say":{"description":"Say it","effects":{"destructive":false,"filesystem":{"write":false},"idempotent":true},
    "arguments":[{"name":"word","type":"string","description":"Word"}],
    "options":[{"name":"loud","flags":["--loud"],"type":"boolean","description":"Loud"}]}}}
 JSON

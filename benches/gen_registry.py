@@ -71,7 +71,7 @@ def tool_doc(t):
 
 
 TRIV = {"atip": {"version": "0.6"}, "name": "triv", "version": "1", "description": "Trivial tool",
-        "commands": {"say": {"description": "Say it", "effects": {"destructive": False, "idempotent": True},
+        "commands": {"say": {"description": "Say it", "effects": {"destructive": False, "filesystem": {"write": False}, "idempotent": True},
                              "arguments": [{"name": "word", "type": "string", "description": "Word"}],
                              "options": [{"name": "loud", "flags": ["--loud"], "type": "boolean",
                                           "description": "Loud"}]}}}

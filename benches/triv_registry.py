@@ -16,7 +16,7 @@ def write(root, n, loud=False, width=5):
     os.chmod(tool, 0o755)
     command = lambda i: dict(
         description=f"Command number {i} of the trivial tool",
-        effects={"destructive": False, "idempotent": True},
+        effects={"destructive": False, "filesystem": {"write": False}, "idempotent": True},
         arguments=[{"name": "word", "type": "string", "description": "A word"}],
         **({"options": [{"name": "loud", "flags": ["--loud"], "type": "boolean",
                          "description": "Shout"}]} if loud else {}))

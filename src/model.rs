@@ -1062,13 +1062,16 @@ impl Effects {
         }
     }
 
-    /// Read-only: stated to write, delete, create, modify nothing and destroy nothing.
-    /// Unknown is not read-only.
+    /// Read-only: stated to destroy nothing and write no files (`filesystem.write: false`),
+    /// with no file deletes and no created, modified or deleted resources. Unknown is not
+    /// read-only: `destructive: false` alone says nothing about writes (`mkdir` destroys
+    /// nothing, yet changes the disk), so a command that leaves `filesystem.write` unsaid
+    /// is audited and asked about like any other.
     pub fn is_read_only(&self) -> bool {
         let fs_quiet = self
             .filesystem
             .as_ref()
-            .is_none_or(|f| f.write != Some(true) && f.delete != Some(true));
+            .is_some_and(|f| f.write == Some(false) && f.delete != Some(true));
         let no_resources = [&self.creates, &self.modifies, &self.deletes]
             .iter()
             .all(|l| l.as_ref().is_none_or(|v| v.is_empty()));
@@ -1267,6 +1270,26 @@ mod tests {
         )
         .unwrap();
         assert_eq!(single.effects_summary(), "destructive");
+    }
+
+    #[test]
+    fn read_only_needs_a_stated_filesystem_write_false() {
+        let effects = |v: Value| serde_json::from_value::<Effects>(v).unwrap();
+        // Destroys nothing, but may write: unknown, so not read-only.
+        assert!(!effects(json!({"destructive": false})).is_read_only());
+        assert!(!effects(json!({"destructive": false, "filesystem": {"read": true}})).is_read_only());
+        assert!(!effects(json!({"destructive": false, "filesystem": {"write": true}})).is_read_only());
+        assert!(
+            !effects(json!({"destructive": false, "filesystem": {"write": false, "delete": true}}))
+                .is_read_only()
+        );
+        assert!(
+            !effects(json!({"destructive": false, "filesystem": {"write": false}, "creates": ["x"]}))
+                .is_read_only()
+        );
+        assert!(!effects(json!({"filesystem": {"write": false}})).is_read_only());
+        assert!(effects(json!({"destructive": false, "filesystem": {"write": false}})).is_read_only());
+        assert_eq!(effects(json!({"destructive": false})).summary(), "no declared hazards");
     }
 
     /// A document that sets every known field at every level, with an unknown key next to

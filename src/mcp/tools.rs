@@ -63,6 +63,11 @@ pub(crate) fn effects(tool: &Tool, trust_hints: bool) -> Effects {
     let mut e = Effects::default();
     if trust_hints && hint(|a| a.read_only_hint) == Some(true) {
         e.destructive = Some(false);
+        e.filesystem = Some(crate::model::FilesystemEffects {
+            write: Some(false),
+            delete: Some(false),
+            ..Default::default()
+        });
         e.idempotent = Some(true);
         e.network = hint(|a| a.open_world_hint);
         return e;
