@@ -34,18 +34,27 @@ use std::time::Duration;
 pub const FILE: &str = "catalog.bin";
 /// The format this atip writes and reads; any change to the layout, or to what flattening
 /// or indexing produce for the same documents, must raise it.
-pub const FORMAT: u32 = 3;
+pub const FORMAT: u32 = 4;
 
 const MAGIC: &[u8; 8] = b"ATIPCAT\0";
 /// Magic, format, section count, registry sha256, CRC-32 of header and table, zero.
 const HEAD: usize = 8 + 4 + 4 + 32 + 4 + 4;
 /// Offset, length, CRC-32, zero.
 const ROW: usize = 8 + 8 + 4 + 4;
-const SECTIONS: usize = 4;
+const SECTIONS: usize = 6;
 const META: usize = 0;
 const TOOLS: usize = 1;
 const INDEX: usize = 2;
 const RECORDS: usize = 3;
+const DOCS: usize = 4;
+const NAMES: usize = 5;
+/// Count, zero: the start of the documents and names tables.
+const TABLE_HEAD: usize = 8;
+/// A document's entry: offset, length, CRC-32 of its postcard bytes.
+const DOC_ENTRY: usize = 8 + 4 + 4;
+/// A name's entry: name offset and length, row, document, record length, record offset,
+/// record CRC-32, CRC-32 of the entry's first 36 bytes and the name.
+const NAME_ENTRY: usize = 8 + 4 + 4 + 4 + 4 + 8 + 4 + 4;
 
 /// One registry entry as compiled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -99,10 +108,20 @@ pub struct Row {
     crc: u32,
 }
 
+/// Section `META`: what every reader checks before anything else, small so that a reader
+/// that looks one name up decodes nothing more.
 #[derive(Debug, Serialize, Deserialize)]
 struct Meta {
+    /// The atip version that wrote it.
     atip: String,
-    docs: Vec<Doc>,
+    /// Number of documents (registry entries).
+    docs: u32,
+    /// Number of rows (flattened commands).
+    rows: u32,
+    /// A document could not be read when compiled.
+    unreadable: bool,
+    /// Two documents name the same tool.
+    tool_twice: bool,
 }
 
 /// The rows table (section `TOOLS`), archived.
@@ -203,12 +222,20 @@ struct Section {
     crc: u32,
 }
 
-/// A checked catalog: its tables in memory, the search index and records read on use.
+/// A catalog whose header and meta were checked: enough to look one name up, each entry
+/// read checked on its own ([`Opened::lookup`]), or to check whole ([`Compiled::check`]).
 #[derive(Debug)]
-pub struct Compiled {
+struct Opened {
     bytes: Arc<Bytes>,
     path: PathBuf,
     sections: [Section; SECTIONS],
+    meta: Meta,
+}
+
+/// A checked catalog: its tables in memory, the search index and records read on use.
+#[derive(Debug)]
+pub struct Compiled {
+    opened: Opened,
     docs: Vec<Doc>,
     rows: Owned<RowTable>,
 }
@@ -358,25 +385,93 @@ pub fn build_into<W: Write + Seek>(
     drop(indexed);
     let mut by_name: Vec<u32> = (0..rows.len() as u32).collect();
     by_name.sort_unstable_by(|&a, &b| rows[a as usize].name.cmp(&rows[b as usize].name));
+    let names = names_table(&rows, &by_name);
+    let meta = encode(&Meta {
+        atip: env!("CARGO_PKG_VERSION").to_string(),
+        docs: docs.len() as u32,
+        rows: rows.len() as u32,
+        unreadable: docs.iter().any(|d| d.error.is_some()),
+        tool_twice: names_a_tool_twice(&docs),
+    });
+    let docs = docs_table(&docs);
     let table = Owned::from_value(&RowTable {
         rows,
         by_name,
         searchable: indexed_rows,
     });
-    let meta = encode(&Meta {
-        atip: env!("CARGO_PKG_VERSION").to_string(),
-        docs,
-    });
     for (i, body) in [
         (META, meta.as_slice()),
         (TOOLS, table.bytes()),
         (INDEX, search.bytes()),
+        (DOCS, docs.as_slice()),
+        (NAMES, names.as_slice()),
     ] {
         let mut s = layout.section(out)?;
         s.write(out, body)?;
         layout.end(i, s);
     }
     layout.finish(out, registry_sha256)
+}
+
+/// Whether two documents name the same tool (the JSON path names their commands
+/// otherwise). Sorted, not hashed: cheap at any registry size.
+fn names_a_tool_twice(docs: &[Doc]) -> bool {
+    let mut tools: Vec<&str> = docs.iter().map(|d| d.tool.as_str()).collect();
+    tools.sort_unstable();
+    tools.windows(2).any(|w| w[0] == w[1])
+}
+
+/// Section `DOCS`: count, zero, per document its entry (offset in the section, length,
+/// CRC-32), then the documents as postcard, each checked on its own when read.
+fn docs_table(docs: &[Doc]) -> Vec<u8> {
+    let blobs: Vec<Vec<u8>> = docs.iter().map(encode).collect();
+    let mut out = Vec::with_capacity(
+        TABLE_HEAD + docs.len() * DOC_ENTRY + blobs.iter().map(Vec::len).sum::<usize>(),
+    );
+    out.extend_from_slice(&(docs.len() as u32).to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    let mut at = (TABLE_HEAD + docs.len() * DOC_ENTRY) as u64;
+    for b in &blobs {
+        out.extend_from_slice(&at.to_le_bytes());
+        out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        out.extend_from_slice(&crc32fast::hash(b).to_le_bytes());
+        at += b.len() as u64;
+    }
+    for b in &blobs {
+        out.extend_from_slice(b);
+    }
+    out
+}
+
+/// Section `NAMES`: count, zero, per row in name order an entry (see [`NAME_ENTRY`]) that
+/// carries its own CRC-32, then the names. One name is found by binary search that checks
+/// only the entries it reads.
+fn names_table(rows: &[Row], by_name: &[u32]) -> Vec<u8> {
+    let names_len: usize = rows.iter().map(|r| r.name.len()).sum();
+    let mut out = Vec::with_capacity(TABLE_HEAD + rows.len() * NAME_ENTRY + names_len);
+    out.extend_from_slice(&(rows.len() as u32).to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    let mut at = (TABLE_HEAD + rows.len() * NAME_ENTRY) as u64;
+    for &i in by_name {
+        let r = &rows[i as usize];
+        let start = out.len();
+        out.extend_from_slice(&at.to_le_bytes());
+        out.extend_from_slice(&(r.name.len() as u32).to_le_bytes());
+        out.extend_from_slice(&i.to_le_bytes());
+        out.extend_from_slice(&r.doc.to_le_bytes());
+        out.extend_from_slice(&r.len.to_le_bytes());
+        out.extend_from_slice(&r.at.to_le_bytes());
+        out.extend_from_slice(&r.crc.to_le_bytes());
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&out[start..]);
+        crc.update(r.name.as_bytes());
+        out.extend_from_slice(&crc.finalize().to_le_bytes());
+        at += r.name.len() as u64;
+    }
+    for &i in by_name {
+        out.extend_from_slice(rows[i as usize].name.as_bytes());
+    }
+    out
 }
 
 /// Where the sections of a catalog being written lie: bodies are written in any order,
@@ -521,11 +616,12 @@ fn decode<T: serde::de::DeserializeOwned>(body: &[u8], i: usize) -> Result<T, Un
     postcard::from_bytes(body).map_err(|e| Unusable::Corrupt(format!("section {i}: {e}")))
 }
 
-impl Compiled {
-    /// Opens the catalog at `path` and checks it against the registry whose bytes hash to
-    /// `key`: magic, format, header CRC, section bounds, registry hash, atip version and
-    /// the tables' CRCs. The search index and the records are checked when read.
-    pub fn open(path: &Path, key: &[u8; 32]) -> Result<Compiled, Unusable> {
+impl Opened {
+    /// Opens the catalog at `path` and checks what every reader needs against the
+    /// registry whose bytes hash to `key`: magic, format, header CRC, section bounds,
+    /// registry hash, and meta (its CRC, atip version). Everything else is checked when
+    /// read: by [`Compiled::check`] for whole tables, by [`Opened::lookup`] per entry.
+    fn open(path: &Path, key: &[u8; 32]) -> Result<Opened, Unusable> {
         let file = match File::open(path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Unusable::Missing),
@@ -547,11 +643,11 @@ impl Compiled {
     }
 
     /// A catalog held in memory (just built), checked like a file.
-    pub fn from_bytes(bytes: Vec<u8>, path: &Path, key: &[u8; 32]) -> Result<Compiled, Unusable> {
+    fn from_bytes(bytes: Vec<u8>, path: &Path, key: &[u8; 32]) -> Result<Opened, Unusable> {
         Self::check(Arc::new(Bytes::Memory(aligned(&bytes))), path, key)
     }
 
-    fn check(bytes: Arc<Bytes>, path: &Path, key: &[u8; 32]) -> Result<Compiled, Unusable> {
+    fn check(bytes: Arc<Bytes>, path: &Path, key: &[u8; 32]) -> Result<Opened, Unusable> {
         let all: &[u8] = (*bytes).as_ref();
         let size = all.len() as u64;
         if size < (HEAD + SECTIONS * ROW) as u64 {
@@ -559,21 +655,23 @@ impl Compiled {
             if !MAGIC.starts_with(&all[..all.len().min(MAGIC.len())]) {
                 return Err(Unusable::Corrupt("not a catalog file".into()));
             }
+            // A catalog of another format may have a shorter header: named as such.
+            if all.len() >= 12 && &all[..8] == MAGIC && u32_le(&all[8..12]) != FORMAT {
+                return Err(foreign_format(u32_le(&all[8..12])));
+            }
             return Err(Unusable::Truncated);
         }
         let head = &all[..HEAD + SECTIONS * ROW];
         if &head[..8] != MAGIC {
             return Err(Unusable::Corrupt("not a catalog file".into()));
         }
-        let u32_at = |i: usize| u32::from_le_bytes(head[i..i + 4].try_into().expect("4 bytes"));
-        let u64_at = |i: usize| u64::from_le_bytes(head[i..i + 8].try_into().expect("8 bytes"));
-        let format = u32_at(8);
+        let format = u32_le(&head[8..12]);
         if format != FORMAT {
-            return Err(Unusable::Foreign(format!(
-                "catalog format {format} (this atip reads {FORMAT})"
-            )));
+            return Err(foreign_format(format));
         }
-        if u32_at(12) as usize != SECTIONS || u32_at(HEAD - 8) != header_crc(head) {
+        if u32_le(&head[12..16]) as usize != SECTIONS
+            || u32_le(&head[HEAD - 8..HEAD - 4]) != header_crc(head)
+        {
             return Err(Unusable::Corrupt("header checksum mismatch".into()));
         }
         if head[16..48] != key[..] {
@@ -587,9 +685,9 @@ impl Compiled {
         for (i, s) in sections.iter_mut().enumerate() {
             let r = HEAD + i * ROW;
             *s = Section {
-                at: u64_at(r),
-                len: u64_at(r + 8),
-                crc: u32_at(r + 16),
+                at: u64_le(&head[r..r + 8]),
+                len: u64_le(&head[r + 8..r + 16]),
+                crc: u32_le(&head[r + 16..r + 20]),
             };
             if s.at.checked_add(s.len).is_none_or(|end| end > size) {
                 return Err(Unusable::Truncated);
@@ -599,33 +697,246 @@ impl Compiled {
         if meta.atip != env!("CARGO_PKG_VERSION") {
             return Err(Unusable::Foreign(format!("atip {}", meta.atip)));
         }
-        let rows = archived::<RowTable>(&bytes, &sections, TOOLS)?;
-        let docs = meta.docs;
-        let t = rows.get();
-        let n = t.rows.len();
-        let sound = docs.iter().enumerate().all(|(i, d)| {
-            let end = d.first as usize + d.count as usize;
-            end <= n
-                && t.rows[d.first as usize..end]
-                    .iter()
-                    .all(|r| r.doc.to_native() as usize == i)
-        }) && t.rows.iter().all(|r| {
-            r.at.to_native()
-                .checked_add(u64::from(r.len.to_native()))
-                .is_some_and(|end| end <= sections[RECORDS].len)
-        }) && t.by_name.len() == n
-            && t.by_name.iter().all(|i| (i.to_native() as usize) < n)
-            && t.searchable.iter().all(|i| (i.to_native() as usize) < n);
-        if !sound {
-            return Err(Unusable::Corrupt("tables disagree".into()));
-        }
-        Ok(Compiled {
+        Ok(Opened {
             bytes,
             path: path.to_path_buf(),
             sections,
-            docs,
-            rows,
+            meta,
         })
+    }
+
+    /// Section `i`'s bytes, bounds checked when opened; not checksummed here.
+    fn body(&self, i: usize) -> &[u8] {
+        let s = self.sections[i];
+        &(*self.bytes).as_ref()[s.at as usize..(s.at + s.len) as usize]
+    }
+
+    /// What the catalog says of the tool named `name`: the registry-wide facts that
+    /// decide whether its names are the JSON path's, and, when they are, its row, its
+    /// document and its flattened command. Reads and checks only the name entries a
+    /// binary search visits (each against its own CRC-32), that row's document and its
+    /// record, and that they agree with one another.
+    fn lookup(&self, name: &str) -> Result<Lookup, Unusable> {
+        let mut found = Lookup {
+            unreadable: self.meta.unreadable,
+            tool_twice: self.meta.tool_twice,
+            named: None,
+        };
+        if found.unreadable || found.tool_twice {
+            return Ok(found);
+        }
+        let names = self.body(NAMES);
+        let count = table(names, NAME_ENTRY, NAMES)?;
+        if count != self.meta.rows as usize {
+            return Err(disagree());
+        }
+        let (mut lo, mut hi) = (0, count);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let e = name_entry(names, mid)?;
+            match e.name.cmp(name.as_bytes()) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => {
+                    found.named = Some(self.named(name, &e)?);
+                    break;
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// The tool of the name entry `e` (whose name is `name`), checked against it.
+    fn named(&self, name: &str, e: &NameEntry) -> Result<Named, Unusable> {
+        let row = e.row as usize;
+        if row >= self.meta.rows as usize {
+            return Err(disagree());
+        }
+        let doc = self.doc(e.doc as usize)?;
+        if !(doc.first as usize..doc.first as usize + doc.count as usize).contains(&row) {
+            return Err(disagree());
+        }
+        let tool = self.record(row, e.record_at, e.record_len, e.record_crc)?;
+        if tool.name != name || tool.tool != doc.tool {
+            return Err(disagree());
+        }
+        Ok(Named { row, doc, tool })
+    }
+
+    /// Document `i`, checked against its own CRC-32.
+    fn doc(&self, i: usize) -> Result<Doc, Unusable> {
+        let docs = self.body(DOCS);
+        let count = table(docs, DOC_ENTRY, DOCS)?;
+        if count != self.meta.docs as usize || i >= count {
+            return Err(disagree());
+        }
+        let e = &docs[TABLE_HEAD + i * DOC_ENTRY..][..DOC_ENTRY];
+        let blob = read(docs, u64_le(&e[..8]), u64::from(u32_le(&e[8..12]))).map_err(|_| {
+            Unusable::Corrupt(format!("section {DOCS}: document {i} out of bounds"))
+        })?;
+        if crc32fast::hash(blob) != u32_le(&e[12..16]) {
+            return Err(Unusable::Corrupt(format!(
+                "section {DOCS}: document {i} checksum mismatch"
+            )));
+        }
+        decode(blob, DOCS)
+    }
+
+    /// Row `row`'s record (`len` bytes at `at` of the records section), checked against
+    /// `crc`, with its input schema built again.
+    fn record(&self, row: usize, at: u64, len: u32, crc: u32) -> Result<FlatTool, Unusable> {
+        let record = read(self.body(RECORDS), at, u64::from(len))?;
+        if crc32fast::hash(record) != crc {
+            return Err(Unusable::Corrupt(format!("record {row} checksum mismatch")));
+        }
+        let mut tool: FlatTool = serde_json::from_slice(record)
+            .map_err(|e| Unusable::Corrupt(format!("record {row}: {e}")))?;
+        tool.input_schema = compile::input_schema(&tool.params);
+        Ok(tool)
+    }
+
+    /// The error for damage found after the catalog was opened.
+    fn error(&self, why: &Unusable) -> AtipError {
+        AtipError::new(
+            ErrorCode::RegistryCorrupt,
+            format!("catalog {} {why}", self.path.display()),
+        )
+        .hint("run `atip scan` to compile it again, or delete it")
+    }
+}
+
+/// What the catalog says of one name (see [`load_named`]).
+#[derive(Debug)]
+pub struct Lookup {
+    /// A document could not be read when the catalog was compiled (the JSON path warns
+    /// and leaves it out, so the catalog's names are not its).
+    pub unreadable: bool,
+    /// Two documents name the same tool (the JSON path names their commands otherwise).
+    pub tool_twice: bool,
+    /// The tool, when neither of the above holds and the catalog has the name.
+    pub named: Option<Named>,
+}
+
+/// One tool found by name.
+#[derive(Debug)]
+pub struct Named {
+    /// Its row.
+    pub row: usize,
+    /// Its document's registry entry as compiled.
+    pub doc: Doc,
+    /// Its flattened command (named as in the whole registry).
+    pub tool: FlatTool,
+}
+
+/// A name entry of section `NAMES`, its CRC-32 checked.
+struct NameEntry<'a> {
+    name: &'a [u8],
+    row: u32,
+    doc: u32,
+    record_len: u32,
+    record_at: u64,
+    record_crc: u32,
+}
+
+/// Entry `i` of the names table `names` (whose count [`table`] checked).
+fn name_entry(names: &[u8], i: usize) -> Result<NameEntry<'_>, Unusable> {
+    let e = &names[TABLE_HEAD + i * NAME_ENTRY..][..NAME_ENTRY];
+    let name = read(names, u64_le(&e[..8]), u64::from(u32_le(&e[8..12])))
+        .map_err(|_| Unusable::Corrupt(format!("section {NAMES}: entry {i} out of bounds")))?;
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&e[..NAME_ENTRY - 4]);
+    crc.update(name);
+    if crc.finalize() != u32_le(&e[NAME_ENTRY - 4..]) {
+        return Err(Unusable::Corrupt(format!(
+            "section {NAMES}: entry {i} checksum mismatch"
+        )));
+    }
+    Ok(NameEntry {
+        name,
+        row: u32_le(&e[12..16]),
+        doc: u32_le(&e[16..20]),
+        record_len: u32_le(&e[20..24]),
+        record_at: u64_le(&e[24..32]),
+        record_crc: u32_le(&e[32..36]),
+    })
+}
+
+/// The number of entries of a table section (documents, names) whose entries of `entry`
+/// bytes all lie within it.
+fn table(body: &[u8], entry: usize, i: usize) -> Result<usize, Unusable> {
+    let count = body.get(..4).map(u32_le).unwrap_or(0) as usize;
+    if body.len() < TABLE_HEAD || (body.len() - TABLE_HEAD) / entry < count {
+        return Err(Unusable::Corrupt(format!(
+            "section {i}: its table runs past its end"
+        )));
+    }
+    Ok(count)
+}
+
+fn disagree() -> Unusable {
+    Unusable::Corrupt("tables disagree".into())
+}
+
+fn foreign_format(format: u32) -> Unusable {
+    Unusable::Foreign(format!(
+        "catalog format {format} (this atip reads {FORMAT})"
+    ))
+}
+
+fn u32_le(b: &[u8]) -> u32 {
+    u32::from_le_bytes(b[..4].try_into().expect("4 bytes"))
+}
+
+fn u64_le(b: &[u8]) -> u64 {
+    u64::from_le_bytes(b[..8].try_into().expect("8 bytes"))
+}
+
+impl Compiled {
+    /// Opens the catalog at `path` and checks it against the registry whose bytes hash to
+    /// `key`: magic, format, header CRC, section bounds, registry hash, atip version and
+    /// the tables' CRCs and rkyv's check. The search index and the records are checked
+    /// when read.
+    pub fn open(path: &Path, key: &[u8; 32]) -> Result<Compiled, Unusable> {
+        Opened::open(path, key).and_then(Compiled::check)
+    }
+
+    /// A catalog held in memory (just built), checked like a file.
+    pub fn from_bytes(bytes: Vec<u8>, path: &Path, key: &[u8; 32]) -> Result<Compiled, Unusable> {
+        Opened::from_bytes(bytes, path, key).and_then(Compiled::check)
+    }
+
+    /// Checks the tables of an opened catalog whole: the rows (CRC-32, rkyv's check),
+    /// the documents (CRC-32 of the section and of each), and that they agree.
+    fn check(opened: Opened) -> Result<Compiled, Unusable> {
+        let rows = archived::<RowTable>(&opened.bytes, &opened.sections, TOOLS)?;
+        section((*opened.bytes).as_ref(), &opened.sections, DOCS)?;
+        let docs = (0..opened.meta.docs as usize)
+            .map(|i| opened.doc(i))
+            .collect::<Result<Vec<Doc>, Unusable>>()?;
+        let t = rows.get();
+        let n = t.rows.len();
+        let sound = n == opened.meta.rows as usize
+            && opened.meta.unreadable == docs.iter().any(|d| d.error.is_some())
+            && opened.meta.tool_twice == names_a_tool_twice(&docs)
+            && docs.iter().enumerate().all(|(i, d)| {
+                let end = d.first as usize + d.count as usize;
+                end <= n
+                    && t.rows[d.first as usize..end]
+                        .iter()
+                        .all(|r| r.doc.to_native() as usize == i)
+            })
+            && t.rows.iter().all(|r| {
+                r.at.to_native()
+                    .checked_add(u64::from(r.len.to_native()))
+                    .is_some_and(|end| end <= opened.sections[RECORDS].len)
+            })
+            && t.by_name.len() == n
+            && t.by_name.iter().all(|i| (i.to_native() as usize) < n)
+            && t.searchable.iter().all(|i| (i.to_native() as usize) < n);
+        if !sound {
+            return Err(disagree());
+        }
+        Ok(Compiled { opened, docs, rows })
     }
 
     /// The registry's entries, in name order.
@@ -658,31 +969,25 @@ impl Compiled {
     /// The flattened tool of row `i` (named as in the whole registry).
     pub fn tool(&self, i: usize) -> Result<FlatTool, AtipError> {
         let row = &self.rows()[i];
-        let s = self.sections[RECORDS];
-        let record = read((*self.bytes).as_ref(), s.at, s.len)
-            .and_then(|records| read(records, row.at.to_native(), u64::from(row.len.to_native())))
-            .and_then(|b| {
-                if crc32fast::hash(b) == row.crc.to_native() {
-                    Ok(b)
-                } else {
-                    Err(Unusable::Corrupt(format!("record {i} checksum mismatch")))
-                }
-            })
-            .map_err(|e| self.error(&e))?;
-        let mut tool: FlatTool = serde_json::from_slice(record)
-            .map_err(|e| self.error(&Unusable::Corrupt(format!("record {i}: {e}"))))?;
-        tool.input_schema = compile::input_schema(&tool.params);
-        Ok(tool)
+        self.opened
+            .record(
+                i,
+                row.at.to_native(),
+                row.len.to_native(),
+                row.crc.to_native(),
+            )
+            .map_err(|e| self.opened.error(&e))
     }
 
     /// The search index of `atip search`'s default selection (every readable document,
     /// commands that need no human) and, per indexed position, its row.
     pub fn search_index(&self) -> Result<(Vec<u32>, SearchIndex), AtipError> {
-        section((*self.bytes).as_ref(), &self.sections, INDEX).map_err(|e| self.error(&e))?;
-        let s = self.sections[INDEX];
-        let shared: crate::archive::Shared = self.bytes.clone();
+        let o = &self.opened;
+        section((*o.bytes).as_ref(), &o.sections, INDEX).map_err(|e| o.error(&e))?;
+        let s = o.sections[INDEX];
+        let shared: crate::archive::Shared = o.bytes.clone();
         let index = SearchIndex::from_shared(shared, s.at as usize..(s.at + s.len) as usize)
-            .map_err(|e| self.error(&Unusable::Corrupt(format!("section {INDEX}: {e}"))))?;
+            .map_err(|e| o.error(&Unusable::Corrupt(format!("section {INDEX}: {e}"))))?;
         let rows: Vec<u32> = self
             .rows
             .get()
@@ -691,18 +996,9 @@ impl Compiled {
             .map(|r| r.to_native())
             .collect();
         if rows.len() != index.len() {
-            return Err(self.error(&Unusable::Corrupt("search index disagrees".into())));
+            return Err(o.error(&Unusable::Corrupt("search index disagrees".into())));
         }
         Ok((rows, index))
-    }
-
-    /// The error for damage found after the catalog was opened.
-    fn error(&self, why: &Unusable) -> AtipError {
-        AtipError::new(
-            ErrorCode::RegistryCorrupt,
-            format!("catalog {} {why}", self.path.display()),
-        )
-        .hint("run `atip scan` to compile it again, or delete it")
     }
 }
 
@@ -729,6 +1025,28 @@ impl std::fmt::Display for Note {
 /// rebuilt), compiled again from the registry, and saved when the writer lock is free
 /// at once (a reader never waits for it).
 pub fn load(dirs: &Dirs, note: &mut dyn FnMut(Note)) -> Result<Option<Compiled>, AtipError> {
+    load_as(dirs, note, Compiled::check)
+}
+
+/// What the catalog of the registry as it is now says of the tool named `name` (see
+/// [`Lookup`]): `None` when there is no registry yet. Only what the lookup reads is
+/// checked (header, meta, the name entries visited, one document, one record), so one
+/// name costs the same whatever the registry's size. Damage found on the way makes the
+/// catalog unusable exactly as in [`load`]: said in a note, compiled again, saved.
+pub fn load_named(
+    dirs: &Dirs,
+    name: &str,
+    note: &mut dyn FnMut(Note),
+) -> Result<Option<Lookup>, AtipError> {
+    load_as(dirs, note, |opened| opened.lookup(name))
+}
+
+/// [`load`] with `finish` as the check (and use) of the opened catalog.
+fn load_as<T>(
+    dirs: &Dirs,
+    note: &mut dyn FnMut(Note),
+    finish: impl Fn(Opened) -> Result<T, Unusable>,
+) -> Result<Option<T>, AtipError> {
     let registry_path = dirs.registry_file();
     let read_failed = |source| {
         RegistryError::Read {
@@ -744,7 +1062,7 @@ pub fn load(dirs: &Dirs, note: &mut dyn FnMut(Note)) -> Result<Option<Compiled>,
         Err(e) => return Err(read_failed(e)),
     };
     let file = path(dirs);
-    let why = match Compiled::open(&file, &key) {
+    let why = match Opened::open(&file, &key).and_then(&finish) {
         Ok(c) => return Ok(Some(c)),
         Err(why) => why,
     };
@@ -776,7 +1094,8 @@ pub fn load(dirs: &Dirs, note: &mut dyn FnMut(Note)) -> Result<Option<Compiled>,
     if let Err(e) = save_if_current(dirs, &compiled, &key) {
         note(Note::Rejected(format!("could not save the catalog: {e}")));
     }
-    Compiled::from_bytes(compiled, &file, &key)
+    Opened::from_bytes(compiled, &file, &key)
+        .and_then(finish)
         .map(Some)
         .map_err(|e| AtipError::new(ErrorCode::Internal, format!("a fresh catalog {e}")))
 }
@@ -813,7 +1132,10 @@ pub(crate) fn compile(
 ) -> Result<Option<tempfile::NamedTempFile>, RegistryError> {
     let key = registry_key(registry_bytes);
     let target = path(dirs);
-    if Compiled::open(&target, &key).is_ok() {
+    // Sound for every reader: the whole tables, and the names `atip exec` looks up.
+    if Compiled::open(&target, &key)
+        .is_ok_and(|c| section((*c.opened.bytes).as_ref(), &c.opened.sections, NAMES).is_ok())
+    {
         return Ok(None);
     }
     let failed = |source| RegistryError::Write {

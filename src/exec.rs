@@ -149,22 +149,22 @@ type Focused = (Catalog, HashMap<String, ToolInfo>);
 /// no registry, a name the catalog does not hold (the JSON path suggests close names), a
 /// registry whose names the JSON path would assign otherwise (an unreadable document, two
 /// documents naming the same tool), or anything that does not read back as compiled.
+/// Only the catalog's parts this name needs are read and checked
+/// (`crate::catalog::load_named`): at a thousand tools, checking whole tables was most
+/// of what `atip exec` spent before the tool started.
 fn focused_from_catalog(
     dirs: &Dirs,
     want: &str,
     notes: &mut Vec<String>,
 ) -> Result<Option<Focused>, AtipError> {
-    let Some(compiled) = open_catalog(dirs, notes)? else {
+    let lookup = crate::catalog::load_named(dirs, want, &mut |n| {
+        if let crate::catalog::Note::Rejected(m) = n {
+            notes.push(m);
+        }
+    })?;
+    let Some(crate::catalog::Named { doc, tool, .. }) = lookup.and_then(|l| l.named) else {
         return Ok(None);
     };
-    let docs = compiled.docs();
-    if docs.iter().any(|d| d.error.is_some()) || names_a_tool_twice(docs) {
-        return Ok(None);
-    }
-    let Some(row) = compiled.find(want) else {
-        return Ok(None);
-    };
-    let doc = &docs[compiled.rows()[row].doc.to_native() as usize];
     // The catalog was opened against registry.json's bytes as they are now: its copy of
     // the entry is the current one.
     let Ok(entry) = doc.entry() else {
@@ -177,23 +177,12 @@ fn focused_from_catalog(
     if meta.tool_name().is_none() {
         meta.name = Some(doc.name.clone());
     }
-    let Ok(tool) = compiled.tool(row) else {
-        return Ok(None);
-    };
     let info = ToolInfo::of(&meta, &entry);
     let tool_name = meta.tool_name().unwrap_or(&doc.name).to_string();
     Ok(Some((
         Catalog::from_tools(vec![tool]),
         HashMap::from([(tool_name, info)]),
     )))
-}
-
-/// Whether two documents name the same tool. Sorted, not hashed: at a thousand
-/// documents SipHash was a quarter of a millisecond of every `atip exec`.
-fn names_a_tool_twice(docs: &[crate::catalog::Doc]) -> bool {
-    let mut tools: Vec<&str> = docs.iter().map(|d| d.tool.as_str()).collect();
-    tools.sort_unstable();
-    tools.windows(2).any(|w| w[0] == w[1])
 }
 
 /// The lazy view of the compiled catalog (see [`lazy::Lazy::new`] for when there is none).

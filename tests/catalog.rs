@@ -109,7 +109,8 @@ fn detected_and_rebuilt(sb: &Sandbox, expected: &Value, why: &str) {
 /// Rewrites the header CRC after a deliberate edit, so that the check under test (not
 /// the checksum) is what catches it.
 fn reseal(bytes: &mut [u8]) {
-    let head = 56 + 4 * 24;
+    let sections = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    let head = 56 + sections * 24;
     let mut h = crc32fast::Hasher::new();
     h.update(&bytes[..48]);
     h.update(&[0; 8]);
@@ -349,6 +350,135 @@ fn exec_takes_the_command_from_the_catalog_and_still_refuses_an_edited_document(
         "{}",
         show(&out)
     );
+}
+
+/// Offset and length of section `i` of a catalog's bytes (from its section table).
+fn section_of(bytes: &[u8], i: usize) -> (usize, usize) {
+    let row = 56 + i * 24;
+    let at = u64::from_le_bytes(bytes[row..row + 8].try_into().unwrap()) as usize;
+    let len = u64::from_le_bytes(bytes[row + 8..row + 16].try_into().unwrap()) as usize;
+    (at, len)
+}
+
+/// `atip exec NAME` looks one name up: it reads and checks only the name entries its
+/// binary search visits, that row's document and its record (spec/catalog.md, format 4).
+/// Damage in any of them — also with the entry's checksum made right again — is noted,
+/// the catalog compiled again and saved, and the call answered as from a sound one.
+#[test]
+fn exec_checks_what_its_lookup_reads_and_refuses_damage_there() {
+    let sb = Sandbox::new();
+    register(
+        &sb,
+        "store",
+        &tool("store", "create"),
+        "#!/bin/sh\necho ran \"$@\"\n",
+        "native",
+    );
+    register(
+        &sb,
+        "vault",
+        &tool("vault", "delete"),
+        "#!/bin/sh\necho\n",
+        "native",
+    );
+    let exec = || {
+        let out = sb
+            .atip()
+            .args([
+                "--output",
+                "json",
+                "exec",
+                "--yes",
+                "store_bucket_create",
+                "--args",
+                r#"{"bucket":"b"}"#,
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            v["data"]["stdout"],
+            "ran bucket create b\n",
+            "{}",
+            show(&out)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    exec();
+    let err = exec();
+    assert!(
+        !err.contains("catalog"),
+        "a sound catalog is used quietly: {err}"
+    );
+    let good = std::fs::read(catalog_file(&sb)).unwrap();
+    let u32_at = |b: &[u8], i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+    let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+    // Names: count, zero, 40-byte entries in name order (name offset and length, row,
+    // document, record length, record offset, record CRC, entry CRC), the names.
+    let (names, _) = section_of(&good, 5);
+    assert_eq!(u32_at(&good, names), 6, "six commands, one entry each");
+    let entry = names + 8;
+    let name_at = names + u64_at(&good, entry) as usize;
+    let name_len = u32_at(&good, entry + 8) as usize;
+    assert_eq!(&good[name_at..name_at + name_len], b"store_bucket_create");
+    let row = u32_at(&good, entry + 12);
+    assert_eq!(u32_at(&good, entry + 16), 0, "store is the first document");
+    let entry_crc = |b: &mut Vec<u8>| {
+        let mut h = crc32fast::Hasher::new();
+        h.update(&b[entry..entry + 36]);
+        h.update(&b[name_at..name_at + name_len]);
+        let crc = h.finalize();
+        b[entry + 36..entry + 40].copy_from_slice(&crc.to_le_bytes());
+    };
+    let mut cases: Vec<(Vec<u8>, String)> = Vec::new();
+    // A flipped bit in the name the search lands on.
+    let mut b = good.clone();
+    b[name_at + 2] ^= 1;
+    cases.push((
+        b,
+        "is corrupt (section 5: entry 0 checksum mismatch)".into(),
+    ));
+    // The entry pointed at vault's document, its checksum made right again: the row is
+    // not that document's, and the record's tool is not that document's tool.
+    let mut b = good.clone();
+    b[entry + 16..entry + 20].copy_from_slice(&1u32.to_le_bytes());
+    entry_crc(&mut b);
+    cases.push((b, "is corrupt (tables disagree)".into()));
+    // The entry's record offset moved by one, its checksum made right again: the bytes
+    // there do not have the record's CRC.
+    let mut b = good.clone();
+    let moved = u64_at(&good, entry + 24) + 1;
+    b[entry + 24..entry + 32].copy_from_slice(&moved.to_le_bytes());
+    entry_crc(&mut b);
+    cases.push((b, format!("is corrupt (record {row} checksum mismatch)")));
+    // A flipped bit in store's document (documents: count, zero, 16-byte entries of
+    // offset, length, CRC, then the documents).
+    let (docs, _) = section_of(&good, 4);
+    let doc_at = docs + u64_at(&good, docs + 8) as usize;
+    let mut b = good.clone();
+    b[doc_at + 1] ^= 1;
+    cases.push((
+        b,
+        "is corrupt (section 4: document 0 checksum mismatch)".into(),
+    ));
+    // A flipped bit in the record itself.
+    let (records, _) = section_of(&good, 3);
+    let record_at = records + u64_at(&good, entry + 24) as usize;
+    let mut b = good.clone();
+    b[record_at + 3] ^= 1;
+    cases.push((b, format!("is corrupt (record {row} checksum mismatch)")));
+    for (bytes, why) in cases {
+        std::fs::write(catalog_file(&sb), &bytes).unwrap();
+        let err = exec();
+        assert!(
+            err.contains(&why) && err.contains("compiling it again"),
+            "wanted {why:?} in: {err}"
+        );
+        Compiled::open(&catalog_file(&sb), &registry_key(&sb)).expect("rebuilt and saved");
+        let err = exec();
+        assert!(!err.contains("catalog"), "{err}");
+    }
 }
 
 /// Writes `metas` as a registry the way `atip scan` stores it.
