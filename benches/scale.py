@@ -10,7 +10,8 @@ TARGET (the registry is benches/gen_registry.py's: TOOLS tools x 20 commands, pl
   export  `atip export --format openai-strict` to a pipe, 500 tools: < 100 ms, < 50 MB
 
 --peer BIN runs a second atip (e.g. a build of main, for before/after) on the same
-registry in the same run. The first run of each binary is a warm-up (it compiles the
+registry in the same run; repeat it for more binaries (each one's runs in a block: binaries
+of different catalog formats cannot share the registry's catalog). The first run of each binary is a warm-up (it compiles the
 catalog when the binary has one) and is reported apart. Figures: wall min / median,
 CPU median (user + sys), peak RSS max (wait4). Everything lives in a temp dir that is
 removed at the end; HOME and the real registry are never touched.
@@ -87,7 +88,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("target", choices=TARGETS)
     ap.add_argument("--atip", default=os.path.join(HERE, "..", "target", "release", "atip"))
-    ap.add_argument("--peer")
+    ap.add_argument("--peer", action="append", default=[],
+                    help="another binary to run on the same registry (repeatable)")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--tools", type=int)
     a = ap.parse_args()
@@ -112,7 +114,8 @@ def main():
         if a.target == "exec":
             direct = [run([triv, "say", "--loud", "hi"], env, f"{tmp}/work") for _ in range(a.runs)]
             d = show("direct spawn of triv", direct[0], direct, None, None)
-        for label, atip in [("atip", a.atip)] + ([("peer", a.peer)] if a.peer else []):
+        peers = [(f"peer {i + 1}" if len(a.peer) > 1 else "peer", p) for i, p in enumerate(a.peer)]
+        for label, atip in [("atip", a.atip)] + peers:
             atip = os.path.abspath(atip)
             warm, rs = measure(a.target, atip, env, f"{tmp}/work", a.runs, triv)
             m = show(f"{label} ({atip})", warm, rs, target_ms, rss_mb)
