@@ -12,6 +12,34 @@ mod cli;
 #[derive(Debug, Parser)]
 #[command(name = "atip", version, about, propagate_version = true)]
 pub struct Cli {
+    #[command(flatten)]
+    flags: Flags,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+// `Cli` as the command line is parsed: the same flags and commands, but each command's
+// arguments are built only when it is the one invoked (clap's `defer`). Building all
+// sixteen commands' arguments and copying the global flags into each was most of a
+// millisecond and most of the heap of every `atip exec`, the one command agents start
+// per tool call. The matches are read back into `Cli` (same argument ids); help without
+// a command, completions, man pages and `--agent` use the full `Cli` tree as before, and
+// a test checks that both trees render the same help. (Plain comments: clap turns doc
+// comments on these items into help text.)
+/// Find, validate, export and run ATIP command-line tools for AI agents.
+#[derive(Parser)]
+#[command(name = "atip", version, about, propagate_version = true)]
+#[allow(dead_code)] // only its clap tree is used
+struct Invocation {
+    #[command(flatten)]
+    flags: Flags,
+    #[command(subcommand)]
+    command: Option<Deferred>,
+}
+
+// atip's own flags, before or after the command.
+#[derive(Debug, clap::Args)]
+struct Flags {
     /// Print atip's own ATIP metadata (JSON) and exit.
     #[arg(long, global = false)]
     agent: bool,
@@ -49,12 +77,29 @@ pub struct Cli {
     /// State directory (the audit log); replaces $XDG_STATE_HOME/agent-tools.
     #[arg(long, global = true, env = "ATIP_STATE_DIR", value_name = "DIR")]
     state_dir: Option<PathBuf>,
-    #[command(subcommand)]
-    command: Option<Command>,
 }
 
-#[derive(Debug, Subcommand)]
-enum Command {
+// Declares atip's commands once, as the full tree (`Command`) and as the tree parsing uses
+// (`Deferred`), so that the two cannot drift apart.
+macro_rules! commands {
+    ($($(#[doc = $doc:literal])* $name:ident($args:ty),)*) => {
+        #[derive(Debug, Subcommand)]
+        enum Command {
+            $($(#[doc = $doc])* $name($args),)*
+        }
+
+        // `Command` with each command's arguments built when it is invoked. Only its
+        // clap tree is used (the matches are read into `Command`).
+        #[derive(Subcommand)]
+        #[command(defer = true)]
+        #[allow(dead_code)]
+        enum Deferred {
+            $($(#[doc = $doc])* $name($args),)*
+        }
+    };
+}
+
+commands! {
     /// Check ATIP metadata, shims, registries and pattern files.
     Validate(cli::validate::Args),
     /// Compare two versions of a tool's metadata: breaking changes, less-safe effects.
@@ -89,6 +134,13 @@ enum Command {
     Man(cli::man::Args),
 }
 
+/// Parses the command line with the [`Invocation`] tree into a [`Cli`].
+fn parse() -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut matches = Invocation::command().try_get_matches()?;
+    Cli::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut Invocation::command()))
+}
+
 /// What every subcommand gets: resolved output format, the printer and directories.
 #[derive(Debug)]
 pub struct Ctx {
@@ -101,21 +153,23 @@ pub struct Ctx {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
-    let verbosity = if cli.quiet {
+    let verbosity = if cli.flags.quiet {
         Verbosity::Quiet
-    } else if cli.verbose {
+    } else if cli.flags.verbose {
         Verbosity::Verbose
     } else {
         Verbosity::Normal
     };
-    let out = Printer::new(cli.output, verbosity, cli.color);
+    let out = Printer::new(cli.flags.output, verbosity, cli.flags.color);
     // What the library says while it works reaches stderr through the same printer style.
     if log::set_boxed_logger(Box::new(atip::output::PrinterLog(Printer::new(
-        cli.output, verbosity, cli.color,
+        cli.flags.output,
+        verbosity,
+        cli.flags.color,
     ))))
     .is_ok()
     {
@@ -125,13 +179,15 @@ fn main() -> ExitCode {
         output: out.format(),
         out,
         dirs: Dirs::resolve(
-            cli.data_dir.as_deref(),
-            cli.config_dir.as_deref(),
-            cli.state_dir.as_deref(),
+            cli.flags.data_dir.as_deref(),
+            cli.flags.config_dir.as_deref(),
+            cli.flags.state_dir.as_deref(),
         ),
     };
     let result: Result<u8, AtipError> = match cli.command {
-        _ if cli.agent => cli::agent::run(cli.commands.as_deref(), cli.depth, &ctx.out),
+        _ if cli.flags.agent => {
+            cli::agent::run(cli.flags.commands.as_deref(), cli.flags.depth, &ctx.out)
+        }
         Some(Command::Validate(args)) => cli::validate::run(args, &ctx),
         Some(Command::Diff(args)) => cli::diff::run(args, &ctx),
         Some(Command::Lint(args)) => cli::lint::run(args, &ctx),
@@ -185,4 +241,66 @@ fn usage_error(e: clap::Error) -> ExitCode {
     let out = Printer::new(format, Verbosity::Normal, ColorChoice::Never);
     out.error(&err);
     ExitCode::from(err.exit_code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Help as each command renders it, depth first, in a built tree (building runs the
+    /// deferred parts). The subcommands clap copies under its generated `help` command
+    /// are left out: a build copies only those that exist when their parent is built (a
+    /// deferred command's own subcommands come later), and parsing never uses the copies
+    /// (`atip help mcp serve` walks the real commands).
+    fn helps(cmd: &clap::Command, path: &str, out: &mut Vec<(String, String)>) {
+        let mut c = cmd.clone();
+        out.push((path.to_string(), c.render_long_help().to_string()));
+        out.push((format!("{path} (short)"), c.render_help().to_string()));
+        if path.ends_with(" help") {
+            return;
+        }
+        for sub in cmd.get_subcommands() {
+            helps(sub, &format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    /// The tree parsing uses (commands built on invocation) gives every command the help
+    /// the full tree gives it: same texts, flags, defaults and order.
+    #[test]
+    fn the_parsing_tree_renders_the_same_help_as_the_full_tree() {
+        let (mut full, mut parsing) = (Cli::command(), Invocation::command());
+        full.build();
+        parsing.build();
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        helps(&full, "atip", &mut a);
+        helps(&parsing, "atip", &mut b);
+        assert!(a.len() > 40, "every command and subcommand: {}", a.len());
+        let names = |v: &Vec<(String, String)>| v.iter().map(|x| x.0.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&a), names(&b));
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x, y);
+        }
+    }
+
+    /// A command line reads back into the same `Cli` whichever tree parsed it.
+    #[test]
+    fn both_trees_parse_a_command_line_alike() {
+        let line = [
+            "atip",
+            "--output",
+            "json",
+            "exec",
+            "gh_pr_list",
+            "--args",
+            "{}",
+            "--timeout",
+            "5s",
+            "-q",
+        ];
+        let full = Cli::try_parse_from(line).unwrap();
+        let mut matches = Invocation::command().try_get_matches_from(line).unwrap();
+        let parsed = <Cli as clap::FromArgMatches>::from_arg_matches_mut(&mut matches).unwrap();
+        assert_eq!(format!("{full:?}"), format!("{parsed:?}"));
+    }
 }

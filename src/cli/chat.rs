@@ -17,7 +17,8 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Run the tool loop against a model endpoint.
+// Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
+// Run the tool loop against a model endpoint.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// What to ask (default: read from stdin).

@@ -4,7 +4,8 @@
 use crate::Ctx;
 use atip::output::{AtipError, OutputFormat};
 
-/// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+// Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
+// Print a shell completion script (bash, zsh, fish, powershell, elvish).
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Install, for example:

@@ -11,12 +11,13 @@ use atip::output::{AtipError, ErrorCode, OutputFormat, exit};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-/// Compare two ATIP metadata documents command by command: breaking changes, effects
-/// that became less safe, additions; with semver advice.
-///
-/// Exit status: 0 (or 1 when a change of a --fail-on class exists), 2 usage, 65 a
-/// document is not valid metadata, 66 an input is missing, 69 a --exec tool fails its
-/// --agent contract. See spec/diff.md.
+// Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
+// Compare two ATIP metadata documents command by command: breaking changes, effects
+// that became less safe, additions; with semver advice.
+//
+// Exit status: 0 (or 1 when a change of a --fail-on class exists), 2 usage, 65 a
+// document is not valid metadata, 66 an input is missing, 69 a --exec tool fails its
+// --agent contract. See spec/diff.md.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The old and the new document: files, or `-` for standard input (one of them).

@@ -8,7 +8,8 @@ use crate::cli::list::printable;
 use atip::output::{AtipError, OutputFormat};
 use atip::registry::doctor;
 
-/// Check every registry entry and say what to fix.
+// Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
+// Check every registry entry and say what to fix.
 #[derive(Debug, clap::Args)]
 pub struct Args {}
 

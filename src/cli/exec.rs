@@ -10,7 +10,8 @@ use serde_json::Value;
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
-/// Run a model's tool call under policy.
+// Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
+// Run a model's tool call under policy.
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("input").args(["args", "args_file", "args_stdin", "calls"])))]
 pub struct Args {
@@ -47,7 +48,8 @@ pub struct Args {
     pub jobs: u16,
 }
 
-/// How tool calls run, for `atip exec` and `atip mcp` alike.
+// How tool calls run, for `atip exec` and `atip mcp` alike.
+// Not a doc comment: flattened into a command built on invocation, it would override that command's help text.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// Policy file (default: <config-dir>/policy.json, else built-in defaults).

@@ -16,7 +16,8 @@ use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Export registry tools as provider tool definitions.
+// Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
+// Export registry tools as provider tool definitions.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Output format.

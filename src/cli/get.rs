@@ -6,7 +6,8 @@ use crate::Ctx;
 use atip::output::{AtipError, ErrorCode};
 use atip::registry::query;
 
-/// Print a registered tool's metadata, whole or partial.
+// Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
+// Print a registered tool's metadata, whole or partial.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Tool name, as in `atip list`.

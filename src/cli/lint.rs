@@ -17,11 +17,12 @@ use std::path::PathBuf;
 /// Lint's findings can carry lint rules and validate's errors: SARIF lists both.
 static CATALOGUES: &[&[RuleInfo]] = &[LINT_RULES, RULES];
 
-/// Check ATIP metadata for what makes it better for agents: effects stated, good
-/// descriptions, consistent names, narrow types, provider-safe names.
-///
-/// Exit status: 0 no errors (warnings allowed unless --deny-warnings), 1 any error,
-/// 2 usage, 66 an input missing or unreadable, 78 a bad .atip-lint.json. See spec/lint.md.
+// Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
+// Check ATIP metadata for what makes it better for agents: effects stated, good
+// descriptions, consistent names, narrow types, provider-safe names.
+//
+// Exit status: 0 no errors (warnings allowed unless --deny-warnings), 1 any error,
+// 2 usage, 66 an input missing or unreadable, 78 a bad .atip-lint.json. See spec/lint.md.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Files or directories (searched recursively for *.json); `-` reads standard input.

@@ -5,7 +5,8 @@ use crate::Ctx;
 use atip::output::{AtipError, ErrorCode, OutputFormat};
 use atip::registry::{Index, Source, query};
 
-/// List the tools in the registry.
+// Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
+// List the tools in the registry.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Only tools whose name matches this glob, e.g. `kube*` or `g?`.

@@ -8,7 +8,8 @@ use atip::output::{
 };
 use atip::similar::edit_distance;
 
-/// Print the manual page (roff) of atip or of one of its commands.
+// Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
+// Print the manual page (roff) of atip or of one of its commands.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A command path, e.g. `export` or `mcp call`; none gives atip(1).

@@ -19,7 +19,8 @@ use std::io::{IsTerminal, Read, Write as _};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Serve registered tools over MCP, or talk to MCP servers.
+// Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
+// Serve registered tools over MCP, or talk to MCP servers.
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
@@ -48,7 +49,8 @@ enum McpCommand {
     Import(ImportArgs),
 }
 
-/// Flags of the server.
+// Flags of the server.
+// Not a doc comment: flattened into a command built on invocation, it would override that command's help text.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// Only these registered tools, comma-separated (e.g. `gh,git`).

@@ -12,7 +12,8 @@ use atip::remote::sign::{self, TrustedKey};
 use serde_json::{Map, json};
 use std::path::PathBuf;
 
-/// Publish shims as a static remote registry, or choose the registries this machine reads.
+// Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
+// Publish shims as a static remote registry, or choose the registries this machine reads.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(subcommand)]

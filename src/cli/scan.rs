@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-/// Find ATIP tools on PATH and record them in the registry.
+// Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
+// Find ATIP tools on PATH and record them in the registry.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Directories to scan instead of $PATH, colon-separated like PATH.

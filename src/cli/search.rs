@@ -7,7 +7,8 @@ use atip::output::{AtipError, OutputFormat, exit};
 use atip::search::{SearchIndex, SearchOptions};
 use std::path::PathBuf;
 
-/// Find the registered commands that best match a query.
+// Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
+// Find the registered commands that best match a query.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// What the agent wants to do, e.g. "create pull request".

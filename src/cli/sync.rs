@@ -12,7 +12,8 @@ use atip::remote::sync::{RegistrySync, RemoteOptions, env_flag};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-/// Fetch the shims of the remote registries for the binaries here, verify and register them.
+// Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
+// Fetch the shims of the remote registries for the binaries here, verify and register them.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Re-check every catalog and shim now (conditional requests), not only those

@@ -10,10 +10,11 @@ use atip::validate::{Input, Kind, Options, check_inputs};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-/// Check ATIP metadata, shims, registries and pattern files against the schema and semantic rules.
-///
-/// Exit status: 0 all valid (warnings allowed unless --deny-warnings), 1 any invalid,
-/// 2 usage, 66 an input missing or unreadable. See spec/validate.md.
+// Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
+// Check ATIP metadata, shims, registries and pattern files against the schema and semantic rules.
+//
+// Exit status: 0 all valid (warnings allowed unless --deny-warnings), 1 any invalid,
+// 2 usage, 66 an input missing or unreadable. See spec/validate.md.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Files or directories (searched recursively for *.json); `-` reads standard input.
