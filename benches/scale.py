@@ -10,8 +10,10 @@ TARGET (the registry is benches/gen_registry.py's: TOOLS tools x 20 commands, pl
   export  `atip export --format openai-strict` to a pipe, 500 tools: < 100 ms, < 50 MB
 
 --peer BIN runs a second atip (e.g. a build of main, for before/after) on the same
-registry in the same run; repeat it for more binaries (each one's runs in a block: binaries
-of different catalog formats cannot share the registry's catalog). The first run of each binary is a warm-up (it compiles the
+registry in the same run; repeat it for more binaries. Each binary has its own copy of the
+registry (so binaries of different catalog formats do not compile each other's catalog
+away) and the runs are interleaved round by round (so load changing during the run
+weighs on all alike). The first run of each binary is a warm-up (it compiles the
 catalog when the binary has one) and is reported apart. Figures: wall min / median,
 CPU median (user + sys), peak RSS max (wait4). Everything lives in a temp dir that is
 removed at the end; HOME and the real registry are never touched.
@@ -60,18 +62,15 @@ def mcp_once(atip, env, cwd):
     return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
 
 
-def measure(target, atip, env, cwd, runs, triv):
+def once_of(target, atip, env, cwd):
+    """One run of TARGET with binary ATIP (a function)."""
     if target == "search":
-        once = lambda: run([atip, "search", "create", "bucket", "--output", "json"], env, cwd)
-    elif target == "export":
-        once = lambda: run([atip, "export", "--format", "openai-strict"], env, cwd)
-    elif target == "exec":
-        once = lambda: run([atip, "exec", "triv_say", "--args", '{"word":"hi","loud":true}'], env, cwd)
-    else:
-        once = lambda: mcp_once(atip, env, cwd)
-    warm = once()
-    rs = [once() for _ in range(runs)]
-    return warm, rs
+        return lambda: run([atip, "search", "create", "bucket", "--output", "json"], env, cwd)
+    if target == "export":
+        return lambda: run([atip, "export", "--format", "openai-strict"], env, cwd)
+    if target == "exec":
+        return lambda: run([atip, "exec", "triv_say", "--args", '{"word":"hi","loud":true}'], env, cwd)
+    return lambda: mcp_once(atip, env, cwd)
 
 
 def show(label, warm, rs, target_ms, rss_mb):
@@ -111,14 +110,31 @@ def main():
               f"{open('/proc/loadavg').read().split()[0]} on {os.cpu_count()} cores")
         print("| binary | wall min / median | CPU median | peak RSS | first run |")
         print("|---|---|---|---|---|")
-        if a.target == "exec":
-            direct = [run([triv, "say", "--loud", "hi"], env, f"{tmp}/work") for _ in range(a.runs)]
-            d = show("direct spawn of triv", direct[0], direct, None, None)
+        # Each binary gets its own copy of the registry (binaries of different catalog
+        # formats would otherwise compile the shared catalog.bin again on every run), and
+        # the runs are interleaved round by round, so that a load that changes during the
+        # run weighs on every binary alike.
         peers = [(f"peer {i + 1}" if len(a.peer) > 1 else "peer", p) for i, p in enumerate(a.peer)]
-        for label, atip in [("atip", a.atip)] + peers:
-            atip = os.path.abspath(atip)
-            warm, rs = measure(a.target, atip, env, f"{tmp}/work", a.runs, triv)
-            m = show(f"{label} ({atip})", warm, rs, target_ms, rss_mb)
+        bins = [("atip", os.path.abspath(a.atip))] + [(l, os.path.abspath(p)) for l, p in peers]
+        onces = []
+        for i, (label, atip) in enumerate(bins):
+            data = f"{tmp}/data" if i == 0 else f"{tmp}/data{i}"
+            if i:
+                shutil.copytree(f"{tmp}/data", data, ignore=shutil.ignore_patterns("catalog.bin"))
+            onces.append(once_of(a.target, atip, dict(env, ATIP_DATA_DIR=data), f"{tmp}/work"))
+        warm = [once() for once in onces]
+        direct = lambda: run([triv, "say", "--loud", "hi"], env, f"{tmp}/work")
+        results = [[] for _ in bins]
+        directs = []
+        for _ in range(a.runs):
+            if a.target == "exec":
+                directs.append(direct())
+            for i, once in enumerate(onces):
+                results[i].append(once())
+        if a.target == "exec":
+            d = show("direct spawn of triv", directs[0], directs, None, None)
+        for (label, atip), w, rs in zip(bins, warm, results):
+            m = show(f"{label} ({atip})", w, rs, target_ms, rss_mb)
             if a.target == "exec":
                 print(f"| overhead over direct spawn ({label}) | {m - d:.1f} ms median | | | | (target < 5 ms)")
         catalog = f"{tmp}/data/catalog.bin"
