@@ -447,6 +447,10 @@ pub fn scan(
         .chain(aliases.into_iter().map(|a| (a.name, a.path, a.of)))
         .collect();
 
+    // The registry's metadata files, listed once: whether each is still on disk decides
+    // both whether a cached inferred document can be offered and whether an unchanged
+    // entry's file must be written again.
+    let tool_files = registry::FileList::of(&dirs.data.join(registry::TOOLS_DIR));
     // Man pages: found and read (only where the cache is not current) before the offers.
     if let Some(inf) = inferred.as_mut()
         && !opts.dry_run
@@ -456,7 +460,7 @@ pub fn scan(
             .filter(|(_, _, i)| works[*i].unreadable.is_none())
             .map(|(n, _, _)| n.as_str())
             .collect();
-        inf.src.look_up(readable);
+        inf.src.look_up(readable, &tool_files);
         phases.done("man-page lookup");
         if inf.src.has_pending() {
             cpu_pool.install(|| inf.src.infer_pending());
@@ -699,7 +703,11 @@ pub fn scan(
                     && e.hash == record.hash
                     && e.source == record.source
                     // A deleted metadata file is written again from the document.
-                    && dirs.data.join(&e.metadata).is_file()
+                    && e
+                        .metadata
+                        .strip_prefix(registry::TOOLS_DIR)
+                        .and_then(|r| r.strip_prefix('/'))
+                        .is_some_and(|file| tool_files.has(file))
             });
         tool_reports.insert(
             name.clone(),

@@ -77,6 +77,8 @@ pub mod search;
 #[doc(hidden)]
 pub mod similar;
 #[doc(hidden)]
+pub mod statat;
+#[doc(hidden)]
 pub mod timestamp;
 #[doc(hidden)]
 pub mod units;

@@ -1156,7 +1156,7 @@ mod tests {
             "version": "2.45.0",
             "description": "GitHub CLI",
             "x-vendor": {"anything": [1, 2, 3]},
-            "effects": {"network": true, "destructive": false, "filesystem": {"read": true}},
+            "effects": {"network": true, "destructive": false, "filesystem": {"read": true, "write": false}},
             "globalOptions": [{"name": "repo", "flags": ["-R", "--repo"], "type": "string", "description": "Repository"}],
             "commands": {
                 "pr": {
@@ -1277,19 +1277,30 @@ mod tests {
         let effects = |v: Value| serde_json::from_value::<Effects>(v).unwrap();
         // Destroys nothing, but may write: unknown, so not read-only.
         assert!(!effects(json!({"destructive": false})).is_read_only());
-        assert!(!effects(json!({"destructive": false, "filesystem": {"read": true}})).is_read_only());
-        assert!(!effects(json!({"destructive": false, "filesystem": {"write": true}})).is_read_only());
+        assert!(
+            !effects(json!({"destructive": false, "filesystem": {"read": true}})).is_read_only()
+        );
+        assert!(
+            !effects(json!({"destructive": false, "filesystem": {"write": true}})).is_read_only()
+        );
         assert!(
             !effects(json!({"destructive": false, "filesystem": {"write": false, "delete": true}}))
                 .is_read_only()
         );
         assert!(
-            !effects(json!({"destructive": false, "filesystem": {"write": false}, "creates": ["x"]}))
-                .is_read_only()
+            !effects(
+                json!({"destructive": false, "filesystem": {"write": false}, "creates": ["x"]})
+            )
+            .is_read_only()
         );
         assert!(!effects(json!({"filesystem": {"write": false}})).is_read_only());
-        assert!(effects(json!({"destructive": false, "filesystem": {"write": false}})).is_read_only());
-        assert_eq!(effects(json!({"destructive": false})).summary(), "no declared hazards");
+        assert!(
+            effects(json!({"destructive": false, "filesystem": {"write": false}})).is_read_only()
+        );
+        assert_eq!(
+            effects(json!({"destructive": false})).summary(),
+            "no declared hazards"
+        );
     }
 
     /// A document that sets every known field at every level, with an unknown key next to

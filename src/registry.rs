@@ -37,6 +37,34 @@ pub const TOOLS_DIR: &str = "tools";
 /// The registry's JSON Schema (`schemas/registry.schema.json`), embedded.
 pub const SCHEMA: &str = crate::schema::REGISTRY_SCHEMA;
 
+/// The regular files of one directory, listed with one directory read: a warm rescan
+/// asks whether each of ~1,000 metadata files still exists, and one listing costs a few
+/// `getdents` calls where a `stat` per file costs a path walk each.
+#[derive(Debug, Default)]
+pub struct FileList {
+    names: std::collections::HashSet<std::ffi::OsString>,
+}
+
+impl FileList {
+    /// Lists `dir`; a missing or unreadable directory lists as empty (every file then
+    /// counts as missing, so it is written again: never the unsafe way round).
+    pub fn of(dir: &Path) -> FileList {
+        let names = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .map(|e| e.file_name())
+            .collect();
+        FileList { names }
+    }
+
+    /// Whether the directory held a regular file (not a symlink) named `name`.
+    pub fn has(&self, name: &str) -> bool {
+        self.names.contains(std::ffi::OsStr::new(name))
+    }
+}
+
 /// The index format atip writes: the protocol's name-keyed version "2".
 pub const FORMAT_VERSION: &str = "2";
 

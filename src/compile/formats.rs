@@ -713,9 +713,19 @@ mod tests {
     fn annotations_follow_mcp_defaults() {
         let unknown = Annotations::from_effects(&Effects::default());
         assert!(unknown.destructive_hint && unknown.open_world_hint && !unknown.read_only_hint);
+        let unsaid_writes = Annotations::from_effects(&Effects {
+            destructive: Some(false),
+            network: Some(false),
+            ..Effects::default()
+        });
+        assert!(!unsaid_writes.read_only_hint && !unsaid_writes.destructive_hint);
         let ro = Annotations::from_effects(&Effects {
             destructive: Some(false),
             network: Some(false),
+            filesystem: Some(crate::model::FilesystemEffects {
+                write: Some(false),
+                ..Default::default()
+            }),
             ..Effects::default()
         });
         assert_eq!(

@@ -113,10 +113,16 @@ mod tests {
             suffix(&e),
             "[⚠️ DESTRUCTIVE | ⚠️ NOT REVERSIBLE | ⚠️ NOT IDEMPOTENT | 💰 BILLABLE]"
         );
-        let ro = Effects {
+        let mut ro = Effects {
             destructive: Some(false),
             ..Effects::default()
         };
+        // `destructive: false` alone may still write files: no read-only claim.
+        assert_eq!(suffix(&ro), "");
+        ro.filesystem = Some(crate::model::FilesystemEffects {
+            write: Some(false),
+            ..Default::default()
+        });
         assert_eq!(suffix(&ro), "[READ-ONLY]");
         assert_eq!(suffix(&Effects::default()), "");
     }

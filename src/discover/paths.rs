@@ -6,6 +6,7 @@
 //! foreign-owned directories; no world-writable files). Reads directories and `stat`s
 //! files; must not read file contents or run anything.
 
+use crate::statat::{StatAt, Status};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -32,13 +33,65 @@ pub struct Fingerprint {
 impl Fingerprint {
     /// The fingerprint of already-fetched metadata.
     pub(crate) fn of(md: &fs::Metadata) -> Fingerprint {
+        Fingerprint::of_status(&Status::from(md))
+    }
+
+    /// The fingerprint of a [`Status`].
+    pub(crate) fn of_status(st: &Status) -> Fingerprint {
         Fingerprint {
-            dev: md.dev(),
-            ino: md.ino(),
-            size: md.size(),
-            mtime_ns: md.mtime() as i128 * 1_000_000_000 + md.mtime_nsec() as i128,
-            ctime_ns: md.ctime() as i128 * 1_000_000_000 + md.ctime_nsec() as i128,
+            dev: st.dev,
+            ino: st.ino,
+            size: st.size,
+            mtime_ns: st.mtime_ns,
+            ctime_ns: st.ctime_ns,
         }
+    }
+}
+
+/// Canonical paths of symlinked executables, with each link's directory canonicalized
+/// once per scan: `fs::canonicalize` re-reads every component of every path (five
+/// `readlink`s for `/usr/bin/x` → `/etc/alternatives/x` → …), while PATH links mostly
+/// point into a handful of directories.
+#[derive(Debug, Default)]
+pub(crate) struct LinkResolver {
+    dirs: HashMap<PathBuf, PathBuf>,
+}
+
+impl LinkResolver {
+    /// Most links followed for one path, as the kernel's limit (`ELOOP` after 40).
+    const MAX_LINKS: usize = 40;
+
+    /// The canonical path of `path` (absolute, no symlink anywhere in it), as
+    /// `fs::canonicalize` gives it.
+    pub(crate) fn resolve(&mut self, path: &Path) -> std::io::Result<PathBuf> {
+        let mut current = path.to_path_buf();
+        for _ in 0..Self::MAX_LINKS {
+            let (Some(dir), Some(name)) = (current.parent(), current.file_name()) else {
+                return fs::canonicalize(path);
+            };
+            if name == OsStr::new("..") || name == OsStr::new(".") {
+                return fs::canonicalize(path);
+            }
+            let dir = match self.dirs.get(dir) {
+                Some(c) => c.clone(),
+                None => {
+                    let c = fs::canonicalize(dir)?;
+                    self.dirs.insert(dir.to_path_buf(), c.clone());
+                    c
+                }
+            };
+            let here = dir.join(name);
+            if !fs::symlink_metadata(&here)?.file_type().is_symlink() {
+                return Ok(here);
+            }
+            let target = fs::read_link(&here)?;
+            current = if target.is_absolute() {
+                target
+            } else {
+                dir.join(target)
+            };
+        }
+        Err(std::io::Error::from_raw_os_error(libc::ELOOP))
     }
 }
 
@@ -199,14 +252,14 @@ impl Identity {
 
     /// Whether this identity may execute a file with these mode bits and owner, the
     /// way the kernel decides it (root needs at least one x bit).
-    pub(crate) fn may_execute(&self, md: &fs::Metadata) -> bool {
-        let mode = md.mode();
+    pub(crate) fn may_execute(&self, st: &Status) -> bool {
+        let mode = st.mode;
         if self.uid == 0 {
             return mode & 0o111 != 0;
         }
-        if md.uid() == self.uid {
+        if st.uid == self.uid {
             mode & 0o100 != 0
-        } else if md.gid() == self.gid || self.groups.contains(&md.gid()) {
+        } else if st.gid == self.gid || self.groups.contains(&st.gid) {
             mode & 0o010 != 0
         } else {
             mode & 0o001 != 0
@@ -342,6 +395,8 @@ pub(crate) fn enumerate(
     let mut names: HashMap<String, PathBuf> = HashMap::new();
     let mut inodes: HashMap<(u64, u64), usize> = HashMap::new();
     let mut kept = Vec::new();
+    let mut stat = StatAt::new();
+    let mut links = LinkResolver::default();
     for dir in dirs {
         let rd = match fs::read_dir(&dir.canonical) {
             Ok(rd) => rd,
@@ -368,7 +423,7 @@ pub(crate) fn enumerate(
         entries.sort();
         for (file_name, is_link) in entries {
             let path = dir.canonical.join(&file_name);
-            let Ok(md) = fs::metadata(&path) else {
+            let Ok(md) = stat.status_in(&dir.canonical, &file_name) else {
                 continue; // dangling symlink or vanished: a shell would not run it either
             };
             if !md.is_file() || !me.may_execute(&md) {
@@ -393,12 +448,12 @@ pub(crate) fn enumerate(
                 continue;
             }
             names.insert(name.clone(), path.clone());
-            if md.mode() & 0o002 != 0 {
+            if md.mode & 0o002 != 0 {
                 out.skipped_files.push(FileSkip {
                     name,
                     path,
                     reason: FileSkipReason::WorldWritable,
-                    detail: format!("mode {:o}: anyone may change it", md.mode() & 0o7777),
+                    detail: format!("mode {:o}: anyone may change it", md.mode & 0o7777),
                 });
                 continue;
             }
@@ -420,14 +475,14 @@ pub(crate) fn enumerate(
                 });
                 continue;
             }
-            let fingerprint = Fingerprint::of(&md);
+            let fingerprint = Fingerprint::of_status(&md);
             if let Some(&of) = inodes.get(&(fingerprint.dev, fingerprint.ino)) {
                 out.aliases.push(Alias { name, path, of });
                 continue;
             }
             inodes.insert((fingerprint.dev, fingerprint.ino), out.executables.len());
             let canonical = if is_link {
-                match fs::canonicalize(&path) {
+                match links.resolve(&path) {
                     Ok(c) => c,
                     Err(e) => {
                         out.skipped_files.push(FileSkip {
@@ -465,6 +520,44 @@ pub(crate) fn in_dirs(path: &Path, dirs: &[ScanDir]) -> bool {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn link_resolver_agrees_with_canonicalize() {
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        for d in ["bin", "lib/real", "alt", "lib/linked-dir-target"] {
+            fs::create_dir_all(root.join(d)).unwrap();
+        }
+        fs::write(root.join("lib/real/tool"), "x").unwrap();
+        symlink(root.join("lib/linked-dir-target"), root.join("lib/dirlink")).unwrap();
+        fs::write(root.join("lib/linked-dir-target/other"), "y").unwrap();
+        // bin/a → ../alt/a (relative) → /abs/lib/real/tool (absolute)
+        symlink("../alt/a", root.join("bin/a")).unwrap();
+        symlink(root.join("lib/real/tool"), root.join("alt/a")).unwrap();
+        // bin/b → ../lib/dirlink/other: a directory symlink in the middle
+        symlink("../lib/dirlink/other", root.join("bin/b")).unwrap();
+        // bin/c → ./a: a link to a link in the same directory
+        symlink("./a", root.join("bin/c")).unwrap();
+        // loops and dangling links fail as canonicalize does
+        symlink("loop2", root.join("bin/loop1")).unwrap();
+        symlink("loop1", root.join("bin/loop2")).unwrap();
+        symlink("missing", root.join("bin/dangling")).unwrap();
+        let mut r = LinkResolver::default();
+        for name in ["a", "b", "c", "a"] {
+            let p = root.join("bin").join(name);
+            assert_eq!(
+                r.resolve(&p).unwrap(),
+                fs::canonicalize(&p).unwrap(),
+                "{name}"
+            );
+        }
+        assert!(r.resolve(&root.join("bin/loop1")).is_err());
+        assert_eq!(
+            r.resolve(&root.join("bin/dangling")).unwrap_err().kind(),
+            std::io::ErrorKind::NotFound
+        );
+    }
 
     fn spec(p: &str) -> DirEntrySpec {
         DirEntrySpec {

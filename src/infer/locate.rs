@@ -48,6 +48,16 @@ pub struct Stamp {
 }
 
 impl Stamp {
+    /// The stamp of a file's [`Status`](crate::statat::Status).
+    pub(crate) fn of_status(st: &crate::statat::Status) -> Stamp {
+        Stamp {
+            size: st.size,
+            mtime_ns: st.mtime_ns,
+            ino: st.ino,
+            dev: st.dev,
+        }
+    }
+
     /// The stamp of `path` (following symlinks).
     pub(crate) fn of(path: &Path) -> std::io::Result<Stamp> {
         let m = std::fs::metadata(path)?;

@@ -10,6 +10,8 @@
 //! missing or corrupt, the next scan is cold.
 
 use super::locate::{self, DirListing, ManIndex, PageRef, Stamp};
+use crate::registry::FileList;
+use crate::statat::StatAt;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsStr;
@@ -77,6 +79,8 @@ pub struct InferSource {
     failed: BTreeMap<String, String>,
     /// Names whose document [`InferSource::infer_pending`] must make.
     pending: Vec<(String, PageRef)>,
+    /// Handles of the manual's directories, for the stamps of recorded pages.
+    stat: StatAt,
 }
 
 /// A prepared document, as offered to the scan.
@@ -122,6 +126,18 @@ fn stored_doc(data: &Path, sha: &str) -> Option<PathBuf> {
     [registry_doc(data, sha), cached_doc(data, sha)]
         .into_iter()
         .find(|p| p.is_file())
+}
+
+/// [`stored_doc`] answered from listings of the two directories (made once per scan).
+fn listed_doc(data: &Path, sha: &str, registry: &FileList, cache: &FileList) -> Option<PathBuf> {
+    let file = format!("{sha}.json");
+    if registry.has(&file) {
+        Some(registry_doc(data, sha))
+    } else if cache.has(&file) {
+        Some(cached_doc(data, sha))
+    } else {
+        None
+    }
 }
 
 /// Infers, serializes and validates the document of `name`. Any validator finding,
@@ -200,6 +216,7 @@ impl InferSource {
             none: BTreeSet::new(),
             failed: BTreeMap::new(),
             pending: Vec::new(),
+            stat: StatAt::new(),
         }
     }
 
@@ -218,6 +235,9 @@ impl InferSource {
 
     /// The page of `name`, and its recorded document if still current.
     fn lookup(&mut self, name: &str) -> Option<Lookup> {
+        let stat = &mut self.stat;
+        let mut unchanged =
+            |p: &Path, s: &Stamp| stat.status(p).ok().map(|st| Stamp::of_status(&st)) == Some(*s);
         if self.dirs_unchanged {
             if self.old.none.contains(name) {
                 return None;
@@ -231,18 +251,19 @@ impl InferSource {
                 let current = rec
                     .inputs
                     .iter()
-                    .all(|(p, s)| Stamp::of(p).ok().as_ref() == Some(s))
+                    .all(|(p, s)| unchanged(p, s))
                     .then(|| rec.doc.clone());
                 return Some(Lookup { page, current });
             }
         }
         let page = self.index().find(name)?;
+        let stat = &mut self.stat;
         let current = self.old.tools.get(name).and_then(|rec| {
             (rec.page == page.path
                 && rec
                     .inputs
                     .iter()
-                    .all(|(p, s)| Stamp::of(p).ok().as_ref() == Some(s)))
+                    .all(|(p, s)| stat.status(p).ok().map(|st| Stamp::of_status(&st)) == Some(*s)))
             .then(|| rec.doc.clone())
         });
         Some(Lookup { page, current })
@@ -253,7 +274,15 @@ impl InferSource {
     /// [`InferSource::infer_pending`]. A warm rescan has none, so the scan starts no
     /// thread for it. Afterwards (and after `infer_pending`) [`InferSource::offer`]
     /// answers without reading anything.
-    pub(crate) fn look_up<'n>(&mut self, names: impl IntoIterator<Item = &'n str>) {
+    ///
+    /// `registry` lists the registry's `tools/` directory: a recorded document is offered
+    /// from there, else from the cache's copy, else made again.
+    pub(crate) fn look_up<'n>(
+        &mut self,
+        names: impl IntoIterator<Item = &'n str>,
+        registry: &FileList,
+    ) {
+        let cache = FileList::of(&self.data.join("cache").join("inferred"));
         let mut todo = std::mem::take(&mut self.pending);
         for name in names {
             if self.offers.contains_key(name) || self.none.contains(name) {
@@ -266,21 +295,23 @@ impl InferSource {
                 Some(Lookup {
                     page,
                     current: Some(doc),
-                }) if self.old.tools.contains_key(name) => match stored_doc(&self.data, &doc) {
-                    Some(stored) => {
-                        let record = self.old.tools[name].clone();
-                        self.offers.insert(
-                            name.to_owned(),
-                            Offer {
-                                page: page.path.clone(),
-                                doc: OfferDoc::Cached(stored),
-                                sha: doc,
-                                record,
-                            },
-                        );
+                }) if self.old.tools.contains_key(name) => {
+                    match listed_doc(&self.data, &doc, registry, &cache) {
+                        Some(stored) => {
+                            let record = self.old.tools[name].clone();
+                            self.offers.insert(
+                                name.to_owned(),
+                                Offer {
+                                    page: page.path.clone(),
+                                    doc: OfferDoc::Cached(stored),
+                                    sha: doc,
+                                    record,
+                                },
+                            );
+                        }
+                        None => todo.push((name.to_owned(), page)),
                     }
-                    None => todo.push((name.to_owned(), page)),
-                },
+                }
                 Some(Lookup { page, .. }) => todo.push((name.to_owned(), page)),
             }
         }
@@ -370,6 +401,22 @@ impl InferSource {
     /// warnings).
     pub fn save(mut self) -> Result<(), String> {
         let docs = self.data.join("cache").join("inferred");
+        let dirs: BTreeMap<PathBuf, i128> = section_dirs(&self.roots)
+            .into_iter()
+            .filter_map(|d| Stamp::of(&d).ok().map(|s| (d, s.mtime_ns)))
+            .collect();
+        // A warm rescan offers exactly what the cache recorded: compared in place, nothing
+        // is copied or written.
+        let as_recorded = self.offers.len() == self.old.tools.len()
+            && self.offers.iter().all(|(name, o)| {
+                matches!(o.doc, OfferDoc::Cached(_)) && self.old.tools.get(name) == Some(&o.record)
+            })
+            && self.none == self.old.none
+            && dirs == self.old.dirs
+            && self.roots == self.old.roots;
+        if as_recorded {
+            return self.save_listings();
+        }
         let mut tools = BTreeMap::new();
         let mut made_dir = false;
         for (name, o) in &self.offers {
@@ -386,10 +433,6 @@ impl InferSource {
             tools.insert(name.clone(), o.record.clone());
         }
         let none = std::mem::take(&mut self.none);
-        let dirs: BTreeMap<PathBuf, i128> = section_dirs(&self.roots)
-            .into_iter()
-            .filter_map(|d| Stamp::of(&d).ok().map(|s| (d, s.mtime_ns)))
-            .collect();
         let cache = InferCache {
             version: INFER_CACHE_VERSION,
             roots: self.roots.clone(),

@@ -91,6 +91,11 @@ impl SearchMode {
         });
         let read_only = Effects {
             destructive: Some(false),
+            filesystem: Some(crate::model::FilesystemEffects {
+                write: Some(false),
+                delete: Some(false),
+                ..Default::default()
+            }),
             network: Some(false),
             idempotent: Some(true),
             ..Effects::default()
