@@ -858,14 +858,18 @@ impl Engine {
             return Err(args::invalid(&tool.name, over, &tool.input_schema)
                 .hint("raise limits.maxStringBytes / limits.maxArrayItems in the policy if this is intended"));
         }
-        let checker = self.checker(&tool)?;
-        let violations = checker.check(&a);
-        if !violations.is_empty() {
-            let e = args::invalid(&tool.name, violations, &tool.input_schema);
-            return Err(match repair::repair(&tool.input_schema, &a, &checker) {
-                Some(r) => e.suggest(r.suggestion(&redactor)),
-                None => e,
-            });
+        // Arguments that certainly fit need no compiled validator; any doubt, and every
+        // diagnostic, is jsonschema's.
+        if !args::certainly_valid(&tool.input_schema, &a) {
+            let checker = self.checker(&tool)?;
+            let violations = checker.check(&a);
+            if !violations.is_empty() {
+                let e = args::invalid(&tool.name, violations, &tool.input_schema);
+                return Err(match repair::repair(&tool.input_schema, &a, &checker) {
+                    Some(r) => e.suggest(r.suggestion(&redactor)),
+                    None => e,
+                });
+            }
         }
         self.check_paths(&tool, &a)?;
         let argv = argv::build(&tool.command, &tool.params, &a)?;

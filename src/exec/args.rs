@@ -297,6 +297,117 @@ impl Checker {
     }
 }
 
+/// Whether `args` certainly satisfy `schema`, decided without compiling it: only for
+/// schemas made of the keywords atip's generated input schemas use (`type`, `enum`,
+/// `items` as one schema, `properties`, `required`, `additionalProperties`, and the
+/// annotations `description`, `title`, `default`), each well-formed as the draft-7
+/// meta-schema wants, and read as JSON Schema reads it. Anything else — another keyword,
+/// a float where an integer is wanted, an enum value equal only numerically — is "not
+/// certain". `true` implies [`Checker::check`] finds nothing (and the schema compiles);
+/// `false` means ask it. Compiling the validator (the draft-7 meta-schema's included) was
+/// ~0.5 ms of every `atip exec`; a valid call now skips it and every diagnostic still
+/// comes from jsonschema.
+pub fn certainly_valid(schema: &Value, args: &Map<String, Value>) -> bool {
+    in_subset(schema)
+        && schema
+            .as_object()
+            .is_some_and(|s| object_certain(s, args) && keywords_certain(s, &Value::Null, true))
+}
+
+/// Whether `schema` uses only the keywords [`certainly_valid`] decides, each well-formed.
+fn in_subset(schema: &Value) -> bool {
+    const TYPES: &[&str] = &[
+        "array", "boolean", "integer", "null", "number", "object", "string",
+    ];
+    let Some(s) = schema.as_object() else {
+        return schema.is_boolean();
+    };
+    s.iter().all(|(k, v)| match k.as_str() {
+        "description" | "title" => v.is_string(),
+        "default" => true,
+        "enum" => v.is_array(),
+        "type" => match v {
+            Value::String(t) => TYPES.contains(&t.as_str()),
+            Value::Array(ts) => {
+                !ts.is_empty()
+                    && ts.iter().enumerate().all(|(i, t)| {
+                        t.as_str().is_some_and(|t| TYPES.contains(&t)) && !ts[..i].contains(t)
+                    })
+            }
+            _ => false,
+        },
+        "items" | "additionalProperties" => in_subset(v),
+        "properties" => v.as_object().is_some_and(|p| p.values().all(in_subset)),
+        "required" => v.as_array().is_some_and(|r| {
+            r.iter()
+                .enumerate()
+                .all(|(i, n)| n.is_string() && !r[..i].contains(n))
+        }),
+        _ => false,
+    })
+}
+
+/// Whether `value` certainly satisfies `schema` (already [`in_subset`]).
+fn certain(schema: &Value, value: &Value) -> bool {
+    match schema {
+        Value::Bool(b) => *b,
+        Value::Object(s) => {
+            keywords_certain(s, value, false)
+                && match value {
+                    Value::Object(o) => object_certain(s, o),
+                    Value::Array(items) => s
+                        .get("items")
+                        .is_none_or(|i| items.iter().all(|x| certain(i, x))),
+                    _ => true,
+                }
+        }
+        _ => false,
+    }
+}
+
+/// `type` and `enum` of `s` for `value`; with `object`, the value is an object whose
+/// members [`object_certain`] checks (`enum` on an object is then "not certain").
+fn keywords_certain(s: &Map<String, Value>, value: &Value, object: bool) -> bool {
+    let type_ok = |t: &Value| match t.as_str() {
+        Some("object") => object || value.is_object(),
+        Some("array") => !object && value.is_array(),
+        Some("string") => !object && value.is_string(),
+        Some("boolean") => !object && value.is_boolean(),
+        Some("null") => !object && value.is_null(),
+        Some("number") => !object && value.is_number(),
+        // Integers as JSON has them; 3.0 is an integer to JSON Schema, but not certainly
+        // one here (floats are for jsonschema to judge).
+        Some("integer") => !object && (value.is_i64() || value.is_u64()),
+        _ => false,
+    };
+    s.get("type").is_none_or(|t| match t {
+        Value::Array(ts) => ts.iter().any(type_ok),
+        t => type_ok(t),
+    }) && s
+        .get("enum")
+        // Equal as serde_json compares: then equal as JSON Schema compares too.
+        .is_none_or(|e| !object && e.as_array().is_some_and(|e| e.contains(value)))
+}
+
+/// `properties`, `required` and `additionalProperties` of `s` for the object `o`.
+fn object_certain(s: &Map<String, Value>, o: &Map<String, Value>) -> bool {
+    let props = s.get("properties").and_then(Value::as_object);
+    let declared = |k: &String| props.is_some_and(|p| p.contains_key(k));
+    props.is_none_or(|p| {
+        p.iter()
+            .all(|(k, sub)| o.get(k).is_none_or(|v| certain(sub, v)))
+    }) && s.get("required").is_none_or(|r| {
+        r.as_array().is_some_and(|r| {
+            r.iter()
+                .all(|n| n.as_str().is_some_and(|n| o.contains_key(n)))
+        })
+    }) && s.get("additionalProperties").is_none_or(|extra| {
+        o.iter()
+            .filter(|(k, _)| !declared(k))
+            .all(|(_, v)| certain(extra, v))
+    })
+}
+
 /// Whether a schema uses a keyword that draft 7 does not know or reads differently.
 fn uses_2020_keywords(v: &Value) -> bool {
     const NEW: &[&str] = &[
@@ -457,5 +568,132 @@ mod tests {
         assert_eq!(v.len(), 2);
         assert_eq!(v[0].path, "/name");
         assert_eq!(v[1].path, "/files/0");
+    }
+
+    /// A schema as flattening writes them: every keyword the fast path decides.
+    fn generated() -> Value {
+        json!({"type": "object", "additionalProperties": false,
+            "properties": {
+                "count": {"type": "integer", "description": "n", "default": 2},
+                "mode": {"type": "string", "enum": ["fast", "slow"], "title": "Mode"},
+                "level": {"type": "integer", "enum": [1, 2]},
+                "files": {"type": "array", "items": {"type": "string"}},
+                "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}},
+                "force": {"type": "boolean"},
+                "ratio": {"type": "number"},
+                "maybe": {"type": ["string", "null"]}
+            },
+            "required": ["mode"]})
+    }
+
+    #[test]
+    fn certainly_valid_decides_valid_calls_and_leaves_the_rest_to_jsonschema() {
+        let s = generated();
+        let checker = Checker::new(&s).unwrap();
+        let sure = |text: &str| {
+            let a = parse_text(text).unwrap();
+            let sure = certainly_valid(&s, &a);
+            assert!(!sure || checker.check(&a).is_empty(), "{text}");
+            sure
+        };
+        for valid in [
+            r#"{"mode":"fast"}"#,
+            r#"{"mode":"slow","count":3,"level":2,"files":["x"],"tags":["a","b"],
+                "force":true,"ratio":0.5,"maybe":null}"#,
+            r#"{"mode":"fast","maybe":"s","files":[],"count":-4}"#,
+        ] {
+            assert!(sure(valid), "{valid}");
+        }
+        for not_sure in [
+            // Invalid.
+            r#"{}"#,
+            r#"{"mode":"medium"}"#,
+            r#"{"mode":"fast","extra":1}"#,
+            r#"{"mode":"fast","count":"3"}"#,
+            r#"{"mode":"fast","count":1.5}"#,
+            r#"{"mode":"fast","level":3}"#,
+            r#"{"mode":"fast","files":"x"}"#,
+            r#"{"mode":"fast","files":[1]}"#,
+            r#"{"mode":"fast","tags":["c"]}"#,
+            r#"{"mode":"fast","force":1}"#,
+            r#"{"mode":"fast","maybe":1}"#,
+            // Valid to JSON Schema (3.0 is an integer, 1.0 equals 1), not certain here.
+            r#"{"mode":"fast","count":3.0}"#,
+            r#"{"mode":"fast","level":1.0}"#,
+        ] {
+            assert!(!sure(not_sure), "{not_sure}");
+        }
+        // A keyword outside the subset, or one the meta-schema would refuse (even in a
+        // property the call does not use): jsonschema's, so that its errors stay.
+        let a = parse_text(r#"{"n":"x"}"#).unwrap();
+        for other in [
+            json!({"type": "object", "properties": {"n": {"type": "string", "pattern": "^y$"}}}),
+            json!({"type": "object", "properties": {"n": {"type": "string", "minLength": 2}}}),
+            json!({"type": "object", "properties": {"n": {"type": "strnig"}}}),
+            json!({"type": "object", "properties": {"m": {"type": 7}}}),
+            json!({"type": "object", "properties": {"m": {"description": 7}}}),
+            json!({"type": "object", "properties": {"m": {"items": [{}]}}}),
+            json!({"type": "object", "properties": {"m": {"type": []}}}),
+            json!({"type": "object", "required": ["n", "n"]}),
+            json!({"type": "object", "enum": [{"n": "x"}]}),
+            json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"}),
+        ] {
+            assert!(!certainly_valid(&other, &a), "{other}");
+        }
+        assert!(certainly_valid(
+            &json!({"type": "object", "properties": {"n": {"type": "string"}}}),
+            &a
+        ));
+    }
+
+    fn any_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            (-3i64..4).prop_map(Value::from),
+            prop_oneof![Just(0.5f64), Just(1.0), Just(2.0), Just(-3.0)].prop_map(Value::from),
+            prop_oneof![
+                Just("fast"),
+                Just("slow"),
+                Just("a"),
+                Just("b"),
+                Just("c"),
+                Just("3")
+            ]
+            .prop_map(Value::from),
+        ];
+        leaf.prop_recursive(2, 8, 3, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                proptest::collection::btree_map(
+                    prop_oneof![Just("mode".to_string()), Just("x".to_string())],
+                    inner,
+                    0..2
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Whatever the arguments, `certainly_valid` is never sure of a call jsonschema
+        /// would reject.
+        #[test]
+        fn certainly_valid_is_never_wrong(
+            args in proptest::collection::btree_map(
+                proptest::sample::select(vec![
+                    "count", "mode", "level", "files", "tags", "force", "ratio", "maybe", "extra",
+                ]),
+                any_value(),
+                0..6,
+            )
+        ) {
+            let s = generated();
+            let a: Map<String, Value> = args.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            if certainly_valid(&s, &a) {
+                proptest::prop_assert!(Checker::new(&s).unwrap().check(&a).is_empty());
+            }
+        }
     }
 }
