@@ -98,23 +98,16 @@ impl StatAt {
         if parent.as_os_str().is_empty() {
             return std::fs::metadata(path).map(|m| Status::from(&m));
         }
-        let dir = self
-            .dirs
-            .entry(parent.to_path_buf())
-            .or_insert_with(|| open_dir(parent).ok());
-        match dir {
-            Some(fd) => stat_in(fd, name),
-            None => std::fs::metadata(path).map(|m| Status::from(&m)),
-        }
+        self.status_in(parent, name)
     }
 
     /// The status of `name` in the directory `dir` (opened once).
     pub fn status_in(&mut self, dir: &Path, name: &OsStr) -> io::Result<Status> {
-        let handle = self
-            .dirs
-            .entry(dir.to_path_buf())
-            .or_insert_with(|| open_dir(dir).ok());
-        match handle {
+        // Looked up before inserting: a hit (nearly every call) copies no path.
+        if !self.dirs.contains_key(dir) {
+            self.dirs.insert(dir.to_path_buf(), open_dir(dir).ok());
+        }
+        match &self.dirs[dir] {
             Some(fd) => stat_in(fd, name),
             None => std::fs::metadata(dir.join(name)).map(|m| Status::from(&m)),
         }

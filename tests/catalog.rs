@@ -28,12 +28,17 @@ fn tool(name: &str, verb: &str) -> Value {
 }
 
 fn sandbox() -> Sandbox {
+    sandbox_with("#!/bin/sh\necho\n")
+}
+
+/// Two registered tools, `store` (run by `store_script`) and `vault`.
+fn sandbox_with(store_script: &str) -> Sandbox {
     let sb = Sandbox::new();
     register(
         &sb,
         "store",
         &tool("store", "create"),
-        "#!/bin/sh\necho\n",
+        store_script,
         "native",
     );
     register(
@@ -280,21 +285,7 @@ fn a_failed_commit_leaves_the_catalog_as_it_was() {
 
 #[test]
 fn exec_takes_the_command_from_the_catalog_and_still_refuses_an_edited_document() {
-    let sb = Sandbox::new();
-    register(
-        &sb,
-        "store",
-        &tool("store", "create"),
-        "#!/bin/sh\necho ran \"$@\"\n",
-        "native",
-    );
-    register(
-        &sb,
-        "vault",
-        &tool("vault", "delete"),
-        "#!/bin/sh\necho\n",
-        "native",
-    );
+    let sb = sandbox_with("#!/bin/sh\necho ran \"$@\"\n");
     let exec = |name: &str| {
         sb.atip()
             .args([
@@ -366,21 +357,7 @@ fn section_of(bytes: &[u8], i: usize) -> (usize, usize) {
 /// the catalog compiled again and saved, and the call answered as from a sound one.
 #[test]
 fn exec_checks_what_its_lookup_reads_and_refuses_damage_there() {
-    let sb = Sandbox::new();
-    register(
-        &sb,
-        "store",
-        &tool("store", "create"),
-        "#!/bin/sh\necho ran \"$@\"\n",
-        "native",
-    );
-    register(
-        &sb,
-        "vault",
-        &tool("vault", "delete"),
-        "#!/bin/sh\necho\n",
-        "native",
-    );
+    let sb = sandbox_with("#!/bin/sh\necho ran \"$@\"\n");
     let exec = || {
         let out = sb
             .atip()

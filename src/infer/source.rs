@@ -235,9 +235,6 @@ impl InferSource {
 
     /// The page of `name`, and its recorded document if still current.
     fn lookup(&mut self, name: &str) -> Option<Lookup> {
-        let stat = &mut self.stat;
-        let mut unchanged =
-            |p: &Path, s: &Stamp| stat.status(p).ok().map(|st| Stamp::of_status(&st)) == Some(*s);
         if self.dirs_unchanged {
             if self.old.none.contains(name) {
                 return None;
@@ -251,7 +248,7 @@ impl InferSource {
                 let current = rec
                     .inputs
                     .iter()
-                    .all(|(p, s)| unchanged(p, s))
+                    .all(|(p, s)| stamp_holds(&mut self.stat, p, s))
                     .then(|| rec.doc.clone());
                 return Some(Lookup { page, current });
             }
@@ -259,12 +256,8 @@ impl InferSource {
         let page = self.index().find(name)?;
         let stat = &mut self.stat;
         let current = self.old.tools.get(name).and_then(|rec| {
-            (rec.page == page.path
-                && rec
-                    .inputs
-                    .iter()
-                    .all(|(p, s)| stat.status(p).ok().map(|st| Stamp::of_status(&st)) == Some(*s)))
-            .then(|| rec.doc.clone())
+            (rec.page == page.path && rec.inputs.iter().all(|(p, s)| stamp_holds(stat, p, s)))
+                .then(|| rec.doc.clone())
         });
         Some(Lookup { page, current })
     }
@@ -456,6 +449,11 @@ impl InferSource {
         }
         Ok(())
     }
+}
+
+/// Whether the file a cache record read still has the stamp recorded.
+fn stamp_holds(stat: &mut StatAt, path: &Path, stamp: &Stamp) -> bool {
+    stat.status(path).ok().map(|st| Stamp::of_status(&st)) == Some(*stamp)
 }
 
 /// Every section directory of the trees (existing or not).
