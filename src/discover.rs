@@ -1559,7 +1559,7 @@ fn compose(
     let mut bytes = winner.doc.read()?;
     let shown = || match &winner.doc {
         source::Doc::File(p) | source::Doc::Checked { path: p, .. } => p.display().to_string(),
-        source::Doc::Bytes(_) => winner.identity.clone(),
+        source::Doc::Bytes(_) | source::Doc::Static(_) => winner.identity.clone(),
     };
     if !applied.is_empty() {
         let mut value: serde_json::Value = serde_json::from_slice(&bytes)

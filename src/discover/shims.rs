@@ -578,41 +578,20 @@ impl Shims {
         }
     }
 
-    /// The built-in shim of a name, read only when asked for: only the fields a
-    /// candidate needs are decoded (the rest is skipped, not built into a `Value`: the
-    /// shipped shims are 1 MB of JSON, and a warm rescan asks for every one).
+    /// The built-in shim of a name. Its hash, tool and trust were tabulated at build
+    /// time, and its bytes are used in place: a warm rescan asks for every one.
     fn builtin_file(name: &str) -> Option<ShimFile> {
-        let body = builtin::get(name)?;
-        let head: ShimHead = serde_json::from_str(body).ok()?;
+        let shipped = builtin::get(name)?;
         Some(ShimFile {
-            path: PathBuf::from(builtin::REGISTRY).join(format!("{name}.json")),
+            path: PathBuf::from(builtin::REGISTRY).join(shipped.file),
             layer: Layer::Builtin,
             dir: PathBuf::from(builtin::REGISTRY),
-            tool: head.binary.and_then(|b| b.name).or(head.name),
-            trust: head.trust.and_then(|t| t.source),
-            doc: sha256_hex(body.as_bytes()),
-            body: Doc::Bytes(std::sync::Arc::from(body.as_bytes())),
+            tool: shipped.tool.map(str::to_owned),
+            trust: shipped.trust.map(str::to_owned),
+            doc: shipped.sha256.to_owned(),
+            body: Doc::Static(shipped.body.as_bytes()),
         })
     }
-}
-
-/// The fields of a shim that name its tool and its trust, decoded without the rest.
-/// (Shipped shims are valid, so these are strings where present; the tests check it.)
-#[derive(serde::Deserialize)]
-struct ShimHead {
-    name: Option<String>,
-    binary: Option<NameHead>,
-    trust: Option<TrustHead>,
-}
-
-#[derive(serde::Deserialize)]
-struct NameHead {
-    name: Option<String>,
-}
-
-#[derive(serde::Deserialize)]
-struct TrustHead {
-    source: Option<String>,
 }
 
 impl MetadataSource for Shims {
@@ -712,7 +691,7 @@ mod tests {
 
     #[test]
     fn every_builtin_shim_names_its_tool_and_trust_as_its_json_says() {
-        for (file, body) in builtin::SHIPPED {
+        for builtin::Shipped { file, body, .. } in builtin::SHIPPED {
             let name = file.strip_suffix(".json").unwrap();
             let f = Shims::builtin_file(name).unwrap_or_else(|| panic!("{file}"));
             let value: Value = serde_json::from_str(body).unwrap();

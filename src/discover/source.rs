@@ -37,6 +37,8 @@ pub enum Doc {
     /// Bytes in memory: built-in shims, answers the scan could not cache, documents a
     /// source made itself.
     Bytes(Arc<[u8]>),
+    /// Bytes built into atip (the built-in shims).
+    Static(&'static [u8]),
     /// A file named by the sha256 of its bytes (a document an earlier scan made); read
     /// only if it still hashes to that name.
     Checked {
@@ -56,6 +58,7 @@ impl Doc {
                 .map(Arc::from)
                 .map_err(|e| format!("failed to read {}: {e}", p.display())),
             Doc::Bytes(b) => Ok(b.clone()),
+            Doc::Static(b) => Ok(Arc::from(*b)),
             Doc::Checked { path, sha } => {
                 let bytes = std::fs::read(path)
                     .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
