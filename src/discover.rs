@@ -316,15 +316,16 @@ pub fn scan(
 
     phases.done("enumerate");
     // 2. Fingerprint and cache: what is already known of each file.
-    let old_cache = if opts.refresh {
-        Cache::empty()
+    let (mut old_cache, old_cache_bytes) = if opts.refresh {
+        (Cache::empty(), None)
     } else {
-        let (c, w) = Cache::load(&dirs.data);
-        warnings.extend(w);
-        c
+        let loaded = Cache::load(&dirs.data);
+        warnings.extend(loaded.warning);
+        (loaded.cache, loaded.bytes)
     };
     let mut new_cache = Cache::empty();
-    let mut works = plan(executables, &old_cache, &allow, dirs, opts);
+    // Each unchanged file's record moves from the old cache into its work item.
+    let mut works = plan(executables, &mut old_cache, &allow, dirs, opts);
     let pool = LazyPool::new(opts.jobs);
     let cpu_pool = LazyPool::new(
         std::thread::available_parallelism()
@@ -862,19 +863,18 @@ pub fn scan(
         }
         new_cache.tools = tool_records;
         // Keep what the old cache knew about files outside this scan's dirs, so scans
-        // with different --path values do not undo each other's work.
-        for (p, r) in &old_cache.files {
-            let path = std::path::Path::new(p);
-            if !new_cache.files.contains_key(p)
+        // with different --path values do not undo each other's work. (What is left in
+        // the old cache is what `plan` did not take.)
+        for (p, r) in std::mem::take(&mut old_cache.files) {
+            let path = std::path::Path::new(&p);
+            if !new_cache.files.contains_key(&p)
                 && !paths::in_dirs(path, &scan_dirs)
                 && path.exists()
             {
-                new_cache.files.insert(p.clone(), r.clone());
+                new_cache.files.insert(p, r);
             }
         }
-        if new_cache != old_cache
-            && let Err(m) = new_cache.save(&dirs.data)
-        {
+        if let Err(m) = new_cache.save_unless(&dirs.data, old_cache_bytes.as_deref()) {
             warnings.push(format!("failed to save the scan cache: {m}"));
         }
     }
@@ -1065,7 +1065,7 @@ fn enumerate(
 /// that cannot be reused (a timeout shorter than this scan's, a lost answer) are dropped.
 fn plan(
     executables: Vec<Executable>,
-    old_cache: &Cache,
+    old_cache: &mut Cache,
     allow: &globset::GlobSet,
     dirs: &Dirs,
     opts: &ScanOptions,
@@ -1075,8 +1075,7 @@ fn plan(
         .into_iter()
         .map(|exe| {
             let mut rec = old_cache
-                .file(&exe.canonical, &exe.fingerprint)
-                .cloned()
+                .take_file(&exe.canonical, &exe.fingerprint)
                 .unwrap_or_else(|| FileRecord::new(exe.fingerprint));
             let cached = match &rec.probe {
                 None => false,

@@ -701,7 +701,7 @@ fn a_corrupt_registry_is_set_aside_and_rebuilt() {
     assert_eq!(backups.len(), 1, "{r:#}");
     assert!(r["registry"]["corruptBackup"].is_string(), "{r:#}");
     // A corrupt cache only makes the scan cold.
-    env.sb.write("data/cache/scan-cache.json", "garbage");
+    env.sb.write("data/cache/scan-cache.bin", "garbage");
     let r = env.scan(&[]);
     assert_eq!(r["summary"]["probed"], 1);
     assert!(

@@ -1,4 +1,4 @@
-//! The scan's fingerprint cache: `<data-dir>/cache/scan-cache.json` plus the raw native
+//! The scan's fingerprint cache: `<data-dir>/cache/scan-cache.bin` plus the raw native
 //! answers under `<data-dir>/cache/native/<sha256-hex>.json`.
 //!
 //! Everything learnt about a file is keyed by its canonical path and valid only while its
@@ -9,7 +9,10 @@
 //! registry, so an unchanged tool is sent as "unchanged" without reading anything.
 //!
 //! The cache is an optimisation: a missing, unreadable or corrupt cache only makes the
-//! next scan cold. Files are replaced atomically (temp file + rename) but not fsynced;
+//! next scan cold. It is an rkyv archive followed by its CRC-32 (checked, then rkyv's
+//! `bytecheck`, then decoded, so a damaged file is noticed rather than half-believed):
+//! a warm rescan reads it whole, and decoding JSON was the largest part of such a rescan
+//! of a big PATH. It is written only when its bytes differ from those read. Files are replaced atomically (temp file + rename) but not fsynced;
 //! must not touch `registry.json`.
 
 use super::framework::AppRecord;
@@ -23,10 +26,23 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Version of the cache format; a cache of another version is ignored.
-pub const CACHE_VERSION: u32 = 3;
+pub const CACHE_VERSION: u32 = 4;
+
+/// The cache file of versions before 4 (JSON), removed when the binary cache is written.
+const OLD_JSON_FILE: &str = "scan-cache.json";
 
 /// `scan-cache.json`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Default,
+    PartialEq,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
 pub struct Cache {
     /// Always [`CACHE_VERSION`].
     pub version: u32,
@@ -40,7 +56,16 @@ pub struct Cache {
 }
 
 /// What is known about one executable while its fingerprint holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
 pub struct FileRecord {
     /// The fingerprint this record is valid for.
     pub fp: Fingerprint,
@@ -82,7 +107,16 @@ impl FileRecord {
 }
 
 /// Outcome of an `--agent` probe (or of a framework conversion).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
 #[serde(tag = "result", rename_all = "kebab-case")]
 pub enum ProbeRecord {
     /// A valid answer (or converted document); the raw document is stored as
@@ -113,7 +147,16 @@ pub enum ProbeRecord {
 }
 
 /// A shim file's verdict while its fingerprint holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
 pub struct ShimRecord {
     /// The fingerprint this record is valid for.
     pub fp: Fingerprint,
@@ -122,7 +165,16 @@ pub struct ShimRecord {
 }
 
 /// Whether a shim file is usable.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
 #[serde(tag = "status", rename_all = "kebab-case")]
 pub enum ShimVerdict {
     /// Valid.
@@ -150,12 +202,22 @@ pub enum ShimVerdict {
 }
 
 /// What was sent to the registry for a tool.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
 pub struct ToolRecord {
     /// Composition key: hash of the winning source's identity and the pattern files
     /// merged in.
     pub key: String,
-    /// Path sent.
+    /// Path sent (the cache keeps only records whose path is UTF-8).
+    #[rkyv(with = rkyv::with::AsString)]
     pub path: PathBuf,
     /// Hash sent.
     pub hash: String,
@@ -168,9 +230,19 @@ pub(crate) fn cache_dir(data: &Path) -> PathBuf {
     data.join("cache")
 }
 
-/// `scan-cache.json`.
+/// `scan-cache.bin`.
 pub(crate) fn cache_file(data: &Path) -> PathBuf {
-    cache_dir(data).join("scan-cache.json")
+    cache_dir(data).join("scan-cache.bin")
+}
+
+/// The cache as read, with the bytes it was read from (to tell whether it changed).
+pub struct Loaded {
+    /// The cache (empty when there was none or it could not be used).
+    pub cache: Cache,
+    /// The file's bytes, when it was read and used.
+    pub bytes: Option<Vec<u8>>,
+    /// Why the file could not be used, when it exists but could not.
+    pub warning: Option<String>,
 }
 
 /// The stored raw native answer with this sha256 hex.
@@ -179,32 +251,36 @@ pub(crate) fn native_doc_file(data: &Path, doc: &str) -> PathBuf {
 }
 
 impl Cache {
-    /// Reads the cache; anything unusable gives an empty cache and a warning.
-    pub fn load(data: &Path) -> (Cache, Option<String>) {
+    /// Reads the cache; anything unusable gives an empty cache (and a warning, unless the
+    /// file is simply absent or of another version).
+    pub fn load(data: &Path) -> Loaded {
         let path = cache_file(data);
+        let empty = |warning| Loaded {
+            cache: Cache::empty(),
+            bytes: None,
+            warning,
+        };
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Cache::empty(), None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return empty(None),
             Err(e) => {
-                return (
-                    Cache::empty(),
-                    Some(format!(
-                        "failed to read the scan cache {}: {e}; scanning cold",
-                        path.display()
-                    )),
-                );
+                return empty(Some(format!(
+                    "failed to read the scan cache {}: {e}; scanning cold",
+                    path.display()
+                )));
             }
         };
-        match serde_json::from_slice::<Cache>(&bytes) {
-            Ok(c) if c.version == CACHE_VERSION => (c, None),
-            Ok(_) => (Cache::empty(), None),
-            Err(e) => (
-                Cache::empty(),
-                Some(format!(
-                    "ignoring the corrupt scan cache {}: {e}; scanning cold",
-                    path.display()
-                )),
-            ),
+        match decode(&bytes) {
+            Ok(c) if c.version == CACHE_VERSION => Loaded {
+                cache: c,
+                bytes: Some(bytes),
+                warning: None,
+            },
+            Ok(_) => empty(None),
+            Err(e) => empty(Some(format!(
+                "ignoring the corrupt scan cache {}: {e}; scanning cold",
+                path.display()
+            ))),
         }
     }
 
@@ -214,11 +290,6 @@ impl Cache {
             version: CACHE_VERSION,
             ..Cache::default()
         }
-    }
-
-    /// The record of a file, if its fingerprint still matches.
-    pub(crate) fn file(&self, canonical: &Path, fp: &Fingerprint) -> Option<&FileRecord> {
-        self.files.get(canonical.to_str()?).filter(|r| r.fp == *fp)
     }
 
     /// The record of a shim or pattern file, if its fingerprint still matches.
@@ -233,14 +304,54 @@ impl Cache {
         }
     }
 
-    /// Writes the cache atomically.
-    pub fn save(&self, data: &Path) -> Result<(), String> {
+    /// Takes the record of a file out of the cache, if its fingerprint still matches (a
+    /// record whose fingerprint does not match is dropped: it describes another file).
+    pub(crate) fn take_file(&mut self, canonical: &Path, fp: &Fingerprint) -> Option<FileRecord> {
+        self.files
+            .remove(canonical.to_str()?)
+            .filter(|r| r.fp == *fp)
+    }
+
+    /// Writes the cache atomically unless its bytes are `before` (those it was read from);
+    /// returns whether it wrote. Tool records whose path is not UTF-8 are left out (such a
+    /// tool is sent fresh on the next scan).
+    pub fn save_unless(&mut self, data: &Path, before: Option<&[u8]>) -> Result<bool, String> {
+        self.tools.retain(|_, r| r.path.to_str().is_some());
+        self.files.retain(|_, r| {
+            r.app
+                .as_ref()
+                .and_then(|a| a.tooli())
+                .is_none_or(|a| a.interpreter.to_str().is_some() && a.dist.to_str().is_some())
+        });
+        let archive = rkyv::to_bytes::<rkyv::rancor::Error>(self).map_err(|e| e.to_string())?;
+        let mut bytes = archive.to_vec();
+        bytes.extend_from_slice(&crc32fast::hash(&archive).to_le_bytes());
+        if before == Some(bytes.as_slice()) {
+            return Ok(false);
+        }
         let dir = cache_dir(data);
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
-        let bytes = serde_json::to_vec(self).map_err(|e| e.to_string())?;
-        replace_file(&cache_file(data), &bytes)
+        replace_file(&cache_file(data), &bytes)?;
+        // The JSON cache of earlier versions is dead weight once this one exists.
+        let _ = std::fs::remove_file(dir.join(OLD_JSON_FILE));
+        Ok(true)
     }
+}
+
+/// Checks and decodes a cache file's bytes: the archive, then its CRC-32 (little-endian).
+/// The archive is copied into an aligned buffer first: a `Vec<u8>` from `fs::read` need
+/// not be aligned as the archive's types are.
+fn decode(bytes: &[u8]) -> Result<Cache, String> {
+    let Some((archive, crc)) = bytes.split_last_chunk::<4>() else {
+        return Err("the file is too short".into());
+    };
+    if crc32fast::hash(archive) != u32::from_le_bytes(*crc) {
+        return Err("its checksum does not match (damaged or truncated)".into());
+    }
+    let mut aligned = rkyv::util::AlignedVec::<16>::with_capacity(archive.len());
+    aligned.extend_from_slice(archive);
+    rkyv::from_bytes::<Cache, rkyv::rancor::Error>(&aligned).map_err(|e| e.to_string())
 }
 
 /// Stores a raw native answer under its sha256; returns the hex.
@@ -261,4 +372,120 @@ pub(crate) fn store_native_doc(data: &Path, doc: &[u8]) -> Result<String, String
 /// the syncs keeps a cold scan of a big PATH from waiting on the disk once per tool.
 fn replace_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
     atomic::write_atomic(path, bytes, atomic::Options::CACHE).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fp(n: u64) -> Fingerprint {
+        Fingerprint {
+            dev: 1,
+            ino: n,
+            size: 10,
+            mtime_ns: -5,
+            ctime_ns: 1 << 70,
+        }
+    }
+
+    fn sample() -> Cache {
+        let mut c = Cache::empty();
+        let mut rec = FileRecord::new(fp(7));
+        rec.sign = Some(Sign::FlagKey);
+        rec.sha256 = Some("sha256:ab".into());
+        rec.probe = Some(ProbeRecord::Failed {
+            reason: FailReason::Timeout,
+            message: "slow".into(),
+            diagnostics: vec![ReportDiagnostic {
+                severity: "error".into(),
+                rule: "schema".into(),
+                pointer: "/a".into(),
+                line: Some(3),
+                column: None,
+                message: "bad".into(),
+            }],
+            timeout_ms: 2000,
+        });
+        c.files.insert("/bin/t".into(), rec);
+        c.tools.insert(
+            "t".into(),
+            ToolRecord {
+                key: "k".into(),
+                path: "/bin/t".into(),
+                hash: "sha256:ab".into(),
+                source: Source::Native,
+            },
+        );
+        c
+    }
+
+    #[test]
+    fn round_trips_and_writes_only_when_its_bytes_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = sample();
+        assert!(c.save_unless(dir.path(), None).unwrap());
+        let loaded = Cache::load(dir.path());
+        assert_eq!(loaded.cache, c);
+        assert!(loaded.warning.is_none());
+        let before = loaded.bytes.unwrap();
+        // Unchanged: not written again (the file keeps its inode).
+        let ino = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+        let first = ino(&cache_file(dir.path()));
+        assert!(!c.save_unless(dir.path(), Some(&before)).unwrap());
+        assert_eq!(ino(&cache_file(dir.path())), first);
+        // Changed: written.
+        c.tools.clear();
+        assert!(c.save_unless(dir.path(), Some(&before)).unwrap());
+        assert_eq!(Cache::load(dir.path()).cache, c);
+    }
+
+    #[test]
+    fn take_file_moves_a_matching_record_and_drops_a_stale_one() {
+        let mut c = sample();
+        assert!(c.take_file(Path::new("/bin/t"), &fp(8)).is_none());
+        assert!(
+            c.files.is_empty(),
+            "a record of another fingerprint is dropped"
+        );
+        let mut c = sample();
+        let rec = c.take_file(Path::new("/bin/t"), &fp(7)).unwrap();
+        assert_eq!(rec.sign, Some(Sign::FlagKey));
+        assert!(c.files.is_empty());
+    }
+
+    #[test]
+    fn damaged_files_give_an_empty_cache_and_say_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = sample();
+        c.save_unless(dir.path(), None).unwrap();
+        let good = std::fs::read(cache_file(dir.path())).unwrap();
+        let mut flipped = good.clone();
+        let mid = flipped.len() / 2;
+        flipped[mid] ^= 0xff;
+        for bad in [
+            b"garbage".to_vec(),
+            good[..good.len() / 2].to_vec(),
+            flipped,
+        ] {
+            std::fs::write(cache_file(dir.path()), &bad).unwrap();
+            let loaded = Cache::load(dir.path());
+            assert_eq!(loaded.cache, Cache::empty());
+            assert!(loaded.bytes.is_none());
+            assert!(loaded.warning.unwrap().contains("corrupt scan cache"));
+        }
+    }
+
+    #[test]
+    fn another_version_is_ignored_silently_and_the_old_json_file_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = sample();
+        c.version = CACHE_VERSION + 1;
+        c.save_unless(dir.path(), None).unwrap();
+        let loaded = Cache::load(dir.path());
+        assert_eq!(loaded.cache, Cache::empty());
+        assert!(loaded.warning.is_none());
+        std::fs::write(cache_dir(dir.path()).join(OLD_JSON_FILE), "{}").unwrap();
+        sample().save_unless(dir.path(), None).unwrap();
+        assert!(!cache_dir(dir.path()).join(OLD_JSON_FILE).exists());
+    }
 }

@@ -24,7 +24,16 @@ pub const CONVERT_TIMEOUT_MIN: Duration = Duration::from_secs(10);
 
 /// What an executable's package metadata says about frameworks, cached with the
 /// executable's fingerprint.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
 #[serde(tag = "framework", rename_all = "kebab-case")]
 pub enum AppRecord {
     /// Not an app of a framework atip converts (or not looked at: its bytes show an ATIP
@@ -45,17 +54,28 @@ impl AppRecord {
 }
 
 /// A Tooli app as its package metadata describes it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct TooliApp {
     /// The app's own interpreter: the absolute path its wrapper names, or where `env`
     /// finds it on the scanned PATH.
+    #[rkyv(with = rkyv::with::AsString)]
     pub interpreter: PathBuf,
     /// The entry point's module (`notes.cli`).
     pub module: String,
     /// The entry point's object (`main`, `app`; may be empty).
     pub attr: String,
     /// The distribution's `*.dist-info` directory.
+    #[rkyv(with = rkyv::with::AsString)]
     pub dist: PathBuf,
     /// The distribution's `Name`.
     pub package: String,

@@ -233,7 +233,21 @@ pub struct ToolReport {
 }
 
 /// Why a probe gave nothing usable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum FailReason {
     /// Ran past the timeout and was killed.
@@ -274,7 +288,16 @@ impl FailReason {
 }
 
 /// A validator finding, as kept in the report and the cache.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
 pub struct ReportDiagnostic {
     /// `error` or `warning`.
     pub severity: String,

@@ -63,7 +63,21 @@ const ROOT_FIELDS: [&[u8]; 6] = [
 const ANSWER_WINDOW: usize = 200;
 
 /// What an executable's bytes show.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Sign {
     /// No sign: not run by `--probe auto`.
