@@ -1,20 +1,25 @@
 //! Discovery: finds the ATIP tools on this machine and hands them to the registry.
 //!
 //! A scan is a pipeline of phases (see `spec/scan.md` §0), each its own function here
-//! or its own module:
+//! or its own module; [`scan`] only runs them in order and carries their results:
 //! 1. **enumerate** the directories and executables, and every name of each file
-//!    ([`paths`]);
+//!    (`enumerate`, [`paths`]);
 //! 2. **fingerprint and cache**: what is already known of each unchanged file
-//!    ([`cache`]);
+//!    (`plan`, [`cache`]);
 //! 3. **classify** each unknown file by the evidence in its bytes ([`sign`]) or in the
 //!    files it launches ([`launcher`]), and
-//! 4. **probe** those that may be run, in parallel through `process` ([`probe`]);
-//! 5. **hash** the files some source may offer metadata for;
-//! 6. **resolve** one winner per name: every metadata source ([`source`] is the
-//!    interface — [`native`] answers, [`installed`] files, [`shims`] layers with the
-//!    [`builtin`] ones) offers candidates, and [`resolve`] alone chooses, by its
-//!    documented precedence; a source that failed keeps the entries it provided;
-//! 7. **commit** to the registry; 8. save the cache; 9. [`report`] (and `--explain`).
+//! 4. **probe** those that may be run, in parallel through `process` (`examine`,
+//!    [`probe`]);
+//! 5. **hash** the files some source may offer metadata for (`hash_wanted`; remote
+//!    shims for what nothing better describes: `remote_wanted`);
+//! 6. **resolve** one winner per name (`resolve_names`): every metadata source
+//!    ([`source`] is the interface — [`native`] answers, [`installed`] files, [`shims`]
+//!    layers with the [`builtin`] ones, [`inferred`] man pages, remote registries)
+//!    offers candidates, and [`resolve`] alone chooses, by its documented precedence; a
+//!    source that failed keeps the entries it provided; then the fresh documents are
+//!    composed (`Resolved::compose_fresh`);
+//! 7. **commit** to the registry (`Resolved::send`); 8. save the caches
+//!    (`save_scan_cache`, `finish_inference`); 9. [`report`] (and `--explain`).
 //!
 //! Must not write `registry.json` or `tools/` itself: it builds a
 //! [`crate::registry::Update`] and the registry's `commit` merges it under the lock.
@@ -358,20 +363,23 @@ pub fn scan(
             "--probe all ran {probed} executable(s) with --agent, ATIP or not"
         ));
     }
-    let plan_report: Vec<PlannedProbe> = works
-        .iter()
-        .flat_map(|w| {
-            let convert = w.convert_now.then_some(ProbeWhy::Convert);
-            w.probe_now
-                .into_iter()
-                .chain(convert)
-                .map(|why| PlannedProbe {
-                    name: w.exe.name.clone(),
-                    path: w.exe.path.clone(),
-                    why,
-                })
-        })
-        .collect();
+    // What a dry run would have run.
+    let plan_report: Option<Vec<PlannedProbe>> = opts.dry_run.then(|| {
+        works
+            .iter()
+            .flat_map(|w| {
+                let convert = w.convert_now.then_some(ProbeWhy::Convert);
+                w.probe_now
+                    .into_iter()
+                    .chain(convert)
+                    .map(|why| PlannedProbe {
+                        name: w.exe.name.clone(),
+                        path: w.exe.path.clone(),
+                        why,
+                    })
+            })
+            .collect()
+    });
     let converted_now = if opts.dry_run {
         0
     } else {
@@ -490,60 +498,12 @@ pub fn scan(
 
     phases.done("remote catalogs");
     // 5. Hash the files some source may offer metadata for.
-    let mut wants = vec![false; works.len()];
-    for (name, path, i) in &names {
-        let w = &works[*i];
-        if wants[*i] || w.unreadable.is_some() || w.rec.sha256.is_some() {
-            continue;
-        }
-        let subject = subject(name, path, w);
-        wants[*i] = sources.iter().any(|s| s.wants_hash(&subject));
-    }
-    if wants.iter().any(|b| *b) {
-        cpu_pool.install(|| {
-            works
-                .par_iter_mut()
-                .zip(wants.par_iter())
-                .filter(|(_, want)| **want)
-                .for_each(
-                    |(w, _)| match crate::digest::sha256_file(&w.exe.canonical) {
-                        Ok(h) => w.rec.sha256 = Some(h),
-                        Err(e) => w.unreadable = Some(format!("failed to hash: {e}")),
-                    },
-                );
-        });
-    }
+    hash_wanted(&mut works, &names, &sources, &cpu_pool);
 
     phases.done("hash");
     // 5b. Fetch the remote shims of the hashed binaries that nothing better describes.
     if !remote.is_empty() {
-        let remote_rank = resolve::rank(Source::Remote);
-        let mut wanted: std::collections::BTreeSet<String> = Default::default();
-        for (name, path, i) in &names {
-            let w = &works[*i];
-            let Some(hex) = w
-                .rec
-                .sha256
-                .as_deref()
-                .and_then(|h| h.strip_prefix("sha256:"))
-            else {
-                continue;
-            };
-            if wanted.contains(hex) || !remote.lists_hash(hex) {
-                continue;
-            }
-            let subj = subject(name, path, w);
-            let mut offered = Vec::new();
-            for s in sources.iter().filter(|s| s.id() != "remote") {
-                s.offer(&subj, &mut offered);
-            }
-            if !offered
-                .iter()
-                .any(|c| resolve::rank(c.source) < remote_rank)
-            {
-                wanted.insert(hex.to_owned());
-            }
-        }
+        let wanted = remote_wanted(&remote, &works, &names, &sources);
         drop(sources);
         remote.fetch_shims(&wanted);
         sources = vec![&native, &installed, &converted, &shim_set];
@@ -556,350 +516,64 @@ pub fn scan(
 
     phases.done("remote shims");
     // 6. Resolve each name's winner (in `resolve`, the one place) and what to send.
-    let exe_names: HashSet<String> = names.iter().map(|(n, _, _)| n.clone()).collect();
-    let exists = |n: &str| exe_names.contains(n);
-    let mut found: Vec<Found> = Vec::new();
-    let mut tool_reports: BTreeMap<String, ToolReport> = BTreeMap::new();
-    let mut failed: Vec<FailedTool> = Vec::new();
-    let mut tool_records: BTreeMap<String, ToolRecord> = BTreeMap::new();
-    let mut winners: HashMap<String, (Candidate, Vec<&PatternFile>)> = HashMap::new();
-    let mut fresh: HashSet<String> = HashSet::new();
-    let mut kept: Vec<String> = Vec::new();
-    let mut explanation: Option<Explanation> = None;
-    let mut applied_shims = 0usize;
-    for (n, (name, path, i)) in names.iter().enumerate() {
-        let w = &works[*i];
-        let primary = n < works.len();
-        let explaining = opts.explain.as_deref() == Some(name.as_str());
-        if let Some(m) = &w.unreadable {
-            if primary {
-                skipped_files.push(FileSkip {
-                    name: name.clone(),
-                    path: path.clone(),
-                    reason: FileSkipReason::Unreadable,
-                    detail: m.clone(),
-                });
-            }
-            if explaining {
-                explanation = Some(explain(name, path, w, primary, &[], None, Some(m)));
-            }
-            continue;
-        }
-        if primary
-            && let Some(ProbeRecord::Failed {
-                reason,
-                message,
-                diagnostics,
-                ..
-            }) = &w.rec.probe
-        {
-            failed.push(FailedTool {
-                name: name.clone(),
-                path: path.clone(),
-                reason: *reason,
-                message: message.clone(),
-                cached: w.cached,
-                diagnostics: diagnostics.clone(),
-            });
-        }
-        if primary
-            && let Some(ProbeRecord::Failed {
-                reason,
-                message,
-                diagnostics,
-                ..
-            }) = &w.rec.convert
-        {
-            failed.push(FailedTool {
-                name: name.clone(),
-                path: path.clone(),
-                reason: *reason,
-                message: format!("converting its framework manifest: {message}"),
-                cached: !w.convert_now,
-                diagnostics: diagnostics.clone(),
-            });
-        }
-        let subj = subject(name, path, w);
-        let mut candidates = Vec::new();
-        for s in &sources {
-            s.offer(&subj, &mut candidates);
-        }
-        let stored = old_index.as_ref().and_then(|i| i.tools.get(name));
-        let resolution = resolve::choose(candidates, stored, &failures);
-        if explaining {
-            explanation = Some(explain(
-                name,
-                path,
-                w,
-                primary,
-                &resolution.losers,
-                Some(&resolution.outcome),
-                None,
-            ));
-        }
-        let winner = match resolution.outcome {
-            Outcome::Nothing => continue,
-            Outcome::Kept { entry, why } => {
-                kept.push(name.clone());
-                // Remembered as sent before, so the next scan finds it unchanged.
-                if let Some(r) = old_cache.tools.get(name) {
-                    tool_records.insert(name.clone(), r.clone());
-                }
-                tool_reports.insert(
-                    name.clone(),
-                    ToolReport {
-                        name: name.clone(),
-                        path: entry.path.clone(),
-                        source: entry.source,
-                        shim: None,
-                        trust: entry.trust.clone(),
-                        status: ToolStatus::Kept,
-                        patterns: Vec::new(),
-                        warnings: vec![format!("kept from the previous scan: {why}")],
-                    },
-                );
-                found.push(Found {
-                    name: name.clone(),
-                    path: entry.path.clone(),
-                    hash: entry.hash.clone(),
-                    source: entry.source,
-                    shim_registry: entry.shim_registry.clone(),
-                    trust: entry.trust.clone(),
-                    fingerprint: None,
-                    vouched_by: None,
-                    meta: FoundMeta::Unchanged,
-                });
-                continue;
-            }
-            Outcome::Winner(c) => c,
-        };
-        let Some(hash) = w.rec.sha256.clone() else {
-            continue; // not hashed: only possible in a dry run's planning of a probe
-        };
-        let applied: Vec<&PatternFile> = patterns
-            .files
-            .iter()
-            .filter(|p| p.applies_to(name, &exists))
-            .collect();
-        if matches!(
-            winner.source,
-            Source::Shim | Source::ShimHash | Source::Override | Source::Remote
-        ) {
-            applied_shims += 1;
-        }
-        let mut key_src = winner.identity.clone();
-        for p in &applied {
-            key_src.push_str(&format!("|pattern:{}:{}", p.path.display(), p.doc));
-        }
-        let record = ToolRecord {
-            key: sha256_hex(key_src.as_bytes()),
-            path: path.clone(),
-            hash: hash.clone(),
-            source: winner.source,
-        };
-        let unchanged = !opts.refresh
-            && old_cache.tools.get(name) == Some(&record)
-            && stored.is_some_and(|e| {
-                e.path == record.path
-                    && e.hash == record.hash
-                    && e.source == record.source
-                    // A deleted metadata file is written again from the document.
-                    && e
-                        .metadata
-                        .strip_prefix(registry::TOOLS_DIR)
-                        .and_then(|r| r.strip_prefix('/'))
-                        .is_some_and(|file| tool_files.has(file))
-            });
-        tool_reports.insert(
-            name.clone(),
-            ToolReport {
-                name: name.clone(),
-                path: path.clone(),
-                source: winner.source,
-                shim: winner.origin.clone(),
-                trust: winner.trust.clone(),
-                status: if opts.dry_run {
-                    ToolStatus::Planned
-                } else if unchanged {
-                    ToolStatus::Unchanged
-                } else {
-                    ToolStatus::New
-                },
-                patterns: applied.iter().map(|p| p.path.clone()).collect(),
-                warnings: winner.warnings.clone(),
-            },
-        );
-        tool_records.insert(name.clone(), record);
-        found.push(Found {
-            name: name.clone(),
-            path: path.clone(),
-            hash,
-            vouched_by: Some(winner.vouch.unwrap_or_else(|| {
-                registry::Vouch::derive(
-                    winner.source,
-                    winner.shim_registry.as_deref().map(std::path::Path::new),
-                    &winner.trust,
-                )
-            })),
-            source: winner.source,
-            shim_registry: winner.shim_registry.clone(),
-            trust: winner.trust.clone(),
-            fingerprint: Some(w.exe.fingerprint.into()),
-            meta: FoundMeta::Unchanged,
-        });
-        if !unchanged {
-            fresh.insert(name.clone());
-        }
-        winners.insert(name.clone(), (winner, applied));
-    }
+    let previous = Previous {
+        index: old_index.as_ref(),
+        cache: &old_cache,
+        tool_files: &tool_files,
+    };
+    let mut resolved = resolve_names(
+        &names, &works, &sources, &failures, &previous, &patterns, opts,
+    );
+    skipped_files.append(&mut resolved.unreadable);
 
     phases.done("resolve");
-    // Fresh documents for everything not unchanged. Names sharing a file and a winner
-    // share one document (the registry stores it once, by content hash).
+    // Fresh documents for everything not unchanged.
     let now = registry::rfc3339_now();
-    let mut dropped: HashSet<String> = HashSet::new();
-    for f in found.iter_mut().filter(|f| fresh.contains(&f.name)) {
-        let (winner, applied) = &winners[&f.name];
-        match compose(winner, applied) {
-            Ok((document, summary)) => {
-                f.meta = FoundMeta::Fresh {
-                    document,
-                    summary,
-                    checked_at: now.clone(),
-                }
-            }
-            Err(m) => {
-                failed.push(FailedTool {
-                    name: f.name.clone(),
-                    path: f.path.clone(),
-                    reason: FailReason::Invalid,
-                    message: m,
-                    cached: false,
-                    diagnostics: Vec::new(),
-                });
-                dropped.insert(f.name.clone());
-            }
-        }
-    }
-    found.retain(|f| !dropped.contains(&f.name));
-    for n in &dropped {
-        tool_reports.remove(n);
-        tool_records.remove(n);
-    }
+    resolved.compose_fresh(&now);
 
     phases.done("compose");
     // 7. Commit.
-    let mut registry_info = RegistryInfo {
-        path: dirs.registry_file(),
-        written: false,
-        corrupt_backup: None,
+    let scanned_dirs: Vec<PathBuf> = scan_dirs.iter().map(|d| d.canonical.clone()).collect();
+    let (registry_info, removed) = if opts.dry_run {
+        (
+            RegistryInfo {
+                path: dirs.registry_file(),
+                written: false,
+                corrupt_backup: None,
+            },
+            Vec::new(),
+        )
+    } else {
+        resolved.send(dirs, old_index.as_ref(), scanned_dirs, &now, &mut warnings)?
     };
-    let mut removed: Vec<String> = Vec::new();
-    if !opts.dry_run {
-        let update = Update {
-            found,
-            scanned_dirs: scan_dirs.iter().map(|d| d.canonical.clone()).collect(),
-        };
-        // A warm rescan that changes nothing does not take the lock or re-read the index.
-        let needed = old_index
-            .as_ref()
-            .is_none_or(|old| registry::commit_needed(old, &update));
-        let commit = if needed {
-            commit(dirs, update, &winners, &now)?
-        } else {
-            registry::CommitReport::default()
-        };
-        registry_info.written = commit.written;
-        registry_info.corrupt_backup = commit.corrupt_backup.clone();
-        let added: HashSet<&String> = commit.added.iter().collect();
-        let updated: HashSet<&String> = commit.updated.iter().collect();
-        for (name, t) in tool_reports.iter_mut() {
-            if t.status == ToolStatus::Kept {
-                continue;
-            }
-            t.status = if added.contains(name) {
-                ToolStatus::New
-            } else if updated.contains(name) {
-                ToolStatus::Updated
-            } else {
-                ToolStatus::Unchanged
-            };
-        }
-        for r in &commit.rejected {
-            if let Some(t) = tool_reports.remove(&r.name) {
-                failed.push(FailedTool {
-                    name: t.name.clone(),
-                    path: t.path.clone(),
-                    reason: FailReason::Invalid,
-                    message: format!("refused by the registry: {}", r.reason),
-                    cached: false,
-                    diagnostics: Vec::new(),
-                });
-            }
-            tool_records.remove(&r.name);
-        }
-        for n in &commit.stale {
-            tool_reports.remove(n);
-            tool_records.remove(n);
-            warnings.push(format!(
-                "{n}: the registry changed under this scan; run `atip scan` again"
-            ));
-        }
-        warnings.extend(commit.warnings.iter().cloned());
-        removed = commit.removed.clone();
-        removed.sort();
-        removed.dedup();
-    }
+    let Resolved {
+        tool_reports,
+        mut failed,
+        tool_records,
+        kept,
+        explanation,
+        applied_shims,
+        ..
+    } = resolved;
 
     phases.done("commit");
-    // 8. Save the cache (never in a dry run).
-    if !opts.dry_run {
-        for w in &works {
-            if w.unreadable.is_none()
-                && let Some(k) = w.exe.canonical.to_str()
-            {
-                new_cache.files.insert(k.to_owned(), w.rec.clone());
-            }
-        }
-        new_cache.tools = tool_records;
-        // Keep what the old cache knew about files outside this scan's dirs, so scans
-        // with different --path values do not undo each other's work. (What is left in
-        // the old cache is what `plan` did not take.)
-        for (p, r) in std::mem::take(&mut old_cache.files) {
-            let path = std::path::Path::new(&p);
-            if !new_cache.files.contains_key(&p)
-                && !paths::in_dirs(path, &scan_dirs)
-                && path.exists()
-            {
-                new_cache.files.insert(p, r);
-            }
-        }
-        if let Err(m) = new_cache.save_unless(&dirs.data, old_cache_bytes.as_deref()) {
-            warnings.push(format!("failed to save the scan cache: {m}"));
-        }
+    // 8. Save the caches (never in a dry run).
+    if !opts.dry_run
+        && let Err(m) = save_scan_cache(
+            dirs,
+            &works,
+            tool_records,
+            old_cache,
+            old_cache_bytes.as_deref(),
+            new_cache,
+            &scan_dirs,
+        )
+    {
+        warnings.push(format!("failed to save the scan cache: {m}"));
     }
     if let Some(inf) = inferred.take() {
-        let failed_pages = inf.src.failed();
-        if !failed_pages.is_empty() {
-            let first: Vec<String> = failed_pages
-                .iter()
-                .take(3)
-                .map(|(n, m)| format!("{n}: {m}"))
-                .collect();
-            warnings.push(format!(
-                "{} man page(s) gave no document ({}{})",
-                failed_pages.len(),
-                first.join("; "),
-                if failed_pages.len() > 3 { "; …" } else { "" }
-            ));
-        }
-        if !opts.dry_run
-            && let Err(m) = inf.src.save()
-        {
-            warnings.push(format!("failed to save the inference cache: {m}"));
-        }
+        finish_inference(inf, opts.dry_run, &mut warnings);
     }
-
     phases.done("save caches");
     // 9. Report.
     let no_sign = works.iter().filter(|w| w.no_sign).count();
@@ -920,31 +594,14 @@ pub fn scan(
     }
     failed.sort_by(|a, b| a.name.cmp(&b.name));
     let tools: Vec<ToolReport> = tool_reports.into_values().collect();
-    let mut hints = Vec::new();
-    if no_sign > 0 {
-        hints.push(match opts.probe {
-            ProbeMode::Help => format!(
-                "{no_sign} executable(s) show no sign of supporting ATIP and their --help does not mention --agent; list trusted tools in {} as {{\"probe\": {{\"allow\": [\"NAME\"]}}}} to probe them anyway",
-                dirs.config.join("config.json").display()
-            ),
-            _ => format!(
-                "{no_sign} executable(s) show no sign of supporting ATIP and were not run; `atip scan --probe help` also asks their --help (which runs them), or list trusted tools in {} as {{\"probe\": {{\"allow\": [\"NAME\"]}}}}",
-                dirs.config.join("config.json").display()
-            ),
-        });
-    }
-    if apps_waiting > 0 {
-        hints.push(format!(
-            "{apps_waiting} Tooli app(s) recognised from their package metadata were not converted (converting imports the app's code); list them in {} as {{\"probe\": {{\"allow\": [\"NAME\"]}}}} or run `atip scan --convert`",
-            dirs.config.join("config.json").display()
-        ));
-    }
-    if failed.iter().any(|f| f.cached) {
-        hints.push("failures marked cached are from an earlier scan of the unchanged file; `atip scan --refresh` probes them again".into());
-    }
-    if !failures.is_empty() {
-        hints.push("a metadata source could not be read: the tools it provided before were kept; fix the cause and scan again".into());
-    }
+    let hints = hints(
+        no_sign,
+        apps_waiting,
+        &failed,
+        !failures.is_empty(),
+        opts,
+        dirs,
+    );
     let mut rejected = shim_set.rejected;
     rejected.extend(installed.rejected.iter().cloned());
     let mut shim_dirs_report = shim_set.dirs.clone();
@@ -1011,7 +668,7 @@ pub fn scan(
             pattern_files: patterns.files.len(),
             rejected_patterns: patterns.rejected,
         },
-        would_probe: opts.dry_run.then_some(plan_report),
+        would_probe: plan_report,
         explain: opts.explain.as_ref().map(|n| {
             explanation.unwrap_or_else(|| Explanation {
                 name: n.clone(),
@@ -1026,6 +683,526 @@ pub fn scan(
         warnings,
         hints,
     })
+}
+
+/// What the previous scan left: the registry's index, the scan cache, and the listing of
+/// the registry's metadata files.
+struct Previous<'a> {
+    index: Option<&'a Index>,
+    cache: &'a Cache,
+    tool_files: &'a registry::FileList,
+}
+
+/// What phase 6 decided for every name.
+#[derive(Default)]
+struct Resolved<'p> {
+    /// What goes to the registry, per registered name (unchanged or fresh).
+    found: Vec<Found>,
+    /// The report's entry of each registered name.
+    tool_reports: BTreeMap<String, ToolReport>,
+    /// Probes and conversions that failed, and documents that could not be made.
+    failed: Vec<FailedTool>,
+    /// What the scan cache remembers as sent, per name.
+    tool_records: BTreeMap<String, ToolRecord>,
+    /// Each fresh or changed name's winning candidate and the pattern files merged in.
+    winners: HashMap<String, (Candidate, Vec<&'p PatternFile>)>,
+    /// Names whose document must be composed and sent.
+    fresh: HashSet<String>,
+    /// Names kept from the previous scan because the source that gave them failed.
+    kept: Vec<String>,
+    /// `--explain`'s answer, when its name was met.
+    explanation: Option<Explanation>,
+    /// Names whose winner is a shim.
+    applied_shims: usize,
+    /// Executables that could not be read or hashed (each once, by its first name).
+    unreadable: Vec<FileSkip>,
+}
+
+impl Resolved<'_> {
+    /// Composes the document of every fresh name. Names sharing a file and a winner
+    /// share one document (the registry stores it once, by content hash); a document
+    /// that cannot be made turns its name into a failure.
+    fn compose_fresh(&mut self, now: &str) {
+        let mut dropped: HashSet<String> = HashSet::new();
+        for f in self
+            .found
+            .iter_mut()
+            .filter(|f| self.fresh.contains(&f.name))
+        {
+            let (winner, applied) = &self.winners[&f.name];
+            match compose(winner, applied) {
+                Ok((document, summary)) => {
+                    f.meta = FoundMeta::Fresh {
+                        document,
+                        summary,
+                        checked_at: now.to_owned(),
+                    }
+                }
+                Err(m) => {
+                    self.failed.push(FailedTool {
+                        name: f.name.clone(),
+                        path: f.path.clone(),
+                        reason: FailReason::Invalid,
+                        message: m,
+                        cached: false,
+                        diagnostics: Vec::new(),
+                    });
+                    dropped.insert(f.name.clone());
+                }
+            }
+        }
+        self.found.retain(|f| !dropped.contains(&f.name));
+        for n in &dropped {
+            self.tool_reports.remove(n);
+            self.tool_records.remove(n);
+        }
+    }
+
+    /// Phase 7: sends what was resolved to the registry (unless nothing changed: a warm
+    /// rescan takes no lock and re-reads nothing) and updates the report's statuses
+    /// with what the registry said. Returns the registry's part of the report and the
+    /// names it removed.
+    fn send(
+        &mut self,
+        dirs: &Dirs,
+        old_index: Option<&Index>,
+        scanned_dirs: Vec<PathBuf>,
+        now: &str,
+        warnings: &mut Vec<String>,
+    ) -> Result<(RegistryInfo, Vec<String>), ScanError> {
+        let update = Update {
+            found: std::mem::take(&mut self.found),
+            scanned_dirs,
+        };
+        // A warm rescan that changes nothing does not take the lock or re-read the index.
+        let needed = old_index.is_none_or(|old| registry::commit_needed(old, &update));
+        let commit = if needed {
+            commit(dirs, update, &self.winners, now)?
+        } else {
+            registry::CommitReport::default()
+        };
+        let added: HashSet<&String> = commit.added.iter().collect();
+        let updated: HashSet<&String> = commit.updated.iter().collect();
+        for (name, t) in self.tool_reports.iter_mut() {
+            if t.status == ToolStatus::Kept {
+                continue;
+            }
+            t.status = if added.contains(name) {
+                ToolStatus::New
+            } else if updated.contains(name) {
+                ToolStatus::Updated
+            } else {
+                ToolStatus::Unchanged
+            };
+        }
+        for r in &commit.rejected {
+            if let Some(t) = self.tool_reports.remove(&r.name) {
+                self.failed.push(FailedTool {
+                    name: t.name.clone(),
+                    path: t.path.clone(),
+                    reason: FailReason::Invalid,
+                    message: format!("refused by the registry: {}", r.reason),
+                    cached: false,
+                    diagnostics: Vec::new(),
+                });
+            }
+            self.tool_records.remove(&r.name);
+        }
+        for n in &commit.stale {
+            self.tool_reports.remove(n);
+            self.tool_records.remove(n);
+            warnings.push(format!(
+                "{n}: the registry changed under this scan; run `atip scan` again"
+            ));
+        }
+        warnings.extend(commit.warnings.iter().cloned());
+        let mut removed = commit.removed.clone();
+        removed.sort();
+        removed.dedup();
+        let registry_info = RegistryInfo {
+            path: dirs.registry_file(),
+            written: commit.written,
+            corrupt_backup: commit.corrupt_backup.clone(),
+        };
+        Ok((registry_info, removed))
+    }
+}
+
+/// Phase 8: the scan cache as this scan leaves it — every readable executable's record,
+/// what was sent per name, and what the old cache knew of files outside this scan's
+/// directories (so scans with different `--path` values do not undo each other's work)
+/// — written only if its bytes changed.
+fn save_scan_cache(
+    dirs: &Dirs,
+    works: &[Work],
+    tool_records: BTreeMap<String, ToolRecord>,
+    mut old: Cache,
+    old_bytes: Option<&[u8]>,
+    mut new: Cache,
+    scan_dirs: &[paths::ScanDir],
+) -> Result<bool, String> {
+    for w in works {
+        if w.unreadable.is_none()
+            && let Some(k) = w.exe.canonical.to_str()
+        {
+            new.files.insert(k.to_owned(), w.rec.clone());
+        }
+    }
+    new.tools = tool_records;
+    // What is left in the old cache is what `plan` did not take.
+    for (p, r) in std::mem::take(&mut old.files) {
+        let path = std::path::Path::new(&p);
+        if !new.files.contains_key(&p) && !paths::in_dirs(path, scan_dirs) && path.exists() {
+            new.files.insert(p, r);
+        }
+    }
+    new.save_unless(&dirs.data, old_bytes)
+}
+
+/// Reports the man pages that gave no document and saves the inference cache (not in a
+/// dry run).
+fn finish_inference(inf: inferred::Inferred, dry_run: bool, warnings: &mut Vec<String>) {
+    let failed_pages = inf.src.failed();
+    if !failed_pages.is_empty() {
+        let first: Vec<String> = failed_pages
+            .iter()
+            .take(3)
+            .map(|(n, m)| format!("{n}: {m}"))
+            .collect();
+        warnings.push(format!(
+            "{} man page(s) gave no document ({}{})",
+            failed_pages.len(),
+            first.join("; "),
+            if failed_pages.len() > 3 { "; …" } else { "" }
+        ));
+    }
+    if !dry_run && let Err(m) = inf.src.save() {
+        warnings.push(format!("failed to save the inference cache: {m}"));
+    }
+}
+
+/// The report's hints: what the user can do about what this scan left out.
+fn hints(
+    no_sign: usize,
+    apps_waiting: usize,
+    failed: &[FailedTool],
+    source_failed: bool,
+    opts: &ScanOptions,
+    dirs: &Dirs,
+) -> Vec<String> {
+    let mut hints = Vec::new();
+    if no_sign > 0 {
+        hints.push(match opts.probe {
+            ProbeMode::Help => format!(
+                "{no_sign} executable(s) show no sign of supporting ATIP and their --help does not mention --agent; list trusted tools in {} as {{\"probe\": {{\"allow\": [\"NAME\"]}}}} to probe them anyway",
+                dirs.config.join("config.json").display()
+            ),
+            _ => format!(
+                "{no_sign} executable(s) show no sign of supporting ATIP and were not run; `atip scan --probe help` also asks their --help (which runs them), or list trusted tools in {} as {{\"probe\": {{\"allow\": [\"NAME\"]}}}}",
+                dirs.config.join("config.json").display()
+            ),
+        });
+    }
+    if apps_waiting > 0 {
+        hints.push(format!(
+            "{apps_waiting} Tooli app(s) recognised from their package metadata were not converted (converting imports the app's code); list them in {} as {{\"probe\": {{\"allow\": [\"NAME\"]}}}} or run `atip scan --convert`",
+            dirs.config.join("config.json").display()
+        ));
+    }
+    if failed.iter().any(|f| f.cached) {
+        hints.push("failures marked cached are from an earlier scan of the unchanged file; `atip scan --refresh` probes them again".into());
+    }
+    if source_failed {
+        hints.push("a metadata source could not be read: the tools it provided before were kept; fix the cause and scan again".into());
+    }
+    hints
+}
+
+/// Phase 5: hashes (in parallel) every readable file that some source may describe by
+/// name or hash and whose hash the cache does not hold.
+fn hash_wanted(
+    works: &mut [Work],
+    names: &[(String, PathBuf, usize)],
+    sources: &[&dyn MetadataSource],
+    pool: &LazyPool,
+) {
+    let mut wants = vec![false; works.len()];
+    for (name, path, i) in names {
+        let w = &works[*i];
+        if wants[*i] || w.unreadable.is_some() || w.rec.sha256.is_some() {
+            continue;
+        }
+        let subject = subject(name, path, w);
+        wants[*i] = sources.iter().any(|s| s.wants_hash(&subject));
+    }
+    if !wants.iter().any(|b| *b) {
+        return;
+    }
+    pool.install(|| {
+        works
+            .par_iter_mut()
+            .zip(wants.par_iter())
+            .filter(|(_, want)| **want)
+            .for_each(
+                |(w, _)| match crate::digest::sha256_file(&w.exe.canonical) {
+                    Ok(h) => w.rec.sha256 = Some(h),
+                    Err(e) => w.unreadable = Some(format!("failed to hash: {e}")),
+                },
+            );
+    });
+}
+
+/// The hashes whose remote shims to fetch: binaries a remote registry lists that no
+/// source of higher precedence describes.
+fn remote_wanted(
+    remote: &Remote,
+    works: &[Work],
+    names: &[(String, PathBuf, usize)],
+    sources: &[&dyn MetadataSource],
+) -> std::collections::BTreeSet<String> {
+    let remote_rank = resolve::rank(Source::Remote);
+    let mut wanted: std::collections::BTreeSet<String> = Default::default();
+    for (name, path, i) in names {
+        let w = &works[*i];
+        let Some(hex) = w
+            .rec
+            .sha256
+            .as_deref()
+            .and_then(|h| h.strip_prefix("sha256:"))
+        else {
+            continue;
+        };
+        if wanted.contains(hex) || !remote.lists_hash(hex) {
+            continue;
+        }
+        let subj = subject(name, path, w);
+        let mut offered = Vec::new();
+        for s in sources.iter().filter(|s| s.id() != "remote") {
+            s.offer(&subj, &mut offered);
+        }
+        if !offered
+            .iter()
+            .any(|c| resolve::rank(c.source) < remote_rank)
+        {
+            wanted.insert(hex.to_owned());
+        }
+    }
+    wanted
+}
+
+/// Phase 6: every name's candidates from every source, the winner chosen by
+/// [`resolve::choose`] (the one place that decides), and whether what it would send is
+/// what the registry already holds.
+fn resolve_names<'p>(
+    names: &[(String, PathBuf, usize)],
+    works: &[Work],
+    sources: &[&dyn MetadataSource],
+    failures: &[SourceFailure],
+    previous: &Previous<'_>,
+    patterns: &'p shims::Patterns,
+    opts: &ScanOptions,
+) -> Resolved<'p> {
+    let exe_names: HashSet<&str> = names.iter().map(|(n, _, _)| n.as_str()).collect();
+    let exists = |n: &str| exe_names.contains(n);
+    let mut out = Resolved::default();
+    let Resolved {
+        found,
+        tool_reports,
+        failed,
+        tool_records,
+        winners,
+        fresh,
+        kept,
+        explanation,
+        applied_shims,
+        unreadable,
+    } = &mut out;
+    for (n, (name, path, i)) in names.iter().enumerate() {
+        let w = &works[*i];
+        let primary = n < works.len();
+        let explaining = opts.explain.as_deref() == Some(name.as_str());
+        if let Some(m) = &w.unreadable {
+            if primary {
+                unreadable.push(FileSkip {
+                    name: name.clone(),
+                    path: path.clone(),
+                    reason: FileSkipReason::Unreadable,
+                    detail: m.clone(),
+                });
+            }
+            if explaining {
+                *explanation = Some(explain(name, path, w, primary, &[], None, Some(m)));
+            }
+            continue;
+        }
+        if primary
+            && let Some(ProbeRecord::Failed {
+                reason,
+                message,
+                diagnostics,
+                ..
+            }) = &w.rec.probe
+        {
+            failed.push(FailedTool {
+                name: name.clone(),
+                path: path.clone(),
+                reason: *reason,
+                message: message.clone(),
+                cached: w.cached,
+                diagnostics: diagnostics.clone(),
+            });
+        }
+        if primary
+            && let Some(ProbeRecord::Failed {
+                reason,
+                message,
+                diagnostics,
+                ..
+            }) = &w.rec.convert
+        {
+            failed.push(FailedTool {
+                name: name.clone(),
+                path: path.clone(),
+                reason: *reason,
+                message: format!("converting its framework manifest: {message}"),
+                cached: !w.convert_now,
+                diagnostics: diagnostics.clone(),
+            });
+        }
+        let subj = subject(name, path, w);
+        let mut candidates = Vec::new();
+        for s in sources {
+            s.offer(&subj, &mut candidates);
+        }
+        let stored = previous.index.and_then(|i| i.tools.get(name));
+        let resolution = resolve::choose(candidates, stored, failures);
+        if explaining {
+            *explanation = Some(explain(
+                name,
+                path,
+                w,
+                primary,
+                &resolution.losers,
+                Some(&resolution.outcome),
+                None,
+            ));
+        }
+        let winner = match resolution.outcome {
+            Outcome::Nothing => continue,
+            Outcome::Kept { entry, why } => {
+                kept.push(name.clone());
+                // Remembered as sent before, so the next scan finds it unchanged.
+                if let Some(r) = previous.cache.tools.get(name) {
+                    tool_records.insert(name.clone(), r.clone());
+                }
+                tool_reports.insert(
+                    name.clone(),
+                    ToolReport {
+                        name: name.clone(),
+                        path: entry.path.clone(),
+                        source: entry.source,
+                        shim: None,
+                        trust: entry.trust.clone(),
+                        status: ToolStatus::Kept,
+                        patterns: Vec::new(),
+                        warnings: vec![format!("kept from the previous scan: {why}")],
+                    },
+                );
+                found.push(Found {
+                    name: name.clone(),
+                    path: entry.path.clone(),
+                    hash: entry.hash.clone(),
+                    source: entry.source,
+                    shim_registry: entry.shim_registry.clone(),
+                    trust: entry.trust.clone(),
+                    fingerprint: None,
+                    vouched_by: None,
+                    meta: FoundMeta::Unchanged,
+                });
+                continue;
+            }
+            Outcome::Winner(c) => c,
+        };
+        let Some(hash) = w.rec.sha256.clone() else {
+            continue; // not hashed: only possible in a dry run's planning of a probe
+        };
+        let applied: Vec<&PatternFile> = patterns
+            .files
+            .iter()
+            .filter(|p| p.applies_to(name, &exists))
+            .collect();
+        if matches!(
+            winner.source,
+            Source::Shim | Source::ShimHash | Source::Override | Source::Remote
+        ) {
+            *applied_shims += 1;
+        }
+        let mut key_src = winner.identity.clone();
+        for p in &applied {
+            key_src.push_str(&format!("|pattern:{}:{}", p.path.display(), p.doc));
+        }
+        let record = ToolRecord {
+            key: sha256_hex(key_src.as_bytes()),
+            path: path.clone(),
+            hash: hash.clone(),
+            source: winner.source,
+        };
+        let unchanged = !opts.refresh
+            && previous.cache.tools.get(name) == Some(&record)
+            && stored.is_some_and(|e| {
+                e.path == record.path
+                    && e.hash == record.hash
+                    && e.source == record.source
+                    // A deleted metadata file is written again from the document.
+                    && e
+                        .metadata
+                        .strip_prefix(registry::TOOLS_DIR)
+                        .and_then(|r| r.strip_prefix('/'))
+                        .is_some_and(|file| previous.tool_files.has(file))
+            });
+        tool_reports.insert(
+            name.clone(),
+            ToolReport {
+                name: name.clone(),
+                path: path.clone(),
+                source: winner.source,
+                shim: winner.origin.clone(),
+                trust: winner.trust.clone(),
+                status: if opts.dry_run {
+                    ToolStatus::Planned
+                } else if unchanged {
+                    ToolStatus::Unchanged
+                } else {
+                    ToolStatus::New
+                },
+                patterns: applied.iter().map(|p| p.path.clone()).collect(),
+                warnings: winner.warnings.clone(),
+            },
+        );
+        tool_records.insert(name.clone(), record);
+        found.push(Found {
+            name: name.clone(),
+            path: path.clone(),
+            hash,
+            vouched_by: Some(winner.vouch.unwrap_or_else(|| {
+                registry::Vouch::derive(
+                    winner.source,
+                    winner.shim_registry.as_deref().map(std::path::Path::new),
+                    &winner.trust,
+                )
+            })),
+            source: winner.source,
+            shim_registry: winner.shim_registry.clone(),
+            trust: winner.trust.clone(),
+            fingerprint: Some(w.exe.fingerprint.into()),
+            meta: FoundMeta::Unchanged,
+        });
+        if !unchanged {
+            fresh.insert(name.clone());
+        }
+        winners.insert(name.clone(), (winner, applied));
+    }
+    out
 }
 
 /// Phase 1: the scanned directories and their executables.
