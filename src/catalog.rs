@@ -15,6 +15,7 @@
 //! checked against its CRC-32 first.
 
 pub mod kept;
+pub mod key;
 
 use crate::archive::Owned;
 use crate::compile::{self, FlatTool, FlattenOptions};
@@ -1055,8 +1056,9 @@ fn load_as<T>(
         }
         .to_atip()
     };
-    // A usable catalog needs only the registry's hash: streamed, the bytes not kept.
-    let key = match crate::digest::sha256_raw_file(&registry_path) {
+    // A usable catalog needs only the registry's hash: remembered with the file's stamp
+    // (`key`), else streamed, the bytes not kept.
+    let key = match key::registry_key(&dirs.data, &registry_path) {
         Ok(k) => k,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(read_failed(e)),

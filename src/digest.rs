@@ -36,15 +36,16 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     Ok(format!("sha256:{}", hex::encode(digest)))
 }
 
-/// The raw sha256 of a small file (`registry.json`), read through a 64 KiB buffer on
-/// the stack: no heap buffer the size of the file to fault in, fill and free when only
-/// its hash is wanted.
-pub(crate) fn sha256_raw_file(path: &Path) -> std::io::Result<[u8; 32]> {
-    stream_file(path, &mut [0u8; 64 * 1024])
+fn stream_file(path: &Path, buf: &mut [u8]) -> std::io::Result<[u8; 32]> {
+    stream(&mut File::open(path)?, buf)
 }
 
-fn stream_file(path: &Path, buf: &mut [u8]) -> std::io::Result<[u8; 32]> {
-    let mut file = File::open(path)?;
+/// The raw sha256 of what `reader` yields, through a 64 KiB buffer on the stack.
+pub(crate) fn sha256_raw_reader(reader: &mut impl Read) -> std::io::Result<[u8; 32]> {
+    stream(reader, &mut [0u8; 64 * 1024])
+}
+
+fn stream(file: &mut impl Read, buf: &mut [u8]) -> std::io::Result<[u8; 32]> {
     let mut hasher = Sha256::new();
     loop {
         let n = match file.read(buf) {
@@ -81,7 +82,8 @@ mod tests {
         let p = d.path().join("big");
         let bytes: Vec<u8> = (0..200_003u32).map(|i| (i % 251) as u8).collect();
         std::fs::write(&p, &bytes).unwrap();
-        assert_eq!(sha256_raw_file(&p).unwrap(), sha256_raw(&bytes));
+        let mut file = std::fs::File::open(&p).unwrap();
+        assert_eq!(sha256_raw_reader(&mut file).unwrap(), sha256_raw(&bytes));
         assert_eq!(
             sha256_file(&p).unwrap(),
             format!("sha256:{}", sha256_hex(&bytes))
