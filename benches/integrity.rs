@@ -22,11 +22,10 @@ fn time(label: &str, runs: u32, mut f: impl FnMut()) -> Duration {
 }
 
 fn register(data: &Path, tool: &Path, with_fingerprint: bool) {
-    use sha2::Digest;
     let meta = json!({"atip": {"version": "0.6"}, "name": "big", "version": "1", "description": "Big",
         "commands": {"go": {"description": "Go", "effects": {"destructive": false}}}});
     let doc = serde_json::to_vec(&meta).unwrap();
-    let hex = hex::encode(sha2::Sha256::digest(&doc));
+    let hex = atip::digest::sha256_hex(&doc);
     std::fs::create_dir_all(data.join("tools")).unwrap();
     std::fs::write(data.join(format!("tools/{hex}.json")), &doc).unwrap();
     let m = std::fs::metadata(tool).unwrap();
