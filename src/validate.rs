@@ -15,11 +15,14 @@ use serde::Serialize;
 use serde_json::Value;
 use std::ops::Range;
 
+mod fast;
+pub mod json;
 pub mod locate;
 pub mod parse;
 pub mod render;
 pub mod rules;
 pub mod run;
+pub mod view;
 
 pub use run::{FileReport, Input, Options, Summary, check_inputs};
 
@@ -62,14 +65,15 @@ impl Kind {
     /// `patterns` but no `atip`, is a pattern file; an object with a `tools` object and
     /// `"version": "2"` is a registry; an object with `binary` is a shim; anything else
     /// is metadata (and the metadata schema says what is missing).
-    pub fn detect(value: &Value) -> Kind {
-        let Some(obj) = value.as_object() else {
+    pub fn detect<'a, J: json::Json<'a>>(value: J) -> Kind {
+        if !value.is_object() {
             return if value.is_array() {
                 Kind::Pattern
             } else {
                 Kind::Metadata
             };
-        };
+        }
+        let obj = value;
         if obj.contains_key("atip") {
             return if obj.contains_key("binary") {
                 Kind::Shim
@@ -77,8 +81,8 @@ impl Kind {
                 Kind::Metadata
             };
         }
-        if obj.get("tools").is_some_and(Value::is_object)
-            && obj.get("version").and_then(Value::as_str) == Some("2")
+        if obj.get("tools").is_some_and(J::is_object)
+            && obj.get("version").and_then(J::as_str) == Some("2")
         {
             return Kind::Registry;
         }
@@ -206,7 +210,43 @@ pub fn check_bytes(bytes: &[u8], kind: Option<Kind>, file_name: Option<&str>) ->
 
 /// [`check_bytes`], dropping the parsed value when `keep_value` is false (the CLI does
 /// not need it and should not hold it).
+///
+/// Without `keep_value`, a clean document is recognised on the light [`view`] first:
+/// when it parses cleanly, the schema certainly accepts it ([`fast`]) and the rules find
+/// nothing, the answer is "valid, no diagnostics" without building a `Value`. Anything
+/// else takes the full path, which alone produces diagnostics.
 pub fn check_with(
+    bytes: &[u8],
+    kind: Option<Kind>,
+    file_name: Option<&str>,
+    keep_value: bool,
+) -> Checked {
+    if !keep_value && let Some(clean) = check_clean(bytes, kind, file_name) {
+        return clean;
+    }
+    check_full(bytes, kind, file_name, keep_value)
+}
+
+/// The fast path: `Some` only for a document with no diagnostic at all.
+fn check_clean(bytes: &[u8], kind: Option<Kind>, file_name: Option<&str>) -> Option<Checked> {
+    let doc = view::Doc::parse(bytes)?;
+    let root = doc.root();
+    let kind = kind.unwrap_or_else(|| Kind::detect(root));
+    if !fast::certainly_valid(kind.schema(), root) {
+        return None;
+    }
+    let mut diagnostics = Vec::new();
+    rules::check(kind, root, file_name, &mut diagnostics);
+    rules::as_written(kind, root, file_name, &mut diagnostics);
+    diagnostics.is_empty().then_some(Checked {
+        kind: Some(kind),
+        value: None,
+        diagnostics,
+    })
+}
+
+/// Parse into a `Value`, jsonschema, rules, positions: every diagnostic comes from here.
+fn check_full(
     bytes: &[u8],
     kind: Option<Kind>,
     file_name: Option<&str>,
@@ -249,7 +289,17 @@ pub fn check_with(
 
 /// Parses only (size, UTF-8, BOM, JSON syntax, duplicate keys, depth): the floor any
 /// validation sits on, measured by the benchmark through `atip validate --parse-only`.
+///
+/// A document the light [`view`] parses cleanly has no parse diagnostic; anything else
+/// is parsed again in full for its diagnostics.
 pub fn parse_only(bytes: &[u8]) -> Checked {
+    if view::Doc::parse(bytes).is_some() {
+        return Checked {
+            kind: None,
+            value: None,
+            diagnostics: Vec::new(),
+        };
+    }
     let mut parsed = parse::parse(bytes);
     let mut diagnostics = std::mem::take(&mut parsed.diagnostics);
     if parsed.duplicates > 0 {

@@ -1,0 +1,451 @@
+//! "Certainly valid" under atip's schemas, decided over the light [`View`].
+//!
+//! jsonschema only validates `serde_json::Value`, whose construction is most of the cost
+//! of validating a clean document. This is a small interpreter of the schema JSON for
+//! the keywords atip's schemas use (type, properties, patternProperties,
+//! additionalProperties, required, items, enum, pattern, minLength, minItems,
+//! minimum, maximum, format, `$ref`, allOf, and if/then/else whose `if` is only
+//! `required`), compiled once per kind. It answers `true` only when jsonschema would
+//! certainly accept the document; anything it cannot decide — another keyword, a
+//! non-ASCII string under a pattern, a float where an integer or bound is asked, a
+//! format value outside a strict plain form — answers `false`, "not sure", and the
+//! caller runs jsonschema. It never answers "invalid".
+//!
+//! Must not produce diagnostics: jsonschema's errors are the only schema diagnostics.
+
+use super::json::Json;
+use super::view::View;
+use crate::schema::{METADATA_SCHEMA_ID, SchemaName};
+use regex::Regex;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+/// Whether jsonschema certainly accepts `value` under the schema `name`.
+pub fn certainly_valid(name: SchemaName, value: View<'_>) -> bool {
+    let index = SchemaName::ALL
+        .iter()
+        .position(|n| *n == name)
+        .unwrap_or_default();
+    COMPILED[index]
+        .as_ref()
+        .is_some_and(|s| s.sure(s.root, value))
+}
+
+static COMPILED: LazyLock<[Option<Compiled>; 4]> = LazyLock::new(|| {
+    let metadata: Option<Value> = serde_json::from_str(SchemaName::Metadata.text()).ok();
+    SchemaName::ALL.map(|name| {
+        let own: Value = serde_json::from_str(name.text()).ok()?;
+        Some(Compiled::new(&own, metadata.as_ref()?))
+    })
+});
+
+const TYPE_NULL: u8 = 1;
+const TYPE_BOOLEAN: u8 = 2;
+const TYPE_INTEGER: u8 = 4;
+const TYPE_NUMBER: u8 = 8;
+const TYPE_STRING: u8 = 16;
+const TYPE_ARRAY: u8 = 32;
+const TYPE_OBJECT: u8 = 64;
+
+#[derive(Debug, Clone, Copy)]
+enum Format {
+    Uri,
+    DateTime,
+}
+
+/// One schema, its keywords resolved; `Unsure` for anything outside the subset.
+#[derive(Debug, Default)]
+enum Node {
+    True,
+    False,
+    #[default]
+    Unsure,
+    Keywords(Box<Keywords>),
+}
+
+#[derive(Debug, Default)]
+struct Keywords {
+    types: Option<u8>,
+    all_of: Vec<usize>,
+    required: Vec<String>,
+    properties: Vec<(String, usize)>,
+    pattern_properties: Vec<(Pattern, usize)>,
+    additional: Option<usize>,
+    items: Option<usize>,
+    /// Allowed strings (every atip enum lists strings only).
+    enumeration: Option<Vec<String>>,
+    pattern: Option<Pattern>,
+    min_length: Option<usize>,
+    min_items: Option<usize>,
+    minimum: Option<i64>,
+    maximum: Option<i64>,
+    format: Option<Format>,
+    /// `if` made only of `required`: (its names, then, else).
+    condition: Option<(Vec<String>, Option<usize>, Option<usize>)>,
+}
+
+#[derive(Debug)]
+struct Compiled {
+    nodes: Vec<Node>,
+    root: usize,
+}
+
+/// Which schema document a pointer is in.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Doc {
+    Own,
+    Metadata,
+}
+
+struct Compiler<'s> {
+    own: &'s Value,
+    metadata: &'s Value,
+    nodes: Vec<Node>,
+    seen: HashMap<(Doc, String), usize>,
+}
+
+impl Compiled {
+    fn new(own: &Value, metadata: &Value) -> Compiled {
+        let mut c = Compiler {
+            own,
+            metadata,
+            nodes: Vec::new(),
+            seen: HashMap::new(),
+        };
+        let root = c.node(Doc::Own, String::new());
+        Compiled {
+            nodes: c.nodes,
+            root,
+        }
+    }
+
+    fn sure(&self, index: usize, v: View<'_>) -> bool {
+        let k = match &self.nodes[index] {
+            Node::True => return true,
+            Node::False | Node::Unsure => return false,
+            Node::Keywords(k) => k,
+        };
+        if let Some(types) = k.types
+            && types & type_of(v) == 0
+        {
+            return false;
+        }
+        if !k.all_of.iter().all(|&s| self.sure(s, v)) {
+            return false;
+        }
+        if let Some((names, then, otherwise)) = &k.condition {
+            let holds = !v.is_object() || names.iter().all(|n| v.contains_key(n));
+            let branch = if holds { then } else { otherwise };
+            if branch.is_some_and(|s| !self.sure(s, v)) {
+                return false;
+            }
+        }
+        if let Some(allowed) = &k.enumeration
+            && !v.as_str().is_some_and(|s| allowed.iter().any(|a| a == s))
+        {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            return string_sure(k, s);
+        }
+        if v.is_number() {
+            return number_sure(k, v);
+        }
+        if let Some(items) = v.items() {
+            return k.min_items.is_none_or(|n| items.len() >= n)
+                && k.items.is_none_or(|s| items.clone().all(|x| self.sure(s, x)));
+        }
+        if let Some(members) = v.members() {
+            return k.required.iter().all(|n| v.contains_key(n))
+                && members.into_iter().all(|(key, x)| self.member_sure(k, key, x));
+        }
+        true
+    }
+
+    /// `properties`, `patternProperties` and `additionalProperties` for one member.
+    fn member_sure(&self, k: &Keywords, key: &str, x: View<'_>) -> bool {
+        let mut matched = false;
+        if let Some((_, s)) = k.properties.iter().find(|(name, _)| name == key) {
+            matched = true;
+            if !self.sure(*s, x) {
+                return false;
+            }
+        }
+        for (re, s) in &k.pattern_properties {
+            // ECMA and Rust regexes agree on ASCII subjects only.
+            if !key.is_ascii() {
+                return false;
+            }
+            if re.is_match(key) {
+                matched = true;
+                if !self.sure(*s, x) {
+                    return false;
+                }
+            }
+        }
+        matched || k.additional.is_none_or(|s| self.sure(s, x))
+    }
+}
+
+fn type_of(v: View<'_>) -> u8 {
+    if v.is_null() {
+        TYPE_NULL
+    } else if v.is_boolean() {
+        TYPE_BOOLEAN
+    } else if v.is_integer() {
+        TYPE_INTEGER | TYPE_NUMBER
+    } else if v.is_number() {
+        // 2.0 is an integer to JSON Schema, but not certainly one here.
+        TYPE_NUMBER
+    } else if v.is_string() {
+        TYPE_STRING
+    } else if v.is_array() {
+        TYPE_ARRAY
+    } else {
+        TYPE_OBJECT
+    }
+}
+
+fn string_sure(k: &Keywords, s: &str) -> bool {
+    k.min_length
+        .is_none_or(|n| s.len() >= n && s.chars().take(n).count() == n)
+        && k.pattern
+            .as_ref()
+            .is_none_or(|re| s.is_ascii() && re.is_match(s))
+        && k.format.is_none_or(|f| match f {
+            Format::Uri => plain_uri(s),
+            Format::DateTime => plain_date_time(s),
+        })
+}
+
+fn number_sure(k: &Keywords, v: View<'_>) -> bool {
+    if k.minimum.is_none() && k.maximum.is_none() {
+        return true;
+    }
+    // Bounds are decided for integers only; floats are jsonschema's.
+    let Some(n) = v
+        .number_text()
+        .filter(|_| v.is_integer())
+        .and_then(|t| t.parse::<i128>().ok())
+    else {
+        return false;
+    };
+    k.minimum.is_none_or(|m| n >= i128::from(m)) && k.maximum.is_none_or(|m| n <= i128::from(m))
+}
+
+/// `http(s)://host[/path]` with only unreserved characters: a URI to any reading of
+/// RFC 3986.
+fn plain_uri(s: &str) -> bool {
+    let Some(rest) = s
+        .strip_prefix("https://")
+        .or_else(|| s.strip_prefix("http://"))
+    else {
+        return false;
+    };
+    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    !host.is_empty()
+        && host
+            .split('.')
+            .all(|label| !label.is_empty() && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'-' | b'.' | b'_' | b'~'))
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` with a day no month lacks (01–28): an RFC 3339 date-time to
+/// any checker.
+fn plain_date_time(s: &str) -> bool {
+    let b = s.as_bytes();
+    let num = |from: usize, to: usize| -> Option<u32> {
+        let part = s.get(from..to)?;
+        part.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| part.parse().ok())?
+    };
+    b.len() == 20
+        && (b[4], b[7], b[10], b[13], b[16], b[19]) == (b'-', b'-', b'T', b':', b':', b'Z')
+        && num(0, 4).is_some()
+        && num(5, 7).is_some_and(|m| (1..=12).contains(&m))
+        && num(8, 10).is_some_and(|d| (1..=28).contains(&d))
+        && num(11, 13).is_some_and(|h| h < 24)
+        && num(14, 16).is_some_and(|m| m < 60)
+        && num(17, 19).is_some_and(|s| s < 60)
+}
+
+/// A schema pattern: literal prefixes (`^(x-|_)`, on every member of every object)
+/// checked directly, anything else through Rust's regex.
+#[derive(Debug)]
+enum Pattern {
+    Prefixes(Vec<String>),
+    Regex(Regex),
+}
+
+impl Pattern {
+    /// `None` when Rust's regex does not compile it (then its keyword is "not sure").
+    /// Only ASCII subjects are ever matched: on those, Unicode and ASCII classes (`\d`,
+    /// `\w`, `\s`, negated sets) agree, as ECMA's and Rust's do.
+    fn new(pattern: &str) -> Option<Pattern> {
+        let literal = |a: &str| {
+            !a.is_empty()
+                && a.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        };
+        if let Some(body) = pattern.strip_prefix('^') {
+            let group = body.strip_prefix('(').and_then(|b| b.strip_suffix(')'));
+            let alternatives: Vec<&str> = group.unwrap_or(body).split('|').collect();
+            if (group.is_some() || alternatives.len() == 1)
+                && alternatives.iter().all(|a| literal(a))
+            {
+                return Some(Pattern::Prefixes(
+                    alternatives.into_iter().map(str::to_owned).collect(),
+                ));
+            }
+        }
+        Regex::new(pattern).ok().map(Pattern::Regex)
+    }
+
+    fn is_match(&self, s: &str) -> bool {
+        match self {
+            Pattern::Prefixes(p) => p.iter().any(|p| s.starts_with(p.as_str())),
+            Pattern::Regex(re) => re.is_match(s),
+        }
+    }
+}
+
+impl Compiler<'_> {
+    /// The node for the schema at `pointer` in `doc`, compiled once (refs may loop).
+    fn node(&mut self, doc: Doc, pointer: String) -> usize {
+        if let Some(&i) = self.seen.get(&(doc, pointer.clone())) {
+            return i;
+        }
+        let index = self.nodes.len();
+        self.nodes.push(Node::Unsure);
+        self.seen.insert((doc, pointer.clone()), index);
+        let root = match doc {
+            Doc::Own => self.own,
+            Doc::Metadata => self.metadata,
+        };
+        let node = match root.pointer(&pointer) {
+            Some(Value::Bool(true)) => Node::True,
+            Some(Value::Bool(false)) => Node::False,
+            Some(Value::Object(_)) => self
+                .keywords(doc, &pointer, root)
+                .map_or(Node::Unsure, |k| Node::Keywords(Box::new(k))),
+            _ => Node::Unsure,
+        };
+        self.nodes[index] = node;
+        index
+    }
+
+    fn keywords(&mut self, doc: Doc, pointer: &str, root: &Value) -> Option<Keywords> {
+        let schema = root.pointer(pointer)?.as_object()?;
+        let sub = |c: &mut Self, key: &str| c.node(doc, format!("{pointer}/{}", escape(key)));
+        let strings = |v: &Value| -> Option<Vec<String>> {
+            v.as_array()?
+                .iter()
+                .map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        };
+        let mut k = Keywords::default();
+        for (key, v) in schema {
+            match key.as_str() {
+                "$schema" | "$id" | "$defs" | "$comment" | "title" | "description"
+                | "default" | "examples" => {}
+                "type" => {
+                    let names = match v {
+                        Value::String(s) => vec![s.clone()],
+                        other => strings(other)?,
+                    };
+                    let mut mask = 0;
+                    for t in names {
+                        mask |= match t.as_str() {
+                            "null" => TYPE_NULL,
+                            "boolean" => TYPE_BOOLEAN,
+                            "integer" => TYPE_INTEGER,
+                            "number" => TYPE_NUMBER,
+                            "string" => TYPE_STRING,
+                            "array" => TYPE_ARRAY,
+                            "object" => TYPE_OBJECT,
+                            _ => return None,
+                        };
+                    }
+                    k.types = Some(mask);
+                }
+                "$ref" => {
+                    let target = v.as_str()?;
+                    let (doc, fragment) = if let Some(f) = target.strip_prefix('#') {
+                        (doc, f)
+                    } else {
+                        let rest = target.strip_prefix(METADATA_SCHEMA_ID)?;
+                        (Doc::Metadata, rest.strip_prefix('#').unwrap_or(rest))
+                    };
+                    if !(fragment.is_empty() || fragment.starts_with('/')) {
+                        return None;
+                    }
+                    let fragment = fragment.to_string();
+                    k.all_of.push(self.node(doc, fragment));
+                }
+                "allOf" => {
+                    for i in 0..v.as_array()?.len() {
+                        let s = self.node(doc, format!("{pointer}/allOf/{i}"));
+                        k.all_of.push(s);
+                    }
+                }
+                "required" => k.required = strings(v)?,
+                "properties" => {
+                    for name in v.as_object()?.keys() {
+                        let s = self.node(
+                            doc,
+                            format!("{pointer}/properties/{}", escape(name)),
+                        );
+                        k.properties.push((name.clone(), s));
+                    }
+                }
+                "patternProperties" => {
+                    for name in v.as_object()?.keys() {
+                        let re = Pattern::new(name)?;
+                        let s = self.node(
+                            doc,
+                            format!("{pointer}/patternProperties/{}", escape(name)),
+                        );
+                        k.pattern_properties.push((re, s));
+                    }
+                }
+                "additionalProperties" => k.additional = Some(sub(self, key)),
+                "items" if !v.is_array() => k.items = Some(sub(self, key)),
+                "enum" => k.enumeration = Some(strings(v)?),
+                "pattern" => k.pattern = Some(Pattern::new(v.as_str()?)?),
+                "minLength" => k.min_length = Some(usize::try_from(v.as_u64()?).ok()?),
+                "minItems" => k.min_items = Some(usize::try_from(v.as_u64()?).ok()?),
+                "minimum" => k.minimum = Some(v.as_i64()?),
+                "maximum" => k.maximum = Some(v.as_i64()?),
+                "format" => {
+                    k.format = Some(match v.as_str()? {
+                        "uri" => Format::Uri,
+                        "date-time" => Format::DateTime,
+                        _ => return None,
+                    })
+                }
+                "if" => {
+                    let only_required = v.as_object()?;
+                    if only_required.len() != 1 {
+                        return None;
+                    }
+                    let names = strings(only_required.get("required")?)?;
+                    let then = schema.contains_key("then").then(|| sub(self, "then"));
+                    let otherwise = schema.contains_key("else").then(|| sub(self, "else"));
+                    k.condition = Some((names, then, otherwise));
+                }
+                "then" | "else" if schema.contains_key("if") => {}
+                _ => return None,
+            }
+        }
+        Some(k)
+    }
+}
+
+/// A JSON-pointer reference token.
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}

@@ -1,0 +1,673 @@
+//! A light, read-only view of one clean JSON document, for the fast path.
+//!
+//! Building a `serde_json::Value` with `preserve_order` costs one allocation per string
+//! and container plus a SipHash per key: most of `atip validate`'s time. The view costs
+//! four vectors per document: strings without escapes are borrowed from the text
+//! (escaped ones are decoded into one shared buffer), arrays and objects are contiguous
+//! runs of those vectors, objects are searched linearly (they are small), and duplicate
+//! keys are noticed when an object closes.
+//!
+//! Owns only the "is this document clean" parse: [`Doc::parse`] answers `None` for
+//! anything that is not plainly valid JSON — a byte-order mark, bad UTF-8, empty input,
+//! any syntax error, duplicate keys, nesting past serde_json's limit, a number serde_json
+//! might refuse — and the caller then runs the full parse (`parse`), which produces every
+//! diagnostic. So `None` is always safe; `Some` must only ever be given for a document
+//! serde_json parses to the same value. Nothing here recurses on the input.
+
+use super::json::Json;
+use serde_json::Value;
+
+/// Deepest nesting accepted: the depth serde_json's recursion limit lets through
+/// (tested against it).
+const MAX_NESTING: usize = 127;
+
+/// Duplicate keys are looked for by sorting above this many members, pairwise below.
+const PAIRWISE: usize = 16;
+
+/// A string: a span of the text, or of the decoded buffer when it had escapes.
+#[derive(Debug, Clone, Copy)]
+struct Str {
+    start: u32,
+    len: u32,
+    decoded: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Node {
+    Null,
+    Bool(bool),
+    /// The number's text; `int` when serde_json holds it as `i64` or `u64`.
+    Num {
+        text: Str,
+        int: bool,
+    },
+    Str(Str),
+    /// `len` elements from `Doc::items[start]`.
+    Arr {
+        start: u32,
+        len: u32,
+    },
+    /// `len` members from `Doc::members[start]`.
+    Obj {
+        start: u32,
+        len: u32,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Member {
+    key: Str,
+    value: Node,
+}
+
+/// One parsed document.
+#[derive(Debug)]
+pub struct Doc<'t> {
+    text: &'t str,
+    decoded: String,
+    items: Vec<Node>,
+    members: Vec<Member>,
+    root: Node,
+}
+
+/// A value of a [`Doc`].
+#[derive(Debug, Clone, Copy)]
+pub struct View<'a> {
+    doc: &'a Doc<'a>,
+    node: &'a Node,
+}
+
+enum Frame {
+    Arr { start: usize },
+    Obj { start: usize, key: Str },
+}
+
+struct Parser<'t> {
+    text: &'t str,
+    bytes: &'t [u8],
+    pos: usize,
+    decoded: String,
+    items: Vec<Node>,
+    members: Vec<Member>,
+    // Elements and members of the containers still open; moved to `items` and
+    // `members` as one run when their container closes.
+    open_items: Vec<Node>,
+    open_members: Vec<Member>,
+}
+
+impl<'t> Doc<'t> {
+    /// Parses a clean document; `None` for anything else (see the module comment).
+    pub fn parse(bytes: &'t [u8]) -> Option<Doc<'t>> {
+        if bytes.starts_with(super::parse::BOM) || u32::try_from(bytes.len()).is_err() {
+            return None;
+        }
+        let text = std::str::from_utf8(bytes).ok()?;
+        if text.trim_ascii().is_empty() {
+            return None;
+        }
+        let mut p = Parser {
+            text,
+            bytes,
+            pos: 0,
+            decoded: String::new(),
+            items: Vec::new(),
+            members: Vec::new(),
+            open_items: Vec::new(),
+            open_members: Vec::new(),
+        };
+        let root = p.document()?;
+        Some(Doc {
+            text,
+            decoded: p.decoded,
+            items: p.items,
+            members: p.members,
+            root,
+        })
+    }
+
+    /// The whole document.
+    pub fn root(&self) -> View<'_> {
+        View {
+            doc: self,
+            node: &self.root,
+        }
+    }
+
+    fn str(&self, s: Str) -> &str {
+        let range = s.start as usize..(s.start + s.len) as usize;
+        if s.decoded {
+            &self.decoded[range]
+        } else {
+            &self.text[range]
+        }
+    }
+}
+
+impl<'t> Parser<'t> {
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.bytes.get(self.pos) {
+            self.pos += 1;
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn eat(&mut self, b: u8) -> Option<()> {
+        self.skip_ws();
+        (self.peek()? == b).then(|| self.pos += 1)
+    }
+
+    fn document(&mut self) -> Option<Node> {
+        let mut stack: Vec<Frame> = Vec::new();
+        'value: loop {
+            self.skip_ws();
+            let mut value = match self.peek()? {
+                b'{' | b'[' if stack.len() >= MAX_NESTING => return None,
+                b'{' => {
+                    self.pos += 1;
+                    self.skip_ws();
+                    if self.peek()? == b'}' {
+                        self.pos += 1;
+                        Node::Obj { start: 0, len: 0 }
+                    } else {
+                        let key = self.key()?;
+                        stack.push(Frame::Obj {
+                            start: self.open_members.len(),
+                            key,
+                        });
+                        continue 'value;
+                    }
+                }
+                b'[' => {
+                    self.pos += 1;
+                    self.skip_ws();
+                    if self.peek()? == b']' {
+                        self.pos += 1;
+                        Node::Arr { start: 0, len: 0 }
+                    } else {
+                        stack.push(Frame::Arr {
+                            start: self.open_items.len(),
+                        });
+                        continue 'value;
+                    }
+                }
+                b'"' => Node::Str(self.string()?),
+                b't' => self.literal(b"true", Node::Bool(true))?,
+                b'f' => self.literal(b"false", Node::Bool(false))?,
+                b'n' => self.literal(b"null", Node::Null)?,
+                b'-' | b'0'..=b'9' => self.number()?,
+                _ => return None,
+            };
+            // Hand the finished value to its container; close containers that end here.
+            loop {
+                match stack.last_mut() {
+                    None => {
+                        self.skip_ws();
+                        return (self.pos == self.bytes.len()).then_some(value);
+                    }
+                    Some(Frame::Arr { start }) => {
+                        let start = *start;
+                        self.open_items.push(value);
+                        self.skip_ws();
+                        match self.peek()? {
+                            b',' => {
+                                self.pos += 1;
+                                continue 'value;
+                            }
+                            b']' => {
+                                self.pos += 1;
+                                stack.pop();
+                                value = Node::Arr {
+                                    start: self.items.len() as u32,
+                                    len: (self.open_items.len() - start) as u32,
+                                };
+                                self.items.extend(self.open_items.drain(start..));
+                            }
+                            _ => return None,
+                        }
+                    }
+                    Some(Frame::Obj { start, key }) => {
+                        let start = *start;
+                        self.open_members.push(Member { key: *key, value });
+                        self.skip_ws();
+                        match self.peek()? {
+                            b',' => {
+                                self.pos += 1;
+                                self.skip_ws();
+                                *key = self.key()?;
+                                continue 'value;
+                            }
+                            b'}' => {
+                                self.pos += 1;
+                                stack.pop();
+                                if self.has_duplicates(&self.open_members[start..]) {
+                                    return None;
+                                }
+                                value = Node::Obj {
+                                    start: self.members.len() as u32,
+                                    len: (self.open_members.len() - start) as u32,
+                                };
+                                self.members.extend(self.open_members.drain(start..));
+                            }
+                            _ => return None,
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A member's key and its colon.
+    fn key(&mut self) -> Option<Str> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let key = self.string()?;
+        self.eat(b':')?;
+        Some(key)
+    }
+
+    fn resolve(&self, s: Str) -> &str {
+        let range = s.start as usize..(s.start + s.len) as usize;
+        if s.decoded {
+            &self.decoded[range]
+        } else {
+            &self.text[range]
+        }
+    }
+
+    fn has_duplicates(&self, members: &[Member]) -> bool {
+        if members.len() <= PAIRWISE {
+            members.iter().enumerate().any(|(i, m)| {
+                let k = self.resolve(m.key);
+                members[..i].iter().any(|n| self.resolve(n.key) == k)
+            })
+        } else {
+            let mut keys: Vec<&str> = members.iter().map(|m| self.resolve(m.key)).collect();
+            keys.sort_unstable();
+            keys.windows(2).any(|w| w[0] == w[1])
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], node: Node) -> Option<Node> {
+        self.bytes[self.pos..].starts_with(word).then(|| {
+            self.pos += word.len();
+            node
+        })
+    }
+
+    /// A number as JSON writes it. serde_json holds integers that fit `u64` (or `i64`
+    /// when negative) as integers and the rest as `f64`; a float that is not plainly
+    /// finite (near or past `f64::MAX`) is left to serde_json, which may refuse it.
+    fn number(&mut self) -> Option<Node> {
+        let start = self.pos;
+        let digits = |p: &mut Self| {
+            let from = p.pos;
+            while let Some(b'0'..=b'9') = p.peek() {
+                p.pos += 1;
+            }
+            p.pos > from
+        };
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+        }
+        match self.peek()? {
+            b'0' => {
+                self.pos += 1;
+                if let Some(b'0'..=b'9') = self.peek() {
+                    return None;
+                }
+            }
+            b'1'..=b'9' => {
+                digits(self);
+            }
+            _ => return None,
+        }
+        let mut int = true;
+        if self.peek() == Some(b'.') {
+            self.pos += 1;
+            int = false;
+            if !digits(self) {
+                return None;
+            }
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.pos += 1;
+            int = false;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            if !digits(self) {
+                return None;
+            }
+        }
+        let text = &self.text[start..self.pos];
+        let int = int
+            && if text.starts_with('-') {
+                text.parse::<i64>().is_ok()
+            } else {
+                text.parse::<u64>().is_ok()
+            };
+        if !int && !text.parse::<f64>().is_ok_and(|f| f.abs() < 1e300) {
+            return None;
+        }
+        Some(Node::Num {
+            text: Str {
+                start: start as u32,
+                len: (self.pos - start) as u32,
+                decoded: false,
+            },
+            int,
+        })
+    }
+
+    /// A string from its opening quote: borrowed when it has no escapes, else decoded
+    /// into the shared buffer. Raw control characters and lone surrogates are refused,
+    /// as serde_json refuses them.
+    fn string(&mut self) -> Option<Str> {
+        self.pos += 1;
+        let start = self.pos;
+        self.pos = special(self.bytes, self.pos);
+        match *self.bytes.get(self.pos)? {
+            b'"' => {
+                self.pos += 1;
+                return Some(Str {
+                    start: start as u32,
+                    len: (self.pos - 1 - start) as u32,
+                    decoded: false,
+                });
+            }
+            b'\\' => {}
+            _ => return None,
+        }
+        let from = self.decoded.len();
+        self.decoded.push_str(&self.text[start..self.pos]);
+        loop {
+            let b = *self.bytes.get(self.pos)?;
+            match b {
+                b'"' => {
+                    self.pos += 1;
+                    return Some(Str {
+                        start: from as u32,
+                        len: (self.decoded.len() - from) as u32,
+                        decoded: true,
+                    });
+                }
+                b'\\' => {
+                    self.pos += 1;
+                    let c = match *self.bytes.get(self.pos)? {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => {
+                            let hi = self.hex4()?;
+                            match hi {
+                                0xD800..=0xDBFF => {
+                                    if !self.bytes[self.pos + 1..].starts_with(b"\\u") {
+                                        return None;
+                                    }
+                                    self.pos += 2;
+                                    let lo = self.hex4()?;
+                                    if !(0xDC00..=0xDFFF).contains(&lo) {
+                                        return None;
+                                    }
+                                    let c = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                                    char::from_u32(c)?
+                                }
+                                0xDC00..=0xDFFF => return None,
+                                c => char::from_u32(c)?,
+                            }
+                        }
+                        _ => return None,
+                    };
+                    self.decoded.push(c);
+                    self.pos += 1;
+                }
+                0..=0x1f => return None,
+                _ => {
+                    // Copy the run up to the next quote, escape or control character.
+                    let run = self.pos;
+                    self.pos = special(self.bytes, self.pos);
+                    self.decoded.push_str(&self.text[run..self.pos]);
+                }
+            }
+        }
+    }
+
+    /// The four hex digits after `\u` (`pos` on the `u`); leaves `pos` on the last one.
+    fn hex4(&mut self) -> Option<u32> {
+        let digits = self.bytes.get(self.pos + 1..self.pos + 5)?;
+        let mut n = 0;
+        for &d in digits {
+            n = n * 16 + (d as char).to_digit(16)?;
+        }
+        self.pos += 4;
+        Some(n)
+    }
+}
+
+/// The index of the first `"`, `\\` or control character at or after `at` (or the
+/// length): eight bytes at a time, since strings are most of a metadata document.
+fn special(bytes: &[u8], mut at: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        let quote = w ^ (ONES * u64::from(b'"'));
+        let backslash = w ^ (ONES * u64::from(b'\\'));
+        // Per byte: zero (after the xor) or below 0x20. Borrows can only mark bytes
+        // above a real match, so the lowest mark is always a real one.
+        let found = ((quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash)
+            | (w.wrapping_sub(ONES * 0x20) & !w))
+            & HIGH;
+        if found != 0 {
+            return at + (found.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    while at < bytes.len() && !matches!(bytes[at], b'"' | b'\\' | 0..=0x1f) {
+        at += 1;
+    }
+    at
+}
+
+/// Array elements of a [`View`].
+#[derive(Clone)]
+pub struct Items<'a> {
+    doc: &'a Doc<'a>,
+    iter: std::slice::Iter<'a, Node>,
+}
+
+impl<'a> Iterator for Items<'a> {
+    type Item = View<'a>;
+    fn next(&mut self) -> Option<View<'a>> {
+        let doc = self.doc;
+        self.iter.next().map(|node| View { doc, node })
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.iter.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for Items<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let doc = self.doc;
+        self.iter.next_back().map(|node| View { doc, node })
+    }
+}
+
+impl ExactSizeIterator for Items<'_> {}
+
+/// Object members of a [`View`].
+#[derive(Clone)]
+pub struct Members<'a> {
+    doc: &'a Doc<'a>,
+    iter: std::slice::Iter<'a, Member>,
+}
+
+impl<'a> Iterator for Members<'a> {
+    type Item = (&'a str, View<'a>);
+    fn next(&mut self) -> Option<Self::Item> {
+        let doc = self.doc;
+        self.iter.next().map(|m| {
+            (
+                doc.str(m.key),
+                View {
+                    doc,
+                    node: &m.value,
+                },
+            )
+        })
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.iter.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for Members<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let doc = self.doc;
+        self.iter.next_back().map(|m| {
+            (
+                doc.str(m.key),
+                View {
+                    doc,
+                    node: &m.value,
+                },
+            )
+        })
+    }
+}
+
+impl ExactSizeIterator for Members<'_> {}
+
+impl<'a> View<'a> {
+    /// The number's text, when this is a number.
+    pub fn number_text(self) -> Option<&'a str> {
+        match *self.node {
+            Node::Num { text, .. } => Some(self.doc.str(text)),
+            _ => None,
+        }
+    }
+
+    fn member_slice(self) -> Option<&'a [Member]> {
+        match *self.node {
+            Node::Obj { start, len } => {
+                Some(&self.doc.members[start as usize..(start + len) as usize])
+            }
+            _ => None,
+        }
+    }
+}
+
+impl<'a> Json<'a> for View<'a> {
+    type Items = Items<'a>;
+    type Members = Members<'a>;
+
+    fn get(self, key: &str) -> Option<Self> {
+        let doc = self.doc;
+        self.member_slice()?
+            .iter()
+            .find(|m| doc.str(m.key) == key)
+            .map(|m| View {
+                doc,
+                node: &m.value,
+            })
+    }
+    fn members(self) -> Option<Members<'a>> {
+        Some(Members {
+            doc: self.doc,
+            iter: self.member_slice()?.iter(),
+        })
+    }
+    fn items(self) -> Option<Items<'a>> {
+        match *self.node {
+            Node::Arr { start, len } => Some(Items {
+                doc: self.doc,
+                iter: self.doc.items[start as usize..(start + len) as usize].iter(),
+            }),
+            _ => None,
+        }
+    }
+    fn no_items(self) -> Items<'a> {
+        Items {
+            doc: self.doc,
+            iter: [].iter(),
+        }
+    }
+    fn as_str(self) -> Option<&'a str> {
+        match *self.node {
+            Node::Str(s) => Some(self.doc.str(s)),
+            _ => None,
+        }
+    }
+    fn as_bool(self) -> Option<bool> {
+        match *self.node {
+            Node::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+    fn is_null(self) -> bool {
+        matches!(self.node, Node::Null)
+    }
+    fn is_number(self) -> bool {
+        matches!(self.node, Node::Num { .. })
+    }
+    fn is_integer(self) -> bool {
+        matches!(self.node, Node::Num { int: true, .. })
+    }
+    fn to_value(self) -> Value {
+        match *self.node {
+            Node::Null => Value::Null,
+            Node::Bool(b) => Value::Bool(b),
+            // serde_json's own reading of the number, so that it prints as it would.
+            Node::Num { text, .. } => {
+                serde_json::from_str(self.doc.str(text)).unwrap_or(Value::Null)
+            }
+            Node::Str(s) => Value::String(self.doc.str(s).to_owned()),
+            Node::Arr { .. } => Value::Array(self.items().into_iter().flatten().map(View::to_value).collect()),
+            Node::Obj { .. } => Value::Object(
+                self.members()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.to_owned(), v.to_value()))
+                    .collect(),
+            ),
+        }
+    }
+    fn same(self, other: Self) -> bool {
+        match (*self.node, *other.node) {
+            (Node::Null, Node::Null) => true,
+            (Node::Bool(a), Node::Bool(b)) => a == b,
+            (Node::Num { .. }, Node::Num { .. }) => self.to_value() == other.to_value(),
+            (Node::Str(a), Node::Str(b)) => self.doc.str(a) == other.doc.str(b),
+            (Node::Arr { len: a, .. }, Node::Arr { len: b, .. }) => {
+                a == b
+                    && self
+                        .items()
+                        .into_iter()
+                        .flatten()
+                        .zip(other.items().into_iter().flatten())
+                        .all(|(x, y)| x.same(y))
+            }
+            (Node::Obj { len: a, .. }, Node::Obj { len: b, .. }) => {
+                // Keys are unique (documents with duplicates never get a view).
+                a == b
+                    && self
+                        .members()
+                        .into_iter()
+                        .flatten()
+                        .all(|(k, v)| other.get(k).is_some_and(|w| v.same(w)))
+            }
+            _ => false,
+        }
+    }
+}
