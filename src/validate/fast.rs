@@ -81,8 +81,16 @@ struct Keywords {
     minimum: Option<i64>,
     maximum: Option<i64>,
     format: Option<Format>,
-    /// `if` made only of `required`: (its names, then, else).
-    condition: Option<(Vec<String>, Option<usize>, Option<usize>)>,
+    /// `if` made only of `required` or only of `type`: (that test, then, else).
+    condition: Option<(Test, Option<usize>, Option<usize>)>,
+}
+
+/// An `if` decided either way.
+#[derive(Debug)]
+enum Test {
+    Required(Vec<String>),
+    /// Not for `integer` alone: 2.0 is one to JSON Schema, not to [`type_of`].
+    Type(u8),
 }
 
 #[derive(Debug)]
@@ -134,8 +142,11 @@ impl Compiled {
         if !k.all_of.iter().all(|&s| self.sure(s, v)) {
             return false;
         }
-        if let Some((names, then, otherwise)) = &k.condition {
-            let holds = !v.is_object() || names.iter().all(|n| v.contains_key(n));
+        if let Some((test, then, otherwise)) = &k.condition {
+            let holds = match test {
+                Test::Required(names) => !v.is_object() || names.iter().all(|n| v.contains_key(n)),
+                Test::Type(mask) => type_of(v) & mask != 0,
+            };
             let branch = if holds { then } else { otherwise };
             if branch.is_some_and(|s| !self.sure(s, v)) {
                 return false;
@@ -166,7 +177,10 @@ impl Compiled {
     /// `properties`, `patternProperties` and `additionalProperties` for one member.
     fn member_sure(&self, k: &Keywords, key: &str, x: View<'_>) -> bool {
         let mut matched = false;
-        if let Some((_, s)) = k.properties.iter().find(|(name, _)| name == key) {
+        if let Some((_, s)) = k
+            .properties
+            .iter()
+            .find(|(name, _)| name.len() == key.len() && name == key) {
             matched = true;
             if !self.sure(*s, x) {
                 return false;
@@ -357,20 +371,7 @@ impl Compiler<'_> {
                         Value::String(s) => vec![s.clone()],
                         other => strings(other)?,
                     };
-                    let mut mask = 0;
-                    for t in names {
-                        mask |= match t.as_str() {
-                            "null" => TYPE_NULL,
-                            "boolean" => TYPE_BOOLEAN,
-                            "integer" => TYPE_INTEGER,
-                            "number" => TYPE_NUMBER,
-                            "string" => TYPE_STRING,
-                            "array" => TYPE_ARRAY,
-                            "object" => TYPE_OBJECT,
-                            _ => return None,
-                        };
-                    }
-                    k.types = Some(mask);
+                    k.types = Some(type_mask(&names)?);
                 }
                 "$ref" => {
                     let target = v.as_str()?;
@@ -428,14 +429,20 @@ impl Compiler<'_> {
                     })
                 }
                 "if" => {
-                    let only_required = v.as_object()?;
-                    if only_required.len() != 1 {
-                        return None;
-                    }
-                    let names = strings(only_required.get("required")?)?;
+                    let test = match v.as_object()?.iter().collect::<Vec<_>>()[..] {
+                        [(word, names)] if word == "required" => Test::Required(strings(names)?),
+                        [(word, Value::String(t))] if word == "type" => {
+                            let mask = type_mask(&[t.clone()])?;
+                            if mask & TYPE_INTEGER != 0 && mask & TYPE_NUMBER == 0 {
+                                return None;
+                            }
+                            Test::Type(mask)
+                        }
+                        _ => return None,
+                    };
                     let then = schema.contains_key("then").then(|| sub(self, "then"));
                     let otherwise = schema.contains_key("else").then(|| sub(self, "else"));
-                    k.condition = Some((names, then, otherwise));
+                    k.condition = Some((test, then, otherwise));
                 }
                 "then" | "else" if schema.contains_key("if") => {}
                 _ => return None,
@@ -443,6 +450,24 @@ impl Compiler<'_> {
         }
         Some(k)
     }
+}
+
+/// The [`type_of`] bits of JSON Schema type names; `None` for an unknown name.
+fn type_mask(names: &[String]) -> Option<u8> {
+    let mut mask = 0;
+    for t in names {
+        mask |= match t.as_str() {
+            "null" => TYPE_NULL,
+            "boolean" => TYPE_BOOLEAN,
+            "integer" => TYPE_INTEGER,
+            "number" => TYPE_NUMBER,
+            "string" => TYPE_STRING,
+            "array" => TYPE_ARRAY,
+            "object" => TYPE_OBJECT,
+            _ => return None,
+        };
+    }
+    Some(mask)
 }
 
 /// A JSON-pointer reference token.

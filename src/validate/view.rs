@@ -576,7 +576,7 @@ impl<'a> Json<'a> for View<'a> {
         let doc = self.doc;
         self.member_slice()?
             .iter()
-            .find(|m| doc.str(m.key) == key)
+            .find(|m| m.key.len as usize == key.len() && doc.str(m.key) == key)
             .map(|m| View {
                 doc,
                 node: &m.value,
@@ -669,5 +669,180 @@ impl<'a> Json<'a> for View<'a> {
             }
             _ => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::validate::parse;
+
+    /// serde_json's reading of `bytes` through the full parse: the value when there is
+    /// no diagnostic and no duplicate key.
+    fn full(bytes: &[u8]) -> Option<Value> {
+        let p = parse::parse(bytes);
+        (p.diagnostics.is_empty() && p.duplicates == 0)
+            .then_some(p.value)
+            .flatten()
+    }
+
+    /// The view never accepts what the full parse refuses, and reads the same value,
+    /// members in the same order.
+    fn agrees(bytes: &[u8]) -> bool {
+        let ours = Doc::parse(bytes).map(|d| d.root().to_value());
+        if let Some(v) = &ours {
+            let theirs = full(bytes);
+            assert_eq!(
+                theirs.as_ref().map(|t| t.to_string()),
+                Some(v.to_string()),
+                "{}",
+                String::from_utf8_lossy(bytes)
+            );
+        }
+        ours.is_some()
+    }
+
+    #[test]
+    fn tricky_inputs_as_serde_json_reads_them() {
+        let accepted: &[&[u8]] = &[
+            b"{}",
+            b"[]",
+            b" \t\r\n{ \"a\" : [ 1 , -2 , 3.5 , -0 , 0.0e0 , 1E+2 , 2e-3 ] } \n",
+            br#"{"s": "plain", "e": "q\" b\\ s\/ \b\f\n\r\t", "u": "\u00e9\u0000\uFFFF"}"#,
+            b"{\"pair\": \"\\ud83d\\ude00\", \"raw\": \"\xc3\xa9 \xf0\x9f\x98\x80\", \"del\": \"\x7f\"}",
+            br#"{"big": 18446744073709551615, "neg": -9223372036854775808}"#,
+            br#"{"over": 18446744073709551616, "under": -9223372036854775809}"#,
+            br#"{"x": true, "y": false, "z": null, "n": [[], {}, [{}]]}"#,
+            br#"{"a\u0062": 1, "ab\u0063": 2}"#,
+            b"\"just a string\"",
+            b"12",
+            b"null",
+        ];
+        for &a in accepted {
+            assert!(agrees(a), "{}", String::from_utf8_lossy(a));
+        }
+        let refused: &[&[u8]] = &[
+            b"",
+            b"  \n",
+            b"\xEF\xBB\xBF{}",
+            b"{\"a\": \"\xff\"}",
+            b"{} x",
+            b"{}}",
+            b"{\"a\": [1, 2",
+            b"{\"a\" 1}",
+            b"{\"a\": 1,}",
+            b"[1,]",
+            b"[01]",
+            b"[1.]",
+            b"[.5]",
+            b"[1e]",
+            b"[-]",
+            b"[+1]",
+            b"[1e400]",
+            b"[tru]",
+            b"[nul]",
+            b"{'a': 1}",
+            b"{\"a\": \"tab\there\"}",
+            b"{\"a\": \"new\nline\"}",
+            b"[\"\\x\"]",
+            b"[\"\\u12\"]",
+            b"[\"\\ud800\"]",
+            b"[\"\\udc00\"]",
+            b"[\"\\ud800\\u0041\"]",
+            b"[\"unterminated",
+            br#"{"a": 1, "a": 2}"#,
+            br#"{"a": 1, "\u0061": 2}"#,
+            b"{1: 2}",
+        ];
+        for &r in refused {
+            assert!(!agrees(r), "{}", String::from_utf8_lossy(r));
+        }
+        // Duplicates among many members (sorted, not pairwise).
+        let many: Vec<String> = (0..40).map(|i| format!("\"k{}\": {i}", i % 39)).collect();
+        assert!(!agrees(format!("{{{}}}", many.join(",")).as_bytes()));
+        let distinct: Vec<String> = (0..40).map(|i| format!("\"k{i}\": {i}")).collect();
+        assert!(agrees(format!("{{{}}}", distinct.join(",")).as_bytes()));
+    }
+
+    #[test]
+    fn nesting_bound_is_serde_jsons() {
+        let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let objects = |n: usize| format!("{}1{}", "{\"a\":".repeat(n), "}".repeat(n));
+        for doc in [nested, objects] {
+            assert!(full(doc(MAX_NESTING).as_bytes()).is_some());
+            assert!(full(doc(MAX_NESTING + 1).as_bytes()).is_none());
+            assert!(agrees(doc(MAX_NESTING).as_bytes()));
+            assert!(!agrees(doc(MAX_NESTING + 1).as_bytes()));
+        }
+        assert!(!agrees("[".repeat(200_000).as_bytes()));
+    }
+
+    #[test]
+    fn special_finds_the_first_quote_backslash_or_control() {
+        let text = b"abcdefghijklmnop\"qrs";
+        for at in 0..text.len() {
+            let expected = (at..text.len())
+                .find(|&i| matches!(text[i], b'"' | b'\\' | 0..=0x1f))
+                .unwrap_or(text.len());
+            assert_eq!(special(text, at), expected);
+        }
+        for b in [b'"', b'\\', 0, 0x1f, b'\n'] {
+            for pos in 0..20 {
+                let mut t = vec![b'a'; 20];
+                t[pos] = b;
+                // A later byte a borrow could mark must not hide the real first one.
+                t[19] = 0;
+                assert_eq!(special(&t, 0), pos);
+            }
+        }
+        assert_eq!(special("é\u{7f}\u{80}ü".as_bytes(), 0), 7);
+    }
+
+    proptest::proptest! {
+        /// Whatever the bytes (JSON text, then cut, spliced or flipped), the view never
+        /// accepts what the full parse refuses and never reads another value.
+        #[test]
+        fn view_never_disagrees_with_serde_json(
+            value in json_value(),
+            edits in proptest::collection::vec((0usize..4096, 0u8..6, proptest::num::u8::ANY), 0..4),
+        ) {
+            let mut bytes = serde_json::to_vec(&value).unwrap_or_default();
+            proptest::prop_assert!(agrees(&bytes));
+            for (at, op, b) in edits {
+                let at = at % (bytes.len() + 1);
+                match op {
+                    0 => bytes.truncate(at),
+                    1 => bytes.insert(at, b),
+                    2 if at < bytes.len() => bytes[at] = b,
+                    3 => bytes.insert(at, b"\"\\,:{}[]-0e. \n"[usize::from(b) % 14]),
+                    4 if at < bytes.len() => { bytes.remove(at); }
+                    _ => {
+                        for (i, c) in b"\\u00".iter().enumerate() {
+                            bytes.insert(at + i, *c);
+                        }
+                    }
+                }
+                agrees(&bytes);
+            }
+        }
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            (-1e10f64..1e10).prop_map(Value::from),
+            "[a-c\"\\\\/\u{0}-\u{1f}é😀]{0,6}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 40, 5, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                proptest::collection::vec(("[ab\"é]{0,3}", inner), 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
     }
 }

@@ -16,11 +16,12 @@ use crate::model::ParamType;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
-/// An option in scope: where it was declared and its object.
-#[derive(Clone, Copy)]
-struct Entry<'a, J> {
+/// An option in scope: where it was declared and its flags (looked up once: every flag
+/// of every later option in scope is compared with them).
+#[derive(Clone)]
+struct Entry<'a, J: Json<'a>> {
     name: &'a str,
-    opt: J,
+    flags: J::Items,
     /// 0 for `globalOptions`, else the depth of the declaring command.
     depth: usize,
     index: usize,
@@ -28,7 +29,7 @@ struct Entry<'a, J> {
 
 impl<'a, J: Json<'a>> Entry<'a, J> {
     fn flags(&self) -> J::Items {
-        list(self.opt, "flags")
+        self.flags.clone()
     }
 
     fn has_flag(&self, flag: &str) -> bool {
@@ -135,7 +136,7 @@ fn check_options<'a, J: Json<'a>>(
         }
         let entry = Entry {
             name: name_of(opt),
-            opt,
+            flags: list(opt, "flags"),
             depth,
             index: position,
         };
@@ -163,7 +164,7 @@ fn check_options<'a, J: Json<'a>>(
                 ));
             }
         }
-        let flags = entry.flags();
+        let flags: J::Items = entry.flags();
         let mut seen_here: HashSet<&str> = HashSet::new();
         for (k, flag) in flags.clone().enumerate() {
             let Some(flag) = flag.as_str() else { continue };
