@@ -14,7 +14,7 @@
 //! Must not produce diagnostics: jsonschema's errors are the only schema diagnostics.
 
 use super::json::Json;
-use super::view::View;
+use super::view::{Type, View, key_tag};
 use crate::schema::{METADATA_SCHEMA_ID, SchemaName};
 use regex::Regex;
 use serde_json::Value;
@@ -69,7 +69,8 @@ struct Keywords {
     types: Option<u8>,
     all_of: Vec<usize>,
     required: Vec<String>,
-    properties: Vec<(String, usize)>,
+    /// Name, its [`key_tag`], schema.
+    properties: Vec<(String, u64, usize)>,
     pattern_properties: Vec<(Pattern, usize)>,
     additional: Option<usize>,
     items: Option<usize>,
@@ -167,31 +168,30 @@ impl Compiled {
             return k.min_items.is_none_or(|n| items.len() >= n)
                 && k.items.is_none_or(|s| items.clone().all(|x| self.sure(s, x)));
         }
-        if let Some(members) = v.members() {
+        if let Some(mut members) = v.tagged_members() {
             return k.required.iter().all(|n| v.contains_key(n))
-                && members.into_iter().all(|(key, x)| self.member_sure(k, key, x));
+                && members.all(|(tag, key, x)| self.member_sure(k, tag, key, x));
         }
         true
     }
 
     /// `properties`, `patternProperties` and `additionalProperties` for one member.
-    fn member_sure(&self, k: &Keywords, key: &str, x: View<'_>) -> bool {
+    fn member_sure(&self, k: &Keywords, tag: u64, key: &str, x: View<'_>) -> bool {
         let mut matched = false;
-        if let Some((_, s)) = k
+        if let Some((_, _, s)) = k
             .properties
             .iter()
-            .find(|(name, _)| name.len() == key.len() && name == key) {
+            .find(|(name, t, _)| *t == tag && (key.len() < 8 || name == key)) {
             matched = true;
             if !self.sure(*s, x) {
                 return false;
             }
         }
-        for (re, s) in &k.pattern_properties {
-            // ECMA and Rust regexes agree on ASCII subjects only.
-            if !key.is_ascii() {
+        for (pattern, s) in &k.pattern_properties {
+            let Some(found) = pattern.matches(key) else {
                 return false;
-            }
-            if re.is_match(key) {
+            };
+            if found {
                 matched = true;
                 if !self.sure(*s, x) {
                     return false;
@@ -203,21 +203,15 @@ impl Compiled {
 }
 
 fn type_of(v: View<'_>) -> u8 {
-    if v.is_null() {
-        TYPE_NULL
-    } else if v.is_boolean() {
-        TYPE_BOOLEAN
-    } else if v.is_integer() {
-        TYPE_INTEGER | TYPE_NUMBER
-    } else if v.is_number() {
+    match v.json_type() {
+        Type::Null => TYPE_NULL,
+        Type::Boolean => TYPE_BOOLEAN,
+        Type::Integer => TYPE_INTEGER | TYPE_NUMBER,
         // 2.0 is an integer to JSON Schema, but not certainly one here.
-        TYPE_NUMBER
-    } else if v.is_string() {
-        TYPE_STRING
-    } else if v.is_array() {
-        TYPE_ARRAY
-    } else {
-        TYPE_OBJECT
+        Type::Float => TYPE_NUMBER,
+        Type::String => TYPE_STRING,
+        Type::Array => TYPE_ARRAY,
+        Type::Object => TYPE_OBJECT,
     }
 }
 
@@ -226,7 +220,7 @@ fn string_sure(k: &Keywords, s: &str) -> bool {
         .is_none_or(|n| s.len() >= n && s.chars().take(n).count() == n)
         && k.pattern
             .as_ref()
-            .is_none_or(|re| s.is_ascii() && re.is_match(s))
+            .is_none_or(|p| p.matches(s) == Some(true))
         && k.format.is_none_or(|f| match f {
             Format::Uri => plain_uri(s),
             Format::DateTime => plain_date_time(s),
@@ -319,10 +313,14 @@ impl Pattern {
         Regex::new(pattern).ok().map(Pattern::Regex)
     }
 
-    fn is_match(&self, s: &str) -> bool {
+    /// Whether `s` matches; `None` when not sure (a regex over a non-ASCII string, where
+    /// ECMA and Rust classes may differ). A literal prefix is exact on any string.
+    fn matches(&self, s: &str) -> Option<bool> {
         match self {
-            Pattern::Prefixes(p) => p.iter().any(|p| s.starts_with(p.as_str())),
-            Pattern::Regex(re) => re.is_match(s),
+            Pattern::Prefixes(p) => Some(p.iter().any(|p| {
+                s.as_bytes().first() == p.as_bytes().first() && s.starts_with(p.as_str())
+            })),
+            Pattern::Regex(re) => s.is_ascii().then(|| re.is_match(s)),
         }
     }
 }
@@ -400,7 +398,7 @@ impl Compiler<'_> {
                             doc,
                             format!("{pointer}/properties/{}", escape(name)),
                         );
-                        k.properties.push((name.clone(), s));
+                        k.properties.push((name.clone(), key_tag(name), s));
                     }
                 }
                 "patternProperties" => {

@@ -57,7 +57,20 @@ enum Node {
 #[derive(Debug, Clone, Copy)]
 struct Member {
     key: Str,
+    /// [`key_tag`] of the key: most look-ups are settled without comparing strings.
+    tag: u64,
     value: Node,
+}
+
+/// A key's first seven bytes and its length in one word: equal tags mean equal keys
+/// for keys of up to seven bytes, and a mere length-and-prefix match otherwise.
+pub fn key_tag(key: &str) -> u64 {
+    let bytes = key.as_bytes();
+    let mut word = [0u8; 8];
+    let n = bytes.len().min(7);
+    word[..n].copy_from_slice(&bytes[..n]);
+    word[7] = bytes.len().min(255) as u8;
+    u64::from_le_bytes(word)
 }
 
 /// One parsed document.
@@ -79,7 +92,7 @@ pub struct View<'a> {
 
 enum Frame {
     Arr { start: usize },
-    Obj { start: usize, key: Str },
+    Obj { start: usize, key: (Str, u64) },
 }
 
 struct Parser<'t> {
@@ -133,6 +146,7 @@ impl<'t> Doc<'t> {
         }
     }
 
+    #[inline]
     fn str(&self, s: Str) -> &str {
         let range = s.start as usize..(s.start + s.len) as usize;
         if s.decoded {
@@ -230,7 +244,11 @@ impl<'t> Parser<'t> {
                     }
                     Some(Frame::Obj { start, key }) => {
                         let start = *start;
-                        self.open_members.push(Member { key: *key, value });
+                        self.open_members.push(Member {
+                            key: key.0,
+                            tag: key.1,
+                            value,
+                        });
                         self.skip_ws();
                         match self.peek()? {
                             b',' => {
@@ -259,14 +277,14 @@ impl<'t> Parser<'t> {
         }
     }
 
-    /// A member's key and its colon.
-    fn key(&mut self) -> Option<Str> {
+    /// A member's key, its tag, and its colon.
+    fn key(&mut self) -> Option<(Str, u64)> {
         if self.peek()? != b'"' {
             return None;
         }
         let key = self.string()?;
         self.eat(b':')?;
-        Some(key)
+        Some((key, key_tag(self.resolve(key))))
     }
 
     fn resolve(&self, s: Str) -> &str {
@@ -281,8 +299,9 @@ impl<'t> Parser<'t> {
     fn has_duplicates(&self, members: &[Member]) -> bool {
         if members.len() <= PAIRWISE {
             members.iter().enumerate().any(|(i, m)| {
-                let k = self.resolve(m.key);
-                members[..i].iter().any(|n| self.resolve(n.key) == k)
+                members[..i]
+                    .iter()
+                    .any(|n| n.tag == m.tag && self.resolve(n.key) == self.resolve(m.key))
             })
         } else {
             let mut keys: Vec<&str> = members.iter().map(|m| self.resolve(m.key)).collect();
@@ -549,13 +568,60 @@ impl DoubleEndedIterator for Members<'_> {
 
 impl ExactSizeIterator for Members<'_> {}
 
+/// The JSON type of a [`View`], in one match (the schema check asks it of every value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Type {
+    /// `null`.
+    Null,
+    /// `true` or `false`.
+    Boolean,
+    /// A number serde_json holds as `i64` or `u64`.
+    Integer,
+    /// Any other number.
+    Float,
+    /// A string.
+    String,
+    /// An array.
+    Array,
+    /// An object.
+    Object,
+}
+
 impl<'a> View<'a> {
+    /// Its JSON type.
+    pub fn json_type(self) -> Type {
+        match self.node {
+            Node::Null => Type::Null,
+            Node::Bool(_) => Type::Boolean,
+            Node::Num { int: true, .. } => Type::Integer,
+            Node::Num { .. } => Type::Float,
+            Node::Str(_) => Type::String,
+            Node::Arr { .. } => Type::Array,
+            Node::Obj { .. } => Type::Object,
+        }
+    }
+
     /// The number's text, when this is a number.
     pub fn number_text(self) -> Option<&'a str> {
         match *self.node {
             Node::Num { text, .. } => Some(self.doc.str(text)),
             _ => None,
         }
+    }
+
+    /// The members with their [`key_tag`]s, when this is an object.
+    pub fn tagged_members(self) -> Option<impl Iterator<Item = (u64, &'a str, View<'a>)>> {
+        let doc = self.doc;
+        Some(self.member_slice()?.iter().map(move |m| {
+            (
+                m.tag,
+                doc.str(m.key),
+                View {
+                    doc,
+                    node: &m.value,
+                },
+            )
+        }))
     }
 
     fn member_slice(self) -> Option<&'a [Member]> {
@@ -574,9 +640,10 @@ impl<'a> Json<'a> for View<'a> {
 
     fn get(self, key: &str) -> Option<Self> {
         let doc = self.doc;
+        let tag = key_tag(key);
         self.member_slice()?
             .iter()
-            .find(|m| m.key.len as usize == key.len() && doc.str(m.key) == key)
+            .find(|m| m.tag == tag && (key.len() < 8 || doc.str(m.key) == key))
             .map(|m| View {
                 doc,
                 node: &m.value,
