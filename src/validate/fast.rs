@@ -166,7 +166,8 @@ impl Compiled {
         }
         if let Some(items) = v.items() {
             return k.min_items.is_none_or(|n| items.len() >= n)
-                && k.items.is_none_or(|s| items.clone().all(|x| self.sure(s, x)));
+                && k.items
+                    .is_none_or(|s| items.clone().all(|x| self.sure(s, x)));
         }
         if let Some(mut members) = v.tagged_members() {
             return k.required.iter().all(|n| v.contains_key(n))
@@ -181,7 +182,8 @@ impl Compiled {
         if let Some((_, _, s)) = k
             .properties
             .iter()
-            .find(|(name, t, _)| *t == tag && (key.len() < 8 || name == key)) {
+            .find(|(name, t, _)| *t == tag && (key.len() < 8 || name == key))
+        {
             matched = true;
             if !self.sure(*s, x) {
                 return false;
@@ -253,9 +255,12 @@ fn plain_uri(s: &str) -> bool {
     };
     let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     !host.is_empty()
-        && host
-            .split('.')
-            .all(|label| !label.is_empty() && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+        && host.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
         && path
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'-' | b'.' | b'_' | b'~'))
@@ -362,8 +367,8 @@ impl Compiler<'_> {
         let mut k = Keywords::default();
         for (key, v) in schema {
             match key.as_str() {
-                "$schema" | "$id" | "$defs" | "$comment" | "title" | "description"
-                | "default" | "examples" => {}
+                "$schema" | "$id" | "$defs" | "$comment" | "title" | "description" | "default"
+                | "examples" => {}
                 "type" => {
                     let names = match v {
                         Value::String(s) => vec![s.clone()],
@@ -394,20 +399,15 @@ impl Compiler<'_> {
                 "required" => k.required = strings(v)?,
                 "properties" => {
                     for name in v.as_object()?.keys() {
-                        let s = self.node(
-                            doc,
-                            format!("{pointer}/properties/{}", escape(name)),
-                        );
+                        let s = self.node(doc, format!("{pointer}/properties/{}", escape(name)));
                         k.properties.push((name.clone(), key_tag(name), s));
                     }
                 }
                 "patternProperties" => {
                     for name in v.as_object()?.keys() {
                         let re = Pattern::new(name)?;
-                        let s = self.node(
-                            doc,
-                            format!("{pointer}/patternProperties/{}", escape(name)),
-                        );
+                        let s =
+                            self.node(doc, format!("{pointer}/patternProperties/{}", escape(name)));
                         k.pattern_properties.push((re, s));
                     }
                 }

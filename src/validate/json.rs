@@ -63,10 +63,8 @@ pub trait Json<'a>: Copy + 'a {
 }
 
 /// A serde_json map's members as `(&str, &Value)`.
-pub type ValueMembers<'a> = std::iter::Map<
-    serde_json::map::Iter<'a>,
-    fn((&'a String, &'a Value)) -> (&'a str, &'a Value),
->;
+pub type ValueMembers<'a> =
+    std::iter::Map<serde_json::map::Iter<'a>, fn((&'a String, &'a Value)) -> (&'a str, &'a Value)>;
 
 fn member<'a>((k, v): (&'a String, &'a Value)) -> (&'a str, &'a Value) {
     (k.as_str(), v)

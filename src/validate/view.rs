@@ -318,8 +318,9 @@ impl<'t> Parser<'t> {
     }
 
     /// A number as JSON writes it. serde_json holds integers that fit `u64` (or `i64`
-    /// when negative) as integers and the rest as `f64`; a float that is not plainly
-    /// finite (near or past `f64::MAX`) is left to serde_json, which may refuse it.
+    /// when negative, `-0` excepted) as integers and the rest as `f64`; a float that is
+    /// not plainly finite (near or past `f64::MAX`) is left to serde_json, which may
+    /// refuse it.
     fn number(&mut self) -> Option<Node> {
         let start = self.pos;
         let digits = |p: &mut Self| {
@@ -365,7 +366,7 @@ impl<'t> Parser<'t> {
         let text = &self.text[start..self.pos];
         let int = int
             && if text.starts_with('-') {
-                text.parse::<i64>().is_ok()
+                text.parse::<i64>().is_ok_and(|n| n != 0)
             } else {
                 text.parse::<u64>().is_ok()
             };
@@ -700,7 +701,13 @@ impl<'a> Json<'a> for View<'a> {
                 serde_json::from_str(self.doc.str(text)).unwrap_or(Value::Null)
             }
             Node::Str(s) => Value::String(self.doc.str(s).to_owned()),
-            Node::Arr { .. } => Value::Array(self.items().into_iter().flatten().map(View::to_value).collect()),
+            Node::Arr { .. } => Value::Array(
+                self.items()
+                    .into_iter()
+                    .flatten()
+                    .map(View::to_value)
+                    .collect(),
+            ),
             Node::Obj { .. } => Value::Object(
                 self.members()
                     .into_iter()
@@ -754,19 +761,44 @@ mod tests {
     }
 
     /// The view never accepts what the full parse refuses, and reads the same value,
-    /// members in the same order.
+    /// members in the same order, numbers held alike (integer or float).
     fn agrees(bytes: &[u8]) -> bool {
-        let ours = Doc::parse(bytes).map(|d| d.root().to_value());
-        if let Some(v) = &ours {
-            let theirs = full(bytes);
-            assert_eq!(
-                theirs.as_ref().map(|t| t.to_string()),
-                Some(v.to_string()),
+        let Some(doc) = Doc::parse(bytes) else {
+            return false;
+        };
+        let ours = doc.root().to_value();
+        let theirs = full(bytes);
+        assert_eq!(
+            theirs.as_ref().map(|t| t.to_string()),
+            Some(ours.to_string()),
+            "{}",
+            String::from_utf8_lossy(bytes)
+        );
+        if let Some(theirs) = &theirs {
+            assert!(
+                same_types(doc.root(), theirs),
                 "{}",
                 String::from_utf8_lossy(bytes)
             );
         }
-        ours.is_some()
+        true
+    }
+
+    fn same_types(v: View<'_>, w: &Value) -> bool {
+        v.is_integer() == (w.is_i64() || w.is_u64())
+            && v.is_number() == w.is_number()
+            && match (v.items(), w.as_array()) {
+                (Some(a), Some(b)) => a.zip(b).all(|(x, y)| same_types(x, y)),
+                (None, None) => true,
+                _ => false,
+            }
+            && match (v.members(), w.as_object()) {
+                (Some(a), Some(b)) => a
+                    .zip(b)
+                    .all(|((k, x), (l, y))| k == l.as_str() && same_types(x, y)),
+                (None, None) => true,
+                _ => false,
+            }
     }
 
     #[test]
@@ -777,7 +809,7 @@ mod tests {
             b" \t\r\n{ \"a\" : [ 1 , -2 , 3.5 , -0 , 0.0e0 , 1E+2 , 2e-3 ] } \n",
             br#"{"s": "plain", "e": "q\" b\\ s\/ \b\f\n\r\t", "u": "\u00e9\u0000\uFFFF"}"#,
             b"{\"pair\": \"\\ud83d\\ude00\", \"raw\": \"\xc3\xa9 \xf0\x9f\x98\x80\", \"del\": \"\x7f\"}",
-            br#"{"big": 18446744073709551615, "neg": -9223372036854775808}"#,
+            br#"{"big": 18446744073709551615, "neg": -9223372036854775808, "z": [0, -0, -1]}"#,
             br#"{"over": 18446744073709551616, "under": -9223372036854775809}"#,
             br#"{"x": true, "y": false, "z": null, "n": [[], {}, [{}]]}"#,
             br#"{"a\u0062": 1, "ab\u0063": 2}"#,
