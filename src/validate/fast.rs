@@ -430,7 +430,7 @@ impl Compiler<'_> {
                     let test = match v.as_object()?.iter().collect::<Vec<_>>()[..] {
                         [(word, names)] if word == "required" => Test::Required(strings(names)?),
                         [(word, Value::String(t))] if word == "type" => {
-                            let mask = type_mask(&[t.clone()])?;
+                            let mask = type_mask(std::slice::from_ref(t))?;
                             if mask & TYPE_INTEGER != 0 && mask & TYPE_NUMBER == 0 {
                                 return None;
                             }
