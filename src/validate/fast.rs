@@ -94,9 +94,48 @@ enum Test {
     Type(u8),
 }
 
+impl Keywords {
+    /// The one schema this node only refers to (`$ref` or a one-entry `allOf`, nothing
+    /// else).
+    fn bare_ref(&self) -> Option<usize> {
+        let Keywords {
+            types: None,
+            all_of,
+            required,
+            properties,
+            pattern_properties,
+            additional: None,
+            items: None,
+            enumeration: None,
+            pattern: None,
+            min_length: None,
+            min_items: None,
+            minimum: None,
+            maximum: None,
+            format: None,
+            condition: None,
+        } = self
+        else {
+            return None;
+        };
+        match all_of[..] {
+            [only]
+                if required.is_empty()
+                    && properties.is_empty()
+                    && pattern_properties.is_empty() =>
+            {
+                Some(only)
+            }
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Compiled {
     nodes: Vec<Node>,
+    /// For each node, the node it stands for: a node that is only a `$ref` is skipped.
+    target: Vec<usize>,
     root: usize,
 }
 
@@ -123,14 +162,33 @@ impl Compiled {
             seen: HashMap::new(),
         };
         let root = c.node(Doc::Own, String::new());
+        let nodes = c.nodes;
+        let only_ref = |i: usize| match &nodes[i] {
+            Node::Keywords(k) => k.bare_ref(),
+            _ => None,
+        };
+        let target = (0..nodes.len())
+            .map(|i| {
+                let mut j = i;
+                // Bounded: a loop of bare refs keeps its first node.
+                for _ in 0..nodes.len() {
+                    match only_ref(j) {
+                        Some(next) => j = next,
+                        None => return j,
+                    }
+                }
+                i
+            })
+            .collect();
         Compiled {
-            nodes: c.nodes,
+            nodes,
+            target,
             root,
         }
     }
 
     fn sure(&self, index: usize, v: View<'_>) -> bool {
-        let k = match &self.nodes[index] {
+        let k = match &self.nodes[self.target[index]] {
             Node::True => return true,
             Node::False | Node::Unsure => return false,
             Node::Keywords(k) => k,

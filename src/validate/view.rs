@@ -66,11 +66,15 @@ struct Member {
 /// for keys of up to seven bytes, and a mere length-and-prefix match otherwise.
 pub fn key_tag(key: &str) -> u64 {
     let bytes = key.as_bytes();
-    let mut word = [0u8; 8];
-    let n = bytes.len().min(7);
-    word[..n].copy_from_slice(&bytes[..n]);
-    word[7] = bytes.len().min(255) as u8;
-    u64::from_le_bytes(word)
+    let length = (bytes.len().min(255) as u64) << 56;
+    if let Some(head) = bytes.first_chunk::<8>() {
+        return (u64::from_le_bytes(*head) & 0x00FF_FFFF_FFFF_FFFF) | length;
+    }
+    let mut word = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        word |= u64::from(b) << (8 * i);
+    }
+    word | length
 }
 
 /// One parsed document.
@@ -861,6 +865,24 @@ mod tests {
         assert!(!agrees(format!("{{{}}}", many.join(",")).as_bytes()));
         let distinct: Vec<String> = (0..40).map(|i| format!("\"k{i}\": {i}")).collect();
         assert!(agrees(format!("{{{}}}", distinct.join(",")).as_bytes()));
+    }
+
+    #[test]
+    fn key_tags_settle_short_keys_and_long_ones_still_compare() {
+        assert_ne!(key_tag("nam"), key_tag("name"));
+        assert_ne!(key_tag("a"), key_tag("a\0"));
+        assert_ne!(key_tag("abcdefg"), key_tag("abcdefh"));
+        // Same first seven bytes and length: same tag, told apart by the string.
+        assert_eq!(key_tag("descripXion"), key_tag("description"));
+        let text = br#"{"descripXion": 1, "description": 2, "abcdefgh": 3, "abcdefgi": 4}"#;
+        let doc = Doc::parse(text).unwrap_or_else(|| unreachable!());
+        let get = |k: &str| doc.root().get(k).map(View::to_value);
+        assert_eq!(get("description"), Some(Value::from(2)));
+        assert_eq!(get("descripXion"), Some(Value::from(1)));
+        assert_eq!(get("abcdefgi"), Some(Value::from(4)));
+        assert_eq!(get("abcdefgj"), None);
+        assert!(!agrees(br#"{"abcdefgh": 1, "abcdefgh": 2}"#));
+        assert!(agrees(br#"{"abcdefgh": 1, "abcdefgi": 2}"#));
     }
 
     #[test]
