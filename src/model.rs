@@ -354,14 +354,14 @@ impl ParamType {
     }
 
     /// Whether a JSON value is of this type (enum membership is checked elsewhere).
-    pub fn accepts(&self, value: &Value) -> bool {
+    pub fn accepts<'a, J: crate::validate::json::Json<'a>>(&self, value: J) -> bool {
         match self {
             ParamType::String
             | ParamType::File
             | ParamType::Directory
             | ParamType::Url
             | ParamType::Enum => value.is_string(),
-            ParamType::Integer => value.is_i64() || value.is_u64(),
+            ParamType::Integer => value.is_integer(),
             ParamType::Number => value.is_number(),
             ParamType::Boolean => value.is_boolean(),
             ParamType::Array => value.is_array(),

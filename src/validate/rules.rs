@@ -12,12 +12,13 @@
 
 mod commands;
 
+use super::json::Json;
 use super::locate::escape_token;
 use super::{Diagnostic, Kind, Severity};
 use crate::model::ProtocolVersion;
 use commands::check_commands;
 pub use commands::flatten_name;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// One rule of the catalogue.
 #[derive(Debug, Clone, Copy)]
@@ -366,12 +367,12 @@ pub const FEATURES: &[(&str, u32)] = &[
     ("content-addressable", 6),
 ];
 
-fn short(value: &Value) -> String {
+fn short<'a, J: Json<'a>>(value: J) -> String {
     match value {
-        Value::Object(_) => "an object".into(),
-        Value::Array(_) => "an array".into(),
+        v if v.is_object() => "an object".into(),
+        v if v.is_array() => "an array".into(),
         other => {
-            let text = other.to_string();
+            let text = other.to_value().to_string();
             if text.chars().count() > 60 {
                 let cut: String = text.chars().take(57).collect();
                 format!("{cut}...")
@@ -386,7 +387,7 @@ fn short(value: &Value) -> String {
 pub(crate) fn from_schema_error(error: &jsonschema::ValidationError<'_>) -> Vec<Diagnostic> {
     use jsonschema::error::ValidationErrorKind as K;
     let pointer = error.instance_path().as_str().to_string();
-    let instance = short(error.instance());
+    let instance = short(&**error.instance());
     let field = pointer.rsplit('/').next().unwrap_or("");
     let one = |rule: &str, message: String| vec![Diagnostic::new(rule, pointer.clone(), message)];
     match error.kind() {
@@ -513,13 +514,19 @@ fn short_list(options: &Value) -> String {
 }
 
 /// Runs every semantic rule that applies to `kind`.
-pub fn check(kind: Kind, value: &Value, file_name: Option<&str>, out: &mut Vec<Diagnostic>) {
-    let Some(root) = value.as_object() else {
-        if let (Kind::Pattern, Some(list)) = (kind, value.as_array()) {
-            check_patterns(list, "", out);
+pub fn check<'a, J: Json<'a>>(
+    kind: Kind,
+    value: J,
+    file_name: Option<&str>,
+    out: &mut Vec<Diagnostic>,
+) {
+    let root = value;
+    if !root.is_object() {
+        if let (Kind::Pattern, Some(list)) = (kind, value.items()) {
+            check_patterns::<J>(list, "", out);
         }
         return;
-    };
+    }
     match kind {
         Kind::Metadata | Kind::Shim => {
             check_metadata(root, out);
@@ -531,8 +538,8 @@ pub fn check(kind: Kind, value: &Value, file_name: Option<&str>, out: &mut Vec<D
             if let Some(v) = root.get("atip") {
                 check_version_value(v, "/atip", out);
             }
-            match root.get("patterns").and_then(Value::as_array) {
-                Some(list) => check_patterns(list, "/patterns", out),
+            match root.get("patterns").and_then(J::items) {
+                Some(list) => check_patterns::<J>(list, "/patterns", out),
                 None => check_pattern(root, "", out),
             }
         }
@@ -545,20 +552,18 @@ pub fn check(kind: Kind, value: &Value, file_name: Option<&str>, out: &mut Vec<D
 /// leave out option and argument descriptions (a warning), and a name-keyed shim may be
 /// a plain document without `binary` when its root `name` names the tool (a warning).
 /// Runs after the schema and the other rules, on their diagnostics.
-pub(crate) fn as_written(
+pub(crate) fn as_written<'a, J: Json<'a>>(
     kind: Kind,
-    value: &Value,
+    root: J,
     file_name: Option<&str>,
     out: &mut Vec<Diagnostic>,
 ) {
-    let Some(root) = value.as_object() else {
+    if !root.is_object() {
         return;
-    };
-    let declared = match root.get("atip") {
-        Some(Value::String(s)) => Some(s.as_str()),
-        Some(Value::Object(o)) => o.get("version").and_then(Value::as_str),
-        _ => None,
-    };
+    }
+    let declared = root
+        .get("atip")
+        .and_then(|a| a.as_str().or_else(|| a.get("version")?.as_str()));
     let required = |d: &Diagnostic, field: &str| {
         d.rule == "schema-required" && d.message.contains(&format!("field \"{field}\""))
     };
@@ -580,7 +585,7 @@ pub(crate) fn as_written(
     if kind == Kind::Shim
         && !content_addressed
         && !root.contains_key("binary")
-        && root.get("name").and_then(Value::as_str).is_some()
+        && root.get("name").and_then(J::as_str).is_some()
         && out
             .iter()
             .any(|d| d.pointer.is_empty() && required(d, "binary"))
@@ -594,11 +599,14 @@ pub(crate) fn as_written(
     }
 }
 
-fn check_version_value(atip: &Value, pointer: &str, out: &mut Vec<Diagnostic>) -> Option<u32> {
-    let text = match atip {
-        Value::String(s) => s.as_str(),
-        Value::Object(o) => o.get("version").and_then(Value::as_str)?,
-        _ => return None,
+fn check_version_value<'a, J: Json<'a>>(
+    atip: J,
+    pointer: &str,
+    out: &mut Vec<Diagnostic>,
+) -> Option<u32> {
+    let text = match atip.as_str() {
+        Some(s) => s,
+        None => atip.get("version")?.as_str()?,
     };
     let ptr = if atip.is_object() {
         format!("{pointer}/version")
@@ -618,14 +626,14 @@ fn check_version_value(atip: &Value, pointer: &str, out: &mut Vec<Diagnostic>) -
     }
 }
 
-fn check_metadata(root: &Map<String, Value>, out: &mut Vec<Diagnostic>) {
+fn check_metadata<'a, J: Json<'a>>(root: J, out: &mut Vec<Diagnostic>) {
     let version = root
         .get("atip")
         .and_then(|a| check_version_value(a, "/atip", out));
     if let Some(minor) = version {
         check_version_features(root, minor, out);
     }
-    if let Some(desc) = root.get("description").and_then(Value::as_str) {
+    if let Some(desc) = root.get("description").and_then(J::as_str) {
         let chars = desc.chars().count();
         if chars > 200 {
             out.push(Diagnostic::new(
@@ -643,14 +651,14 @@ fn check_metadata(root: &Map<String, Value>, out: &mut Vec<Diagnostic>) {
         }
     }
     check_commands(root, out);
-    if let Some(list) = root.get("patterns").and_then(Value::as_array) {
-        check_patterns(list, "/patterns", out);
+    if let Some(list) = root.get("patterns").and_then(J::items) {
+        check_patterns::<J>(list, "/patterns", out);
     }
 }
 
-fn check_patterns(list: &[Value], base: &str, out: &mut Vec<Diagnostic>) {
-    for (i, p) in list.iter().enumerate() {
-        if let Some(p) = p.as_object() {
+fn check_patterns<'a, J: Json<'a>>(list: J::Items, base: &str, out: &mut Vec<Diagnostic>) {
+    for (i, p) in list.enumerate() {
+        if p.is_object() {
             check_pattern(p, &format!("{base}/{i}"), out);
         }
     }
@@ -672,15 +680,12 @@ fn placeholders(command: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Placeholders against declared variables.
-fn check_pattern(p: &Map<String, Value>, ptr: &str, out: &mut Vec<Diagnostic>) {
-    let vars = p.get("variables").and_then(Value::as_object);
+fn check_pattern<'a, J: Json<'a>>(p: J, ptr: &str, out: &mut Vec<Diagnostic>) {
+    let vars = p.get("variables").filter(|v| v.is_object());
     let mut used: Vec<&str> = Vec::new();
-    let steps = p
-        .get("steps")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice);
-    for (j, step) in steps.iter().enumerate() {
-        let Some(command) = step.get("command").and_then(Value::as_str) else {
+    let steps = p.get("steps").and_then(J::items).into_iter().flatten();
+    for (j, step) in steps.enumerate() {
+        let Some(command) = step.get("command").and_then(J::as_str) else {
             continue;
         };
         for name in placeholders(command) {
@@ -694,8 +699,13 @@ fn check_pattern(p: &Map<String, Value>, ptr: &str, out: &mut Vec<Diagnostic>) {
             used.push(name);
         }
     }
-    for name in vars.into_iter().flat_map(|v| v.keys()) {
-        if !used.contains(&name.as_str()) {
+    for name in vars
+        .and_then(J::members)
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k)
+    {
+        if !used.contains(&name) {
             out.push(Diagnostic::new(
                 "unused-variable",
                 format!("{ptr}/variables/{}", escape_token(name)),
@@ -715,12 +725,12 @@ fn needs(minor: u32, since: u32, pointer: &str, what: &str, out: &mut Vec<Diagno
     }
 }
 
-fn check_version_features(root: &Map<String, Value>, minor: u32, out: &mut Vec<Diagnostic>) {
+fn check_version_features<'a, J: Json<'a>>(root: J, minor: u32, out: &mut Vec<Diagnostic>) {
     match root.get("atip") {
-        Some(Value::Object(atip)) => {
+        Some(atip) if atip.is_object() => {
             needs(minor, 4, "/atip", "the object form of \"atip\"", out);
-            if let Some(features) = atip.get("features").and_then(Value::as_array) {
-                for (i, f) in features.iter().enumerate() {
+            if let Some(features) = atip.get("features").and_then(J::items) {
+                for (i, f) in features.enumerate() {
                     let Some(id) = f.as_str() else { continue };
                     let ptr = format!("/atip/features/{i}");
                     match FEATURES.iter().find(|(name, _)| *name == id) {
@@ -739,7 +749,7 @@ fn check_version_features(root: &Map<String, Value>, minor: u32, out: &mut Vec<D
                     }
                 }
             }
-            if let Some(min) = atip.get("minAgentVersion").and_then(Value::as_str)
+            if let Some(min) = atip.get("minAgentVersion").and_then(J::as_str)
                 && let Some(v) = ProtocolVersion::parse(min)
                 && v.minor > minor
             {
@@ -750,7 +760,7 @@ fn check_version_features(root: &Map<String, Value>, minor: u32, out: &mut Vec<D
                 ));
             }
         }
-        Some(Value::String(_)) if minor >= 4 => out.push(Diagnostic::new(
+        Some(atip) if atip.is_string() && minor >= 4 => out.push(Diagnostic::new(
             "legacy-version-form",
             "/atip",
             format!("ATIP 0.{minor} documents write \"atip\" as an object"),
@@ -768,9 +778,9 @@ fn check_version_features(root: &Map<String, Value>, minor: u32, out: &mut Vec<D
     }
     if let Some(trust) = root.get("trust") {
         needs(minor, 4, "/trust", "\"trust\"", out);
-        if let Some(t) = trust.as_object() {
+        if trust.is_object() {
             for key in ["integrity", "provenance", "shimIntegrity"] {
-                if t.contains_key(key) {
+                if trust.contains_key(key) {
                     needs(
                         minor,
                         5,
@@ -799,8 +809,8 @@ fn check_version_features(root: &Map<String, Value>, minor: u32, out: &mut Vec<D
             );
         }
     }
-    if let Some(patterns) = root.get("patterns").and_then(Value::as_array) {
-        for (i, p) in patterns.iter().enumerate() {
+    if let Some(patterns) = root.get("patterns").and_then(J::items) {
+        for (i, p) in patterns.enumerate() {
             if p.get("executable").is_some() {
                 needs(
                     minor,
@@ -813,7 +823,7 @@ fn check_version_features(root: &Map<String, Value>, minor: u32, out: &mut Vec<D
         }
     }
     if minor < 3 {
-        let mut effects: Vec<(String, &Value)> = Vec::new();
+        let mut effects: Vec<(String, J)> = Vec::new();
         if let Some(e) = root.get("effects") {
             effects.push(("/effects".into(), e));
         }
@@ -837,11 +847,8 @@ fn check_version_features(root: &Map<String, Value>, minor: u32, out: &mut Vec<D
 }
 
 /// Calls `f` with the pointer and object of every command, parents first.
-fn for_each_command<'a>(
-    root: &'a Map<String, Value>,
-    mut f: impl FnMut(&str, &'a Map<String, Value>),
-) {
-    let mut stack: Vec<(String, &Map<String, Value>)> = Vec::new();
+fn for_each_command<'a, J: Json<'a>>(root: J, mut f: impl FnMut(&str, J)) {
+    let mut stack: Vec<(String, J)> = Vec::new();
     push_children(root, "", &mut stack);
     while let Some((ptr, cmd)) = stack.pop() {
         f(&ptr, cmd);
@@ -849,25 +856,21 @@ fn for_each_command<'a>(
     }
 }
 
-fn push_children<'a>(
-    parent: &'a Map<String, Value>,
-    ptr: &str,
-    stack: &mut Vec<(String, &'a Map<String, Value>)>,
-) {
-    if let Some(children) = parent.get("commands").and_then(Value::as_object) {
-        for (name, child) in children.iter().rev() {
-            if let Some(c) = child.as_object() {
-                stack.push((format!("{ptr}/commands/{}", escape_token(name)), c));
+fn push_children<'a, J: Json<'a>>(parent: J, ptr: &str, stack: &mut Vec<(String, J)>) {
+    if let Some(children) = parent.get("commands").and_then(J::members) {
+        for (name, child) in children.rev() {
+            if child.is_object() {
+                stack.push((format!("{ptr}/commands/{}", escape_token(name)), child));
             }
         }
     }
 }
 
-fn check_shim(root: &Map<String, Value>, file_name: Option<&str>, out: &mut Vec<Diagnostic>) {
-    let binary = root.get("binary").and_then(Value::as_object);
+fn check_shim<'a, J: Json<'a>>(root: J, file_name: Option<&str>, out: &mut Vec<Diagnostic>) {
+    let binary = root.get("binary").filter(|b| b.is_object());
     if let (Some(root_name), Some(bin_name)) = (
-        root.get("name").and_then(Value::as_str),
-        binary.and_then(|b| b.get("name")).and_then(Value::as_str),
+        root.get("name").and_then(J::as_str),
+        binary.and_then(|b| b.get("name")).and_then(J::as_str),
     ) && root_name != bin_name
     {
         out.push(Diagnostic::new(
@@ -882,7 +885,7 @@ fn check_shim(root: &Map<String, Value>, file_name: Option<&str>, out: &mut Vec<
     if stem.len() != 64 || !stem.bytes().all(|b| b.is_ascii_hexdigit()) {
         return;
     }
-    let hash = binary.and_then(|b| b.get("hash")).and_then(Value::as_str);
+    let hash = binary.and_then(|b| b.get("hash")).and_then(J::as_str);
     let expected = format!("sha256:{stem}");
     match hash {
         Some(h) if h == expected => {}

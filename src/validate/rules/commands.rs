@@ -9,32 +9,31 @@
 //! Must not check anything outside `globalOptions` and `commands`.
 
 use super::super::Diagnostic;
+use super::super::json::Json;
 use super::super::locate::escape_token;
 use super::{short, short_list};
 use crate::model::ParamType;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
-/// An option in scope: where it was declared and its object.
-#[derive(Clone, Copy)]
-struct Entry<'a> {
+/// An option in scope: where it was declared and its flags (looked up once: every flag
+/// of every later option in scope is compared with them).
+#[derive(Clone)]
+struct Entry<'a, J: Json<'a>> {
     name: &'a str,
-    opt: &'a Map<String, Value>,
+    flags: J::Items,
     /// 0 for `globalOptions`, else the depth of the declaring command.
     depth: usize,
     index: usize,
 }
 
-impl<'a> Entry<'a> {
-    fn flags(&self) -> &'a [Value] {
-        self.opt
-            .get("flags")
-            .and_then(Value::as_array)
-            .map_or(&[], Vec::as_slice)
+impl<'a, J: Json<'a>> Entry<'a, J> {
+    fn flags(&self) -> J::Items {
+        self.flags.clone()
     }
 
     fn has_flag(&self, flag: &str) -> bool {
-        self.flags().iter().any(|f| f.as_str() == Some(flag))
+        self.flags().any(|f| f.as_str() == Some(flag))
     }
 
     fn pointer(&self, path: &[&str]) -> String {
@@ -69,12 +68,15 @@ fn same_name(a: &str, b: &str) -> bool {
             .all(|(x, y)| x == y || (matches!(x, b'-' | b'_') && matches!(y, b'-' | b'_')))
 }
 
-fn name_of(v: &Map<String, Value>) -> &str {
-    v.get("name").and_then(Value::as_str).unwrap_or("")
+fn name_of<'a, J: Json<'a>>(v: J) -> &'a str {
+    v.get("name").and_then(J::as_str).unwrap_or("")
 }
 
-fn list(v: Option<&Value>) -> &[Value] {
-    v.and_then(Value::as_array).map_or(&[], Vec::as_slice)
+fn list<'a, J: Json<'a>>(parent: J, key: &str) -> J::Items {
+    match parent.get(key).and_then(J::items) {
+        Some(items) => items,
+        None => parent.no_items(),
+    }
 }
 
 /// Above this many pairwise comparisons a command is checked through hash indexes
@@ -90,12 +92,8 @@ struct Index<'a> {
 }
 
 impl<'a> Index<'a> {
-    fn new(scope: &[Entry<'a>], own: &'a [Value]) -> Self {
-        let own_names: HashSet<&str> = own
-            .iter()
-            .filter_map(Value::as_object)
-            .map(name_of)
-            .collect();
+    fn new<J: Json<'a>>(scope: &[Entry<'a, J>], own: J::Items) -> Self {
+        let own_names: HashSet<&str> = own.filter(|o| o.is_object()).map(name_of).collect();
         let mut last: HashMap<&str, usize> = HashMap::new();
         for (i, e) in scope.iter().enumerate() {
             last.insert(e.name, i);
@@ -105,7 +103,7 @@ impl<'a> Index<'a> {
             if last.get(e.name) != Some(&i) || own_names.contains(e.name) {
                 continue;
             }
-            for f in e.flags().iter().filter_map(Value::as_str) {
+            for f in e.flags().filter_map(J::as_str) {
                 flags.entry(f).or_insert(i);
             }
         }
@@ -122,21 +120,23 @@ fn normalized(name: &str) -> String {
 
 /// Checks the options declared at `depth` against the scope and each other, then adds
 /// them to the scope.
-fn check_options<'a>(
-    own: &'a [Value],
+fn check_options<'a, J: Json<'a>>(
+    own: J::Items,
     depth: usize,
     path: &[&'a str],
-    scope: &mut Vec<Entry<'a>>,
+    scope: &mut Vec<Entry<'a, J>>,
     out: &mut Vec<Diagnostic>,
 ) {
     let inherited = scope.len();
     let mut index = (own.len().saturating_mul(inherited + own.len()) > LINEAR_BUDGET)
-        .then(|| Index::new(scope, own));
-    for (position, o) in own.iter().enumerate() {
-        let Some(opt) = o.as_object() else { continue };
+        .then(|| Index::new(scope, own.clone()));
+    for (position, opt) in own.clone().enumerate() {
+        if !opt.is_object() {
+            continue;
+        }
         let entry = Entry {
             name: name_of(opt),
-            opt,
+            flags: list(opt, "flags"),
             depth,
             index: position,
         };
@@ -164,14 +164,14 @@ fn check_options<'a>(
                 ));
             }
         }
-        let flags = entry.flags();
+        let flags: J::Items = entry.flags();
         let mut seen_here: HashSet<&str> = HashSet::new();
-        for (k, flag) in flags.iter().enumerate() {
+        for (k, flag) in flags.clone().enumerate() {
             let Some(flag) = flag.as_str() else { continue };
             let repeated = if flags.len() > 16 {
                 !seen_here.insert(flag)
             } else {
-                flags[..k].iter().any(|f| f.as_str() == Some(flag))
+                flags.clone().take(k).any(|f| f.as_str() == Some(flag))
             };
             if repeated {
                 out.push(Diagnostic::new(
@@ -185,7 +185,7 @@ fn check_options<'a>(
                 Some(ix) => ix.flags.get(flag).copied(),
                 None => (0..scope.len()).find(|&i| {
                     scope[i].has_flag(flag)
-                        && (i >= inherited || !shadowed(scope, i, inherited, own))
+                        && (i >= inherited || !shadowed(scope, i, inherited, own.clone()))
                 }),
             };
             if let Some(i) = clash {
@@ -204,7 +204,7 @@ fn check_options<'a>(
             }
         }
         if let Some(ix) = index.as_mut() {
-            for f in flags.iter().filter_map(Value::as_str) {
+            for f in flags.filter_map(J::as_str) {
                 ix.flags.entry(f).or_insert(scope.len());
             }
         }
@@ -215,16 +215,23 @@ fn check_options<'a>(
 
 /// Whether inherited scope entry `i` is overridden: a later inherited option, or one of
 /// the command's own options, has the same name.
-fn shadowed(scope: &[Entry<'_>], i: usize, inherited: usize, own: &[Value]) -> bool {
+fn shadowed<'a, J: Json<'a>>(
+    scope: &[Entry<'a, J>],
+    i: usize,
+    inherited: usize,
+    mut own: J::Items,
+) -> bool {
     let name = scope[i].name;
     scope[i + 1..inherited].iter().any(|e| e.name == name)
-        || own
-            .iter()
-            .filter_map(Value::as_object)
-            .any(|o| name_of(o) == name)
+        || own.any(|o| o.is_object() && name_of(o) == name)
 }
 
-fn check_arguments(args: &[Value], path: &[&str], scope: &[Entry<'_>], out: &mut Vec<Diagnostic>) {
+fn check_arguments<'a, J: Json<'a>>(
+    args: J::Items,
+    path: &[&str],
+    scope: &[Entry<'a, J>],
+    out: &mut Vec<Diagnostic>,
+) {
     let mut seen_optional: Option<usize> = None;
     let mut seen_variadic: Option<usize> = None;
     let arg_ptr = |i: usize| format!("{}/arguments/{i}", command_pointer(path));
@@ -240,8 +247,10 @@ fn check_arguments(args: &[Value], path: &[&str], scope: &[Entry<'_>], out: &mut
     } else {
         HashMap::new()
     };
-    for (i, arg) in args.iter().enumerate() {
-        let Some(a) = arg.as_object() else { continue };
+    for (i, a) in args.clone().enumerate() {
+        if !a.is_object() {
+            continue;
+        }
         let here = || arg_ptr(i);
         check_param(a, &here, out);
         let name = name_of(a);
@@ -256,9 +265,9 @@ fn check_arguments(args: &[Value], path: &[&str], scope: &[Entry<'_>], out: &mut
                     }
                 }
             } else {
-                args[..i]
-                    .iter()
-                    .position(|b| b.as_object().is_some_and(|b| same_name(name_of(b), name)))
+                args.clone()
+                    .take(i)
+                    .position(|b| b.is_object() && same_name(name_of(b), name))
             };
             let in_scope = if large {
                 scope_names.get(&normalized(name)).map(|&k| &scope[k])
@@ -285,8 +294,8 @@ fn check_arguments(args: &[Value], path: &[&str], scope: &[Entry<'_>], out: &mut
                 ));
             }
         }
-        let required = a.get("required").and_then(Value::as_bool).unwrap_or(true);
-        let variadic = a.get("variadic").and_then(Value::as_bool).unwrap_or(false);
+        let required = a.get("required").and_then(J::as_bool).unwrap_or(true);
+        let variadic = a.get("variadic").and_then(J::as_bool).unwrap_or(false);
         if let Some(v) = seen_variadic {
             out.push(if variadic {
                 Diagnostic::new(
@@ -324,8 +333,8 @@ fn check_arguments(args: &[Value], path: &[&str], scope: &[Entry<'_>], out: &mut
 }
 
 /// Enum and default checks for one argument or option.
-fn check_param(p: &Map<String, Value>, ptr: &dyn Fn() -> String, out: &mut Vec<Diagnostic>) {
-    let Some(type_name) = p.get("type").and_then(Value::as_str) else {
+fn check_param<'a, J: Json<'a>>(p: J, ptr: &dyn Fn() -> String, out: &mut Vec<Diagnostic>) {
+    let Some(type_name) = p.get("type").and_then(J::as_str) else {
         return;
     };
     let kind = ParamType::parse(type_name);
@@ -333,8 +342,8 @@ fn check_param(p: &Map<String, Value>, ptr: &dyn Fn() -> String, out: &mut Vec<D
         return;
     }
     let name = name_of(p);
-    let values = p.get("enum").and_then(Value::as_array);
-    if kind == ParamType::Enum && values.is_none_or(|v| v.is_empty()) {
+    let values = p.get("enum").and_then(J::items);
+    if kind == ParamType::Enum && values.as_ref().is_none_or(|v| v.len() == 0) {
         out.push(Diagnostic::new(
             "enum-without-values",
             if values.is_some() {
@@ -346,11 +355,10 @@ fn check_param(p: &Map<String, Value>, ptr: &dyn Fn() -> String, out: &mut Vec<D
         ));
     }
     // The values of an array parameter are its elements.
-    let element = |v: &Value| {
-        kind.accepts(v) || (kind == ParamType::Array && !v.is_array() && !v.is_object())
-    };
-    let values = values.map_or(&[][..], Vec::as_slice);
-    for (i, v) in values.iter().enumerate() {
+    let element =
+        |v: J| kind.accepts(v) || (kind == ParamType::Array && !v.is_array() && !v.is_object());
+    let values = values.unwrap_or_else(|| p.no_items());
+    for (i, v) in values.clone().enumerate() {
         if !element(v) {
             out.push(Diagnostic::new(
                 "enum-value-type",
@@ -365,14 +373,16 @@ fn check_param(p: &Map<String, Value>, ptr: &dyn Fn() -> String, out: &mut Vec<D
     let Some(default) = p.get("default").filter(|d| !d.is_null()) else {
         return;
     };
-    let variadic = p.get("variadic").and_then(Value::as_bool).unwrap_or(false);
-    // A variadic or array parameter may default to a list of values.
-    let items: &[Value] = match default {
-        Value::Array(items) if variadic || kind == ParamType::Array => items,
-        other => std::slice::from_ref(other),
-    };
+    let variadic = p.get("variadic").and_then(J::as_bool).unwrap_or(false);
+    // A variadic or array default is checked item by item; anything else as one item.
+    let items = default
+        .items()
+        .filter(|_| variadic || kind == ParamType::Array);
     let typed = kind.accepts(default)
-        || (variadic && default.is_array() && items.iter().all(|v| kind.accepts(v)));
+        || (variadic
+            && default
+                .items()
+                .is_some_and(|mut all| all.all(|v| kind.accepts(v))));
     if !typed {
         out.push(Diagnostic::new(
             "default-type",
@@ -384,17 +394,22 @@ fn check_param(p: &Map<String, Value>, ptr: &dyn Fn() -> String, out: &mut Vec<D
         ));
         return;
     }
-    if values.is_empty() {
+    if values.len() == 0 {
         return;
     }
-    if let Some(item) = items.iter().find(|item| !values.contains(item)) {
+    let listed = |item: &J| values.clone().any(|v| v.same(*item));
+    let stray = match items {
+        Some(mut items) => items.find(|item| !listed(item)),
+        None => Some(default).filter(|d| !listed(d)),
+    };
+    if let Some(item) = stray {
         out.push(Diagnostic::new(
             "default-not-in-enum",
             format!("{}/default", ptr()),
             format!(
                 "default {} of \"{name}\" is not one of {}",
                 short(item),
-                short_list(&Value::Array(values.to_vec()))
+                short_list(&Value::Array(values.map(J::to_value).collect()))
             ),
         ));
     }
@@ -429,16 +444,16 @@ fn risky(name: &str, depth: usize) -> bool {
 }
 
 /// Runs every command-tree rule.
-pub(super) fn check_commands(root: &Map<String, Value>, out: &mut Vec<Diagnostic>) {
-    let mut scope: Vec<Entry<'_>> = Vec::new();
+pub(super) fn check_commands<'a, J: Json<'a>>(root: J, out: &mut Vec<Diagnostic>) {
+    let mut scope: Vec<Entry<'a, J>> = Vec::new();
     let mut path: Vec<&str> = Vec::new();
-    check_options(list(root.get("globalOptions")), 0, &path, &mut scope, out);
-    let Some(top) = root.get("commands").and_then(Value::as_object) else {
+    check_options(list(root, "globalOptions"), 0, &path, &mut scope, out);
+    let Some(top) = root.get("commands").filter(|c| c.is_object()) else {
         return;
     };
     let mut any_risky = false;
     // (children still to visit, scope length to restore when leaving the parent)
-    let mut stack = vec![(top.iter(), scope.len())];
+    let mut stack = vec![(top.members().unwrap_or_else(|| unreachable!()), scope.len())];
     while let Some((children, _)) = stack.last_mut() {
         let Some((name, child)) = children.next() else {
             let (_, restore) = stack.pop().unwrap_or_else(|| unreachable!());
@@ -448,17 +463,18 @@ pub(super) fn check_commands(root: &Map<String, Value>, out: &mut Vec<Diagnostic
             }
             continue;
         };
-        let Some(cmd) = child.as_object() else {
+        let cmd = child;
+        if !cmd.is_object() {
             continue;
-        };
+        }
         path.push(name);
         any_risky |= risky(name, path.len());
         let before = scope.len();
-        check_options(list(cmd.get("options")), path.len(), &path, &mut scope, out);
-        check_arguments(list(cmd.get("arguments")), &path, &scope, out);
-        match cmd.get("commands").and_then(Value::as_object) {
-            Some(grandchildren) if !grandchildren.is_empty() => {
-                stack.push((grandchildren.iter(), before));
+        check_options(list(cmd, "options"), path.len(), &path, &mut scope, out);
+        check_arguments(list(cmd, "arguments"), &path, &scope, out);
+        match cmd.get("commands").and_then(J::members) {
+            Some(grandchildren) if grandchildren.len() > 0 => {
+                stack.push((grandchildren, before));
             }
             _ => {
                 scope.truncate(before);
@@ -473,17 +489,20 @@ pub(super) fn check_commands(root: &Map<String, Value>, out: &mut Vec<Diagnostic
 
 /// Reports command paths whose flattened tool names collide (slow path: only when some
 /// command name could collide at all).
-fn check_flattened(root: &Map<String, Value>, top: &Map<String, Value>, out: &mut Vec<Diagnostic>) {
+fn check_flattened<'a, J: Json<'a>>(root: J, top: J, out: &mut Vec<Diagnostic>) {
     let tool = root
         .get("name")
-        .and_then(Value::as_str)
+        .and_then(J::as_str)
         .or_else(|| root.get("binary")?.get("name")?.as_str())
         .unwrap_or("tool");
     let mut seen: HashMap<String, String> = HashMap::new();
-    let mut stack: Vec<(Vec<&str>, &Map<String, Value>)> = top
-        .iter()
+    let mut stack: Vec<(Vec<&str>, J)> = top
+        .members()
+        .into_iter()
+        .flatten()
         .rev()
-        .filter_map(|(n, c)| Some((vec![n.as_str()], c.as_object()?)))
+        .filter(|(_, c)| c.is_object())
+        .map(|(n, c)| (vec![n], c))
         .collect();
     while let Some((path, cmd)) = stack.pop() {
         let flat = flatten_name(tool, &path);
@@ -501,11 +520,11 @@ fn check_flattened(root: &Map<String, Value>, top: &Map<String, Value>, out: &mu
                 seen.insert(flat, ptr);
             }
         }
-        if let Some(children) = cmd.get("commands").and_then(Value::as_object) {
-            for (n, c) in children.iter().rev() {
-                if let Some(c) = c.as_object() {
+        if let Some(children) = cmd.get("commands").and_then(J::members) {
+            for (n, c) in children.rev() {
+                if c.is_object() {
                     let mut p = path.clone();
-                    p.push(n.as_str());
+                    p.push(n);
                     stack.push((p, c));
                 }
             }
@@ -543,7 +562,7 @@ mod tests {
                               {"name": "file", "type": "string", "description": "x"}]}}
         });
         let mut out = Vec::new();
-        check_commands(root.as_object().unwrap(), &mut out);
+        check_commands(&root, &mut out);
         let mut got: Vec<(String, String)> = out.into_iter().map(|d| (d.rule, d.pointer)).collect();
         got.sort();
         got
@@ -593,7 +612,7 @@ mod tests {
             json!({"commands": {"c": {"description": "c", "options": own, "arguments": args}}});
         // Linear scans would make this quadratic (billions of comparisons).
         let mut out = Vec::new();
-        check_commands(root.as_object().unwrap(), &mut out);
+        check_commands(&root, &mut out);
         let flags = out.iter().filter(|d| d.rule == "duplicate-flag").count();
         let names = out.iter().filter(|d| d.rule == "duplicate-name").count();
         assert_eq!((flags, names), (49_999, 49_997 + 49_999));

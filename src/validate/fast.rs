@@ -1,0 +1,532 @@
+//! "Certainly valid" under atip's schemas, decided over the light [`View`].
+//!
+//! jsonschema only validates `serde_json::Value`, whose construction is most of the cost
+//! of validating a clean document. This is a small interpreter of the schema JSON for
+//! the keywords atip's schemas use (type, properties, patternProperties,
+//! additionalProperties, required, items, enum, pattern, minLength, minItems,
+//! minimum, maximum, format, `$ref`, allOf, and if/then/else whose `if` is only
+//! `required`), compiled once per kind. It answers `true` only when jsonschema would
+//! certainly accept the document; anything it cannot decide — another keyword, a
+//! non-ASCII string under a pattern, a float where an integer or bound is asked, a
+//! format value outside a strict plain form — answers `false`, "not sure", and the
+//! caller runs jsonschema. It never answers "invalid".
+//!
+//! Must not produce diagnostics: jsonschema's errors are the only schema diagnostics.
+
+use super::json::Json;
+use super::view::{Type, View, key_tag};
+use crate::schema::{METADATA_SCHEMA_ID, SchemaName};
+use regex::Regex;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+/// Whether jsonschema certainly accepts `value` under the schema `name`.
+pub fn certainly_valid(name: SchemaName, value: View<'_>) -> bool {
+    let index = SchemaName::ALL
+        .iter()
+        .position(|n| *n == name)
+        .unwrap_or_default();
+    COMPILED[index]
+        .as_ref()
+        .is_some_and(|s| s.sure(s.root, value))
+}
+
+static COMPILED: LazyLock<[Option<Compiled>; 4]> = LazyLock::new(|| {
+    let metadata: Option<Value> = serde_json::from_str(SchemaName::Metadata.text()).ok();
+    SchemaName::ALL.map(|name| {
+        let own: Value = serde_json::from_str(name.text()).ok()?;
+        Some(Compiled::new(&own, metadata.as_ref()?))
+    })
+});
+
+const TYPE_NULL: u8 = 1;
+const TYPE_BOOLEAN: u8 = 2;
+const TYPE_INTEGER: u8 = 4;
+const TYPE_NUMBER: u8 = 8;
+const TYPE_STRING: u8 = 16;
+const TYPE_ARRAY: u8 = 32;
+const TYPE_OBJECT: u8 = 64;
+
+#[derive(Debug, Clone, Copy)]
+enum Format {
+    Uri,
+    DateTime,
+}
+
+/// One schema, its keywords resolved; `Unsure` for anything outside the subset.
+#[derive(Debug, Default)]
+enum Node {
+    True,
+    False,
+    #[default]
+    Unsure,
+    Keywords(Box<Keywords>),
+}
+
+#[derive(Debug, Default)]
+struct Keywords {
+    types: Option<u8>,
+    all_of: Vec<usize>,
+    required: Vec<String>,
+    /// Name, its [`key_tag`], schema.
+    properties: Vec<(String, u64, usize)>,
+    pattern_properties: Vec<(Pattern, usize)>,
+    additional: Option<usize>,
+    items: Option<usize>,
+    /// Allowed strings (every atip enum lists strings only).
+    enumeration: Option<Vec<String>>,
+    pattern: Option<Pattern>,
+    min_length: Option<usize>,
+    min_items: Option<usize>,
+    minimum: Option<i64>,
+    maximum: Option<i64>,
+    format: Option<Format>,
+    /// `if` made only of `required` or only of `type`: (that test, then, else).
+    condition: Option<(Test, Option<usize>, Option<usize>)>,
+}
+
+/// An `if` decided either way.
+#[derive(Debug)]
+enum Test {
+    Required(Vec<String>),
+    /// Not for `integer` alone: 2.0 is one to JSON Schema, not to [`type_of`].
+    Type(u8),
+}
+
+impl Keywords {
+    /// The one schema this node only refers to (`$ref` or a one-entry `allOf`, nothing
+    /// else).
+    fn bare_ref(&self) -> Option<usize> {
+        let Keywords {
+            types: None,
+            all_of,
+            required,
+            properties,
+            pattern_properties,
+            additional: None,
+            items: None,
+            enumeration: None,
+            pattern: None,
+            min_length: None,
+            min_items: None,
+            minimum: None,
+            maximum: None,
+            format: None,
+            condition: None,
+        } = self
+        else {
+            return None;
+        };
+        match all_of[..] {
+            [only]
+                if required.is_empty()
+                    && properties.is_empty()
+                    && pattern_properties.is_empty() =>
+            {
+                Some(only)
+            }
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Compiled {
+    nodes: Vec<Node>,
+    /// For each node, the node it stands for: a node that is only a `$ref` is skipped.
+    target: Vec<usize>,
+    root: usize,
+}
+
+/// Which schema document a pointer is in.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Doc {
+    Own,
+    Metadata,
+}
+
+struct Compiler<'s> {
+    own: &'s Value,
+    metadata: &'s Value,
+    nodes: Vec<Node>,
+    seen: HashMap<(Doc, String), usize>,
+}
+
+impl Compiled {
+    fn new(own: &Value, metadata: &Value) -> Compiled {
+        let mut c = Compiler {
+            own,
+            metadata,
+            nodes: Vec::new(),
+            seen: HashMap::new(),
+        };
+        let root = c.node(Doc::Own, String::new());
+        let nodes = c.nodes;
+        let only_ref = |i: usize| match &nodes[i] {
+            Node::Keywords(k) => k.bare_ref(),
+            _ => None,
+        };
+        let target = (0..nodes.len())
+            .map(|i| {
+                let mut j = i;
+                // Bounded: a loop of bare refs keeps its first node.
+                for _ in 0..nodes.len() {
+                    match only_ref(j) {
+                        Some(next) => j = next,
+                        None => return j,
+                    }
+                }
+                i
+            })
+            .collect();
+        Compiled {
+            nodes,
+            target,
+            root,
+        }
+    }
+
+    fn sure(&self, index: usize, v: View<'_>) -> bool {
+        let k = match &self.nodes[self.target[index]] {
+            Node::True => return true,
+            Node::False | Node::Unsure => return false,
+            Node::Keywords(k) => k,
+        };
+        if let Some(types) = k.types
+            && types & type_of(v) == 0
+        {
+            return false;
+        }
+        if !k.all_of.iter().all(|&s| self.sure(s, v)) {
+            return false;
+        }
+        if let Some((test, then, otherwise)) = &k.condition {
+            let holds = match test {
+                Test::Required(names) => !v.is_object() || names.iter().all(|n| v.contains_key(n)),
+                Test::Type(mask) => type_of(v) & mask != 0,
+            };
+            let branch = if holds { then } else { otherwise };
+            if branch.is_some_and(|s| !self.sure(s, v)) {
+                return false;
+            }
+        }
+        if let Some(allowed) = &k.enumeration
+            && !v.as_str().is_some_and(|s| allowed.iter().any(|a| a == s))
+        {
+            return false;
+        }
+        if let Some(s) = v.as_str() {
+            return string_sure(k, s);
+        }
+        if v.is_number() {
+            return number_sure(k, v);
+        }
+        if let Some(items) = v.items() {
+            return k.min_items.is_none_or(|n| items.len() >= n)
+                && k.items
+                    .is_none_or(|s| items.clone().all(|x| self.sure(s, x)));
+        }
+        if let Some(mut members) = v.tagged_members() {
+            return k.required.iter().all(|n| v.contains_key(n))
+                && members.all(|(tag, key, x)| self.member_sure(k, tag, key, x));
+        }
+        true
+    }
+
+    /// `properties`, `patternProperties` and `additionalProperties` for one member.
+    fn member_sure(&self, k: &Keywords, tag: u64, key: &str, x: View<'_>) -> bool {
+        let mut matched = false;
+        if let Some((_, _, s)) = k
+            .properties
+            .iter()
+            .find(|(name, t, _)| *t == tag && (key.len() < 8 || name == key))
+        {
+            matched = true;
+            if !self.sure(*s, x) {
+                return false;
+            }
+        }
+        for (pattern, s) in &k.pattern_properties {
+            let Some(found) = pattern.matches(key) else {
+                return false;
+            };
+            if found {
+                matched = true;
+                if !self.sure(*s, x) {
+                    return false;
+                }
+            }
+        }
+        matched || k.additional.is_none_or(|s| self.sure(s, x))
+    }
+}
+
+fn type_of(v: View<'_>) -> u8 {
+    match v.json_type() {
+        Type::Null => TYPE_NULL,
+        Type::Boolean => TYPE_BOOLEAN,
+        Type::Integer => TYPE_INTEGER | TYPE_NUMBER,
+        // 2.0 is an integer to JSON Schema, but not certainly one here.
+        Type::Float => TYPE_NUMBER,
+        Type::String => TYPE_STRING,
+        Type::Array => TYPE_ARRAY,
+        Type::Object => TYPE_OBJECT,
+    }
+}
+
+fn string_sure(k: &Keywords, s: &str) -> bool {
+    k.min_length
+        .is_none_or(|n| s.len() >= n && s.chars().take(n).count() == n)
+        && k.pattern
+            .as_ref()
+            .is_none_or(|p| p.matches(s) == Some(true))
+        && k.format.is_none_or(|f| match f {
+            Format::Uri => plain_uri(s),
+            Format::DateTime => plain_date_time(s),
+        })
+}
+
+fn number_sure(k: &Keywords, v: View<'_>) -> bool {
+    if k.minimum.is_none() && k.maximum.is_none() {
+        return true;
+    }
+    // Bounds are decided for integers only; floats are jsonschema's.
+    let Some(n) = v
+        .number_text()
+        .filter(|_| v.is_integer())
+        .and_then(|t| t.parse::<i128>().ok())
+    else {
+        return false;
+    };
+    k.minimum.is_none_or(|m| n >= i128::from(m)) && k.maximum.is_none_or(|m| n <= i128::from(m))
+}
+
+/// `http(s)://host[/path]` with only unreserved characters: a URI to any reading of
+/// RFC 3986.
+fn plain_uri(s: &str) -> bool {
+    let Some(rest) = s
+        .strip_prefix("https://")
+        .or_else(|| s.strip_prefix("http://"))
+    else {
+        return false;
+    };
+    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    !host.is_empty()
+        && host.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'-' | b'.' | b'_' | b'~'))
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` with a day no month lacks (01–28): an RFC 3339 date-time to
+/// any checker.
+fn plain_date_time(s: &str) -> bool {
+    let b = s.as_bytes();
+    let num = |from: usize, to: usize| -> Option<u32> {
+        let part = s.get(from..to)?;
+        part.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| part.parse().ok())?
+    };
+    b.len() == 20
+        && (b[4], b[7], b[10], b[13], b[16], b[19]) == (b'-', b'-', b'T', b':', b':', b'Z')
+        && num(0, 4).is_some()
+        && num(5, 7).is_some_and(|m| (1..=12).contains(&m))
+        && num(8, 10).is_some_and(|d| (1..=28).contains(&d))
+        && num(11, 13).is_some_and(|h| h < 24)
+        && num(14, 16).is_some_and(|m| m < 60)
+        && num(17, 19).is_some_and(|s| s < 60)
+}
+
+/// A schema pattern: literal prefixes (`^(x-|_)`, on every member of every object)
+/// checked directly, anything else through Rust's regex.
+#[derive(Debug)]
+enum Pattern {
+    Prefixes(Vec<String>),
+    Regex(Regex),
+}
+
+impl Pattern {
+    /// `None` when Rust's regex does not compile it (then its keyword is "not sure").
+    /// Only ASCII subjects are ever matched: on those, Unicode and ASCII classes (`\d`,
+    /// `\w`, `\s`, negated sets) agree, as ECMA's and Rust's do.
+    fn new(pattern: &str) -> Option<Pattern> {
+        let literal = |a: &str| {
+            !a.is_empty()
+                && a.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        };
+        if let Some(body) = pattern.strip_prefix('^') {
+            let group = body.strip_prefix('(').and_then(|b| b.strip_suffix(')'));
+            let alternatives: Vec<&str> = group.unwrap_or(body).split('|').collect();
+            if (group.is_some() || alternatives.len() == 1)
+                && alternatives.iter().all(|a| literal(a))
+            {
+                return Some(Pattern::Prefixes(
+                    alternatives.into_iter().map(str::to_owned).collect(),
+                ));
+            }
+        }
+        Regex::new(pattern).ok().map(Pattern::Regex)
+    }
+
+    /// Whether `s` matches; `None` when not sure (a regex over a non-ASCII string, where
+    /// ECMA and Rust classes may differ). A literal prefix is exact on any string.
+    fn matches(&self, s: &str) -> Option<bool> {
+        match self {
+            Pattern::Prefixes(p) => Some(p.iter().any(|p| {
+                s.as_bytes().first() == p.as_bytes().first() && s.starts_with(p.as_str())
+            })),
+            Pattern::Regex(re) => s.is_ascii().then(|| re.is_match(s)),
+        }
+    }
+}
+
+impl Compiler<'_> {
+    /// The node for the schema at `pointer` in `doc`, compiled once (refs may loop).
+    fn node(&mut self, doc: Doc, pointer: String) -> usize {
+        if let Some(&i) = self.seen.get(&(doc, pointer.clone())) {
+            return i;
+        }
+        let index = self.nodes.len();
+        self.nodes.push(Node::Unsure);
+        self.seen.insert((doc, pointer.clone()), index);
+        let root = match doc {
+            Doc::Own => self.own,
+            Doc::Metadata => self.metadata,
+        };
+        let node = match root.pointer(&pointer) {
+            Some(Value::Bool(true)) => Node::True,
+            Some(Value::Bool(false)) => Node::False,
+            Some(Value::Object(_)) => self
+                .keywords(doc, &pointer, root)
+                .map_or(Node::Unsure, |k| Node::Keywords(Box::new(k))),
+            _ => Node::Unsure,
+        };
+        self.nodes[index] = node;
+        index
+    }
+
+    fn keywords(&mut self, doc: Doc, pointer: &str, root: &Value) -> Option<Keywords> {
+        let schema = root.pointer(pointer)?.as_object()?;
+        let sub = |c: &mut Self, key: &str| c.node(doc, format!("{pointer}/{}", escape(key)));
+        let strings = |v: &Value| -> Option<Vec<String>> {
+            v.as_array()?
+                .iter()
+                .map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        };
+        let mut k = Keywords::default();
+        for (key, v) in schema {
+            match key.as_str() {
+                "$schema" | "$id" | "$defs" | "$comment" | "title" | "description" | "default"
+                | "examples" => {}
+                "type" => {
+                    let names = match v {
+                        Value::String(s) => vec![s.clone()],
+                        other => strings(other)?,
+                    };
+                    k.types = Some(type_mask(&names)?);
+                }
+                "$ref" => {
+                    let target = v.as_str()?;
+                    let (doc, fragment) = if let Some(f) = target.strip_prefix('#') {
+                        (doc, f)
+                    } else {
+                        let rest = target.strip_prefix(METADATA_SCHEMA_ID)?;
+                        (Doc::Metadata, rest.strip_prefix('#').unwrap_or(rest))
+                    };
+                    if !(fragment.is_empty() || fragment.starts_with('/')) {
+                        return None;
+                    }
+                    let fragment = fragment.to_string();
+                    k.all_of.push(self.node(doc, fragment));
+                }
+                "allOf" => {
+                    for i in 0..v.as_array()?.len() {
+                        let s = self.node(doc, format!("{pointer}/allOf/{i}"));
+                        k.all_of.push(s);
+                    }
+                }
+                "required" => k.required = strings(v)?,
+                "properties" => {
+                    for name in v.as_object()?.keys() {
+                        let s = self.node(doc, format!("{pointer}/properties/{}", escape(name)));
+                        k.properties.push((name.clone(), key_tag(name), s));
+                    }
+                }
+                "patternProperties" => {
+                    for name in v.as_object()?.keys() {
+                        let re = Pattern::new(name)?;
+                        let s =
+                            self.node(doc, format!("{pointer}/patternProperties/{}", escape(name)));
+                        k.pattern_properties.push((re, s));
+                    }
+                }
+                "additionalProperties" => k.additional = Some(sub(self, key)),
+                "items" if !v.is_array() => k.items = Some(sub(self, key)),
+                "enum" => k.enumeration = Some(strings(v)?),
+                "pattern" => k.pattern = Some(Pattern::new(v.as_str()?)?),
+                "minLength" => k.min_length = Some(usize::try_from(v.as_u64()?).ok()?),
+                "minItems" => k.min_items = Some(usize::try_from(v.as_u64()?).ok()?),
+                "minimum" => k.minimum = Some(v.as_i64()?),
+                "maximum" => k.maximum = Some(v.as_i64()?),
+                "format" => {
+                    k.format = Some(match v.as_str()? {
+                        "uri" => Format::Uri,
+                        "date-time" => Format::DateTime,
+                        _ => return None,
+                    })
+                }
+                "if" => {
+                    let test = match v.as_object()?.iter().collect::<Vec<_>>()[..] {
+                        [(word, names)] if word == "required" => Test::Required(strings(names)?),
+                        [(word, Value::String(t))] if word == "type" => {
+                            let mask = type_mask(std::slice::from_ref(t))?;
+                            if mask & TYPE_INTEGER != 0 && mask & TYPE_NUMBER == 0 {
+                                return None;
+                            }
+                            Test::Type(mask)
+                        }
+                        _ => return None,
+                    };
+                    let then = schema.contains_key("then").then(|| sub(self, "then"));
+                    let otherwise = schema.contains_key("else").then(|| sub(self, "else"));
+                    k.condition = Some((test, then, otherwise));
+                }
+                "then" | "else" if schema.contains_key("if") => {}
+                _ => return None,
+            }
+        }
+        Some(k)
+    }
+}
+
+/// The [`type_of`] bits of JSON Schema type names; `None` for an unknown name.
+fn type_mask(names: &[String]) -> Option<u8> {
+    let mut mask = 0;
+    for t in names {
+        mask |= match t.as_str() {
+            "null" => TYPE_NULL,
+            "boolean" => TYPE_BOOLEAN,
+            "integer" => TYPE_INTEGER,
+            "number" => TYPE_NUMBER,
+            "string" => TYPE_STRING,
+            "array" => TYPE_ARRAY,
+            "object" => TYPE_OBJECT,
+            _ => return None,
+        };
+    }
+    Some(mask)
+}
+
+/// A JSON-pointer reference token.
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}

@@ -1,0 +1,969 @@
+//! A light, read-only view of one clean JSON document, for the fast path.
+//!
+//! Building a `serde_json::Value` with `preserve_order` costs one allocation per string
+//! and container plus a SipHash per key: most of `atip validate`'s time. The view costs
+//! four vectors per document: strings without escapes are borrowed from the text
+//! (escaped ones are decoded into one shared buffer), arrays and objects are contiguous
+//! runs of those vectors, objects are searched linearly (they are small), and duplicate
+//! keys are noticed when an object closes.
+//!
+//! Owns only the "is this document clean" parse: [`Doc::parse`] answers `None` for
+//! anything that is not plainly valid JSON — a byte-order mark, bad UTF-8, empty input,
+//! any syntax error, duplicate keys, nesting past serde_json's limit, a number serde_json
+//! might refuse — and the caller then runs the full parse (`parse`), which produces every
+//! diagnostic. So `None` is always safe; `Some` must only ever be given for a document
+//! serde_json parses to the same value. Nothing here recurses on the input.
+
+use super::json::Json;
+use serde_json::Value;
+
+/// Deepest nesting accepted: the depth serde_json's recursion limit lets through
+/// (tested against it).
+const MAX_NESTING: usize = 127;
+
+/// Duplicate keys are looked for by sorting above this many members, pairwise below.
+const PAIRWISE: usize = 16;
+
+/// A string: a span of the text, or of the decoded buffer when it had escapes.
+#[derive(Debug, Clone, Copy)]
+struct Str {
+    start: u32,
+    len: u32,
+    decoded: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Node {
+    Null,
+    Bool(bool),
+    /// The number's text; `int` when serde_json holds it as `i64` or `u64`.
+    Num {
+        text: Str,
+        int: bool,
+    },
+    Str(Str),
+    /// `len` elements from `Doc::items[start]`.
+    Arr {
+        start: u32,
+        len: u32,
+    },
+    /// `len` members from `Doc::members[start]`.
+    Obj {
+        start: u32,
+        len: u32,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Member {
+    key: Str,
+    /// [`key_tag`] of the key: most look-ups are settled without comparing strings.
+    tag: u64,
+    value: Node,
+}
+
+/// A key's first seven bytes and its length in one word: equal tags mean equal keys
+/// for keys of up to seven bytes, and a mere length-and-prefix match otherwise.
+pub fn key_tag(key: &str) -> u64 {
+    let bytes = key.as_bytes();
+    let length = (bytes.len().min(255) as u64) << 56;
+    if let Some(head) = bytes.first_chunk::<8>() {
+        return (u64::from_le_bytes(*head) & 0x00FF_FFFF_FFFF_FFFF) | length;
+    }
+    let mut word = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        word |= u64::from(b) << (8 * i);
+    }
+    word | length
+}
+
+/// One parsed document.
+#[derive(Debug)]
+pub struct Doc<'t> {
+    text: &'t str,
+    decoded: String,
+    items: Vec<Node>,
+    members: Vec<Member>,
+    root: Node,
+}
+
+/// A value of a [`Doc`].
+#[derive(Debug, Clone, Copy)]
+pub struct View<'a> {
+    doc: &'a Doc<'a>,
+    node: &'a Node,
+}
+
+enum Frame {
+    Arr { start: usize },
+    Obj { start: usize, key: (Str, u64) },
+}
+
+struct Parser<'t> {
+    text: &'t str,
+    bytes: &'t [u8],
+    pos: usize,
+    decoded: String,
+    items: Vec<Node>,
+    members: Vec<Member>,
+    // Elements and members of the containers still open; moved to `items` and
+    // `members` as one run when their container closes.
+    open_items: Vec<Node>,
+    open_members: Vec<Member>,
+}
+
+impl<'t> Doc<'t> {
+    /// Parses a clean document; `None` for anything else (see the module comment).
+    pub fn parse(bytes: &'t [u8]) -> Option<Doc<'t>> {
+        if bytes.starts_with(super::parse::BOM) || u32::try_from(bytes.len()).is_err() {
+            return None;
+        }
+        let text = std::str::from_utf8(bytes).ok()?;
+        if text.trim_ascii().is_empty() {
+            return None;
+        }
+        let mut p = Parser {
+            text,
+            bytes,
+            pos: 0,
+            decoded: String::new(),
+            items: Vec::new(),
+            members: Vec::new(),
+            open_items: Vec::new(),
+            open_members: Vec::new(),
+        };
+        let root = p.document()?;
+        Some(Doc {
+            text,
+            decoded: p.decoded,
+            items: p.items,
+            members: p.members,
+            root,
+        })
+    }
+
+    /// The whole document.
+    pub fn root(&self) -> View<'_> {
+        View {
+            doc: self,
+            node: &self.root,
+        }
+    }
+
+    #[inline]
+    fn str(&self, s: Str) -> &str {
+        let range = s.start as usize..(s.start + s.len) as usize;
+        if s.decoded {
+            &self.decoded[range]
+        } else {
+            &self.text[range]
+        }
+    }
+}
+
+impl<'t> Parser<'t> {
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.bytes.get(self.pos) {
+            self.pos += 1;
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn eat(&mut self, b: u8) -> Option<()> {
+        self.skip_ws();
+        (self.peek()? == b).then(|| self.pos += 1)
+    }
+
+    fn document(&mut self) -> Option<Node> {
+        let mut stack: Vec<Frame> = Vec::new();
+        'value: loop {
+            self.skip_ws();
+            let mut value = match self.peek()? {
+                b'{' | b'[' if stack.len() >= MAX_NESTING => return None,
+                b'{' => {
+                    self.pos += 1;
+                    self.skip_ws();
+                    if self.peek()? == b'}' {
+                        self.pos += 1;
+                        Node::Obj { start: 0, len: 0 }
+                    } else {
+                        let key = self.key()?;
+                        stack.push(Frame::Obj {
+                            start: self.open_members.len(),
+                            key,
+                        });
+                        continue 'value;
+                    }
+                }
+                b'[' => {
+                    self.pos += 1;
+                    self.skip_ws();
+                    if self.peek()? == b']' {
+                        self.pos += 1;
+                        Node::Arr { start: 0, len: 0 }
+                    } else {
+                        stack.push(Frame::Arr {
+                            start: self.open_items.len(),
+                        });
+                        continue 'value;
+                    }
+                }
+                b'"' => Node::Str(self.string()?),
+                b't' => self.literal(b"true", Node::Bool(true))?,
+                b'f' => self.literal(b"false", Node::Bool(false))?,
+                b'n' => self.literal(b"null", Node::Null)?,
+                b'-' | b'0'..=b'9' => self.number()?,
+                _ => return None,
+            };
+            // Hand the finished value to its container; close containers that end here.
+            loop {
+                match stack.last_mut() {
+                    None => {
+                        self.skip_ws();
+                        return (self.pos == self.bytes.len()).then_some(value);
+                    }
+                    Some(Frame::Arr { start }) => {
+                        let start = *start;
+                        self.open_items.push(value);
+                        self.skip_ws();
+                        match self.peek()? {
+                            b',' => {
+                                self.pos += 1;
+                                continue 'value;
+                            }
+                            b']' => {
+                                self.pos += 1;
+                                stack.pop();
+                                value = Node::Arr {
+                                    start: self.items.len() as u32,
+                                    len: (self.open_items.len() - start) as u32,
+                                };
+                                self.items.extend(self.open_items.drain(start..));
+                            }
+                            _ => return None,
+                        }
+                    }
+                    Some(Frame::Obj { start, key }) => {
+                        let start = *start;
+                        self.open_members.push(Member {
+                            key: key.0,
+                            tag: key.1,
+                            value,
+                        });
+                        self.skip_ws();
+                        match self.peek()? {
+                            b',' => {
+                                self.pos += 1;
+                                self.skip_ws();
+                                *key = self.key()?;
+                                continue 'value;
+                            }
+                            b'}' => {
+                                self.pos += 1;
+                                stack.pop();
+                                if self.has_duplicates(&self.open_members[start..]) {
+                                    return None;
+                                }
+                                value = Node::Obj {
+                                    start: self.members.len() as u32,
+                                    len: (self.open_members.len() - start) as u32,
+                                };
+                                self.members.extend(self.open_members.drain(start..));
+                            }
+                            _ => return None,
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A member's key, its tag, and its colon.
+    fn key(&mut self) -> Option<(Str, u64)> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let key = self.string()?;
+        self.eat(b':')?;
+        Some((key, key_tag(self.resolve(key))))
+    }
+
+    fn resolve(&self, s: Str) -> &str {
+        let range = s.start as usize..(s.start + s.len) as usize;
+        if s.decoded {
+            &self.decoded[range]
+        } else {
+            &self.text[range]
+        }
+    }
+
+    fn has_duplicates(&self, members: &[Member]) -> bool {
+        if members.len() <= PAIRWISE {
+            members.iter().enumerate().any(|(i, m)| {
+                members[..i]
+                    .iter()
+                    .any(|n| n.tag == m.tag && self.resolve(n.key) == self.resolve(m.key))
+            })
+        } else {
+            let mut keys: Vec<&str> = members.iter().map(|m| self.resolve(m.key)).collect();
+            keys.sort_unstable();
+            keys.windows(2).any(|w| w[0] == w[1])
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], node: Node) -> Option<Node> {
+        self.bytes[self.pos..].starts_with(word).then(|| {
+            self.pos += word.len();
+            node
+        })
+    }
+
+    /// A number as JSON writes it. serde_json holds integers that fit `u64` (or `i64`
+    /// when negative, `-0` excepted) as integers and the rest as `f64`; a float that is
+    /// not plainly finite (near or past `f64::MAX`) is left to serde_json, which may
+    /// refuse it.
+    fn number(&mut self) -> Option<Node> {
+        let start = self.pos;
+        let digits = |p: &mut Self| {
+            let from = p.pos;
+            while let Some(b'0'..=b'9') = p.peek() {
+                p.pos += 1;
+            }
+            p.pos > from
+        };
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+        }
+        match self.peek()? {
+            b'0' => {
+                self.pos += 1;
+                if let Some(b'0'..=b'9') = self.peek() {
+                    return None;
+                }
+            }
+            b'1'..=b'9' => {
+                digits(self);
+            }
+            _ => return None,
+        }
+        let mut int = true;
+        if self.peek() == Some(b'.') {
+            self.pos += 1;
+            int = false;
+            if !digits(self) {
+                return None;
+            }
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.pos += 1;
+            int = false;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            if !digits(self) {
+                return None;
+            }
+        }
+        let text = &self.text[start..self.pos];
+        let int = int
+            && if text.starts_with('-') {
+                text.parse::<i64>().is_ok_and(|n| n != 0)
+            } else {
+                text.parse::<u64>().is_ok()
+            };
+        if !int && !text.parse::<f64>().is_ok_and(|f| f.abs() < 1e300) {
+            return None;
+        }
+        Some(Node::Num {
+            text: Str {
+                start: start as u32,
+                len: (self.pos - start) as u32,
+                decoded: false,
+            },
+            int,
+        })
+    }
+
+    /// A string from its opening quote: borrowed when it has no escapes, else decoded
+    /// into the shared buffer. Raw control characters and lone surrogates are refused,
+    /// as serde_json refuses them.
+    fn string(&mut self) -> Option<Str> {
+        self.pos += 1;
+        let start = self.pos;
+        self.pos = special(self.bytes, self.pos);
+        match *self.bytes.get(self.pos)? {
+            b'"' => {
+                self.pos += 1;
+                return Some(Str {
+                    start: start as u32,
+                    len: (self.pos - 1 - start) as u32,
+                    decoded: false,
+                });
+            }
+            b'\\' => {}
+            _ => return None,
+        }
+        let from = self.decoded.len();
+        self.decoded.push_str(&self.text[start..self.pos]);
+        loop {
+            let b = *self.bytes.get(self.pos)?;
+            match b {
+                b'"' => {
+                    self.pos += 1;
+                    return Some(Str {
+                        start: from as u32,
+                        len: (self.decoded.len() - from) as u32,
+                        decoded: true,
+                    });
+                }
+                b'\\' => {
+                    self.pos += 1;
+                    let c = match *self.bytes.get(self.pos)? {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => {
+                            let hi = self.hex4()?;
+                            match hi {
+                                0xD800..=0xDBFF => {
+                                    if !self.bytes[self.pos + 1..].starts_with(b"\\u") {
+                                        return None;
+                                    }
+                                    self.pos += 2;
+                                    let lo = self.hex4()?;
+                                    if !(0xDC00..=0xDFFF).contains(&lo) {
+                                        return None;
+                                    }
+                                    let c = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                                    char::from_u32(c)?
+                                }
+                                0xDC00..=0xDFFF => return None,
+                                c => char::from_u32(c)?,
+                            }
+                        }
+                        _ => return None,
+                    };
+                    self.decoded.push(c);
+                    self.pos += 1;
+                }
+                0..=0x1f => return None,
+                _ => {
+                    // Copy the run up to the next quote, escape or control character.
+                    let run = self.pos;
+                    self.pos = special(self.bytes, self.pos);
+                    self.decoded.push_str(&self.text[run..self.pos]);
+                }
+            }
+        }
+    }
+
+    /// The four hex digits after `\u` (`pos` on the `u`); leaves `pos` on the last one.
+    fn hex4(&mut self) -> Option<u32> {
+        let digits = self.bytes.get(self.pos + 1..self.pos + 5)?;
+        let mut n = 0;
+        for &d in digits {
+            n = n * 16 + (d as char).to_digit(16)?;
+        }
+        self.pos += 4;
+        Some(n)
+    }
+}
+
+/// The index of the first `"`, `\\` or control character at or after `at` (or the
+/// length): eight bytes at a time, since strings are most of a metadata document.
+fn special(bytes: &[u8], mut at: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        let quote = w ^ (ONES * u64::from(b'"'));
+        let backslash = w ^ (ONES * u64::from(b'\\'));
+        // Per byte: zero (after the xor) or below 0x20. Borrows can only mark bytes
+        // above a real match, so the lowest mark is always a real one.
+        let found = ((quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash)
+            | (w.wrapping_sub(ONES * 0x20) & !w))
+            & HIGH;
+        if found != 0 {
+            return at + (found.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    while at < bytes.len() && !matches!(bytes[at], b'"' | b'\\' | 0..=0x1f) {
+        at += 1;
+    }
+    at
+}
+
+/// Array elements of a [`View`].
+#[derive(Clone)]
+pub struct Items<'a> {
+    doc: &'a Doc<'a>,
+    iter: std::slice::Iter<'a, Node>,
+}
+
+impl<'a> Iterator for Items<'a> {
+    type Item = View<'a>;
+    fn next(&mut self) -> Option<View<'a>> {
+        let doc = self.doc;
+        self.iter.next().map(|node| View { doc, node })
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.iter.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for Items<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let doc = self.doc;
+        self.iter.next_back().map(|node| View { doc, node })
+    }
+}
+
+impl ExactSizeIterator for Items<'_> {}
+
+/// Object members of a [`View`].
+#[derive(Clone)]
+pub struct Members<'a> {
+    doc: &'a Doc<'a>,
+    iter: std::slice::Iter<'a, Member>,
+}
+
+impl<'a> Iterator for Members<'a> {
+    type Item = (&'a str, View<'a>);
+    fn next(&mut self) -> Option<Self::Item> {
+        let doc = self.doc;
+        self.iter.next().map(|m| {
+            (
+                doc.str(m.key),
+                View {
+                    doc,
+                    node: &m.value,
+                },
+            )
+        })
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.iter.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for Members<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let doc = self.doc;
+        self.iter.next_back().map(|m| {
+            (
+                doc.str(m.key),
+                View {
+                    doc,
+                    node: &m.value,
+                },
+            )
+        })
+    }
+}
+
+impl ExactSizeIterator for Members<'_> {}
+
+/// The JSON type of a [`View`], in one match (the schema check asks it of every value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Type {
+    /// `null`.
+    Null,
+    /// `true` or `false`.
+    Boolean,
+    /// A number serde_json holds as `i64` or `u64`.
+    Integer,
+    /// Any other number.
+    Float,
+    /// A string.
+    String,
+    /// An array.
+    Array,
+    /// An object.
+    Object,
+}
+
+impl<'a> View<'a> {
+    /// Its JSON type.
+    pub fn json_type(self) -> Type {
+        match self.node {
+            Node::Null => Type::Null,
+            Node::Bool(_) => Type::Boolean,
+            Node::Num { int: true, .. } => Type::Integer,
+            Node::Num { .. } => Type::Float,
+            Node::Str(_) => Type::String,
+            Node::Arr { .. } => Type::Array,
+            Node::Obj { .. } => Type::Object,
+        }
+    }
+
+    /// The number's text, when this is a number.
+    pub fn number_text(self) -> Option<&'a str> {
+        match *self.node {
+            Node::Num { text, .. } => Some(self.doc.str(text)),
+            _ => None,
+        }
+    }
+
+    /// The members with their [`key_tag`]s, when this is an object.
+    pub fn tagged_members(self) -> Option<impl Iterator<Item = (u64, &'a str, View<'a>)>> {
+        let doc = self.doc;
+        Some(self.member_slice()?.iter().map(move |m| {
+            (
+                m.tag,
+                doc.str(m.key),
+                View {
+                    doc,
+                    node: &m.value,
+                },
+            )
+        }))
+    }
+
+    fn member_slice(self) -> Option<&'a [Member]> {
+        match *self.node {
+            Node::Obj { start, len } => {
+                Some(&self.doc.members[start as usize..(start + len) as usize])
+            }
+            _ => None,
+        }
+    }
+}
+
+impl<'a> Json<'a> for View<'a> {
+    type Items = Items<'a>;
+    type Members = Members<'a>;
+
+    fn get(self, key: &str) -> Option<Self> {
+        let doc = self.doc;
+        let tag = key_tag(key);
+        self.member_slice()?
+            .iter()
+            .find(|m| m.tag == tag && (key.len() < 8 || doc.str(m.key) == key))
+            .map(|m| View {
+                doc,
+                node: &m.value,
+            })
+    }
+    fn members(self) -> Option<Members<'a>> {
+        Some(Members {
+            doc: self.doc,
+            iter: self.member_slice()?.iter(),
+        })
+    }
+    fn items(self) -> Option<Items<'a>> {
+        match *self.node {
+            Node::Arr { start, len } => Some(Items {
+                doc: self.doc,
+                iter: self.doc.items[start as usize..(start + len) as usize].iter(),
+            }),
+            _ => None,
+        }
+    }
+    fn no_items(self) -> Items<'a> {
+        Items {
+            doc: self.doc,
+            iter: [].iter(),
+        }
+    }
+    fn as_str(self) -> Option<&'a str> {
+        match *self.node {
+            Node::Str(s) => Some(self.doc.str(s)),
+            _ => None,
+        }
+    }
+    fn as_bool(self) -> Option<bool> {
+        match *self.node {
+            Node::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+    fn is_null(self) -> bool {
+        matches!(self.node, Node::Null)
+    }
+    fn is_number(self) -> bool {
+        matches!(self.node, Node::Num { .. })
+    }
+    fn is_integer(self) -> bool {
+        matches!(self.node, Node::Num { int: true, .. })
+    }
+    fn to_value(self) -> Value {
+        match *self.node {
+            Node::Null => Value::Null,
+            Node::Bool(b) => Value::Bool(b),
+            // serde_json's own reading of the number, so that it prints as it would.
+            Node::Num { text, .. } => {
+                serde_json::from_str(self.doc.str(text)).unwrap_or(Value::Null)
+            }
+            Node::Str(s) => Value::String(self.doc.str(s).to_owned()),
+            Node::Arr { .. } => Value::Array(
+                self.items()
+                    .into_iter()
+                    .flatten()
+                    .map(View::to_value)
+                    .collect(),
+            ),
+            Node::Obj { .. } => Value::Object(
+                self.members()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.to_owned(), v.to_value()))
+                    .collect(),
+            ),
+        }
+    }
+    fn same(self, other: Self) -> bool {
+        match (*self.node, *other.node) {
+            (Node::Null, Node::Null) => true,
+            (Node::Bool(a), Node::Bool(b)) => a == b,
+            (Node::Num { .. }, Node::Num { .. }) => self.to_value() == other.to_value(),
+            (Node::Str(a), Node::Str(b)) => self.doc.str(a) == other.doc.str(b),
+            (Node::Arr { len: a, .. }, Node::Arr { len: b, .. }) => {
+                a == b
+                    && self
+                        .items()
+                        .into_iter()
+                        .flatten()
+                        .zip(other.items().into_iter().flatten())
+                        .all(|(x, y)| x.same(y))
+            }
+            (Node::Obj { len: a, .. }, Node::Obj { len: b, .. }) => {
+                // Keys are unique (documents with duplicates never get a view).
+                a == b
+                    && self
+                        .members()
+                        .into_iter()
+                        .flatten()
+                        .all(|(k, v)| other.get(k).is_some_and(|w| v.same(w)))
+            }
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::validate::parse;
+
+    /// serde_json's reading of `bytes` through the full parse: the value when there is
+    /// no diagnostic and no duplicate key.
+    fn full(bytes: &[u8]) -> Option<Value> {
+        let p = parse::parse(bytes);
+        (p.diagnostics.is_empty() && p.duplicates == 0)
+            .then_some(p.value)
+            .flatten()
+    }
+
+    /// The view never accepts what the full parse refuses, and reads the same value,
+    /// members in the same order, numbers held alike (integer or float).
+    fn agrees(bytes: &[u8]) -> bool {
+        let Some(doc) = Doc::parse(bytes) else {
+            return false;
+        };
+        let ours = doc.root().to_value();
+        let theirs = full(bytes);
+        assert_eq!(
+            theirs.as_ref().map(|t| t.to_string()),
+            Some(ours.to_string()),
+            "{}",
+            String::from_utf8_lossy(bytes)
+        );
+        if let Some(theirs) = &theirs {
+            assert!(
+                same_types(doc.root(), theirs),
+                "{}",
+                String::from_utf8_lossy(bytes)
+            );
+        }
+        true
+    }
+
+    fn same_types(v: View<'_>, w: &Value) -> bool {
+        v.is_integer() == (w.is_i64() || w.is_u64())
+            && v.is_number() == w.is_number()
+            && match (v.items(), w.as_array()) {
+                (Some(a), Some(b)) => a.zip(b).all(|(x, y)| same_types(x, y)),
+                (None, None) => true,
+                _ => false,
+            }
+            && match (v.members(), w.as_object()) {
+                (Some(a), Some(b)) => a
+                    .zip(b)
+                    .all(|((k, x), (l, y))| k == l.as_str() && same_types(x, y)),
+                (None, None) => true,
+                _ => false,
+            }
+    }
+
+    #[test]
+    fn tricky_inputs_as_serde_json_reads_them() {
+        let accepted: &[&[u8]] = &[
+            b"{}",
+            b"[]",
+            b" \t\r\n{ \"a\" : [ 1 , -2 , 3.5 , -0 , 0.0e0 , 1E+2 , 2e-3 ] } \n",
+            br#"{"s": "plain", "e": "q\" b\\ s\/ \b\f\n\r\t", "u": "\u00e9\u0000\uFFFF"}"#,
+            b"{\"pair\": \"\\ud83d\\ude00\", \"raw\": \"\xc3\xa9 \xf0\x9f\x98\x80\", \"del\": \"\x7f\"}",
+            br#"{"big": 18446744073709551615, "neg": -9223372036854775808, "z": [0, -0, -1]}"#,
+            br#"{"over": 18446744073709551616, "under": -9223372036854775809}"#,
+            br#"{"x": true, "y": false, "z": null, "n": [[], {}, [{}]]}"#,
+            br#"{"a\u0062": 1, "ab\u0063": 2}"#,
+            b"\"just a string\"",
+            b"12",
+            b"null",
+        ];
+        for &a in accepted {
+            assert!(agrees(a), "{}", String::from_utf8_lossy(a));
+        }
+        let refused: &[&[u8]] = &[
+            b"",
+            b"  \n",
+            b"\xEF\xBB\xBF{}",
+            b"{\"a\": \"\xff\"}",
+            b"{} x",
+            b"{}}",
+            b"{\"a\": [1, 2",
+            b"{\"a\" 1}",
+            b"{\"a\": 1,}",
+            b"[1,]",
+            b"[01]",
+            b"[1.]",
+            b"[.5]",
+            b"[1e]",
+            b"[-]",
+            b"[+1]",
+            b"[1e400]",
+            b"[tru]",
+            b"[nul]",
+            b"{'a': 1}",
+            b"{\"a\": \"tab\there\"}",
+            b"{\"a\": \"new\nline\"}",
+            b"[\"\\x\"]",
+            b"[\"\\u12\"]",
+            b"[\"\\ud800\"]",
+            b"[\"\\udc00\"]",
+            b"[\"\\ud800\\u0041\"]",
+            b"[\"unterminated",
+            br#"{"a": 1, "a": 2}"#,
+            br#"{"a": 1, "\u0061": 2}"#,
+            b"{1: 2}",
+        ];
+        for &r in refused {
+            assert!(!agrees(r), "{}", String::from_utf8_lossy(r));
+        }
+        // Duplicates among many members (sorted, not pairwise).
+        let many: Vec<String> = (0..40).map(|i| format!("\"k{}\": {i}", i % 39)).collect();
+        assert!(!agrees(format!("{{{}}}", many.join(",")).as_bytes()));
+        let distinct: Vec<String> = (0..40).map(|i| format!("\"k{i}\": {i}")).collect();
+        assert!(agrees(format!("{{{}}}", distinct.join(",")).as_bytes()));
+    }
+
+    #[test]
+    fn key_tags_settle_short_keys_and_long_ones_still_compare() {
+        assert_ne!(key_tag("nam"), key_tag("name"));
+        assert_ne!(key_tag("a"), key_tag("a\0"));
+        assert_ne!(key_tag("abcdefg"), key_tag("abcdefh"));
+        // Same first seven bytes and length: same tag, told apart by the string.
+        assert_eq!(key_tag("descripXion"), key_tag("description"));
+        let text = br#"{"descripXion": 1, "description": 2, "abcdefgh": 3, "abcdefgi": 4}"#;
+        let doc = Doc::parse(text).unwrap_or_else(|| unreachable!());
+        let get = |k: &str| doc.root().get(k).map(View::to_value);
+        assert_eq!(get("description"), Some(Value::from(2)));
+        assert_eq!(get("descripXion"), Some(Value::from(1)));
+        assert_eq!(get("abcdefgi"), Some(Value::from(4)));
+        assert_eq!(get("abcdefgj"), None);
+        assert!(!agrees(br#"{"abcdefgh": 1, "abcdefgh": 2}"#));
+        assert!(agrees(br#"{"abcdefgh": 1, "abcdefgi": 2}"#));
+    }
+
+    #[test]
+    fn nesting_bound_is_serde_jsons() {
+        let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let objects = |n: usize| format!("{}1{}", "{\"a\":".repeat(n), "}".repeat(n));
+        for doc in [nested, objects] {
+            assert!(full(doc(MAX_NESTING).as_bytes()).is_some());
+            assert!(full(doc(MAX_NESTING + 1).as_bytes()).is_none());
+            assert!(agrees(doc(MAX_NESTING).as_bytes()));
+            assert!(!agrees(doc(MAX_NESTING + 1).as_bytes()));
+        }
+        assert!(!agrees("[".repeat(200_000).as_bytes()));
+    }
+
+    #[test]
+    fn special_finds_the_first_quote_backslash_or_control() {
+        let text = b"abcdefghijklmnop\"qrs";
+        for at in 0..text.len() {
+            let expected = (at..text.len())
+                .find(|&i| matches!(text[i], b'"' | b'\\' | 0..=0x1f))
+                .unwrap_or(text.len());
+            assert_eq!(special(text, at), expected);
+        }
+        for b in [b'"', b'\\', 0, 0x1f, b'\n'] {
+            for pos in 0..20 {
+                let mut t = vec![b'a'; 20];
+                t[pos] = b;
+                // A later byte a borrow could mark must not hide the real first one.
+                t[19] = 0;
+                assert_eq!(special(&t, 0), pos);
+            }
+        }
+        assert_eq!(special("é\u{7f}\u{80}ü".as_bytes(), 0), 7);
+    }
+
+    proptest::proptest! {
+        /// Whatever the bytes (JSON text, then cut, spliced or flipped), the view never
+        /// accepts what the full parse refuses and never reads another value.
+        #[test]
+        fn view_never_disagrees_with_serde_json(
+            value in json_value(),
+            edits in proptest::collection::vec((0usize..4096, 0u8..6, proptest::num::u8::ANY), 0..4),
+        ) {
+            let mut bytes = serde_json::to_vec(&value).unwrap_or_default();
+            proptest::prop_assert!(agrees(&bytes));
+            for (at, op, b) in edits {
+                let at = at % (bytes.len() + 1);
+                match op {
+                    0 => bytes.truncate(at),
+                    1 => bytes.insert(at, b),
+                    2 if at < bytes.len() => bytes[at] = b,
+                    3 => bytes.insert(at, b"\"\\,:{}[]-0e. \n"[usize::from(b) % 14]),
+                    4 if at < bytes.len() => { bytes.remove(at); }
+                    _ => {
+                        for (i, c) in b"\\u00".iter().enumerate() {
+                            bytes.insert(at + i, *c);
+                        }
+                    }
+                }
+                agrees(&bytes);
+            }
+        }
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            (-1e10f64..1e10).prop_map(Value::from),
+            "[a-c\"\\\\/\u{0}-\u{1f}é😀]{0,6}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 40, 5, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                proptest::collection::vec(("[ab\"é]{0,3}", inner), 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+}
