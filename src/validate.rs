@@ -212,7 +212,7 @@ pub fn check_bytes(bytes: &[u8], kind: Option<Kind>, file_name: Option<&str>) ->
 /// not need it and should not hold it).
 ///
 /// Without `keep_value`, a clean document is recognised on the light [`view`] first:
-/// when it parses cleanly, the schema certainly accepts it ([`fast`]) and the rules find
+/// when it parses cleanly, the schema certainly accepts it (`fast`) and the rules find
 /// nothing, the answer is "valid, no diagnostics" without building a `Value`. Anything
 /// else takes the full path, which alone produces diagnostics.
 pub fn check_with(

@@ -10,7 +10,7 @@
 //! is the trust the run-time integrity check gives executables (spec/exec.md): writers
 //! replace `registry.json` by rename (a new inode), a write in place changes ctime, and
 //! nobody can set ctime back. A key is remembered only for a file whose ctime is at least
-//! [`RACY`] old: file systems stamp times in ticks (a jiffy, or 1–2 s on some), and a
+//! `RACY` (3 s) old: file systems stamp times in ticks (a jiffy, or 1–2 s on some), and a
 //! write in place in the same tick as the one remembered would otherwise keep the stamp
 //! (git's "racily clean" index entries are the same problem). A missing, damaged or
 //! stale `catalog.key` costs one hash, never a wrong key.
