@@ -76,32 +76,30 @@ xargs "$BIN" validate --deny-warnings < "$WORK/inferred.txt" > /dev/null \
 # fish's generator over the same pages, when fish is installed.
 GEN=$(ls /usr/share/fish/tools/create_manpage_completions.py 2>/dev/null || true)
 if [ -n "$GEN" ] && command -v python3 > /dev/null; then
-  # Every page found for a name on PATH (also those whose name a shim describes).
-  python3 - "$WORK/data/cache/infer-cache.json" > "$WORK/pages.txt" <<'PY'
+  # The pages atip inferred its registered tools from (the scan report names each).
+  python3 - "$WORK/report.json" > "$WORK/pages.txt" <<'PY'
 import json, sys
-for t in json.load(open(sys.argv[1]))["tools"].values():
-    print(t["page"])
+for t in json.load(open(sys.argv[1]))["tools"]:
+    if t.get("source") == "inferred":
+        print(t["shim"])
 PY
   mkdir -p "$WORK/fish"
   s=$(date +%s.%N)
   python3 "$GEN" -d "$WORK/fish" $(sort -u "$WORK/pages.txt") > /dev/null 2>&1 || true
   e=$(date +%s.%N)
   echo "fish generator over $(sort -u "$WORK/pages.txt" | wc -l) pages: $(ls "$WORK/fish" | wc -l) commands, $(cat "$WORK"/fish/*.fish 2>/dev/null | grep -c '^complete') options, $(python3 -c "print(round(($e-$s)*1000))") ms"
-  python3 - "$WORK/data" <<'PY'
+  python3 - "$WORK/data" "$WORK/report.json" <<'PY'
 import json, os, sys
 d = sys.argv[1]
-c = json.load(open(d + "/cache/infer-cache.json"))
+reg = json.load(open(d + "/registry.json"))["tools"]
 pages, top = set(), 0
-for rec in c["tools"].values():
-    if rec["page"] in pages:
+for t in json.load(open(sys.argv[2]))["tools"]:
+    if t.get("source") != "inferred" or t["shim"] in pages:
         continue
-    pages.add(rec["page"])
-    for p in (d + "/tools/" + rec["doc"] + ".json", d + "/cache/inferred/" + rec["doc"] + ".json"):
-        if os.path.exists(p):
-            doc = json.load(open(p))
-            root = (doc.get("commands") or {}).get("") or {}
-            top += len(doc.get("globalOptions") or []) + len(doc.get("options") or []) + len(root.get("options") or [])
-            break
+    pages.add(t["shim"])
+    doc = json.load(open(os.path.join(d, reg[t["name"]]["metadata"])))
+    root = (doc.get("commands") or {}).get("") or {}
+    top += len(doc.get("globalOptions") or []) + len(doc.get("options") or []) + len(root.get("options") or [])
 print(f"atip over the same {len(pages)} pages: {top} top-level options (subcommands' not counted)")
 PY
   benches/fish_labelled.py "$GEN" | tail -n 1
