@@ -152,7 +152,21 @@ pub struct Ctx {
     pub dirs: Dirs,
 }
 
+/// glibc's heap grows by 16 MiB at a time instead of 128 KiB and keeps that much when it
+/// shrinks: a warm rescan allocates and frees ~20 MB in small steps, and every trim and
+/// regrowth was a system call plus freshly zeroed pages (~5 % of its time). Padding that
+/// is never touched costs no memory.
+fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a tunable of glibc's allocator; called before any thread
+    // starts.
+    unsafe {
+        libc::mallopt(libc::M_TOP_PAD, 16 << 20);
+    }
+}
+
 fn main() -> ExitCode {
+    tune_allocator();
     let cli = match parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
