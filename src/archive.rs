@@ -137,6 +137,16 @@ pub fn read_aligned(
     Ok(buf)
 }
 
+/// A whole file in an aligned buffer, sized from its length and filled by one read, so
+/// that an archive at its start is checked and used in place, with no second copy.
+pub fn read_file(path: &std::path::Path) -> std::io::Result<AlignedVec> {
+    let mut file = std::fs::File::open(path)?;
+    let len = file.metadata().map_or(0, |m| m.len() as usize);
+    let mut buf = AlignedVec::with_capacity(len.saturating_add(1));
+    buf.extend_from_reader(&mut file)?;
+    Ok(buf)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

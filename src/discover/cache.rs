@@ -240,7 +240,7 @@ pub struct Loaded {
     /// The cache (empty when there was none or it could not be used).
     pub cache: Cache,
     /// The file's bytes, when it was read and used.
-    pub bytes: Option<Vec<u8>>,
+    pub bytes: Option<rkyv::util::AlignedVec>,
     /// Why the file could not be used, when it exists but could not.
     pub warning: Option<String>,
 }
@@ -260,7 +260,7 @@ impl Cache {
             bytes: None,
             warning,
         };
-        let bytes = match std::fs::read(&path) {
+        let bytes = match crate::archive::read_file(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return empty(None),
             Err(e) => {
@@ -323,12 +323,18 @@ impl Cache {
                 .and_then(|a| a.tooli())
                 .is_none_or(|a| a.interpreter.to_str().is_some() && a.dist.to_str().is_some())
         });
-        let archive = rkyv::to_bytes::<rkyv::rancor::Error>(self).map_err(|e| e.to_string())?;
-        let mut bytes = archive.to_vec();
-        bytes.extend_from_slice(&crc32fast::hash(&archive).to_le_bytes());
-        if before == Some(bytes.as_slice()) {
+        // Sized like the file it was read from: a warm rescan's archive grows no buffer.
+        let capacity = before.map_or(0, <[u8]>::len);
+        let mut bytes = rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(
+            self,
+            rkyv::util::AlignedVec::<16>::with_capacity(capacity),
+        )
+        .map_err(|e| e.to_string())?;
+        let crc = crc32fast::hash(&bytes).to_le_bytes();
+        if before.is_some_and(|b| b.split_last_chunk::<4>() == Some((&bytes[..], &crc))) {
             return Ok(false);
         }
+        bytes.extend_from_slice(&crc);
         let dir = cache_dir(data);
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
@@ -340,14 +346,17 @@ impl Cache {
 }
 
 /// Checks and decodes a cache file's bytes: the archive, then its CRC-32 (little-endian).
-/// The archive is copied into an aligned buffer first: a `Vec<u8>` from `fs::read` need
-/// not be aligned as the archive's types are.
+/// An archive that is not aligned as its types need (bytes not read by
+/// [`crate::archive::read_file`]) is copied into an aligned buffer first.
 fn decode(bytes: &[u8]) -> Result<Cache, String> {
     let Some((archive, crc)) = bytes.split_last_chunk::<4>() else {
         return Err("the file is too short".into());
     };
     if crc32fast::hash(archive) != u32::from_le_bytes(*crc) {
         return Err("its checksum does not match (damaged or truncated)".into());
+    }
+    if (archive.as_ptr() as usize).is_multiple_of(crate::archive::ALIGN) {
+        return rkyv::from_bytes::<Cache, rkyv::rancor::Error>(archive).map_err(|e| e.to_string());
     }
     let mut aligned = rkyv::util::AlignedVec::<16>::with_capacity(archive.len());
     aligned.extend_from_slice(archive);

@@ -11,7 +11,7 @@
 //! missing or corrupt, the next scan is cold.
 
 use super::locate::{self, DirListing, ManIndex, PageRef, Stamp};
-use crate::archive::{Owned, read_aligned};
+use crate::archive::Owned;
 use crate::registry::FileList;
 use crate::statat::StatAt;
 use serde::{Deserialize, Serialize};
@@ -593,17 +593,13 @@ impl InferSource {
 /// Reads `infer-cache.bin`: `None` when it is missing, damaged (checksum, rkyv's check)
 /// or of another version — the scan is then cold for inference, never wrong.
 fn read_stored(path: &Path) -> Option<Owned<Stored>> {
-    let bytes = std::fs::read(path).ok()?;
+    let mut bytes = crate::archive::read_file(path).ok()?;
     let (archive, crc) = bytes.split_last_chunk::<4>()?;
     if crc32fast::hash(archive) != u32::from_le_bytes(*crc) {
         return None;
     }
-    let aligned = read_aligned(archive.len(), |b| {
-        b.copy_from_slice(archive);
-        Ok(())
-    })
-    .ok()?;
-    Owned::<Stored>::new(aligned)
+    bytes.resize(bytes.len() - 4, 0);
+    Owned::<Stored>::new(bytes)
         .ok()
         .filter(|o| o.get().version.to_native() == INFER_CACHE_VERSION)
 }
