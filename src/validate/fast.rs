@@ -13,8 +13,11 @@
 //!
 //! Must not produce diagnostics: jsonschema's errors are the only schema diagnostics.
 
+mod anchored;
+
+use anchored::Anchored;
 use super::json::Json;
-use super::view::{Type, View, key_tag, same_tagged_key};
+use super::view::{Key, Type, View, key_tag, same_tagged_key};
 use crate::schema::{METADATA_SCHEMA_ID, SchemaName};
 use regex::Regex;
 use serde_json::Value;
@@ -131,7 +134,7 @@ impl Lookup {
 
     /// The index in `properties` of the property named `key` (tag `tag`).
     #[inline]
-    fn find(&self, properties: &[(String, u64, usize)], tag: u64, key: &str) -> Option<usize> {
+    fn find(&self, properties: &[(String, u64, usize)], tag: u64, key: Key<'_>) -> Option<usize> {
         if self.slots.is_empty() {
             return None;
         }
@@ -139,7 +142,7 @@ impl Lookup {
         loop {
             let i = usize::from(self.slots[at]).checked_sub(1)?;
             let (name, t, _) = &properties[i];
-            if *t == tag && same_tagged_key(name, key) {
+            if *t == tag && (key.len() < 8 || same_tagged_key(name, key.text())) {
                 return Some(i);
             }
             at = (at + 1) & (self.slots.len() - 1);
@@ -394,7 +397,7 @@ impl Compiled {
 
     /// `properties`, `patternProperties` and `additionalProperties` for one member;
     /// sets the bit of the property it is in `met`.
-    fn member_sure(&self, k: &Keywords, tag: u64, key: &str, x: View<'_>, met: &mut u64) -> bool {
+    fn member_sure(&self, k: &Keywords, tag: u64, key: Key<'_>, x: View<'_>, met: &mut u64) -> bool {
         let mut matched = false;
         if let Some(i) = k.lookup.find(&k.properties, tag, key) {
             matched = true;
@@ -404,7 +407,7 @@ impl Compiled {
             }
         }
         for (pattern, s) in &k.pattern_properties {
-            let Some(found) = pattern.matches(key) else {
+            let Some(found) = pattern.matches_key(tag, key) else {
                 return false;
             };
             if found {
@@ -506,6 +509,8 @@ fn plain_date_time(s: &str) -> bool {
 enum Pattern {
     /// The prefixes, and which first bytes any of them has.
     Prefixes(Vec<String>, [bool; 256]),
+    /// A sequence of classes, matched without the regex engine.
+    Anchored(Anchored),
     Regex(Regex),
 }
 
@@ -535,7 +540,23 @@ impl Pattern {
                 ));
             }
         }
-        Regex::new(pattern).ok().map(Pattern::Regex)
+        let regex = Regex::new(pattern).ok()?;
+        Some(match Anchored::new(pattern) {
+            Some(a) => Pattern::Anchored(a),
+            None => Pattern::Regex(regex),
+        })
+    }
+
+    /// [`Pattern::matches`] for a member's key, whose first byte is the low byte of its
+    /// tag: a key no prefix can start is settled without reading it.
+    #[inline]
+    fn matches_key(&self, tag: u64, key: Key<'_>) -> Option<bool> {
+        match self {
+            Pattern::Prefixes(_, first) if key.is_empty() || !first[(tag & 0xff) as usize] => {
+                Some(false)
+            }
+            _ => self.matches(key.text()),
+        }
     }
 
     /// Whether `s` matches; `None` when not sure (a regex over a non-ASCII string, where
@@ -546,6 +567,7 @@ impl Pattern {
                 s.as_bytes().first().is_some_and(|&b| first[usize::from(b)])
                     && p.iter().any(|p| s.starts_with(p.as_str())),
             ),
+            Pattern::Anchored(a) => a.matches(s.as_bytes()),
             Pattern::Regex(re) => s.is_ascii().then(|| re.is_match(s)),
         }
     }
