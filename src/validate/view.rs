@@ -505,6 +505,7 @@ impl<'t> Parser<'t> {
     /// A string from its opening quote: borrowed when it has no escapes, else decoded
     /// into the shared buffer. Raw control characters and lone surrogates are refused,
     /// as serde_json refuses them.
+    #[inline(always)]
     fn string(&mut self) -> Option<Str> {
         self.pos += 1;
         let start = self.pos;
@@ -512,11 +513,19 @@ impl<'t> Parser<'t> {
         match *self.bytes.get(self.pos)? {
             b'"' => {
                 self.pos += 1;
-                return Some(Str::text(start, self.pos - 1 - start));
+                Some(Str::text(start, self.pos - 1 - start))
             }
-            b'\\' => {}
-            _ => return None,
+            b'\\' => self.escaped(start),
+            _ => None,
         }
+    }
+
+    /// The rest of a string with escapes, from its first backslash (`start` is just
+    /// after its opening quote): decoded into the shared buffer. Rare, so kept apart
+    /// from the inlined common case.
+    #[cold]
+    #[inline(never)]
+    fn escaped(&mut self, start: usize) -> Option<Str> {
         let from = self.decoded.len();
         self.decoded.push_str(&self.text[start..self.pos]);
         loop {
@@ -589,15 +598,19 @@ impl<'t> Parser<'t> {
 #[inline]
 fn special(bytes: &[u8], at: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
-    let at = special_sse2(bytes, at);
+    let at = match special_sse2(bytes, at) {
+        Ok(found) => return found,
+        Err(tail) => tail,
+    };
     special_swar(bytes, at)
 }
 
-/// [`special`] sixteen bytes at a time with SSE2 (part of every x86-64 CPU), up to the
-/// last sixteen bytes, which are left to [`special_swar`].
+/// [`special`] sixteen bytes at a time with SSE2 (part of every x86-64 CPU): `Ok` with
+/// the index found, or `Err` with where the last (under sixteen) bytes start, which are
+/// left to [`special_swar`].
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn special_sse2(bytes: &[u8], mut at: usize) -> usize {
+fn special_sse2(bytes: &[u8], mut at: usize) -> Result<usize, usize> {
     use std::arch::x86_64::{
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
         _mm_set1_epi8,
@@ -617,12 +630,12 @@ fn special_sse2(bytes: &[u8], mut at: usize) -> usize {
             );
             let mask = _mm_movemask_epi8(hits) as u32;
             if mask != 0 {
-                return at + mask.trailing_zeros() as usize;
+                return Ok(at + mask.trailing_zeros() as usize);
             }
             at += 16;
         }
     }
-    at
+    Err(at)
 }
 
 /// [`special`] eight bytes at a time in a plain word.
