@@ -15,10 +15,10 @@
 
 mod anchored;
 
-use anchored::Anchored;
 use super::json::Json;
 use super::view::{Key, Type, View, key_tag, same_tagged_key};
 use crate::schema::{METADATA_SCHEMA_ID, SchemaName};
+use anchored::Anchored;
 use regex::Regex;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -78,8 +78,8 @@ struct Keywords {
     pattern_properties: Vec<(Pattern, usize)>,
     additional: Option<usize>,
     items: Option<usize>,
-    /// Allowed strings (every atip enum lists strings only).
-    enumeration: Option<Vec<String>>,
+    /// Allowed strings (every atip enum lists strings only), with their [`key_tag`]s.
+    enumeration: Option<Vec<(String, u64)>>,
     pattern: Option<Pattern>,
     min_length: Option<usize>,
     min_items: Option<usize>,
@@ -208,7 +208,10 @@ impl Keywords {
         self.all_of.iter_mut().for_each(at);
         self.properties.iter_mut().for_each(|(_, _, i)| at(i));
         self.pattern_properties.iter_mut().for_each(|(_, i)| at(i));
-        for i in [&mut self.additional, &mut self.items].into_iter().flatten() {
+        for i in [&mut self.additional, &mut self.items]
+            .into_iter()
+            .flatten()
+        {
             at(i);
         }
         if let Some((_, then, otherwise)) = &mut self.condition {
@@ -359,7 +362,12 @@ impl Compiled {
             }
         }
         if let Some(allowed) = &k.enumeration
-            && !v.as_str().is_some_and(|s| allowed.iter().any(|a| a == s))
+            && !v.as_str().is_some_and(|s| {
+                let tag = key_tag(s);
+                allowed
+                    .iter()
+                    .any(|(a, t)| *t == tag && (s.len() < 8 || a == s))
+            })
         {
             return false;
         }
@@ -397,7 +405,14 @@ impl Compiled {
 
     /// `properties`, `patternProperties` and `additionalProperties` for one member;
     /// sets the bit of the property it is in `met`.
-    fn member_sure(&self, k: &Keywords, tag: u64, key: Key<'_>, x: View<'_>, met: &mut u64) -> bool {
+    fn member_sure(
+        &self,
+        k: &Keywords,
+        tag: u64,
+        key: Key<'_>,
+        x: View<'_>,
+        met: &mut u64,
+    ) -> bool {
         let mut matched = false;
         if let Some(i) = k.lookup.find(&k.properties, tag, key) {
             matched = true;
@@ -435,11 +450,13 @@ fn type_of(v: View<'_>) -> u8 {
 }
 
 fn string_sure(k: &Keywords, s: &str) -> bool {
-    k.min_length
-        .is_none_or(|n| s.len() >= n && s.chars().take(n).count() == n)
-        && k.pattern
-            .as_ref()
-            .is_none_or(|p| p.matches(s) == Some(true))
+    // A character is at most four bytes: long enough strings need no count.
+    k.min_length.is_none_or(|n| {
+        s.len() >= n.saturating_mul(4) || (s.len() >= n && s.chars().take(n).count() == n)
+    }) && k
+        .pattern
+        .as_ref()
+        .is_none_or(|p| p.matches(s) == Some(true))
         && k.format.is_none_or(|f| match f {
             Format::Uri => plain_uri(s),
             Format::DateTime => plain_date_time(s),
@@ -656,7 +673,18 @@ impl Compiler<'_> {
                 }
                 "additionalProperties" => k.additional = Some(sub(self, key)),
                 "items" if !v.is_array() => k.items = Some(sub(self, key)),
-                "enum" => k.enumeration = Some(strings(v)?),
+                "enum" => {
+                    let values = strings(v)?;
+                    k.enumeration = Some(
+                        values
+                            .into_iter()
+                            .map(|s| {
+                                let t = key_tag(&s);
+                                (s, t)
+                            })
+                            .collect(),
+                    );
+                }
                 "pattern" => k.pattern = Some(Pattern::new(v.as_str()?)?),
                 "minLength" => k.min_length = Some(usize::try_from(v.as_u64()?).ok()?),
                 "minItems" => k.min_items = Some(usize::try_from(v.as_u64()?).ok()?),

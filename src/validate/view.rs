@@ -70,7 +70,11 @@ pub fn same_tagged_key(a: &str, b: &str) -> bool {
         n if n != b.len() => false,
         0..8 => true,
         n @ 8..16 => {
-            let last = |s: &[u8]| s[n - 8..].first_chunk::<8>().map(|w| u64::from_le_bytes(*w));
+            let last = |s: &[u8]| {
+                s[n - 8..]
+                    .first_chunk::<8>()
+                    .map(|w| u64::from_le_bytes(*w))
+            };
             last(a) == last(b)
         }
         _ => a == b,
@@ -417,9 +421,9 @@ impl<'t> Parser<'t> {
     fn has_duplicates(&self, members: &[Member]) -> bool {
         if members.len() <= PAIRWISE {
             members.iter().enumerate().any(|(i, m)| {
-                members[..i]
-                    .iter()
-                    .any(|n| n.tag == m.tag && same_tagged_key(self.resolve(n.key), self.resolve(m.key)))
+                members[..i].iter().any(|n| {
+                    n.tag == m.tag && same_tagged_key(self.resolve(n.key), self.resolve(m.key))
+                })
             })
         } else {
             let mut keys: Vec<&str> = members.iter().map(|m| self.resolve(m.key)).collect();
@@ -1073,7 +1077,10 @@ mod tests {
         assert!(same_tagged_key(long, long) && !same_tagged_key(long, "abcdefg-0123456788"));
         for key in ["", "a", "abcdefg", "abcdefgh", "descripXion", "é"] {
             let padded = format!("{key}\":0}}xxxxxxxx");
-            assert_eq!(tag_of_word(&padded.as_bytes()[..8], key.len()), key_tag(key));
+            assert_eq!(
+                tag_of_word(&padded.as_bytes()[..8], key.len()),
+                key_tag(key)
+            );
         }
         let text = br#"{"descripXion": 1, "description": 2, "abcdefgh": 3, "abcdefgi": 4}"#;
         let doc = Doc::parse(text).unwrap_or_else(|| unreachable!());
@@ -1122,7 +1129,9 @@ mod tests {
         // and bytes just above the range (0x20, 0x7f, 0x80, 0xff) that must not count.
         for b in [b'"', b'\\', 0, 0x1f, b'\n'] {
             for pos in 0..40 {
-                let mut t: Vec<u8> = (0..40).map(|i| [0x20, 0x7f, 0x80, 0xff, b'a'][i % 5]).collect();
+                let mut t: Vec<u8> = (0..40)
+                    .map(|i| [0x20, 0x7f, 0x80, 0xff, b'a'][i % 5])
+                    .collect();
                 t[pos] = b;
                 for from in 0..=pos {
                     assert_eq!(special(&t, from), pos);

@@ -1,6 +1,6 @@
 //! Anchored patterns that are a plain sequence of character classes
 //! (`^-[^\s=]*[^\s=-][^\s=]*$`, `^sha256:[0-9a-f]{64}$`), matched over ASCII subjects by
-//! a bit-parallel automaton.
+//! a small DFA (one table look-up per byte), built once from a bit-parallel automaton.
 //!
 //! Most of atip's schema patterns have this form and run on every flag, version and
 //! hash of a document; the regex crate's general engine costs several times more per
@@ -8,11 +8,26 @@
 //! (groups, alternation, `.`, anchors missing, escapes it does not know, class set
 //! operations), and the caller keeps the regex for it. Tested against the regex crate.
 
+use std::collections::HashMap;
+
 /// A set of ASCII bytes, bit `b` for byte `b`.
 type Class = u128;
 
-/// One compiled pattern: element `i` of the sequence is bit `i` of every mask.
+/// One compiled pattern: a DFA over ASCII bytes.
 pub struct Anchored {
+    /// `next[state * 128 + byte]`; state 0 is dead (no match possible), 1 the start.
+    next: Vec<u8>,
+    /// Whether each state matches the whole subject read so far.
+    accepting: Vec<bool>,
+}
+
+/// Most DFA states kept (they are numbered in a `u8`); a pattern needing more is left
+/// to the regex.
+const MAX_STATES: usize = 255;
+
+/// The bit-parallel automaton the DFA is built from: element `i` of the sequence is bit
+/// `i` of every mask, a state is the set of elements that may come next.
+struct Nfa {
     /// For each ASCII byte, the elements whose class holds it.
     accepts: Box<[u128; 128]>,
     /// Elements that may repeat (`*`, the tail of `+` and `{n,}`).
@@ -26,7 +41,7 @@ pub struct Anchored {
 impl std::fmt::Debug for Anchored {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Anchored")
-            .field("elements", &self.done.trailing_zeros())
+            .field("states", &self.accepting.len())
             .finish()
     }
 }
@@ -156,28 +171,72 @@ impl Anchored {
                 skippable |= 1 << e;
             }
         }
-        Some(Anchored {
+        let nfa = Nfa {
             accepts,
             many,
             skippable,
             done: 1 << elements.len(),
-        })
+        };
+        nfa.determinize()
     }
 
     /// Whether the whole of `s` matches; `None` for a non-ASCII subject (where ECMA's
     /// and Rust's classes may differ).
     pub fn matches(&self, s: &[u8]) -> Option<bool> {
-        let mut state = self.close(1);
+        let mut state = 1;
         for &c in s {
-            let accepts = *self.accepts.get(usize::from(c))?;
-            let moved = state & accepts;
-            if moved == 0 {
+            if c >= 128 {
+                return None;
+            }
+            state = usize::from(self.next[state * 128 + usize::from(c)]);
+            if state == 0 {
                 // Still answer `None` for a non-ASCII subject, whatever its prefix.
                 return if s.is_ascii() { Some(false) } else { None };
             }
-            state = self.close(((moved & !self.many) << 1) | (moved & self.many));
         }
-        Some(state & self.done != 0)
+        Some(self.accepting[state])
+    }
+}
+
+impl Nfa {
+    /// The NFA's states after reading `c` from `state` (0 when none).
+    fn step(&self, state: u128, c: usize) -> u128 {
+        let moved = state & self.accepts[c];
+        if moved == 0 {
+            return 0;
+        }
+        self.close(((moved & !self.many) << 1) | (moved & self.many))
+    }
+
+    /// Subset construction: one DFA state per set of NFA states reachable; `None` past
+    /// [`MAX_STATES`].
+    fn determinize(&self) -> Option<Anchored> {
+        let mut sets: Vec<u128> = vec![0, self.close(1)];
+        let mut ids: HashMap<u128, u8> = sets.iter().zip(0..).map(|(&s, i)| (s, i)).collect();
+        let mut next = vec![0u8; 2 * 128];
+        let mut at = 1;
+        while at < sets.len() {
+            for c in 0..128 {
+                let target = self.step(sets[at], c);
+                let id = match ids.get(&target) {
+                    Some(&id) => id,
+                    None if sets.len() < MAX_STATES => {
+                        let id = sets.len() as u8;
+                        sets.push(target);
+                        ids.insert(target, id);
+                        next.extend([0u8; 128]);
+                        id
+                    }
+                    None => return None,
+                };
+                next[at * 128 + c] = id;
+            }
+            at += 1;
+        }
+        Some(Anchored {
+            next,
+            accepting: sets.iter().map(|&s| s & self.done != 0).collect(),
+        })
     }
 
     /// Adds the states reached by skipping skippable elements.
@@ -293,9 +352,36 @@ mod tests {
     #[test]
     fn agrees_with_regex_on_chosen_subjects() {
         let subjects = [
-            "", "-", "--", "-a", "--a-", "---", "-=", "-a=b", "- a", "--label", "-\u{b}x",
-            "0.1", "0.1234", "0.", "1.0", "A_B9", "_", "a9B", "sha256:", "x-y", "ab-c_d",
-            "GH_TOKEN", "gh-token", "é", "-é", "0.12é", "bbc9a_!", "abbbc1a!!", "d", "dx",
+            "",
+            "-",
+            "--",
+            "-a",
+            "--a-",
+            "---",
+            "-=",
+            "-a=b",
+            "- a",
+            "--label",
+            "-\u{b}x",
+            "0.1",
+            "0.1234",
+            "0.",
+            "1.0",
+            "A_B9",
+            "_",
+            "a9B",
+            "sha256:",
+            "x-y",
+            "ab-c_d",
+            "GH_TOKEN",
+            "gh-token",
+            "é",
+            "-é",
+            "0.12é",
+            "bbc9a_!",
+            "abbbc1a!!",
+            "d",
+            "dx",
             "tools/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.json",
         ];
         for p in PATTERNS {
