@@ -525,7 +525,7 @@ fn plain_date_time(s: &str) -> bool {
 #[derive(Debug)]
 enum Pattern {
     /// The prefixes, and which first bytes any of them has.
-    Prefixes(Vec<String>, [bool; 256]),
+    Prefixes(Vec<String>, Box<[bool; 256]>),
     /// A sequence of classes, matched without the regex engine.
     Anchored(Anchored),
     Regex(Regex),
@@ -547,7 +547,7 @@ impl Pattern {
             if (group.is_some() || alternatives.len() == 1)
                 && alternatives.iter().all(|a| literal(a))
             {
-                let mut first = [false; 256];
+                let mut first = Box::new([false; 256]);
                 for a in &alternatives {
                     first[usize::from(a.as_bytes()[0])] = true;
                 }
