@@ -422,6 +422,16 @@ mod tests {
             json!("-x"),
             json!("--bad flag"),
             json!("--a=b"),
+            // Edges of the flag, version, env-var and hash patterns (matched without
+            // the regex engine on the fast path).
+            json!("-"),
+            json!("---"),
+            json!("--a-"),
+            json!("-\u{b}"),
+            json!("0.1234"),
+            json!("GH-TOKEN"),
+            json!("_A1"),
+            json!(format!("sha256:{}", HASH.to_uppercase())),
             json!("https://example.com/a b"),
             json!("ftp://example.com"),
             json!("2026-02-30T00:00:00Z"),

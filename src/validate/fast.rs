@@ -13,9 +13,12 @@
 //!
 //! Must not produce diagnostics: jsonschema's errors are the only schema diagnostics.
 
+mod anchored;
+
 use super::json::Json;
-use super::view::{Type, View, key_tag};
+use super::view::{Key, Type, View, key_tag, same_tagged_key};
 use crate::schema::{METADATA_SCHEMA_ID, SchemaName};
+use anchored::Anchored;
 use regex::Regex;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -29,7 +32,7 @@ pub fn certainly_valid(name: SchemaName, value: View<'_>) -> bool {
         .unwrap_or_default();
     COMPILED[index]
         .as_ref()
-        .is_some_and(|s| s.sure(s.root, value))
+        .is_some_and(|s| s.check(s.root, value))
 }
 
 static COMPILED: LazyLock<[Option<Compiled>; 4]> = LazyLock::new(|| {
@@ -47,6 +50,7 @@ const TYPE_NUMBER: u8 = 8;
 const TYPE_STRING: u8 = 16;
 const TYPE_ARRAY: u8 = 32;
 const TYPE_OBJECT: u8 = 64;
+const TYPE_ANY: u8 = 127;
 
 #[derive(Debug, Clone, Copy)]
 enum Format {
@@ -74,8 +78,8 @@ struct Keywords {
     pattern_properties: Vec<(Pattern, usize)>,
     additional: Option<usize>,
     items: Option<usize>,
-    /// Allowed strings (every atip enum lists strings only).
-    enumeration: Option<Vec<String>>,
+    /// Allowed strings (every atip enum lists strings only), with their [`key_tag`]s.
+    enumeration: Option<Vec<(String, u64)>>,
     pattern: Option<Pattern>,
     min_length: Option<usize>,
     min_items: Option<usize>,
@@ -84,6 +88,71 @@ struct Keywords {
     format: Option<Format>,
     /// `if` made only of `required` or only of `type`: (that test, then, else).
     condition: Option<(Test, Option<usize>, Option<usize>)>,
+    /// `properties` by key tag, and `required` as bits of them.
+    lookup: Lookup,
+}
+
+/// `properties` found by key tag in about one probe, and `required` checked as bits of
+/// the properties met (no look-up per required name): every object of a document goes
+/// through here.
+#[derive(Debug, Default)]
+struct Lookup {
+    /// Open addressing on a hash of the tag: index + 1 into `properties`, 0 when empty.
+    slots: Vec<u8>,
+    /// 64 minus log2 of `slots.len()`.
+    shift: u32,
+    /// Bit i for `properties[i]`, set for the required ones; `None` when a required
+    /// name is not a property (or there are too many properties): then looked up.
+    required: Option<u64>,
+}
+
+impl Lookup {
+    fn new(properties: &[(String, u64, usize)], required: &[String]) -> Lookup {
+        if properties.is_empty() || properties.len() > 64 {
+            return Lookup::default();
+        }
+        let size = (properties.len() * 2).next_power_of_two().max(2);
+        let shift = 64 - size.trailing_zeros();
+        let mut slots = vec![0u8; size];
+        for (i, (_, tag, _)) in properties.iter().enumerate() {
+            let mut at = slot(*tag, shift);
+            while slots[at] != 0 {
+                at = (at + 1) & (size - 1);
+            }
+            slots[at] = i as u8 + 1;
+        }
+        let required = required.iter().try_fold(0u64, |mask, name| {
+            let i = properties.iter().position(|(n, _, _)| n == name)?;
+            Some(mask | 1 << i)
+        });
+        Lookup {
+            slots,
+            shift,
+            required,
+        }
+    }
+
+    /// The index in `properties` of the property named `key` (tag `tag`).
+    #[inline]
+    fn find(&self, properties: &[(String, u64, usize)], tag: u64, key: Key<'_>) -> Option<usize> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mut at = slot(tag, self.shift);
+        loop {
+            let i = usize::from(self.slots[at]).checked_sub(1)?;
+            let (name, t, _) = &properties[i];
+            if *t == tag && (key.len() < 8 || same_tagged_key(name, key.text())) {
+                return Some(i);
+            }
+            at = (at + 1) & (self.slots.len() - 1);
+        }
+    }
+}
+
+#[inline]
+fn slot(tag: u64, shift: u32) -> usize {
+    (tag.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
 }
 
 /// An `if` decided either way.
@@ -114,6 +183,7 @@ impl Keywords {
             maximum: None,
             format: None,
             condition: None,
+            lookup: _,
         } = self
         else {
             return None;
@@ -131,11 +201,66 @@ impl Keywords {
     }
 }
 
+impl Keywords {
+    /// Points every sub-schema index at the node it stands for.
+    fn retarget(&mut self, target: &[usize]) {
+        let at = |i: &mut usize| *i = target[*i];
+        self.all_of.iter_mut().for_each(at);
+        self.properties.iter_mut().for_each(|(_, _, i)| at(i));
+        self.pattern_properties.iter_mut().for_each(|(_, i)| at(i));
+        for i in [&mut self.additional, &mut self.items]
+            .into_iter()
+            .flatten()
+        {
+            at(i);
+        }
+        if let Some((_, then, otherwise)) = &mut self.condition {
+            for i in [then, otherwise].into_iter().flatten() {
+                at(i);
+            }
+        }
+    }
+
+    /// The types, when a schema says nothing else (0 otherwise): then a value is checked
+    /// by its type alone.
+    fn plain_types(&self) -> u8 {
+        match self {
+            Keywords {
+                types: Some(types),
+                all_of,
+                required,
+                properties,
+                pattern_properties,
+                additional: None,
+                items: None,
+                enumeration: None,
+                pattern: None,
+                min_length: None,
+                min_items: None,
+                minimum: None,
+                maximum: None,
+                format: None,
+                condition: None,
+                lookup: _,
+            } if all_of.is_empty()
+                && required.is_empty()
+                && properties.is_empty()
+                && pattern_properties.is_empty() =>
+            {
+                *types
+            }
+            _ => 0,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Compiled {
+    /// Every index in here is already that of the node it stands for: a node that is
+    /// only a `$ref` is skipped at compile time.
     nodes: Vec<Node>,
-    /// For each node, the node it stands for: a node that is only a `$ref` is skipped.
-    target: Vec<usize>,
+    /// For each node, [`Keywords::plain_types`] (all types for `true`).
+    plain: Vec<u8>,
     root: usize,
 }
 
@@ -167,7 +292,7 @@ impl Compiled {
             Node::Keywords(k) => k.bare_ref(),
             _ => None,
         };
-        let target = (0..nodes.len())
+        let target: Vec<usize> = (0..nodes.len())
             .map(|i| {
                 let mut j = i;
                 // Bounded: a loop of bare refs keeps its first node.
@@ -180,85 +305,134 @@ impl Compiled {
                 i
             })
             .collect();
+        let mut nodes = nodes;
+        for node in &mut nodes {
+            if let Node::Keywords(k) = node {
+                k.retarget(&target);
+            }
+        }
+        let plain = nodes
+            .iter()
+            .map(|node| match node {
+                Node::True => TYPE_ANY,
+                Node::Keywords(k) => k.plain_types(),
+                Node::False | Node::Unsure => 0,
+            })
+            .collect();
         Compiled {
             nodes,
-            target,
-            root,
+            plain,
+            root: target[root],
+        }
+    }
+
+    /// [`Compiled::sure`], settled here for a schema that only names types (most
+    /// members: descriptions, names, flags' booleans).
+    #[inline]
+    fn check(&self, index: usize, v: View<'_>) -> bool {
+        match self.plain[index] {
+            0 => self.sure(index, v),
+            types => types & type_of(v) != 0,
         }
     }
 
     fn sure(&self, index: usize, v: View<'_>) -> bool {
-        let k = match &self.nodes[self.target[index]] {
+        let k = match &self.nodes[index] {
             Node::True => return true,
             Node::False | Node::Unsure => return false,
             Node::Keywords(k) => k,
         };
+        let ty = type_of(v);
         if let Some(types) = k.types
-            && types & type_of(v) == 0
+            && types & ty == 0
         {
             return false;
         }
-        if !k.all_of.iter().all(|&s| self.sure(s, v)) {
+        if !k.all_of.iter().all(|&s| self.check(s, v)) {
             return false;
         }
         if let Some((test, then, otherwise)) = &k.condition {
             let holds = match test {
                 Test::Required(names) => !v.is_object() || names.iter().all(|n| v.contains_key(n)),
-                Test::Type(mask) => type_of(v) & mask != 0,
+                Test::Type(mask) => ty & mask != 0,
             };
             let branch = if holds { then } else { otherwise };
-            if branch.is_some_and(|s| !self.sure(s, v)) {
+            if branch.is_some_and(|s| !self.check(s, v)) {
                 return false;
             }
         }
         if let Some(allowed) = &k.enumeration
-            && !v.as_str().is_some_and(|s| allowed.iter().any(|a| a == s))
+            && !v.as_str().is_some_and(|s| {
+                let tag = key_tag(s);
+                allowed
+                    .iter()
+                    .any(|(a, t)| *t == tag && (s.len() < 8 || a == s))
+            })
         {
             return false;
         }
-        if let Some(s) = v.as_str() {
+        if ty == TYPE_STRING
+            && let Some(s) = v.as_str()
+        {
             return string_sure(k, s);
         }
-        if v.is_number() {
+        if ty & TYPE_NUMBER != 0 {
             return number_sure(k, v);
         }
-        if let Some(items) = v.items() {
+        if ty == TYPE_ARRAY
+            && let Some(items) = v.items()
+        {
             return k.min_items.is_none_or(|n| items.len() >= n)
                 && k.items
-                    .is_none_or(|s| items.clone().all(|x| self.sure(s, x)));
+                    .is_none_or(|s| items.clone().all(|x| self.check(s, x)));
         }
-        if let Some(mut members) = v.tagged_members() {
-            return k.required.iter().all(|n| v.contains_key(n))
-                && members.all(|(tag, key, x)| self.member_sure(k, tag, key, x));
+        if ty == TYPE_OBJECT
+            && let Some(members) = v.tagged_members()
+        {
+            let mut met = 0u64;
+            for (tag, key, x) in members {
+                if !self.member_sure(k, tag, key, x, &mut met) {
+                    return false;
+                }
+            }
+            return match k.lookup.required {
+                Some(mask) => met & mask == mask,
+                None => k.required.iter().all(|n| v.contains_key(n)),
+            };
         }
         true
     }
 
-    /// `properties`, `patternProperties` and `additionalProperties` for one member.
-    fn member_sure(&self, k: &Keywords, tag: u64, key: &str, x: View<'_>) -> bool {
+    /// `properties`, `patternProperties` and `additionalProperties` for one member;
+    /// sets the bit of the property it is in `met`.
+    fn member_sure(
+        &self,
+        k: &Keywords,
+        tag: u64,
+        key: Key<'_>,
+        x: View<'_>,
+        met: &mut u64,
+    ) -> bool {
         let mut matched = false;
-        if let Some((_, _, s)) = k
-            .properties
-            .iter()
-            .find(|(name, t, _)| *t == tag && (key.len() < 8 || name == key))
-        {
+        if let Some(i) = k.lookup.find(&k.properties, tag, key) {
             matched = true;
-            if !self.sure(*s, x) {
+            *met |= 1 << (i & 63);
+            if !self.check(k.properties[i].2, x) {
                 return false;
             }
         }
         for (pattern, s) in &k.pattern_properties {
-            let Some(found) = pattern.matches(key) else {
+            let Some(found) = pattern.matches_key(tag, key) else {
                 return false;
             };
             if found {
                 matched = true;
-                if !self.sure(*s, x) {
+                if !self.check(*s, x) {
                     return false;
                 }
             }
         }
-        matched || k.additional.is_none_or(|s| self.sure(s, x))
+        matched || k.additional.is_none_or(|s| self.check(s, x))
     }
 }
 
@@ -276,11 +450,13 @@ fn type_of(v: View<'_>) -> u8 {
 }
 
 fn string_sure(k: &Keywords, s: &str) -> bool {
-    k.min_length
-        .is_none_or(|n| s.len() >= n && s.chars().take(n).count() == n)
-        && k.pattern
-            .as_ref()
-            .is_none_or(|p| p.matches(s) == Some(true))
+    // A character is at most four bytes: long enough strings need no count.
+    k.min_length.is_none_or(|n| {
+        s.len() >= n.saturating_mul(4) || (s.len() >= n && s.chars().take(n).count() == n)
+    }) && k
+        .pattern
+        .as_ref()
+        .is_none_or(|p| p.matches(s) == Some(true))
         && k.format.is_none_or(|f| match f {
             Format::Uri => plain_uri(s),
             Format::DateTime => plain_date_time(s),
@@ -348,7 +524,10 @@ fn plain_date_time(s: &str) -> bool {
 /// checked directly, anything else through Rust's regex.
 #[derive(Debug)]
 enum Pattern {
-    Prefixes(Vec<String>),
+    /// The prefixes, and which first bytes any of them has.
+    Prefixes(Vec<String>, Box<[bool; 256]>),
+    /// A sequence of classes, matched without the regex engine.
+    Anchored(Anchored),
     Regex(Regex),
 }
 
@@ -368,21 +547,44 @@ impl Pattern {
             if (group.is_some() || alternatives.len() == 1)
                 && alternatives.iter().all(|a| literal(a))
             {
+                let mut first = Box::new([false; 256]);
+                for a in &alternatives {
+                    first[usize::from(a.as_bytes()[0])] = true;
+                }
                 return Some(Pattern::Prefixes(
                     alternatives.into_iter().map(str::to_owned).collect(),
+                    first,
                 ));
             }
         }
-        Regex::new(pattern).ok().map(Pattern::Regex)
+        let regex = Regex::new(pattern).ok()?;
+        Some(match Anchored::new(pattern) {
+            Some(a) => Pattern::Anchored(a),
+            None => Pattern::Regex(regex),
+        })
+    }
+
+    /// [`Pattern::matches`] for a member's key, whose first byte is the low byte of its
+    /// tag: a key no prefix can start is settled without reading it.
+    #[inline]
+    fn matches_key(&self, tag: u64, key: Key<'_>) -> Option<bool> {
+        match self {
+            Pattern::Prefixes(_, first) if key.is_empty() || !first[(tag & 0xff) as usize] => {
+                Some(false)
+            }
+            _ => self.matches(key.text()),
+        }
     }
 
     /// Whether `s` matches; `None` when not sure (a regex over a non-ASCII string, where
     /// ECMA and Rust classes may differ). A literal prefix is exact on any string.
     fn matches(&self, s: &str) -> Option<bool> {
         match self {
-            Pattern::Prefixes(p) => Some(p.iter().any(|p| {
-                s.as_bytes().first() == p.as_bytes().first() && s.starts_with(p.as_str())
-            })),
+            Pattern::Prefixes(p, first) => Some(
+                s.as_bytes().first().is_some_and(|&b| first[usize::from(b)])
+                    && p.iter().any(|p| s.starts_with(p.as_str())),
+            ),
+            Pattern::Anchored(a) => a.matches(s.as_bytes()),
             Pattern::Regex(re) => s.is_ascii().then(|| re.is_match(s)),
         }
     }
@@ -471,7 +673,18 @@ impl Compiler<'_> {
                 }
                 "additionalProperties" => k.additional = Some(sub(self, key)),
                 "items" if !v.is_array() => k.items = Some(sub(self, key)),
-                "enum" => k.enumeration = Some(strings(v)?),
+                "enum" => {
+                    let values = strings(v)?;
+                    k.enumeration = Some(
+                        values
+                            .into_iter()
+                            .map(|s| {
+                                let t = key_tag(&s);
+                                (s, t)
+                            })
+                            .collect(),
+                    );
+                }
                 "pattern" => k.pattern = Some(Pattern::new(v.as_str()?)?),
                 "minLength" => k.min_length = Some(usize::try_from(v.as_u64()?).ok()?),
                 "minItems" => k.min_items = Some(usize::try_from(v.as_u64()?).ok()?),
@@ -504,6 +717,7 @@ impl Compiler<'_> {
                 _ => return None,
             }
         }
+        k.lookup = Lookup::new(&k.properties, &k.required);
         Some(k)
     }
 }

@@ -24,12 +24,61 @@ const MAX_NESTING: usize = 127;
 /// Duplicate keys are looked for by sorting above this many members, pairwise below.
 const PAIRWISE: usize = 16;
 
-/// A string: a span of the text, or of the decoded buffer when it had escapes.
+/// A string: a span of the text, or of the decoded buffer when it had escapes (the top
+/// bit of `len`). Eight bytes, so that members and parser results stay small and
+/// aligned.
 #[derive(Debug, Clone, Copy)]
 struct Str {
     start: u32,
     len: u32,
-    decoded: bool,
+}
+
+const DECODED: u32 = 1 << 31;
+
+impl Str {
+    #[inline]
+    fn text(start: usize, len: usize) -> Str {
+        Str {
+            start: start as u32,
+            len: len as u32,
+        }
+    }
+    #[inline]
+    fn decoded(start: usize, len: usize) -> Str {
+        Str {
+            start: start as u32,
+            len: len as u32 | DECODED,
+        }
+    }
+    #[inline]
+    fn is_decoded(self) -> bool {
+        self.len & DECODED != 0
+    }
+    #[inline]
+    fn range(self) -> std::ops::Range<usize> {
+        let start = self.start as usize;
+        start..start + (self.len & !DECODED) as usize
+    }
+}
+
+/// Whether two keys with equal [`key_tag`]s (same length, same first seven bytes) are
+/// equal: up to 15 bytes by comparing their last eight as one word, no `memcmp` call.
+#[inline]
+pub fn same_tagged_key(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    match a.len() {
+        n if n != b.len() => false,
+        0..8 => true,
+        n @ 8..16 => {
+            let last = |s: &[u8]| {
+                s[n - 8..]
+                    .first_chunk::<8>()
+                    .map(|w| u64::from_le_bytes(*w))
+            };
+            last(a) == last(b)
+        }
+        _ => a == b,
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -64,6 +113,7 @@ struct Member {
 
 /// A key's first seven bytes and its length in one word: equal tags mean equal keys
 /// for keys of up to seven bytes, and a mere length-and-prefix match otherwise.
+#[inline(always)]
 pub fn key_tag(key: &str) -> u64 {
     let bytes = key.as_bytes();
     let length = (bytes.len().min(255) as u64) << 56;
@@ -75,6 +125,16 @@ pub fn key_tag(key: &str) -> u64 {
         word |= u64::from(b) << (8 * i);
     }
     word | length
+}
+
+/// [`key_tag`] of a key of `len` bytes whose first bytes (and then whatever follows)
+/// are the eight of `word`: one load instead of a byte loop.
+#[inline]
+fn tag_of_word(word: &[u8], len: usize) -> u64 {
+    let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
+    let kept = if len >= 7 { 7 } else { len };
+    let mask = (1u64 << (8 * kept)) - 1;
+    (word & mask) | ((len.min(255) as u64) << 56)
 }
 
 /// One parsed document.
@@ -115,24 +175,30 @@ struct Parser<'t> {
 impl<'t> Doc<'t> {
     /// Parses a clean document; `None` for anything else (see the module comment).
     pub fn parse(bytes: &'t [u8]) -> Option<Doc<'t>> {
-        if bytes.starts_with(super::parse::BOM) || u32::try_from(bytes.len()).is_err() {
+        // Spans are 31 bits (`Str`).
+        if bytes.starts_with(super::parse::BOM) || bytes.len() >= DECODED as usize {
             return None;
         }
         let text = std::str::from_utf8(bytes).ok()?;
         if text.trim_ascii().is_empty() {
             return None;
         }
+        let spare = SPARE.take();
         let mut p = Parser {
             text,
             bytes,
             pos: 0,
-            decoded: String::new(),
-            items: Vec::new(),
-            members: Vec::new(),
-            open_items: Vec::new(),
-            open_members: Vec::new(),
+            decoded: spare.decoded,
+            items: spare.items,
+            members: spare.members,
+            open_items: spare.open_items,
+            open_members: spare.open_members,
         };
         let root = p.document()?;
+        SPARE.with_borrow_mut(|s| {
+            s.open_items = std::mem::take(&mut p.open_items);
+            s.open_members = std::mem::take(&mut p.open_members);
+        });
         Some(Doc {
             text,
             decoded: p.decoded,
@@ -152,8 +218,8 @@ impl<'t> Doc<'t> {
 
     #[inline]
     fn str(&self, s: Str) -> &str {
-        let range = s.start as usize..(s.start + s.len) as usize;
-        if s.decoded {
+        let range = s.range();
+        if s.is_decoded() {
             &self.decoded[range]
         } else {
             &self.text[range]
@@ -161,13 +227,57 @@ impl<'t> Doc<'t> {
     }
 }
 
+/// The vectors of the last document a thread dropped, cleared, for the next one: a
+/// document then costs no allocation once the first few have grown them.
+#[derive(Default)]
+struct Spare {
+    decoded: String,
+    items: Vec<Node>,
+    members: Vec<Member>,
+    open_items: Vec<Node>,
+    open_members: Vec<Member>,
+}
+
+/// Spare vectors above this many elements are freed rather than kept per thread.
+const KEEP_SPARE: usize = 1 << 16;
+
+thread_local! {
+    static SPARE: std::cell::RefCell<Spare> = std::cell::RefCell::default();
+}
+
+impl Drop for Doc<'_> {
+    fn drop(&mut self) {
+        if self.items.capacity().max(self.members.capacity()) > KEEP_SPARE
+            || self.decoded.capacity() > KEEP_SPARE * 16
+        {
+            return;
+        }
+        let mut decoded = std::mem::take(&mut self.decoded);
+        let mut items = std::mem::take(&mut self.items);
+        let mut members = std::mem::take(&mut self.members);
+        decoded.clear();
+        items.clear();
+        members.clear();
+        // `try_with`: a document dropped while the thread ends just frees its vectors.
+        let _ = SPARE.try_with(|s| {
+            if let Ok(mut s) = s.try_borrow_mut() {
+                s.decoded = decoded;
+                s.items = items;
+                s.members = members;
+            }
+        });
+    }
+}
+
 impl<'t> Parser<'t> {
+    #[inline]
     fn skip_ws(&mut self) {
         while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.bytes.get(self.pos) {
             self.pos += 1;
         }
     }
 
+    #[inline]
     fn peek(&self) -> Option<u8> {
         self.bytes.get(self.pos).copied()
     }
@@ -241,7 +351,8 @@ impl<'t> Parser<'t> {
                                     start: self.items.len() as u32,
                                     len: (self.open_items.len() - start) as u32,
                                 };
-                                self.items.extend(self.open_items.drain(start..));
+                                self.items.extend_from_slice(&self.open_items[start..]);
+                                self.open_items.truncate(start);
                             }
                             _ => return None,
                         }
@@ -271,7 +382,8 @@ impl<'t> Parser<'t> {
                                     start: self.members.len() as u32,
                                     len: (self.open_members.len() - start) as u32,
                                 };
-                                self.members.extend(self.open_members.drain(start..));
+                                self.members.extend_from_slice(&self.open_members[start..]);
+                                self.open_members.truncate(start);
                             }
                             _ => return None,
                         }
@@ -282,18 +394,24 @@ impl<'t> Parser<'t> {
     }
 
     /// A member's key, its tag, and its colon.
+    #[inline(always)]
     fn key(&mut self) -> Option<(Str, u64)> {
         if self.peek()? != b'"' {
             return None;
         }
         let key = self.string()?;
         self.eat(b':')?;
-        Some((key, key_tag(self.resolve(key))))
+        let tag = match self.bytes.get(key.start as usize..key.start as usize + 8) {
+            Some(word) if !key.is_decoded() => tag_of_word(word, key.range().len()),
+            _ => key_tag(self.resolve(key)),
+        };
+        Some((key, tag))
     }
 
+    #[inline]
     fn resolve(&self, s: Str) -> &str {
-        let range = s.start as usize..(s.start + s.len) as usize;
-        if s.decoded {
+        let range = s.range();
+        if s.is_decoded() {
             &self.decoded[range]
         } else {
             &self.text[range]
@@ -303,9 +421,9 @@ impl<'t> Parser<'t> {
     fn has_duplicates(&self, members: &[Member]) -> bool {
         if members.len() <= PAIRWISE {
             members.iter().enumerate().any(|(i, m)| {
-                members[..i]
-                    .iter()
-                    .any(|n| n.tag == m.tag && self.resolve(n.key) == self.resolve(m.key))
+                members[..i].iter().any(|n| {
+                    n.tag == m.tag && same_tagged_key(self.resolve(n.key), self.resolve(m.key))
+                })
             })
         } else {
             let mut keys: Vec<&str> = members.iter().map(|m| self.resolve(m.key)).collect();
@@ -368,8 +486,13 @@ impl<'t> Parser<'t> {
             }
         }
         let text = &self.text[start..self.pos];
+        let negative = text.starts_with('-');
+        // Up to 18 digits always fit i64 and u64: no need to parse them.
+        let short = text.len() - usize::from(negative) <= 18;
         let int = int
-            && if text.starts_with('-') {
+            && if short {
+                text != "-0"
+            } else if negative {
                 text.parse::<i64>().is_ok_and(|n| n != 0)
             } else {
                 text.parse::<u64>().is_ok()
@@ -378,11 +501,7 @@ impl<'t> Parser<'t> {
             return None;
         }
         Some(Node::Num {
-            text: Str {
-                start: start as u32,
-                len: (self.pos - start) as u32,
-                decoded: false,
-            },
+            text: Str::text(start, self.pos - start),
             int,
         })
     }
@@ -390,6 +509,7 @@ impl<'t> Parser<'t> {
     /// A string from its opening quote: borrowed when it has no escapes, else decoded
     /// into the shared buffer. Raw control characters and lone surrogates are refused,
     /// as serde_json refuses them.
+    #[inline(always)]
     fn string(&mut self) -> Option<Str> {
         self.pos += 1;
         let start = self.pos;
@@ -397,15 +517,19 @@ impl<'t> Parser<'t> {
         match *self.bytes.get(self.pos)? {
             b'"' => {
                 self.pos += 1;
-                return Some(Str {
-                    start: start as u32,
-                    len: (self.pos - 1 - start) as u32,
-                    decoded: false,
-                });
+                Some(Str::text(start, self.pos - 1 - start))
             }
-            b'\\' => {}
-            _ => return None,
+            b'\\' => self.escaped(start),
+            _ => None,
         }
+    }
+
+    /// The rest of a string with escapes, from its first backslash (`start` is just
+    /// after its opening quote): decoded into the shared buffer. Rare, so kept apart
+    /// from the inlined common case.
+    #[cold]
+    #[inline(never)]
+    fn escaped(&mut self, start: usize) -> Option<Str> {
         let from = self.decoded.len();
         self.decoded.push_str(&self.text[start..self.pos]);
         loop {
@@ -413,11 +537,7 @@ impl<'t> Parser<'t> {
             match b {
                 b'"' => {
                     self.pos += 1;
-                    return Some(Str {
-                        start: from as u32,
-                        len: (self.decoded.len() - from) as u32,
-                        decoded: true,
-                    });
+                    return Some(Str::decoded(from, self.decoded.len() - from));
                 }
                 b'\\' => {
                     self.pos += 1;
@@ -479,7 +599,52 @@ impl<'t> Parser<'t> {
 
 /// The index of the first `"`, `\\` or control character at or after `at` (or the
 /// length): eight bytes at a time, since strings are most of a metadata document.
-fn special(bytes: &[u8], mut at: usize) -> usize {
+#[inline]
+fn special(bytes: &[u8], at: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    let at = match special_sse2(bytes, at) {
+        Ok(found) => return found,
+        Err(tail) => tail,
+    };
+    special_swar(bytes, at)
+}
+
+/// [`special`] sixteen bytes at a time with SSE2 (part of every x86-64 CPU): `Ok` with
+/// the index found, or `Err` with where the last (under sixteen) bytes start, which are
+/// left to [`special_swar`].
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn special_sse2(bytes: &[u8], mut at: usize) -> Result<usize, usize> {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+    // SAFETY: SSE2 is part of the x86-64 baseline, so its intrinsics are always
+    // available; each load reads exactly the sixteen bytes of `chunk`, unaligned.
+    unsafe {
+        let quote = _mm_set1_epi8(b'"' as i8);
+        let backslash = _mm_set1_epi8(b'\\' as i8);
+        let control = _mm_set1_epi8(0x1f);
+        while let Some(chunk) = bytes.get(at..at + 16) {
+            let v = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
+            let hits = _mm_or_si128(
+                _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                // Bytes up to 0x1f: those whose minimum with 0x1f is themselves.
+                _mm_cmpeq_epi8(_mm_min_epu8(v, control), v),
+            );
+            let mask = _mm_movemask_epi8(hits) as u32;
+            if mask != 0 {
+                return Ok(at + mask.trailing_zeros() as usize);
+            }
+            at += 16;
+        }
+    }
+    Err(at)
+}
+
+/// [`special`] eight bytes at a time in a plain word.
+#[inline]
+fn special_swar(bytes: &[u8], mut at: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     while let Some(chunk) = bytes.get(at..at + 8) {
@@ -573,6 +738,31 @@ impl DoubleEndedIterator for Members<'_> {
 
 impl ExactSizeIterator for Members<'_> {}
 
+/// A member's key, not yet read from the text.
+#[derive(Clone, Copy)]
+pub struct Key<'a> {
+    doc: &'a Doc<'a>,
+    key: Str,
+}
+
+impl<'a> Key<'a> {
+    /// Its length in bytes.
+    #[inline]
+    pub fn len(self) -> usize {
+        self.key.range().len()
+    }
+    /// Whether it is `""`.
+    #[inline]
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+    /// The key.
+    #[inline]
+    pub fn text(self) -> &'a str {
+        self.doc.str(self.key)
+    }
+}
+
 /// The JSON type of a [`View`], in one match (the schema check asks it of every value).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Type {
@@ -614,13 +804,14 @@ impl<'a> View<'a> {
         }
     }
 
-    /// The members with their [`key_tag`]s, when this is an object.
-    pub fn tagged_members(self) -> Option<impl Iterator<Item = (u64, &'a str, View<'a>)>> {
+    /// The members with their [`key_tag`]s, when this is an object; each key is read
+    /// from the text only if asked ([`Key::text`]): the tag settles most questions.
+    pub fn tagged_members(self) -> Option<impl Iterator<Item = (u64, Key<'a>, View<'a>)>> {
         let doc = self.doc;
         Some(self.member_slice()?.iter().map(move |m| {
             (
                 m.tag,
-                doc.str(m.key),
+                Key { doc, key: m.key },
                 View {
                     doc,
                     node: &m.value,
@@ -643,12 +834,13 @@ impl<'a> Json<'a> for View<'a> {
     type Items = Items<'a>;
     type Members = Members<'a>;
 
+    #[inline(always)]
     fn get(self, key: &str) -> Option<Self> {
         let doc = self.doc;
         let tag = key_tag(key);
         self.member_slice()?
             .iter()
-            .find(|m| m.tag == tag && (key.len() < 8 || doc.str(m.key) == key))
+            .find(|m| m.tag == tag && (key.len() < 8 || same_tagged_key(doc.str(m.key), key)))
             .map(|m| View {
                 doc,
                 node: &m.value,
@@ -874,6 +1066,22 @@ mod tests {
         assert_ne!(key_tag("abcdefg"), key_tag("abcdefh"));
         // Same first seven bytes and length: same tag, told apart by the string.
         assert_eq!(key_tag("descripXion"), key_tag("description"));
+        for (a, b) in [("description", "description"), ("abcdefgh", "abcdefgh")] {
+            assert!(same_tagged_key(a, b));
+        }
+        for (a, b) in [("descripXion", "description"), ("abcdefgh", "abcdefgi")] {
+            assert_eq!(key_tag(a), key_tag(b));
+            assert!(!same_tagged_key(a, b));
+        }
+        let long = "abcdefg-0123456789";
+        assert!(same_tagged_key(long, long) && !same_tagged_key(long, "abcdefg-0123456788"));
+        for key in ["", "a", "abcdefg", "abcdefgh", "descripXion", "é"] {
+            let padded = format!("{key}\":0}}xxxxxxxx");
+            assert_eq!(
+                tag_of_word(&padded.as_bytes()[..8], key.len()),
+                key_tag(key)
+            );
+        }
         let text = br#"{"descripXion": 1, "description": 2, "abcdefgh": 3, "abcdefgi": 4}"#;
         let doc = Doc::parse(text).unwrap_or_else(|| unreachable!());
         let get = |k: &str| doc.root().get(k).map(View::to_value);
@@ -917,6 +1125,20 @@ mod tests {
             }
         }
         assert_eq!(special("é\u{7f}\u{80}ü".as_bytes(), 0), 7);
+        // Longer texts, where sixteen-byte steps run: every position, every special byte,
+        // and bytes just above the range (0x20, 0x7f, 0x80, 0xff) that must not count.
+        for b in [b'"', b'\\', 0, 0x1f, b'\n'] {
+            for pos in 0..40 {
+                let mut t: Vec<u8> = (0..40)
+                    .map(|i| [0x20, 0x7f, 0x80, 0xff, b'a'][i % 5])
+                    .collect();
+                t[pos] = b;
+                for from in 0..=pos {
+                    assert_eq!(special(&t, from), pos);
+                }
+            }
+        }
+        assert_eq!(special(&[b'a'; 40], 3), 40);
     }
 
     proptest::proptest! {

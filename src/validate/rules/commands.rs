@@ -11,6 +11,7 @@
 use super::super::Diagnostic;
 use super::super::json::Json;
 use super::super::locate::escape_token;
+use super::super::view::key_tag;
 use super::{short, short_list};
 use crate::model::ParamType;
 use serde_json::Value;
@@ -25,15 +26,47 @@ struct Entry<'a, J: Json<'a>> {
     /// 0 for `globalOptions`, else the depth of the declaring command.
     depth: usize,
     index: usize,
+    /// [`key_tag`] of the first flags ([`NOT_A_FLAG`] for a non-string): every later
+    /// flag in scope is compared with them, mostly without reading a string.
+    tags: [u64; TAGGED],
 }
 
+/// Flags per option whose tags are kept (options rarely have more than two).
+const TAGGED: usize = 4;
+
+/// No string's [`key_tag`]: its length byte says 255 and its bytes are not UTF-8.
+const NOT_A_FLAG: u64 = u64::MAX;
+
 impl<'a, J: Json<'a>> Entry<'a, J> {
+    fn new(name: &'a str, flags: J::Items, depth: usize, index: usize) -> Self {
+        let mut tags = [NOT_A_FLAG; TAGGED];
+        for (tag, f) in tags.iter_mut().zip(flags.clone()) {
+            if let Some(f) = f.as_str() {
+                *tag = key_tag(f);
+            }
+        }
+        Entry {
+            name,
+            flags,
+            depth,
+            index,
+            tags,
+        }
+    }
+
     fn flags(&self) -> J::Items {
         self.flags.clone()
     }
 
-    fn has_flag(&self, flag: &str) -> bool {
-        self.flags().any(|f| f.as_str() == Some(flag))
+    /// Whether `flag` (whose [`key_tag`] is `tag`) is one of the flags.
+    fn has_flag(&self, flag: &str, tag: u64) -> bool {
+        if self.flags.len() > TAGGED {
+            return self.flags().any(|f| f.as_str() == Some(flag));
+        }
+        self.tags
+            .iter()
+            .zip(self.flags())
+            .any(|(&t, f)| t == tag && (flag.len() < 8 || f.as_str() == Some(flag)))
     }
 
     fn pointer(&self, path: &[&str]) -> String {
@@ -134,12 +167,7 @@ fn check_options<'a, J: Json<'a>>(
         if !opt.is_object() {
             continue;
         }
-        let entry = Entry {
-            name: name_of(opt),
-            flags: list(opt, "flags"),
-            depth,
-            index: position,
-        };
+        let entry = Entry::new(name_of(opt), list(opt, "flags"), depth, position);
         let here = || entry.pointer(path);
         if !entry.name.is_empty() {
             let first = match index.as_mut() {
@@ -181,10 +209,11 @@ fn check_options<'a, J: Json<'a>>(
                 ));
                 continue;
             }
+            let tag = key_tag(flag);
             let clash = match index.as_ref() {
                 Some(ix) => ix.flags.get(flag).copied(),
                 None => (0..scope.len()).find(|&i| {
-                    scope[i].has_flag(flag)
+                    scope[i].has_flag(flag, tag)
                         && (i >= inherited || !shadowed(scope, i, inherited, own.clone()))
                 }),
             };
