@@ -1137,12 +1137,8 @@ fn resolve_names<'p>(
         ) {
             *applied_shims += 1;
         }
-        let mut key_src = winner.identity.clone();
-        for p in &applied {
-            key_src.push_str(&format!("|pattern:{}:{}", p.path.display(), p.doc));
-        }
         let record = ToolRecord {
-            key: sha256_hex(key_src.as_bytes()),
+            key: composition_key(&winner.identity, &applied),
             path: path.clone(),
             hash: hash.clone(),
             source: winner.source,
@@ -1203,6 +1199,21 @@ fn resolve_names<'p>(
         winners.insert(name.clone(), (winner, applied));
     }
     out
+}
+
+/// The composition key of a winner and the pattern files merged into its document: the
+/// identity itself when there are none (most tools: no hashing per name on every
+/// rescan), else the sha256 hex of the identity and each pattern's path and document.
+/// Identities always hold a `:`, hex never does, so the two forms cannot meet.
+fn composition_key(identity: &str, applied: &[&PatternFile]) -> String {
+    if applied.is_empty() {
+        return identity.to_owned();
+    }
+    let mut src = identity.to_owned();
+    for p in applied {
+        src.push_str(&format!("|pattern:{}:{}", p.path.display(), p.doc));
+    }
+    sha256_hex(src.as_bytes())
 }
 
 /// Phase 1: the scanned directories and their executables.
@@ -1748,4 +1759,33 @@ fn compose(
     let metadata =
         crate::model::Metadata::from_slice(&bytes).map_err(|e| format!("{}: {e}", shown()))?;
     Ok((bytes, registry::MetaSummary::of(&metadata)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pattern(path: &str, doc: &str) -> PatternFile {
+        PatternFile {
+            path: path.into(),
+            tool: None,
+            stem: "p".into(),
+            patterns: Vec::new(),
+            doc: doc.into(),
+        }
+    }
+
+    #[test]
+    fn composition_keys_change_with_identity_and_every_pattern() {
+        let id = format!("inferred:{}", "ab".repeat(32));
+        assert_eq!(composition_key(&id, &[]), id);
+        let (a, b) = (pattern("/p/a.json", "11"), pattern("/p/a.json", "12"));
+        let with_a = composition_key(&id, &[&a]);
+        assert!(with_a.len() == 64 && !with_a.contains(':'));
+        assert_ne!(with_a, composition_key(&id, &[&b]), "pattern document");
+        assert_ne!(with_a, composition_key("shim:/x:1", &[&a]), "identity");
+        assert_ne!(with_a, composition_key(&id, &[&a, &b]), "one more pattern");
+        let moved = pattern("/q/a.json", "11");
+        assert_ne!(with_a, composition_key(&id, &[&moved]), "pattern path");
+    }
 }

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Version of the cache format; a cache of another version is ignored.
-pub const CACHE_VERSION: u32 = 4;
+pub const CACHE_VERSION: u32 = 5;
 
 /// The cache file of versions before 4 (JSON), removed when the binary cache is written.
 const OLD_JSON_FILE: &str = "scan-cache.json";
@@ -213,8 +213,8 @@ pub enum ShimVerdict {
     rkyv::Deserialize,
 )]
 pub struct ToolRecord {
-    /// Composition key: hash of the winning source's identity and the pattern files
-    /// merged in.
+    /// Composition key: the winning source's identity, or with pattern files merged in,
+    /// the hash of it and them (`composition_key` in `discover.rs`).
     pub key: String,
     /// Path sent (the cache keeps only records whose path is UTF-8).
     #[rkyv(with = rkyv::with::AsString)]
