@@ -137,6 +137,18 @@ pub fn read_aligned(
     Ok(buf)
 }
 
+/// The archive of a cache file written as an archive followed by its CRC-32
+/// (little-endian): the scan and inference caches. The error says what is wrong.
+pub fn strip_crc(bytes: &[u8]) -> Result<&[u8], &'static str> {
+    let Some((archive, crc)) = bytes.split_last_chunk::<4>() else {
+        return Err("the file is too short");
+    };
+    if crc32fast::hash(archive) != u32::from_le_bytes(*crc) {
+        return Err("its checksum does not match (damaged or truncated)");
+    }
+    Ok(archive)
+}
+
 /// A whole file in an aligned buffer, sized from its length and filled by one read, so
 /// that an archive at its start is checked and used in place, with no second copy.
 pub fn read_file(path: &std::path::Path) -> std::io::Result<AlignedVec> {

@@ -349,12 +349,7 @@ impl Cache {
 /// An archive that is not aligned as its types need (bytes not read by
 /// [`crate::archive::read_file`]) is copied into an aligned buffer first.
 fn decode(bytes: &[u8]) -> Result<Cache, String> {
-    let Some((archive, crc)) = bytes.split_last_chunk::<4>() else {
-        return Err("the file is too short".into());
-    };
-    if crc32fast::hash(archive) != u32::from_le_bytes(*crc) {
-        return Err("its checksum does not match (damaged or truncated)".into());
-    }
+    let archive = crate::archive::strip_crc(bytes)?;
     if (archive.as_ptr() as usize).is_multiple_of(crate::archive::ALIGN) {
         return rkyv::from_bytes::<Cache, rkyv::rancor::Error>(archive).map_err(|e| e.to_string());
     }

@@ -594,11 +594,8 @@ impl InferSource {
 /// or of another version — the scan is then cold for inference, never wrong.
 fn read_stored(path: &Path) -> Option<Owned<Stored>> {
     let mut bytes = crate::archive::read_file(path).ok()?;
-    let (archive, crc) = bytes.split_last_chunk::<4>()?;
-    if crc32fast::hash(archive) != u32::from_le_bytes(*crc) {
-        return None;
-    }
-    bytes.resize(bytes.len() - 4, 0);
+    let len = crate::archive::strip_crc(&bytes).ok()?.len();
+    bytes.resize(len, 0);
     Owned::<Stored>::new(bytes)
         .ok()
         .filter(|o| o.get().version.to_native() == INFER_CACHE_VERSION)
