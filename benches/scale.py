@@ -8,6 +8,8 @@ TARGET (the registry is benches/gen_registry.py's: TOOLS tools x 20 commands, pl
   exec    `atip exec triv_say` vs spawning triv directly, 1,000 tools: overhead < 5 ms
   mcp     `atip mcp`: spawn -> initialize -> tools/list answered, 1,000 tools: < 50 ms
   export  `atip export --format openai-strict` to a pipe, 500 tools: < 100 ms, < 50 MB
+  export-first  the same, the first export after the registry changed: no kept export
+          (`exports/` is removed before every run, outside the timing), the catalog there
 
 --peer BIN runs a second atip (e.g. a build of main, for before/after) on the same
 registry in the same run; repeat it for more binaries. Each binary has its own copy of the
@@ -22,7 +24,7 @@ import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGETS = {"search": (1000, 20, 50), "exec": (1000, 5, None), "mcp": (1000, 50, 50),
-           "export": (500, 100, 50)}
+           "export": (500, 100, 50), "export-first": (500, 100, 50)}
 
 
 def run(argv, env, cwd, stdin=None):
@@ -64,6 +66,12 @@ def mcp_once(atip, env, cwd):
 
 def once_of(target, atip, env, cwd):
     """One run of TARGET with binary ATIP (a function)."""
+    if target == "export-first":
+        exports = os.path.join(env["ATIP_DATA_DIR"], "exports")
+        def first():
+            shutil.rmtree(exports, ignore_errors=True)
+            return run([atip, "export", "--format", "openai-strict"], env, cwd)
+        return first
     if target == "search":
         return lambda: run([atip, "search", "create", "bucket", "--output", "json"], env, cwd)
     if target == "export":
