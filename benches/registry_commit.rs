@@ -54,7 +54,7 @@ fn found(name: &str, path: &Path, version: &str, fresh: bool) -> Found {
     Found {
         name: name.into(),
         path: path.into(),
-        hash: sha256_file(path).unwrap(),
+        hash: Some(sha256_file(path).unwrap()),
         source: Source::Native,
         shim_registry: None,
         trust: "native".into(),

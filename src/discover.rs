@@ -918,8 +918,15 @@ fn hints(
     hints
 }
 
-/// Phase 5: hashes (in parallel) every readable file that some source may describe by
-/// name or hash and whose hash the cache does not hold.
+/// Whether metadata of `source` is bound to the executable's bytes (it came from running
+/// them), so that its entry must pin their sha256.
+fn binds_bytes(source: Source) -> bool {
+    matches!(source, Source::Native | Source::Converted)
+}
+
+/// Phase 5: hashes (in parallel) every readable file that some source needs the sha256
+/// of (see [`MetadataSource::needs_hash`]) and whose hash the cache does not hold. Files
+/// described by name only are not read: their entries are pinned by their `stat`.
 fn hash_wanted(
     works: &mut [Work],
     names: &[(String, PathBuf, usize)],
@@ -933,7 +940,7 @@ fn hash_wanted(
             continue;
         }
         let subject = subject(name, path, w);
-        wants[*i] = sources.iter().any(|s| s.wants_hash(&subject));
+        wants[*i] = sources.iter().any(|s| s.needs_hash(&subject));
     }
     if !wants.iter().any(|b| *b) {
         return;
@@ -1115,7 +1122,7 @@ fn resolve_names<'p>(
                     source: entry.source,
                     shim_registry: entry.shim_registry.clone(),
                     trust: entry.trust.clone(),
-                    fingerprint: None,
+                    fingerprint: entry.fingerprint,
                     vouched_by: None,
                     meta: FoundMeta::Unchanged,
                 });
@@ -1123,9 +1130,12 @@ fn resolve_names<'p>(
             }
             Outcome::Winner(c) => c,
         };
-        let Some(hash) = w.rec.sha256.clone() else {
-            continue; // not hashed: only possible in a dry run's planning of a probe
-        };
+        // Pinned when known (see `hash_wanted`). Metadata bound to the bytes always is:
+        // not hashed then is only possible in a dry run's planning of a probe.
+        let hash = w.rec.sha256.clone();
+        if hash.is_none() && (winner.by_hash || binds_bytes(winner.source)) {
+            continue;
+        }
         let applied: Vec<&PatternFile> = patterns
             .files
             .iter()

@@ -91,8 +91,9 @@ impl Default for Settings {
 pub struct ToolInfo {
     /// Absolute path of the executable, from the registry.
     pub program: PathBuf,
-    /// `sha256:<hex>` of the executable when it was scanned.
-    pub hash: String,
+    /// `sha256:<hex>` of the executable when it was scanned, when the scan pinned it
+    /// (else `fingerprint` alone pins it).
+    pub hash: Option<String>,
     /// Its `stat` then, when the scan recorded it.
     pub fingerprint: Option<FileStamp>,
     /// Trust as atip derives it (never the document's claim).
@@ -971,6 +972,13 @@ impl Engine {
         if info.fingerprint == Some(now) {
             return Ok(());
         }
+        let Some(pinned) = &info.hash else {
+            // Pinned by its stat alone: nothing else to compare it with.
+            return Err(Integrity::Changed(format!(
+                "{} changed since the scan: its size, times or inode differ from what the scan recorded",
+                info.program.display()
+            )));
+        };
         let mut known = self.rehashed.lock().unwrap_or_else(|p| p.into_inner());
         if known.get(&info.program) == Some(&now) {
             return Ok(());
@@ -978,11 +986,10 @@ impl Engine {
         let hash = crate::digest::sha256_file(&info.program).map_err(|e| {
             Integrity::Changed(format!("{} cannot be read: {e}", info.program.display()))
         })?;
-        if hash != info.hash {
+        if hash != *pinned {
             return Err(Integrity::Changed(format!(
-                "{} changed since the scan: its sha256 is {hash}, the registry recorded {}",
+                "{} changed since the scan: its sha256 is {hash}, the registry recorded {pinned}",
                 info.program.display(),
-                info.hash
             )));
         }
         // Same contents, new stamp (touched, or a registry without fingerprints).

@@ -132,8 +132,13 @@ pub enum Source {
 pub struct Entry {
     /// Absolute path of the executable.
     pub path: PathBuf,
-    /// `sha256:<hex>` of the executable.
-    pub hash: String,
+    /// `sha256:<hex>` of the executable, pinned when its metadata is bound to its bytes
+    /// (an `--agent` answer, a converted manifest, a content-addressed shim) or a source
+    /// needed it to decide; absent otherwise: metadata found by name (shims by name,
+    /// installed files, man pages) is pinned by `fingerprint` alone, so that a scan
+    /// does not read every large binary on PATH (spec/registry.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
     /// Which source won.
     pub source: Source,
     /// The shim directory the metadata came from, for shim sources.
@@ -437,8 +442,14 @@ impl Entry {
         if !self.path.is_absolute() {
             return Some(format!("path {} is not absolute", self.path.display()));
         }
-        if !store::is_valid_hash(&self.hash) {
-            return Some(format!("hash {:?} is not sha256:<64 hex>", self.hash));
+        match &self.hash {
+            Some(h) if !store::is_valid_hash(h) => {
+                return Some(format!("hash {h:?} is not sha256:<64 hex>"));
+            }
+            None if self.fingerprint.is_none() => {
+                return Some("neither a hash nor a fingerprint pins the executable".into());
+            }
+            _ => {}
         }
         if self.metadata_hex().is_none() {
             return Some(format!(

@@ -82,7 +82,7 @@ fn fresh(name: &str, path: &Path, document: Vec<u8>) -> Found {
     Found {
         name: name.into(),
         path: path.to_path_buf(),
-        hash: sha256_file(path).unwrap(),
+        hash: Some(sha256_file(path).unwrap()),
         source: Source::Native,
         shim_registry: None,
         trust: "native".into(),
@@ -100,7 +100,7 @@ fn unchanged(name: &str, path: &Path) -> Found {
     Found {
         name: name.into(),
         path: path.to_path_buf(),
-        hash: sha256_file(path).unwrap(),
+        hash: Some(sha256_file(path).unwrap()),
         source: Source::Native,
         shim_registry: None,
         trust: "native".into(),
@@ -176,7 +176,7 @@ fn commit_round_trip_builds_entries_and_metadata_files() {
     assert_eq!(index.updated, "2026-11-25T12:00:00Z");
     let e = &index.tools["kubectl"];
     assert_eq!(e.path, kc);
-    assert_eq!(e.hash, sha256_file(&kc).unwrap());
+    assert_eq!(e.hash, Some(sha256_file(&kc).unwrap()));
     assert_eq!(e.description, "The kubectl tool");
     assert_eq!(e.version.as_deref(), Some("1.30"));
     assert_eq!(e.atip, "0.6");
@@ -337,7 +337,7 @@ fn unchanged_without_matching_entry_is_stale() {
         },
     );
     let mut f = unchanged("gh", &gh);
-    f.hash = format!("sha256:{}", "0".repeat(64));
+    f.hash = Some(format!("sha256:{}", "0".repeat(64)));
     let report = run_commit(
         &data,
         &Update {
@@ -357,11 +357,14 @@ fn hostile_names_and_bad_fields_are_rejected_and_nothing_escapes() {
     let x = make_bin(&bin, "X", "x");
     let ok = make_bin(&bin, "ok", "ok");
     let mut bad_hash = fresh("badhash", &ok, doc("badhash", "1", 0));
-    bad_hash.hash = "md5:abc".into();
+    bad_hash.hash = Some("md5:abc".into());
     let mut bad_trust = fresh("badtrust", &ok, doc("badtrust", "1", 0));
     bad_trust.trust = "root".into();
     let mut relative = fresh("relative", &ok, doc("relative", "1", 0));
     relative.path = PathBuf::from("bin/ok");
+    // Neither a hash nor a fingerprint: nothing would pin the binary.
+    let mut unpinned = fresh("unpinned", &ok, doc("unpinned", "1", 0));
+    unpinned.hash = None;
     let update = Update {
         found: vec![
             fresh("../../X", &x, doc("../../X", "1", 0)),
@@ -369,6 +372,7 @@ fn hostile_names_and_bad_fields_are_rejected_and_nothing_escapes() {
             bad_hash,
             bad_trust,
             relative,
+            unpinned,
             fresh("ok", &ok, doc("ok", "1", 0)),
             fresh("ok", &ok, doc("ok", "2", 0)),
         ],
@@ -384,10 +388,12 @@ fn hostile_names_and_bad_fields_are_rejected_and_nothing_escapes() {
             "badhash",
             "badtrust",
             "relative",
+            "unpinned",
             "ok"
         ]
     );
-    assert!(report.rejected[5].reason.contains("duplicate"));
+    assert!(report.rejected[5].reason.contains("fingerprint"));
+    assert!(report.rejected[6].reason.contains("duplicate"));
     let index = assert_valid(&data);
     assert_eq!(index.tools.keys().collect::<Vec<_>>(), ["ok"]);
     assert_eq!(index.tools["ok"].version.as_deref(), Some("1"));

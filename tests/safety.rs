@@ -449,6 +449,68 @@ fn a_binary_changed_after_the_scan_is_refused_and_a_touched_one_runs() {
 }
 
 #[test]
+fn a_tool_described_by_name_is_pinned_by_its_stat_and_refused_once_it_changes() {
+    let sb = Sandbox::new();
+    let tool = sb.script("path/named", "#!/bin/sh\necho \"named $*\"\n");
+    sb.write(
+        "shims/named.json",
+        r#"{"atip": {"version": "0.6"}, "binary": {"name": "named", "version": "1"}, "description": "Named by a shim",
+            "trust": {"source": "community"},
+            "commands": {"go": {"description": "Go", "effects": {"destructive": false, "idempotent": true}}}}"#,
+    );
+    let out = sb
+        .atip()
+        .args(["--output", "json", "scan", "--path"])
+        .arg(sb.path().join("path"))
+        .arg("--shims")
+        .arg(sb.path().join("shims"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let reg: Value =
+        serde_json::from_slice(&std::fs::read(sb.data_dir().join("registry.json")).unwrap())
+            .unwrap();
+    let entry = &reg["tools"]["named"];
+    assert_eq!(entry["source"], "shim", "{reg:#}");
+    assert!(entry.get("hash").is_none(), "{entry}");
+    assert!(entry["fingerprint"]["ctimeNs"].is_i64(), "{entry}");
+    let r = exec(&sb, &["named_go", "--yes"]);
+    assert_eq!(r.code, 0, "{}", show(&r.raw));
+    // Without a pinned hash any change of its stat is a change: even a touch.
+    let f = std::fs::File::options().append(true).open(&tool).unwrap();
+    f.set_modified(std::time::SystemTime::now()).unwrap();
+    drop(f);
+    let r = exec(&sb, &["named_go", "--yes"]);
+    assert_eq!(r.code, 77, "{}", show(&r.raw));
+    assert_eq!(r.err["error"]["code"], "integrity_changed");
+    let msg = r.err["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("size, times or inode"), "{msg}");
+    // `doctor` says the same; a re-scan pins the file as it is now.
+    let doc = sb
+        .atip()
+        .args(["--output", "json", "doctor"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&doc.stdout).contains("binary-changed"),
+        "{}",
+        show(&doc)
+    );
+    let out = sb
+        .atip()
+        .args(["--output", "json", "scan", "--path"])
+        .arg(sb.path().join("path"))
+        .arg("--shims")
+        .arg(sb.path().join("shims"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let r = exec(&sb, &["named_go", "--yes"]);
+    assert_eq!(r.code, 0, "{}", show(&r.raw));
+    assert_eq!(r.out["data"]["stdout"], "named go\n");
+}
+
+#[test]
 fn a_metadata_file_edited_on_disk_is_refused_by_every_reader() {
     let sb = sandbox_with_t();
     let reg: Value =

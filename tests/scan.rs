@@ -928,6 +928,20 @@ fi"#,
     assert_eq!(reg["tools"]["legacy"]["description"], "Legacy from --shims");
     assert_eq!(reg["tools"]["hashed"]["description"], "Hashed shim");
     assert_eq!(reg["tools"]["overridden"]["description"], "User override");
+    // Metadata bound to the bytes pins their sha256; metadata found by name pins the
+    // stat alone (the binary is not read).
+    for name in ["hashed", "native", "vendored"] {
+        let h = reg["tools"][name]["hash"].as_str().unwrap_or_default();
+        assert!(h.starts_with("sha256:"), "{name}: {reg:#}");
+    }
+    assert_eq!(
+        reg["tools"]["hashed"]["hash"],
+        format!("sha256:{hashed_hex}")
+    );
+    for name in ["legacy", "overridden"] {
+        assert!(reg["tools"][name].get("hash").is_none(), "{name}: {reg:#}");
+        assert!(reg["tools"][name]["fingerprint"]["ino"].is_u64(), "{name}");
+    }
     let meta_file = env
         .sb
         .data_dir()

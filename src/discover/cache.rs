@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Version of the cache format; a cache of another version is ignored.
-pub const CACHE_VERSION: u32 = 5;
+pub const CACHE_VERSION: u32 = 6;
 
 /// The cache file of versions before 4 (JSON), removed when the binary cache is written.
 const OLD_JSON_FILE: &str = "scan-cache.json";
@@ -219,8 +219,8 @@ pub struct ToolRecord {
     /// Path sent (the cache keeps only records whose path is UTF-8).
     #[rkyv(with = rkyv::with::AsString)]
     pub path: PathBuf,
-    /// Hash sent.
-    pub hash: String,
+    /// Hash sent, when pinned.
+    pub hash: Option<String>,
     /// Source sent.
     pub source: Source,
 }
@@ -416,7 +416,7 @@ mod tests {
             ToolRecord {
                 key: "k".into(),
                 path: "/bin/t".into(),
-                hash: "sha256:ab".into(),
+                hash: Some("sha256:ab".into()),
                 source: Source::Native,
             },
         );

@@ -27,7 +27,7 @@ impl MetadataSource for Converted<'_> {
         "convert"
     }
 
-    fn wants_hash(&self, subject: &Subject<'_>) -> bool {
+    fn needs_hash(&self, subject: &Subject<'_>) -> bool {
         matches!(subject.record.convert, Some(ProbeRecord::Native { .. }))
     }
 

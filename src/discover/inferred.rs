@@ -22,8 +22,8 @@ impl MetadataSource for Inferred {
         "inferred"
     }
 
-    fn wants_hash(&self, subject: &Subject<'_>) -> bool {
-        self.src.has(subject.name)
+    fn needs_hash(&self, _: &Subject<'_>) -> bool {
+        false // a man page describes a name, not bytes
     }
 
     fn offer(&self, subject: &Subject<'_>, out: &mut Vec<Candidate>) {

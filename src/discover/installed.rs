@@ -261,8 +261,8 @@ impl MetadataSource for Installed {
         "installed"
     }
 
-    fn wants_hash(&self, subject: &Subject<'_>) -> bool {
-        self.file(subject).is_some()
+    fn needs_hash(&self, _: &Subject<'_>) -> bool {
+        false // found by the executable's name and prefix
     }
 
     fn offer(&self, subject: &Subject<'_>, out: &mut Vec<Candidate>) {

@@ -26,7 +26,7 @@ impl MetadataSource for Native<'_> {
         "probe"
     }
 
-    fn wants_hash(&self, subject: &Subject<'_>) -> bool {
+    fn needs_hash(&self, subject: &Subject<'_>) -> bool {
         matches!(subject.record.probe, Some(ProbeRecord::Native { .. }))
     }
 

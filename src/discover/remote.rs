@@ -24,7 +24,7 @@ impl MetadataSource for Remote {
         "remote"
     }
 
-    fn wants_hash(&self, subject: &Subject<'_>) -> bool {
+    fn needs_hash(&self, subject: &Subject<'_>) -> bool {
         self.lists_name(subject.name)
     }
 

@@ -599,13 +599,10 @@ impl MetadataSource for Shims {
         "shims"
     }
 
-    fn wants_hash(&self, subject: &Subject<'_>) -> bool {
-        let name = subject.name;
+    fn needs_hash(&self, subject: &Subject<'_>) -> bool {
+        // Name-keyed shims need no hash; a content-addressed one for this name does.
         let any_hash = !self.by_hash.is_empty() || !self.override_by_hash.is_empty();
-        self.by_name.contains_key(name)
-            || self.override_by_name.contains_key(name)
-            || (self.builtin && builtin::get(name).is_some())
-            || (any_hash && self.hash_names.contains(name))
+        any_hash && self.hash_names.contains(subject.name)
     }
 
     fn offer(&self, subject: &Subject<'_>, out: &mut Vec<Candidate>) {

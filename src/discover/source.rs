@@ -83,7 +83,7 @@ pub struct Subject<'a> {
     pub path: &'a Path,
     /// The file with every symlink resolved.
     pub canonical: &'a Path,
-    /// `sha256:<hex>` of the file, when it was hashed (see [`MetadataSource::wants_hash`]).
+    /// `sha256:<hex>` of the file, when it was hashed (see [`MetadataSource::needs_hash`]).
     pub sha256: Option<&'a str>,
     /// What is known of the file while its fingerprint holds (sign, probe outcome, …).
     pub record: &'a FileRecord,
@@ -151,11 +151,12 @@ pub trait MetadataSource: Sync {
     /// Short stable name, used in reports and `--explain` (`probe`, `installed`, `shims`).
     fn id(&self) -> &'static str;
 
-    /// Whether this source may offer something for `subject` (whose `sha256` is not
-    /// known yet), or needs its sha256 to know (content-addressed look-ups). Only such
-    /// executables are hashed — every registry entry records its hash — so PATH is not
-    /// hashed wholesale.
-    fn wants_hash(&self, subject: &Subject<'_>) -> bool;
+    /// Whether this source needs `subject`'s sha256 (not known yet): to look it up by
+    /// content (content-addressed shims, remote registries), or because what it offers
+    /// came from running those bytes (an `--agent` answer, a converted manifest), whose
+    /// entry pins the hash. Only such executables are read whole and hashed; an entry
+    /// found by name is pinned by the executable's `stat` (spec/scan.md, phase 5).
+    fn needs_hash(&self, subject: &Subject<'_>) -> bool;
 
     /// Appends this source's candidates for one executable. Reads files only.
     fn offer(&self, subject: &Subject<'_>, out: &mut Vec<Candidate>);

@@ -87,16 +87,29 @@ fn declared_checksums(meta: &Metadata) -> Vec<String> {
 /// Derives the trust of a registry entry from facts: who vouches for its metadata, and
 /// whether what the metadata says about the binary matches the hash atip computed.
 pub(crate) fn derive(meta: &Metadata, entry: &Entry, vouch: Vouch) -> TrustFacts {
-    let actual = entry.hash.to_ascii_lowercase();
+    let declared = declared_checksums(meta);
+    // A name-found entry pins no hash: one is computed here only when the document
+    // declares a checksum to compare (unreadable: nothing matches it).
+    let actual = match &entry.hash {
+        Some(h) => h.to_ascii_lowercase(),
+        None if declared.is_empty() => String::new(),
+        None => crate::digest::sha256_file(&entry.path).unwrap_or_default(),
+    };
     let mut bound = matches!(entry.source, Source::ShimHash | Source::Remote);
     let mut unverifiable = false;
-    for c in declared_checksums(meta) {
+    for c in declared {
         if c.starts_with("sha256:") {
             if c != actual {
                 return TrustFacts {
                     level: TrustLevel::Compromised,
                     vouch,
-                    why: format!("the metadata declares checksum {c} but the binary's is {actual}"),
+                    why: if actual.is_empty() {
+                        format!(
+                            "the metadata declares checksum {c} but the binary cannot be read to compare"
+                        )
+                    } else {
+                        format!("the metadata declares checksum {c} but the binary's is {actual}")
+                    },
                 };
             }
             bound = true;

@@ -452,11 +452,6 @@ impl InferSource {
         }
     }
 
-    /// Whether `name` has a document to offer (after [`InferSource::look_up`] and [`InferSource::infer_pending`]).
-    pub(crate) fn has(&self, name: &str) -> bool {
-        self.offers.contains_key(name)
-    }
-
     /// The prepared document of `name`.
     pub(crate) fn offer(&self, name: &str) -> Option<Offered<'_>> {
         let o = self.offers.get(name)?;
@@ -662,7 +657,7 @@ mod tests {
         src.look_up(["size", "nosuchtool"], &FileList::of(&data.join("tools")));
         let cold = src.has_pending();
         src.infer_pending();
-        assert!(src.has("size") && !src.has("nosuchtool"));
+        assert!(src.offer("size").is_some() && src.offer("nosuchtool").is_none());
         src.save().unwrap();
         cold
     }

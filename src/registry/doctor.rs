@@ -223,14 +223,27 @@ fn check_entry(dirs: &Dirs, name: &str, entry: &Entry) -> Vec<Problem> {
                 format!("restore its execute permission (chmod +x), or {RESCAN}"),
             )
         }
+        Ok(m) if entry.hash.is_none() => {
+            // Pinned by its stat alone (metadata found by name, spec/registry.md).
+            if entry.fingerprint != Some(super::FileStamp::of(&m)) {
+                problem(
+                    Check::BinaryChanged,
+                    format!(
+                        "{} changed since it was scanned: its size, times or inode differ from what the scan recorded (no sha256 was pinned)",
+                        bin.display()
+                    ),
+                    format!("{RESCAN}: the tool's metadata may have changed with it"),
+                );
+            }
+        }
         Ok(_) => match sha256_file(bin) {
-            Ok(h) if h == entry.hash => {}
+            Ok(h) if Some(&h) == entry.hash.as_ref() => {}
             Ok(h) => problem(
                 Check::BinaryChanged,
                 format!(
                     "{} changed since it was scanned: sha256 is {h}, the registry says {}",
                     bin.display(),
-                    entry.hash
+                    entry.hash.as_deref().unwrap_or_default()
                 ),
                 format!("{RESCAN}: the tool's metadata may have changed with it"),
             ),

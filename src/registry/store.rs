@@ -130,8 +130,9 @@ pub struct Found {
     pub name: String,
     /// Absolute path of the executable.
     pub path: PathBuf,
-    /// `sha256:<hex>` of the binary.
-    pub hash: String,
+    /// `sha256:<hex>` of the binary, when pinned (see [`Entry::hash`]); without it,
+    /// `fingerprint` must be given.
+    pub hash: Option<String>,
     /// Which source won.
     pub source: Source,
     /// The shim directory the metadata came from, for shim sources.
@@ -313,11 +314,14 @@ fn check_found(f: &Found) -> Result<(), String> {
     if f.path.to_str().is_none() {
         return Err(format!("path {} is not UTF-8", f.path.display()));
     }
-    if !is_valid_hash(&f.hash) {
-        return Err(format!(
-            "hash {:?} is not sha256:<64 lowercase hex>",
-            f.hash
-        ));
+    match &f.hash {
+        Some(h) if !is_valid_hash(h) => {
+            return Err(format!("hash {h:?} is not sha256:<64 lowercase hex>"));
+        }
+        None if f.fingerprint.is_none() => {
+            return Err("neither a hash nor a fingerprint pins the executable".into());
+        }
+        _ => {}
     }
     if !TRUST_SOURCES.contains(&f.trust.as_str()) {
         return Err(format!(
