@@ -8,8 +8,11 @@ TARGET (the registry is benches/gen_registry.py's: TOOLS tools x 20 commands, pl
   exec    `atip exec triv_say` vs spawning triv directly, 1,000 tools: overhead < 5 ms
   mcp     `atip mcp`: spawn -> initialize -> tools/list answered, 1,000 tools: < 50 ms
   export  `atip export --format openai-strict` to a pipe, 500 tools: < 100 ms, < 50 MB
-  export-first  the same, the first export after the registry changed: no kept export
-          (`exports/` is removed before every run, outside the timing), the catalog there
+  export-first  the same, nothing kept: `exports/` (whole exports and the documents'
+          renderings) is removed before every run, outside the timing
+  export-change  the first export after one tool's document changed: registry.json
+          alternates between two versions that differ in one document, and the kept
+          whole exports are removed before every run (the renderings kept per document stay)
 
 --peer BIN runs a second atip (e.g. a build of main, for before/after) on the same
 registry in the same run; repeat it for more binaries. Each binary has its own copy of the
@@ -24,7 +27,8 @@ import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGETS = {"search": (1000, 20, 50), "exec": (1000, 5, None), "mcp": (1000, 50, 50),
-           "export": (500, 100, 50), "export-first": (500, 100, 50)}
+           "export": (500, 100, 50), "export-first": (500, 100, 50),
+           "export-change": (500, 100, 50)}
 
 
 def run(argv, env, cwd, stdin=None):
@@ -72,6 +76,19 @@ def once_of(target, atip, env, cwd):
             shutil.rmtree(exports, ignore_errors=True)
             return run([atip, "export", "--format", "openai-strict"], env, cwd)
         return first
+    if target == "export-change":
+        data = env["ATIP_DATA_DIR"]
+        versions = two_registries(data)
+        turn = [0]
+        def change():
+            turn[0] ^= 1
+            with open(os.path.join(data, "registry.json"), "wb") as f:
+                f.write(versions[turn[0]])
+            for name in os.listdir(os.path.join(data, "exports")) if os.path.isdir(os.path.join(data, "exports")) else []:
+                if name.endswith(".json"):
+                    os.remove(os.path.join(data, "exports", name))
+            return run([atip, "export", "--format", "openai-strict"], env, cwd)
+        return change
     if target == "search":
         return lambda: run([atip, "search", "create", "bucket", "--output", "json"], env, cwd)
     if target == "export":
@@ -79,6 +96,27 @@ def once_of(target, atip, env, cwd):
     if target == "exec":
         return lambda: run([atip, "exec", "triv_say", "--args", '{"word":"hi","loud":true}'], env, cwd)
     return lambda: mcp_once(atip, env, cwd)
+
+
+def two_registries(data):
+    """registry.json as generated, and a version where one tool's document differs (its
+    description), with that document written beside the others."""
+    import hashlib
+    path = os.path.join(data, "registry.json")
+    with open(path, "rb") as f:
+        original = f.read()
+    reg = json.loads(original)
+    name = sorted(reg["tools"])[len(reg["tools"]) // 2]
+    entry = reg["tools"][name]
+    with open(os.path.join(data, entry["metadata"]), "rb") as f:
+        doc = json.loads(f.read())
+    doc["description"] = doc.get("description", "") + " (changed)"
+    body = (json.dumps(doc, indent=2) + "\n").encode()
+    rel = f"tools/{hashlib.sha256(body).hexdigest()}.json"
+    with open(os.path.join(data, rel), "wb") as f:
+        f.write(body)
+    entry["metadata"] = rel
+    return [original, (json.dumps(reg, indent=2) + "\n").encode()]
 
 
 def show(label, warm, rs, target_ms, rss_mb):

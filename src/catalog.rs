@@ -16,6 +16,7 @@
 
 pub mod kept;
 pub mod key;
+pub mod rendered;
 
 use crate::archive::Owned;
 use crate::compile::{self, FlatTool, FlattenOptions};

@@ -332,6 +332,31 @@ pub(crate) fn claim_name(name: String, taken: &mut HashSet<String>) -> String {
     }
 }
 
+/// One document's part of a flat JSON export, rendered: kept per document
+/// (`crate::catalog::rendered`) so that the first export after a registry change renders
+/// only the documents that changed. Made only where every name the document's commands
+/// claimed was their own, so it is the same output in any export where those names are
+/// free (see [`Exporter::add_rendered`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RenderedDoc {
+    /// Every name the document's commands claim, the interactive ones included.
+    pub names: Vec<String>,
+    /// Titles of the interactive commands left out.
+    pub skipped: Vec<String>,
+    /// The elements, each as `emit::write_element` wrote it (before the list's padding).
+    pub elements: Vec<Vec<u8>>,
+}
+
+/// One document's part of a batch, while [`Exporter::add_batch_rendered`] renders it.
+struct DocPart {
+    /// The names its commands claimed, when all were their own.
+    names: Option<Vec<String>>,
+    /// Titles of the interactive commands left out.
+    skipped: Vec<String>,
+    /// Its elements' positions among the batch's.
+    elements: std::ops::Range<usize>,
+}
+
 /// What `atip export` asks for.
 #[derive(Debug, Clone)]
 pub struct ExportOptions {
@@ -412,10 +437,89 @@ impl<W: Write> Exporter<W> {
             .par_iter()
             .map(|m| flatten(m, &everything()))
             .collect();
+        self.add_docs(Some(metas), flat, None)
+    }
+
+    /// Whether rendered documents serve this export (flat JSON formats, every command,
+    /// no `--check`): [`Exporter::add_rendered`] and [`Exporter::add_batch_rendered`].
+    pub fn reuses_rendered(&self) -> bool {
+        self.opts.format.is_json()
+            && self.opts.strategy == Strategy::Flat
+            && self.opts.flatten.commands.is_none()
+            && self.checker.is_none()
+    }
+
+    /// Adds a document rendered by an earlier export ([`RenderedDoc`]): the same output
+    /// as adding the document itself, when none of its names is taken yet. Returns
+    /// `false`, having added nothing, when one is (then add the document).
+    pub fn add_rendered(&mut self, doc: &RenderedDoc) -> std::io::Result<bool> {
+        assert!(
+            self.reuses_rendered(),
+            "rendered documents serve flat JSON exports"
+        );
+        if doc.names.iter().any(|n| self.taken.contains(n)) {
+            return Ok(false);
+        }
+        self.taken.extend(doc.names.iter().cloned());
+        self.summary.skipped.extend(doc.skipped.iter().cloned());
+        let list = self.list.as_mut().expect("JSON formats have a list writer");
+        for e in &doc.elements {
+            list.push_rendered(e)?;
+        }
+        self.summary.tools += doc.elements.len();
+        Ok(true)
+    }
+
+    /// [`Exporter::add_batch`], also returning each document's [`RenderedDoc`] where one
+    /// can be reused (`None` where a name it claimed was not its own).
+    pub fn add_batch_rendered(
+        &mut self,
+        metas: &[Metadata],
+    ) -> std::io::Result<Vec<Option<RenderedDoc>>> {
+        use rayon::prelude::*;
+        assert!(
+            self.reuses_rendered(),
+            "rendered documents serve flat JSON exports"
+        );
+        let flat: Vec<Vec<FlatTool>> = metas
+            .par_iter()
+            .map(|m| flatten(m, &everything()))
+            .collect();
+        let mut rendered = Vec::with_capacity(metas.len());
+        self.add_docs(Some(metas), flat, Some(&mut rendered))?;
+        Ok(rendered)
+    }
+
+    /// Names, filters and renders documents' flattened tools (`metas`: the documents,
+    /// needed by `skill`, `prompt` and the grouped strategy).
+    fn add_docs(
+        &mut self,
+        metas: Option<&[Metadata]>,
+        flat: Vec<Vec<FlatTool>>,
+        keep: Option<&mut Vec<Option<RenderedDoc>>>,
+    ) -> std::io::Result<Vec<(String, String)>> {
+        use rayon::prelude::*;
         let mut skills = Vec::new();
         let mut pending: Vec<formats::ExportTool> = Vec::new();
-        for (meta, tools) in metas.iter().zip(flat) {
+        let mut parts: Vec<DocPart> = Vec::new();
+        for (i, tools) in flat.into_iter().enumerate() {
+            let meta = || &metas.expect("skill, prompt and grouped exports have documents")[i];
+            let bases: Option<Vec<String>> = keep
+                .is_some()
+                .then(|| tools.iter().map(|t| t.name.clone()).collect());
             let (kept, skipped) = assign_names(tools, &self.opts.flatten, &mut self.taken);
+            if let Some(bases) = bases {
+                let own = kept.len() + skipped.len() == bases.len()
+                    && kept.iter().chain(&skipped).all(|t| bases.contains(&t.name))
+                    && bases.iter().collect::<HashSet<_>>().len() == bases.len();
+                let titles = skipped.iter().map(|t| t.title.clone()).collect();
+                let at = pending.len();
+                parts.push(DocPart {
+                    names: own.then_some(bases),
+                    skipped: titles,
+                    elements: at..at + kept.len(),
+                });
+            }
             if let Some(filters) = &self.opts.flatten.commands {
                 for (i, f) in filters.iter().enumerate() {
                     if !self.matched[i] {
@@ -439,26 +543,26 @@ impl<W: Write> Exporter<W> {
             match self.opts.format {
                 Format::Skill => {
                     self.summary.tools += kept.len();
-                    skills.push((skill::skill_name(meta), skill::render(meta, &kept)));
+                    skills.push((skill::skill_name(meta()), skill::render(meta(), &kept)));
                 }
                 Format::Prompt => {
                     self.summary.tools += kept.len();
                     let refs: Vec<&FlatTool> = kept.iter().collect();
                     if let Some(out) = self.text.as_mut() {
-                        out.write_all(prompt::section(meta, &refs).as_bytes())?;
+                        out.write_all(prompt::section(meta(), &refs).as_bytes())?;
                     }
                 }
                 _ => pending.extend(match self.opts.strategy {
                     Strategy::Flat => formats::flat_owned(kept),
                     Strategy::Grouped => formats::grouped_with(
                         &kept,
-                        std::slice::from_ref(meta),
+                        std::slice::from_ref(meta()),
                         &mut self.group_taken,
                     ),
                 }),
             }
         }
-        if pending.is_empty() {
+        if pending.is_empty() && keep.is_none() {
             return Ok(skills);
         }
         let format = self.opts.format;
@@ -473,16 +577,25 @@ impl<W: Write> Exporter<W> {
             }
             None => {
                 let pad = list.pad();
-                let rendered: Vec<std::io::Result<Vec<u8>>> = pending
+                let rendered = pending
                     .par_iter()
                     .map(|t| {
                         let mut buf = Vec::with_capacity(4096);
                         emit::write_element(&mut buf, t, format, pad)?;
                         Ok(buf)
                     })
-                    .collect();
-                for bytes in rendered {
-                    list.push_rendered(&bytes?)?;
+                    .collect::<std::io::Result<Vec<Vec<u8>>>>()?;
+                for bytes in &rendered {
+                    list.push_rendered(bytes)?;
+                }
+                if let Some(keep) = keep {
+                    keep.extend(parts.into_iter().map(|p| {
+                        p.names.map(|names| RenderedDoc {
+                            names,
+                            skipped: p.skipped,
+                            elements: rendered[p.elements].to_vec(),
+                        })
+                    }));
                 }
             }
         }

@@ -394,7 +394,7 @@ impl From<RegistryError> for crate::output::AtipError {
 impl Entry {
     /// The lowercase hex sha256 its metadata file is named by, when `metadata` has the
     /// only allowed form `tools/<64 hex>.json`.
-    pub(crate) fn metadata_hex(&self) -> Option<&str> {
+    pub fn metadata_hex(&self) -> Option<&str> {
         let hex = self
             .metadata
             .strip_prefix("tools/")?

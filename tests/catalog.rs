@@ -641,3 +641,76 @@ fn identical_exports_are_copied_from_the_kept_one_and_never_from_a_stale_one() {
     assert!(!String::from_utf8(filtered).unwrap().contains("vault"));
     assert_eq!(std::fs::read(&kept).unwrap(), before);
 }
+
+/// After a registry change, a whole-registry export renders only the documents that
+/// changed; the others come from their kept renderings (`exports/docs/`). The bytes and
+/// notes are exactly an export's from scratch — also when a new document takes a name a
+/// kept rendering claims, and when a kept rendering is damaged.
+#[test]
+fn an_export_after_a_change_renders_only_the_changed_documents() {
+    let sb = sandbox();
+    let whole = sb.data_dir().join("exports/openaistrict.flat.i0.n0.json");
+    let docs = sb.data_dir().join(format!(
+        "exports/docs/{}.openaistrict.flat.i0.n0",
+        env!("CARGO_PKG_VERSION")
+    ));
+    let scratch = |sb: &Sandbox| {
+        let _ = std::fs::remove_dir_all(sb.data_dir().join("exports"));
+        export(sb, &["--format", "openai-strict"])
+    };
+    let kept_renderings = || std::fs::read_dir(&docs).map_or(0, |d| d.count());
+    let (first, err1) = scratch(&sb);
+    assert_eq!(kept_renderings(), 2, "one per document");
+    // Proof that they are used: without the whole export and without the documents,
+    // the same bytes and notes.
+    std::fs::remove_file(&whole).unwrap();
+    let tools = sb.data_dir().join("tools");
+    let away = sb.path().join("tools.away");
+    std::fs::rename(&tools, &away).unwrap();
+    let (second, err2) = export(&sb, &["--format", "openai-strict"]);
+    assert_eq!((&first, &err1), (&second, &err2));
+    std::fs::rename(&away, &tools).unwrap();
+    // A new document, first in name order, claims a name vault's rendering has: vault is
+    // rendered again (its command becomes `…_2`), exactly as from scratch.
+    register(
+        &sb,
+        "aaa",
+        &json!({"atip": {"version": "0.6"}, "name": "vault_bucket", "version": "1", "description": "Clash",
+            "commands": {"delete": {"description": "Delete", "effects": {"destructive": true}}}}),
+        "#!/bin/sh\necho\n",
+        "native",
+    );
+    let (third, err3) = export(&sb, &["--format", "openai-strict"]);
+    let text = String::from_utf8(third.clone()).unwrap();
+    assert!(text.contains("\"vault_bucket_delete_2\""), "{text}");
+    assert_eq!((third, err3), scratch(&sb));
+    // A damaged rendering is not used.
+    let one = std::fs::read_dir(&docs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut bytes = std::fs::read(&one).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x20;
+    std::fs::write(&one, &bytes).unwrap();
+    std::fs::remove_file(&whole).unwrap();
+    let (fourth, err4) = export(&sb, &["--format", "openai-strict"]);
+    assert_eq!((fourth, err4), scratch(&sb));
+    // vault's names are not its own any more: only aaa and store are kept.
+    assert_eq!(kept_renderings(), 2);
+    // A rendering of no registered document is removed by the next export.
+    let stray = docs.join(format!("{}.bin", "0".repeat(64)));
+    let any = std::fs::read_dir(&docs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::copy(any, &stray).unwrap();
+    std::fs::remove_file(&whole).unwrap();
+    export(&sb, &["--format", "openai-strict"]);
+    assert!(!stray.exists());
+    assert_eq!(kept_renderings(), 2);
+}

@@ -4,7 +4,7 @@
 
 use crate::Ctx;
 use atip::atomic;
-use atip::catalog::kept;
+use atip::catalog::{kept, rendered};
 use atip::compile::{
     self, Catalog, ExportOptions, ExportSummary, Exporter, FlattenOptions, Format, Strategy,
 };
@@ -93,7 +93,14 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     };
     let mut exporter = Exporter::new(opts, writer, args.check).map_err(|e| sink.fail(e))?;
     let mut warnings = Vec::new();
-    let skills = compile_all(&mut exporter, docs, ctx, &mut warnings).map_err(|e| sink.fail(e))?;
+    // Whole-registry flat JSON exports keep each document's rendering, so that after a
+    // registry change only the changed documents are rendered again.
+    let store = kept
+        .as_ref()
+        .filter(|_| exporter.reuses_rendered())
+        .map(|k| rendered::Store::open(&ctx.dirs, &k.options));
+    let skills = compile_all(&mut exporter, docs, ctx, store.as_ref(), &mut warnings)
+        .map_err(|e| sink.fail(e))?;
     if args.mcp {
         add_mcp_tools(&mut exporter, ctx).map_err(|e| sink.fail(e))?;
     }
@@ -230,6 +237,7 @@ fn compile_all<W: Write>(
     exporter: &mut Exporter<W>,
     docs: Documents,
     ctx: &Ctx,
+    store: Option<&rendered::Store>,
     warnings: &mut Vec<String>,
 ) -> std::io::Result<Vec<(String, String)>> {
     let mut skills = Vec::new();
@@ -238,6 +246,14 @@ fn compile_all<W: Write>(
             for batch in docs.chunks(BATCH) {
                 skills.extend(exporter.add_batch(batch)?);
             }
+        }
+        Documents::Registry(entries) if store.is_some() => {
+            let store = store.expect("matched");
+            let mut used = std::collections::HashSet::new();
+            for batch in entries.chunks(BATCH) {
+                add_reusing(exporter, batch, ctx, store, warnings, &mut used)?;
+            }
+            store.prune(&used);
         }
         Documents::Registry(entries) => {
             for batch in entries.chunks(BATCH) {
@@ -261,6 +277,73 @@ fn compile_all<W: Write>(
         }
     }
     Ok(skills)
+}
+
+/// Adds a batch of registry documents in order, each from its kept rendering when there
+/// is one whose names are free, else read, rendered (consecutive ones in parallel) and
+/// its rendering kept. Adds the sha256 of every document it used or kept to `used`.
+fn add_reusing<W: Write>(
+    exporter: &mut Exporter<W>,
+    batch: &[(String, Entry)],
+    ctx: &Ctx,
+    store: &rendered::Store,
+    warnings: &mut Vec<String>,
+    used: &mut std::collections::HashSet<String>,
+) -> std::io::Result<()> {
+    let kept: Vec<Option<compile::RenderedDoc>> = batch
+        .par_iter()
+        .map(|(_, e)| e.metadata_hex().and_then(|sha| store.load(sha)))
+        .collect();
+    let mut read: Vec<Option<Result<Metadata, String>>> = batch
+        .par_iter()
+        .zip(&kept)
+        .map(|((name, entry), k)| {
+            k.is_none()
+                .then(|| compile::source::read_entry(&ctx.dirs, name, entry))
+        })
+        .collect();
+    // Documents to render, in order, with their sha256: rendered together when a kept
+    // rendering (or the batch's end) comes.
+    let mut run: Vec<(Option<&str>, Metadata)> = Vec::new();
+    let flush = |exporter: &mut Exporter<W>, run: &mut Vec<(Option<&str>, Metadata)>| {
+        if run.is_empty() {
+            return Ok(());
+        }
+        let (shas, metas): (Vec<Option<&str>>, Vec<Metadata>) = run.drain(..).unzip();
+        let rendered = exporter.add_batch_rendered(&metas)?;
+        shas.into_par_iter().zip(rendered).for_each(|(sha, r)| {
+            if let (Some(sha), Some(r)) = (sha, r) {
+                store.save(sha, &r);
+            }
+        });
+        std::io::Result::Ok(())
+    };
+    for (i, (name, entry)) in batch.iter().enumerate() {
+        let sha = entry.metadata_hex();
+        if let Some(sha) = sha {
+            used.insert(sha.to_owned());
+        }
+        let result = match &kept[i] {
+            Some(doc) => {
+                flush(exporter, &mut run)?;
+                if exporter.add_rendered(doc)? {
+                    continue;
+                }
+                // A name it claims is taken by an earlier document: rendered as it falls.
+                compile::source::read_entry(&ctx.dirs, name, entry)
+            }
+            None => read[i].take().expect("read when not kept"),
+        };
+        match result {
+            Ok(meta) => run.push((sha, meta)),
+            Err(e) => {
+                let w = format!("skipped {name}: {e}");
+                ctx.out.warn(&w);
+                warnings.push(w);
+            }
+        }
+    }
+    flush(exporter, &mut run)
 }
 
 /// `--mcp`: the configured MCP servers' cached tools, after the registry's; a name a
