@@ -85,6 +85,16 @@ impl Dirs {
         }
     }
 
+    /// The layout under one directory (`data/`, `config/`, `state/`), for tests.
+    #[cfg(test)]
+    pub(crate) fn under(root: &Path) -> Dirs {
+        Dirs::resolve(
+            Some(&root.join("data")),
+            Some(&root.join("config")),
+            Some(&root.join("state")),
+        )
+    }
+
     /// `registry.json` inside the data dir.
     pub fn registry_file(&self) -> PathBuf {
         self.data.join("registry.json")

@@ -458,15 +458,18 @@ fn a_tool_described_by_name_is_pinned_by_its_stat_and_refused_once_it_changes() 
             "trust": {"source": "community"},
             "commands": {"go": {"description": "Go", "effects": {"destructive": false, "idempotent": true}}}}"#,
     );
-    let out = sb
-        .atip()
-        .args(["--output", "json", "scan", "--path"])
-        .arg(sb.path().join("path"))
-        .arg("--shims")
-        .arg(sb.path().join("shims"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let scan = || {
+        let out = sb
+            .atip()
+            .args(["--output", "json", "scan", "--path"])
+            .arg(sb.path().join("path"))
+            .arg("--shims")
+            .arg(sb.path().join("shims"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    };
+    scan();
     let reg: Value =
         serde_json::from_slice(&std::fs::read(sb.data_dir().join("registry.json")).unwrap())
             .unwrap();
@@ -496,15 +499,7 @@ fn a_tool_described_by_name_is_pinned_by_its_stat_and_refused_once_it_changes() 
         "{}",
         show(&doc)
     );
-    let out = sb
-        .atip()
-        .args(["--output", "json", "scan", "--path"])
-        .arg(sb.path().join("path"))
-        .arg("--shims")
-        .arg(sb.path().join("shims"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    scan();
     let r = exec(&sb, &["named_go", "--yes"]);
     assert_eq!(r.code, 0, "{}", show(&r.raw));
     assert_eq!(r.out["data"]["stdout"], "named go\n");

@@ -214,18 +214,10 @@ impl<W: Write> Write for Recorder<W> {
 mod tests {
     use super::*;
 
-    fn dirs(root: &std::path::Path) -> Dirs {
-        Dirs::resolve(
-            Some(&root.join("data")),
-            Some(&root.join("config")),
-            Some(&root.join("state")),
-        )
-    }
-
     #[test]
     fn kept_bytes_come_back_only_for_the_same_key_and_intact() {
         let tmp = tempfile::tempdir().unwrap();
-        let d = dirs(tmp.path());
+        let d = Dirs::under(tmp.path());
         let key = Key {
             registry: [7; 32],
             options: "openai.flat.i0.n0".into(),

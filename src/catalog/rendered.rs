@@ -93,14 +93,6 @@ impl Store {
 mod tests {
     use super::*;
 
-    fn dirs(root: &std::path::Path) -> Dirs {
-        Dirs::resolve(
-            Some(&root.join("data")),
-            Some(&root.join("config")),
-            Some(&root.join("state")),
-        )
-    }
-
     fn doc() -> RenderedDoc {
         RenderedDoc {
             names: vec!["t_go".into(), "t_edit".into()],
@@ -112,7 +104,7 @@ mod tests {
     #[test]
     fn kept_renderings_round_trip_and_damage_is_ignored() {
         let tmp = tempfile::tempdir().unwrap();
-        let dirs = dirs(tmp.path());
+        let dirs = Dirs::under(tmp.path());
         let store = Store::open(&dirs, "openai.flat.i0.n0");
         let sha = "a".repeat(64);
         assert_eq!(store.load(&sha), None);
@@ -137,7 +129,7 @@ mod tests {
     #[test]
     fn prune_keeps_only_what_was_used_and_this_version() {
         let tmp = tempfile::tempdir().unwrap();
-        let dirs = dirs(tmp.path());
+        let dirs = Dirs::under(tmp.path());
         let store = Store::open(&dirs, "openai.flat.i0.n0");
         let (a, b) = ("a".repeat(64), "b".repeat(64));
         store.save(&a, &doc());
