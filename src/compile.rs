@@ -432,12 +432,7 @@ impl<W: Write> Exporter<W> {
     /// Adds documents in order, flattening and rendering them in parallel; the output is
     /// the same as adding them one by one. For `skill`, returns the SKILL.md texts.
     pub fn add_batch(&mut self, metas: &[Metadata]) -> std::io::Result<Vec<(String, String)>> {
-        use rayon::prelude::*;
-        let flat: Vec<Vec<FlatTool>> = metas
-            .par_iter()
-            .map(|m| flatten(m, &everything()))
-            .collect();
-        self.add_docs(Some(metas), flat, None)
+        self.add_docs(metas, None)
     }
 
     /// Whether rendered documents serve this export (flat JSON formats, every command,
@@ -476,47 +471,44 @@ impl<W: Write> Exporter<W> {
         &mut self,
         metas: &[Metadata],
     ) -> std::io::Result<Vec<Option<RenderedDoc>>> {
-        use rayon::prelude::*;
         assert!(
             self.reuses_rendered(),
             "rendered documents serve flat JSON exports"
         );
+        let mut rendered = Vec::with_capacity(metas.len());
+        self.add_docs(metas, Some(&mut rendered))?;
+        Ok(rendered)
+    }
+
+    /// Flattens (in parallel), names, filters and renders documents; with `keep`, also
+    /// collects each document's [`RenderedDoc`] (see [`Exporter::add_batch_rendered`]).
+    fn add_docs(
+        &mut self,
+        metas: &[Metadata],
+        keep: Option<&mut Vec<Option<RenderedDoc>>>,
+    ) -> std::io::Result<Vec<(String, String)>> {
+        use rayon::prelude::*;
         let flat: Vec<Vec<FlatTool>> = metas
             .par_iter()
             .map(|m| flatten(m, &everything()))
             .collect();
-        let mut rendered = Vec::with_capacity(metas.len());
-        self.add_docs(Some(metas), flat, Some(&mut rendered))?;
-        Ok(rendered)
-    }
-
-    /// Names, filters and renders documents' flattened tools (`metas`: the documents,
-    /// needed by `skill`, `prompt` and the grouped strategy).
-    fn add_docs(
-        &mut self,
-        metas: Option<&[Metadata]>,
-        flat: Vec<Vec<FlatTool>>,
-        keep: Option<&mut Vec<Option<RenderedDoc>>>,
-    ) -> std::io::Result<Vec<(String, String)>> {
-        use rayon::prelude::*;
         let mut skills = Vec::new();
         let mut pending: Vec<formats::ExportTool> = Vec::new();
         let mut parts: Vec<DocPart> = Vec::new();
-        for (i, tools) in flat.into_iter().enumerate() {
-            let meta = || &metas.expect("skill, prompt and grouped exports have documents")[i];
-            let bases: Option<Vec<String>> = keep
-                .is_some()
-                .then(|| tools.iter().map(|t| t.name.clone()).collect());
+        for (meta, tools) in metas.iter().zip(flat) {
+            // Its names are its own when they are distinct and none is taken yet (every
+            // command is kept here): then `claim_name` leaves each as it is.
+            let own = keep.is_some().then(|| {
+                let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+                let distinct = names.iter().collect::<HashSet<_>>().len() == names.len();
+                (distinct && !names.iter().any(|n| self.taken.contains(n))).then_some(names)
+            });
             let (kept, skipped) = assign_names(tools, &self.opts.flatten, &mut self.taken);
-            if let Some(bases) = bases {
-                let own = kept.len() + skipped.len() == bases.len()
-                    && kept.iter().chain(&skipped).all(|t| bases.contains(&t.name))
-                    && bases.iter().collect::<HashSet<_>>().len() == bases.len();
-                let titles = skipped.iter().map(|t| t.title.clone()).collect();
+            if let Some(names) = own {
                 let at = pending.len();
                 parts.push(DocPart {
-                    names: own.then_some(bases),
-                    skipped: titles,
+                    names,
+                    skipped: skipped.iter().map(|t| t.title.clone()).collect(),
                     elements: at..at + kept.len(),
                 });
             }
@@ -543,20 +535,20 @@ impl<W: Write> Exporter<W> {
             match self.opts.format {
                 Format::Skill => {
                     self.summary.tools += kept.len();
-                    skills.push((skill::skill_name(meta()), skill::render(meta(), &kept)));
+                    skills.push((skill::skill_name(meta), skill::render(meta, &kept)));
                 }
                 Format::Prompt => {
                     self.summary.tools += kept.len();
                     let refs: Vec<&FlatTool> = kept.iter().collect();
                     if let Some(out) = self.text.as_mut() {
-                        out.write_all(prompt::section(meta(), &refs).as_bytes())?;
+                        out.write_all(prompt::section(meta, &refs).as_bytes())?;
                     }
                 }
                 _ => pending.extend(match self.opts.strategy {
                     Strategy::Flat => formats::flat_owned(kept),
                     Strategy::Grouped => formats::grouped_with(
                         &kept,
-                        std::slice::from_ref(meta()),
+                        std::slice::from_ref(meta),
                         &mut self.group_taken,
                     ),
                 }),

@@ -247,34 +247,31 @@ fn compile_all<W: Write>(
                 skills.extend(exporter.add_batch(batch)?);
             }
         }
-        Documents::Registry(entries) if store.is_some() => {
-            let store = store.expect("matched");
-            let mut used = std::collections::HashSet::new();
-            for batch in entries.chunks(BATCH) {
-                add_reusing(exporter, batch, ctx, store, warnings, &mut used)?;
+        Documents::Registry(entries) => match store {
+            Some(store) => {
+                let mut used = std::collections::HashSet::new();
+                for batch in entries.chunks(BATCH) {
+                    add_reusing(exporter, batch, ctx, store, warnings, &mut used)?;
+                }
+                store.prune(&used);
             }
-            store.prune(&used);
-        }
-        Documents::Registry(entries) => {
-            for batch in entries.chunks(BATCH) {
-                let read: Vec<Result<Metadata, String>> = batch
-                    .par_iter()
-                    .map(|(name, entry)| compile::source::read_entry(&ctx.dirs, name, entry))
-                    .collect();
-                let mut metas = Vec::with_capacity(batch.len());
-                for ((name, _), r) in batch.iter().zip(read) {
-                    match r {
-                        Ok(meta) => metas.push(meta),
-                        Err(e) => {
-                            let w = format!("skipped {name}: {e}");
-                            ctx.out.warn(&w);
-                            warnings.push(w);
+            None => {
+                for batch in entries.chunks(BATCH) {
+                    let read: Vec<Result<Metadata, String>> = batch
+                        .par_iter()
+                        .map(|(name, entry)| compile::source::read_entry(&ctx.dirs, name, entry))
+                        .collect();
+                    let mut metas = Vec::with_capacity(batch.len());
+                    for ((name, _), r) in batch.iter().zip(read) {
+                        match r {
+                            Ok(meta) => metas.push(meta),
+                            Err(e) => skip(ctx, warnings, name, &e),
                         }
                     }
+                    skills.extend(exporter.add_batch(&metas)?);
                 }
-                skills.extend(exporter.add_batch(&metas)?);
             }
-        }
+        },
     }
     Ok(skills)
 }
@@ -336,14 +333,17 @@ fn add_reusing<W: Write>(
         };
         match result {
             Ok(meta) => run.push((sha, meta)),
-            Err(e) => {
-                let w = format!("skipped {name}: {e}");
-                ctx.out.warn(&w);
-                warnings.push(w);
-            }
+            Err(e) => skip(ctx, warnings, name, &e),
         }
     }
     flush(exporter, &mut run)
+}
+
+/// An unreadable document: a warning now, and in the kept export's report.
+fn skip(ctx: &Ctx, warnings: &mut Vec<String>, name: &str, why: &str) {
+    let w = format!("skipped {name}: {why}");
+    ctx.out.warn(&w);
+    warnings.push(w);
 }
 
 /// `--mcp`: the configured MCP servers' cached tools, after the registry's; a name a
