@@ -23,7 +23,7 @@ use crate::compile::{self, FlatTool, FlattenOptions};
 use crate::dirs::Dirs;
 use crate::output::{AtipError, ErrorCode};
 use crate::registry::{Entry, Index, RegistryError, RegistryLock, Source};
-use crate::search::SearchIndex;
+use crate::search::{IndexBuilder, SearchIndex};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fs::File;
@@ -254,34 +254,120 @@ fn everything() -> FlattenOptions {
     }
 }
 
-/// What the search index reads of a tool (see `SearchIndex::build`): the rest is left
-/// out so that indexing a large registry does not hold every schema in memory.
-fn for_index(t: &FlatTool) -> FlatTool {
-    FlatTool {
-        name: String::new(),
-        tool: t.tool.clone(),
-        command: t.command.clone(),
-        title: t.title.clone(),
-        summary: t.summary.clone(),
-        safety: String::new(),
-        description: String::new(),
-        params: t
-            .params
-            .iter()
-            .map(|p| compile::Param {
-                property: String::new(),
-                origin: p.origin.clone(),
-                kind: p.kind.clone(),
-                required: p.required,
-                variadic: p.variadic,
-                description: p.description.clone(),
-                schema: serde_json::Value::Null,
+/// What the records section says of the registry's documents and their tools.
+struct Records {
+    docs: Vec<Doc>,
+    rows: Vec<Row>,
+    /// Rows the default search covers (tools that need no human), in row order.
+    searchable: Vec<u32>,
+}
+
+/// Section `RECORDS`: each entry's document read and flattened (in parallel, a batch at a
+/// time), its tools named across the registry and written as JSON records. Each batch's
+/// searchable tools go to `to_index` once written; dropping the sender on return ends the
+/// indexer.
+fn write_records<W: Write + Seek>(
+    dirs: &Dirs,
+    entries: &[(&String, &Entry)],
+    in_memory: &InMemory,
+    layout: &mut Layout,
+    out: &mut W,
+    to_index: std::sync::mpsc::SyncSender<Vec<FlatTool>>,
+) -> std::io::Result<Records> {
+    use rayon::prelude::*;
+    let mut docs = Vec::with_capacity(entries.len());
+    let mut rows: Vec<Row> = Vec::new();
+    let mut taken = HashSet::new();
+    let mut searchable: Vec<u32> = Vec::new();
+    let mut records = layout.section(out)?;
+    for batch in entries.chunks(BATCH) {
+        let flat: Vec<(String, Result<Flat, String>)> = batch
+            .par_iter()
+            .map(|(name, entry)| {
+                let entry_json = serde_json::to_string(entry).expect("a registry entry serializes");
+                let flat = match in_memory.get(entry.metadata.as_str()) {
+                    Some(bytes) => compile::source::parse_entry(dirs, name, entry, bytes),
+                    None => compile::source::read_entry(dirs, name, entry),
+                }
+                .map(|m| Flat::new(m.tool_name().unwrap_or(name).to_string(), &m));
+                (entry_json, flat)
             })
-            .collect(),
-        effects: Default::default(),
-        input_schema: serde_json::Value::Null,
-        runner: false,
-        about: t.about.clone(),
+            .collect();
+        let mut indexed = Vec::new();
+        for ((name, entry), (entry_json, r)) in batch.iter().zip(flat) {
+            let first = rows.len() as u32;
+            let (tool, tools, error) = match r {
+                Ok(flat) => (flat.tool, flat.tools, None),
+                Err(e) => ((*name).clone(), Vec::new(), Some(e)),
+            };
+            let count = tools.len() as u32;
+            for (mut t, mut record) in tools {
+                let base = t.name.clone();
+                t.name = compile::claim_name(t.name, &mut taken);
+                if t.name != base {
+                    record.clear();
+                    serde_json::to_writer(&mut record, &t).expect("a flattened tool serializes");
+                }
+                let needs_human = t.effects.needs_human();
+                if !needs_human {
+                    searchable.push(rows.len() as u32);
+                }
+                rows.push(Row {
+                    base,
+                    // The index reads the tool's texts, not its name.
+                    name: std::mem::take(&mut t.name),
+                    doc: docs.len() as u32,
+                    needs_human,
+                    at: records.len,
+                    len: record.len() as u32,
+                    crc: crc32fast::hash(&record),
+                });
+                records.write(out, &record)?;
+                if !needs_human {
+                    indexed.push(t);
+                }
+            }
+            docs.push(Doc {
+                name: (*name).clone(),
+                tool,
+                metadata: entry.metadata.clone(),
+                source: entry.source,
+                entry: entry_json,
+                error,
+                first,
+                count,
+            });
+        }
+        // A gone indexer panicked: its join says so.
+        let _ = to_index.send(indexed);
+    }
+    layout.end(RECORDS, records);
+    Ok(Records {
+        docs,
+        rows,
+        searchable,
+    })
+}
+
+/// One document flattened off the writer's thread: its tool name, and each tool with its
+/// record as written when the tool keeps its own name (the input schema left out: it is
+/// made of the parameters' schemas, stored once, in them).
+struct Flat {
+    tool: String,
+    tools: Vec<(FlatTool, Vec<u8>)>,
+}
+
+impl Flat {
+    fn new(tool: String, m: &crate::model::Metadata) -> Flat {
+        let tools = compile::flatten(m, &everything())
+            .into_iter()
+            .map(|mut t| {
+                t.input_schema = serde_json::Value::Null;
+                let record = serde_json::to_vec(&t).expect("a flattened tool serializes");
+                (t, record)
+            })
+            .collect();
+        Flat { tool, tools }
     }
 }
 
@@ -315,76 +401,29 @@ pub fn build_into<W: Write + Seek>(
     in_memory: &InMemory,
     out: &mut W,
 ) -> std::io::Result<()> {
-    use rayon::prelude::*;
     let mut entries: Vec<(&String, &Entry)> = index.tools.iter().collect();
     entries.sort_by(|a, b| a.0.cmp(b.0));
-    let mut docs = Vec::with_capacity(entries.len());
-    let mut rows: Vec<Row> = Vec::new();
-    let mut taken = HashSet::new();
-    let mut indexed: Vec<FlatTool> = Vec::new();
-    let mut indexed_rows: Vec<u32> = Vec::new();
     let mut layout = Layout::start(out)?;
-    let mut records = layout.section(out)?;
-    let mut record = Vec::new();
-    for batch in entries.chunks(BATCH) {
-        let flat: Vec<Result<(String, Vec<FlatTool>), String>> = batch
-            .par_iter()
-            .map(|(name, entry)| {
-                match in_memory.get(entry.metadata.as_str()) {
-                    Some(bytes) => compile::source::parse_entry(dirs, name, entry, bytes),
-                    None => compile::source::read_entry(dirs, name, entry),
-                }
-                .map(|m| {
-                    let tool = m.tool_name().unwrap_or(name).to_string();
-                    (tool, compile::flatten(&m, &everything()))
-                })
-            })
-            .collect();
-        for ((name, entry), r) in batch.iter().zip(flat) {
-            let first = rows.len() as u32;
-            let (tool, tools, error) = match r {
-                Ok((tool, t)) => (tool, t, None),
-                Err(e) => ((*name).clone(), Vec::new(), Some(e)),
-            };
-            let count = tools.len() as u32;
-            for mut t in tools {
-                let base = t.name.clone();
-                t.name = compile::claim_name(t.name, &mut taken);
-                let needs_human = t.effects.needs_human();
-                if !needs_human {
-                    indexed_rows.push(rows.len() as u32);
-                    indexed.push(for_index(&t));
-                }
-                // The input schema is made of the parameters' schemas: stored once, in them.
-                t.input_schema = serde_json::Value::Null;
-                record.clear();
-                serde_json::to_writer(&mut record, &t).expect("a flattened tool serializes");
-                rows.push(Row {
-                    base,
-                    name: t.name,
-                    doc: docs.len() as u32,
-                    needs_human,
-                    at: records.len,
-                    len: record.len() as u32,
-                    crc: crc32fast::hash(&record),
-                });
-                records.write(out, &record)?;
+    // The search index is built on a thread of its own, a batch at a time, while the
+    // next batches are flattened and their records written.
+    let (to_index, batches) = std::sync::mpsc::sync_channel::<Vec<FlatTool>>(2);
+    let (records, search) = std::thread::scope(|scope| {
+        let indexer = scope.spawn(move || {
+            let mut builder = IndexBuilder::default();
+            for batch in batches {
+                builder.add(&batch);
             }
-            docs.push(Doc {
-                name: (*name).clone(),
-                tool,
-                metadata: entry.metadata.clone(),
-                source: entry.source,
-                entry: serde_json::to_string(entry).expect("a registry entry serializes"),
-                error,
-                first,
-                count,
-            });
-        }
-    }
-    layout.end(RECORDS, records);
-    let search = SearchIndex::build(&indexed);
-    drop(indexed);
+            builder.finish()
+        });
+        let records = write_records(dirs, &entries, in_memory, &mut layout, out, to_index);
+        (records, indexer.join())
+    });
+    let search = search.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    let Records {
+        docs,
+        rows,
+        searchable,
+    } = records?;
     let mut by_name: Vec<u32> = (0..rows.len() as u32).collect();
     by_name.sort_unstable_by(|&a, &b| rows[a as usize].name.cmp(&rows[b as usize].name));
     let names = names_table(&rows, &by_name);
@@ -399,7 +438,7 @@ pub fn build_into<W: Write + Seek>(
     let table = Owned::from_value(&RowTable {
         rows,
         by_name,
-        searchable: indexed_rows,
+        searchable,
     });
     for (i, body) in [
         (META, meta.as_slice()),

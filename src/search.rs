@@ -137,6 +137,79 @@ fn add_text<'t>(
     pairs.extend(ids.iter().map(|&id| (id, w)));
 }
 
+/// A [`SearchIndex`] fed tools in catalog order, a slice at a time: the catalog compile
+/// indexes each batch of documents on a thread of its own while it writes the next
+/// batch's records, and drops the batch once indexed. Tools are numbered in the order
+/// they arrive, so the index is the one [`SearchIndex::build`] makes of them all at once.
+#[derive(Default)]
+pub struct IndexBuilder {
+    ix: Builder,
+    pairs: Vec<(u32, f32)>,
+}
+
+impl IndexBuilder {
+    /// Indexes `tools` after those added before. Texts repeat within a document (global
+    /// and parent options): each distinct text of the slice is tokenized once.
+    pub fn add(&mut self, tools: &[FlatTool]) {
+        let ix = &mut self.ix;
+        let pairs = &mut self.pairs;
+        let mut cache: HashMap<&str, Vec<u32>, FxBuild> = HashMap::default();
+        for t in tools {
+            let doc = ix.tables.doc_len.len() as u32;
+            pairs.clear();
+            // A tool without subcommands is run by its name: the name is its command too.
+            let bare = t.command.iter().all(|c| c.is_empty());
+            let w_name = if bare { W_NAME + W_PATH } else { W_NAME };
+            add_text(ix, &mut cache, pairs, &t.tool, w_name);
+            let path = t.command.join(" ");
+            for term in text::terms(&path) {
+                let id = ix.intern(term);
+                pairs.push((id, W_PATH));
+            }
+            add_text(ix, &mut cache, pairs, &t.summary, W_DESCRIPTION);
+            add_text(ix, &mut cache, pairs, &t.about, W_ABOUT);
+            // Length normalisation counts the command's own text only: a command with many
+            // options is not a longer answer to a task than one with few.
+            let len: f32 = pairs.iter().map(|(_, w)| w).sum();
+            for p in &t.params {
+                let name = match &p.origin {
+                    ParamOrigin::Argument { name, .. } | ParamOrigin::Option { name, .. } => name,
+                };
+                add_text(ix, &mut cache, pairs, name, W_PARAM_NAME);
+                add_text(ix, &mut cache, pairs, &p.description, W_PARAM_DESCRIPTION);
+            }
+            pairs.sort_unstable_by_key(|(id, _)| *id);
+            let mut i = 0;
+            while i < pairs.len() {
+                let id = pairs[i].0;
+                let mut f = 0.0;
+                while i < pairs.len() && pairs[i].0 == id {
+                    f += pairs[i].1;
+                    i += 1;
+                }
+                ix.tables.postings[id as usize].push(Posting { doc, tf: f });
+            }
+            ix.tables.doc_len.push(len);
+            ix.tables.title_words.push(text::terms(&t.title));
+            ix.tables.titles.push(text::words(&t.title).join(" "));
+        }
+    }
+
+    /// The index of every tool added.
+    pub fn finish(self) -> SearchIndex {
+        let mut tables = self.ix.tables;
+        let n = tables.doc_len.len().max(1) as f32;
+        tables.avg_len = tables.doc_len.iter().sum::<f32>() / n;
+        let mut sorted: Vec<u32> = (0..tables.vocab.len() as u32).collect();
+        sorted.sort_unstable_by(|&a, &b| tables.vocab[a as usize].cmp(&tables.vocab[b as usize]));
+        tables.sorted = sorted;
+        SearchIndex {
+            tables: Owned::from_value(&tables),
+            roots: OnceLock::new(),
+        }
+    }
+}
+
 /// One query word and the index terms it stands for.
 #[derive(Debug, Clone)]
 struct Group {
@@ -161,67 +234,9 @@ pub struct Hit {
 impl SearchIndex {
     /// Indexes every tool of the catalog.
     pub fn build(tools: &[FlatTool]) -> SearchIndex {
-        let mut ix = Builder::default();
-        // Texts repeat across commands (global and parent options): tokenize each once.
-        let mut cache: HashMap<&str, Vec<u32>, FxBuild> = HashMap::default();
-        let mut pairs: Vec<(u32, f32)> = Vec::with_capacity(128);
-        for (doc, t) in tools.iter().enumerate() {
-            pairs.clear();
-            // A tool without subcommands is run by its name: the name is its command too.
-            let bare = t.command.iter().all(|c| c.is_empty());
-            let w_name = if bare { W_NAME + W_PATH } else { W_NAME };
-            add_text(&mut ix, &mut cache, &mut pairs, &t.tool, w_name);
-            let path = t.command.join(" ");
-            for term in text::terms(&path) {
-                let id = ix.intern(term);
-                pairs.push((id, W_PATH));
-            }
-            add_text(&mut ix, &mut cache, &mut pairs, &t.summary, W_DESCRIPTION);
-            add_text(&mut ix, &mut cache, &mut pairs, &t.about, W_ABOUT);
-            // Length normalisation counts the command's own text only: a command with many
-            // options is not a longer answer to a task than one with few.
-            let len: f32 = pairs.iter().map(|(_, w)| w).sum();
-            for p in &t.params {
-                let name = match &p.origin {
-                    ParamOrigin::Argument { name, .. } | ParamOrigin::Option { name, .. } => name,
-                };
-                add_text(&mut ix, &mut cache, &mut pairs, name, W_PARAM_NAME);
-                add_text(
-                    &mut ix,
-                    &mut cache,
-                    &mut pairs,
-                    &p.description,
-                    W_PARAM_DESCRIPTION,
-                );
-            }
-            pairs.sort_unstable_by_key(|(id, _)| *id);
-            let mut i = 0;
-            while i < pairs.len() {
-                let id = pairs[i].0;
-                let mut f = 0.0;
-                while i < pairs.len() && pairs[i].0 == id {
-                    f += pairs[i].1;
-                    i += 1;
-                }
-                ix.tables.postings[id as usize].push(Posting {
-                    doc: doc as u32,
-                    tf: f,
-                });
-            }
-            ix.tables.doc_len.push(len);
-            ix.tables.title_words.push(text::terms(&t.title));
-            ix.tables.titles.push(text::words(&t.title).join(" "));
-        }
-        let mut tables = ix.tables;
-        let n = tables.doc_len.len().max(1) as f32;
-        tables.avg_len = tables.doc_len.iter().sum::<f32>() / n;
-        let mut sorted: Vec<u32> = (0..tables.vocab.len() as u32).collect();
-        sorted.sort_unstable_by(|&a, &b| tables.vocab[a as usize].cmp(&tables.vocab[b as usize]));
-        tables.sorted = sorted;
-        SearchIndex {
-            tables: Owned::from_value(&tables),
-            roots: OnceLock::new(),
-        }
+        let mut builder = IndexBuilder::default();
+        builder.add(tools);
+        builder.finish()
     }
 
     /// The index archived by [`SearchIndex::bytes`] at `range` of `shared` (a catalog

@@ -714,3 +714,42 @@ fn an_export_after_a_change_renders_only_the_changed_documents() {
     assert!(!stray.exists());
     assert_eq!(kept_renderings(), 2);
 }
+
+/// Two documents that name the same tool: the second one's commands take `_2` names,
+/// and its records (written by the compile before names are made unique) carry them.
+#[test]
+fn a_second_document_of_a_tool_gets_suffixed_names_in_its_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let dirs = Dirs::resolve(
+        Some(&dir.path().join("data")),
+        Some(&dir.path().join("c")),
+        Some(&dir.path().join("s")),
+    );
+    let metas: Vec<Metadata> = [tool("twin", "create"), tool("twin", "delete")]
+        .into_iter()
+        .map(|v| serde_json::from_value(v).unwrap())
+        .collect();
+    let index = write_registry(&dirs.data, &metas);
+    let key = catalog::registry_key(&std::fs::read(dirs.registry_file()).unwrap());
+    let c = Compiled::from_bytes(
+        catalog::build(&dirs, &index, &key),
+        &catalog::path(&dirs),
+        &key,
+    )
+    .unwrap();
+    let all = Catalog::build(
+        &metas,
+        &FlattenOptions {
+            include_interactive: true,
+            commands: None,
+        },
+    );
+    let names: Vec<&str> = all.tools().iter().map(|t| t.name.as_str()).collect();
+    assert!(names.contains(&"twin_bucket_list_2"), "{names:?}");
+    assert_eq!(c.rows().len(), all.tools().len());
+    for (i, want) in all.tools().iter().enumerate() {
+        let got = c.tool(i).unwrap();
+        assert_eq!(&got, want);
+        assert_eq!(c.find(&want.name), Some(i));
+    }
+}
