@@ -186,8 +186,10 @@ fn name_description(page: &Page) -> String {
 /// Whitespace collapsed, cut to [`MAX_DESCRIPTION`] at a word boundary.
 fn one_line(s: &str) -> String {
     let mut out = String::with_capacity(s.len().min(MAX_DESCRIPTION + 8));
+    let mut chars = 0;
     for w in s.split_whitespace() {
-        if out.chars().count() + w.chars().count() + 1 > MAX_DESCRIPTION {
+        let len = w.chars().count();
+        if chars + len + 1 > MAX_DESCRIPTION {
             if out.is_empty() {
                 out.extend(w.chars().take(MAX_DESCRIPTION - 1));
             }
@@ -196,35 +198,44 @@ fn one_line(s: &str) -> String {
         }
         if !out.is_empty() {
             out.push(' ');
+            chars += 1;
         }
         out.push_str(w);
+        chars += len;
     }
     out
 }
 
 /// The first sentence of a description.
 pub(crate) fn first_sentence(body: &str) -> String {
-    let para = body.split("\n").next().unwrap_or(body);
-    let flat: String = para.split_whitespace().collect::<Vec<_>>().join(" ");
-    let bytes = flat.as_bytes();
-    let mut end = flat.len();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'.' && (i + 1 == bytes.len() || bytes[i + 1] == b' ') {
-            let before = &flat[..i];
-            let word = before.rsplit(' ').next().unwrap_or("");
-            let abbrev = matches!(
-                word.to_ascii_lowercase().as_str(),
-                "e.g" | "i.e" | "etc" | "vs" | "cf" | "approx" | "resp" | "no" | "incl"
-            ) || word.len() == 1;
-            if !abbrev && i > 0 {
-                end = i + 1;
-                break;
-            }
+    let para = body.split('\n').next().unwrap_or(body);
+    // The paragraph's words, one space apart, up to the first that ends a sentence: a
+    // period that ends a word, unless the word is an abbreviation or one letter.
+    let mut sentence = String::with_capacity(para.len().min(2 * MAX_DESCRIPTION));
+    for word in para.split_whitespace() {
+        let first = sentence.is_empty();
+        if !first {
+            sentence.push(' ');
         }
-        i += 1;
+        sentence.push_str(word);
+        if let Some(stem) = word.strip_suffix('.')
+            && !(first && stem.is_empty())
+            && !abbreviation(stem)
+        {
+            break;
+        }
     }
-    one_line(&flat[..end])
+    one_line(&sentence)
+}
+
+/// A word whose period does not end the sentence (`e.g.`, `etc.`, `A.`).
+fn abbreviation(stem: &str) -> bool {
+    stem.len() == 1
+        || [
+            "e.g", "i.e", "etc", "vs", "cf", "approx", "resp", "no", "incl",
+        ]
+        .iter()
+        .any(|a| stem.eq_ignore_ascii_case(a))
 }
 
 /// Whether some SYNOPSIS form starts with `invocation` (`git commit`).
@@ -1105,4 +1116,49 @@ fn scoped_options(own: &[InferredOption], global: &[InferredOption]) -> Vec<Infe
         out.push(o);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_sentence_ends_at_a_period_that_ends_a_word() {
+        let cases = [
+            ("Print the  version.\n  More text.", "Print the version."),
+            (
+                "Use a file, e.g. a log. Then stop.",
+                "Use a file, e.g. a log.",
+            ),
+            (
+                "Size in KiB, etc. and more. Rest.",
+                "Size in KiB, etc. and more.",
+            ),
+            // One letter (an initial) and a period inside a word do not end it.
+            (
+                "Set by J. Smith to v1.2 now. Rest.",
+                "Set by J. Smith to v1.2 now.",
+            ),
+            // A lone period: the first word cannot end it, a later one does.
+            (". starts here . Rest.", ". starts here ."),
+            ("No period at all", "No period at all"),
+            ("", ""),
+        ];
+        for (body, want) in cases {
+            assert_eq!(first_sentence(body), want, "{body:?}");
+        }
+    }
+
+    #[test]
+    fn one_line_cuts_at_a_word_boundary() {
+        let long = "word ".repeat(MAX_DESCRIPTION);
+        let cut = one_line(&long);
+        assert!(
+            cut.ends_with('\u{2026}') && cut.chars().count() <= MAX_DESCRIPTION,
+            "{cut}"
+        );
+        assert!(!cut.contains("  ") && cut.trim_end_matches('\u{2026}').ends_with("word"));
+        let one = "x".repeat(MAX_DESCRIPTION + 5);
+        assert_eq!(one_line(&one).chars().count(), MAX_DESCRIPTION);
+    }
 }

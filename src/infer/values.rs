@@ -43,6 +43,10 @@ const SENTENCE: [&str; 10] = [
     "expects one of",
 ];
 
+/// [`SENTENCE`]'s searchers, built once: every option with a value is searched for all.
+static SENTENCE_FINDERS: std::sync::LazyLock<Vec<memchr::memmem::Finder<'static>>> =
+    std::sync::LazyLock::new(|| SENTENCE.iter().map(memchr::memmem::Finder::new).collect());
+
 /// The values `body` lists for an option whose value is named `value` (as the tag
 /// writes it: `WHEN`, `<format>`, `[=WORD]`).
 pub(crate) fn prose_enum(body: &str, value: &str) -> Option<Vec<String>> {
@@ -57,7 +61,7 @@ pub(crate) fn prose_enum(body: &str, value: &str) -> Option<Vec<String>> {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'));
     let mut found: Vec<Vec<String>> = Vec::new();
     if word_ok {
-        for (i, _) in lower.match_indices(name.as_str()) {
+        for i in memchr::memmem::find_iter(lower.as_bytes(), name.as_bytes()) {
             let before_ok = lower[..i]
                 .chars()
                 .next_back()
@@ -84,8 +88,8 @@ pub(crate) fn prose_enum(body: &str, value: &str) -> Option<Vec<String>> {
             }
         }
     }
-    for phrase in SENTENCE {
-        for (i, _) in lower.match_indices(phrase) {
+    for (phrase, finder) in SENTENCE.iter().zip(SENTENCE_FINDERS.iter()) {
+        for i in finder.find_iter(lower.as_bytes()) {
             // At the start of a sentence, or after its "The".
             let head = lower[..i].strip_suffix("the ").unwrap_or(&lower[..i]);
             let starts_sentence = head.is_empty() || head.ends_with(". ");
