@@ -674,11 +674,17 @@ fn warm_rescan_runs_nothing_and_changes_are_picked_up() {
     assert_eq!(r["removed"], serde_json::json!(["beta"]));
     assert_eq!(registered(&env), ["alpha"]);
 
-    // --refresh probes everything again.
+    // --refresh probes everything again; a tool found the same is not reported updated,
+    // though its entry is rewritten with the new check time (whole seconds: wait one).
+    let checked = env.registry()["tools"]["alpha"]["lastChecked"].clone();
+    std::thread::sleep(Duration::from_millis(1100));
     let before = env.log().lines().count();
     let r = env.scan(&["--refresh"]);
+    assert_ne!(env.registry()["tools"]["alpha"]["lastChecked"], checked);
     assert_eq!(r["summary"]["probed"], 2);
     assert_eq!(env.log().lines().count(), before + 2);
+    assert_eq!(tool(&r, "alpha").unwrap()["status"], "unchanged", "{r:#}");
+    assert_eq!(r["summary"]["updated"], 0, "{r:#}");
     env.assert_registry_valid();
     assert_all_dead(&env);
 }

@@ -706,9 +706,12 @@ fn merge(
         };
         match old_entry {
             None => report.added.push(f.name.clone()),
+            // When it was checked and its file's stat are not news: a `--refresh` that
+            // finds the same tool reports it unchanged (the entry is still rewritten).
             Some(e)
                 if Entry {
                     fingerprint: entry.fingerprint,
+                    last_checked: entry.last_checked.clone(),
                     ..e.clone()
                 } == entry =>
             {
