@@ -254,6 +254,89 @@ fn everything() -> FlattenOptions {
     }
 }
 
+/// Documents compiled per batch: read and flattened in parallel, then written out, so
+/// memory holds one batch of documents whatever the registry's size.
+const BATCH: usize = 32;
+
+/// Compiles `index` (the registry whose file bytes hash to `registry_sha256`) into
+/// memory; see [`build_into`].
+pub fn build(dirs: &Dirs, index: &Index, registry_sha256: &[u8; 32]) -> Vec<u8> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    build_into(dirs, index, registry_sha256, &InMemory::new(), &mut out)
+        .expect("writing to memory cannot fail");
+    out.into_inner()
+}
+
+/// Documents a writer holds in memory, by metadata path (`tools/<sha256>.json`): the
+/// catalog is compiled from these bytes while their files are still being written.
+pub(crate) type InMemory<'a> = std::collections::HashMap<String, &'a [u8]>;
+
+/// Compiles `index` into `out` (from its start): reads every entry's document
+/// (hash-checked, see `Index::read_document`; from `in_memory` when it is there),
+/// flattens it, names its tools across the
+/// registry and indexes the default search selection. Records are streamed to `out` as
+/// they are made, the tables follow them, the header is written last: the catalog is
+/// never held whole in memory beside what it is made from.
+pub fn build_into<W: Write + Seek>(
+    dirs: &Dirs,
+    index: &Index,
+    registry_sha256: &[u8; 32],
+    in_memory: &InMemory,
+    out: &mut W,
+) -> std::io::Result<()> {
+    let mut entries: Vec<(&String, &Entry)> = index.tools.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    let mut layout = Layout::start(out)?;
+    // The search index is built on a thread of its own, a batch at a time, while the
+    // next batches are flattened and their records written.
+    let (to_index, batches) = std::sync::mpsc::sync_channel::<Vec<FlatTool>>(2);
+    let (records, search) = std::thread::scope(|scope| {
+        let indexer = scope.spawn(move || {
+            let mut builder = IndexBuilder::default();
+            for batch in batches {
+                builder.add(&batch);
+            }
+            builder.finish()
+        });
+        let records = write_records(dirs, &entries, in_memory, &mut layout, out, to_index);
+        (records, indexer.join())
+    });
+    let search = search.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    let Records {
+        docs,
+        rows,
+        searchable,
+    } = records?;
+    let mut by_name: Vec<u32> = (0..rows.len() as u32).collect();
+    by_name.sort_unstable_by(|&a, &b| rows[a as usize].name.cmp(&rows[b as usize].name));
+    let names = names_table(&rows, &by_name);
+    let meta = encode(&Meta {
+        atip: env!("CARGO_PKG_VERSION").to_string(),
+        docs: docs.len() as u32,
+        rows: rows.len() as u32,
+        unreadable: docs.iter().any(|d| d.error.is_some()),
+        tool_twice: names_a_tool_twice(&docs),
+    });
+    let docs = docs_table(&docs);
+    let table = Owned::from_value(&RowTable {
+        rows,
+        by_name,
+        searchable,
+    });
+    for (i, body) in [
+        (META, meta.as_slice()),
+        (TOOLS, table.bytes()),
+        (INDEX, search.bytes()),
+        (DOCS, docs.as_slice()),
+        (NAMES, names.as_slice()),
+    ] {
+        let mut s = layout.section(out)?;
+        s.write(out, body)?;
+        layout.end(i, s);
+    }
+    layout.finish(out, registry_sha256)
+}
+
 /// What the records section says of the registry's documents and their tools.
 struct Records {
     docs: Vec<Doc>,
@@ -369,89 +452,6 @@ impl Flat {
             .collect();
         Flat { tool, tools }
     }
-}
-
-/// Documents compiled per batch: read and flattened in parallel, then written out, so
-/// memory holds one batch of documents whatever the registry's size.
-const BATCH: usize = 32;
-
-/// Compiles `index` (the registry whose file bytes hash to `registry_sha256`) into
-/// memory; see [`build_into`].
-pub fn build(dirs: &Dirs, index: &Index, registry_sha256: &[u8; 32]) -> Vec<u8> {
-    let mut out = std::io::Cursor::new(Vec::new());
-    build_into(dirs, index, registry_sha256, &InMemory::new(), &mut out)
-        .expect("writing to memory cannot fail");
-    out.into_inner()
-}
-
-/// Documents a writer holds in memory, by metadata path (`tools/<sha256>.json`): the
-/// catalog is compiled from these bytes while their files are still being written.
-pub(crate) type InMemory<'a> = std::collections::HashMap<String, &'a [u8]>;
-
-/// Compiles `index` into `out` (from its start): reads every entry's document
-/// (hash-checked, see `Index::read_document`; from `in_memory` when it is there),
-/// flattens it, names its tools across the
-/// registry and indexes the default search selection. Records are streamed to `out` as
-/// they are made, the tables follow them, the header is written last: the catalog is
-/// never held whole in memory beside what it is made from.
-pub fn build_into<W: Write + Seek>(
-    dirs: &Dirs,
-    index: &Index,
-    registry_sha256: &[u8; 32],
-    in_memory: &InMemory,
-    out: &mut W,
-) -> std::io::Result<()> {
-    let mut entries: Vec<(&String, &Entry)> = index.tools.iter().collect();
-    entries.sort_by(|a, b| a.0.cmp(b.0));
-    let mut layout = Layout::start(out)?;
-    // The search index is built on a thread of its own, a batch at a time, while the
-    // next batches are flattened and their records written.
-    let (to_index, batches) = std::sync::mpsc::sync_channel::<Vec<FlatTool>>(2);
-    let (records, search) = std::thread::scope(|scope| {
-        let indexer = scope.spawn(move || {
-            let mut builder = IndexBuilder::default();
-            for batch in batches {
-                builder.add(&batch);
-            }
-            builder.finish()
-        });
-        let records = write_records(dirs, &entries, in_memory, &mut layout, out, to_index);
-        (records, indexer.join())
-    });
-    let search = search.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-    let Records {
-        docs,
-        rows,
-        searchable,
-    } = records?;
-    let mut by_name: Vec<u32> = (0..rows.len() as u32).collect();
-    by_name.sort_unstable_by(|&a, &b| rows[a as usize].name.cmp(&rows[b as usize].name));
-    let names = names_table(&rows, &by_name);
-    let meta = encode(&Meta {
-        atip: env!("CARGO_PKG_VERSION").to_string(),
-        docs: docs.len() as u32,
-        rows: rows.len() as u32,
-        unreadable: docs.iter().any(|d| d.error.is_some()),
-        tool_twice: names_a_tool_twice(&docs),
-    });
-    let docs = docs_table(&docs);
-    let table = Owned::from_value(&RowTable {
-        rows,
-        by_name,
-        searchable,
-    });
-    for (i, body) in [
-        (META, meta.as_slice()),
-        (TOOLS, table.bytes()),
-        (INDEX, search.bytes()),
-        (DOCS, docs.as_slice()),
-        (NAMES, names.as_slice()),
-    ] {
-        let mut s = layout.section(out)?;
-        s.write(out, body)?;
-        layout.end(i, s);
-    }
-    layout.finish(out, registry_sha256)
 }
 
 /// Whether two documents name the same tool (the JSON path names their commands
