@@ -13,12 +13,17 @@ use std::time::{Duration, Instant};
 /// A sandbox: temp HOME, data, config and state dirs; never the real ones.
 pub struct Sandbox {
     pub root: tempfile::TempDir,
+    /// atip's `TMPDIR` (probes' working dirs): beside the root, not in it, so that tests
+    /// can still see that nothing ran or was written there, and removed with the sandbox
+    /// even when a test kills atip before it cleans up.
+    tmp: tempfile::TempDir,
 }
 
 impl Sandbox {
     pub fn new() -> Sandbox {
         Sandbox {
             root: tempfile::tempdir().expect("temp dir"),
+            tmp: tempfile::tempdir().expect("temp dir"),
         }
     }
 
@@ -38,6 +43,7 @@ impl Sandbox {
     pub fn atip(&self) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_atip"));
         cmd.env_clear()
+            .env("TMPDIR", self.tmp.path())
             .env("PATH", "/usr/bin:/bin")
             .env("HOME", self.path().join("home"))
             .env("XDG_DATA_HOME", self.path().join("xdg-data"))
