@@ -13,6 +13,11 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
+/// Whether `s` is 64 lowercase hex digits: a sha256 as atip names files by it.
+pub fn is_hex64(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// sha256 of the concatenation of `parts` as lowercase hex (64 characters). Callers
 /// that hash several fields separate them with a `\0` part so that ("ab","c") and
 /// ("a","bc") differ.

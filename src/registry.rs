@@ -399,11 +399,7 @@ impl Entry {
             .metadata
             .strip_prefix("tools/")?
             .strip_suffix(".json")?;
-        (hex.len() == 64
-            && hex
-                .bytes()
-                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)))
-        .then_some(hex)
+        crate::digest::is_hex64(hex).then_some(hex)
     }
 
     /// The absolute path of its metadata file inside the data dir; an error when

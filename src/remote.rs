@@ -33,10 +33,7 @@ pub const SIG_SUFFIX: &str = ".minisig";
 /// Version of the manifest and catalog formats atip writes and reads.
 pub const FORMAT: &str = "1";
 
-/// Whether `s` is 64 lowercase hex digits (a sha256 as shims are named).
-pub(crate) fn is_hex64(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
+pub(crate) use crate::digest::is_hex64;
 
 /// This machine's platform in the protocol's spelling (`linux-amd64`, `darwin-arm64`).
 pub(crate) fn local_platform() -> String {

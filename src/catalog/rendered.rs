@@ -34,8 +34,7 @@ impl Store {
     }
 
     fn path(&self, sha: &str) -> Option<PathBuf> {
-        let sound = sha.len() == 64 && sha.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-        sound.then(|| self.dir.join(format!("{sha}.bin")))
+        crate::digest::is_hex64(sha).then(|| self.dir.join(format!("{sha}.bin")))
     }
 
     /// The kept rendering of the document whose sha256 is `sha`, when there is a sound one.

@@ -187,10 +187,7 @@ fn shim_verdict(
             let value = checked.value.unwrap_or(Value::Null);
             let bin_hash = value.pointer("/binary/hash").and_then(Value::as_str);
             if hash_keyed {
-                let stem_ok = stem.len() == 64
-                    && stem
-                        .bytes()
-                        .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c));
+                let stem_ok = crate::digest::is_hex64(stem);
                 if !stem_ok {
                     errors.push(diag(
                         "shim-file-name",

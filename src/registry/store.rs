@@ -294,11 +294,8 @@ pub fn is_valid_name(name: &str) -> bool {
 
 /// Whether `s` is `sha256:` followed by 64 lowercase hex digits.
 pub fn is_valid_hash(s: &str) -> bool {
-    s.strip_prefix("sha256:").is_some_and(|h| {
-        h.len() == 64
-            && h.bytes()
-                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
-    })
+    s.strip_prefix("sha256:")
+        .is_some_and(crate::digest::is_hex64)
 }
 
 fn check_found(f: &Found) -> Result<(), String> {
