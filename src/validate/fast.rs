@@ -16,7 +16,7 @@
 mod anchored;
 
 use super::json::Json;
-use super::view::{Key, Type, View, key_tag, same_tagged_key};
+use super::view::{Key, Type, View, key_tag, same_tagged_bytes};
 use crate::schema::{METADATA_SCHEMA_ID, SchemaName};
 use anchored::Anchored;
 use regex::Regex;
@@ -35,13 +35,28 @@ pub fn certainly_valid(name: SchemaName, value: View<'_>) -> bool {
         .is_some_and(|s| s.check(s.root, value))
 }
 
-static COMPILED: LazyLock<[Option<Compiled>; 4]> = LazyLock::new(|| {
-    let metadata: Option<Value> = serde_json::from_str(SchemaName::Metadata.text()).ok();
-    SchemaName::ALL.map(|name| {
-        let own: Value = serde_json::from_str(name.text()).ok()?;
-        Some(Compiled::new(&own, metadata.as_ref()?))
-    })
-});
+/// Each schema compiled on first use only: a run over tool metadata never pays for the
+/// other three (compiling one is worth a few documents' checks, and `atip validate` of
+/// one file is mostly start-up).
+static COMPILED: [LazyLock<Option<Compiled>>; 4] = [
+    LazyLock::new(|| compile(SchemaName::ALL[0])),
+    LazyLock::new(|| compile(SchemaName::ALL[1])),
+    LazyLock::new(|| compile(SchemaName::ALL[2])),
+    LazyLock::new(|| compile(SchemaName::ALL[3])),
+];
+
+/// The metadata schema's JSON, which the others `$ref`.
+static METADATA: LazyLock<Option<Value>> =
+    LazyLock::new(|| serde_json::from_str(SchemaName::Metadata.text()).ok());
+
+fn compile(name: SchemaName) -> Option<Compiled> {
+    let metadata = METADATA.as_ref()?;
+    if name == SchemaName::Metadata {
+        return Some(Compiled::new(metadata, metadata));
+    }
+    let own: Value = serde_json::from_str(name.text()).ok()?;
+    Some(Compiled::new(&own, metadata))
+}
 
 const TYPE_NULL: u8 = 1;
 const TYPE_BOOLEAN: u8 = 2;
@@ -90,6 +105,23 @@ struct Keywords {
     condition: Option<(Test, Option<usize>, Option<usize>)>,
     /// `properties` by key tag, and `required` as bits of them.
     lookup: Lookup,
+    /// No property name matches a `patternProperties` pattern (or there are none): a
+    /// member found among the properties needs no pattern tried.
+    disjoint: bool,
+    /// Which short path [`Compiled::sure`] may take.
+    shape: Shape,
+}
+
+/// A node that asks for exactly one type and nothing that applies to every type
+/// (`allOf`, `if`, `enum`): checked by that type's keywords alone, without the general
+/// path's tests. Every object, array and flag string of a document comes through here.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    #[default]
+    General,
+    Object,
+    Array,
+    String,
 }
 
 /// `properties` found by key tag in about one probe, and `required` checked as bits of
@@ -97,8 +129,9 @@ struct Keywords {
 /// through here.
 #[derive(Debug, Default)]
 struct Lookup {
-    /// Open addressing on a hash of the tag: index + 1 into `properties`, 0 when empty.
-    slots: Vec<u8>,
+    /// Open addressing on a hash of the tag; each slot holds what checking a member
+    /// needs, so a member costs one load.
+    slots: Vec<Slot>,
     /// 64 minus log2 of `slots.len()`.
     shift: u32,
     /// Bit i for `properties[i]`, set for the required ones; `None` when a required
@@ -106,20 +139,44 @@ struct Lookup {
     required: Option<u64>,
 }
 
+/// One property in [`Lookup`]: its tag, its schema node, its index in `properties`
+/// (`EMPTY` for a free slot) and that node's [`Keywords::plain_types`].
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    tag: u64,
+    node: u32,
+    index: u8,
+    plain: u8,
+}
+
+const EMPTY: u8 = u8::MAX;
+
 impl Lookup {
-    fn new(properties: &[(String, u64, usize)], required: &[String]) -> Lookup {
+    /// Built once nodes are retargeted: `plain` is each node's plain types.
+    fn new(properties: &[(String, u64, usize)], required: &[String], plain: &[u8]) -> Lookup {
         if properties.is_empty() || properties.len() > 64 {
             return Lookup::default();
         }
         let size = (properties.len() * 2).next_power_of_two().max(2);
         let shift = 64 - size.trailing_zeros();
-        let mut slots = vec![0u8; size];
-        for (i, (_, tag, _)) in properties.iter().enumerate() {
+        let free = Slot {
+            tag: 0,
+            node: 0,
+            index: EMPTY,
+            plain: 0,
+        };
+        let mut slots = vec![free; size];
+        for (i, (_, tag, node)) in properties.iter().enumerate() {
             let mut at = slot(*tag, shift);
-            while slots[at] != 0 {
+            while slots[at].index != EMPTY {
                 at = (at + 1) & (size - 1);
             }
-            slots[at] = i as u8 + 1;
+            slots[at] = Slot {
+                tag: *tag,
+                node: *node as u32,
+                index: i as u8,
+                plain: plain[*node],
+            };
         }
         let required = required.iter().try_fold(0u64, |mask, name| {
             let i = properties.iter().position(|(n, _, _)| n == name)?;
@@ -132,18 +189,26 @@ impl Lookup {
         }
     }
 
-    /// The index in `properties` of the property named `key` (tag `tag`).
+    /// The slot of the property named `key` (tag `tag`).
     #[inline]
-    fn find(&self, properties: &[(String, u64, usize)], tag: u64, key: Key<'_>) -> Option<usize> {
+    fn find(&self, properties: &[(String, u64, usize)], tag: u64, key: Key<'_>) -> Option<Slot> {
         if self.slots.is_empty() {
             return None;
         }
         let mut at = slot(tag, self.shift);
         loop {
-            let i = usize::from(self.slots[at]).checked_sub(1)?;
-            let (name, t, _) = &properties[i];
-            if *t == tag && (key.len() < 8 || same_tagged_key(name, key.text())) {
-                return Some(i);
+            let found = self.slots[at];
+            if found.index == EMPTY {
+                return None;
+            }
+            if found.tag == tag
+                && (key.len() < 8
+                    || same_tagged_bytes(
+                        properties[usize::from(found.index)].0.as_bytes(),
+                        key.bytes(),
+                    ))
+            {
+                return Some(found);
             }
             at = (at + 1) & (self.slots.len() - 1);
         }
@@ -184,6 +249,8 @@ impl Keywords {
             format: None,
             condition: None,
             lookup: _,
+            disjoint: _,
+            shape: _,
         } = self
         else {
             return None;
@@ -242,6 +309,8 @@ impl Keywords {
                 format: None,
                 condition: None,
                 lookup: _,
+                disjoint: _,
+                shape: _,
             } if all_of.is_empty()
                 && required.is_empty()
                 && properties.is_empty()
@@ -311,7 +380,7 @@ impl Compiled {
                 k.retarget(&target);
             }
         }
-        let plain = nodes
+        let plain: Vec<u8> = nodes
             .iter()
             .map(|node| match node {
                 Node::True => TYPE_ANY,
@@ -319,6 +388,11 @@ impl Compiled {
                 Node::False | Node::Unsure => 0,
             })
             .collect();
+        for node in &mut nodes {
+            if let Node::Keywords(k) = node {
+                k.lookup = Lookup::new(&k.properties, &k.required, &plain);
+            }
+        }
         Compiled {
             nodes,
             plain,
@@ -342,6 +416,12 @@ impl Compiled {
             Node::False | Node::Unsure => return false,
             Node::Keywords(k) => k,
         };
+        match k.shape {
+            Shape::Object => return self.object_sure(k, v),
+            Shape::Array => return v.items().is_some_and(|items| self.array_sure(k, items)),
+            Shape::String => return v.as_str().is_some_and(|s| string_sure(k, s)),
+            Shape::General => {}
+        }
         let ty = type_of(v);
         if let Some(types) = k.types
             && types & ty == 0
@@ -382,25 +462,38 @@ impl Compiled {
         if ty == TYPE_ARRAY
             && let Some(items) = v.items()
         {
-            return k.min_items.is_none_or(|n| items.len() >= n)
-                && k.items
-                    .is_none_or(|s| items.clone().all(|x| self.check(s, x)));
+            return self.array_sure(k, items);
         }
-        if ty == TYPE_OBJECT
-            && let Some(members) = v.tagged_members()
-        {
-            let mut met = 0u64;
-            for (tag, key, x) in members {
-                if !self.member_sure(k, tag, key, x, &mut met) {
-                    return false;
-                }
-            }
-            return match k.lookup.required {
-                Some(mask) => met & mask == mask,
-                None => k.required.iter().all(|n| v.contains_key(n)),
-            };
+        if ty == TYPE_OBJECT {
+            return self.object_sure(k, v);
         }
         true
+    }
+
+    /// `minItems` and `items` over an array's elements.
+    #[inline]
+    fn array_sure(&self, k: &Keywords, items: super::view::Items<'_>) -> bool {
+        k.min_items.is_none_or(|n| items.len() >= n)
+            && k.items
+                .is_none_or(|s| items.clone().all(|x| self.check(s, x)))
+    }
+
+    /// The object keywords over `v`'s members (`false` when `v` is no object).
+    #[inline]
+    fn object_sure(&self, k: &Keywords, v: View<'_>) -> bool {
+        let Some(members) = v.tagged_members() else {
+            return false;
+        };
+        let mut met = 0u64;
+        for (tag, key, x) in members {
+            if !self.member_sure(k, tag, key, x, &mut met) {
+                return false;
+            }
+        }
+        match k.lookup.required {
+            Some(mask) => met & mask == mask,
+            None => k.required.iter().all(|n| v.contains_key(n)),
+        }
     }
 
     /// `properties`, `patternProperties` and `additionalProperties` for one member;
@@ -414,11 +507,18 @@ impl Compiled {
         met: &mut u64,
     ) -> bool {
         let mut matched = false;
-        if let Some(i) = k.lookup.find(&k.properties, tag, key) {
+        if let Some(found) = k.lookup.find(&k.properties, tag, key) {
             matched = true;
-            *met |= 1 << (i & 63);
-            if !self.check(k.properties[i].2, x) {
+            *met |= 1 << (found.index & 63);
+            let sure = match found.plain {
+                0 => self.sure(found.node as usize, x),
+                types => types & type_of(x) != 0,
+            };
+            if !sure {
                 return false;
+            }
+            if k.disjoint {
+                return true;
             }
         }
         for (pattern, s) in &k.pattern_properties {
@@ -557,10 +657,11 @@ impl Pattern {
                 ));
             }
         }
-        let regex = Regex::new(pattern).ok()?;
+        // A class sequence is matched by our automaton; Rust's regex (dear to build: it
+        // was most of compiling a schema) only for anything else.
         Some(match Anchored::new(pattern) {
             Some(a) => Pattern::Anchored(a),
-            None => Pattern::Regex(regex),
+            None => Pattern::Regex(Regex::new(pattern).ok()?),
         })
     }
 
@@ -717,7 +818,18 @@ impl Compiler<'_> {
                 _ => return None,
             }
         }
-        k.lookup = Lookup::new(&k.properties, &k.required);
+        k.disjoint = k.properties.iter().all(|(name, _, _)| {
+            k.pattern_properties
+                .iter()
+                .all(|(p, _)| p.matches(name) == Some(false))
+        });
+        let only_typed = k.all_of.is_empty() && k.condition.is_none() && k.enumeration.is_none();
+        k.shape = match k.types {
+            Some(TYPE_OBJECT) if only_typed => Shape::Object,
+            Some(TYPE_ARRAY) if only_typed => Shape::Array,
+            Some(TYPE_STRING) if only_typed => Shape::String,
+            _ => Shape::General,
+        };
         Some(k)
     }
 }
@@ -742,5 +854,9 @@ fn type_mask(names: &[String]) -> Option<u8> {
 
 /// A JSON-pointer reference token.
 fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
+    if key.contains(['~', '/']) {
+        key.replace('~', "~0").replace('/', "~1")
+    } else {
+        key.to_owned()
+    }
 }

@@ -65,7 +65,12 @@ impl Str {
 /// equal: up to 15 bytes by comparing their last eight as one word, no `memcmp` call.
 #[inline]
 pub fn same_tagged_key(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
+    same_tagged_bytes(a.as_bytes(), b.as_bytes())
+}
+
+/// [`same_tagged_key`] over bytes: a key read for it needs no UTF-8 boundary checks.
+#[inline]
+pub fn same_tagged_bytes(a: &[u8], b: &[u8]) -> bool {
     match a.len() {
         n if n != b.len() => false,
         0..8 => true,
@@ -223,6 +228,18 @@ impl<'t> Doc<'t> {
             &self.decoded[range]
         } else {
             &self.text[range]
+        }
+    }
+
+    /// [`Doc::str`]'s bytes, sliced without checking character boundaries (every span
+    /// is a whole string, so they hold): key comparisons need no more.
+    #[inline]
+    fn bytes_of(&self, s: Str) -> &[u8] {
+        let range = s.range();
+        if s.is_decoded() {
+            &self.decoded.as_bytes()[range]
+        } else {
+            &self.text.as_bytes()[range]
         }
     }
 }
@@ -761,6 +778,11 @@ impl<'a> Key<'a> {
     pub fn text(self) -> &'a str {
         self.doc.str(self.key)
     }
+    /// The key's bytes (cheaper than [`Key::text`] to compare).
+    #[inline]
+    pub fn bytes(self) -> &'a [u8] {
+        self.doc.bytes_of(self.key)
+    }
 }
 
 /// The JSON type of a [`View`], in one match (the schema check asks it of every value).
@@ -840,7 +862,10 @@ impl<'a> Json<'a> for View<'a> {
         let tag = key_tag(key);
         self.member_slice()?
             .iter()
-            .find(|m| m.tag == tag && (key.len() < 8 || same_tagged_key(doc.str(m.key), key)))
+            .find(|m| {
+                m.tag == tag
+                    && (key.len() < 8 || same_tagged_bytes(doc.bytes_of(m.key), key.as_bytes()))
+            })
             .map(|m| View {
                 doc,
                 node: &m.value,

@@ -218,6 +218,10 @@ impl Nfa {
         while at < sets.len() {
             for c in 0..128 {
                 let target = self.step(sets[at], c);
+                // Most bytes lead nowhere: the dead state needs no look-up.
+                if target == 0 {
+                    continue;
+                }
                 let id = match ids.get(&target) {
                     Some(&id) => id,
                     None if sets.len() < MAX_STATES => {

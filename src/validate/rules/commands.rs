@@ -29,6 +29,31 @@ struct Entry<'a, J: Json<'a>> {
     /// [`key_tag`] of the first flags ([`NOT_A_FLAG`] for a non-string): every later
     /// flag in scope is compared with them, mostly without reading a string.
     tags: [u64; TAGGED],
+    /// The flags of this entry and of every entry before it in scope, as a
+    /// [`FlagFilter`]: most flags are new, and this settles so without a scan.
+    in_scope: FlagFilter,
+}
+
+/// A 256-bit Bloom filter of flag tags: a clear bit means "certainly no such flag".
+#[derive(Clone, Copy, Default)]
+struct FlagFilter([u64; 4]);
+
+impl FlagFilter {
+    #[inline]
+    fn bit(tag: u64) -> (usize, u64) {
+        let h = tag.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56;
+        ((h >> 6) as usize, 1 << (h & 63))
+    }
+    #[inline]
+    fn insert(&mut self, tag: u64) {
+        let (word, bit) = Self::bit(tag);
+        self.0[word] |= bit;
+    }
+    #[inline]
+    fn may_contain(&self, tag: u64) -> bool {
+        let (word, bit) = Self::bit(tag);
+        self.0[word] & bit != 0
+    }
 }
 
 /// Flags per option whose tags are kept (options rarely have more than two).
@@ -38,11 +63,17 @@ const TAGGED: usize = 4;
 const NOT_A_FLAG: u64 = u64::MAX;
 
 impl<'a, J: Json<'a>> Entry<'a, J> {
-    fn new(name: &'a str, flags: J::Items, depth: usize, index: usize) -> Self {
+    /// `before`: the filter of the scope this entry joins.
+    fn new(name: &'a str, flags: J::Items, depth: usize, index: usize, before: FlagFilter) -> Self {
         let mut tags = [NOT_A_FLAG; TAGGED];
-        for (tag, f) in tags.iter_mut().zip(flags.clone()) {
+        let mut in_scope = before;
+        for (i, f) in flags.clone().enumerate() {
             if let Some(f) = f.as_str() {
-                *tag = key_tag(f);
+                let tag = key_tag(f);
+                in_scope.insert(tag);
+                if let Some(slot) = tags.get_mut(i) {
+                    *slot = tag;
+                }
             }
         }
         Entry {
@@ -51,6 +82,7 @@ impl<'a, J: Json<'a>> Entry<'a, J> {
             depth,
             index,
             tags,
+            in_scope,
         }
     }
 
@@ -167,7 +199,8 @@ fn check_options<'a, J: Json<'a>>(
         if !opt.is_object() {
             continue;
         }
-        let entry = Entry::new(name_of(opt), list(opt, "flags"), depth, position);
+        let before = scope.last().map(|e| e.in_scope).unwrap_or_default();
+        let entry = Entry::new(name_of(opt), list(opt, "flags"), depth, position, before);
         let here = || entry.pointer(path);
         if !entry.name.is_empty() {
             let first = match index.as_mut() {
@@ -212,6 +245,7 @@ fn check_options<'a, J: Json<'a>>(
             let tag = key_tag(flag);
             let clash = match index.as_ref() {
                 Some(ix) => ix.flags.get(flag).copied(),
+                None if !before.may_contain(tag) => None,
                 None => (0..scope.len()).find(|&i| {
                     scope[i].has_flag(flag, tag)
                         && (i >= inherited || !shadowed(scope, i, inherited, own.clone()))
@@ -627,6 +661,51 @@ mod tests {
             ]
         );
         assert_eq!(clashes(300), small);
+    }
+
+    /// The light view (the fast path's) finds exactly the clashes `Value` finds, in a
+    /// crowded scope: its flag filter may only skip flags that are certainly new.
+    #[test]
+    fn the_view_finds_every_clash_the_value_finds() {
+        let letter = |i: usize| (b'A' + (i % 26) as u8) as char;
+        let globals: Vec<Value> = (0..40)
+            .map(|i| {
+                opt(
+                    &format!("g{i}"),
+                    &[&format!("--g{i}"), &format!("-{}", letter(i))],
+                )
+            })
+            .collect();
+        let level = |depth: usize, inner: Value| {
+            json!({"description": "x", "options": [
+                opt(&format!("own{depth}"), &[&format!("--own{depth}"), "-z"]),
+                opt(&format!("re{depth}"), &[&format!("--g{}", depth * 7)]),
+                opt(&format!("up{depth}"), &[&format!("--own{}", depth.saturating_sub(1))]),
+            ], "commands": inner})
+        };
+        let mut tree = json!({});
+        for depth in (1..=4).rev() {
+            tree = json!({ format!("c{depth}"): level(depth, tree) });
+        }
+        let root = json!({"globalOptions": globals, "commands": tree});
+        let pointers = |out: Vec<Diagnostic>| -> Vec<(String, String)> {
+            out.into_iter().map(|d| (d.rule, d.pointer)).collect()
+        };
+        let mut by_value = Vec::new();
+        check_commands(&root, &mut by_value);
+        let text = serde_json::to_vec(&root).unwrap();
+        let doc = crate::validate::view::Doc::parse(&text).unwrap();
+        let mut by_view = Vec::new();
+        check_commands(doc.root(), &mut by_view);
+        let (by_value, by_view) = (pointers(by_value), pointers(by_view));
+        assert_eq!(by_view, by_value);
+        // 14 globals repeat a letter; every level re-declares -z, a global's long flag and
+        // its parent's --own flag (level 1 has no parent --own0).
+        let flags = by_view
+            .iter()
+            .filter(|(r, _)| r == "duplicate-flag")
+            .count();
+        assert_eq!(flags, 14 + 3 + 4 + 3);
     }
 
     #[test]
