@@ -16,7 +16,7 @@
 mod anchored;
 
 use super::json::Json;
-use super::view::{Key, Type, View, key_tag, same_tagged_bytes};
+use super::view::{Items, Key, Type, View, key_tag, same_tagged_bytes};
 use crate::schema::{METADATA_SCHEMA_ID, SchemaName};
 use anchored::Anchored;
 use regex::Regex;
@@ -404,7 +404,14 @@ impl Compiled {
     /// members: descriptions, names, flags' booleans).
     #[inline]
     fn check(&self, index: usize, v: View<'_>) -> bool {
-        match self.plain[index] {
+        self.check_typed(self.plain[index], index, v)
+    }
+
+    /// [`Compiled::check`] with the node's plain types at hand (a property's slot
+    /// carries them).
+    #[inline]
+    fn check_typed(&self, plain: u8, index: usize, v: View<'_>) -> bool {
+        match plain {
             0 => self.sure(index, v),
             types => types & type_of(v) != 0,
         }
@@ -472,7 +479,7 @@ impl Compiled {
 
     /// `minItems` and `items` over an array's elements.
     #[inline]
-    fn array_sure(&self, k: &Keywords, items: super::view::Items<'_>) -> bool {
+    fn array_sure(&self, k: &Keywords, items: Items<'_>) -> bool {
         k.min_items.is_none_or(|n| items.len() >= n)
             && k.items
                 .is_none_or(|s| items.clone().all(|x| self.check(s, x)))
@@ -510,11 +517,7 @@ impl Compiled {
         if let Some(found) = k.lookup.find(&k.properties, tag, key) {
             matched = true;
             *met |= 1 << (found.index & 63);
-            let sure = match found.plain {
-                0 => self.sure(found.node as usize, x),
-                types => types & type_of(x) != 0,
-            };
-            if !sure {
+            if !self.check_typed(found.plain, found.node as usize, x) {
                 return false;
             }
             if k.disjoint {
