@@ -486,7 +486,7 @@ impl Compiled {
     }
 
     /// The object keywords over `v`'s members (`false` when `v` is no object).
-    #[inline]
+    #[inline(never)]
     fn object_sure(&self, k: &Keywords, v: View<'_>) -> bool {
         let Some(members) = v.tagged_members() else {
             return false;
@@ -504,7 +504,10 @@ impl Compiled {
     }
 
     /// `properties`, `patternProperties` and `additionalProperties` for one member;
-    /// sets the bit of the property it is in `met`.
+    /// sets the bit of the property it is in `met`. Inlined in the member loop; the
+    /// patterns are [`Compiled::member_rest`]'s, out of line so that the loop keeps
+    /// its few values in registers.
+    #[inline(always)]
     fn member_sure(
         &self,
         k: &Keywords,
@@ -513,17 +516,26 @@ impl Compiled {
         x: View<'_>,
         met: &mut u64,
     ) -> bool {
-        let mut matched = false;
-        if let Some(found) = k.lookup.find(&k.properties, tag, key) {
-            matched = true;
-            *met |= 1 << (found.index & 63);
-            if !self.check_typed(found.plain, found.node as usize, x) {
-                return false;
-            }
-            if k.disjoint {
-                return true;
-            }
-        }
+        let Some(found) = k.lookup.find(&k.properties, tag, key) else {
+            return self.member_rest(k, tag, key, x, false);
+        };
+        *met |= 1 << (found.index & 63);
+        self.check_typed(found.plain, found.node as usize, x)
+            && (k.disjoint || self.member_rest(k, tag, key, x, true))
+    }
+
+    /// `patternProperties`, then `additionalProperties` unless a property or a pattern
+    /// (`matched`) took the member.
+    #[inline(never)]
+    fn member_rest(
+        &self,
+        k: &Keywords,
+        tag: u64,
+        key: Key<'_>,
+        x: View<'_>,
+        matched: bool,
+    ) -> bool {
+        let mut matched = matched;
         for (pattern, s) in &k.pattern_properties {
             let Some(found) = pattern.matches_key(tag, key) else {
                 return false;
@@ -539,6 +551,7 @@ impl Compiled {
     }
 }
 
+#[inline]
 fn type_of(v: View<'_>) -> u8 {
     match v.json_type() {
         Type::Null => TYPE_NULL,
@@ -552,6 +565,7 @@ fn type_of(v: View<'_>) -> u8 {
     }
 }
 
+#[inline]
 fn string_sure(k: &Keywords, s: &str) -> bool {
     // A character is at most four bytes: long enough strings need no count.
     k.min_length.is_none_or(|n| {
@@ -682,6 +696,7 @@ impl Pattern {
 
     /// Whether `s` matches; `None` when not sure (a regex over a non-ASCII string, where
     /// ECMA and Rust classes may differ). A literal prefix is exact on any string.
+    #[inline]
     fn matches(&self, s: &str) -> Option<bool> {
         match self {
             Pattern::Prefixes(p, first) => Some(

@@ -90,11 +90,11 @@ pub fn same_tagged_bytes(a: &[u8], b: &[u8]) -> bool {
 enum Node {
     Null,
     Bool(bool),
-    /// The number's text; `int` when serde_json holds it as `i64` or `u64`.
-    Num {
-        text: Str,
-        int: bool,
-    },
+    /// A number serde_json holds as `i64` or `u64`, by its text. Integers and floats
+    /// are apart so that a value's type is its variant alone.
+    Int(Str),
+    /// Any other number, by its text.
+    Float(Str),
     Str(Str),
     /// `len` elements from `Doc::items[start]`.
     Arr {
@@ -517,9 +517,11 @@ impl<'t> Parser<'t> {
         if !int && !text.parse::<f64>().is_ok_and(|f| f.abs() < 1e300) {
             return None;
         }
-        Some(Node::Num {
-            text: Str::text(start, self.pos - start),
-            int,
+        let text = Str::text(start, self.pos - start);
+        Some(if int {
+            Node::Int(text)
+        } else {
+            Node::Float(text)
         })
     }
 
@@ -755,6 +757,34 @@ impl DoubleEndedIterator for Members<'_> {
 
 impl ExactSizeIterator for Members<'_> {}
 
+/// Object members of a [`View`] with their [`key_tag`]s ([`View::tagged_members`]).
+#[derive(Clone)]
+pub struct TaggedMembers<'a> {
+    doc: &'a Doc<'a>,
+    iter: std::slice::Iter<'a, Member>,
+}
+
+impl<'a> Iterator for TaggedMembers<'a> {
+    type Item = (u64, Key<'a>, View<'a>);
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let doc = self.doc;
+        self.iter.next().map(|m| {
+            (
+                m.tag,
+                Key { doc, key: m.key },
+                View {
+                    doc,
+                    node: &m.value,
+                },
+            )
+        })
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.iter.size_hint()
+    }
+}
+
 /// A member's key, not yet read from the text.
 #[derive(Clone, Copy)]
 pub struct Key<'a> {
@@ -806,12 +836,13 @@ pub enum Type {
 
 impl<'a> View<'a> {
     /// Its JSON type.
+    #[inline]
     pub fn json_type(self) -> Type {
         match self.node {
             Node::Null => Type::Null,
             Node::Bool(_) => Type::Boolean,
-            Node::Num { int: true, .. } => Type::Integer,
-            Node::Num { .. } => Type::Float,
+            Node::Int(_) => Type::Integer,
+            Node::Float(_) => Type::Float,
             Node::Str(_) => Type::String,
             Node::Arr { .. } => Type::Array,
             Node::Obj { .. } => Type::Object,
@@ -821,25 +852,18 @@ impl<'a> View<'a> {
     /// The number's text, when this is a number.
     pub fn number_text(self) -> Option<&'a str> {
         match *self.node {
-            Node::Num { text, .. } => Some(self.doc.str(text)),
+            Node::Int(text) | Node::Float(text) => Some(self.doc.str(text)),
             _ => None,
         }
     }
 
     /// The members with their [`key_tag`]s, when this is an object; each key is read
     /// from the text only if asked ([`Key::text`]): the tag settles most questions.
-    pub fn tagged_members(self) -> Option<impl Iterator<Item = (u64, Key<'a>, View<'a>)>> {
-        let doc = self.doc;
-        Some(self.member_slice()?.iter().map(move |m| {
-            (
-                m.tag,
-                Key { doc, key: m.key },
-                View {
-                    doc,
-                    node: &m.value,
-                },
-            )
-        }))
+    pub fn tagged_members(self) -> Option<TaggedMembers<'a>> {
+        Some(TaggedMembers {
+            doc: self.doc,
+            iter: self.member_slice()?.iter(),
+        })
     }
 
     fn member_slice(self) -> Option<&'a [Member]> {
@@ -908,17 +932,17 @@ impl<'a> Json<'a> for View<'a> {
         matches!(self.node, Node::Null)
     }
     fn is_number(self) -> bool {
-        matches!(self.node, Node::Num { .. })
+        matches!(self.node, Node::Int(_) | Node::Float(_))
     }
     fn is_integer(self) -> bool {
-        matches!(self.node, Node::Num { int: true, .. })
+        matches!(self.node, Node::Int(_))
     }
     fn to_value(self) -> Value {
         match *self.node {
             Node::Null => Value::Null,
             Node::Bool(b) => Value::Bool(b),
             // serde_json's own reading of the number, so that it prints as it would.
-            Node::Num { text, .. } => {
+            Node::Int(text) | Node::Float(text) => {
                 serde_json::from_str(self.doc.str(text)).unwrap_or(Value::Null)
             }
             Node::Str(s) => Value::String(self.doc.str(s).to_owned()),
@@ -942,7 +966,9 @@ impl<'a> Json<'a> for View<'a> {
         match (*self.node, *other.node) {
             (Node::Null, Node::Null) => true,
             (Node::Bool(a), Node::Bool(b)) => a == b,
-            (Node::Num { .. }, Node::Num { .. }) => self.to_value() == other.to_value(),
+            (Node::Int(_) | Node::Float(_), Node::Int(_) | Node::Float(_)) => {
+                self.to_value() == other.to_value()
+            }
             (Node::Str(a), Node::Str(b)) => self.doc.str(a) == other.doc.str(b),
             (Node::Arr { len: a, .. }, Node::Arr { len: b, .. }) => {
                 a == b
