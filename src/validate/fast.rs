@@ -836,6 +836,11 @@ impl Compiler<'_> {
                 _ => return None,
             }
         }
+        // `Lookup` holds up to 64 properties: a node with more is left to jsonschema
+        // (a property it could not find would pass as an additional one).
+        if k.properties.len() > 64 {
+            return None;
+        }
         k.disjoint = k.properties.iter().all(|(name, _, _)| {
             k.pattern_properties
                 .iter()
@@ -876,5 +881,33 @@ fn escape(key: &str) -> String {
         key.replace('~', "~0").replace('/', "~1")
     } else {
         key.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::validate::view::Doc;
+    use serde_json::json;
+
+    #[test]
+    fn an_object_of_more_than_64_properties_is_left_to_jsonschema() {
+        for count in [64, 65] {
+            let properties: serde_json::Map<String, Value> = (0..count)
+                .map(|i| (format!("p{i}"), json!({"type": "string"})))
+                .collect();
+            let schema = json!({"type": "object", "properties": properties});
+            let compiled = Compiled::new(&schema, &schema);
+            let last = format!("p{}", count - 1);
+            let good = json!({ &last: "s" }).to_string();
+            let bad = json!({ &last: 1 }).to_string();
+            let sure = |text: &str| {
+                let doc = Doc::parse(text.as_bytes()).expect("clean JSON");
+                compiled.check(compiled.root, doc.root())
+            };
+            assert!(!sure(&bad), "{count} properties: {bad}");
+            // Up to 64, a valid document is still settled here.
+            assert_eq!(sure(&good), count == 64, "{count} properties: {good}");
+        }
     }
 }
