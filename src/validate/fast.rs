@@ -533,9 +533,8 @@ impl Compiled {
         tag: u64,
         key: Key<'_>,
         x: View<'_>,
-        matched: bool,
+        mut matched: bool,
     ) -> bool {
-        let mut matched = matched;
         for (pattern, s) in &k.pattern_properties {
             let Some(found) = pattern.matches_key(tag, key) else {
                 return false;

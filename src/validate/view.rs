@@ -757,34 +757,6 @@ impl DoubleEndedIterator for Members<'_> {
 
 impl ExactSizeIterator for Members<'_> {}
 
-/// Object members of a [`View`] with their [`key_tag`]s ([`View::tagged_members`]).
-#[derive(Clone)]
-pub struct TaggedMembers<'a> {
-    doc: &'a Doc<'a>,
-    iter: std::slice::Iter<'a, Member>,
-}
-
-impl<'a> Iterator for TaggedMembers<'a> {
-    type Item = (u64, Key<'a>, View<'a>);
-    #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
-        let doc = self.doc;
-        self.iter.next().map(|m| {
-            (
-                m.tag,
-                Key { doc, key: m.key },
-                View {
-                    doc,
-                    node: &m.value,
-                },
-            )
-        })
-    }
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        self.iter.size_hint()
-    }
-}
-
 /// A member's key, not yet read from the text.
 #[derive(Clone, Copy)]
 pub struct Key<'a> {
@@ -859,11 +831,18 @@ impl<'a> View<'a> {
 
     /// The members with their [`key_tag`]s, when this is an object; each key is read
     /// from the text only if asked ([`Key::text`]): the tag settles most questions.
-    pub fn tagged_members(self) -> Option<TaggedMembers<'a>> {
-        Some(TaggedMembers {
-            doc: self.doc,
-            iter: self.member_slice()?.iter(),
-        })
+    pub fn tagged_members(self) -> Option<impl Iterator<Item = (u64, Key<'a>, View<'a>)>> {
+        let doc = self.doc;
+        Some(self.member_slice()?.iter().map(move |m| {
+            (
+                m.tag,
+                Key { doc, key: m.key },
+                View {
+                    doc,
+                    node: &m.value,
+                },
+            )
+        }))
     }
 
     fn member_slice(self) -> Option<&'a [Member]> {
