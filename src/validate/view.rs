@@ -874,12 +874,14 @@ impl<'a> Json<'a> for View<'a> {
                 node: &m.value,
             })
     }
+    #[inline]
     fn members(self) -> Option<Members<'a>> {
         Some(Members {
             doc: self.doc,
             iter: self.member_slice()?.iter(),
         })
     }
+    #[inline]
     fn items(self) -> Option<Items<'a>> {
         match *self.node {
             Node::Arr { start, len } => Some(Items {
@@ -889,18 +891,21 @@ impl<'a> Json<'a> for View<'a> {
             _ => None,
         }
     }
+    #[inline]
     fn no_items(self) -> Items<'a> {
         Items {
             doc: self.doc,
             iter: [].iter(),
         }
     }
+    #[inline]
     fn as_str(self) -> Option<&'a str> {
         match *self.node {
             Node::Str(s) => Some(self.doc.str(s)),
             _ => None,
         }
     }
+    #[inline]
     fn as_bool(self) -> Option<bool> {
         match *self.node {
             Node::Bool(b) => Some(b),

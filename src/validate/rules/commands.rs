@@ -133,10 +133,12 @@ fn same_name(a: &str, b: &str) -> bool {
             .all(|(x, y)| x == y || (matches!(x, b'-' | b'_') && matches!(y, b'-' | b'_')))
 }
 
+#[inline]
 fn name_of<'a, J: Json<'a>>(v: J) -> &'a str {
     v.get("name").and_then(J::as_str).unwrap_or("")
 }
 
+#[inline]
 fn list<'a, J: Json<'a>>(parent: J, key: &str) -> J::Items {
     match parent.get(key).and_then(J::items) {
         Some(items) => items,
@@ -226,13 +228,18 @@ fn check_options<'a, J: Json<'a>>(
             }
         }
         let flags: J::Items = entry.flags();
-        let mut seen_here: HashSet<&str> = HashSet::new();
+        // Only for a long list: building a HashSet costs a RandomState per option.
+        let mut seen_here: Option<HashSet<&str>> = (flags.len() > 16).then(HashSet::new);
         for (k, flag) in flags.clone().enumerate() {
             let Some(flag) = flag.as_str() else { continue };
-            let repeated = if flags.len() > 16 {
-                !seen_here.insert(flag)
-            } else {
-                flags.clone().take(k).any(|f| f.as_str() == Some(flag))
+            let tag = entry.tags.get(k).copied().unwrap_or_else(|| key_tag(flag));
+            let repeated = match seen_here.as_mut() {
+                Some(seen) => !seen.insert(flag),
+                None if flags.len() <= TAGGED => entry.tags[..k]
+                    .iter()
+                    .zip(flags.clone())
+                    .any(|(&t, f)| t == tag && (flag.len() < 8 || f.as_str() == Some(flag))),
+                None => flags.clone().take(k).any(|f| f.as_str() == Some(flag)),
             };
             if repeated {
                 out.push(Diagnostic::new(
@@ -242,7 +249,6 @@ fn check_options<'a, J: Json<'a>>(
                 ));
                 continue;
             }
-            let tag = key_tag(flag);
             let clash = match index.as_ref() {
                 Some(ix) => ix.flags.get(flag).copied(),
                 None if !before.may_contain(tag) => None,
@@ -299,17 +305,16 @@ fn check_arguments<'a, J: Json<'a>>(
     let mut seen_variadic: Option<usize> = None;
     let arg_ptr = |i: usize| format!("{}/arguments/{i}", command_pointer(path));
     let large = args.len().saturating_mul(args.len() + scope.len()) > LINEAR_BUDGET;
-    let mut arg_names: HashMap<String, usize> = HashMap::new();
-    let scope_names: HashMap<String, usize> = if large {
+    // Hash indexes for a large command only (each HashMap costs a RandomState).
+    let mut arg_names: Option<HashMap<String, usize>> = large.then(HashMap::new);
+    let scope_names: Option<HashMap<String, usize>> = large.then(|| {
         scope
             .iter()
             .enumerate()
             .rev()
             .map(|(i, e)| (normalized(e.name), i))
             .collect()
-    } else {
-        HashMap::new()
-    };
+    });
     for (i, a) in args.clone().enumerate() {
         if !a.is_object() {
             continue;
@@ -318,24 +323,25 @@ fn check_arguments<'a, J: Json<'a>>(
         check_param(a, &here, out);
         let name = name_of(a);
         if !name.is_empty() {
-            let earlier = if large {
-                let key = normalized(name);
-                match arg_names.get(&key) {
-                    Some(&j) => Some(j),
-                    None => {
-                        arg_names.insert(key, i);
-                        None
+            let earlier = match arg_names.as_mut() {
+                Some(arg_names) => {
+                    let key = normalized(name);
+                    match arg_names.get(&key) {
+                        Some(&j) => Some(j),
+                        None => {
+                            arg_names.insert(key, i);
+                            None
+                        }
                     }
                 }
-            } else {
-                args.clone()
+                None => args
+                    .clone()
                     .take(i)
-                    .position(|b| b.is_object() && same_name(name_of(b), name))
+                    .position(|b| b.is_object() && same_name(name_of(b), name)),
             };
-            let in_scope = if large {
-                scope_names.get(&normalized(name)).map(|&k| &scope[k])
-            } else {
-                scope.iter().find(|o| same_name(o.name, name))
+            let in_scope = match scope_names.as_ref() {
+                Some(names) => names.get(&normalized(name)).map(|&k| &scope[k]),
+                None => scope.iter().find(|o| same_name(o.name, name)),
             };
             if let Some(j) = earlier {
                 out.push(Diagnostic::new(
