@@ -139,11 +139,14 @@ struct Lookup {
     required: Option<u64>,
 }
 
-/// One property in [`Lookup`]: its tag, its schema node, its index in `properties`
-/// (`EMPTY` for a free slot) and that node's [`Keywords::plain_types`].
+/// One property in [`Lookup`]: its tag, its name's [`tail_word`], its schema node, its
+/// index in `properties` (`EMPTY` for a free slot) and that node's
+/// [`Keywords::plain_types`].
 #[derive(Debug, Clone, Copy)]
 struct Slot {
     tag: u64,
+    /// With the tag, settles a name of up to 15 bytes without reading `properties`.
+    tail: u64,
     node: u32,
     index: u8,
     plain: u8,
@@ -161,18 +164,20 @@ impl Lookup {
         let shift = 64 - size.trailing_zeros();
         let free = Slot {
             tag: 0,
+            tail: 0,
             node: 0,
             index: EMPTY,
             plain: 0,
         };
         let mut slots = vec![free; size];
-        for (i, (_, tag, node)) in properties.iter().enumerate() {
+        for (i, (name, tag, node)) in properties.iter().enumerate() {
             let mut at = slot(*tag, shift);
             while slots[at].index != EMPTY {
                 at = (at + 1) & (size - 1);
             }
             slots[at] = Slot {
                 tag: *tag,
+                tail: tail_word(name.as_bytes()),
                 node: *node as u32,
                 index: i as u8,
                 plain: plain[*node],
@@ -202,16 +207,31 @@ impl Lookup {
                 return None;
             }
             if found.tag == tag
-                && (key.len() < 8
-                    || same_tagged_bytes(
+                && match key.len() {
+                    0..8 => true,
+                    8..16 => found.tail == tail_word(key.bytes()),
+                    _ => same_tagged_bytes(
                         properties[usize::from(found.index)].0.as_bytes(),
                         key.bytes(),
-                    ))
+                    ),
+                }
             {
                 return Some(found);
             }
             at = (at + 1) & (self.slots.len() - 1);
         }
+    }
+}
+
+/// The last eight bytes of a name of 8 to 15 bytes as one word (0 otherwise): names
+/// with equal [`key_tag`]s and equal tail words are equal.
+#[inline]
+fn tail_word(name: &[u8]) -> u64 {
+    match name.len() {
+        n @ 8..16 => name[n - 8..]
+            .first_chunk::<8>()
+            .map_or(0, |w| u64::from_le_bytes(*w)),
+        _ => 0,
     }
 }
 
@@ -409,7 +429,7 @@ impl Compiled {
 
     /// [`Compiled::check`] with the node's plain types at hand (a property's slot
     /// carries them).
-    #[inline]
+    #[inline(always)]
     fn check_typed(&self, plain: u8, index: usize, v: View<'_>) -> bool {
         match plain {
             0 => self.sure(index, v),
@@ -417,6 +437,9 @@ impl Compiled {
         }
     }
 
+    /// Inlined into each caller (the member loop above all), so that a container or a
+    /// pattern-checked string costs one call, to the shape's own check, not two.
+    #[inline(always)]
     fn sure(&self, index: usize, v: View<'_>) -> bool {
         let k = match &self.nodes[index] {
             Node::True => return true,
@@ -424,11 +447,16 @@ impl Compiled {
             Node::Keywords(k) => k,
         };
         match k.shape {
-            Shape::Object => return self.object_sure(k, v),
-            Shape::Array => return v.items().is_some_and(|items| self.array_sure(k, items)),
-            Shape::String => return v.as_str().is_some_and(|s| string_sure(k, s)),
-            Shape::General => {}
+            Shape::Object => self.object_sure(k, v),
+            Shape::Array => v.items().is_some_and(|items| self.array_sure(k, items)),
+            Shape::String => v.as_str().is_some_and(|s| string_sure(k, s)),
+            Shape::General => self.general_sure(k, v),
         }
+    }
+
+    /// A node with several types or keywords for every type (`allOf`, `if`, `enum`).
+    #[inline(never)]
+    fn general_sure(&self, k: &Keywords, v: View<'_>) -> bool {
         let ty = type_of(v);
         if let Some(types) = k.types
             && types & ty == 0
@@ -478,7 +506,7 @@ impl Compiled {
     }
 
     /// `minItems` and `items` over an array's elements.
-    #[inline]
+    #[inline(never)]
     fn array_sure(&self, k: &Keywords, items: Items<'_>) -> bool {
         k.min_items.is_none_or(|n| items.len() >= n)
             && k.items
