@@ -422,7 +422,7 @@ impl Compiled {
 
     /// [`Compiled::sure`], settled here for a schema that only names types (most
     /// members: descriptions, names, flags' booleans).
-    #[inline]
+    #[inline(always)]
     fn check(&self, index: usize, v: View<'_>) -> bool {
         self.check_typed(self.plain[index], index, v)
     }

@@ -121,14 +121,20 @@ struct Member {
 #[inline(always)]
 pub fn key_tag(key: &str) -> u64 {
     let bytes = key.as_bytes();
-    let length = (bytes.len().min(255) as u64) << 56;
-    if let Some(head) = bytes.first_chunk::<8>() {
-        return (u64::from_le_bytes(*head) & 0x00FF_FFFF_FFFF_FFFF) | length;
-    }
-    let mut word = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        word |= u64::from(b) << (8 * i);
-    }
+    let n = bytes.len();
+    let length = (n.min(255) as u64) << 56;
+    let word = if let Some(head) = bytes.first_chunk::<8>() {
+        u64::from_le_bytes(*head) & 0x00FF_FFFF_FFFF_FFFF
+    } else if let (Some(head), Some(tail)) = (bytes.first_chunk::<4>(), bytes.last_chunk::<4>()) {
+        // 4 to 7 bytes: two overlapping loads (the shared bytes are the same).
+        u64::from(u32::from_le_bytes(*head)) | u64::from(u32::from_le_bytes(*tail)) << (8 * (n - 4))
+    } else if let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) {
+        // 1 to 3 bytes: first, middle and last (some of them the same byte).
+        let middle = bytes[n / 2];
+        u64::from(first) | u64::from(middle) << (8 * (n / 2)) | u64::from(last) << (8 * (n - 1))
+    } else {
+        0
+    };
     word | length
 }
 
@@ -1092,6 +1098,23 @@ mod tests {
         assert!(!agrees(format!("{{{}}}", many.join(",")).as_bytes()));
         let distinct: Vec<String> = (0..40).map(|i| format!("\"k{i}\": {i}")).collect();
         assert!(agrees(format!("{{{}}}", distinct.join(",")).as_bytes()));
+    }
+
+    #[test]
+    fn key_tag_is_the_first_seven_bytes_and_the_length() {
+        let text = "abcdefghijklmnopq\u{e9}z";
+        for start in 0..4 {
+            for end in start..text.len() {
+                let Some(key) = text.get(start..end) else {
+                    continue;
+                };
+                let mut word = 0u64;
+                for (i, &b) in key.as_bytes().iter().take(7).enumerate() {
+                    word |= u64::from(b) << (8 * i);
+                }
+                assert_eq!(key_tag(key), word | (key.len() as u64) << 56, "{key:?}");
+            }
+        }
     }
 
     #[test]

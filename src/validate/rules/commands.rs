@@ -277,7 +277,7 @@ fn check_options<'a, J: Json<'a>>(
                 ix.flags.entry(f).or_insert(scope.len());
             }
         }
-        check_param(opt, &here, out);
+        check_param(opt, entry.name, &here, out);
         scope.push(entry);
     }
 }
@@ -320,8 +320,8 @@ fn check_arguments<'a, J: Json<'a>>(
             continue;
         }
         let here = || arg_ptr(i);
-        check_param(a, &here, out);
         let name = name_of(a);
+        check_param(a, name, &here, out);
         if !name.is_empty() {
             let earlier = match arg_names.as_mut() {
                 Some(arg_names) => {
@@ -401,8 +401,13 @@ fn check_arguments<'a, J: Json<'a>>(
     }
 }
 
-/// Enum and default checks for one argument or option.
-fn check_param<'a, J: Json<'a>>(p: J, ptr: &dyn Fn() -> String, out: &mut Vec<Diagnostic>) {
+/// Enum and default checks for one argument or option (`name`: its [`name_of`]).
+fn check_param<'a, J: Json<'a>>(
+    p: J,
+    name: &str,
+    ptr: &dyn Fn() -> String,
+    out: &mut Vec<Diagnostic>,
+) {
     let Some(type_name) = p.get("type").and_then(J::as_str) else {
         return;
     };
@@ -410,7 +415,6 @@ fn check_param<'a, J: Json<'a>>(p: J, ptr: &dyn Fn() -> String, out: &mut Vec<Di
     if matches!(kind, ParamType::Unknown(_)) {
         return;
     }
-    let name = name_of(p);
     let values = p.get("enum").and_then(J::items);
     if kind == ParamType::Enum && values.as_ref().is_none_or(|v| v.len() == 0) {
         out.push(Diagnostic::new(
