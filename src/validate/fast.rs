@@ -122,6 +122,8 @@ enum Shape {
     Object,
     Array,
     String,
+    /// Strings from an `enum` (and the string keywords): every parameter's `type`.
+    Enum,
 }
 
 /// `properties` found by key tag in about one probe, and `required` checked as bits of
@@ -450,6 +452,9 @@ impl Compiled {
             Shape::Object => self.object_sure(k, v),
             Shape::Array => v.items().is_some_and(|items| self.array_sure(k, items)),
             Shape::String => v.as_str().is_some_and(|s| string_sure(k, s)),
+            Shape::Enum => v
+                .as_str()
+                .is_some_and(|s| enum_sure(k, s) && string_sure(k, s)),
             Shape::General => self.general_sure(k, v),
         }
     }
@@ -476,14 +481,7 @@ impl Compiled {
                 return false;
             }
         }
-        if let Some(allowed) = &k.enumeration
-            && !v.as_str().is_some_and(|s| {
-                let tag = key_tag(s);
-                allowed
-                    .iter()
-                    .any(|(a, t)| *t == tag && (s.len() < 8 || a == s))
-            })
-        {
+        if k.enumeration.is_some() && !v.as_str().is_some_and(|s| enum_sure(k, s)) {
             return false;
         }
         if ty == TYPE_STRING
@@ -590,6 +588,17 @@ fn type_of(v: View<'_>) -> u8 {
         Type::Array => TYPE_ARRAY,
         Type::Object => TYPE_OBJECT,
     }
+}
+
+/// `enum` (strings only) holds `s`; true when there is no `enum`.
+#[inline]
+fn enum_sure(k: &Keywords, s: &str) -> bool {
+    k.enumeration.as_ref().is_none_or(|allowed| {
+        let tag = key_tag(s);
+        allowed
+            .iter()
+            .any(|(a, t)| *t == tag && (s.len() < 8 || a == s))
+    })
 }
 
 #[inline]
@@ -874,10 +883,14 @@ impl Compiler<'_> {
                 .all(|(p, _)| p.matches(name) == Some(false))
         });
         let only_typed = k.all_of.is_empty() && k.condition.is_none() && k.enumeration.is_none();
+        // An `enum` of strings admits strings only, whatever else the node says of other
+        // types; `type` may say string or nothing.
+        let only_enum = k.all_of.is_empty() && k.condition.is_none() && k.enumeration.is_some();
         k.shape = match k.types {
             Some(TYPE_OBJECT) if only_typed => Shape::Object,
             Some(TYPE_ARRAY) if only_typed => Shape::Array,
             Some(TYPE_STRING) if only_typed => Shape::String,
+            None | Some(TYPE_STRING) if only_enum => Shape::Enum,
             _ => Shape::General,
         };
         Some(k)
@@ -935,6 +948,40 @@ mod tests {
             assert!(!sure(&bad), "{count} properties: {bad}");
             // Up to 64, a valid document is still settled here.
             assert_eq!(sure(&good), count == 64, "{count} properties: {good}");
+        }
+    }
+
+    #[test]
+    fn an_enum_node_settles_listed_strings_only() {
+        let long = "a-value-longer-than-fifteen-bytes";
+        for node in [
+            json!({"enum": ["string", "integer", "abcdefgh", long]}),
+            json!({"type": "string", "enum": ["string", "integer", "abcdefgh", long]}),
+            json!({"type": "string", "enum": ["string", "integer", "abcdefgh", long], "pattern": "^[a-z]+$"}),
+        ] {
+            let schema = json!({"type": "object", "properties": {"t": node}});
+            let compiled = Compiled::new(&schema, &schema);
+            let sure = |value: Value| {
+                let text = json!({ "t": value }).to_string();
+                let doc = Doc::parse(text.as_bytes()).expect("clean JSON");
+                compiled.check(compiled.root, doc.root())
+            };
+            let patterned = node.get("pattern").is_some();
+            assert!(sure(json!("string")) && sure(json!("abcdefgh")), "{node}");
+            // Listed, but the pattern says no.
+            assert_eq!(sure(json!(long)), !patterned, "{node}");
+            // Same tag as "abcdefgh" (length and first seven bytes), another string.
+            for bad in [
+                json!("abcdefgX"),
+                json!("strin"),
+                json!(""),
+                json!(1),
+                json!(null),
+                json!(["string"]),
+            ] {
+                assert!(!sure(bad.clone()), "{node}: {bad}");
+            }
+            assert!(!sure(json!("a-value-longer-than-fifteen-byteZ")), "{node}");
         }
     }
 }
