@@ -719,6 +719,46 @@ mod tests {
     }
 
     #[test]
+    fn a_flag_repeated_in_one_option_is_found_by_the_view_as_by_the_value() {
+        let many: Vec<String> = (0..20).map(|i| format!("--f{i}")).collect();
+        let mut twenty: Vec<Value> = many.iter().map(|f| json!(f)).collect();
+        twenty.push(json!("--f3"));
+        let options = json!([
+            {"name": "a", "flags": ["-q", "-q"], "type": "boolean", "description": "x"},
+            // Same tag (length and first seven bytes), different flags: no repeat.
+            {"name": "b", "flags": ["--abcdefX", "--abcdefY"], "type": "boolean", "description": "x"},
+            {"name": "c", "flags": ["--a-long-flag-name", "--a-long-flag-name"], "type": "boolean", "description": "x"},
+            {"name": "d", "flags": ["-d", 1, "-d"], "type": "boolean", "description": "x"},
+            // More flags than tags are kept, the repeat past them.
+            {"name": "e", "flags": ["-e", "-E", "--e1", "--e2", "--e3", "-e"], "type": "boolean", "description": "x"},
+            // A long list, checked through a set.
+            {"name": "f", "flags": twenty, "type": "boolean", "description": "x"},
+        ]);
+        let root = json!({"commands": {"c": {"description": "x", "options": options}}});
+        let mut by_value = Vec::new();
+        check_commands(&root, &mut by_value);
+        let text = serde_json::to_vec(&root).unwrap();
+        let doc = crate::validate::view::Doc::parse(&text).unwrap();
+        let mut by_view = Vec::new();
+        check_commands(doc.root(), &mut by_view);
+        let repeats = |out: &[Diagnostic]| -> Vec<String> {
+            out.iter()
+                .filter(|d| d.message.contains("listed twice"))
+                .map(|d| d.pointer.clone())
+                .collect()
+        };
+        let expected = [
+            "/commands/c/options/0/flags/1",
+            "/commands/c/options/2/flags/1",
+            "/commands/c/options/3/flags/2",
+            "/commands/c/options/4/flags/5",
+            "/commands/c/options/5/flags/20",
+        ];
+        assert_eq!(repeats(&by_view), expected);
+        assert_eq!(repeats(&by_value), expected);
+    }
+
+    #[test]
     fn hostile_sizes_stay_linear() {
         let own: Vec<Value> = (0..50_000)
             .map(|i| opt(&format!("o{}", i % 3), &["-x"]))
