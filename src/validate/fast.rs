@@ -16,7 +16,7 @@
 mod anchored;
 
 use super::json::Json;
-use super::view::{Items, Key, Type, View, key_tag, same_tagged_bytes};
+use super::view::{Items, Key, Type, View, key_tag, same_tagged_bytes, tail_word};
 use crate::schema::{METADATA_SCHEMA_ID, SchemaName};
 use anchored::Anchored;
 use regex::Regex;
@@ -222,18 +222,6 @@ impl Lookup {
             }
             at = (at + 1) & (self.slots.len() - 1);
         }
-    }
-}
-
-/// The last eight bytes of a name of 8 to 15 bytes as one word (0 otherwise): names
-/// with equal [`key_tag`]s and equal tail words are equal.
-#[inline]
-fn tail_word(name: &[u8]) -> u64 {
-    match name.len() {
-        n @ 8..16 => name[n - 8..]
-            .first_chunk::<8>()
-            .map_or(0, |w| u64::from_le_bytes(*w)),
-        _ => 0,
     }
 }
 

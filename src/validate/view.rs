@@ -74,15 +74,20 @@ pub fn same_tagged_bytes(a: &[u8], b: &[u8]) -> bool {
     match a.len() {
         n if n != b.len() => false,
         0..8 => true,
-        n @ 8..16 => {
-            let last = |s: &[u8]| {
-                s[n - 8..]
-                    .first_chunk::<8>()
-                    .map(|w| u64::from_le_bytes(*w))
-            };
-            last(a) == last(b)
-        }
+        8..16 => tail_word(a) == tail_word(b),
         _ => a == b,
+    }
+}
+
+/// The last eight bytes of a key of 8 to 15 bytes as one word (0 otherwise): keys with
+/// equal [`key_tag`]s and equal tail words are equal.
+#[inline]
+pub fn tail_word(key: &[u8]) -> u64 {
+    match key.len() {
+        n @ 8..16 => key[n - 8..]
+            .first_chunk::<8>()
+            .map_or(0, |w| u64::from_le_bytes(*w)),
+        _ => 0,
     }
 }
 

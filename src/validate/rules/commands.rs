@@ -701,12 +701,7 @@ mod tests {
         let pointers = |out: Vec<Diagnostic>| -> Vec<(String, String)> {
             out.into_iter().map(|d| (d.rule, d.pointer)).collect()
         };
-        let mut by_value = Vec::new();
-        check_commands(&root, &mut by_value);
-        let text = serde_json::to_vec(&root).unwrap();
-        let doc = crate::validate::view::Doc::parse(&text).unwrap();
-        let mut by_view = Vec::new();
-        check_commands(doc.root(), &mut by_view);
+        let (by_value, by_view) = by_value_and_by_view(&root);
         let (by_value, by_view) = (pointers(by_value), pointers(by_view));
         assert_eq!(by_view, by_value);
         // 14 globals repeat a letter; every level re-declares -z, a global's long flag and
@@ -716,6 +711,17 @@ mod tests {
             .filter(|(r, _)| r == "duplicate-flag")
             .count();
         assert_eq!(flags, 14 + 3 + 4 + 3);
+    }
+
+    /// The command rules' diagnostics on `root` as a `Value`, then on its light view.
+    fn by_value_and_by_view(root: &Value) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
+        let mut by_value = Vec::new();
+        check_commands(root, &mut by_value);
+        let text = serde_json::to_vec(root).unwrap();
+        let doc = crate::validate::view::Doc::parse(&text).unwrap();
+        let mut by_view = Vec::new();
+        check_commands(doc.root(), &mut by_view);
+        (by_value, by_view)
     }
 
     #[test]
@@ -735,12 +741,7 @@ mod tests {
             {"name": "f", "flags": twenty, "type": "boolean", "description": "x"},
         ]);
         let root = json!({"commands": {"c": {"description": "x", "options": options}}});
-        let mut by_value = Vec::new();
-        check_commands(&root, &mut by_value);
-        let text = serde_json::to_vec(&root).unwrap();
-        let doc = crate::validate::view::Doc::parse(&text).unwrap();
-        let mut by_view = Vec::new();
-        check_commands(doc.root(), &mut by_view);
+        let (by_value, by_view) = by_value_and_by_view(&root);
         let repeats = |out: &[Diagnostic]| -> Vec<String> {
             out.iter()
                 .filter(|d| d.message.contains("listed twice"))
