@@ -118,7 +118,7 @@ fn a_closed_pipe_is_a_quiet_exit() {
 #[test]
 fn a_failed_write_exits_74() {
     if !Path::new("/dev/full").exists() {
-        eprintln!("SKIPPED: no /dev/full on this system");
+        common::skip_optional("no /dev/full on this system");
         return;
     }
     let sb = Sandbox::new();

@@ -50,7 +50,7 @@ fn stderr(o: &Output) -> String {
 /// token from `${MY_SECRET}`, and a project dir `proj/`.
 fn sandbox(mode: &str) -> Option<Sandbox> {
     let Some(py) = python() else {
-        eprintln!("SKIPPED: python3 not found");
+        common::skip("python3 not found");
         return None;
     };
     let sb = Sandbox::new();
@@ -274,7 +274,7 @@ fn call_and_every_exit_code() {
 fn text_output_reports_a_failed_write_and_ends_quietly_on_a_closed_pipe() {
     let Some(sb) = sandbox("ok") else { return };
     if !Path::new("/dev/full").exists() {
-        eprintln!("SKIPPED: no /dev/full on this system");
+        common::skip_optional("no /dev/full on this system");
         return;
     }
     let commands: [&[&str]; 4] = [
@@ -489,7 +489,7 @@ fn secrets_are_redacted_in_trace_verbose_stderr_and_results() {
 #[test]
 fn explicit_stdio_mode_needs_no_config() {
     let Some(py) = python() else {
-        eprintln!("SKIPPED: python3 not found");
+        common::skip("python3 not found");
         return;
     };
     let sb = Sandbox::new();
@@ -1078,8 +1078,8 @@ fn everything_bin() -> Option<PathBuf> {
     if p.exists() && which::which("node").is_ok() {
         Some(p)
     } else {
-        eprintln!(
-            "SKIPPED: @modelcontextprotocol/server-everything not installed (run .ci/setup-test-deps)"
+        common::skip(
+            "@modelcontextprotocol/server-everything not installed (run .ci/setup-test-deps)",
         );
         None
     }
@@ -1261,11 +1261,11 @@ fn the_reference_git_server_over_stdio() {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-deps"));
     let bin = root.join("venv/bin/mcp-server-git");
     let Ok(git) = which::which("git") else {
-        eprintln!("SKIPPED: git not found");
+        common::skip("git not found");
         return;
     };
     if !bin.exists() {
-        eprintln!("SKIPPED: mcp-server-git not installed (run .ci/setup-test-deps)");
+        common::skip("mcp-server-git not installed (run .ci/setup-test-deps)");
         return;
     }
     let sb = Sandbox::new();

@@ -280,7 +280,7 @@ fn a_full_disk_loses_no_tool() {
         .status()
         .is_ok_and(|s| s.success());
     if !mounted {
-        eprintln!("SKIPPED: a_full_disk_loses_no_tool needs to mount a small tmpfs (root)");
+        common::skip_optional("a_full_disk_loses_no_tool needs to mount a small tmpfs (root)");
         return;
     }
     let _m = Mount(data.clone());
@@ -439,11 +439,11 @@ fn ok(cmd: &mut Command, what: &str) -> bool {
     match cmd.output() {
         Ok(o) if o.status.success() => true,
         Ok(o) => {
-            eprintln!("SKIPPED part: {what} failed: {}", show(&o));
+            common::skip(&format!("{what} failed: {}", show(&o)));
             false
         }
         Err(e) => {
-            eprintln!("SKIPPED part: {what}: {e}");
+            common::skip(&format!("{what}: {e}"));
             false
         }
     }
@@ -491,7 +491,7 @@ fn tools_of_every_ecosystem_are_found_without_running_strangers() {
 
     // Node, installed like npm: bin/nodetool -> ../lib/node_modules/nodetool/bin/cli.js
     match which("node") {
-        None => eprintln!("SKIPPED part: node is not installed (.ci/setup-test-deps installs it)"),
+        None => common::skip("node is not installed (.ci/setup-test-deps installs it)"),
         Some(node) => {
             let js = format!(
                 "#!{node}\nrequire('fs').appendFileSync({log:?}, 'nodetool ' + process.argv.slice(2).join(' ') + '\\n');\nconst meta = {{ atip: {{ version: '0.6' }}, name: 'nodetool', version: '1.0.0', description: 'nodetool test tool' }};\nif (process.argv.includes('--agent')) {{ console.log(JSON.stringify(meta)); process.exit(0); }}\nconsole.log('nodetool');\n",
@@ -541,12 +541,12 @@ fn tools_of_every_ecosystem_are_found_without_running_strangers() {
         std::os::unix::fs::symlink(wrapper, bin.join("pytool")).unwrap();
         expected.push("pytool");
     } else {
-        eprintln!("SKIPPED part: python3 with venv is not available");
+        common::skip("python3 with venv is not available");
     }
 
     // Go, flag stored as `agent` (the `flag` package, as cobra does), key in a struct tag.
     match which("go") {
-        None => eprintln!("SKIPPED part: go is not installed (.ci/setup-test-deps installs it)"),
+        None => common::skip("go is not installed (.ci/setup-test-deps installs it)"),
         Some(go) => {
             let src = env.sb.write(
                 "src/gotool/main.go",
@@ -576,7 +576,7 @@ fn tools_of_every_ecosystem_are_found_without_running_strangers() {
 
     // Rust, the flag kept as `agent` and the key as a plain literal (clap/serde-style).
     match which("rustc") {
-        None => eprintln!("SKIPPED part: rustc is not on PATH"),
+        None => common::skip_optional("rustc is not on PATH"),
         Some(rustc) => {
             let src = env.sb.write(
                 "src/rusttool.rs",
@@ -717,12 +717,12 @@ fn launchers_are_followed_to_the_files_they_start_inside_their_package() {
         std::os::unix::fs::symlink(wrapper, bin.join("disttool")).unwrap();
         expected.push("disttool");
     } else {
-        eprintln!("SKIPPED part: python3 with venv is not available");
+        common::skip("python3 with venv is not available");
     }
 
     // Node: a `#!/usr/bin/env node` stub requiring the package's file.
     match which("node") {
-        None => eprintln!("SKIPPED part: node is not installed (.ci/setup-test-deps installs it)"),
+        None => common::skip("node is not installed (.ci/setup-test-deps installs it)"),
         Some(_) => {
             let pkg = "lib/node_modules/stubtool";
             env.sb

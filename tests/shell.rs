@@ -21,7 +21,9 @@ fn have(program: &str) -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {
-        eprintln!("SKIPPED: {program} is not installed (.ci/setup-test-deps installs it)");
+        common::skip(&format!(
+            "{program} is not installed (.ci/setup-test-deps installs it)"
+        ));
     }
     found
 }
@@ -116,7 +118,7 @@ fn fish_loads_the_script_and_completes() {
 #[test]
 fn powershell_and_elvish_scripts_name_every_command() {
     // No PowerShell or Elvish here to load them: check the commands are all in them.
-    eprintln!("SKIPPED: loading the powershell and elvish scripts (no such shells here)");
+    common::skip_optional("loading the powershell and elvish scripts (no such shells here)");
     let sb = Sandbox::new();
     for shell in ["powershell", "elvish"] {
         let text = std::fs::read_to_string(script(&sb, shell)).unwrap();

@@ -131,3 +131,26 @@ pub fn test_name(module: &str, test: &str) -> String {
         format!("{module}::{test}")
     }
 }
+
+/// Whether this run is CI (`CI=true`, as CI services set it): there, a program that
+/// `.ci/setup-test-deps` installs must be present, so its absence fails the test.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+/// A test cannot run because `what` is missing. Outside CI this prints a visible
+/// `SKIPPED: …` and the caller returns; under CI it fails the test, because
+/// `.ci/setup-test-deps` should have installed it and a green run must mean it ran.
+#[track_caller]
+pub fn skip(what: &str) {
+    if in_ci() {
+        panic!("required under CI=true but missing: {what}");
+    }
+    eprintln!("SKIPPED: {what}");
+}
+
+/// Like [`skip`], for a test part that is optional even in CI (a program that
+/// `.ci/setup-test-deps` does not install, a kernel feature): always a visible note.
+pub fn skip_optional(what: &str) {
+    eprintln!("SKIPPED (optional): {what}");
+}
