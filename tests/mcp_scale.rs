@@ -280,7 +280,7 @@ fn streamable_http_serving_with_and_without_a_token() {
 /// A sandbox with the tool `t` registered and the fake MCP server configured as `fake`.
 fn sandbox_with_t_and_fake() -> Option<Sandbox> {
     let Some(py) = crate::mcp_client::python() else {
-        common::skip("python3 not found");
+        crate::common::skip("python3 not found");
         return None;
     };
     let sb = sandbox_with_t();

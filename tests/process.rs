@@ -619,7 +619,7 @@ fn parallel_hostile_runs_all_finish_within_their_timeout() {
 #[cfg(target_os = "linux")]
 fn group_leaver(ignore_term: bool) -> Option<String> {
     if !Path::new("/usr/bin/perl").exists() {
-        common::skip_optional("needs /usr/bin/perl to call setpgrp");
+        crate::common::skip_optional("needs /usr/bin/perl to call setpgrp");
         return None;
     }
     let trap = if ignore_term {

@@ -187,7 +187,7 @@ fn entry<'a>(r: &'a Value, name: &str) -> Option<&'a Value> {
 #[test]
 fn tooli_apps_are_recognised_without_running_and_converted_only_when_allowed() {
     let Some(tooli) = tooli_venv() else {
-        common::skip("tooli is not installed (.ci/setup-test-deps installs it from PyPI)");
+        crate::common::skip("tooli is not installed (.ci/setup-test-deps installs it from PyPI)");
         return;
     };
     let app = App::install(&tooli, false);
@@ -310,7 +310,7 @@ fn tooli_apps_are_recognised_without_running_and_converted_only_when_allowed() {
 #[test]
 fn tooli_apps_started_through_env_find_their_interpreter_on_the_scanned_path() {
     let Some(tooli) = tooli_venv() else {
-        common::skip("tooli is not installed (.ci/setup-test-deps installs it from PyPI)");
+        crate::common::skip("tooli is not installed (.ci/setup-test-deps installs it from PyPI)");
         return;
     };
     let app = App::install(&tooli, true);
