@@ -485,8 +485,8 @@ pub fn scan(
     // hashing, only for binaries no better source describes. A dry run requests nothing.
     let mut remote_opts = opts.remote.clone();
     remote_opts.offline |= opts.dry_run;
-    let mut remote =
-        Remote::open(&dirs.config, &dirs.cache, &remote_opts).map_err(ScanError::Registries)?;
+    let mut remote = Remote::open(&dirs.config, &dirs.cache, &dirs.state, &remote_opts)
+        .map_err(ScanError::Registries)?;
     warnings.append(&mut remote.warnings);
     let mut sources: Vec<&dyn MetadataSource> = vec![&native, &installed, &converted, &shim_set];
     if let Some(inf) = &inferred {

@@ -76,6 +76,24 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// Parses the form [`rfc3339`] writes, `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds), as
+/// remote registry catalogs carry their expiry. Other forms give `None`: a time atip
+/// wrote is read back exactly, nothing else is guessed.
+pub fn parse_rfc3339_utc(s: &str) -> Option<SystemTime> {
+    let b = s.as_bytes();
+    if b.len() != 20 || !is_rfc3339(s) || b[19] != b'Z' {
+        return None;
+    }
+    let num = |from: usize, n: usize| s.get(from..from + n)?.parse::<u32>().ok();
+    let (y, mo, d) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+    let (h, mi, sec) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
+    let days = days_from_civil(i64::from(y), mo, d);
+    let secs = u64::try_from(days).ok()? * 86_400 + u64::from(h * 3600 + mi * 60 + sec);
+    let t = UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    // A day past the month's end (02-31) would not format back to the same text.
+    (rfc3339(t) == s).then_some(t)
+}
+
 /// Parses an HTTP date in its one current form (IMF-fixdate, RFC 9110 §5.6.7), as
 /// `Retry-After` carries it: `Sun, 06 Nov 1994 08:49:37 GMT`. Other forms give `None`.
 pub(crate) fn parse_http_date(s: &str) -> Option<SystemTime> {
@@ -172,6 +190,21 @@ pub fn is_rfc3339(s: &str) -> bool {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn reads_back_what_it_writes_and_nothing_else() {
+        let t = UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+        assert_eq!(parse_rfc3339_utc(&rfc3339(t)), Some(t));
+        for bad in [
+            "2026-02-31T00:00:00Z",
+            "2026-11-25T22:55:54+00:00",
+            "2026-11-25T22:55:54.5Z",
+            "2026-11-25 22:55:54Z",
+            "",
+        ] {
+            assert_eq!(parse_rfc3339_utc(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn formats_known_instants() {

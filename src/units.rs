@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-/// Parses `500ms`, `2s`, `1.5s`, `3m`, `1h`. A bare number is seconds.
+/// Parses `500ms`, `2s`, `1.5s`, `3m`, `1h`, `30d`. A bare number is seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     let split = t
@@ -18,9 +18,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "" | "s" => 1.0,
         "m" | "min" => 60.0,
         "h" => 3600.0,
+        "d" => 86_400.0,
         other => {
             return Err(format!(
-                "invalid duration unit '{other}' in '{text}': use ms, s, m or h"
+                "invalid duration unit '{other}' in '{text}': use ms, s, m, h or d"
             ));
         }
     };

@@ -269,9 +269,13 @@ fn sync_fetches_caches_revalidates_and_picks_up_changes() {
             "key.pub",
             "out",
             "src",
+            "state",
             "xdg-cache"
         ]
     );
+    // The state dir holds only the generation last accepted from the registry.
+    let state: Vec<_> = tree(&f.p("state")).into_iter().map(|(p, _)| p).collect();
+    assert_eq!(state, [f.p("state/remote/team.json")]);
     let cache: Vec<_> = tree(&f.p("xdg-cache"))
         .into_iter()
         .map(|(p, _)| p)
@@ -679,4 +683,224 @@ fn registries_json_add_list_remove() {
         .unwrap();
     assert_eq!(code(&out), 78, "{}", show(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("registries_invalid"));
+}
+
+/// Replaces the served tree with `files` (a [`tree`] snapshot of it).
+fn serve(f: &Fixture, files: &[(PathBuf, Vec<u8>)]) {
+    std::fs::remove_dir_all(f.p("out")).unwrap();
+    for (p, b) in files {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, b).unwrap();
+    }
+}
+
+/// Whether the registered metadata of `tool` says its `run` command is destructive.
+fn destructive(f: &Fixture, tool: &str) -> Value {
+    let reg = f.registry();
+    let rel = reg["tools"][tool]["metadata"].as_str().unwrap().to_owned();
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(f.sb.data_dir().join(rel)).unwrap()).unwrap();
+    meta["commands"]["run"]["effects"]["destructive"].clone()
+}
+
+fn alpha(destructive: bool, description: &str) -> String {
+    ALPHA
+        .replace(
+            "\"network\": false",
+            &format!("\"network\": false, \"destructive\": {destructive}"),
+        )
+        .replace("Alpha tool", description)
+}
+
+#[test]
+fn a_registry_moves_forward_only() {
+    let f = Fixture::new(true);
+    let key = f.p("key.pub").display().to_string();
+    // Generation 2 says alpha's `run` is not destructive; generation 3 corrects it.
+    f.sb.write("src/alpha.json", alpha(false, "Alpha tool"));
+    let built: Value = serde_json::from_slice(&f.build(true).stdout).unwrap();
+    assert_eq!(built["generation"], 2, "{built}");
+    let old = tree(&f.p("out"));
+    f.sb.write("src/alpha.json", alpha(true, "Alpha tool"));
+    let built: Value = serde_json::from_slice(&f.build(true).stdout).unwrap();
+    assert_eq!(built["generation"], 3, "{built}");
+    let current = tree(&f.p("out"));
+    // Rebuilding the unchanged tree keeps its generation and every byte.
+    let again: Value = serde_json::from_slice(&f.build(true).stdout).unwrap();
+    assert_eq!(
+        (again["generation"].as_u64(), again["written"].as_u64()),
+        (Some(3), Some(0))
+    );
+    // A lower or equal --generation with other content is refused by the build itself.
+    f.sb.write("src/alpha.json", alpha(true, "Alpha tool, renamed"));
+    let out =
+        f.sb.atip()
+            .args([
+                "registry",
+                "build",
+                "--generation",
+                "3",
+                "--name",
+                "team",
+                "--binary",
+            ])
+            .arg(f.p("bin/alpha"))
+            .arg("--binary")
+            .arg(f.p("bin/beta"))
+            .arg(f.p("src"))
+            .arg(f.p("out"))
+            .output()
+            .unwrap();
+    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert!(show(&out).contains("generation 3"), "{}", show(&out));
+    assert_eq!(tree(&f.p("out")), current);
+    f.sb.write("src/alpha.json", alpha(true, "Alpha tool"));
+
+    f.add(&["--public-key", &key, "--require-signatures"]);
+    let (out, report) = f.sync(&[]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(report["remote"][0]["generation"], 3, "{report}");
+    assert_eq!(destructive(&f, "alpha"), true);
+
+    // The attack: generation 2, validly signed by the trusted key, served again.
+    serve(&f, &old);
+    let (out, report) = f.sync(&["--refresh"]);
+    assert_eq!(code(&out), 65, "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("catalog_refused") && err.contains("generation 2 is older than generation 3"),
+        "{err}"
+    );
+    let r = &report["remote"][0];
+    assert!(
+        r["catalogRefused"].as_str().unwrap().contains("rollback"),
+        "{r}"
+    );
+    assert_eq!(
+        (r["catalog"].as_str(), r["generation"].as_u64()),
+        (Some("cached"), Some(3))
+    );
+    // The old shim was served too (same path, valid old signature): not the one
+    // generation 3 names, so refused, and the accepted copy stays.
+    assert!(
+        r["refused"]
+            .to_string()
+            .contains("an older or altered copy"),
+        "{r}"
+    );
+    assert_eq!(destructive(&f, "alpha"), true, "rolled back");
+    // Offline and plain runs keep it too.
+    let (_, _) = f.sync(&[]);
+    assert_eq!(destructive(&f, "alpha"), true, "rolled back");
+
+    // Generation 3's catalog with generation 2's shim beside it (a mirror that mixes
+    // trees): the shim is refused, the catalog is fine.
+    serve(&f, &current);
+    let shim = f.shim_path("alpha");
+    let old_shim = old.iter().find(|(p, _)| *p == shim).unwrap().1.clone();
+    let sig = PathBuf::from(format!("{}.minisig", shim.display()));
+    let old_sig = old.iter().find(|(p, _)| *p == sig).unwrap().1.clone();
+    std::fs::write(&shim, old_shim).unwrap();
+    std::fs::write(&sig, old_sig).unwrap();
+    let (out, report) = f.sync(&["--refresh"]);
+    assert_eq!(code(&out), 65, "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("shims_refused"),
+        "{}",
+        show(&out)
+    );
+    assert!(report["remote"][0]["catalogRefused"].is_null(), "{report}");
+    assert_eq!(destructive(&f, "alpha"), true, "rolled back");
+
+    // Another tree at the same generation (a fork, validly signed): refused.
+    f.sb.write("src/alpha.json", alpha(false, "Alpha tool"));
+    let fork = |dir: &str, extra: &[&str]| {
+        let out =
+            f.sb.atip()
+                .args(["registry", "build", "--name", "team", "--sign"])
+                .arg(f.p("key"))
+                .args(extra)
+                .arg("--binary")
+                .arg(f.p("bin/alpha"))
+                .arg("--binary")
+                .arg(f.p("bin/beta"))
+                .arg(f.p("src"))
+                .arg(f.p(dir))
+                .output()
+                .unwrap();
+        assert!(out.status.success(), "{}", show(&out));
+        (tree(&f.p(dir)), out)
+    };
+    let (same_gen, _) = fork("fork", &["--generation", "3"]);
+    let relocated: Vec<(PathBuf, Vec<u8>)> = same_gen
+        .into_iter()
+        .map(|(p, b)| (f.p("out").join(p.strip_prefix(f.p("fork")).unwrap()), b))
+        .collect();
+    serve(&f, &relocated);
+    let (out, report) = f.sync(&["--refresh"]);
+    assert_eq!(code(&out), 65, "{}", show(&out));
+    assert!(
+        report["remote"][0]["catalogRefused"]
+            .as_str()
+            .unwrap()
+            .contains("differs from the generation 3 accepted"),
+        "{report}"
+    );
+    assert_eq!(destructive(&f, "alpha"), true, "rolled back");
+
+    // A newer generation that has expired (the build warns): refused.
+    let (expired, built) = fork(
+        "expired",
+        &["--generation", "9", "--expires", "2020-01-01T00:00:00Z"],
+    );
+    assert!(
+        String::from_utf8_lossy(&built.stderr).contains("has passed"),
+        "{}",
+        show(&built)
+    );
+    let relocated: Vec<(PathBuf, Vec<u8>)> = expired
+        .into_iter()
+        .map(|(p, b)| (f.p("out").join(p.strip_prefix(f.p("expired")).unwrap()), b))
+        .collect();
+    serve(&f, &relocated);
+    let (out, report) = f.sync(&["--refresh"]);
+    assert_eq!(code(&out), 65, "{}", show(&out));
+    assert!(
+        report["remote"][0]["catalogRefused"]
+            .as_str()
+            .unwrap()
+            .contains("expired at 2020-01-01T00:00:00Z"),
+        "{report}"
+    );
+    assert_eq!(destructive(&f, "alpha"), true, "rolled back");
+    // Text output names the refusal too.
+    let out =
+        f.sb.atip()
+            .args(["sync", "--refresh", "--output", "text", "--path"])
+            .arg(f.p("bin"))
+            .output()
+            .unwrap();
+    assert_eq!(code(&out), 65, "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("refused its catalog"),
+        "{}",
+        show(&out)
+    );
+
+    // A real new generation moves forward; removing the registry forgets its floor.
+    serve(&f, &current);
+    f.sb.write("src/alpha.json", alpha(true, "Alpha tool, v4"));
+    let built: Value = serde_json::from_slice(&f.build(true).stdout).unwrap();
+    assert_eq!(built["generation"], 4, "{built}");
+    let (out, report) = f.sync(&["--refresh"]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert_eq!(report["remote"][0]["generation"], 4, "{report}");
+    assert!(f.p("state/remote/team.json").exists());
+    let out =
+        f.sb.atip()
+            .args(["registry", "remove", "team"])
+            .output()
+            .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(!f.p("state/remote/team.json").exists());
 }

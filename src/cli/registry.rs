@@ -46,6 +46,16 @@ enum Sub {
         /// published under its hash (repeatable).
         #[arg(long = "binary", value_name = "PATH")]
         binaries: Vec<PathBuf>,
+        /// The catalog's generation [default: one more than OUT's catalog, kept when
+        /// nothing changed; 1 for a new tree]. Machines refuse a generation not newer
+        /// than theirs: building from a fresh OUT, give one above the published tree's.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        generation: Option<u64>,
+        /// When the catalog expires: a duration from now (e.g. 30d, 12h) or an RFC 3339
+        /// UTC time (2027-01-31T00:00:00Z). Machines refuse an expired catalog, so
+        /// rebuild before then; an unchanged tree keeps its expiry until half is left.
+        #[arg(long, default_value = "30d", value_name = "DURATION|TIME", value_parser = parse_expires)]
+        expires: build::Expiry,
     },
     /// Add a remote registry to registries.json.
     Add {
@@ -140,6 +150,20 @@ fn check_manifest(
     Ok(m)
 }
 
+/// `--expires`: a duration from now, or an RFC 3339 UTC time as atip writes them.
+fn parse_expires(s: &str) -> Result<build::Expiry, String> {
+    if s.contains('T') {
+        return atip::timestamp::parse_rfc3339_utc(s)
+            .map(build::Expiry::At)
+            .ok_or_else(|| format!("{s:?}: give a time as YYYY-MM-DDTHH:MM:SSZ (UTC)"));
+    }
+    let d = atip::units::parse_duration(s)?;
+    if d.is_zero() {
+        return Err("a catalog valid for 0 s expires as it is built".into());
+    }
+    Ok(build::Expiry::In(d))
+}
+
 fn build_error(e: BuildError) -> AtipError {
     match &e {
         BuildError::Usage(m) => AtipError::usage(m.clone()),
@@ -195,6 +219,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
             name,
             url,
             binaries,
+            generation,
+            expires,
         } => {
             let report = build::build(&BuildOptions {
                 src,
@@ -203,8 +229,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                 name,
                 url,
                 binaries,
+                generation,
+                expires,
             })
             .map_err(build_error)?;
+            ctx.out.warnings(&report.warnings);
             if json {
                 ctx.out.json(&report)?;
             } else {
@@ -213,9 +242,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                     t.push_str(&format!("skipped {}: {}\n", s.path.display(), s.why));
                 }
                 t.push_str(&format!(
-                    "registry {} in {}: {} shim(s){}; {} file(s) written, {} unchanged, {} removed\n",
+                    "registry {} in {}: generation {} (expires {}), {} shim(s){}; {} file(s) written, {} unchanged, {} removed\n",
                     report.name,
                     report.out.display(),
+                    report.generation,
+                    report.expires,
                     report.shims.len(),
                     report
                         .signed_by
@@ -380,6 +411,15 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
             }
             file.save(&path)
                 .map_err(|m| AtipError::new(ErrorCode::FileWriteFailed, m))?;
+            // Its last accepted generation goes too: a registry added again under this
+            // name starts afresh.
+            let floor = atip::remote::sync::floor_path(&ctx.dirs.state, &name);
+            if let Err(e) = std::fs::remove_file(&floor)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                ctx.out
+                    .warn(format_args!("failed to remove {}: {e}", floor.display()));
+            }
             if json {
                 ctx.out.json(&json!({"removed": name, "file": path}))?;
             } else {

@@ -49,8 +49,12 @@ fn line(r: &RegistrySync) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default();
+    let generation = match (r.generation, &r.expires) {
+        (Some(g), Some(e)) => format!(" (generation {g}, expires {e})"),
+        _ => String::new(),
+    };
     let mut t = format!(
-        "{} {}: catalog {catalog}{}, {} tool(s) listed; {} shim(s) wanted, {} used ({} signed by a trusted key); {} request(s), {} not modified, {} byte(s)\n",
+        "{} {}: catalog {catalog}{generation}{}, {} tool(s) listed; {} shim(s) wanted, {} used ({} signed by a trusted key); {} request(s), {} not modified, {} byte(s)\n",
         r.name,
         r.url,
         if r.offline { " (offline)" } else { "" },
@@ -62,6 +66,9 @@ fn line(r: &RegistrySync) -> String {
         r.not_modified,
         r.bytes
     );
+    if let Some(m) = &r.catalog_refused {
+        t.push_str(&format!("  refused its catalog: {m}\n"));
+    }
     for s in &r.refused {
         t.push_str(&format!("  refused {}: {}\n", s.hash, s.reason));
     }
@@ -139,6 +146,22 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         ))?;
     }
     ctx.out.warnings(&report.warnings);
+    let rolled_back: Vec<String> = report
+        .remote
+        .iter()
+        .filter_map(|r| {
+            r.catalog_refused
+                .as_ref()
+                .map(|e| format!("{}: {e}", r.name))
+        })
+        .collect();
+    if !rolled_back.is_empty() {
+        return Err(AtipError::new(
+            ErrorCode::CatalogRefused,
+            format!("catalog refused: {}", rolled_back.join("; ")),
+        )
+        .hint("a registry moves forward only: the accepted catalog and every registry entry were kept; if the publisher really restarted its generations, `atip registry remove` and `add` it again"));
+    }
     let failed: Vec<String> = report
         .remote
         .iter()

@@ -213,6 +213,7 @@ error_codes! {
     NoRegistries = "no_registries", Config, " `atip sync` with no enabled remote registry in `registries.json`.";
     SyncFailed = "sync_failed", Temporary, " A remote registry could not be reached or read; its cached shims and registry entries were kept.";
     ShimsRefused = "shims_refused", Data, " A remote registry published shims that failed verification (hash, validation or signature); they were not used.";
+    CatalogRefused = "catalog_refused", Data, " A remote registry served a catalog older than (or differing from) the generation accepted before, without a generation, or expired; the accepted catalog was kept.";
     Internal = "internal", Internal, " A bug in atip: please report it.";
 }
 

@@ -2,10 +2,15 @@
 //! can serve (`spec/registries.md` "The tree").
 //!
 //! Every shim is validated first and the build writes nothing if one is refused. The
-//! output is deterministic: the same shims give the same bytes (sorted catalog, no
-//! timestamps, the source bytes of content-addressed shims kept as they are). Minisign
-//! signatures carry a random nonce, so a signature already in the tree that is still
-//! valid for the same bytes and key is kept rather than made again: rebuilding an
+//! catalog carries a generation (one more than the tree's previous catalog, or
+//! `--generation`) and an expiry, both covered by its signature, and the sha256 of every
+//! shim it lists: a reader accepts only newer generations, unexpired, and only the shim
+//! bytes the catalog names, so an old tree cannot be served again as current.
+//! The output is deterministic: the same shims give the same bytes (sorted catalog, the
+//! source bytes of content-addressed shims kept as they are, and the previous
+//! generation and expiry kept while the shims are unchanged and the expiry is not near).
+//! Minisign signatures carry a random nonce, so a signature already in the tree that is
+//! still valid for the same bytes and key is kept rather than made again: rebuilding an
 //! unchanged tree changes no file.
 //!
 //! Must not write outside the output directory, and there only the files of the tree.
@@ -22,6 +27,25 @@ use std::path::{Path, PathBuf};
 
 /// The largest shim file atip publishes or fetches (bytes).
 pub const MAX_SHIM_BYTES: u64 = 8 << 20;
+/// How long a catalog stays valid when `--expires` does not say.
+pub const DEFAULT_VALIDITY: std::time::Duration = std::time::Duration::from_secs(30 * 86_400);
+
+/// When the catalog expires (`--expires`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    /// This long after the build. An unchanged tree keeps its expiry until less than half
+    /// of this is left.
+    In(std::time::Duration),
+    /// At this time (one in the past publishes a catalog every reader refuses: a way to
+    /// retire a registry).
+    At(std::time::SystemTime),
+}
+
+impl Default for Expiry {
+    fn default() -> Self {
+        Expiry::In(DEFAULT_VALIDITY)
+    }
+}
 
 /// What `atip registry build` was asked to do.
 #[derive(Debug, Clone)]
@@ -39,6 +63,11 @@ pub struct BuildOptions {
     /// Binaries that name-keyed shims describe: each is hashed, and the shim of its
     /// file name is published under that hash.
     pub binaries: Vec<PathBuf>,
+    /// The catalog's generation; default: one more than the tree's current catalog
+    /// (kept when nothing changed), 1 for a new tree. Never below the tree's current one.
+    pub generation: Option<u64>,
+    /// The catalog's expiry.
+    pub expires: Expiry,
 }
 
 /// One shim in the built tree.
@@ -82,6 +111,13 @@ pub struct BuildReport {
     /// Key id of the signer, when signed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signed_by: Option<String>,
+    /// The catalog's generation.
+    pub generation: u64,
+    /// When the catalog expires (RFC 3339).
+    pub expires: String,
+    /// Things the publisher should know (an expiry already past).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// The shims published, sorted by hash.
     pub shims: Vec<BuiltShim>,
     /// Name-keyed shims without a binary to hash.
@@ -378,7 +414,9 @@ fn plan(
     Ok(planned.into_values().collect())
 }
 
-/// The catalog: name → version → platform → hash, every level sorted.
+/// The catalog without its generation and expiry: name → version → platform → hash,
+/// every level sorted, and `digests`: binary hash → sha256 of the shim file published
+/// for it.
 fn catalog(name: &str, shims: &[Planned], refused: &mut Vec<Refused>) -> Value {
     let mut tools: BTreeMap<&str, BTreeMap<&str, BTreeMap<&str, &str>>> = BTreeMap::new();
     for p in shims {
@@ -401,7 +439,85 @@ fn catalog(name: &str, shims: &[Planned], refused: &mut Vec<Refused>) -> Value {
             });
         }
     }
-    json!({"version": FORMAT, "registry": name, "tools": tools})
+    let digests: BTreeMap<&str, String> = shims
+        .iter()
+        .map(|p| {
+            (
+                p.shim.hash.as_str(),
+                format!("sha256:{}", crate::digest::sha256_hex(&p.bytes)),
+            )
+        })
+        .collect();
+    json!({"version": FORMAT, "registry": name, "tools": tools, "digests": digests})
+}
+
+/// The generation and expiry of the new catalog `index` (no `generation`/`expires` in
+/// it yet), given the catalog the tree holds now. See [`BuildOptions::generation`].
+fn next_generation(
+    opts: &BuildOptions,
+    index: &Value,
+    out: &Path,
+    now: std::time::SystemTime,
+) -> Result<(u64, String), BuildError> {
+    let path = out.join(INDEX_PATH);
+    let prev: Option<Value> = match fs::read(&path) {
+        Ok(b) => Some(serde_json::from_slice(&b).map_err(|e| {
+            BuildError::Input(format!(
+                "{}: not a catalog ({e}); its generation cannot be read (remove it, and give --generation above the one machines have)",
+                path.display()
+            ))
+        })?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            return Err(BuildError::Input(format!(
+                "failed to read {}: {e}",
+                path.display()
+            )));
+        }
+    };
+    let prev_gen = prev
+        .as_ref()
+        .and_then(|v| v.get("generation"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let prev_expires = prev
+        .as_ref()
+        .and_then(|v| v.get("expires"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let same = prev.as_ref().is_some_and(|v| {
+        let mut v = v.clone();
+        if let Some(m) = v.as_object_mut() {
+            m.remove("generation");
+            m.remove("expires");
+        }
+        &v == index
+    });
+    let prev_until = prev_expires
+        .as_deref()
+        .and_then(crate::timestamp::parse_rfc3339_utc);
+    let keep = same
+        && prev_gen > 0
+        && opts.generation.is_none_or(|g| g == prev_gen)
+        && match opts.expires {
+            Expiry::In(d) => prev_until.is_some_and(|t| t > now + d / 2),
+            Expiry::At(t) => prev_until == Some(t),
+        };
+    if keep && let Some(e) = prev_expires {
+        return Ok((prev_gen, e));
+    }
+    let generation = opts.generation.unwrap_or(prev_gen + 1);
+    if generation <= prev_gen {
+        return Err(BuildError::Usage(format!(
+            "--generation {generation}: the tree in {} is at generation {prev_gen}, and machines refuse a catalog that is not newer than the one they have; give a higher one",
+            out.display()
+        )));
+    }
+    let until = match opts.expires {
+        Expiry::In(d) => now + d,
+        Expiry::At(t) => t,
+    };
+    Ok((generation, crate::timestamp::rfc3339(until)))
 }
 
 fn pretty(v: &Value) -> Vec<u8> {
@@ -412,17 +528,20 @@ fn pretty(v: &Value) -> Vec<u8> {
 
 /// A signature for `bytes`: the one already at `sig_path` when it is still valid for
 /// these bytes, this key and this file, else a new one.
-fn signature(key: &SigningKey, bytes: &[u8], rel: &str, sig_path: &Path) -> Result<String, String> {
+/// `comment` is the trusted comment it must carry.
+fn signature(
+    key: &SigningKey,
+    bytes: &[u8],
+    comment: &str,
+    sig_path: &Path,
+) -> Result<String, String> {
     if let Ok(old) = fs::read_to_string(sig_path)
-        && super::sign::verify(std::slice::from_ref(&key.public), bytes, &old)
+        && super::sign::verify(std::slice::from_ref(&key.public), bytes, &old, comment)
             == super::sign::Verdict::Signed(key.public.id.clone())
-        && minisign::SignatureBox::from_string(&old)
-            .and_then(|b| b.trusted_comment())
-            .is_ok_and(|c| c == format!("atip registry file:{rel}"))
     {
         return Ok(old);
     }
-    key.sign(bytes, rel)
+    key.sign(bytes, comment)
 }
 
 /// Builds the tree. See the module documentation.
@@ -455,9 +574,23 @@ pub fn build(opts: &BuildOptions) -> Result<BuildReport, BuildError> {
     let mut refused = Vec::new();
     let mut skipped = Vec::new();
     let shims = plan(opts, &mut refused, &mut skipped)?;
-    let index = catalog(&name, &shims, &mut refused);
+    let mut index = catalog(&name, &shims, &mut refused);
     if !refused.is_empty() {
         return Err(BuildError::Invalid(refused));
+    }
+    let now = std::time::SystemTime::now();
+    let (generation, expires) = next_generation(opts, &index, &opts.out, now)?;
+    let mut warnings = Vec::new();
+    if let Expiry::At(t) = opts.expires
+        && t <= now
+    {
+        warnings.push(format!(
+            "the catalog expires at {expires}, which has passed: every machine will refuse it"
+        ));
+    }
+    if let Some(m) = index.as_object_mut() {
+        m.insert("generation".into(), json!(generation));
+        m.insert("expires".into(), json!(expires));
     }
     let signers: Vec<&TrustedKey> = key.iter().map(|k| &k.public).collect();
     let mut manifest = Map::new();
@@ -487,24 +620,36 @@ pub fn build(opts: &BuildOptions) -> Result<BuildReport, BuildError> {
     // Every file of the tree, then written where it differs.
     let out = &opts.out;
     let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
-    let sign_into = |files: &mut Vec<(PathBuf, Vec<u8>)>, rel: String, bytes: &[u8]| {
-        if let Some(k) = &key {
-            let sig_rel = format!("{rel}{SIG_SUFFIX}");
-            let text = signature(k, bytes, &rel, &out.join(&sig_rel)).map_err(BuildError::Key)?;
-            files.push((PathBuf::from(sig_rel), text.into_bytes()));
-        }
-        Ok::<(), BuildError>(())
-    };
+    let sign_into =
+        |files: &mut Vec<(PathBuf, Vec<u8>)>, rel: String, comment: String, bytes: &[u8]| {
+            if let Some(k) = &key {
+                let sig_rel = format!("{rel}{SIG_SUFFIX}");
+                let text =
+                    signature(k, bytes, &comment, &out.join(&sig_rel)).map_err(BuildError::Key)?;
+                files.push((PathBuf::from(sig_rel), text.into_bytes()));
+            }
+            Ok::<(), BuildError>(())
+        };
     for p in &shims {
         let rel = format!("{SHIMS_PATH}/{}.json", p.hex);
-        sign_into(&mut files, rel.clone(), &p.bytes)?;
+        sign_into(
+            &mut files,
+            rel.clone(),
+            super::sign::file_comment(&rel),
+            &p.bytes,
+        )?;
         if let Some(b) = &p.bundle {
             files.push((PathBuf::from(format!("{rel}.bundle")), b.clone()));
         }
         files.push((PathBuf::from(rel), p.bytes.clone()));
     }
     let index_bytes = pretty(&index);
-    sign_into(&mut files, INDEX_PATH.to_owned(), &index_bytes)?;
+    sign_into(
+        &mut files,
+        INDEX_PATH.to_owned(),
+        super::sign::catalog_comment(&name, generation, &expires),
+        &index_bytes,
+    )?;
     files.push((PathBuf::from(INDEX_PATH), index_bytes));
     files.push((
         PathBuf::from(MANIFEST_PATH),
@@ -549,6 +694,9 @@ pub fn build(opts: &BuildOptions) -> Result<BuildReport, BuildError> {
         name,
         url: opts.url.clone(),
         signed_by: key.map(|k| k.public.id.clone()),
+        generation,
+        expires,
+        warnings,
         shims: shims.into_iter().map(|p| p.shim).collect(),
         skipped,
         written,

@@ -1,9 +1,12 @@
 //! Minisign (Ed25519) keys and signatures, through the `minisign` crate.
 //!
 //! atip signs with unencrypted secret keys only (a build runs unattended, and the
-//! crate would otherwise prompt on a terminal for a password). Signatures carry a fixed
-//! trusted comment naming the signed file, so that signing the same bytes with the same
-//! key differs only in the signature's random nonce (see `SigningKey::sign`).
+//! crate would otherwise prompt on a terminal for a password). Signatures carry a
+//! trusted comment that says what was signed (the file, and for the catalog the registry,
+//! generation and expiry): a valid signature whose trusted comment is not the one the
+//! reader expects is refused, so a signature cannot be moved to another file or vouch for
+//! another generation. The comment is fixed by what is signed, so signing the same bytes
+//! with the same key differs only in the signature's random nonce (see `SigningKey::sign`).
 //!
 //! A key id is the 16 upper-case hex digits minisign prints (`minisign public key: ID`).
 //! Must not decide what is trusted: callers pass the keys they trust to `verify`.
@@ -161,29 +164,38 @@ impl SigningKey {
         })
     }
 
-    /// Signs `bytes`; `file` (the path inside the tree) becomes the trusted comment.
-    /// Returns the `.minisig` file's text.
-    pub(crate) fn sign(&self, bytes: &[u8], file: &str) -> Result<String, String> {
-        let comment = trusted_comment(file);
+    /// Signs `bytes` with `comment` as the trusted comment ([`file_comment`],
+    /// [`catalog_comment`]). Returns the `.minisig` file's text.
+    pub(crate) fn sign(&self, bytes: &[u8], comment: &str) -> Result<String, String> {
         minisign::sign(
             Some(&self.public.key),
             &self.sk,
             Cursor::new(bytes),
-            Some(&comment),
+            Some(comment),
             Some(&format!("signature from atip, key {}", self.public.id)),
         )
         .map(|b| b.into_string())
-        .map_err(|e| format!("failed to sign {file}: {e}"))
+        .map_err(|e| format!("failed to sign ({comment}): {e}"))
     }
 }
 
-/// The trusted comment atip writes for `file`.
-fn trusted_comment(file: &str) -> String {
+/// The trusted comment of a shim's signature: the file's path inside the tree.
+pub(crate) fn file_comment(file: &str) -> String {
     format!("atip registry file:{file}")
 }
 
-/// Checks a `.minisig` text over `bytes` against the trusted keys.
-pub(crate) fn verify(keys: &[TrustedKey], bytes: &[u8], sig_text: &str) -> Verdict {
+/// The trusted comment of the catalog's signature: its path, the registry's name, the
+/// generation and the expiry, so the signature vouches for exactly that generation.
+pub(crate) fn catalog_comment(registry: &str, generation: u64, expires: &str) -> String {
+    format!(
+        "atip registry file:{} registry:{registry} generation:{generation} expires:{expires}",
+        super::INDEX_PATH
+    )
+}
+
+/// Checks a `.minisig` text over `bytes` against the trusted keys; a valid signature
+/// counts only when its (signed) trusted comment is exactly `comment`.
+pub(crate) fn verify(keys: &[TrustedKey], bytes: &[u8], sig_text: &str, comment: &str) -> Verdict {
     let sig = match minisign::SignatureBox::from_string(sig_text) {
         Ok(s) => s,
         Err(e) => return Verdict::Bad(format!("not a minisign signature ({e})")),
@@ -192,9 +204,18 @@ pub(crate) fn verify(keys: &[TrustedKey], bytes: &[u8], sig_text: &str) -> Verdi
     let Some(key) = keys.iter().find(|k| k.id == id) else {
         return Verdict::UnknownSigner(id);
     };
-    match minisign::verify(&key.key, &sig, Cursor::new(bytes), true, false, false) {
-        Ok(()) => Verdict::Signed(id),
-        Err(e) => Verdict::Bad(format!("signature by key {id} does not match ({e})")),
+    if let Err(e) = minisign::verify(&key.key, &sig, Cursor::new(bytes), true, false, false) {
+        return Verdict::Bad(format!("signature by key {id} does not match ({e})"));
+    }
+    // minisign::verify checked the global signature over the trusted comment.
+    match sig.trusted_comment() {
+        Ok(c) if c == comment => Verdict::Signed(id),
+        Ok(c) => Verdict::Bad(format!(
+            "signature by key {id} vouches for {c:?}, not {comment:?}"
+        )),
+        Err(e) => Verdict::Bad(format!(
+            "signature by key {id} has no trusted comment ({e})"
+        )),
     }
 }
 
@@ -217,22 +238,35 @@ mod tests {
 
         let key = SigningKey::read(&path).unwrap();
         assert_eq!(key.public.id, public.id);
-        let sig = key.sign(b"hello", "shims/index.json").unwrap();
+        let c = catalog_comment("team", 2, "2030-01-01T00:00:00Z");
+        let sig = key.sign(b"hello", &c).unwrap();
         assert_eq!(
-            verify(std::slice::from_ref(&public), b"hello", &sig),
+            verify(std::slice::from_ref(&public), b"hello", &sig, &c),
             Verdict::Signed(public.id.clone())
         );
         assert!(matches!(
-            verify(std::slice::from_ref(&public), b"hellO", &sig),
+            verify(std::slice::from_ref(&public), b"hellO", &sig, &c),
             Verdict::Bad(_)
         ));
         assert!(matches!(
-            verify(std::slice::from_ref(&public), b"hello", "garbage"),
+            verify(std::slice::from_ref(&public), b"hello", "garbage", &c),
             Verdict::Bad(_)
         ));
+        // A valid signature that vouches for another generation, registry or file.
+        for other in [
+            catalog_comment("team", 1, "2030-01-01T00:00:00Z"),
+            catalog_comment("other", 2, "2030-01-01T00:00:00Z"),
+            catalog_comment("team", 2, "2031-01-01T00:00:00Z"),
+            file_comment("shims/index.json"),
+        ] {
+            match verify(std::slice::from_ref(&public), b"hello", &sig, &other) {
+                Verdict::Bad(m) => assert!(m.contains("vouches for"), "{m}"),
+                v => panic!("{v:?}"),
+            }
+        }
         let other = keygen(&t.path().join("other")).unwrap();
         assert_eq!(
-            verify(&[other], b"hello", &sig),
+            verify(&[other], b"hello", &sig, &c),
             Verdict::UnknownSigner(public.id.clone())
         );
         assert!(TrustedKey::parse("RWnotakey").is_err());

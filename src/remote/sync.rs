@@ -14,7 +14,15 @@
 //! previous verified copy is used (and the failure reported). Offline (`ATIP_OFFLINE`,
 //! `--offline`) nothing is requested and the cache is used as it is.
 //!
-//! Writes only under `<cache dir>/remote/<registry name>/`.
+//! Registries move forward only: the generation of the last catalog accepted from each
+//! registry is kept in the state dir ([`Floor`], not the cache, which may be wiped), and
+//! a catalog of an older generation, of the same generation with other bytes, without a
+//! generation, or past its expiry is refused ([`Reg::admit`]); a shim is used only when
+//! its bytes are the ones the accepted catalog names (`digests`), so old shims cannot be
+//! served beside a current catalog either.
+//!
+//! Writes only under `<cache dir>/remote/<registry name>/` and
+//! `<state dir>/remote/<registry name>.json`.
 
 use super::build::MAX_SHIM_BYTES;
 use super::config::{RegistriesFile, RemoteRegistry};
@@ -36,7 +44,8 @@ pub const RECHECK: Duration = Duration::from_secs(24 * 60 * 60);
 pub const MAX_CATALOG_BYTES: u64 = 32 << 20;
 /// The largest signature file atip reads (bytes).
 pub const MAX_SIG_BYTES: u64 = 4096;
-/// Subdirectory of the cache dir holding one directory per registry.
+/// Subdirectory of the cache dir holding one directory per registry (and of the state
+/// dir holding each registry's [`Floor`]).
 pub const CACHE_SUBDIR: &str = "remote";
 
 /// How a run talks to remote registries.
@@ -81,6 +90,26 @@ pub fn env_flag(name: &str) -> bool {
 /// The cache dir's directory of one registry.
 pub(crate) fn registry_cache(cache: &Path, name: &str) -> PathBuf {
     cache.join(CACHE_SUBDIR).join(name)
+}
+
+/// Where the state dir keeps the [`Floor`] of one registry.
+pub fn floor_path(state: &Path, name: &str) -> PathBuf {
+    state.join(CACHE_SUBDIR).join(format!("{name}.json"))
+}
+
+/// The last catalog accepted from a registry: later catalogs must not be older, nor
+/// the same generation with other bytes, nor another registry's.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Floor {
+    /// The `registry` the catalog names.
+    registry: String,
+    /// Its generation.
+    generation: u64,
+    /// sha256 hex of its bytes.
+    sha256: String,
+    /// When it was accepted (RFC 3339).
+    accepted: String,
 }
 
 /// What the cache remembers of one fetched file.
@@ -168,6 +197,16 @@ pub struct RegistrySync {
     pub offline: bool,
     /// What became of the catalog.
     pub catalog: CatalogStatus,
+    /// The generation of the catalog in use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation: Option<u64>,
+    /// When the catalog in use expires (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires: Option<String>,
+    /// Why the catalog the server served was refused (older generation, same generation
+    /// with other bytes, no generation, expired); the accepted one stays in use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catalog_refused: Option<String>,
     /// Tools its catalog lists.
     pub listed: usize,
     /// Requests sent to it.
@@ -211,10 +250,15 @@ struct Reg {
     token: Option<String>,
     dir: PathBuf,
     state: State,
+    /// The last accepted catalog, and where it is kept.
+    floor: Option<Floor>,
+    floor_path: PathBuf,
     /// Tool names its catalog lists.
     names: HashSet<String>,
     /// Binary hashes (hex) its catalog lists.
     hashes: HashSet<String>,
+    /// sha256 hex of the shim file the catalog publishes, by binary hash (hex).
+    digests: HashMap<String, String>,
     ready: HashMap<String, Ready>,
     report: RegistrySync,
     /// Its entries must be kept: it failed (network, no catalog) this run.
@@ -249,8 +293,37 @@ fn read_cached(path: &Path, stamp: &Stamp) -> Option<Vec<u8>> {
     (sha_hex(&bytes) == stamp.sha256).then_some(bytes)
 }
 
-/// The names and hashes a catalog lists.
-fn parse_catalog(bytes: &[u8]) -> Result<(HashSet<String>, HashSet<String>), String> {
+/// What a catalog says.
+#[derive(Debug, Default)]
+struct Catalog {
+    names: HashSet<String>,
+    hashes: HashSet<String>,
+    digests: HashMap<String, String>,
+    registry: Option<String>,
+    generation: Option<u64>,
+    expires: Option<String>,
+}
+
+impl Catalog {
+    /// The trusted comment its signature must carry.
+    fn comment(&self) -> String {
+        super::sign::catalog_comment(
+            self.registry.as_deref().unwrap_or(""),
+            self.generation.unwrap_or(0),
+            self.expires.as_deref().unwrap_or(""),
+        )
+    }
+}
+
+/// Hex after `sha256:`, when it is 64 lowercase hex digits.
+fn sha256_hex_of(v: &Value) -> Option<&str> {
+    v.as_str()
+        .and_then(|s| s.strip_prefix("sha256:"))
+        .filter(|h| is_hex64(h))
+}
+
+/// What a catalog lists.
+fn parse_catalog(bytes: &[u8]) -> Result<Catalog, String> {
     let v: Value =
         serde_json::from_slice(bytes).map_err(|e| format!("the catalog is not JSON: {e}"))?;
     let tools = v
@@ -273,7 +346,24 @@ fn parse_catalog(bytes: &[u8]) -> Result<(HashSet<String>, HashSet<String>), Str
             }
         }
     }
-    Ok((names, hashes))
+    let digests = v
+        .get("digests")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, d)| {
+            let k = sha256_hex_of(&Value::from(k.as_str()))?.to_owned();
+            Some((k, sha256_hex_of(d)?.to_owned()))
+        })
+        .collect();
+    Ok(Catalog {
+        names,
+        hashes,
+        digests,
+        registry: v.get("registry").and_then(Value::as_str).map(str::to_owned),
+        generation: v.get("generation").and_then(Value::as_u64),
+        expires: v.get("expires").and_then(Value::as_str).map(str::to_owned),
+    })
 }
 
 /// The outcome of checking a signature file for some bytes.
@@ -282,8 +372,16 @@ enum Signed {
     Unsigned,
 }
 
+/// Why a catalog was not used.
+enum CatalogError {
+    /// Refused by the forward-only rules ([`Reg::admit`]).
+    Refused(String),
+    /// Anything else: network, not JSON, signature.
+    Failed(String),
+}
+
 impl Reg {
-    fn new(cfg: &RemoteRegistry, cache: &Path) -> Result<Reg, String> {
+    fn new(cfg: &RemoteRegistry, cache: &Path, state_dir: &Path) -> Result<Reg, String> {
         let keys = cfg.keys()?;
         let token = match &cfg.auth {
             Some(a) => Some(std::env::var(&a.token_env_var).map_err(|_| {
@@ -303,19 +401,37 @@ impl Reg {
                 url: cfg.url.clone(),
                 ..State::default()
             });
+        let floor_path = floor_path(state_dir, &cfg.name);
+        let floor = match std::fs::read(&floor_path) {
+            Ok(b) => Some(serde_json::from_slice::<Floor>(&b).map_err(|e| {
+                format!(
+                    "registry {:?}: {} (the generation last accepted from it) is unreadable: {e}; remove it to accept the registry's current generation",
+                    cfg.name,
+                    floor_path.display()
+                )
+            })?),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(format!("failed to read {}: {e}", floor_path.display())),
+        };
         Ok(Reg {
             keys,
             token,
             dir,
             state,
+            floor,
+            floor_path,
             names: HashSet::new(),
             hashes: HashSet::new(),
+            digests: HashMap::new(),
             ready: HashMap::new(),
             report: RegistrySync {
                 name: cfg.name.clone(),
                 url: cfg.url.clone(),
                 offline: false,
                 catalog: CatalogStatus::Failed,
+                generation: None,
+                expires: None,
+                catalog_refused: None,
                 listed: 0,
                 requests: 0,
                 not_modified: 0,
@@ -337,29 +453,31 @@ impl Reg {
         self.cfg.require_signatures || !self.keys.is_empty()
     }
 
-    /// Checks the signature at `rel + .minisig` over `bytes`, fetching it.
+    /// Checks the signature at `rel + .minisig` over `bytes`, fetching it; `comment` is
+    /// the trusted comment a valid signature must carry.
     fn signature(
         &self,
         http: &Http,
         rel: &str,
         bytes: &[u8],
+        comment: &str,
     ) -> Result<(Signed, Option<String>), String> {
         let url = self.cfg.url_of(&format!("{rel}{SIG_SUFFIX}"));
         let text = match http.get(&url, None, self.token.as_deref(), MAX_SIG_BYTES) {
             Ok(Response::Body { bytes, .. }) => String::from_utf8_lossy(&bytes).into_owned(),
             Ok(Response::NotModified { .. }) => return Err(format!("{url}: unexpected 304")),
             Err(FetchError::NotFound { .. }) => {
-                return self.judge(None, bytes).map(|s| (s, None));
+                return self.judge(None, bytes, comment).map(|s| (s, None));
             }
             Err(e) => return Err(e.to_string()),
         };
-        let s = self.judge(Some(&text), bytes)?;
+        let s = self.judge(Some(&text), bytes, comment)?;
         Ok((s, Some(text)))
     }
 
     /// Applies the signature rules to a signature text (or its absence).
-    fn judge(&self, sig: Option<&str>, bytes: &[u8]) -> Result<Signed, String> {
-        match sig.map(|t| verify(&self.keys, bytes, t)) {
+    fn judge(&self, sig: Option<&str>, bytes: &[u8], comment: &str) -> Result<Signed, String> {
+        match sig.map(|t| verify(&self.keys, bytes, t, comment)) {
             Some(Verdict::Signed(id)) => Ok(Signed::By(id)),
             Some(Verdict::Bad(m)) => Err(format!("bad signature: {m}")),
             Some(Verdict::UnknownSigner(id)) if self.cfg.require_signatures => Err(format!(
@@ -371,6 +489,96 @@ impl Reg {
             }
             None => Ok(Signed::Unsigned),
         }
+    }
+
+    /// The forward-only rules: a catalog is used only with a generation and an expiry,
+    /// before its expiry, naming the registry its predecessors named, and with a
+    /// generation above the last accepted one (or equal to it with the same bytes).
+    fn admit(&self, cat: &Catalog, sha256: &str, now: u64) -> Result<(), String> {
+        let (Some(generation), Some(expires), Some(registry)) = (
+            cat.generation,
+            cat.expires.as_deref(),
+            cat.registry.as_deref(),
+        ) else {
+            return Err(
+                "the catalog has no generation, expiry or registry name (an older atip built it): its publisher must rebuild it with `atip registry build`"
+                    .into(),
+            );
+        };
+        let Some(until) = crate::timestamp::parse_rfc3339_utc(expires) else {
+            return Err(format!(
+                "the catalog's expiry {expires:?} is not a time (YYYY-MM-DDTHH:MM:SSZ)"
+            ));
+        };
+        if until <= UNIX_EPOCH + Duration::from_secs(now) {
+            return Err(format!(
+                "the catalog (generation {generation}) expired at {expires}: its publisher must rebuild it"
+            ));
+        }
+        let Some(f) = &self.floor else { return Ok(()) };
+        if f.registry != registry {
+            return Err(format!(
+                "the catalog is registry {registry:?}'s, but the one accepted at {} was {:?}'s",
+                f.accepted, f.registry
+            ));
+        }
+        if generation < f.generation {
+            return Err(format!(
+                "generation {generation} is older than generation {} accepted at {}: a rollback, refused",
+                f.generation, f.accepted
+            ));
+        }
+        if generation == f.generation && sha256 != f.sha256 {
+            return Err(format!(
+                "generation {generation} differs from the generation {generation} accepted at {}: a catalog is never changed without a new generation",
+                f.accepted
+            ));
+        }
+        Ok(())
+    }
+
+    /// Records `cat` as the last accepted catalog (the state dir's [`Floor`]).
+    fn accept(&mut self, cat: &Catalog, sha256: &str, now: u64) -> Result<(), String> {
+        let floor = Floor {
+            registry: cat.registry.clone().unwrap_or_default(),
+            generation: cat.generation.unwrap_or(0),
+            sha256: sha256.to_owned(),
+            accepted: crate::registry::rfc3339(UNIX_EPOCH + Duration::from_secs(now)),
+        };
+        let unchanged = self
+            .floor
+            .as_ref()
+            .is_some_and(|f| f.generation == floor.generation && f.sha256 == floor.sha256);
+        if !unchanged {
+            let bytes = serde_json::to_vec_pretty(&floor).unwrap_or_default();
+            std::fs::create_dir_all(crate::atomic::parent_dir(&self.floor_path))
+                .and_then(|()| {
+                    crate::atomic::write_atomic(
+                        &self.floor_path,
+                        &bytes,
+                        crate::atomic::Options::SHARED,
+                    )
+                    .map_err(|e| e.source)
+                })
+                .map_err(|e| {
+                    format!(
+                        "failed to record the accepted generation in {}: {e}",
+                        self.floor_path.display()
+                    )
+                })?;
+            self.floor = Some(floor);
+        }
+        Ok(())
+    }
+
+    /// Takes in an accepted catalog's lists.
+    fn adopt(&mut self, cat: Catalog, status: CatalogStatus) {
+        self.report.generation = cat.generation;
+        self.report.expires = cat.expires;
+        self.names = cat.names;
+        self.hashes = cat.hashes;
+        self.digests = cat.digests;
+        self.report.catalog = status;
     }
 }
 
@@ -407,13 +615,19 @@ impl Remote {
 
     /// Reads `registries.json` and brings every enabled registry's catalog up to date
     /// (or takes it from the cache). An `Err` is a configuration error; a registry that
-    /// cannot be reached is reported, not an error.
-    pub fn open(config_dir: &Path, cache: &Path, opts: &RemoteOptions) -> Result<Remote, String> {
+    /// cannot be reached is reported, not an error. `state` holds each registry's last
+    /// accepted generation.
+    pub fn open(
+        config_dir: &Path,
+        cache: &Path,
+        state: &Path,
+        opts: &RemoteOptions,
+    ) -> Result<Remote, String> {
         let file = RegistriesFile::load(&super::config::path(config_dir))?;
         let mut me = Remote::none();
         me.opts = opts.clone();
         for cfg in file.active() {
-            me.regs.push(Reg::new(cfg, cache)?);
+            me.regs.push(Reg::new(cfg, cache, state)?);
         }
         if me.regs.is_empty() {
             return Ok(me);
@@ -432,7 +646,8 @@ impl Remote {
         Ok(me)
     }
 
-    /// Brings one registry's catalog up to date.
+    /// Brings one registry's catalog up to date: the server's, when it verifies and
+    /// moves forward ([`Reg::admit`]), else the cached accepted one.
     fn catalog(&mut self, i: usize) {
         let now = self.now;
         let refresh = self.opts.refresh;
@@ -440,34 +655,41 @@ impl Remote {
         let reg = &mut self.regs[i];
         reg.report.offline = http.is_none();
         let path = reg.dir.join("index.json");
-        // A cached catalog is used only while it passes today's signature rules.
+        // A cached catalog is used only while it passes today's rules: signature, and
+        // still the accepted generation, unexpired.
         let cached_sig =
             std::fs::read_to_string(reg.dir.join(format!("index.json{SIG_SUFFIX}"))).ok();
+        let mut cached_refusal = None;
         let cached = reg
             .state
             .catalog
             .as_ref()
             .and_then(|s| read_cached(&path, s).map(|b| (b, s.clone())))
-            .filter(|(b, _)| {
-                !reg.checks_signatures() || reg.judge(cached_sig.as_deref(), b).is_ok()
+            .and_then(|(b, s)| {
+                let cat = parse_catalog(&b).ok()?;
+                let sha = sha_hex(&b);
+                if reg.floor.as_ref().is_some_and(|f| f.sha256 != sha) {
+                    return None;
+                }
+                if let Err(m) = reg.admit(&cat, &sha, now) {
+                    cached_refusal = Some(format!("cached catalog: {m}"));
+                    return None;
+                }
+                if reg.checks_signatures()
+                    && reg
+                        .judge(cached_sig.as_deref(), &b, &cat.comment())
+                        .is_err()
+                {
+                    return None;
+                }
+                Some((b, s, cat))
             });
-        let use_cached =
-            |reg: &mut Reg, bytes: &[u8], status: CatalogStatus| match parse_catalog(bytes) {
-                Ok((n, h)) => {
-                    reg.names = n;
-                    reg.hashes = h;
-                    reg.report.catalog = status;
-                }
-                Err(m) => {
-                    reg.failed = Some(format!("cached catalog: {m}"));
-                    reg.report.catalog = CatalogStatus::Failed;
-                }
-            };
         let Some(http) = http else {
-            match &cached {
-                Some((b, _)) => use_cached(reg, b, CatalogStatus::Cached),
+            match cached {
+                Some((_, _, cat)) => reg.adopt(cat, CatalogStatus::Cached),
                 None => {
-                    let m = "offline, and no catalog of it in the cache".to_string();
+                    let m = cached_refusal
+                        .unwrap_or_else(|| "offline, and no catalog of it in the cache".into());
                     reg.report.error = Some(m.clone());
                     reg.failed = Some(m);
                 }
@@ -475,11 +697,13 @@ impl Remote {
             reg.report.listed = reg.names.len();
             return;
         };
-        if let Some((b, s)) = &cached
+        if let Some((_, s, _)) = &cached
             && !refresh
             && s.fresh(now)
         {
-            use_cached(reg, b, CatalogStatus::Fresh);
+            if let Some((_, _, cat)) = cached {
+                reg.adopt(cat, CatalogStatus::Fresh);
+            }
             reg.report.listed = reg.names.len();
             return;
         }
@@ -487,24 +711,26 @@ impl Remote {
         let before = http.requests.load(Ordering::Relaxed);
         let got = http.get(
             &url,
-            cached.as_ref().map(|(_, s)| s.validators()).as_ref(),
+            cached.as_ref().map(|(_, s, _)| s.validators()).as_ref(),
             reg.token.as_deref(),
             MAX_CATALOG_BYTES,
         );
-        let outcome: Result<(), String> = match got {
+        let mut cached = cached;
+        let outcome: Result<(), CatalogError> = match got {
             Ok(Response::NotModified { fresh_for }) => {
                 reg.report.not_modified += 1;
-                match &cached {
-                    Some((b, s)) => {
-                        let mut s = s.clone();
+                match cached.take() {
+                    Some((_, mut s, cat)) => {
                         s.checked = now;
                         s.max_age = fresh_for;
                         reg.state.catalog = Some(s);
                         reg.state_dirty = true;
-                        use_cached(reg, b, CatalogStatus::NotModified);
+                        reg.adopt(cat, CatalogStatus::NotModified);
                         Ok(())
                     }
-                    None => Err(format!("{url}: 304 to an unconditional request")),
+                    None => Err(CatalogError::Failed(format!(
+                        "{url}: 304 to an unconditional request"
+                    ))),
                 }
             }
             Ok(Response::Body {
@@ -513,21 +739,28 @@ impl Remote {
                 fresh_for,
             }) => {
                 reg.report.bytes += bytes.len() as u64;
+                let sha = sha_hex(&bytes);
                 let checked = parse_catalog(&bytes)
-                    .map_err(|m| format!("{url}: {m}"))
-                    .and_then(|parsed| {
+                    .map_err(|m| CatalogError::Failed(format!("{url}: {m}")))
+                    .and_then(|cat| {
+                        reg.admit(&cat, &sha, now)
+                            .map_err(|m| CatalogError::Refused(format!("{url}: {m}")))?;
                         let signed = if reg.checks_signatures() {
                             Some(
-                                reg.signature(http, INDEX_PATH, &bytes)
-                                    .map_err(|m| format!("{url}: {m}"))?,
+                                reg.signature(http, INDEX_PATH, &bytes, &cat.comment())
+                                    .map_err(|m| CatalogError::Failed(format!("{url}: {m}")))?,
                             )
                         } else {
                             None
                         };
-                        Ok((parsed, signed))
+                        Ok((cat, signed))
+                    })
+                    .and_then(|(cat, signed)| {
+                        reg.accept(&cat, &sha, now).map_err(CatalogError::Failed)?;
+                        Ok((cat, signed))
                     });
                 match checked {
-                    Ok(((n, h), signed)) => {
+                    Ok((cat, signed)) => {
                         let sig_text = signed.as_ref().and_then(|(_, t)| t.clone());
                         let signer = match signed {
                             Some((Signed::By(id), _)) => Some(id),
@@ -553,38 +786,56 @@ impl Remote {
                             etag: validators.etag,
                             last_modified: validators.last_modified,
                             checked: now,
-                            sha256: sha_hex(&bytes),
+                            sha256: sha,
                             signer,
                             max_age: fresh_for,
                         });
                         reg.state_dirty = true;
-                        reg.names = n;
-                        reg.hashes = h;
-                        reg.report.catalog = CatalogStatus::Fetched;
+                        reg.adopt(cat, CatalogStatus::Fetched);
                         Ok(())
                     }
-                    Err(m) => Err(m),
+                    Err(e) => Err(e),
                 }
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(CatalogError::Failed(e.to_string())),
         };
         reg.report.requests += http.requests.load(Ordering::Relaxed) - before;
-        if let Err(m) = outcome {
-            match &cached {
-                Some((b, s)) => {
-                    use_cached(reg, b, CatalogStatus::Cached);
-                    reg.report.error = Some(format!(
-                        "{m}; using the cached catalog checked at {}",
+        if let Err(e) = outcome {
+            let m = match e {
+                CatalogError::Refused(m) => {
+                    reg.report.catalog_refused = Some(m.clone());
+                    m
+                }
+                CatalogError::Failed(m) => m,
+            };
+            match cached {
+                Some((_, s, cat)) => {
+                    reg.adopt(cat, CatalogStatus::Cached);
+                    let kept = format!(
+                        "using the cached catalog checked at {}",
                         crate::registry::rfc3339(UNIX_EPOCH + Duration::from_secs(s.checked))
-                    ));
+                    );
+                    if reg.report.catalog_refused.is_some() {
+                        reg.report.catalog_refused = Some(format!("{m}; {kept}"));
+                    } else {
+                        reg.report.error = Some(format!("{m}; {kept}"));
+                    }
                 }
                 None => {
                     reg.report.catalog = CatalogStatus::Failed;
-                    reg.report.error = Some(m.clone());
+                    let m = match cached_refusal {
+                        Some(c) => format!("{m}; {c}"),
+                        None => m.clone(),
+                    };
+                    if reg.report.catalog_refused.is_some() {
+                        reg.report.catalog_refused = Some(m.clone());
+                    } else {
+                        reg.report.error = Some(m.clone());
+                    }
                 }
             }
             // Either way its entries are kept: this run could not see the registry.
-            reg.failed = Some(m);
+            reg.failed = Some(reg.report.catalog_refused.clone().unwrap_or(m));
         }
         reg.report.listed = reg.names.len();
     }
@@ -711,8 +962,24 @@ impl Remote {
         }
     }
 
+    /// Whether a shim (sha256 hex `doc`) for `hex` is the one the registry's accepted
+    /// catalog names: a shim of another generation is refused like a forged one.
+    fn check_digest(reg: &Reg, doc: &str, hex: &str) -> Result<(), String> {
+        let generation = reg.report.generation.unwrap_or(0);
+        match reg.digests.get(hex) {
+            None => Err(format!(
+                "the catalog (generation {generation}) gives no digest for it"
+            )),
+            Some(want) if want != doc => Err(format!(
+                "not the shim the catalog (generation {generation}) publishes for it: its sha256 is {doc}, the catalog's {want} (an older or altered copy)"
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+
     /// Verifies a shim's bytes for `hex`: valid shim, `binary.hash` = the name.
     fn check_shim(bytes: &[u8], hex: &str) -> Result<Ready, String> {
+        let doc = sha_hex(bytes);
         let name = format!("{hex}.json");
         let checked = check_bytes(bytes, Some(Kind::Shim), Some(&name));
         let Some(v) = checked.value.as_ref() else {
@@ -736,7 +1003,7 @@ impl Remote {
         }
         Ok(Ready {
             path: PathBuf::new(),
-            doc: sha_hex(bytes),
+            doc,
             signer: None,
             trust: v
                 .pointer("/trust/source")
@@ -757,13 +1024,15 @@ impl Remote {
         let path = reg.dir.join("sha256").join(format!("{hex}.json"));
         let bytes = read_cached(&path, stamp)?;
         let mut ready = Self::check_shim(&bytes, hex).ok()?;
+        Self::check_digest(reg, &ready.doc, hex).ok()?;
         let sig = std::fs::read_to_string(
             reg.dir
                 .join("sha256")
                 .join(format!("{hex}.json{SIG_SUFFIX}")),
         )
         .ok();
-        ready.signer = match reg.judge(sig.as_deref(), &bytes).ok()? {
+        let comment = super::sign::file_comment(&format!("{SHIMS_PATH}/{hex}.json"));
+        ready.signer = match reg.judge(sig.as_deref(), &bytes, &comment).ok()? {
             Signed::By(id) => Some(id),
             Signed::Unsigned => None,
         };
@@ -824,12 +1093,14 @@ impl Remote {
             }) => {
                 out.bytes += bytes.len() as u64;
                 let verdict = Self::check_shim(&bytes, hex).and_then(|ready| {
-                    if reg.checks_signatures() {
-                        let (signed, text) = reg.signature(http, &rel, &bytes)?;
-                        Ok((ready, signed, text))
+                    let (signed, text) = if reg.checks_signatures() {
+                        let comment = super::sign::file_comment(&rel);
+                        reg.signature(http, &rel, &bytes, &comment)?
                     } else {
-                        Ok((ready, Signed::Unsigned, None))
-                    }
+                        (Signed::Unsigned, None)
+                    };
+                    Self::check_digest(reg, &ready.doc, hex)?;
+                    Ok((ready, signed, text))
                 });
                 match verdict {
                     Ok((mut ready, signed, text)) => {
@@ -900,13 +1171,20 @@ mod tests {
     #[test]
     fn catalog_parsing_keeps_only_sha256_hashes() {
         let h = "a".repeat(64);
-        let (names, hashes) = parse_catalog(
-            format!(r#"{{"version": "1", "tools": {{"gh": {{"2.0": {{"linux-amd64": "sha256:{h}", "x": "md5:00"}}}}}}}}"#)
+        let d = "b".repeat(64);
+        let cat = parse_catalog(
+            format!(r#"{{"version": "1", "generation": 3, "tools": {{"gh": {{"2.0": {{"linux-amd64": "sha256:{h}", "x": "md5:00"}}}}}},
+              "digests": {{"sha256:{h}": "sha256:{d}", "md5:00": "sha256:{d}"}}}}"#)
                 .as_bytes(),
         )
         .unwrap();
-        assert!(names.contains("gh"));
-        assert_eq!(hashes.into_iter().collect::<Vec<_>>(), [h]);
+        assert!(cat.names.contains("gh"));
+        assert_eq!(
+            cat.hashes.into_iter().collect::<Vec<_>>(),
+            std::slice::from_ref(&h)
+        );
+        assert_eq!(cat.digests.into_iter().collect::<Vec<_>>(), [(h, d)]);
+        assert_eq!(cat.generation, Some(3));
         assert!(parse_catalog(b"[]").is_err());
         assert!(parse_catalog(b"{").is_err());
     }
