@@ -21,6 +21,7 @@
 pub mod cache;
 pub mod client;
 pub mod config;
+mod confirm;
 pub mod http;
 pub mod import;
 pub mod proxy;
@@ -49,8 +50,6 @@ use std::sync::{Arc, Mutex};
 pub const PAGE_SIZE: usize = 200;
 /// Key of the confirmation request in an `input_required` result.
 const CONFIRM_KEY: &str = "confirm";
-/// Prefix of the request state that binds a confirmation to one exact call.
-const STATE_PREFIX: &str = "atip-confirm-v1:";
 /// How long a human has to answer an `elicitation/create` request.
 const ELICIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
@@ -76,6 +75,8 @@ pub struct Server {
     slots: Arc<tokio::sync::Semaphore>,
     jobs: usize,
     budget: Arc<Mutex<Budget>>,
+    /// Confirmation tokens (`requestState`): keyed, bound, single-use.
+    tokens: Arc<confirm::Tokens>,
 }
 
 /// What a server lists and may call: the part of [`Server`] that differs between a
@@ -209,7 +210,7 @@ impl Server {
             listed,
             finder,
         };
-        Ok(Server::serving(Arc::new(engine), listing, proxy, jobs))
+        Server::serving(Arc::new(engine), listing, proxy, jobs)
     }
 
     /// Search mode over a lazy engine (`total` tools served): the search and call tools
@@ -247,7 +248,7 @@ impl Server {
             listed,
             finder: Some(Arc::new(finder)),
         };
-        Ok(Server::serving(engine, listing, proxy, jobs))
+        Server::serving(engine, listing, proxy, jobs)
     }
 
     /// A server of `listing`, no call running yet, at most `jobs` at once.
@@ -256,8 +257,9 @@ impl Server {
         listing: Listing,
         proxy: Option<Arc<proxy::Proxy>>,
         jobs: usize,
-    ) -> Server {
-        Server {
+    ) -> Result<Server, AtipError> {
+        let tokens = confirm::Tokens::new().map_err(|e| AtipError::new(ErrorCode::Internal, e))?;
+        Ok(Server {
             engine,
             total: listing.total,
             lazy: listing.lazy,
@@ -271,7 +273,8 @@ impl Server {
             slots: Arc::new(tokio::sync::Semaphore::new(jobs.max(1))),
             jobs: jobs.max(1),
             budget: Arc::new(Mutex::new(Budget::default())),
-        }
+            tokens: Arc::new(tokens),
+        })
     }
 
     /// Whether a call may name `name`: a served tool (in a lazy server, any command of
@@ -391,15 +394,17 @@ impl Server {
         }
     }
 
-    fn state_token(name: &str, args: &serde_json::Map<String, Value>) -> String {
-        let args = serde_json::to_vec(args).unwrap_or_default();
-        let hex = crate::digest::sha256_hex_parts(&[name.as_bytes(), b"\0", &args]);
-        format!("{STATE_PREFIX}{hex}")
-    }
-
     /// The confirmation question: `what` is run (`shown` is the exact command or
-    /// arguments), and `why` it needs asking.
+    /// arguments), and `why` it needs asking. Arguments come from the model, so every
+    /// part is shown with its control characters escaped (a CR and `ESC [2K` in an
+    /// argument must not redraw the question as another command).
     fn confirm_params(what: &str, shown: &str, why: &str) -> ElicitRequestParams {
+        use crate::output::text::escape_controls;
+        let (what, shown, why) = (
+            escape_controls(what),
+            escape_controls(shown),
+            escape_controls(why),
+        );
         let schema: ElicitationSchema = serde_json::from_value(json!({
             "type": "object",
             "properties": {"confirm": {
@@ -420,19 +425,28 @@ impl Server {
     /// Asks the client's user to confirm one call: the answer carried by a 2026-07-28
     /// retry, else an `input_required` result (2026-07-28 sessions), else an
     /// `elicitation/create` request; nobody to ask when the client cannot elicit.
+    ///
+    /// A retry's answer counts only with a `requestState` this server minted for this
+    /// session and this exact call, not redeemed before and not expired
+    /// ([`confirm::Tokens`]); `inputResponses` without one are a refusal, whatever
+    /// they say.
     async fn ask(
+        &self,
         request: &CallToolRequestParams,
-        token: &str,
+        call: &confirm::Call,
         params: ElicitRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> Asked {
+        let scope = session_scope(context);
         if let Some(responses) = &request.input_responses {
-            return Asked::Answer(
-                match (responses.get(CONFIRM_KEY), request.request_state.as_deref()) {
-                    (Some(r), Some(state)) if state == token => Self::accepted(r),
-                    _ => Confirmation::No,
-                },
-            );
+            let issued = request
+                .request_state
+                .as_deref()
+                .is_some_and(|state| self.tokens.redeem(state, &scope, call));
+            return Asked::Answer(match responses.get(CONFIRM_KEY) {
+                Some(r) if issued => Self::accepted(r),
+                _ => Confirmation::No,
+            });
         }
         if !supports_form_elicitation(context) {
             return Asked::Answer(Confirmation::Unavailable);
@@ -446,8 +460,11 @@ impl Server {
                 CONFIRM_KEY.into(),
                 InputRequest::Elicitation(Request::new(params)),
             );
+            let Some(token) = self.tokens.mint(&scope, call) else {
+                return Asked::Answer(Confirmation::Unavailable);
+            };
             return Asked::Respond(Box::new(
-                InputRequiredResult::new(Some(reqs), Some(token.into())).into(),
+                InputRequiredResult::new(Some(reqs), Some(token)).into(),
             ));
         }
         let ask = context
@@ -583,6 +600,26 @@ fn via_mcp(ctx: &RequestContext<RoleServer>) -> Via {
         client: ctx
             .client_info()
             .map(|i| format!("{}/{}", i.name, i.version)),
+    }
+}
+
+/// The session a confirmation token is bound to: over HTTP, the `Mcp-Session-Id` of a
+/// session opened with `initialize`, or the stateless 2026-07-28 requests (which have
+/// no session; the token's key, call binding, single use and expiry still hold); on
+/// stdio the one session of the process (the key is per process).
+fn session_scope(ctx: &RequestContext<RoleServer>) -> String {
+    let Some(parts) = ctx.extensions.get::<::http::request::Parts>() else {
+        return "stdio".into();
+    };
+    let session = parts
+        .headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok());
+    match session {
+        Some(id) if ctx.protocol_version().is_none_or(|v| v.has_initialize()) => {
+            format!("http-session:{id}")
+        }
+        _ => "http".into(),
     }
 }
 
@@ -736,7 +773,7 @@ impl Server {
             ));
         }
         let args = request.arguments.clone().unwrap_or_default();
-        let token = Self::state_token(&name, &args);
+        let call = confirm::Call::new(&name, &args);
         let p = match self.engine.prepare(&name, args) {
             Ok(p) => p,
             Err(e) => {
@@ -751,10 +788,10 @@ impl Server {
             Action::Confirm => {
                 let params = Self::confirm_params(
                     &p.command_path(),
-                    &p.shown_argv().join(" "),
+                    &crate::output::text::shown_argv(&p.shown_argv()),
                     &p.decision.explain(Action::Confirm),
                 );
-                match Self::ask(&request, &token, params, &context).await {
+                match self.ask(&request, &call, params, &context).await {
                     Asked::Respond(r) => return Ok(*r),
                     Asked::Answer(Confirmation::Yes) => true,
                     Asked::Answer(a) => return Ok(self.refused(&p, Some(a), &context).into()),
@@ -776,7 +813,7 @@ impl Server {
         let args = request.arguments.clone().unwrap_or_default();
         let refused =
             |e: AtipError| CallToolResult::structured_error(exec::error_envelope(Some(&name), &e));
-        let token = Self::state_token(&name, &args);
+        let call = confirm::Call::new(&name, &args);
         let caller = remote::Caller {
             via: "mcp-proxy",
             client: context
@@ -797,7 +834,7 @@ impl Server {
                     &format!("{} {}", checked.path(), Value::Object(checked.args.clone())),
                     &checked.decision.explain(Action::Confirm),
                 );
-                match Self::ask(&request, &token, params, context).await {
+                match self.ask(&request, &call, params, context).await {
                     Asked::Respond(r) => return *r,
                     Asked::Answer(Confirmation::Yes) => true,
                     Asked::Answer(a) => {

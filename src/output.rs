@@ -6,6 +6,7 @@
 
 mod error;
 mod printer;
+pub mod text;
 
 pub use error::{Applicability, AtipError, Category, ErrorCode, SuggestedAction, Suggestion, exit};
 pub use printer::{

@@ -19,6 +19,7 @@ mod infer_scan;
 mod lint;
 mod mcp;
 mod mcp_client;
+mod mcp_http;
 mod mcp_scale;
 mod process;
 mod registry;

@@ -167,8 +167,9 @@ impl Drop for Killed {
     }
 }
 
-/// Starts `atip mcp serve --http 127.0.0.1:0` and returns it with its URL (from the banner).
-fn serve_http(sb: &Sandbox, token: Option<&str>) -> (Killed, String) {
+/// Starts `atip mcp serve --http 127.0.0.1:0` and returns it with its URL (from the
+/// banner) and the bearer token: `token`, else the one it generated and printed.
+fn serve_http(sb: &Sandbox, token: Option<&str>) -> (Killed, String, String) {
     use std::io::BufRead;
     let mut cmd = sb.atip();
     cmd.args(["mcp", "serve", "--http", "127.0.0.1:0"]);
@@ -190,8 +191,17 @@ fn serve_http(sb: &Sandbox, token: Option<&str>) -> (Killed, String) {
             break line[i..].split(' ').next().unwrap().to_string();
         }
     };
+    let token = match token {
+        Some(t) => t.to_string(),
+        None => loop {
+            let line = lines.next().expect("server exited").unwrap();
+            if let Some((_, t)) = line.split_once("bearer token is ") {
+                break t.trim().to_string();
+            }
+        },
+    };
     std::thread::spawn(move || for _ in lines {});
-    (Killed(child), url)
+    (Killed(child), url, token)
 }
 
 fn client(sb: &Sandbox) -> Command {
@@ -203,14 +213,23 @@ fn client(sb: &Sandbox) -> Command {
 #[test]
 fn streamable_http_serving_with_and_without_a_token() {
     let sb = sandbox_with_t();
-    let (_server, url) = serve_http(&sb, None);
+    // No token set: the server draws one (loopback needs a credential too).
+    let (_server, url, token) = serve_http(&sb, None);
     assert!(url.ends_with("/mcp"), "{url}");
+    let auth = format!("Authorization: Bearer {token}");
+    let o = client(&sb)
+        .args(["mcp", "ping", "--url", &url, "--timeout", "10s"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(69), "{}", show(&o));
     let o = client(&sb)
         .args([
             "mcp",
             "tools",
             "--url",
             &url,
+            "--header",
+            &auth,
             "--output",
             "json",
             "--no-cache",
@@ -233,6 +252,8 @@ fn streamable_http_serving_with_and_without_a_token() {
             "t_echo",
             "--url",
             &url,
+            "--header",
+            &auth,
             "--args",
             r#"{"words":["hi"]}"#,
             "--output",
@@ -245,7 +266,7 @@ fn streamable_http_serving_with_and_without_a_token() {
     assert_eq!(v["structuredContent"]["data"]["stdout"], "hi\0");
 
     // With a token: no header → refused (69), the right bearer → served.
-    let (_server, url) = serve_http(&sb, Some("s3cret-token-value"));
+    let (_server, url, _) = serve_http(&sb, Some("s3cret-token-value"));
     let o = client(&sb)
         .args(["mcp", "ping", "--url", &url, "--timeout", "10s"])
         .output()

@@ -114,11 +114,14 @@ pub(crate) fn prompt(p: &Prepared) -> Confirmation {
     else {
         return Confirmation::Unavailable;
     };
+    // Arguments come from the model: control characters escaped, so none can redraw
+    // the question as another command.
+    use atip::output::text::{escape_controls, shown_argv};
     let question = format!(
         "atip: run `{}`?\n  {}\n  argv: {}\nConfirm [y/N]: ",
-        p.command_path(),
-        p.decision.explain(Action::Confirm),
-        p.shown_argv().join(" ")
+        escape_controls(&p.command_path()),
+        escape_controls(&p.decision.explain(Action::Confirm)),
+        shown_argv(&p.shown_argv())
     );
     if tty.write_all(question.as_bytes()).is_err() {
         return Confirmation::Unavailable;

@@ -74,9 +74,23 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
     /// Environment variable holding the bearer token HTTP clients must send (required
-    /// for a non-loopback address).
+    /// for a non-loopback address; on loopback, unset means a random token printed once
+    /// on stderr).
     #[arg(long, value_name = "VAR", default_value = "ATIP_MCP_TOKEN")]
     pub token_env: String,
+    /// HTTP: most MCP sessions open at once; past it the least recently used is closed.
+    #[arg(long, value_name = "N", requires = "http", default_value_t = atip::mcp::http::DEFAULT_MAX_SESSIONS as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_sessions: u32,
+    /// HTTP: most connections open at once; further ones wait.
+    #[arg(long, value_name = "N", requires = "http", default_value_t = atip::mcp::http::DEFAULT_MAX_CONNECTIONS as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+    /// HTTP: time a client has to send a request's headers (and the longest idle time
+    /// between requests on a connection), e.g. `10s`.
+    #[arg(long, value_name = "DURATION", requires = "http", default_value = "10s",
+          value_parser = atip::units::parse_duration)]
+    pub header_timeout: std::time::Duration,
     /// Serve only the registered commands, not the configured MCP servers' tools.
     #[arg(long, conflicts_with = "mcp_server")]
     pub no_mcp: bool,
@@ -270,6 +284,11 @@ fn serve(args: ServeArgs, ctx: &Ctx) -> Result<u8, AtipError> {
                 &addr,
                 token,
                 &args.token_env,
+                atip::mcp::http::Limits {
+                    max_sessions: args.max_sessions as usize,
+                    max_connections: args.max_connections as usize,
+                    header_timeout: args.header_timeout,
+                },
                 proxy,
             )?
         }
@@ -718,9 +737,12 @@ pub fn prompt(path: &str, d: &Decision) -> Confirmation {
     else {
         return Confirmation::Unavailable;
     };
+    // The tool name comes from the server's configuration and listing: escaped.
+    use atip::output::text::escape_controls;
     let q = format!(
-        "atip: call MCP tool `{path}`?\n  {}\nConfirm [y/N]: ",
-        d.explain(Action::Confirm)
+        "atip: call MCP tool `{}`?\n  {}\nConfirm [y/N]: ",
+        escape_controls(path),
+        escape_controls(&d.explain(Action::Confirm))
     );
     if tty.write_all(q.as_bytes()).is_err() {
         return Confirmation::Unavailable;
