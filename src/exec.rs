@@ -311,6 +311,14 @@ impl Prepared {
         self.tool.effects.is_read_only()
     }
 
+    /// Whether an argument names a file or directory (checked against the roots).
+    pub fn has_path_args(&self) -> bool {
+        self.tool.params.iter().any(|p| {
+            matches!(p.kind, ParamType::File | ParamType::Directory)
+                && self.args.get(&p.property).is_some_and(|v| !v.is_null())
+        })
+    }
+
     /// Whether running it twice is harmless (read-only or declared idempotent).
     pub fn parallel_safe(&self) -> bool {
         self.read_only() || self.tool.effects.idempotent == Some(true)
@@ -960,44 +968,63 @@ impl Engine {
     /// the recorded fingerprint (one `stat`, no reading), and only on a difference its
     /// sha256 against the recorded hash. Returns why not, when it is not.
     pub fn check_integrity(&self, info: &ToolInfo) -> Result<(), Integrity> {
-        let md = std::fs::metadata(&info.program).map_err(|e| {
-            let why = format!("{} cannot be checked: {e}", info.program.display());
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Integrity::Missing(why)
-            } else {
-                Integrity::Changed(why)
-            }
-        })?;
+        self.open_verified(info).map(drop)
+    }
+
+    /// Opens the executable and checks that the open file is the one the scan hashed
+    /// (as [`Engine::check_integrity`] says), reading the bytes it hashes through the
+    /// same descriptor. The run then executes this open file, not the path again
+    /// (`process::Opened`): a file swapped in at the path after this check never runs.
+    pub fn open_verified(&self, info: &ToolInfo) -> Result<process::Opened, Integrity> {
+        let shown = info.program.display();
+        let opened = std::fs::File::open(&info.program)
+            .and_then(process::Opened::new)
+            .map_err(|e| {
+                let why = format!("{shown} cannot be checked: {e}");
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    Integrity::Missing(why)
+                } else {
+                    Integrity::Changed(why)
+                }
+            })?;
+        let md = opened
+            .file()
+            .metadata()
+            .map_err(|e| Integrity::Changed(format!("{shown} cannot be checked: {e}")))?;
+        if !md.is_file() {
+            return Err(Integrity::Changed(format!("{shown} is not a regular file")));
+        }
         let now = FileStamp::of(&md);
         if info.fingerprint == Some(now) {
-            return Ok(());
+            return Ok(opened);
         }
         let Some(pinned) = &info.hash else {
             // Pinned by its stat alone: nothing else to compare it with.
             return Err(Integrity::Changed(format!(
-                "{} changed since the scan: its size, times or inode differ from what the scan recorded",
-                info.program.display()
+                "{shown} changed since the scan: its size, times or inode differ from what the scan recorded"
             )));
         };
         let mut known = self.rehashed.lock().unwrap_or_else(|p| p.into_inner());
         if known.get(&info.program) == Some(&now) {
-            return Ok(());
+            return Ok(opened);
         }
-        let hash = crate::digest::sha256_file(&info.program).map_err(|e| {
-            Integrity::Changed(format!("{} cannot be read: {e}", info.program.display()))
-        })?;
+        let hash = crate::digest::sha256_raw_reader(&mut opened.file())
+            .map(|raw| format!("sha256:{}", hex::encode(raw)))
+            .map_err(|e| Integrity::Changed(format!("{shown} cannot be read: {e}")))?;
         if hash != *pinned {
             return Err(Integrity::Changed(format!(
-                "{} changed since the scan: its sha256 is {hash}, the registry recorded {pinned}",
-                info.program.display(),
+                "{shown} changed since the scan: its sha256 is {hash}, the registry recorded {pinned}",
+            )));
+        }
+        if !opened.unchanged() {
+            return Err(Integrity::Changed(format!(
+                "{shown} changed while it was being checked"
             )));
         }
         // Same contents, new stamp (touched, or a registry without fingerprints).
         // Re-checked if it changes again.
-        if std::fs::metadata(&info.program).is_ok_and(|m| FileStamp::of(&m) == now) {
-            known.insert(info.program.clone(), now);
-        }
-        Ok(())
+        known.insert(info.program.clone(), now);
+        Ok(opened)
     }
 
     fn check_paths(&self, tool: &FlatTool, a: &Map<String, Value>) -> Result<(), AtipError> {
@@ -1155,9 +1182,19 @@ impl Engine {
                 self.record(p, via, call_id, decision, outcome, exit_code, ms, error);
             }
         };
-        self.recheck_integrity(p, via, call_id, decision)?;
-        let spawn = self.spawn_for(p, cancel);
+        // Paths are checked again now, not only when the batch was checked: an earlier
+        // call may have planted a symlink since.
+        if let Err(e) = self.check_paths(&p.tool, &p.args) {
+            record("refused", None, 0, Some(e.code.as_str()));
+            return Err(e);
+        }
+        let opened = self.recheck_integrity(p, via, call_id, decision)?;
+        let mut spawn = self.spawn_for(p, cancel);
+        spawn.opened = Some(opened);
         let outcome = process::run(&spawn).map_err(|e| {
+            if let process::ProcessError::Changed { .. } = e {
+                return self.refuse_changed(p, e.to_string(), via, call_id);
+            }
             record("failed", None, 0, Some("tool_unavailable"));
             AtipError::new(
                 ErrorCode::ToolUnavailable,
@@ -1228,16 +1265,17 @@ impl Engine {
     }
 
     /// The integrity check again, right before the run: the file may have changed since
-    /// `prepare`. A missing executable fails the call; a changed one is refused.
+    /// `prepare`. A missing executable fails the call; a changed one is refused. Returns
+    /// the opened, checked file the run executes.
     fn recheck_integrity(
         &self,
         p: &Prepared,
         via: &Via,
         call_id: Option<&str>,
         decision: &str,
-    ) -> Result<(), AtipError> {
-        let why = match self.check_integrity(&p.info) {
-            Ok(()) => return Ok(()),
+    ) -> Result<process::Opened, AtipError> {
+        let why = match self.open_verified(&p.info) {
+            Ok(opened) => return Ok(opened),
             Err(Integrity::Missing(why)) => {
                 if !p.read_only() {
                     let code = Some("tool_unavailable");
@@ -1248,6 +1286,17 @@ impl Engine {
             }
             Err(Integrity::Changed(why)) => why,
         };
+        Err(self.refuse_changed(p, why, via, call_id))
+    }
+
+    /// The refusal (rule `integrity.changed`, audited) of a call whose executable changed.
+    fn refuse_changed(
+        &self,
+        p: &Prepared,
+        why: String,
+        via: &Via,
+        call_id: Option<&str>,
+    ) -> AtipError {
         let mut refused = p.clone();
         refused.decision.rules.push(policy::RuleHit {
             rule: INTEGRITY_RULE.into(),
@@ -1255,7 +1304,7 @@ impl Engine {
             reason: why,
         });
         refused.decision.action = Action::Deny;
-        Err(self.refuse(&refused, None, via, call_id))
+        self.refuse(&refused, None, via, call_id)
     }
 
     /// The child process to start: program, argv, caps, working directory, and the
@@ -1475,40 +1524,41 @@ pub fn run_batch_with(
             }
         }
         let group = &runnable[k..end];
-        let results: Vec<(usize, CallOutcome)> = if group.len() == 1 || jobs == 1 {
-            group
-                .iter()
-                .map(|(i, job)| {
-                    let out = match job {
-                        Job::Local(p, c) => settle(engine, p, *c, list[*i].id.as_deref(), opts),
-                        Job::Foreign => match foreign.as_deref_mut() {
-                            Some(f) => f.run(*i, &list[*i]),
-                            None => unreachable!("a foreign job needs its runner"),
-                        },
-                    };
-                    (*i, out)
-                })
-                .collect()
-        } else {
-            let next = std::sync::atomic::AtomicUsize::new(0);
-            let out = Mutex::new(Vec::new());
-            std::thread::scope(|s| {
-                for _ in 0..jobs.min(group.len()) {
-                    s.spawn(|| {
-                        loop {
-                            let j = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                            let Some((i, job)) = group.get(j) else { break };
-                            let Job::Local(p, c) = job else {
-                                unreachable!("foreign jobs run alone")
-                            };
-                            let r = settle(engine, p, *c, list[*i].id.as_deref(), opts);
-                            out.lock().unwrap_or_else(|e| e.into_inner()).push((*i, r));
-                        }
-                    });
-                }
-            });
-            out.into_inner().unwrap_or_else(|e| e.into_inner())
-        };
+        let results: Vec<(usize, CallOutcome)> =
+            if group.len() == 1 || jobs == 1 || !overlap_safe(group) {
+                group
+                    .iter()
+                    .map(|(i, job)| {
+                        let out = match job {
+                            Job::Local(p, c) => settle(engine, p, *c, list[*i].id.as_deref(), opts),
+                            Job::Foreign => match foreign.as_deref_mut() {
+                                Some(f) => f.run(*i, &list[*i]),
+                                None => unreachable!("a foreign job needs its runner"),
+                            },
+                        };
+                        (*i, out)
+                    })
+                    .collect()
+            } else {
+                let next = std::sync::atomic::AtomicUsize::new(0);
+                let out = Mutex::new(Vec::new());
+                std::thread::scope(|s| {
+                    for _ in 0..jobs.min(group.len()) {
+                        s.spawn(|| {
+                            loop {
+                                let j = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                                let Some((i, job)) = group.get(j) else { break };
+                                let Job::Local(p, c) = job else {
+                                    unreachable!("foreign jobs run alone")
+                                };
+                                let r = settle(engine, p, *c, list[*i].id.as_deref(), opts);
+                                out.lock().unwrap_or_else(|e| e.into_inner()).push((*i, r));
+                            }
+                        });
+                    }
+                });
+                out.into_inner().unwrap_or_else(|e| e.into_inner())
+            };
         for (i, r) in results {
             slots[i] = Some(r);
         }
@@ -1518,6 +1568,19 @@ pub fn run_batch_with(
         .into_iter()
         .map(|s| s.expect("every call settled"))
         .collect()
+}
+
+/// Whether the calls of a group may run at once: each call's paths are checked right
+/// before it starts, which holds only if no call running beside it can change what those
+/// paths resolve to. So: all read-only, or none with a path argument.
+fn overlap_safe(group: &[(usize, Job)]) -> bool {
+    let local = || {
+        group.iter().filter_map(|(_, j)| match j {
+            Job::Local(p, _) => Some(p),
+            Job::Foreign => None,
+        })
+    };
+    local().all(|p| p.read_only()) || !local().any(|p| p.has_path_args())
 }
 
 fn settle(

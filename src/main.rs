@@ -228,13 +228,16 @@ fn main() -> ExitCode {
             Ok(2)
         }
     };
-    match result {
-        Ok(code) => ExitCode::from(code),
+    let code = match result {
+        Ok(code) => code,
         Err(e) => {
             ctx.out.error(&e);
-            ExitCode::from(e.exit_code())
+            e.exit_code()
         }
-    }
+    };
+    // Ended by SIGINT, SIGTERM or SIGHUP: nothing atip started outlives it, and the
+    // status says which signal (128 + its number).
+    ExitCode::from(cli::signals::finish().unwrap_or(code))
 }
 
 /// A command line clap rejected: `--help`/`--version` print as usual; anything else is a

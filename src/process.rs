@@ -66,6 +66,46 @@ pub struct Spawn {
     pub cancel: Option<Arc<AtomicBool>>,
     /// Grace between SIGTERM and SIGKILL.
     pub kill_grace: Duration,
+    /// The executable, already opened and checked by the caller: the child runs this
+    /// very file, not `program` looked up again (`program` is then only its `argv[0]`).
+    pub opened: Option<Opened>,
+}
+
+/// An executable file atip opened (and the caller checked, e.g. hashed): the child
+/// executes this open file through `/proc/self/fd/N`, so a file swapped in at the path
+/// after the check is never what runs. In the child, just before `exec`, the file's
+/// `stat` (device, inode, size, times) must still be what it was when opened, so bytes
+/// written into it in place after the check do not run either.
+#[derive(Debug, Clone)]
+pub struct Opened {
+    file: Arc<File>,
+    stat: sys::StatKey,
+    script: bool,
+}
+
+impl Opened {
+    /// Takes an open (read-only) file: records its `stat` and whether it is a `#!` script.
+    pub fn new(file: File) -> io::Result<Opened> {
+        let file = sys::above_stdio(file)?;
+        let stat = sys::stat_key(&file)?;
+        let mut head = [0u8; 2];
+        let n = std::os::unix::fs::FileExt::read_at(&file, &mut head, 0)?;
+        Ok(Opened {
+            file: Arc::new(file),
+            stat,
+            script: n == 2 && head == *b"#!",
+        })
+    }
+
+    /// The open file (to hash its bytes: reads through it do not change what runs).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Whether the file's `stat` is still the one recorded when it was opened.
+    pub fn unchanged(&self) -> bool {
+        sys::stat_key(&*self.file).is_ok_and(|now| now == self.stat)
+    }
 }
 
 impl Spawn {
@@ -86,6 +126,7 @@ impl Spawn {
             stdin: None,
             cancel: None,
             kill_grace: DEFAULT_KILL_GRACE,
+            opened: None,
         }
     }
 }
@@ -130,6 +171,13 @@ pub enum ProcessError {
         program: PathBuf,
         /// Cause.
         source: std::io::Error,
+    },
+    /// The opened executable changed (its `stat`) between the caller's check and the
+    /// child's `exec`: nothing ran.
+    #[error("{program} changed between its check and its start; it was not run")]
+    Changed {
+        /// Program path.
+        program: PathBuf,
     },
     /// Other I/O failure while supervising.
     #[error("failed to supervise {program}: {source}")]
@@ -192,7 +240,10 @@ pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
             elapsed: start.elapsed(),
         });
     }
-    let program = resolve_program(spawn)?;
+    let program = match &spawn.opened {
+        Some(_) => spawn.program.clone(),
+        None => resolve_program(spawn)?,
+    };
     if let Some(dir) = &spawn.cwd
         && !dir.is_dir()
     {
@@ -221,7 +272,16 @@ pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
     };
     let cwd: Option<&Path> = spawn.cwd.as_deref().or(temp_cwd.as_ref().map(|t| t.path()));
 
-    let mut cmd = Command::new(&program);
+    let mut cmd = match &spawn.opened {
+        // The very file that was checked, whatever the path names by now. The kernel
+        // opens it through the descriptor atip holds, which the child inherits.
+        Some(o) => {
+            let mut cmd = Command::new(format!("/proc/self/fd/{}", o.file.as_raw_fd()));
+            cmd.arg0(&program);
+            cmd
+        }
+        None => Command::new(&program),
+    };
     if let Some(cwd) = cwd {
         cmd.current_dir(cwd);
     }
@@ -246,10 +306,32 @@ pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
     unsafe {
         cmd.pre_exec(sys::child_setup);
     }
-    let child = spawn_retrying(&mut cmd).map_err(|source| ProcessError::Spawn {
-        program: program.clone(),
-        source,
-    })?;
+    if let Some(o) = &spawn.opened {
+        let (fd, stat, script) = (o.file.as_raw_fd(), o.stat, o.script);
+        // SAFETY: `exec_opened_check` only makes async-signal-safe calls (fstat, fcntl).
+        unsafe {
+            cmd.pre_exec(move || sys::exec_opened_check(fd, &stat, script));
+        }
+    }
+    let child = {
+        // No termination sweep (`kill_started_groups`) runs between the fork and the
+        // group's registration, so no child escapes it.
+        let _gate = groups::spawning();
+        let child = spawn_retrying(&mut cmd).map_err(|source| {
+            if spawn.opened.is_some() && source.raw_os_error() == Some(sys::CHANGED_ERRNO) {
+                ProcessError::Changed {
+                    program: program.clone(),
+                }
+            } else {
+                ProcessError::Spawn {
+                    program: program.clone(),
+                    source,
+                }
+            }
+        })?;
+        groups::register(child.id() as libc::pid_t);
+        child
+    };
 
     let mut sup = Supervisor::new(child, spawn, start).map_err(io_err)?;
     let result = sup.supervise().map_err(io_err);
@@ -598,7 +680,11 @@ impl<'a> Supervisor<'a> {
     /// Collects the exit status of a child known to have exited.
     fn reap(&mut self) -> io::Result<Option<ExitStatus>> {
         match self.child.take() {
-            Some(mut child) => child.wait().map(Some),
+            Some(mut child) => {
+                // Unregistered while still a zombie: its pid cannot have been reused.
+                groups::unregister(self.pid);
+                child.wait().map(Some)
+            }
             None => Ok(None),
         }
     }
@@ -609,16 +695,118 @@ impl Drop for Supervisor<'_> {
         if let Some(mut child) = self.child.take() {
             sys::kill_group(self.pid, libc::SIGKILL);
             sys::signal_session(self.pid, libc::SIGKILL);
+            // Unregistered before it is reaped (while its pid cannot be reused); a
+            // process stuck in the kernel stays registered until its reaper has it.
+            let exited = !matches!(sys::exited_unreaped(self.pid), Ok(false));
+            if exited {
+                groups::unregister(self.pid);
+            }
             match child.try_wait() {
-                Ok(Some(_)) | Err(_) => {}
+                Ok(Some(_)) | Err(_) => {
+                    if !exited {
+                        groups::unregister(self.pid);
+                    }
+                }
                 // Stuck in the kernel; reap it whenever it finally dies.
                 Ok(None) => {
+                    let pid = self.pid;
                     std::thread::spawn(move || {
+                        let _ = sys::wait_exit_unreaped(pid);
+                        groups::unregister(pid);
                         let _ = child.wait();
                     });
                 }
             }
         }
+    }
+}
+
+/// Kills every process group atip started that is still registered (children not yet
+/// reaped, MCP servers still guarded), and every other direct child of atip with its
+/// group, for a process about to exit because of a termination signal: SIGTERM, up to
+/// `grace` for them to go, then SIGKILL. From then on no new child starts (a spawn in
+/// progress finishes registering first, then the next one waits forever), so nothing
+/// started later can outlive atip either. Returns how many groups were signalled.
+pub fn terminate_all(grace: Duration) -> usize {
+    groups::terminate_all(grace)
+}
+
+/// Whether a child atip started is still registered (not reaped, or a guarded server).
+pub fn started_alive() -> bool {
+    groups::any()
+}
+
+/// The process groups of children atip started and has not reaped yet.
+///
+/// A group is registered between `fork` and the first look at the child, under a read
+/// lock that [`terminate_all`] takes for writing, and unregistered while its leader is
+/// still an unreaped zombie (so the group id cannot have been reused by then).
+pub(crate) mod groups {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Mutex, RwLock, RwLockReadGuard};
+    use std::time::{Duration, Instant};
+
+    static LIVE: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
+    static GATE: RwLock<()> = RwLock::new(());
+    static TERMINATING: AtomicBool = AtomicBool::new(false);
+    /// Held by the one `terminate_all` at work: a second caller (the signal watcher and
+    /// `main` at once) waits until the first is done, then finds little left to kill.
+    static TERMINATE: Mutex<()> = Mutex::new(());
+
+    pub(super) fn any() -> bool {
+        !LIVE.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+    }
+
+    /// Held while a child is forked and registered.
+    pub(crate) fn spawning() -> RwLockReadGuard<'static, ()> {
+        GATE.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records the group led by `pid` (the child calls `setsid`, so its pid is its group).
+    pub(crate) fn register(pid: libc::pid_t) {
+        let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        live.push(pid);
+        if TERMINATING.load(Ordering::SeqCst) {
+            super::sys::kill_group(pid, libc::SIGKILL);
+            super::sys::kill_pid(pid, libc::SIGKILL);
+        }
+    }
+
+    /// Forgets the group led by `pid`; call before its leader is reaped.
+    pub(crate) fn unregister(pid: libc::pid_t) {
+        let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = live.iter().position(|&p| p == pid) {
+            live.swap_remove(i);
+        }
+    }
+
+    pub(super) fn terminate_all(grace: Duration) -> usize {
+        let _one = TERMINATE.lock().unwrap_or_else(|e| e.into_inner());
+        if !TERMINATING.swap(true, Ordering::SeqCst) {
+            // Never released: the process is about to exit; no child starts after this.
+            std::mem::forget(GATE.write().unwrap_or_else(|e| e.into_inner()));
+        }
+        let mut targets: Vec<libc::pid_t> = LIVE.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for child in super::sys::direct_children() {
+            if !targets.contains(&child) {
+                targets.push(child);
+            }
+        }
+        for &pid in &targets {
+            super::sys::kill_group(pid, libc::SIGTERM);
+            super::sys::signal_session(pid, libc::SIGTERM);
+            super::sys::kill_pid(pid, libc::SIGTERM);
+        }
+        let until = Instant::now() + grace;
+        while Instant::now() < until && targets.iter().any(|&p| super::sys::group_alive(p)) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        for &pid in &targets {
+            super::sys::kill_group(pid, libc::SIGKILL);
+            super::sys::signal_session(pid, libc::SIGKILL);
+            super::sys::kill_pid(pid, libc::SIGKILL);
+        }
+        targets.len()
     }
 }
 

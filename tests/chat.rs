@@ -813,6 +813,17 @@ fn system_text_goes_where_each_api_wants_it() {
 
 #[test]
 fn an_interrupt_kills_the_running_call_and_ends_the_run() {
+    // SIGINT, SIGTERM, SIGHUP alike: the report is printed, the status is 128 + the signal.
+    for (sig, status) in [
+        (libc::SIGINT, 130),
+        (libc::SIGTERM, 143),
+        (libc::SIGHUP, 129),
+    ] {
+        interrupted_by(sig, status);
+    }
+}
+
+fn interrupted_by(sig: i32, status: i32) {
     let api = Api::Openai;
     let sb = sandbox_with_t();
     let calls = [("call_h", "t_hang", json!({}))];
@@ -845,10 +856,10 @@ fn an_interrupt_kills_the_running_call_and_ends_the_run() {
     }
     assert!(pidfile.exists(), "the tool started");
     let started = std::time::Instant::now();
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(child.id() as i32, sig) };
     let out = child.wait_with_output().unwrap();
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
-    assert_eq!(out.status.code(), Some(75), "{}", show(&out));
+    assert_eq!(out.status.code(), Some(status), "{}", show(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["stopReason"], "interrupted");
     assert_eq!(report["calls"][0]["error"], "cancelled");

@@ -7,6 +7,7 @@
 mod common;
 
 mod agent;
+mod at_run;
 mod catalog;
 mod chat;
 mod contract;
@@ -16,6 +17,7 @@ mod export;
 mod export_props;
 mod infer_quality;
 mod infer_scan;
+mod lifetime;
 mod lint;
 mod mcp;
 mod mcp_client;

@@ -818,7 +818,7 @@ fn sigint_kills_running_probes_and_writes_nothing() {
         "atip took {:?} to stop",
         sent.elapsed()
     );
-    assert_eq!(status.code(), Some(75));
+    assert_eq!(status.code(), Some(130));
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
     assert!(err.contains("interrupted"), "{err}");

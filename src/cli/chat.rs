@@ -266,7 +266,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     client.retries = args.retries;
     // Tool calls run in their own sessions, out of reach of the terminal's Ctrl-C: the
     // flag makes the loop kill them and stop, and no endpoint wait outlasts it.
-    client.interrupt = Some(crate::cli::scan::interrupt_flag());
+    client.interrupt = Some(super::signals::install(super::signals::Mode::WindDown));
     client.request_timeout = args.request_timeout;
     let transcript = match &args.transcript {
         Some(p) => Some(Transcript::create(p, redactor.clone())?),

@@ -175,6 +175,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     {
         return run_mcp(name, &args, ctx);
     }
+    // SIGINT, SIGTERM, SIGHUP: running calls are killed with their groups (cli::signals).
+    let cancel = super::signals::install(super::signals::Mode::WindDown);
     let (policy, settings) = args.run.resolve(ctx)?;
     let focus = if args.calls.is_none() {
         args.name.as_deref()
@@ -249,7 +251,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         let outcomes = exec::run_batch_with(
             &engine,
             &list,
-            &exec::BatchOptions::exec(args.jobs as usize),
+            &exec::BatchOptions {
+                cancel: Some(cancel),
+                ..exec::BatchOptions::exec(args.jobs as usize)
+            },
             &mut confirm,
             mcp.as_mut().map(|m| m as &mut dyn Foreign),
         );
@@ -289,7 +294,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
             answer => return Err(engine.refuse(&prepared, Some(answer), &Via::Exec, None)),
         },
     };
-    let result = engine.run(&prepared, confirmed, None, &Via::Exec, None)?;
+    let result = engine.run(&prepared, confirmed, Some(cancel), &Via::Exec, None)?;
     if ctx.output == OutputFormat::Text {
         ctx.out.text(&result.data.stdout)?;
         ctx.out.stderr(&result.data.stderr);
@@ -311,6 +316,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
 
 /// `atip exec mcp__SERVER__TOOL`: an MCP server's tool, under the same policy.
 fn run_mcp(name: &str, args: &Args, ctx: &Ctx) -> Result<u8, AtipError> {
+    // The call's server is killed with its group on SIGINT, SIGTERM or SIGHUP.
+    super::signals::install(super::signals::Mode::Now);
     let raw = if let Some(text) = &args.args {
         args::parse_text(text)?
     } else if let Some(path) = &args.args_file {

@@ -244,6 +244,9 @@ fn parse_size(s: &str) -> Result<usize, String> {
 
 /// Runs `atip mcp …`; returns the exit code.
 pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+    // SIGINT, SIGTERM, SIGHUP: every server and tool this atip started is killed with its
+    // process group, and atip exits 128 + the signal's number (cli::signals).
+    super::signals::install(super::signals::Mode::Now);
     match args.command {
         None => serve(args.serve, ctx),
         Some(McpCommand::Serve(a)) => serve(a, ctx),

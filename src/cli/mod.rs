@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod registry;
 pub mod scan;
 pub mod search;
+pub mod signals;
 pub mod sync;
 pub mod usage;
 pub mod validate;

@@ -8,8 +8,8 @@ use atip::output::{AtipError, OutputFormat, Verbosity};
 use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 // Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
 // Find ATIP tools on PATH and record them in the registry.
@@ -80,26 +80,11 @@ impl Progress for Bar {
     }
 }
 
-/// The flag SIGINT and SIGTERM set: probes run in their own sessions, so a Ctrl-C does
-/// not reach them; atip kills their groups itself and exits without writing.
+/// The flag SIGINT, SIGTERM and SIGHUP set: probes run in their own sessions, so a
+/// Ctrl-C does not reach them; atip kills their groups itself and exits without writing
+/// (`cli::signals`).
 pub(crate) fn interrupt_flag() -> Arc<AtomicBool> {
-    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-    extern "C" fn on_signal(_: libc::c_int) {
-        // Only an atomic store: async-signal-safe.
-        if let Some(flag) = FLAG.get() {
-            flag.store(true, Ordering::SeqCst);
-        }
-    }
-    let flag = FLAG
-        .get_or_init(|| Arc::new(AtomicBool::new(false)))
-        .clone();
-    let handler: extern "C" fn(libc::c_int) = on_signal;
-    // SAFETY: the handler only performs an atomic load and store.
-    unsafe {
-        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
-    }
-    flag
+    crate::cli::signals::install(crate::cli::signals::Mode::WindDown)
 }
 
 /// Runs `atip scan`; returns the exit code.

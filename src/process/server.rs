@@ -48,11 +48,11 @@ pub struct GroupGuard {
 
 impl GroupGuard {
     /// Guards the group led by `pid` (the child called `setsid`, so its pid is the group id).
+    /// Registered with [`super::terminate_all`], so a termination signal kills it too.
     pub fn new(pid: u32) -> GroupGuard {
-        GroupGuard {
-            pgid: pid as libc::pid_t,
-            done: false,
-        }
+        let pgid = pid as libc::pid_t;
+        super::groups::register(pgid);
+        GroupGuard { pgid, done: false }
     }
 
     /// Whether any process of the group is still alive.
@@ -68,6 +68,7 @@ impl GroupGuard {
         }
         self.done = true;
         if !self.alive() {
+            super::groups::unregister(self.pgid);
             return;
         }
         super::sys::kill_group(self.pgid, libc::SIGTERM);
@@ -76,6 +77,7 @@ impl GroupGuard {
             std::thread::sleep(Duration::from_millis(10));
         }
         super::sys::kill_group(self.pgid, libc::SIGKILL);
+        super::groups::unregister(self.pgid);
     }
 
     /// SIGKILL to the group now (Ctrl-C, panics, early exits).
@@ -83,6 +85,7 @@ impl GroupGuard {
         if !self.done {
             self.done = true;
             super::sys::kill_group(self.pgid, libc::SIGKILL);
+            super::groups::unregister(self.pgid);
         }
     }
 }

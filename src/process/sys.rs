@@ -99,6 +99,144 @@ unsafe fn reset_signal_dispositions() {
     }
 }
 
+/// What identifies a file's contents for the "still the checked file" test: device,
+/// inode, size, and modification and status-change times (any write changes these).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct StatKey {
+    dev: libc::dev_t,
+    ino: libc::ino_t,
+    size: libc::off_t,
+    mtime: (libc::time_t, libc::c_long),
+    ctime: (libc::time_t, libc::c_long),
+}
+
+fn key_of(st: &libc::stat) -> StatKey {
+    StatKey {
+        dev: st.st_dev,
+        ino: st.st_ino,
+        size: st.st_size,
+        mtime: (st.st_mtime, st.st_mtime_nsec),
+        ctime: (st.st_ctime, st.st_ctime_nsec),
+    }
+}
+
+/// The [`StatKey`] of an open file.
+pub(super) fn stat_key(fd: &impl AsRawFd) -> io::Result<StatKey> {
+    // SAFETY: fstat into a zeroed local on a descriptor the caller owns.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd.as_raw_fd(), &mut st) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(key_of(&st))
+    }
+}
+
+/// The same file on a descriptor numbered 3 or above (close-on-exec), so that wiring the
+/// child's stdin, stdout and stderr can never replace it (atip may run with 0–2 closed).
+pub(super) fn above_stdio(file: std::fs::File) -> io::Result<std::fs::File> {
+    if file.as_raw_fd() > 2 {
+        return Ok(file);
+    }
+    // SAFETY: F_DUPFD_CLOEXEC returns a fresh descriptor we then own.
+    let fd = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is fresh and owned by nobody else.
+    Ok(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
+/// The error number a child reports when its opened executable changed since the check
+/// (it never occurs as an `execve` error of the path `/proc/self/fd/N`).
+pub(super) const CHANGED_ERRNO: i32 = libc::ESTALE;
+
+/// Runs in the child just before `exec` of an opened executable: the file must still have
+/// the `stat` it had when it was checked. A `#!` script keeps its descriptor across
+/// `exec` (the interpreter opens `/proc/self/fd/N`, the name the kernel hands it);
+/// a binary does not need it. Async-signal-safe: fstat and fcntl only.
+pub(super) fn exec_opened_check(fd: i32, want: &StatKey, script: bool) -> io::Result<()> {
+    // SAFETY: fstat into a zeroed local; fcntl on a descriptor inherited from atip.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if key_of(&st) != *want {
+            return Err(io::Error::from_raw_os_error(CHANGED_ERRNO));
+        }
+        if script && libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Sends `sig` to one process. Never to pid 0, -1 or init.
+pub(super) fn kill_pid(pid: libc::pid_t, sig: libc::c_int) {
+    if pid > 1 {
+        // SAFETY: plain syscall on a positive pid.
+        unsafe {
+            libc::kill(pid, sig);
+        }
+    }
+}
+
+/// Whether the group `pgid`, or a process `pgid`, still exists (zombies count).
+pub(super) fn group_alive(pgid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    pgid > 1 && unsafe { libc::kill(-pgid, 0) == 0 || libc::kill(pgid, 0) == 0 }
+}
+
+/// Blocks until `pid` (a child of atip) has exited, without reaping it.
+pub(super) fn wait_exit_unreaped(pid: libc::pid_t) -> io::Result<()> {
+    loop {
+        // SAFETY: `info` is a zeroed out-parameter owned by this frame.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+    }
+}
+
+/// Every live process whose parent is atip (Linux: read from /proc; elsewhere none).
+pub(super) fn direct_children() -> Vec<libc::pid_t> {
+    let mut out = Vec::new();
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: plain syscall.
+        let me = unsafe { libc::getpid() };
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return out;
+        };
+        for entry in dir.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(|s| s.parse::<libc::pid_t>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            if stat_field(&stat, 1) == Some(me) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
 /// Sends `sig` to the process group `pgid`. A group that no longer exists is fine.
 pub(super) fn kill_group(pgid: libc::pid_t, sig: libc::c_int) {
     if pgid <= 1 {
@@ -316,14 +454,20 @@ fn fdinfo_flags(text: &str) -> Option<libc::c_int> {
     libc::c_int::from_str_radix(line.trim(), 8).ok()
 }
 
-/// The session id field of a `/proc/PID/stat` line (the command name may contain
-/// spaces and parentheses, so fields are counted from the last `)`).
+/// The session id field of a `/proc/PID/stat` line.
 #[cfg(target_os = "linux")]
 fn stat_session(stat: &[u8]) -> Option<libc::pid_t> {
+    stat_field(stat, 3)
+}
+
+/// Field `n` after the command name of a `/proc/PID/stat` line (0 state, 1 ppid, 2 pgrp,
+/// 3 session). The name may contain spaces and parentheses, so fields are counted from
+/// the last `)`.
+#[cfg(target_os = "linux")]
+fn stat_field(stat: &[u8], n: usize) -> Option<libc::pid_t> {
     let close = stat.iter().rposition(|&b| b == b')')?;
     let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
-    // After the name: state ppid pgrp session ...
-    rest.split_ascii_whitespace().nth(3)?.parse().ok()
+    rest.split_ascii_whitespace().nth(n)?.parse().ok()
 }
 
 /// `write(2)` with SIGPIPE blocked for the calling thread, so a child that closed its
