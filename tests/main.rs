@@ -20,6 +20,7 @@ mod infer_scan;
 mod lifetime;
 mod lint;
 mod mcp;
+mod mcp_bounds;
 mod mcp_client;
 mod mcp_http;
 mod mcp_scale;

@@ -542,10 +542,10 @@ fn servers(ctx: &Ctx) -> Result<u8, AtipError> {
             let _ = writeln!(
                 out,
                 "{}\t{}\t{}\t{}",
-                s.name,
+                esc(&s.name),
                 s.transport.kind(),
-                s.origin,
-                s.summary()
+                esc(&s.origin),
+                esc(&s.summary())
             );
         }
         ctx.out.text(&out)?;
@@ -553,14 +553,20 @@ fn servers(ctx: &Ctx) -> Result<u8, AtipError> {
     Ok(exit::OK)
 }
 
-/// The first line of a description, for lists.
+/// The first line of a description, for lists (control characters escaped).
 fn first_line(s: Option<&str>) -> String {
-    s.unwrap_or("")
-        .lines()
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_string()
+    esc(s.unwrap_or("").lines().next().unwrap_or("").trim()).into_owned()
+}
+
+/// Text from an MCP server (or its config) shown on a terminal: its control characters
+/// escaped, one line ([`atip::output::text`]).
+fn esc(s: &str) -> std::borrow::Cow<'_, str> {
+    atip::output::text::escape_controls(s)
+}
+
+/// Multi-line text from an MCP server: control characters escaped, newlines kept.
+fn esc_lines(s: &str) -> std::borrow::Cow<'_, str> {
+    atip::output::text::escape_controls_keep_lines(s)
 }
 
 async fn tools_cmd(a: ToolsArgs, ctx: &Ctx) -> Result<u8, AtipError> {
@@ -623,8 +629,8 @@ async fn tools_cmd(a: ToolsArgs, ctx: &Ctx) -> Result<u8, AtipError> {
                 let _ = writeln!(
                     out,
                     "{}\t{}\t{}\t{}",
-                    spec.name,
-                    t.name,
+                    esc(&spec.name),
+                    esc(&t.name),
                     ro,
                     first_line(t.description.as_deref())
                 );
@@ -658,15 +664,19 @@ async fn describe(a: DescribeArgs, ctx: &Ctx) -> Result<u8, AtipError> {
         ctx.out.json(&v)?;
     } else {
         let mut out = String::new();
-        let _ = writeln!(out, "{} ({})", tool.name, spec.name);
+        let _ = writeln!(out, "{} ({})", esc(&tool.name), esc(&spec.name));
         if let Some(t) = &tool.title {
-            let _ = writeln!(out, "title: {t}");
+            let _ = writeln!(out, "title: {}", esc(t));
         }
-        let _ = writeln!(out, "call as: {}", tools::flat_name(&spec.name, &tool.name));
+        let _ = writeln!(
+            out,
+            "call as: {}",
+            esc(&tools::flat_name(&spec.name, &tool.name))
+        );
         let _ = writeln!(
             out,
             "description: {}",
-            tool.description.as_deref().unwrap_or("")
+            esc_lines(tool.description.as_deref().unwrap_or(""))
         );
         let _ = writeln!(
             out,
@@ -821,7 +831,7 @@ pub fn print_result(
         match v.get("type").and_then(Value::as_str) {
             Some("text") => {
                 any_text = true;
-                let _ = writeln!(out, "{}", v["text"].as_str().unwrap_or(""));
+                let _ = writeln!(out, "{}", esc_lines(v["text"].as_str().unwrap_or("")));
             }
             Some(kind) => {
                 let size = v
@@ -829,7 +839,7 @@ pub fn print_result(
                     .and_then(Value::as_str)
                     .map(str::len)
                     .unwrap_or(0);
-                let mime = v.get("mimeType").and_then(Value::as_str).unwrap_or("");
+                let mime = esc(v.get("mimeType").and_then(Value::as_str).unwrap_or(""));
                 let _ = writeln!(out, "[{kind} {mime} {size} bytes base64]");
             }
             None => {}
@@ -871,18 +881,15 @@ async fn ping(a: PingArgs, ctx: &Ctx) -> Result<u8, AtipError> {
     if ctx.output.is_json() {
         ctx.out.json(&report)?;
     } else {
+        let field = |p: &str, or: &'static str| {
+            esc(info.pointer(p).and_then(Value::as_str).unwrap_or(or)).into_owned()
+        };
         ctx.out.text(&format!(
             "{}: {} {} (protocol {}), connected in {} ms, ping {:.2} ms\n",
-            spec.name,
-            info.pointer("/serverInfo/name")
-                .and_then(Value::as_str)
-                .unwrap_or("?"),
-            info.pointer("/serverInfo/version")
-                .and_then(Value::as_str)
-                .unwrap_or(""),
-            info.get("protocolVersion")
-                .and_then(Value::as_str)
-                .unwrap_or("?"),
+            esc(&spec.name),
+            field("/serverInfo/name", "?"),
+            field("/serverInfo/version", ""),
+            field("/protocolVersion", "?"),
             connect.as_millis(),
             rtt.as_secs_f64() * 1000.0
         ))?;
@@ -893,10 +900,11 @@ async fn ping(a: PingArgs, ctx: &Ctx) -> Result<u8, AtipError> {
             .unwrap_or_default();
         ctx.out.text(&format!(
             "capabilities: {}\n",
-            caps.iter()
+            esc(&caps
+                .iter()
                 .map(|s| s.as_str())
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "))
         ))?;
     }
     Ok(exit::OK)

@@ -7,9 +7,15 @@
 //! redacted), mapping failures to atip's error codes, and ending the session cleanly:
 //! stdin closed, then the child's whole process group terminated; an HTTP session is
 //! ended with DELETE by the transport. Must not decide policy or print to stdout.
+//!
+//! A server is not trusted with the terminal: what it says (stderr lines, error
+//! messages, `serverInfo` in `--verbose` lines) reaches stderr with its control
+//! characters escaped ([`crate::output::text::escape_controls`]), and its lists are
+//! bounded ([`MAX_LIST_PAGES`], [`MAX_LIST_BYTES`]).
 
 use super::config::{ServerSpec, Transport as Spec};
 use crate::exec::redact::Redactor;
+use crate::output::text::escape_controls;
 use crate::output::{AtipError, ErrorCode};
 use crate::process::server::{GroupGuard, server_command};
 use rmcp::ClientLifecycleMode;
@@ -33,6 +39,12 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_STDERR_LINE: usize = 4096;
 /// How long a stdio server gets to exit after stdin closes, then SIGTERM, then SIGKILL.
 const EXIT_GRACE: Duration = Duration::from_millis(500);
+/// Most pages one list call follows (`nextCursor`): a server that paginates forever is
+/// stopped here instead of at the deadline, with memory still small.
+pub const MAX_LIST_PAGES: usize = 100;
+/// Most bytes (as JSON) of the items one list call gathers over all its pages. One
+/// message is already capped by the transport (rmcp: 16 MiB a line or SSE event).
+pub const MAX_LIST_BYTES: usize = 16 << 20;
 
 /// Diagnostics switches.
 #[derive(Debug, Clone, Default)]
@@ -110,14 +122,14 @@ impl Log {
         }
     }
 
-    /// A `--verbose` line.
+    /// A `--verbose` line (it may quote the server: control characters escaped).
     pub(crate) fn verbose(&self, what: impl AsRef<str>) {
         if self.verbose {
             log::info!(
                 target: crate::output::RAW_LOG,
                 "atip mcp: [{}] {}",
-                self.server,
-                self.redactor.redact(what.as_ref())
+                escape_controls(&self.server),
+                escape_controls(&self.redactor.redact(what.as_ref()))
             );
         }
     }
@@ -271,7 +283,7 @@ impl Session {
                             format!(
                                 "server {:?} failed to initialize: {}",
                                 spec.name,
-                                log.redactor.redact(&e.to_string())
+                                escape_controls(&log.redactor.redact(&e.to_string()))
                             ),
                             "run with --verbose and look at the server's stderr above",
                         ));
@@ -341,7 +353,7 @@ impl Session {
                                 "failed to connect to server {:?} at {}: {}",
                                 spec.name,
                                 spec.summary(),
-                                log.redactor.redact(&error_chain(&e))
+                                escape_controls(&log.redactor.redact(&error_chain(&e)))
                             ),
                             "check the URL and headers, and that the server is running",
                         ));
@@ -391,7 +403,7 @@ impl Session {
         let spec = &self.spec;
         match e {
             ServiceError::McpError(err) => {
-                let msg = self.log.redactor.redact(&err.message).into_owned();
+                let msg = escape_controls(&self.log.redactor.redact(&err.message)).into_owned();
                 if err.code.0 == -32602 && msg.to_ascii_lowercase().contains("unknown tool") {
                     AtipError::new(
                         ErrorCode::McpToolNotFound,
@@ -427,7 +439,7 @@ impl Session {
                 format!(
                     "{what} on server {:?} failed: {}",
                     spec.name,
-                    self.log.redactor.redact(&other.to_string())
+                    escape_controls(&self.log.redactor.redact(&other.to_string()))
                 ),
             ),
         }
@@ -450,10 +462,62 @@ impl Session {
         r
     }
 
-    /// Every tool, following `nextCursor`.
+    /// Every tool, following `nextCursor` up to [`MAX_LIST_PAGES`] pages and
+    /// [`MAX_LIST_BYTES`] bytes; past either, the list is an error (a partial list would
+    /// pass for the whole one).
     pub(crate) async fn list_tools(&self) -> Result<Vec<Tool>, AtipError> {
-        self.bounded("tools/list", self.service.list_all_tools())
-            .await
+        let pages = async {
+            let mut tools: Vec<Tool> = Vec::new();
+            let mut bytes = 0usize;
+            let mut cursor = None;
+            for page in 1..=MAX_LIST_PAGES {
+                let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+                let result = self.service.list_tools(Some(params)).await?;
+                bytes += result
+                    .tools
+                    .iter()
+                    .map(|t| serde_json::to_vec(t).map_or(0, |v| v.len()))
+                    .sum::<usize>();
+                tools.extend(result.tools);
+                if bytes > MAX_LIST_BYTES {
+                    return Ok(Err(ListCap::Bytes { page, bytes }));
+                }
+                match result.next_cursor {
+                    Some(c) => cursor = Some(c),
+                    None => return Ok(Ok(tools)),
+                }
+            }
+            Ok(Err(ListCap::Pages))
+        };
+        match self.bounded("tools/list", pages).await? {
+            Ok(tools) => Ok(tools),
+            Err(cap) => Err(self.list_cap_error("tools/list", cap)),
+        }
+    }
+
+    fn list_cap_error(&self, what: &str, cap: ListCap) -> AtipError {
+        let spec = &self.spec;
+        let (msg, details) = match cap {
+            ListCap::Pages => (
+                format!(
+                    "server {:?} answered {what} with more than {MAX_LIST_PAGES} pages (nextCursor every time); atip stopped following it",
+                    spec.name
+                ),
+                json!({"server": spec.name, "maxPages": MAX_LIST_PAGES}),
+            ),
+            ListCap::Bytes { page, bytes } => (
+                format!(
+                    "server {:?} answered {what} with {bytes} bytes of items in {page} page(s), over the {MAX_LIST_BYTES} byte cap; atip stopped reading it",
+                    spec.name
+                ),
+                json!({"server": spec.name, "maxBytes": MAX_LIST_BYTES, "bytes": bytes, "pages": page}),
+            ),
+        };
+        AtipError::new(ErrorCode::McpListCapped, msg)
+            .hint(
+                "the server's list is unbounded or far larger than any real one; check the server",
+            )
+            .details(details)
     }
 
     /// Calls one tool.
@@ -522,6 +586,12 @@ impl Session {
     }
 }
 
+/// Which cap a list call hit.
+enum ListCap {
+    Pages,
+    Bytes { page: usize, bytes: usize },
+}
+
 /// The error and its sources, one line.
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
@@ -578,8 +648,8 @@ fn emit_line(log: &Log, line: &mut Vec<u8>, cut: &mut bool, quiet: bool) {
         log::info!(
             target: crate::output::RAW_LOG,
             "[{}] {}{tail}",
-            log.server,
-            log.redactor.redact(text)
+            escape_controls(&log.server),
+            escape_controls(&log.redactor.redact(text))
         );
     }
     line.clear();

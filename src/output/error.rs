@@ -169,6 +169,7 @@ error_codes! {
     McpConnectFailed = "mcp_connect_failed", Unavailable, " An MCP server could not be started, reached or initialized.";
     McpServerExited = "mcp_server_exited", Unavailable, " The connection to an MCP server closed in the middle of a request.";
     McpServerError = "mcp_server_error", Unavailable, " An MCP server answered a request with a JSON-RPC error.";
+    McpListCapped = "mcp_list_capped", Unavailable, " An MCP server's list (`tools/list`) ran past atip's cap on pages or bytes; atip stopped reading it.";
     RegistryWriteFailed = "registry_write_failed", Output, " The registry could not be written; the old one is untouched.";
     FileWriteFailed = "file_write_failed", Output, " An output file could not be created or written; no partial file is left.";
     StdoutWriteFailed = "stdout_write_failed", Io, " Writing to stdout failed (e.g. a full device); a closed pipe is not an error.";
