@@ -36,11 +36,13 @@ fn sandbox_with_holder() -> Sandbox {
 
 /// The pids in `file` once it appears (bounded wait on the event, not a sleep).
 fn pids_in(file: &Path) -> Vec<i32> {
+    // Written in one write(2), possibly after the file was created empty.
     let until = Instant::now() + Duration::from_secs(15);
-    while !file.exists() && Instant::now() < until {
+    let mut text = String::new();
+    while text.trim().is_empty() && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(10));
+        text = std::fs::read_to_string(file).unwrap_or_default();
     }
-    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let pids: Vec<i32> = text
         .split_whitespace()
         .map(|p| p.parse().unwrap())
@@ -270,4 +272,93 @@ fn which_python() -> String {
         }
     }
     panic!("python3 is needed for the fake MCP server (install it: .ci/setup-test-deps)");
+}
+
+/// One HTTP/1.1 POST of `body` to `addr`/mcp with the bearer token (and a session):
+/// the status line's code, the session id header, and the body.
+fn post(addr: &str, session: Option<&str>, body: &str) -> (u16, Option<String>, String) {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nAuthorization: Bearer {HTTP_TOKEN}\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if let Some(id) = session {
+        req.push_str(&format!(
+            "Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-06-18\r\n"
+        ));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let code = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let session = head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.eq_ignore_ascii_case("mcp-session-id")
+            .then(|| v.trim().to_string())
+    });
+    (code, session, body.to_string())
+}
+
+const HTTP_TOKEN: &str = "lifetime-token-0123456789abcdef0123";
+
+#[test]
+fn mcp_http_ended_by_a_signal_kills_the_running_calls_group() {
+    for (sig, status) in SIGNALS {
+        let sb = sandbox_with_holder();
+        let mut child = sb
+            .atip()
+            .args(["mcp", "serve", "--http", "127.0.0.1:0", "--timeout", "120s"])
+            .env("ATIP_MCP_TOKEN", HTTP_TOKEN)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let addr = loop {
+            let line = lines.next().expect("no banner").unwrap();
+            if let Some(i) = line.find("http://") {
+                let url = line[i + 7..].split(' ').next().unwrap();
+                break url.trim_end_matches("/mcp").to_string();
+            }
+        };
+        std::thread::spawn(move || lines.for_each(drop));
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "1"}}});
+        let (code, session, body) = post(&addr, None, &init.to_string());
+        assert_eq!(code, 200, "{body}");
+        let session = session.expect("a session id");
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        post(&addr, Some(&session), &note.to_string());
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                          "params": {"name": "grp_hold", "arguments": {}}});
+        let caller = {
+            let (addr, session) = (addr.clone(), session.clone());
+            std::thread::spawn(move || post(&addr, Some(&session), &call.to_string()))
+        };
+        let pids = pids_in(&sb.path().join("pids"));
+        signal(&child, sig);
+        let out = finish(child);
+        for p in pids {
+            assert_dead(p);
+        }
+        assert_eq!(
+            out.status.code(),
+            Some(status),
+            "signal {sig}: {}",
+            show(&out)
+        );
+        let _ = caller.join();
+    }
 }
