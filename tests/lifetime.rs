@@ -362,3 +362,46 @@ fn mcp_http_ended_by_a_signal_kills_the_running_calls_group() {
         let _ = caller.join();
     }
 }
+
+#[test]
+fn a_signal_the_host_ignores_stays_ignored() {
+    // `nohup atip …`: SIGHUP ignored by the parent is not taken over by atip; SIGTERM
+    // still ends the run as usual.
+    use std::os::unix::process::CommandExt;
+    let sb = sandbox_with_holder();
+    let mut cmd = sb.atip();
+    cmd.args(["--output", "json", "exec", "grp_hold", "--timeout", "120s"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: only signal(2) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().unwrap();
+    let pids = pids_in(&sb.path().join("pids"));
+    signal(&child, libc::SIGHUP);
+    // atip ignores it (the disposition it inherited): prove it by the next signal's
+    // status, which would be 129 had SIGHUP counted.
+    let status_file = format!("/proc/{}/status", child.id());
+    let ignored = std::fs::read_to_string(&status_file).unwrap_or_default();
+    let sig_ign = ignored
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:"))
+        .map(|h| u64::from_str_radix(h.trim(), 16).unwrap())
+        .unwrap_or(0);
+    assert_ne!(
+        sig_ign & (1 << (libc::SIGHUP - 1)),
+        0,
+        "SIGHUP is not ignored"
+    );
+    signal(&child, libc::SIGTERM);
+    let out = finish(child);
+    for p in pids {
+        assert_dead(p);
+    }
+    assert_eq!(out.status.code(), Some(143), "{}", show(&out));
+}

@@ -84,6 +84,14 @@ pub fn install(mode: Mode) -> Arc<AtomicBool> {
             act.sa_flags = libc::SA_RESTART;
             libc::sigemptyset(&mut act.sa_mask);
             for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                // A signal the host set to be ignored (`nohup`, a background job's
+                // SIGINT) stays ignored: that was the host's way of saying "not this".
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                    && old.sa_sigaction == libc::SIG_IGN
+                {
+                    continue;
+                }
                 libc::sigaction(sig, &act, std::ptr::null_mut());
             }
         }
