@@ -265,3 +265,48 @@ fn a_script_runs_from_its_checked_file_with_its_arguments() {
         format!("show|a b|$(c)|{}\nreadable\n", cwd.display())
     );
 }
+
+#[test]
+fn a_link_planted_earlier_in_a_chat_turn_is_not_written_through() {
+    use common::endpoint::{Api, Endpoint, Reply};
+    let api = Api::Openai;
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.path().join("home")).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    register_planter(&sb, outside.path());
+    let calls = [
+        ("c0", "repo_plant", json!({})),
+        ("c1", "repo_save", json!({"output": "cloned/link/file"})),
+    ];
+    let ep = Endpoint::start(vec![
+        Reply::ok(api.calls(&calls)),
+        Reply::ok(api.text("done")),
+    ]);
+    let out = sb
+        .atip()
+        .args(["--output", "json", "chat", "--provider", "openai"])
+        .args([
+            "--model",
+            "test-model",
+            "--base-url",
+            &api.base(&ep),
+            "--yes",
+        ])
+        .arg("clone it and save")
+        .env("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(sb.path().join("cloned/link").is_symlink(), "{report:#}");
+    assert_eq!(report["calls"][0]["status"], "ok", "{report:#}");
+    assert_eq!(
+        report["calls"][1]["error"], "path_outside_roots",
+        "{report:#}"
+    );
+    assert!(
+        !outside.path().join("file").exists(),
+        "the write went through the planted link, outside the roots"
+    );
+}
