@@ -1020,6 +1020,20 @@ impl Compiled {
             .map_err(|e| self.opened.error(&e))
     }
 
+    /// Why the document of row `i` cannot be offered now, if it cannot: its metadata
+    /// file is gone, unreadable, or no longer hashes to its name (edited in place after
+    /// the catalog was built; `atip exec` refuses it the same way, and `atip scan` writes
+    /// it again). Reads and hashes that one file.
+    pub fn damaged(&self, dirs: &Dirs, i: usize) -> Option<String> {
+        let doc = self.docs.get(self.rows()[i].doc.to_native() as usize)?;
+        match doc.entry() {
+            Ok(entry) => Index::read_document(dirs, &entry)
+                .err()
+                .map(|e| e.to_string()),
+            Err(e) => Some(e.message),
+        }
+    }
+
     /// The search index of `atip search`'s default selection (every readable document,
     /// commands that need no human) and, per indexed position, its row.
     pub fn search_index(&self) -> Result<(Vec<u32>, SearchIndex), AtipError> {

@@ -1159,12 +1159,12 @@ fn resolve_names<'p>(
                 e.path == record.path
                     && e.hash == record.hash
                     && e.source == record.source
-                    // A deleted metadata file is written again from the document.
+                    // A deleted or damaged metadata file is written again from the document.
                     && e
                         .metadata
                         .strip_prefix(registry::TOOLS_DIR)
                         .and_then(|r| r.strip_prefix('/'))
-                        .is_some_and(|file| previous.tool_files.has(file))
+                        .is_some_and(|file| previous.tool_files.has_intact(file))
             });
         tool_reports.insert(
             name.clone(),

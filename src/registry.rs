@@ -42,6 +42,7 @@ pub const SCHEMA: &str = crate::schema::REGISTRY_SCHEMA;
 /// `getdents` calls where a `stat` per file costs a path walk each.
 #[derive(Debug, Default)]
 pub struct FileList {
+    dir: PathBuf,
     names: std::collections::HashSet<std::ffi::OsString>,
 }
 
@@ -56,12 +57,26 @@ impl FileList {
             .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
             .map(|e| e.file_name())
             .collect();
-        FileList { names }
+        FileList {
+            dir: dir.to_path_buf(),
+            names,
+        }
     }
 
     /// Whether the directory held a regular file (not a symlink) named `name`.
     pub fn has(&self, name: &str) -> bool {
         self.names.contains(std::ffi::OsStr::new(name))
+    }
+
+    /// [`FileList::has`], and the file's bytes still hash to its name
+    /// (`<sha256 hex>.json`): a metadata file damaged in place counts as missing, so a
+    /// scan writes it again from the document instead of keeping it.
+    pub fn has_intact(&self, name: &str) -> bool {
+        self.has(name)
+            && name.strip_suffix(".json").is_some_and(|hex| {
+                crate::digest::sha256_file(&self.dir.join(name))
+                    .is_ok_and(|h| h.strip_prefix("sha256:") == Some(hex))
+            })
     }
 }
 

@@ -11,6 +11,7 @@ mod at_run;
 mod catalog;
 mod chat;
 mod contract;
+mod damaged;
 mod diff;
 mod exec;
 mod export;

@@ -113,7 +113,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     } else {
         None
     };
-    let report = match compiled.map(|c| search_compiled(&c, &query, &opts)) {
+    let report = match compiled.map(|c| search_compiled(&c, ctx, &query, &opts)) {
         Some(Ok((warnings, report))) => {
             ctx.out.warnings(&warnings);
             report
@@ -147,14 +147,30 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     })
 }
 
-/// Searches the compiled catalog's index; only the records of the hits are read.
+/// Searches the compiled catalog's index; only the records of the hits are read. A hit
+/// whose metadata file no longer verifies is left out, as `atip exec` would refuse it.
 fn search_compiled(
     c: &atip::catalog::Compiled,
+    ctx: &Ctx,
     query: &str,
     opts: &SearchOptions,
 ) -> Result<(Vec<String>, atip::search::SearchReport), AtipError> {
     let (rows, index) = c.search_index()?;
-    let hits = index.search(query, opts.limit, opts.explain);
+    let mut hits = index.search(query, opts.limit, opts.explain);
+    let mut damaged: std::collections::HashMap<u32, Option<String>> = Default::default();
+    hits.retain(|h| {
+        let row = rows[h.doc] as usize;
+        let doc = c.rows()[row].doc.to_native();
+        let why = damaged
+            .entry(doc)
+            .or_insert_with(|| c.damaged(&ctx.dirs, row));
+        why.is_none()
+    });
+    for why in damaged.values().flatten() {
+        ctx.out.warn(format_args!(
+            "left out of the results: {why}; `atip scan` writes it again"
+        ));
+    }
     let mut found = std::collections::HashMap::new();
     for h in &hits {
         found.insert(h.doc, c.tool(rows[h.doc] as usize)?);
