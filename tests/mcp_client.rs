@@ -48,7 +48,7 @@ fn stderr(o: &Output) -> String {
 
 /// A sandbox whose global config has the fake server as `fake` (mode `mode`), its
 /// token from `${MY_SECRET}`, and a project dir `proj/`.
-fn sandbox(mode: &str) -> Option<Sandbox> {
+pub(crate) fn sandbox(mode: &str) -> Option<Sandbox> {
     let Some(py) = python() else {
         common::skip("python3 not found");
         return None;

@@ -549,19 +549,11 @@ os.waitpid(pid, 0)
 sys.stdout.buffer.write(seen)
 "#;
 
-#[test]
-fn terminal_prompt_shows_arguments_escaped() {
-    // python3 for a pseudo-terminal (installed by .ci/setup-test-deps).
-    let Some(py) = crate::mcp_client::python() else {
-        common::skip("python3 (pty module)");
-        return;
-    };
-    let sb = sandbox_with_t();
+/// Runs `atip ARGS…` in `sb` on a pseudo-terminal, answers its prompt `n`, and returns
+/// the text of the question (everything before `Confirm [y/N]: `) and all it wrote.
+fn prompt_on_tty(sb: &Sandbox, py: &std::path::Path, args: &[&str]) -> (String, String) {
     let script = sb.write("on_tty.py", PTY);
-    // The argument ends by erasing the line and writing an innocent command.
-    let target = "/\r\x1b[2K\x1b[1Aatip: run `git status`?";
-    let a = json!({ "target": target }).to_string();
-    // `env -i` would drop the sandbox: run atip through the sandbox command's env.
+    // The sandbox's environment, but python3 in between to hold the terminal.
     let atip_cmd = sb.atip();
     let mut cmd = Command::new(py);
     cmd.env_clear();
@@ -572,26 +564,62 @@ fn terminal_prompt_shows_arguments_escaped() {
     }
     cmd.current_dir(sb.path())
         .arg(&script)
-        .arg(env!("CARGO_BIN_EXE_atip"));
-    cmd.args(["exec", "t_delete", "--args", &a, "n"]);
+        .arg(env!("CARGO_BIN_EXE_atip"))
+        .args(args)
+        .arg("n");
     let o = cmd.output().unwrap();
-    let seen = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        seen.contains("Confirm [y/N]: "),
-        "no prompt: {seen:?} {}",
-        common::show(&o)
-    );
-    let prompt = &seen[..seen.find("Confirm [y/N]: ").unwrap()];
-    assert!(
-        !prompt.contains('\x1b'),
-        "raw escape in the prompt: {prompt:?}"
-    );
+    let seen = String::from_utf8_lossy(&o.stdout).into_owned();
+    let Some(end) = seen.find("Confirm [y/N]: ") else {
+        panic!("no prompt: {seen:?} {}", common::show(&o));
+    };
+    (seen[..end].to_string(), seen)
+}
+
+#[test]
+fn terminal_prompts_show_arguments_escaped() {
+    // python3 for a pseudo-terminal (installed by .ci/setup-test-deps).
+    let Some(py) = crate::mcp_client::python() else {
+        common::skip("python3 (pty module)");
+        return;
+    };
+    // `atip exec`: the argument erases the line and draws an innocent command.
+    let sb = sandbox_with_t();
+    let target = "/\r\x1b[2K\x1b[1Aatip: run `git status`? \u{202e}";
+    let a = json!({ "target": target }).to_string();
+    let (prompt, _) = prompt_on_tty(&sb, &py, &["exec", "t_delete", "--args", &a]);
+    for raw in ['\x1b', '\u{202e}'] {
+        assert!(
+            !prompt.contains(raw),
+            "raw {raw:?} in the prompt: {prompt:?}"
+        );
+    }
     assert!(!prompt.contains("/\r"), "raw CR in the prompt: {prompt:?}");
     assert!(prompt.contains(r"\r\e[2K\e[1Aatip: run"), "{prompt:?}");
     assert!(
         !sb.path().join("deleted.txt").exists(),
         "declined, yet it ran"
     );
+
+    // `atip mcp call`: the question names the arguments too, escaped.
+    let Some(sb) = crate::mcp_client::sandbox("ok") else {
+        return;
+    };
+    let a = json!({ "text": target }).to_string();
+    let (prompt, seen) = prompt_on_tty(&sb, &py, &["mcp", "call", "write_note", "--args", &a]);
+    assert!(prompt.contains("fake write_note"), "{prompt:?}");
+    assert!(
+        prompt.contains(r#""text":"#),
+        "arguments not shown: {prompt:?}"
+    );
+    for raw in ['\x1b', '\u{202e}'] {
+        assert!(
+            !prompt.contains(raw),
+            "raw {raw:?} in the prompt: {prompt:?}"
+        );
+    }
+    assert!(prompt.contains(r"\u{202e}"), "{prompt:?}");
+    // Declined: the server never got the call (it would answer "noted: …").
+    assert!(!seen.contains("noted:"), "declined, yet it ran: {seen:?}");
 }
 
 #[test]

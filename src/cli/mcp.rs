@@ -738,8 +738,8 @@ fn read_args(a: &CallArgs) -> Result<serde_json::Map<String, Value>, AtipError> 
     args::parse_text(&text)
 }
 
-/// Asks on the terminal, only when stderr is one.
-pub fn prompt(path: &str, d: &Decision) -> Confirmation {
+/// Asks on the terminal, only when stderr is one. `call` is `SERVER TOOL {arguments}`.
+pub fn prompt(call: &str, d: &Decision) -> Confirmation {
     if !std::io::stderr().is_terminal() {
         return Confirmation::Unavailable;
     }
@@ -750,11 +750,11 @@ pub fn prompt(path: &str, d: &Decision) -> Confirmation {
     else {
         return Confirmation::Unavailable;
     };
-    // The tool name comes from the server's configuration and listing: escaped.
+    // Names come from the server, arguments from the model: escaped.
     use atip::output::text::escape_controls;
     let q = format!(
         "atip: call MCP tool `{}`?\n  {}\nConfirm [y/N]: ",
-        escape_controls(path),
+        escape_controls(call),
         escape_controls(&d.explain(Action::Confirm))
     );
     if tty.write_all(q.as_bytes()).is_err() {

@@ -534,7 +534,12 @@ impl Checked {
         match self.decision.action {
             Action::Allow => Ok(false),
             Action::Deny => Err(self.refuse(None, audit, caller)),
-            Action::Confirm => match confirm(&self.path(), &self.decision) {
+            // The question names the call with its arguments: the user confirms what
+            // runs, not only which tool.
+            Action::Confirm => match confirm(
+                &format!("{} {}", self.path(), Value::Object(self.args.clone())),
+                &self.decision,
+            ) {
                 Confirmation::Yes => Ok(true),
                 answer => Err(self.refuse(Some(answer), audit, caller)),
             },
