@@ -740,9 +740,22 @@ fn descriptor_exhaustion_backs_off_and_recovers() {
         assert!(Instant::now() < deadline, "never recovered: {}", s.stderr());
         std::thread::sleep(Duration::from_millis(50));
     }
-    let err = s.stderr();
-    // One warning for the burst, however long it lasted (it used to be one per failed
-    // accept: gigabytes, at 100% CPU).
-    assert_eq!(err.matches("accept failed").count(), 1, "{err}");
-    assert!(err.contains("accepting connections again"), "{err}");
+    // One warning per burst of failures, each burst's end reported (it used to be one
+    // warning per failed accept: gigabytes, at 100% CPU). Closed connections still in
+    // the listen queue can start a second short burst, so count bursts, not one.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let err = loop {
+        let err = s.stderr();
+        let (bursts, ends) = (
+            err.matches("accept failed").count(),
+            err.matches("accepting connections again").count(),
+        );
+        if bursts == ends {
+            break err;
+        }
+        assert!(Instant::now() < deadline, "a burst never ended: {err}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let bursts = err.matches("accept failed").count();
+    assert!((1..=10).contains(&bursts), "{bursts} warnings: {err}");
 }
