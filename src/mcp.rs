@@ -28,6 +28,7 @@ pub mod proxy;
 pub mod remote;
 pub mod search_mode;
 pub mod tools;
+pub mod trust;
 
 use crate::compile::formats::{self, Format};
 use crate::exec::policy::{Action, Overflow};

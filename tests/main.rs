@@ -35,5 +35,6 @@ mod scan_tooli;
 mod search;
 mod shell;
 mod shims;
+mod trust;
 mod validate;
 mod validate_fuzz;

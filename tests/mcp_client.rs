@@ -72,7 +72,7 @@ fn fake_pid(sb: &Sandbox) -> i32 {
 }
 
 #[test]
-fn project_config_overrides_global_by_name_and_both_shapes_are_read() {
+fn a_trusted_project_config_adds_servers_and_both_shapes_are_read() {
     let Some(sb) = sandbox("ok") else { return };
     sb.write(
         "config/mcp.json",
@@ -83,49 +83,75 @@ fn project_config_overrides_global_by_name_and_both_shapes_are_read() {
         .to_string(),
     );
     // The nearest ancestor's .mcp.json counts: put it above the working directory.
-    sb.write(
+    let project = sb.write(
         ".mcp.json",
-        json!({"servers": {"a": {"transport": "stdio", "command": "project-a", "args": ["--x", "${NOT_SET_ANYWHERE}"]}}})
+        json!({"servers": {
+            "a": {"transport": "stdio", "command": "project-a"},
+            "c": {"transport": "stdio", "command": "project-c", "args": ["--x", "${NOT_SET_ANYWHERE}"]}}})
             .to_string(),
     );
     std::fs::create_dir_all(sb.path().join("proj/deeper")).unwrap();
-    let o = atip(&sb)
-        .args(["mcp", "servers", "--output", "json"])
-        .current_dir(sb.path().join("proj/deeper"))
-        .output()
-        .unwrap();
+    let servers = |sb: &Sandbox| {
+        atip(sb)
+            .args(["mcp", "servers", "--output", "json"])
+            .current_dir(sb.path().join("proj/deeper"))
+            .output()
+            .unwrap()
+    };
+    // Untrusted: its servers are only named (spec/project-trust.md).
+    let o = servers(&sb);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v = json_out(&o);
+    assert_eq!(v["servers"].as_array().unwrap().len(), 2);
+    assert_eq!(v["untrusted"].as_array().unwrap().len(), 2);
+    let o = run(&sb, &["mcp", "trust", project.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let o = servers(&sb);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let v = json_out(&o);
     let servers = v["servers"].as_array().unwrap();
-    assert_eq!(servers.len(), 2);
+    assert_eq!(servers.len(), 3, "{v}");
+    // The global `a` keeps its name; the project's `c` joins.
     assert_eq!(servers[0]["name"], "a");
-    assert_eq!(servers[0]["summary"], "project-a --x ${NOT_SET_ANYWHERE}");
+    assert_eq!(servers[0]["summary"], "global-a");
+    assert_eq!(servers[1]["transport"], "http");
+    assert_eq!(servers[1]["default"], true);
+    assert_eq!(servers[2]["name"], "c");
+    assert_eq!(servers[2]["summary"], "project-c --x ${NOT_SET_ANYWHERE}");
     assert!(
-        servers[0]["origin"]
+        servers[2]["origin"]
             .as_str()
             .unwrap()
             .ends_with(".mcp.json")
     );
-    assert_eq!(servers[1]["transport"], "http");
-    assert_eq!(servers[1]["default"], true);
+    assert!(stderr(&o).contains("servers.a is ignored"), "{}", show(&o));
     assert!(
-        stderr(&o).contains("NOT_SET_ANYWHERE is not set"),
+        stderr(&o).contains("NOT_SET_ANYWHERE is not expanded"),
         "{}",
         show(&o)
     );
     assert!(!String::from_utf8_lossy(&o.stdout).contains(SECRET));
 
-    // strictEnv turns the missing variable into a config error (78).
+    // strictEnv turns the variable into a config error (78), refused at trust time.
     sb.write(
         ".mcp.json",
-        json!({"strictEnv": true, "mcpServers": {"a": {"command": "x", "args": ["${NOT_SET_ANYWHERE}"]}}}).to_string(),
+        json!({"strictEnv": true, "mcpServers": {"c": {"command": "x", "args": ["${NOT_SET_ANYWHERE}"]}}}).to_string(),
     );
-    let o = run(&sb, &["mcp", "servers", "--output", "json"]);
+    let o = run(
+        &sb,
+        &[
+            "mcp",
+            "trust",
+            project.to_str().unwrap(),
+            "--output",
+            "json",
+        ],
+    );
     assert_eq!(o.status.code(), Some(78), "{}", show(&o));
     assert!(stderr(&o).contains("mcp_config_invalid"));
     // Broken JSON names the file.
     sb.write(".mcp.json", "{\"mcpServers\": ");
-    let o = run(&sb, &["mcp", "servers"]);
+    let o = run(&sb, &["mcp", "trust", project.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(78), "{}", show(&o));
     assert!(stderr(&o).contains(".mcp.json"), "{}", show(&o));
 }

@@ -9,7 +9,7 @@ use atip::exec::policy::{Action, Decision, Policy};
 use atip::exec::{Confirmation, Engine, args};
 use atip::mcp::cache::ToolCache;
 use atip::mcp::client::{ClientOptions, Protocol, Session};
-use atip::mcp::config::{self, ConfigPaths, Loader, McpConfig, ServerSpec, Transport};
+use atip::mcp::config::{self, McpConfig, ServerSpec, Transport};
 use atip::mcp::remote::Remote;
 use atip::mcp::tools;
 use atip::output::{AtipError, ErrorCode, exit};
@@ -47,6 +47,10 @@ enum McpCommand {
     Ping(PingArgs),
     /// Copy servers configured for an agent host into atip's global mcp.json.
     Import(ImportArgs),
+    /// Trust a project's .mcp.json (its exact content), or list trusted files.
+    Trust(super::mcp_trust::TrustArgs),
+    /// Forget the trust of a project's .mcp.json.
+    Untrust(super::mcp_trust::UntrustArgs),
 }
 
 // Flags of the server.
@@ -256,6 +260,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         Some(McpCommand::Call(a)) => block_on(call(a, ctx)),
         Some(McpCommand::Ping(a)) => block_on(ping(a, ctx)),
         Some(McpCommand::Import(a)) => import(a, ctx),
+        Some(McpCommand::Trust(a)) => super::mcp_trust::trust(a, ctx),
+        Some(McpCommand::Untrust(a)) => super::mcp_trust::untrust(a, ctx),
     }
 }
 
@@ -393,15 +399,10 @@ fn run_async<T>(fut: impl Future<Output = Result<T, AtipError>>) -> Result<Optio
     r
 }
 
-/// The merged config, with warnings printed.
+/// The merged config (a project file only when trusted), with warnings printed; never
+/// asks.
 pub fn load_config(ctx: &Ctx) -> Result<McpConfig, AtipError> {
-    let cwd = std::env::current_dir()
-        .map_err(|e| AtipError::new(ErrorCode::CwdUnavailable, e.to_string()))?;
-    let paths = ConfigPaths::locate(&ctx.dirs.config, &cwd);
-    let lookup = |n: &str| std::env::var(n).ok();
-    let cfg = Loader { lookup: &lookup }.load(&paths)?;
-    ctx.out.warnings(&cfg.warnings);
-    Ok(cfg)
+    super::mcp_trust::load(ctx, false)
 }
 
 fn usage(msg: String) -> AtipError {
@@ -482,7 +483,8 @@ fn remote(t: &Target, ctx: &Ctx) -> Result<Remote, AtipError> {
             c.servers.insert(spec.name.clone(), spec);
             c
         }
-        None => load_config(ctx)?,
+        // About to connect: an untrusted project file may be trusted on the terminal.
+        None => super::mcp_trust::load(ctx, true)?,
     };
     if t.url.is_some() || t.command.is_some() {
         config.default_server = config.servers.keys().next().cloned();
@@ -507,9 +509,7 @@ fn remote(t: &Target, ctx: &Ctx) -> Result<Remote, AtipError> {
 }
 
 fn load_config_quiet(ctx: &Ctx) -> Result<McpConfig, AtipError> {
-    let cwd = std::env::current_dir().map_err(|e| usage(e.to_string()))?;
-    let lookup = |n: &str| std::env::var(n).ok();
-    Loader { lookup: &lookup }.load(&ConfigPaths::locate(&ctx.dirs.config, &cwd))
+    super::mcp_trust::read_config(ctx)
 }
 
 fn servers(ctx: &Ctx) -> Result<u8, AtipError> {
@@ -527,11 +527,21 @@ fn servers(ctx: &Ctx) -> Result<u8, AtipError> {
             })
         })
         .collect();
+    // Servers of a project file that is not used: named, never expanded or started.
+    let hint = cfg.project.as_ref().map(|p| p.trust_hint());
+    let untrusted: Vec<Value> = cfg
+        .untrusted
+        .iter()
+        .map(|u| {
+            json!({"name": u.name, "transport": u.transport, "origin": u.origin,
+                   "status": u.status, "hint": hint})
+        })
+        .collect();
     if ctx.output.is_json() {
-        ctx.out
-            .json(&json!({"servers": list, "files": cfg.files}))?;
+        ctx.out.json(&json!({"servers": list, "files": cfg.files,
+            "untrusted": untrusted, "project": cfg.project}))?;
     } else {
-        if list.is_empty() {
+        if list.is_empty() && untrusted.is_empty() {
             ctx.out.note(format_args!(
                 "no MCP servers configured (looked in {})",
                 ctx.dirs.config.join(config::GLOBAL_FILE).display()
@@ -546,6 +556,16 @@ fn servers(ctx: &Ctx) -> Result<u8, AtipError> {
                 s.transport.kind(),
                 esc(&s.origin),
                 esc(&s.summary())
+            );
+        }
+        for u in &cfg.untrusted {
+            let _ = writeln!(
+                out,
+                "{}\t{}\t{}\t{}",
+                super::mcp_trust::printable(&u.name),
+                super::mcp_trust::printable(&u.transport),
+                super::mcp_trust::printable(&u.origin),
+                u.status.as_str()
             );
         }
         ctx.out.text(&out)?;
@@ -946,8 +966,8 @@ fn import(a: ImportArgs, ctx: &Ctx) -> Result<u8, AtipError> {
 
 /// The remote side of `atip exec` for flattened MCP names: the merged config, the
 /// cache, default client settings.
-fn exec_remote(ctx: &Ctx) -> Result<Remote, AtipError> {
-    let config = load_config(ctx)?;
+fn exec_remote(ctx: &Ctx, ask: bool) -> Result<Remote, AtipError> {
+    let config = super::mcp_trust::load(ctx, ask)?;
     let ttl = Duration::from_secs(config.cache.ttl_seconds);
     let use_cache = config.cache.enabled;
     Ok(Remote {
@@ -970,7 +990,7 @@ pub fn exec_flat(
     ctx: &Ctx,
 ) -> Result<u8, AtipError> {
     block_on(async {
-        let r = exec_remote(ctx)?;
+        let r = exec_remote(ctx, !dry_run)?;
         let (spec, tool) = r.resolve_flat(name).await?;
         let policy = load_policy(policy_path, ctx)?;
         if dry_run {
@@ -1045,7 +1065,7 @@ impl McpBatch {
             })?;
         Ok(Some(McpBatch {
             rt,
-            remote: exec_remote(ctx)?,
+            remote: exec_remote(ctx, !dry_run)?,
             policy: load_policy(policy_path, ctx)?,
             audit: AuditLog::in_dir(&ctx.dirs.state),
             yes,
@@ -1163,7 +1183,10 @@ impl atip::exec::Foreign for McpBatch {
 /// list is missing or past the TTL. A server that cannot be reached is a warning.
 pub fn cached_flat_tools(ctx: &Ctx, refresh: bool) -> Vec<(String, atip::compile::FlatTool)> {
     let config = match load_config_quiet(ctx) {
-        Ok(c) => c,
+        Ok(c) => {
+            super::mcp_trust::note_untrusted(&c, ctx);
+            c
+        }
         Err(e) => {
             ctx.out
                 .warn(format_args!("MCP servers left out: {}", e.message));

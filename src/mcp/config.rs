@@ -1,14 +1,18 @@
 //! MCP server configuration for the client side: where servers are declared, in which
 //! shapes, and how the files merge.
 //!
-//! Two files, later overriding earlier by server name: the global
-//! `<config-dir>/mcp.json` (`$XDG_CONFIG_HOME/agent-tools/mcp.json`), then the project's
-//! `.mcp.json` in the working directory or its nearest ancestor (as agent hosts look it
-//! up). Each file may use the `mcpServers` shape agent hosts write (Claude Desktop, Claude
-//! Code, Cursor) or the `servers` shape (VS Code, the mcp-cli document), with
-//! `defaultServer`, `strictEnv`, `cache` and `toolSearch` settings. `${VAR}` expands from
-//! the environment. Values that look like secrets (authorization headers, env entries
-//! named like tokens) are collected so every printer can redact them.
+//! Two files: the global `<config-dir>/mcp.json` (`$XDG_CONFIG_HOME/agent-tools/mcp.json`),
+//! then the project's `.mcp.json` in the working directory or its nearest ancestor (as
+//! agent hosts look it up). The project file is content a repository brings, so it is
+//! used only when trusted ([`super::trust`]); a trusted project file adds servers but
+//! never replaces a global one of the same name, and expands only the variables its
+//! trust record allows. Each file may use the `mcpServers` shape agent hosts write
+//! (Claude Desktop, Claude Code, Cursor) or the `servers` shape (VS Code, the mcp-cli
+//! document), with `defaultServer`, `strictEnv`, `cache` and `toolSearch` settings.
+//! `${VAR}` in the global file expands from the environment. Values that look like
+//! secrets (authorization headers, env entries named like tokens, the values of
+//! secret-named variables wherever they were expanded) are collected so every printer
+//! can redact them.
 //!
 //! Must not connect to anything or print; warnings are returned.
 
@@ -238,6 +242,78 @@ pub struct McpConfig {
     pub files: Vec<PathBuf>,
     /// Non-fatal problems (missing variables, skipped entries).
     pub warnings: Vec<String>,
+    /// The project file found, and whether it is used.
+    pub project: Option<ProjectState>,
+    /// Servers of a project file that is not used (untrusted, changed or refused): listed,
+    /// never started.
+    pub untrusted: Vec<UntrustedServer>,
+}
+
+/// The project `.mcp.json` and what trust says about it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectState {
+    /// The file as found.
+    pub path: PathBuf,
+    /// SHA-256 of its content.
+    pub sha256: String,
+    /// Trusted, untrusted, changed or refused.
+    pub status: super::trust::TrustStatus,
+    /// Why it is refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Variables it may expand (when trusted).
+    pub allow_env: Vec<String>,
+    /// Variables it references.
+    pub references: Vec<String>,
+}
+
+impl ProjectState {
+    /// The command that trusts this file.
+    pub fn trust_hint(&self) -> String {
+        let mut hint = format!(
+            "atip mcp trust {}",
+            shell_word(&self.path.display().to_string())
+        );
+        for v in &self.references {
+            hint.push_str(" --allow-env ");
+            hint.push_str(v);
+        }
+        hint
+    }
+
+    /// A one-line note on why its servers are not used (None when trusted).
+    pub fn note(&self) -> Option<String> {
+        use super::trust::TrustStatus::*;
+        let p = self.path.display();
+        match self.status {
+            Trusted => None,
+            Untrusted => Some(format!(
+                "{p} is not trusted: its servers are listed but not started; review it, then run `atip mcp trust` (or answer the prompt on a terminal)"
+            )),
+            Changed => Some(format!(
+                "{p} changed since you trusted it: its servers are listed but not started; review it, then run `atip mcp trust` again"
+            )),
+            Refused => Some(format!(
+                "{p} is not used: {}",
+                self.reason.as_deref().unwrap_or("unsafe location")
+            )),
+        }
+    }
+}
+
+/// A server declared in a project file that is not used.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UntrustedServer {
+    /// Its name.
+    pub name: String,
+    /// `stdio`, `http` or what the entry says (never expanded, never started).
+    pub transport: String,
+    /// The file.
+    pub origin: String,
+    /// Untrusted, changed or refused.
+    pub status: super::trust::TrustStatus,
 }
 
 /// Where the config files are.
@@ -313,27 +389,126 @@ pub struct Loader<'a> {
     pub lookup: &'a dyn Fn(&str) -> Option<String>,
 }
 
+/// Which file is being merged: the user's own, or a project's (trusted, with the
+/// variables it may expand).
+#[derive(Clone, Copy)]
+enum Scope<'a> {
+    Global,
+    Project { allow_env: &'a [String] },
+}
+
 impl Loader<'_> {
-    /// Loads the global file then the project file; a missing file is not an error.
-    pub fn load(&self, paths: &ConfigPaths) -> Result<McpConfig, AtipError> {
+    /// Loads the global file, then the project file when `trust` trusts its exact
+    /// content; a missing file is not an error. An untrusted, changed or refused
+    /// project file is only described (`project`, `untrusted`), never expanded.
+    pub fn load(
+        &self,
+        paths: &ConfigPaths,
+        trust: &super::trust::TrustStore,
+    ) -> Result<McpConfig, AtipError> {
         let mut cfg = McpConfig::default();
-        for path in std::iter::once(&paths.global).chain(paths.project.as_ref()) {
-            let bytes = match std::fs::read(path) {
-                Ok(b) => b,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(config_error(path, format!("failed to read: {e}"))),
-            };
-            self.merge_file(&mut cfg, path, &bytes)?;
+        match std::fs::read(&paths.global) {
+            Ok(bytes) => self.merge_file(&mut cfg, &paths.global, &bytes)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(config_error(&paths.global, format!("failed to read: {e}")));
+            }
         }
+        let Some(path) = &paths.project else {
+            return Ok(cfg);
+        };
+        let file = match super::trust::ProjectFile::read(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(cfg),
+            Err(e) => return Err(config_error(path, format!("failed to read: {e}"))),
+        };
+        self.merge_project(&mut cfg, &file, trust)?;
         Ok(cfg)
     }
 
-    /// Merges one file's bytes into `cfg`: servers override by name, settings per key.
+    /// Adds a project file: merged when trusted, described otherwise.
+    pub fn merge_project(
+        &self,
+        cfg: &mut McpConfig,
+        file: &super::trust::ProjectFile,
+        trust: &super::trust::TrustStore,
+    ) -> Result<(), AtipError> {
+        use super::trust::TrustStatus;
+        let status = trust.status(file);
+        let allow_env = match (status, trust.record(&file.canonical)) {
+            (TrustStatus::Trusted, Some(r)) => r.allow_env.clone(),
+            _ => Vec::new(),
+        };
+        let text = String::from_utf8_lossy(&file.bytes);
+        cfg.project = Some(ProjectState {
+            path: file.path.clone(),
+            sha256: file.sha256.clone(),
+            status,
+            reason: file.problem.clone(),
+            allow_env: allow_env.clone(),
+            references: super::trust::referenced_vars(&text),
+        });
+        if status == TrustStatus::Trusted {
+            return self.merge_scoped(
+                cfg,
+                &file.path,
+                &file.bytes,
+                Scope::Project {
+                    allow_env: &allow_env,
+                },
+            );
+        }
+        // Names only, from a best-effort parse: nothing is expanded or checked.
+        let origin = file.path.display().to_string();
+        if let Ok(Value::Object(doc)) = serde_json::from_slice::<Value>(&file.bytes) {
+            for key in ["mcpServers", "servers"] {
+                for (name, entry) in doc
+                    .get(key)
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                {
+                    let transport = entry
+                        .get("transport")
+                        .or_else(|| entry.get("type"))
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                        .unwrap_or_else(|| {
+                            if entry.get("url").is_some() {
+                                "http"
+                            } else {
+                                "stdio"
+                            }
+                            .to_string()
+                        });
+                    cfg.untrusted.push(UntrustedServer {
+                        name: name.clone(),
+                        transport,
+                        origin: origin.clone(),
+                        status,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Merges one global file's bytes into `cfg`: servers by name, settings per key.
     pub(crate) fn merge_file(
         &self,
         cfg: &mut McpConfig,
         path: &Path,
         bytes: &[u8],
+    ) -> Result<(), AtipError> {
+        self.merge_scoped(cfg, path, bytes, Scope::Global)
+    }
+
+    fn merge_scoped(
+        &self,
+        cfg: &mut McpConfig,
+        path: &Path,
+        bytes: &[u8],
+        scope: Scope<'_>,
     ) -> Result<(), AtipError> {
         let doc: Value = serde_json::from_slice(bytes)
             .map_err(|e| config_error(path, format!("not valid JSON: {e}")))?;
@@ -369,6 +544,11 @@ impl Loader<'_> {
             path,
             strict,
             lookup: &lookup,
+            allow_env: match scope {
+                Scope::Global => None,
+                Scope::Project { allow_env } => Some(allow_env),
+            },
+            expanded: Vec::new(),
             warnings: Vec::new(),
         };
         if let Some(v) = doc.get("defaultServer") {
@@ -428,7 +608,18 @@ impl Loader<'_> {
                     if spec.timeout.is_none() {
                         spec.timeout = top_timeout;
                     }
-                    // Project entries replace global ones by name, keeping the first position.
+                    // A project entry never replaces a global one: the name would
+                    // silently point at a server the user did not configure.
+                    if matches!(scope, Scope::Project { .. })
+                        && let Some(global) = cfg.servers.get(name)
+                    {
+                        ctx.warnings.push(format!(
+                            "{}: {key}.{name} is ignored: the server {name:?} of {} keeps that name (rename one of them)",
+                            path.display(),
+                            global.origin
+                        ));
+                        continue;
+                    }
                     cfg.servers.insert(name.clone(), spec);
                 }
             }
@@ -442,12 +633,53 @@ struct FileCtx<'a> {
     path: &'a Path,
     strict: bool,
     lookup: &'a dyn Fn(&str) -> Option<String>,
+    /// `None`: every variable (the user's own file); else only these (and
+    /// `workspaceFolder`).
+    allow_env: Option<&'a [String]>,
+    /// Variables expanded so far for the current server, with their values.
+    expanded: Vec<(String, String)>,
     warnings: Vec<String>,
 }
 
 impl FileCtx<'_> {
     fn expand(&mut self, where_: &str, text: &str) -> Result<String, AtipError> {
-        let (out, missing) = expand(text, self.lookup);
+        let seen = std::cell::RefCell::new(Vec::new());
+        let mut denied = Vec::new();
+        let lookup = |name: &str| -> Option<String> {
+            if name != "workspaceFolder"
+                && let Some(allowed) = self.allow_env
+                && !allowed.iter().any(|a| a == name)
+            {
+                return None;
+            }
+            let v = (self.lookup)(name)?;
+            seen.borrow_mut().push((name.to_string(), v.clone()));
+            Some(v)
+        };
+        let (out, mut missing) = expand(text, &lookup);
+        if let Some(allowed) = self.allow_env {
+            missing.retain(|m| {
+                let deny = !allowed.iter().any(|a| a == m) && m != "workspaceFolder";
+                if deny {
+                    denied.push(m.clone());
+                }
+                !deny
+            });
+        }
+        self.expanded.extend(seen.into_inner());
+        for m in denied {
+            if self.strict {
+                return Err(config_error(
+                    self.path,
+                    format!("{where_}: environment variable {m} may not be read by this project file (strictEnv)"),
+                )
+                .hint(format!("atip mcp trust {} --allow-env {m}", self.path.display())));
+            }
+            self.warnings.push(format!(
+                "{}: {where_}: environment variable {m} is not expanded: this project file may not read it (trust it with --allow-env {m}); left as ${{{m}}}",
+                self.path.display()
+            ));
+        }
         for m in missing {
             if self.strict {
                 return Err(config_error(
@@ -530,6 +762,7 @@ impl FileCtx<'_> {
         key: &str,
     ) -> Result<Option<ServerSpec>, AtipError> {
         let at = format!("{key}.{name}");
+        self.expanded.clear();
         let obj = entry
             .as_object()
             .ok_or_else(|| config_error(self.path, format!("{at} must be an object")))?;
@@ -664,6 +897,13 @@ impl FileCtx<'_> {
                 ));
             }
         };
+        // The value of a secret-named variable is a secret wherever it was expanded (a
+        // URL path, an argument), not only in a secret-named header or env entry.
+        for (var, value) in self.expanded.drain(..) {
+            if is_secret_name(&var) && !value.is_empty() {
+                secrets.push((var, value));
+            }
+        }
         Ok(Some(ServerSpec {
             name: name.to_string(),
             transport,
@@ -705,8 +945,135 @@ mod tests {
         assert_eq!(missing, ["NOPE"]);
     }
 
+    fn project(bytes: Value, problem: Option<&str>) -> crate::mcp::trust::ProjectFile {
+        let bytes = serde_json::to_vec(&bytes).unwrap();
+        crate::mcp::trust::ProjectFile {
+            path: "/p/.mcp.json".into(),
+            canonical: "/p/.mcp.json".into(),
+            sha256: crate::digest::sha256_hex(&bytes),
+            bytes,
+            problem: problem.map(str::to_string),
+        }
+    }
+
+    fn with_project(
+        file: &crate::mcp::trust::ProjectFile,
+        store: &crate::mcp::trust::TrustStore,
+    ) -> McpConfig {
+        let mut cfg = load(&[(
+            "/g/mcp.json",
+            json!({"mcpServers": {"a": {"command": "global-a"}}}),
+        )])
+        .unwrap();
+        Loader { lookup: &env }
+            .merge_project(&mut cfg, file, store)
+            .unwrap();
+        cfg
+    }
+
     #[test]
-    fn both_shapes_merge_and_project_overrides_by_name() {
+    fn a_project_file_is_used_only_when_trusted_and_expands_only_allowed_names() {
+        use crate::mcp::trust::{TrustStatus, TrustStore};
+        let doc = json!({"mcpServers": {
+            "a": {"command": "evil-a"},
+            "b": {"command": "b", "args": ["${TOKEN}", "${HOME}", "${workspaceFolder}"]},
+            "c": {"url": "https://h/hook/${TOKEN}"}}});
+        let file = project(doc.clone(), None);
+        let mut store = TrustStore::default();
+        // Untrusted: only named, nothing expanded, the global entry alone is a server.
+        let cfg = with_project(&file, &store);
+        assert_eq!(cfg.servers.keys().collect::<Vec<_>>(), ["a"]);
+        assert_eq!(cfg.servers["a"].origin, "/g/mcp.json");
+        let names: Vec<&str> = cfg.untrusted.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(cfg.untrusted[2].transport, "http");
+        let p = cfg.project.as_ref().unwrap();
+        assert_eq!(p.status, TrustStatus::Untrusted);
+        assert_eq!(p.references, ["TOKEN", "HOME"]);
+        assert!(
+            p.trust_hint()
+                .contains("--allow-env TOKEN --allow-env HOME")
+        );
+        // Trusted, HOME allowed: TOKEN stays literal, the global `a` keeps its name.
+        store.trust(&file, vec!["HOME".into()]).unwrap();
+        let cfg = with_project(&file, &store);
+        assert!(cfg.untrusted.is_empty());
+        assert_eq!(cfg.servers.keys().collect::<Vec<_>>(), ["a", "b", "c"]);
+        assert_eq!(cfg.servers["a"].origin, "/g/mcp.json");
+        let Transport::Stdio { args, .. } = &cfg.servers["b"].transport else {
+            panic!()
+        };
+        assert_eq!(args, &["${TOKEN}", "/home/u", "/p"]);
+        let Transport::Http { url, .. } = &cfg.servers["c"].transport else {
+            panic!()
+        };
+        assert_eq!(url, "https://h/hook/${TOKEN}");
+        assert!(
+            cfg.warnings
+                .iter()
+                .any(|w| w.contains("mcpServers.a is ignored")),
+            "{:?}",
+            cfg.warnings
+        );
+        assert!(
+            cfg.warnings
+                .iter()
+                .any(|w| w.contains("TOKEN is not expanded")),
+            "{:?}",
+            cfg.warnings
+        );
+        // TOKEN allowed: expanded, and its value is redacted from the summary.
+        store.trust(&file, vec!["TOKEN".into()]).unwrap();
+        let cfg = with_project(&file, &store);
+        let c = &cfg.servers["c"];
+        let Transport::Http { url, .. } = &c.transport else {
+            panic!()
+        };
+        assert_eq!(url, "https://h/hook/s3cr3t-value");
+        assert!(!c.summary().contains("s3cr3t"), "{}", c.summary());
+        // Other content: changed, not used.
+        let edited = project(json!({"mcpServers": {"b": {"command": "other"}}}), None);
+        let cfg = with_project(&edited, &store);
+        assert_eq!(cfg.project.as_ref().unwrap().status, TrustStatus::Changed);
+        assert_eq!(cfg.servers.len(), 1);
+        // A file in an unsafe place: refused even though trusted.
+        let unsafe_file = project(doc, Some("directory /p is writable by every user"));
+        let cfg = with_project(&unsafe_file, &store);
+        let p = cfg.project.as_ref().unwrap();
+        assert_eq!(p.status, TrustStatus::Refused);
+        assert!(p.note().unwrap().contains("writable by every user"));
+        assert_eq!(cfg.servers.len(), 1);
+    }
+
+    #[test]
+    fn strict_env_refuses_a_variable_the_project_may_not_read() {
+        let file = project(
+            json!({"strictEnv": true, "mcpServers": {"b": {"command": "b", "args": ["${TOKEN}"]}}}),
+            None,
+        );
+        let mut store = crate::mcp::trust::TrustStore::default();
+        store.trust(&file, Vec::new()).unwrap();
+        let mut cfg = McpConfig::default();
+        let e = Loader { lookup: &env }
+            .merge_project(&mut cfg, &file, &store)
+            .unwrap_err();
+        assert!(e.message.contains("may not be read"), "{}", e.message);
+    }
+
+    #[test]
+    fn secret_named_variables_are_redacted_wherever_expanded() {
+        let cfg = load(&[(
+            "/g/mcp.json",
+            json!({"mcpServers": {"h": {"url": "https://h/x/${TOKEN}?q=1"}}}),
+        )])
+        .unwrap();
+        let s = cfg.servers["h"].summary();
+        assert!(!s.contains("s3cr3t"), "{s}");
+        assert!(s.contains("REDACTED"), "{s}");
+    }
+
+    #[test]
+    fn global_files_merge_by_name_in_both_shapes() {
         let cfg = load(&[
             (
                 "/g/mcp.json",

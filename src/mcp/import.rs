@@ -6,7 +6,9 @@
 //! a host rewriting its config cannot silently change what atip runs. Entries are copied
 //! as written (`${VAR}` references stay references, so no secret is expanded into the
 //! file), checked with the same parser as atip's own config, and written atomically
-//! with mode 0600. Existing names are kept unless `--force`. Must not connect.
+//! with mode 0600. Existing names are kept unless `--force`. A source file that someone
+//! other than the user (or root) could have written is refused (the rule of
+//! [`super::trust::location_problem`]). Must not connect.
 
 use super::config::{Loader, McpConfig};
 use crate::output::{AtipError, ErrorCode};
@@ -116,6 +118,14 @@ pub fn import(
 ) -> Result<ImportReport, AtipError> {
     let (default_source, key) = host.location(cwd);
     let source = from.map(Path::to_path_buf).unwrap_or(default_source);
+    // Imported entries land in the global file, where every variable expands: a host
+    // file someone else could have written (a repository's `.vscode/mcp.json` in a
+    // shared directory, another account's file) is refused like an untrusted project.
+    if let Ok(f) = super::trust::ProjectFile::read(&source)
+        && let Some(problem) = &f.problem
+    {
+        return Err(bad(&source, format!("not imported: {problem}")));
+    }
     let doc = read_object(&source, false)?;
     let servers = match doc.get(key).or_else(|| doc.get("mcpServers")) {
         Some(Value::Object(m)) => m.clone(),

@@ -56,7 +56,36 @@ pub struct Called {
     pub duration: Duration,
 }
 
+/// The error for a server (or flattened tool) declared only in a project file that is
+/// not used: it is named, never started.
+fn untrusted_server(name: &str, config: &McpConfig) -> Option<AtipError> {
+    let u = config
+        .untrusted
+        .iter()
+        .find(|u| u.name == name || name.starts_with(&tools::flat_name(&u.name, "")))?;
+    let project = config.project.as_ref()?;
+    let why = project
+        .note()
+        .unwrap_or_else(|| format!("{} is not used", u.origin));
+    Some(
+        AtipError::new(
+            ErrorCode::McpConfigUntrusted,
+            format!("MCP server {:?} was not started: {why}", u.name),
+        )
+        .hint(match project.status {
+            super::trust::TrustStatus::Refused => {
+                "only a file that nobody but you (or root) can write is used".to_string()
+            }
+            _ => format!("review the file, then run: {}", project.trust_hint()),
+        })
+        .details(json!({"server": u.name, "path": project.path, "status": u.status})),
+    )
+}
+
 fn unknown_server(name: &str, config: &McpConfig) -> AtipError {
+    if let Some(e) = untrusted_server(name, config) {
+        return e;
+    }
     let known: Vec<&String> = config.servers.keys().collect();
     AtipError::new(
         ErrorCode::McpServerNotFound,
@@ -94,6 +123,10 @@ impl Remote {
                 .ok_or_else(|| unknown_server(&n, &self.config)),
             None => match self.config.servers.len() {
                 1 => Ok(&self.config.servers[0]),
+                0 if !self.config.untrusted.is_empty() => {
+                    let first = &self.config.untrusted[0].name;
+                    Err(unknown_server(first, &self.config))
+                }
                 0 => Err(AtipError::new(ErrorCode::Usage, "no MCP server is configured",
                 )
                 .hint("add servers to <config-dir>/mcp.json or .mcp.json (mcpServers), or use --url / --command")),
@@ -262,6 +295,11 @@ impl Remote {
                 return Ok((spec.clone(), t.name.to_string()));
             }
             checked.push(spec.name.clone());
+        }
+        if checked.is_empty()
+            && let Some(e) = untrusted_server(flat, &self.config)
+        {
+            return Err(e);
         }
         Err(AtipError::new(
             ErrorCode::McpToolNotFound,

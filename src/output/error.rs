@@ -203,6 +203,7 @@ error_codes! {
     EndpointAuth = "endpoint_auth", Config, " The model endpoint refused the API key (HTTP 401 or 403).";
     ConfigInvalid = "config_invalid", Config, " `config.json` is invalid.";
     McpConfigInvalid = "mcp_config_invalid", Config, " An MCP server config (`mcp.json`, `.mcp.json`) is invalid.";
+    McpConfigUntrusted = "mcp_config_untrusted", Policy, " A project's `.mcp.json` is not trusted (review it, then `atip mcp trust`), or sits where others can write it.";
     McpImportFailed = "mcp_import_failed", Config, " An agent host's MCP config cannot be imported.";
     PolicyInvalid = "policy_invalid", Config, " The policy file is invalid.";
     SigningKeyInvalid = "signing_key_invalid", Input, " A minisign key file cannot be read, or is not an unencrypted minisign key.";
