@@ -38,3 +38,4 @@ mod shims;
 mod trust;
 mod validate;
 mod validate_fuzz;
+mod withheld;

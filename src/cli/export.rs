@@ -66,6 +66,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
             .collect::<Vec<_>>()
     });
     let docs = select(&args, commands.as_deref(), ctx)?;
+    let (docs, filtered_by_policy) = if args.file.is_none() {
+        withhold_denied(docs, ctx)?
+    } else {
+        (docs, false)
+    };
     check_combination(&args, &docs)?;
     let opts = ExportOptions {
         format: args.format,
@@ -78,7 +83,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     let mut sink = Sink::open(args.out.as_deref(), args.format)?;
     // The whole registry in a JSON format: the same bytes as the last identical export
     // when the registry has not changed since (see `atip::catalog::kept`).
-    let kept = kept_key(&args, ctx, opts.flatten.commands.is_some());
+    // An export the policy filtered is not kept or replayed (the kept key knows the
+    // registry, not the policy).
+    let kept =
+        kept_key(&args, ctx, opts.flatten.commands.is_some()).filter(|_| !filtered_by_policy);
     if let Some(key) = &kept
         && let Some((file, len, report)) = kept::find(&ctx.dirs, key)
     {
@@ -208,6 +216,54 @@ fn select(args: &Args, commands: Option<&[String]>, ctx: &Ctx) -> Result<Documen
         check_filters_match(filters, catalog.tools())?;
     }
     Ok(Documents::Loaded(docs))
+}
+
+/// Leaves out the tools the policy denies whatever the call (its `tools` and `programs`
+/// lists: `Policy::withholds`), so an export never offers a model what it may not call;
+/// `--verbose` says how many. Returns whether the policy has such lists at all.
+fn withhold_denied(docs: Documents, ctx: &Ctx) -> Result<(Documents, bool), AtipError> {
+    let cwd = std::env::current_dir().map_err(|e| AtipError::usage(e.to_string()))?;
+    let policy = atip::exec::policy::Policy::load(None, &ctx.dirs.config, &cwd)?;
+    let f = &policy.file;
+    if [&f.tools, &f.programs]
+        .iter()
+        .all(|l| l.allow.is_empty() && l.deny.is_empty())
+    {
+        return Ok((docs, false));
+    }
+    let denied = |name: &str, program: &Path| {
+        policy
+            .withholds(name, name, name, program)
+            .iter()
+            .any(|r| r.starts_with("tools.") || r.starts_with("programs."))
+    };
+    let before = docs.len();
+    let docs = match docs {
+        Documents::Registry(mut entries) => {
+            entries.retain(|(name, e)| !denied(name, &e.path));
+            Documents::Registry(entries)
+        }
+        Documents::Loaded(mut metas) => {
+            let index = atip::registry::Index::load(&ctx.dirs).ok().flatten();
+            metas.retain(|m| {
+                let name = m.tool_name().unwrap_or_default();
+                let program = index
+                    .as_ref()
+                    .and_then(|i| i.tools.get(name))
+                    .map(|e| e.path.clone())
+                    .unwrap_or_default();
+                !denied(name, &program)
+            });
+            Documents::Loaded(metas)
+        }
+    };
+    let withheld = before - docs.len();
+    if withheld > 0 {
+        ctx.out.info(format_args!(
+            "{withheld} tool(s) withheld: the policy denies them (tools or programs lists)"
+        ));
+    }
+    Ok((docs, true))
 }
 
 /// Options that do not fit together: `--mcp` outside the JSON formats, several SKILL.md

@@ -113,7 +113,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     } else {
         None
     };
-    let report = match compiled.map(|c| search_compiled(&c, ctx, &query, &opts)) {
+    let mut report = match compiled.map(|c| search_compiled(&c, ctx, &query, &opts)) {
         Some(Ok((warnings, report))) => {
             ctx.out.warnings(&warnings);
             report
@@ -127,6 +127,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         }
         None => search_registry(&args, ctx, mcp_tools, &query, &opts)?,
     };
+    if args.file.is_none() {
+        withhold_denied(&mut report, ctx)?;
+    }
     match ctx.output {
         Json => ctx.out.json(&report)?,
         Jsonl => ctx.out.json_lines(&report.results)?,
@@ -145,6 +148,45 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     } else {
         exit::OK
     })
+}
+
+/// Drops the registry commands the policy denies whatever their arguments (its `tools`,
+/// `commands` and `programs` lists: `Policy::withholds`), so a model is never offered
+/// what it may not call; `--verbose` says how many.
+fn withhold_denied(report: &mut atip::search::SearchReport, ctx: &Ctx) -> Result<(), AtipError> {
+    let cwd = std::env::current_dir().map_err(|e| AtipError::usage(e.to_string()))?;
+    let policy = atip::exec::policy::Policy::load(None, &ctx.dirs.config, &cwd)?;
+    let index = atip::registry::Index::load(&ctx.dirs).ok().flatten();
+    let before = report.results.len();
+    report.results.retain(|r| {
+        if r.server.is_some() {
+            return true;
+        }
+        let program = index
+            .as_ref()
+            .and_then(|i| i.tools.get(&r.tool))
+            .map(|e| e.path.clone())
+            .unwrap_or_default();
+        let path = std::iter::once(r.tool.as_str())
+            .chain(
+                r.command
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|c| !c.is_empty()),
+            )
+            .collect::<Vec<_>>()
+            .join(" ");
+        policy
+            .withholds(&r.tool, &r.name, &path, &program)
+            .is_empty()
+    });
+    let withheld = before - report.results.len();
+    if withheld > 0 {
+        ctx.out.info(format_args!(
+            "{withheld} result(s) withheld: the policy denies them (tools, commands or programs lists)"
+        ));
+    }
+    Ok(())
 }
 
 /// Searches the compiled catalog's index; only the records of the hits are read. A hit

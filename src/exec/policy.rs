@@ -582,6 +582,50 @@ impl Policy {
         &self.file.limits
     }
 
+    /// The rules that deny every call of this command whatever its arguments — the
+    /// `tools`, `commands` and `programs` lists — or none. What these rules deny is not
+    /// offered to a model (search results, exports, suggestions): readers ask here, and
+    /// the answer is the one `evaluate` gives, so the lists are matched one way.
+    pub fn withholds(
+        &self,
+        tool: &str,
+        flat_name: &str,
+        command_path: &str,
+        program: &Path,
+    ) -> Vec<String> {
+        let effects = crate::model::Effects::default();
+        let trust = super::trust::TrustFacts {
+            level: super::trust::TrustLevel::Verified,
+            vouch: crate::registry::Vouch::User,
+            why: String::new(),
+        };
+        let names = super::runners::program_names(program);
+        let facts = CallFacts {
+            tool,
+            flat_name,
+            command_path,
+            program,
+            effects: &effects,
+            trust: &trust,
+            partial_unknown: false,
+            allow_interactive: true,
+            is_self: false,
+            program_names: &names,
+            runner: None,
+        };
+        self.evaluate(&facts)
+            .rules
+            .into_iter()
+            .filter(|r| {
+                r.action == Action::Deny
+                    && ["tools.", "commands.", "programs."]
+                        .iter()
+                        .any(|p| r.rule.starts_with(p))
+            })
+            .map(|r| r.rule)
+            .collect()
+    }
+
     /// Decides on one call.
     pub(crate) fn evaluate(&self, f: &CallFacts<'_>) -> Decision {
         let mut rules = Vec::new();
