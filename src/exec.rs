@@ -977,7 +977,7 @@ impl Engine {
     /// (`process::Opened`): a file swapped in at the path after this check never runs.
     pub fn open_verified(&self, info: &ToolInfo) -> Result<process::Opened, Integrity> {
         let shown = info.program.display();
-        let opened = std::fs::File::open(&info.program)
+        let opened = open_executable(&info.program)
             .and_then(process::Opened::new)
             .map_err(|e| {
                 let why = format!("{shown} cannot be checked: {e}");
@@ -1329,6 +1329,20 @@ impl Engine {
     pub fn cwd(&self) -> &Path {
         &self.cwd
     }
+}
+
+/// Opens an executable to check and run it: for reading, or (`EACCES`: execute-only, as
+/// some setuid binaries are) as `O_PATH`, which still pins the file and can be executed;
+/// its bytes then cannot be hashed, so only a matching `stat` lets it run.
+fn open_executable(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::File::open(path).or_else(|e| match e.raw_os_error() {
+        Some(libc::EACCES) => std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH)
+            .open(path),
+        _ => Err(e),
+    })
 }
 
 /// A captured stream as the result shows it: UTF-8 (lossy), redacted, with a marker when

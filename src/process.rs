@@ -84,12 +84,14 @@ pub struct Opened {
 }
 
 impl Opened {
-    /// Takes an open (read-only) file: records its `stat` and whether it is a `#!` script.
+    /// Takes an open file (read-only, or `O_PATH` for a binary atip may execute but not
+    /// read): records its `stat` and whether it is a `#!` script.
     pub fn new(file: File) -> io::Result<Opened> {
         let file = sys::above_stdio(file)?;
         let stat = sys::stat_key(&file)?;
         let mut head = [0u8; 2];
-        let n = std::os::unix::fs::FileExt::read_at(&file, &mut head, 0)?;
+        // Unreadable (`O_PATH`): not a script, which would need reading to run anyway.
+        let n = std::os::unix::fs::FileExt::read_at(&file, &mut head, 0).unwrap_or(0);
         Ok(Opened {
             file: Arc::new(file),
             stat,
@@ -872,6 +874,59 @@ mod tests {
 
     fn sh(script: &str, timeout: Duration) -> Spawn {
         Spawn::new("/bin/sh", ["-c", script], timeout)
+    }
+
+    #[test]
+    fn an_opened_file_runs_even_once_the_path_names_another() {
+        use std::os::unix::fs::OpenOptionsExt;
+        let root = tempfile::tempdir().unwrap();
+        for o_path in [false, true] {
+            let dir = root.path().join(format!("d{o_path}"));
+            std::fs::create_dir(&dir).unwrap();
+            let tool = dir.join("tool");
+            std::fs::copy("/bin/echo", &tool).unwrap();
+            let mut open = std::fs::OpenOptions::new();
+            open.read(true);
+            if o_path {
+                // Execute-only binaries are opened this way (no read access needed).
+                open.custom_flags(libc::O_PATH);
+            }
+            let opened = Opened::new(open.open(&tool).unwrap()).unwrap();
+            assert!(opened.unchanged());
+            // The path now names a different program (its directory was moved away,
+            // which leaves the opened file itself untouched): the opened file runs.
+            std::fs::rename(&dir, root.path().join(format!("old{o_path}"))).unwrap();
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::copy("/bin/false", &tool).unwrap();
+            let mut spawn = Spawn::new(&tool, ["from", "the", "fd"], Duration::from_secs(10));
+            spawn.opened = Some(opened);
+            let out = run(&spawn).unwrap();
+            assert_eq!(out.exit, Exit::Code(0), "O_PATH {o_path}: {out:?}");
+            assert_eq!(out.stdout, b"from the fd\n");
+        }
+        let tool = root.path().join("tool");
+        std::fs::copy("/bin/echo", &tool).unwrap();
+        // Replaced by a rename: the checked file lost a link (its ctime moved), so the
+        // child refuses to run it; what was renamed in does not run either.
+        let opened = Opened::new(File::open(&tool).unwrap()).unwrap();
+        let other = root.path().join("other");
+        std::fs::copy("/bin/false", &other).unwrap();
+        std::fs::rename(&other, &tool).unwrap();
+        let mut spawn = Spawn::new(&tool, ["ran"], Duration::from_secs(10));
+        spawn.opened = Some(opened);
+        assert!(matches!(run(&spawn), Err(ProcessError::Changed { .. })));
+        // Written in place after it was opened: refused in the child, nothing runs.
+        let opened = Opened::new(File::open(&tool).unwrap()).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&tool)
+            .unwrap();
+        f.set_modified(std::time::SystemTime::UNIX_EPOCH).unwrap();
+        drop(f);
+        assert!(!opened.unchanged());
+        let mut spawn = Spawn::new(&tool, ["ran"], Duration::from_secs(10));
+        spawn.opened = Some(opened);
+        assert!(matches!(run(&spawn), Err(ProcessError::Changed { .. })));
     }
 
     #[test]
