@@ -194,6 +194,10 @@ fn an_untrusted_repository_config_starts_nothing_and_sends_nothing() {
         ),
         ("mcp ping", vec!["mcp", "ping"]),
         (
+            "mcp serve --mcp-server",
+            vec!["mcp", "serve", "--mcp-server", "evil"],
+        ),
+        (
             "exec --dry-run",
             vec![
                 "exec",

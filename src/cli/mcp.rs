@@ -343,6 +343,14 @@ fn proxy_setup(args: &ServeArgs, ctx: &Ctx) -> Result<Option<atip::mcp::proxy::S
         }
         Err(e) => return Err(e),
     };
+    // A server asked for by name that an untrusted project file declares: say so.
+    for name in &args.mcp_server {
+        if !config.servers.contains_key(name)
+            && let Some(e) = config.untrusted_error(name)
+        {
+            return Err(e);
+        }
+    }
     if config.servers.is_empty() {
         return Ok(None);
     }

@@ -249,6 +249,37 @@ pub struct McpConfig {
     pub untrusted: Vec<UntrustedServer>,
 }
 
+impl McpConfig {
+    /// The error for a server (or flattened tool name `mcp__SERVER__…`) declared only in
+    /// a project file that is not used: `mcp_config_untrusted` with the trust hint. `None`
+    /// when no untrusted server has that name.
+    pub fn untrusted_error(&self, name: &str) -> Option<AtipError> {
+        let u = self
+            .untrusted
+            .iter()
+            .find(|u| u.name == name || name.starts_with(&super::tools::flat_name(&u.name, "")))?;
+        let project = self.project.as_ref()?;
+        let why = project
+            .note()
+            .unwrap_or_else(|| format!("{} is not used", u.origin));
+        Some(
+            AtipError::new(
+                ErrorCode::McpConfigUntrusted,
+                format!("MCP server {:?} was not started: {why}", u.name),
+            )
+            .hint(match project.status {
+                super::trust::TrustStatus::Refused => {
+                    "only a file that nobody but you (or root) can write is used".to_string()
+                }
+                _ => format!("review the file, then run: {}", project.trust_hint()),
+            })
+            .details(
+                serde_json::json!({"server": u.name, "path": project.path, "status": u.status}),
+            ),
+        )
+    }
+}
+
 /// The project `.mcp.json` and what trust says about it.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -56,34 +56,8 @@ pub struct Called {
     pub duration: Duration,
 }
 
-/// The error for a server (or flattened tool) declared only in a project file that is
-/// not used: it is named, never started.
-fn untrusted_server(name: &str, config: &McpConfig) -> Option<AtipError> {
-    let u = config
-        .untrusted
-        .iter()
-        .find(|u| u.name == name || name.starts_with(&tools::flat_name(&u.name, "")))?;
-    let project = config.project.as_ref()?;
-    let why = project
-        .note()
-        .unwrap_or_else(|| format!("{} is not used", u.origin));
-    Some(
-        AtipError::new(
-            ErrorCode::McpConfigUntrusted,
-            format!("MCP server {:?} was not started: {why}", u.name),
-        )
-        .hint(match project.status {
-            super::trust::TrustStatus::Refused => {
-                "only a file that nobody but you (or root) can write is used".to_string()
-            }
-            _ => format!("review the file, then run: {}", project.trust_hint()),
-        })
-        .details(json!({"server": u.name, "path": project.path, "status": u.status})),
-    )
-}
-
 fn unknown_server(name: &str, config: &McpConfig) -> AtipError {
-    if let Some(e) = untrusted_server(name, config) {
+    if let Some(e) = config.untrusted_error(name) {
         return e;
     }
     let known: Vec<&String> = config.servers.keys().collect();
@@ -297,7 +271,7 @@ impl Remote {
             checked.push(spec.name.clone());
         }
         if checked.is_empty()
-            && let Some(e) = untrusted_server(flat, &self.config)
+            && let Some(e) = self.config.untrusted_error(flat)
         {
             return Err(e);
         }
