@@ -677,12 +677,19 @@ impl Engine {
             .or_else(|| self.lazy.as_ref()?.get(name)?.ok())
     }
 
-    /// Registered tool names closest to `name`, best first.
+    /// Registered tool names closest to `name`, best first, leaving out the tools the
+    /// policy denies outright (a suggestion must not offer what cannot run).
     pub fn closest(&self, name: &str, n: usize) -> Vec<&str> {
-        match &self.lazy {
-            Some(l) => crate::compile::closest_names(name, l.names(), n),
-            None => self.catalog.closest(name, n),
-        }
+        let wider = n.saturating_mul(4).max(n);
+        let names = match &self.lazy {
+            Some(l) => crate::compile::closest_names(name, l.names(), wider),
+            None => self.catalog.closest(name, wider),
+        };
+        names
+            .into_iter()
+            .filter(|c| self.flat(c).is_some_and(|t| !self.denied_outright(t)))
+            .take(n)
+            .collect()
     }
 
     /// The facts of tool `tool`: `None` when no entry provides it.

@@ -75,6 +75,20 @@ fn denied_tools_and_commands_are_not_offered() {
     for n in ["alpha_frobnicate", "alpha_inspect", "beta_polish"] {
         assert!(names.iter().any(|x| x == n), "{n}: {out}");
     }
+    let typo = |sb: &Sandbox| {
+        let out = sb
+            .atip()
+            .args(["exec", "beta_polsh", "--args", "{}", "--output", "json"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{}", show(&out));
+        show(&out)
+    };
+    assert!(
+        typo(&sb).contains("did you mean: beta_polish"),
+        "{}",
+        typo(&sb)
+    );
     let all = export(&sb, &[]);
     assert!(
         all.contains("beta_polish") && all.contains("alpha_inspect"),
@@ -100,6 +114,9 @@ fn denied_tools_and_commands_are_not_offered() {
             assert!(!out.contains("beta_polish"), "{policy}: {out}");
             assert!(out.contains("1 tool(s) withheld"), "{policy}: {out}");
         }
+        // Nor is it suggested for a misspelt name.
+        let out = typo(&sb);
+        assert!(!out.contains("beta_polish"), "{policy}: {out}");
         // And exec's decision on what search withheld is the same: deny.
         let out = sb
             .atip()
