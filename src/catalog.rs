@@ -14,6 +14,7 @@
 //! only when used (the search index for a search, one record per tool looked at), each
 //! checked against its CRC-32 first.
 
+pub mod facts;
 pub mod kept;
 pub mod key;
 pub mod rendered;
@@ -23,7 +24,7 @@ use crate::compile::{self, FlatTool, FlattenOptions};
 use crate::dirs::Dirs;
 use crate::output::{AtipError, ErrorCode};
 use crate::registry::{Entry, Index, RegistryError, RegistryLock, Source};
-use crate::search::{IndexBuilder, SearchIndex};
+use crate::search::{Facts, IndexBuilder, SearchIndex};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fs::File;
@@ -36,7 +37,7 @@ use std::time::Duration;
 pub const FILE: &str = "catalog.bin";
 /// The format this atip writes and reads; any change to the layout, or to what flattening
 /// or indexing produce for the same documents, must raise it.
-pub const FORMAT: u32 = 4;
+pub const FORMAT: u32 = 5;
 
 const MAGIC: &[u8; 8] = b"ATIPCAT\0";
 /// Magic, format, section count, registry sha256, CRC-32 of header and table, zero.
@@ -289,16 +290,25 @@ pub fn build_into<W: Write + Seek>(
     let mut layout = Layout::start(out)?;
     // The search index is built on a thread of its own, a batch at a time, while the
     // next batches are flattened and their records written.
-    let (to_index, batches) = std::sync::mpsc::sync_channel::<Vec<FlatTool>>(2);
+    let (to_index, batches) = std::sync::mpsc::sync_channel::<(Vec<FlatTool>, Vec<Facts>)>(2);
     let (records, search) = std::thread::scope(|scope| {
         let indexer = scope.spawn(move || {
             let mut builder = IndexBuilder::default();
-            for batch in batches {
-                builder.add(&batch);
+            for (batch, facts) in batches {
+                builder.add_ranked(&batch, &facts);
             }
             builder.finish()
         });
-        let records = write_records(dirs, &entries, in_memory, &mut layout, out, to_index);
+        let machine = facts::of_entries(&entries, std::path::Path::new(facts::DPKG_ROOT));
+        let records = write_records(
+            dirs,
+            &entries,
+            &machine,
+            in_memory,
+            &mut layout,
+            out,
+            to_index,
+        );
         (records, indexer.join())
     });
     let search = search.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -352,10 +362,11 @@ struct Records {
 fn write_records<W: Write + Seek>(
     dirs: &Dirs,
     entries: &[(&String, &Entry)],
+    machine: &std::collections::HashMap<String, facts::EntryFacts>,
     in_memory: &InMemory,
     layout: &mut Layout,
     out: &mut W,
-    to_index: std::sync::mpsc::SyncSender<Vec<FlatTool>>,
+    to_index: std::sync::mpsc::SyncSender<(Vec<FlatTool>, Vec<Facts>)>,
 ) -> std::io::Result<Records> {
     use rayon::prelude::*;
     let mut docs = Vec::with_capacity(entries.len());
@@ -377,11 +388,17 @@ fn write_records<W: Write + Seek>(
             })
             .collect();
         let mut indexed = Vec::new();
+        let mut indexed_facts = Vec::new();
         for ((name, entry), (entry_json, r)) in batch.iter().zip(flat) {
             let first = rows.len() as u32;
-            let (tool, tools, error) = match r {
-                Ok(flat) => (flat.tool, flat.tools, None),
-                Err(e) => ((*name).clone(), Vec::new(), Some(e)),
+            let (tool, tools, error, section) = match r {
+                Ok(flat) => (flat.tool, flat.tools, None, flat.section_prior),
+                Err(e) => ((*name).clone(), Vec::new(), Some(e), 1.0),
+            };
+            let known = machine.get(*name);
+            let facts = Facts {
+                prior: known.map_or(1.0, |k| k.prior) * section,
+                family: known.map_or_else(|| (*name).clone(), |k| k.family.clone()),
             };
             let count = tools.len() as u32;
             for (mut t, mut record) in tools {
@@ -408,6 +425,7 @@ fn write_records<W: Write + Seek>(
                 records.write(out, &record)?;
                 if !needs_human {
                     indexed.push(t);
+                    indexed_facts.push(facts.clone());
                 }
             }
             docs.push(Doc {
@@ -422,7 +440,7 @@ fn write_records<W: Write + Seek>(
             });
         }
         // A gone indexer panicked: its join says so.
-        let _ = to_index.send(indexed);
+        let _ = to_index.send((indexed, indexed_facts));
     }
     layout.end(RECORDS, records);
     Ok(Records {
@@ -438,6 +456,8 @@ fn write_records<W: Write + Seek>(
 struct Flat {
     tool: String,
     tools: Vec<(FlatTool, Vec<u8>)>,
+    /// The document's manual-section prior (`facts::section_prior`).
+    section_prior: f32,
 }
 
 impl Flat {
@@ -450,7 +470,11 @@ impl Flat {
                 (t, record)
             })
             .collect();
-        Flat { tool, tools }
+        Flat {
+            tool,
+            tools,
+            section_prior: facts::section_prior(m),
+        }
     }
 }
 

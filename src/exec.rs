@@ -665,7 +665,7 @@ impl Engine {
         &self,
         query: &str,
         limit: usize,
-    ) -> Option<Result<Vec<(&FlatTool, f32)>, AtipError>> {
+    ) -> Option<Result<Vec<crate::search::Found<'_>>, AtipError>> {
         let lazy = self.lazy.as_ref()?;
         Some(lazy.search(query, limit, |t| !self.denied_outright(t)))
     }

@@ -20,19 +20,35 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-const K1: f32 = 2.0;
-const B: f32 = 0.75;
-const W_NAME: f32 = 3.0;
-const W_PATH: f32 = 6.0;
-const W_DESCRIPTION: f32 = 1.0;
-const W_ABOUT: f32 = 0.75;
-const W_PARAM_NAME: f32 = 0.5;
-const W_PARAM_DESCRIPTION: f32 = 0.4;
+const K1: f32 = 1.6;
+/// Fields of a document, scored BM25F-style: each field's term frequency is normalised by
+/// that field's own length against its average over the index, then weighted.
+const FIELDS: usize = 4;
+/// The tool's name and the command path: what the command is called.
+const F_NAME: usize = 0;
+/// The command's own description (a man page's NAME line for an inferred tool).
+const F_DESCRIPTION: usize = 1;
+/// What the command belongs to: the tool's and parent commands' descriptions.
+const F_ABOUT: usize = 2;
+/// Parameter names and descriptions: last, and a term counts once however many options
+/// use it, so that a page with two hundred options cannot win a task on the volume of
+/// its option text.
+const F_PARAMS: usize = 3;
+const FIELD_WEIGHT: [f32; FIELDS] = [6.0, 2.5, 1.0, 0.5];
+const FIELD_B: [f32; FIELDS] = [0.5, 0.6, 0.75, 0.3];
+/// Within the name field: the tool's name when the command is a subcommand (`gh` of
+/// `gh pr create`) counts for less than the command's own path.
+const W_TOOL_OF_SUBCOMMAND: f32 = 0.5;
+const W_PARAM_NAME: f32 = 1.0;
+const W_PARAM_DESCRIPTION: f32 = 0.8;
 const W_VARIANT: f32 = 0.9;
 const W_SYNONYM: f32 = 0.75;
 const BOOST_EXACT: f32 = 8.0;
 const BOOST_PREFIX: f32 = 3.0;
 const BOOST_ALL_IN_NAME: f32 = 2.0;
+/// Results that get their aliases named (a caller that asks for every hit, to filter
+/// them, reads the first few).
+const ALIASED: usize = 64;
 
 /// A fast non-cryptographic hasher for index terms (the registry is local and trusted,
 /// so hash flooding is not a concern).
@@ -86,25 +102,59 @@ struct Tables {
     sorted: Vec<u32>,
     /// Per term id, the tools that have it, in tool order.
     postings: Vec<Vec<Posting>>,
-    doc_len: Vec<f32>,
-    avg_len: f32,
+    /// Per tool, the factor its score is multiplied by: what the machine says about the
+    /// program beside its text ([`Facts::prior`]).
+    prior: Vec<f32>,
+    /// Per tool, the tool that stands for its family (itself when it leads it): the same
+    /// command of the same program under other names is one result.
+    family: Vec<u32>,
+    /// Per tool, its program's name, to name a family's aliases.
+    program: Vec<String>,
     title_words: Vec<Vec<String>>,
     /// Title words joined by one space, for the exact and prefix boosts.
     titles: Vec<String>,
 }
 
-/// One tool that has a term, and the term's weighted frequency in it.
+/// One tool that has a term, and the term's frequency in it: per field, normalised by the
+/// field's length and weighted, summed (BM25F).
 #[derive(Debug, Clone, Copy, rkyv::Archive, rkyv::Serialize)]
 struct Posting {
     doc: u32,
     tf: f32,
 }
 
-/// The index while it is built: terms are interned through a map the archive does not keep.
+/// What the registry says about a tool's program, beside its text: computed when the
+/// catalog is compiled (`crate::catalog`), from the registry entry and the machine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Facts {
+    /// Factor on the score (1 when nothing is known; see `search::prior`).
+    pub prior: f32,
+    /// Names the program's family: tools whose family and command path are equal are one
+    /// result. The tool's own name when nothing else is known.
+    pub family: String,
+}
+
+impl Facts {
+    /// What is known of a tool from itself alone: nothing.
+    pub fn of(tool: &FlatTool) -> Facts {
+        Facts {
+            prior: 1.0,
+            family: tool.tool.clone(),
+        }
+    }
+}
+
+/// The index while it is built: terms are interned through a map the archive does not
+/// keep, and term frequencies are kept per field until every field's average length is
+/// known.
 #[derive(Default)]
 struct Builder {
     ids: HashMap<String, u32, FxBuild>,
     tables: Tables,
+    raw: Vec<Vec<(u32, [f32; FIELDS])>>,
+    lengths: Vec<[f32; FIELDS]>,
+    families: HashMap<String, u32, FxBuild>,
+    family_of: Vec<u32>,
 }
 
 impl Builder {
@@ -115,17 +165,19 @@ impl Builder {
         let id = self.tables.vocab.len() as u32;
         self.ids.insert(term.clone(), id);
         self.tables.vocab.push(term);
-        self.tables.postings.push(Vec::new());
+        self.raw.push(Vec::new());
         id
     }
 }
 
-/// Adds the terms of `text` with weight `w` to `pairs`, tokenizing each distinct text once.
+/// Adds the terms of `text` to field `field` with weight `w`, tokenizing each distinct
+/// text once.
 fn add_text<'t>(
     ix: &mut Builder,
     cache: &mut HashMap<&'t str, Vec<u32>, FxBuild>,
-    pairs: &mut Vec<(u32, f32)>,
+    pairs: &mut Vec<(u32, usize, f32)>,
     text: &'t str,
+    field: usize,
     w: f32,
 ) {
     let ids = cache.entry(text).or_insert_with(|| {
@@ -134,7 +186,7 @@ fn add_text<'t>(
             .map(|term| ix.intern(term))
             .collect()
     });
-    pairs.extend(ids.iter().map(|&id| (id, w)));
+    pairs.extend(ids.iter().map(|&id| (id, field, w)));
 }
 
 /// A [`SearchIndex`] fed tools in catalog order, a slice at a time: the catalog compile
@@ -144,62 +196,143 @@ fn add_text<'t>(
 #[derive(Default)]
 pub struct IndexBuilder {
     ix: Builder,
-    pairs: Vec<(u32, f32)>,
+    pairs: Vec<(u32, usize, f32)>,
 }
 
 impl IndexBuilder {
-    /// Indexes `tools` after those added before. Texts repeat within a document (global
-    /// and parent options): each distinct text of the slice is tokenized once.
+    /// Indexes `tools` after those added before, knowing nothing of them but their text.
     pub fn add(&mut self, tools: &[FlatTool]) {
+        let facts: Vec<Facts> = tools.iter().map(Facts::of).collect();
+        self.add_ranked(tools, &facts);
+    }
+
+    /// Indexes `tools` after those added before, with what is known of each (`facts[i]`
+    /// of `tools[i]`). Texts repeat within a document (global and parent options): each
+    /// distinct text of the slice is tokenized once.
+    pub fn add_ranked(&mut self, tools: &[FlatTool], facts: &[Facts]) {
         let ix = &mut self.ix;
         let pairs = &mut self.pairs;
         let mut cache: HashMap<&str, Vec<u32>, FxBuild> = HashMap::default();
-        for t in tools {
-            let doc = ix.tables.doc_len.len() as u32;
+        for (t, f) in tools.iter().zip(facts) {
+            let doc = ix.lengths.len() as u32;
             pairs.clear();
-            // A tool without subcommands is run by its name: the name is its command too.
+            // A tool without subcommands is run by its name: the name is its command.
             let bare = t.command.iter().all(|c| c.is_empty());
-            let w_name = if bare { W_NAME + W_PATH } else { W_NAME };
-            add_text(ix, &mut cache, pairs, &t.tool, w_name);
+            let w_tool = if bare { 1.0 } else { W_TOOL_OF_SUBCOMMAND };
+            add_text(ix, &mut cache, pairs, &t.tool, F_NAME, w_tool);
             let path = t.command.join(" ");
             for term in text::terms(&path) {
                 let id = ix.intern(term);
-                pairs.push((id, W_PATH));
+                pairs.push((id, F_NAME, 1.0));
             }
-            add_text(ix, &mut cache, pairs, &t.summary, W_DESCRIPTION);
-            add_text(ix, &mut cache, pairs, &t.about, W_ABOUT);
-            // Length normalisation counts the command's own text only: a command with many
-            // options is not a longer answer to a task than one with few.
-            let len: f32 = pairs.iter().map(|(_, w)| w).sum();
+            add_text(ix, &mut cache, pairs, &t.summary, F_DESCRIPTION, 1.0);
+            add_text(ix, &mut cache, pairs, &t.about, F_ABOUT, 1.0);
             for p in &t.params {
                 let name = match &p.origin {
                     ParamOrigin::Argument { name, .. } | ParamOrigin::Option { name, .. } => name,
                 };
-                add_text(ix, &mut cache, pairs, name, W_PARAM_NAME);
-                add_text(ix, &mut cache, pairs, &p.description, W_PARAM_DESCRIPTION);
+                add_text(ix, &mut cache, pairs, name, F_PARAMS, W_PARAM_NAME);
+                add_text(
+                    ix,
+                    &mut cache,
+                    pairs,
+                    &p.description,
+                    F_PARAMS,
+                    W_PARAM_DESCRIPTION,
+                );
             }
-            pairs.sort_unstable_by_key(|(id, _)| *id);
+            let mut len = [0f32; FIELDS];
+            for &(_, field, w) in pairs.iter() {
+                len[field] += w;
+            }
+            pairs.sort_unstable_by_key(|(id, _, _)| *id);
             let mut i = 0;
             while i < pairs.len() {
                 let id = pairs[i].0;
-                let mut f = 0.0;
+                let mut tf = [0f32; FIELDS];
                 while i < pairs.len() && pairs[i].0 == id {
-                    f += pairs[i].1;
+                    tf[pairs[i].1] += pairs[i].2;
                     i += 1;
                 }
-                ix.tables.postings[id as usize].push(Posting { doc, tf: f });
+                ix.raw[id as usize].push((doc, tf));
             }
-            ix.tables.doc_len.push(len);
+            ix.lengths.push(len);
+            let key = format!("{}\u{1f}{path}", f.family);
+            let next = ix.families.len() as u32;
+            let family = *ix.families.entry(key).or_insert(next);
+            ix.family_of.push(family);
+            ix.tables.prior.push(f.prior);
+            ix.tables.program.push(t.tool.clone());
             ix.tables.title_words.push(text::terms(&t.title));
             ix.tables.titles.push(text::words(&t.title).join(" "));
         }
     }
 
-    /// The index of every tool added.
+    /// The index of every tool added: term frequencies normalised per field (BM25F), and
+    /// each family led by its member with the highest prior, then the shortest name, then
+    /// the first.
     pub fn finish(self) -> SearchIndex {
-        let mut tables = self.ix.tables;
-        let n = tables.doc_len.len().max(1) as f32;
-        tables.avg_len = tables.doc_len.iter().sum::<f32>() / n;
+        let Builder {
+            mut tables,
+            raw,
+            lengths,
+            family_of,
+            families,
+            ..
+        } = self.ix;
+        let n = lengths.len().max(1) as f32;
+        let mut avg = [0f32; FIELDS];
+        for l in &lengths {
+            for f in 0..FIELDS {
+                avg[f] += l[f] / n;
+            }
+        }
+        tables.postings = raw
+            .into_iter()
+            .map(|list| {
+                list.into_iter()
+                    .map(|(doc, tf)| {
+                        let len = &lengths[doc as usize];
+                        let mut sum = 0.0;
+                        for f in 0..FIELDS {
+                            if tf[f] > 0.0 {
+                                let norm = if avg[f] > 0.0 {
+                                    1.0 - FIELD_B[f] + FIELD_B[f] * len[f] / avg[f]
+                                } else {
+                                    1.0
+                                };
+                                // Parameters count a term once: fifty options that
+                                // mention it are not fifty times the answer.
+                                let tf = if f == F_PARAMS { tf[f].min(1.0) } else { tf[f] };
+                                sum += FIELD_WEIGHT[f] * tf / norm.max(f32::EPSILON);
+                            }
+                        }
+                        Posting { doc, tf: sum }
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut leader: Vec<Option<u32>> = vec![None; families.len()];
+        for (doc, &fam) in family_of.iter().enumerate() {
+            let doc = doc as u32;
+            let slot = &mut leader[fam as usize];
+            let better = |a: u32, b: u32| {
+                let (pa, pb) = (tables.prior[a as usize], tables.prior[b as usize]);
+                let (la, lb) = (
+                    tables.program[a as usize].len(),
+                    tables.program[b as usize].len(),
+                );
+                pa > pb || (pa == pb && la < lb)
+            };
+            match *slot {
+                Some(cur) if !better(doc, cur) => {}
+                _ => *slot = Some(doc),
+            }
+        }
+        tables.family = family_of
+            .iter()
+            .map(|&fam| leader[fam as usize].unwrap_or(0))
+            .collect();
         let mut sorted: Vec<u32> = (0..tables.vocab.len() as u32).collect();
         sorted.sort_unstable_by(|&a, &b| tables.vocab[a as usize].cmp(&tables.vocab[b as usize]));
         tables.sorted = sorted;
@@ -220,6 +353,9 @@ struct Group {
     idf_cap: f32,
 }
 
+/// A tool found by a search: the tool, its score and its aliases ([`Hit::aliases`]).
+pub type Found<'a> = (&'a FlatTool, f32, Vec<String>);
+
 /// A ranked result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
@@ -229,6 +365,9 @@ pub struct Hit {
     pub score: f32,
     /// Why it scored (only with `explain`).
     pub why: Vec<String>,
+    /// Other names of the same program that the result stands for (`egrep` for `grep`):
+    /// its family's other members, by program name.
+    pub aliases: Vec<String>,
 }
 
 impl SearchIndex {
@@ -250,9 +389,12 @@ impl SearchIndex {
         let tables = Owned::<Tables>::in_shared(shared, range)?;
         let t = tables.get();
         let terms = t.vocab.len();
-        let docs = t.doc_len.len();
+        let docs = t.prior.len();
         let sound = t.sorted.len() == terms
             && t.postings.len() == terms
+            && t.family.len() == docs
+            && t.program.len() == docs
+            && t.family.iter().all(|f| (f.to_native() as usize) < docs)
             && t.title_words.len() == docs
             && t.titles.len() == docs
             && t.sorted.iter().all(|i| (i.to_native() as usize) < terms);
@@ -293,12 +435,12 @@ impl SearchIndex {
 
     /// Number of indexed tools.
     pub fn len(&self) -> usize {
-        self.t().doc_len.len()
+        self.t().prior.len()
     }
 
     /// Whether nothing is indexed.
     pub fn is_empty(&self) -> bool {
-        self.t().doc_len.is_empty()
+        self.t().prior.is_empty()
     }
 
     fn idf(&self, id: u32) -> f32 {
@@ -438,7 +580,7 @@ impl SearchIndex {
                     if doc as usize >= n {
                         continue;
                     }
-                    let s = w * idf * self.saturate(doc, tf);
+                    let s = w * idf * Self::saturate(tf);
                     let e = &mut best[doc as usize];
                     if *e == 0.0 {
                         touched.push(doc);
@@ -469,21 +611,36 @@ impl SearchIndex {
                 }
             }
         }
-        let mut ranked: Vec<(usize, f32)> = scores
-            .iter()
-            .copied()
-            .enumerate()
-            .filter(|(_, s)| *s > 0.0)
-            .collect();
+        // Priors, then families: a family scores its best member and is shown as the
+        // member the query names exactly, else its leader.
+        let t = self.t();
+        let mut by_family: HashMap<u32, (f32, usize), FxBuild> = HashMap::default();
+        for (doc, s) in scores.iter_mut().enumerate() {
+            if *s <= 0.0 {
+                continue;
+            }
+            *s *= t.prior[doc].to_native();
+            let lead = t.family[doc].to_native();
+            let e = by_family.entry(lead).or_insert((0.0, lead as usize));
+            if *s > e.0 {
+                e.0 = *s;
+            }
+            if boosts[doc] == BOOST_EXACT {
+                e.1 = doc;
+            }
+        }
+        let mut ranked: Vec<(usize, f32)> = by_family.into_values().map(|(s, d)| (d, s)).collect();
         let order = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
         if ranked.len() > limit && limit > 0 {
             ranked.select_nth_unstable_by(limit - 1, order);
         }
         ranked.truncate(limit);
         ranked.sort_by(order);
+        let aliases = self.aliases(&ranked[..ranked.len().min(ALIASED)]);
         ranked
             .into_iter()
-            .map(|(doc, score)| Hit {
+            .enumerate()
+            .map(|(i, (doc, score))| Hit {
                 doc,
                 score,
                 why: if explain {
@@ -491,15 +648,38 @@ impl SearchIndex {
                 } else {
                     Vec::new()
                 },
+                aliases: aliases.get(i).cloned().unwrap_or_default(),
             })
             .collect()
     }
 
-    fn saturate(&self, doc: u32, tf: f32) -> f32 {
+    /// For each ranked tool, the other program names of its family, in index order.
+    fn aliases(&self, ranked: &[(usize, f32)]) -> Vec<Vec<String>> {
         let t = self.t();
-        let dl = t.doc_len[doc as usize].to_native();
-        let avg = t.avg_len.to_native();
-        tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avg.max(f32::EPSILON)))
+        let mut out = vec![Vec::new(); ranked.len()];
+        if ranked.is_empty() {
+            return out;
+        }
+        let at: HashMap<u32, usize, FxBuild> = ranked
+            .iter()
+            .enumerate()
+            .map(|(i, &(doc, _))| (t.family[doc].to_native(), i))
+            .collect();
+        for (doc, lead) in t.family.iter().enumerate() {
+            if let Some(&i) = at.get(&lead.to_native()) {
+                let name = t.program[doc].as_str();
+                let own = t.program[ranked[i].0].as_str();
+                if name != own && !out[i].iter().any(|n: &String| n == name) {
+                    out[i].push(name.to_string());
+                }
+            }
+        }
+        out
+    }
+
+    /// BM25's saturation of a (field-normalised, weighted) term frequency.
+    fn saturate(tf: f32) -> f32 {
+        tf * (K1 + 1.0) / (tf + K1)
     }
 
     fn boost(
@@ -539,7 +719,7 @@ impl SearchIndex {
                     .binary_search_by_key(&(doc as u32), |p| p.doc.to_native())
                 {
                     let tf = self.postings(id)[i].tf.to_native();
-                    let s = w * self.idf(id).min(g.idf_cap) * self.saturate(doc as u32, tf);
+                    let s = w * self.idf(id).min(g.idf_cap) * Self::saturate(tf);
                     if best.is_none_or(|b| s > b.0) {
                         best = Some((s, self.term(id), how));
                     }
@@ -622,12 +802,79 @@ pub struct SearchResult {
     pub score: f64,
     /// Description with safety suffix.
     pub description: String,
-    /// Full schema (top `--schemas` results only).
+    /// Other names of the same program this result stands for (`egrep`, `rgrep` for
+    /// `grep`): the registry keeps them, search shows the program once.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+    /// Schema (top `--schemas` results only); for a command with many options, only
+    /// those an agent needs first ([`compact`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schema: Option<Value>,
+    /// Options left out of `schema` (`atip get` gives them all).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub omitted_options: usize,
     /// Why it ranked (with `--explain`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub why: Vec<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Above this many parameters a result's schema is made compact.
+pub const COMPACT_OVER: usize = 12;
+/// Most options a compact schema keeps for matching the query.
+const COMPACT_MATCHING: usize = 8;
+
+/// The tool as a search result shows its schema: unchanged with up to [`COMPACT_OVER`]
+/// parameters; else its arguments, its required options and the options whose name or
+/// description shares a word (or a word's root) with the query, at most
+/// [`COMPACT_MATCHING`] of those, in schema order. Returns the tool and how many
+/// parameters were left out. Calls still take every option: only the answer is short.
+pub fn compact<'t>(tool: &'t FlatTool, query: &str) -> (std::borrow::Cow<'t, FlatTool>, usize) {
+    use std::borrow::Cow;
+    if tool.params.len() <= COMPACT_OVER {
+        return (Cow::Borrowed(tool), 0);
+    }
+    let wanted: Vec<String> = text::query_words(query)
+        .iter()
+        .map(|w| text::root(w))
+        .collect();
+    let mut matching = 0;
+    let keep: Vec<bool> = tool
+        .params
+        .iter()
+        .map(|p| {
+            let (ParamOrigin::Argument { name, .. } | ParamOrigin::Option { name, .. }) = &p.origin;
+            if matches!(p.origin, ParamOrigin::Argument { .. }) || p.required {
+                return true;
+            }
+            let hit = text::words(name)
+                .iter()
+                .chain(text::words(&p.description).iter())
+                .any(|w| wanted.contains(&text::root(w)));
+            if hit && matching < COMPACT_MATCHING {
+                matching += 1;
+                return true;
+            }
+            false
+        })
+        .collect();
+    let mut small = tool.clone();
+    let mut kept = keep.iter();
+    small.params.retain(|_| *kept.next().unwrap_or(&true));
+    if let Some(props) = small
+        .input_schema
+        .get_mut("properties")
+        .and_then(Value::as_object_mut)
+    {
+        let names: std::collections::HashSet<&str> =
+            small.params.iter().map(|p| p.property.as_str()).collect();
+        props.retain(|k, _| names.contains(k.as_str()));
+    }
+    let omitted = tool.params.len() - small.params.len();
+    (Cow::Owned(small), omitted)
 }
 
 /// Searches and builds the capped report. Schemas of later results go first, then whole
@@ -670,6 +917,12 @@ pub fn report<'a>(
     for (rank, hit) in hits.into_iter().enumerate() {
         let (t, server) = tool_at(hit.doc);
         let server = server.map(str::to_string);
+        let (schema, omitted_options) = if rank < opts.schemas {
+            let (small, omitted) = compact(t, query);
+            (Some(schema_for(&small, opts.format)), omitted)
+        } else {
+            (None, 0)
+        };
         let mut r = SearchResult {
             name: t.name.clone(),
             kind: if server.is_some() { "mcp" } else { "command" },
@@ -678,12 +931,15 @@ pub fn report<'a>(
             command: t.command.clone(),
             score: (f64::from(hit.score) * 1000.0).round() / 1000.0,
             description: t.description.clone(),
-            schema: (rank < opts.schemas).then(|| schema_for(t, opts.format)),
+            aliases: hit.aliases,
+            schema,
+            omitted_options,
             why: hit.why,
         };
         let mut cost = cost_of(&r);
         if size + cost > opts.max_bytes && r.schema.is_some() {
             r.schema = None;
+            r.omitted_options = 0;
             report.truncated = true;
             cost = cost_of(&r);
         }
@@ -748,6 +1004,126 @@ mod tests {
             .iter()
             .map(|h| c.tools()[h.doc].name.clone())
             .collect()
+    }
+
+    fn tool(name: &str, description: &str, options: &[(&str, &str)]) -> Metadata {
+        let opts: Vec<Value> = options
+            .iter()
+            .map(|(n, d)| json!({"name": n, "flags": [format!("--{n}")], "type": "boolean", "description": d}))
+            .collect();
+        Metadata::from_value(json!({"atip": "0.4", "name": name, "version": "1",
+            "description": description, "globalOptions": opts}))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_family_is_one_result_naming_its_aliases() {
+        let metas = [
+            tool("egrep", "print lines that match patterns", &[]),
+            tool("grep", "print lines that match patterns", &[]),
+            tool("wc", "print newline, word, and byte counts", &[]),
+        ];
+        let c = Catalog::build(&metas, &FlattenOptions::default());
+        let facts: Vec<Facts> = c
+            .tools()
+            .iter()
+            .map(|t| Facts {
+                prior: 1.0,
+                family: if t.tool == "wc" {
+                    "wc".into()
+                } else {
+                    "grep".into()
+                },
+            })
+            .collect();
+        let mut b = IndexBuilder::default();
+        b.add_ranked(c.tools(), &facts);
+        let ix = b.finish();
+        let hits = ix.search("print lines matching patterns", 5, false);
+        let names: Vec<&str> = hits
+            .iter()
+            .map(|h| c.tools()[h.doc].name.as_str())
+            .collect();
+        assert_eq!(names, ["grep", "wc"]);
+        assert_eq!(hits[0].aliases, ["egrep"]);
+        // A query naming an alias exactly shows that alias.
+        let hits = ix.search("egrep", 5, false);
+        assert_eq!(c.tools()[hits[0].doc].name, "egrep");
+        assert_eq!(hits[0].aliases, ["grep"]);
+        // Without facts every program is its own result.
+        let plain = SearchIndex::build(c.tools());
+        assert_eq!(
+            plain
+                .search("print lines matching patterns", 5, false)
+                .len(),
+            3
+        );
+    }
+
+    #[test]
+    fn priors_order_equal_texts_and_option_volume_does_not_win() {
+        let many: Vec<(String, String)> = (0..150)
+            .map(|i| {
+                (
+                    format!("opt{i}"),
+                    format!("count lines of input number {i}"),
+                )
+            })
+            .collect();
+        let many: Vec<(&str, &str)> = many.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let metas = [
+            tool("bigtool", "the big tool that does everything", &many),
+            tool(
+                "wc",
+                "count lines, words and bytes",
+                &[("lines", "print the newline counts")],
+            ),
+            tool(
+                "xc",
+                "count lines, words and bytes",
+                &[("lines", "print the newline counts")],
+            ),
+        ];
+        let c = Catalog::build(&metas, &FlattenOptions::default());
+        let facts: Vec<Facts> = c
+            .tools()
+            .iter()
+            .map(|t| Facts {
+                prior: if t.tool == "xc" { 1.15 } else { 1.0 },
+                family: t.tool.clone(),
+            })
+            .collect();
+        let mut b = IndexBuilder::default();
+        b.add_ranked(c.tools(), &facts);
+        let ix = b.finish();
+        let names: Vec<&str> = ix
+            .search("count lines in a file", 3, false)
+            .iter()
+            .map(|h| c.tools()[h.doc].name.as_str())
+            .collect();
+        assert_eq!(names, ["xc", "wc", "bigtool"]);
+    }
+
+    #[test]
+    fn compact_schemas_keep_arguments_and_matching_options() {
+        let many: Vec<(String, String)> = (0..40)
+            .map(|i| (format!("opt{i}"), format!("does thing {i}")))
+            .chain([(
+                "recursive".to_string(),
+                "descend into directories".to_string(),
+            )])
+            .collect();
+        let many: Vec<(&str, &str)> = many.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let c = Catalog::build(&[tool("big", "a tool", &many)], &FlattenOptions::default());
+        let t = &c.tools()[0];
+        let (small, omitted) = compact(t, "search directories recursively");
+        let props = small.input_schema["properties"].as_object().unwrap();
+        assert!(props.contains_key("recursive"), "{props:?}");
+        assert_eq!(props.len(), small.params.len());
+        assert_eq!(omitted + small.params.len(), t.params.len());
+        assert!(omitted >= 40);
+        let (same, none) = compact(&c.tools()[0], "");
+        assert_eq!(none + same.params.len(), t.params.len());
     }
 
     #[test]

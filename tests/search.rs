@@ -194,11 +194,36 @@ fn explain_says_why() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("gh_pr_create"), "{text}");
     assert!(
-        text.starts_with("1. gh_pr_create  (gh pr create)"),
+        text.lines().next().unwrap().contains("  gh pr create  "),
         "{text}"
     );
     assert!(text.contains("why: exact name: +8.00"), "{text}");
+    // On a terminal a result is one line; schemas only when asked for by number.
+    let text_of = |extra: &[&str]| {
+        let out = sb
+            .atip()
+            .args([
+                "--output",
+                "text",
+                "search",
+                "--file",
+                &gh(),
+                "--limit",
+                "5",
+            ])
+            .args(extra)
+            .arg("pull request")
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let plain = text_of(&[]);
+    assert_eq!(plain.lines().count(), 5, "{plain}");
+    assert!(!plain.contains("schema:"), "{plain}");
+    let with = text_of(&["--schemas", "2"]);
+    assert_eq!(with.matches("    schema: {").count(), 2, "{with}");
 }
 
 #[test]
@@ -293,3 +318,254 @@ fn no_match_exits_1_and_registry_search_spans_tools() {
         assert!(all.contains(&n.as_str()), "{n} not exported");
     }
 }
+
+/// One way of asking: the ranked results of a query, each as the names that count for it
+/// (tool, tool-call name, aliases).
+type Ask<'a> = dyn FnMut(&str) -> Vec<Vec<String>> + 'a;
+
+/// Top-1, top-3 and mean reciprocal rank over `tasks`.
+fn figures(tasks: &[&Value], ask: &mut Ask<'_>) -> (f64, f64, f64, Vec<String>) {
+    let (mut t1, mut t3, mut rr) = (0usize, 0usize, 0f64);
+    let mut misses = Vec::new();
+    for t in tasks {
+        let q = t["q"].as_str().unwrap();
+        let want: Vec<&str> = t["want"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap())
+            .collect();
+        let got = ask(q);
+        let at = got
+            .iter()
+            .position(|names| names.iter().any(|n| want.contains(&n.as_str())));
+        t1 += usize::from(at == Some(0));
+        t3 += usize::from(at.is_some_and(|i| i < 3));
+        rr += at.map_or(0.0, |i| 1.0 / (i + 1) as f64);
+        if at != Some(0) {
+            let top: Vec<&str> = got.iter().take(3).map(|n| n[1].as_str()).collect();
+            misses.push(format!(
+                "  {q:?} → {want:?} at {:?}; top 3 {top:?}",
+                at.map(|i| i + 1)
+            ));
+        }
+    }
+    let n = tasks.len().max(1) as f64;
+    (t1 as f64 / n, t3 as f64 / n, rr / n, misses)
+}
+
+fn result_names(r: &Value) -> Vec<String> {
+    let mut names = vec![
+        r["tool"].as_str().unwrap_or_default().to_string(),
+        r["name"].as_str().unwrap_or_default().to_string(),
+    ];
+    if let Some(a) = r["aliases"].as_array() {
+        names.extend(a.iter().filter_map(Value::as_str).map(str::to_string));
+    }
+    names
+}
+
+/// The quality gate of issue 31: a scan of this machine's real PATH (its real manual
+/// pages), then every task of tests/fixtures/search/tasks.json asked of `atip search` and
+/// of `atip mcp serve`'s search tool. Fails below the floors reached (held-out third and
+/// the rest apart) or when too few tasks can be asked (programs missing from PATH).
+#[test]
+fn everyday_tasks_on_the_real_path_meet_the_floors() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let set: Value = serde_json::from_slice(
+        &std::fs::read(root.join("tests/fixtures/search/tasks.json")).unwrap(),
+    )
+    .unwrap();
+    let tasks: Vec<&Value> = set["tasks"].as_array().unwrap().iter().collect();
+    assert!(tasks.len() >= 150, "the task set needs at least 150 tasks");
+    let sb = Sandbox::new();
+    let real = |mut c: std::process::Command| {
+        c.env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env_remove("MANPATH");
+        c
+    };
+    let mut scan = real(sb.atip());
+    let out = scan.arg("scan").output().unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    let registry: Value =
+        serde_json::from_slice(&std::fs::read(sb.data_dir().join("registry.json")).unwrap())
+            .unwrap();
+    let registered = |w: &str| registry["tools"].get(w).is_some();
+    let asked: Vec<&Value> = tasks
+        .iter()
+        .copied()
+        .filter(|t| {
+            t["want"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| registered(w.as_str().unwrap()))
+        })
+        .collect();
+    assert!(
+        asked.len() * 10 >= tasks.len() * 9,
+        "only {} of {} tasks have an answer on this PATH",
+        asked.len(),
+        tasks.len()
+    );
+    let (held, tuning): (Vec<&Value>, Vec<&Value>) =
+        asked.iter().partition(|t| t["heldout"] == true);
+    // Compact answers: five results, three with schemas, under 8 KB even when the best
+    // tools have man pages of hundreds of options (ld, gcc, tar, curl).
+    for q in [
+        "link object files",
+        "compile a C program",
+        "create a tar archive",
+        "make an http request",
+    ] {
+        let out = real(sb.atip())
+            .args([
+                "--output",
+                "json",
+                "search",
+                "--no-mcp",
+                "--limit",
+                "5",
+                "--schemas",
+                "3",
+                q,
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{q}: {}", show(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["results"].as_array().unwrap().len(), 5, "{q}");
+        assert!(out.stdout.len() < 8192, "{q}: {} bytes", out.stdout.len());
+    }
+
+    let mut cli = |q: &str| -> Vec<Vec<String>> {
+        let out = real(sb.atip())
+            .args([
+                "--output",
+                "json",
+                "search",
+                "--no-mcp",
+                "--limit",
+                "10",
+                "--schemas",
+                "0",
+                q,
+            ])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        v["results"]
+            .as_array()
+            .map_or_else(Vec::new, |r| r.iter().map(result_names).collect())
+    };
+
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = real(sb.atip())
+        .args(["mcp", "serve", "--no-mcp"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut id = 0;
+    let mut rpc = |method: &str, params: Value| -> Value {
+        id += 1;
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{msg}").unwrap();
+        if method == "initialize" {
+            writeln!(
+                stdin,
+                r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+            )
+            .unwrap();
+        }
+        stdin.flush().unwrap();
+        loop {
+            let mut line = String::new();
+            assert!(
+                out.read_line(&mut line).unwrap() > 0,
+                "server closed stdout"
+            );
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    rpc(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let mut mcp = |q: &str| -> Vec<Vec<String>> {
+        let r = rpc(
+            "tools/call",
+            json!({"name": "atip_search_tools", "arguments": {"query": q, "limit": 10, "schemas": 0}}),
+        );
+        let body = &r["result"]["structuredContent"];
+        body["results"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{q:?}: {r}"))
+            .iter()
+            .map(|r| {
+                let mut names = result_names(r);
+                // The MCP result has no `tool`: its title's first word is the program.
+                names[0] = r["title"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .split(' ')
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
+                names
+            })
+            .collect()
+    };
+
+    let mut report = String::new();
+    let mut fails = Vec::new();
+    for (label, ask, floors) in [
+        ("atip search", &mut cli as &mut Ask<'_>, FLOORS_CLI),
+        (
+            "mcp atip_search_tools",
+            &mut mcp as &mut Ask<'_>,
+            FLOORS_MCP,
+        ),
+    ] {
+        for (part, set, (min1, min3)) in
+            [("held-out", &held, floors.0), ("tuning", &tuning, floors.1)]
+        {
+            let (t1, t3, mrr, misses) = figures(set, ask);
+            report += &format!(
+                "{label} {part} ({} tasks): top-1 {:.1}% top-3 {:.1}% MRR {mrr:.3}\n{}\n",
+                set.len(),
+                t1 * 100.0,
+                t3 * 100.0,
+                misses.join("\n")
+            );
+            if t1 < min1 || t3 < min3 {
+                fails.push(format!(
+                    "{label} {part}: top-1 {:.1}% (floor {:.0}%), top-3 {:.1}% (floor {:.0}%)",
+                    t1 * 100.0,
+                    min1 * 100.0,
+                    t3 * 100.0,
+                    min3 * 100.0
+                ));
+            }
+        }
+    }
+    drop(stdin);
+    let _ = child.wait();
+    eprintln!("{report}");
+    assert!(fails.is_empty(), "{}", fails.join("\n"));
+}
+
+/// Floors of the real-PATH gate, (top-1, top-3) for the held-out third then the tuning
+/// two thirds: what this ranking reaches (benches/README.md, Search quality), less a
+/// margin for the machine's PATH varying.
+const FLOORS_CLI: ((f64, f64), (f64, f64)) = ((0.70, 0.80), (0.57, 0.75));
+/// `atip mcp serve` offers only the commands its policy does not deny outright (432 of
+/// this machine's commands: most inferred tools are left out), so many answers are not
+/// there to be found; the floors are what it reaches.
+const FLOORS_MCP: ((f64, f64), (f64, f64)) = ((0.25, 0.27), (0.19, 0.22));

@@ -92,9 +92,15 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     } else {
         Default::default()
     };
+    // On a terminal a result is one line: schemas only when asked for by number.
+    let default_schemas = if ctx.output == Text {
+        0
+    } else {
+        defaults.schemas
+    };
     let opts = SearchOptions {
         limit: args.limit.unwrap_or(defaults.limit),
-        schemas: args.schemas.unwrap_or(defaults.schemas),
+        schemas: args.schemas.unwrap_or(default_schemas),
         format: args.format.map(Format::from),
         explain: args.explain,
         max_bytes: usize::try_from(max_bytes).unwrap_or(usize::MAX),
@@ -265,11 +271,18 @@ fn search_registry(
     Ok(atip::search::search(&catalog, &index, query, opts))
 }
 
-/// The results as numbered text blocks.
+/// The results, one line each: tool-call name, command, description (with its effects'
+/// safety note) and the aliases it stands for; then reasons and schemas when asked for.
 fn render_text(report: &atip::search::SearchReport) -> String {
     use std::fmt::Write;
     let mut t = String::new();
-    for (i, r) in report.results.iter().enumerate() {
+    let width = report
+        .results
+        .iter()
+        .map(|r| r.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    for r in &report.results {
         let title = std::iter::once(r.tool.as_str())
             .chain(
                 r.command
@@ -279,23 +292,33 @@ fn render_text(report: &atip::search::SearchReport) -> String {
             )
             .collect::<Vec<_>>()
             .join(" ");
-        let kind = match &r.server {
-            Some(s) => format!("; MCP server {s}"),
-            None => String::new(),
+        let title = match &r.server {
+            Some(s) => format!("{title} (MCP server {s})"),
+            None => title,
+        };
+        let also = if r.aliases.is_empty() {
+            String::new()
+        } else {
+            format!("  (also {})", r.aliases.join(", "))
         };
         let _ = writeln!(
             t,
-            "{}. {}  ({title}{kind})  score {:.2}",
-            i + 1,
+            "{:width$}  {title}  {}{also}",
             r.name,
-            r.score
+            r.description.replace('\n', " ")
         );
-        let _ = writeln!(t, "   {}", r.description);
         for w in &r.why {
-            let _ = writeln!(t, "   why: {w}");
+            let _ = writeln!(t, "    why: {w} (score {:.2})", r.score);
         }
         if let Some(s) = &r.schema {
-            let _ = writeln!(t, "   schema: {s}");
+            let _ = writeln!(t, "    schema: {s}");
+            if r.omitted_options > 0 {
+                let _ = writeln!(
+                    t,
+                    "    ({} more options: atip get {})",
+                    r.omitted_options, r.tool
+                );
+            }
         }
     }
     t

@@ -161,7 +161,7 @@ impl Lazy {
         query: &str,
         limit: usize,
         keep: impl Fn(&FlatTool) -> bool,
-    ) -> Result<Vec<(&FlatTool, f32)>, AtipError> {
+    ) -> Result<Vec<crate::search::Found<'_>>, AtipError> {
         let (rows, index) = self
             .index
             .get_or_init(|| self.compiled.search_index())
@@ -178,7 +178,7 @@ impl Lazy {
             }
             let tool = self.at(row)?;
             if keep(tool) {
-                out.push((tool, hit.score));
+                out.push((tool, hit.score, hit.aliases));
             }
         }
         Ok(out)

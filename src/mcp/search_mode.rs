@@ -238,12 +238,14 @@ impl Finder {
             "schemas",
             self.defaults.schemas.min(MAX_LIMIT as usize) as u64,
         )?;
-        let (hits, total): (Vec<(&FlatTool, f32)>, usize) = match &self.ranked {
+        let (hits, total): (Vec<crate::search::Found<'_>>, usize) = match &self.ranked {
             Ranked::Tools { tools, index } => {
                 let index = index.get_or_init(|| SearchIndex::build(tools));
                 let hits = index.search(query, limit, false);
                 (
-                    hits.iter().map(|h| (&tools[h.doc], h.score)).collect(),
+                    hits.into_iter()
+                        .map(|h| (&tools[h.doc], h.score, h.aliases))
+                        .collect(),
                     tools.len(),
                 )
             }
@@ -258,15 +260,24 @@ impl Finder {
         let results: Vec<Value> = hits
             .iter()
             .enumerate()
-            .map(|(rank, (t, score))| {
+            .map(|(rank, (t, score, aliases))| {
                 let mut r = json!({
                     "name": t.name,
                     "title": t.title,
                     "description": t.description,
                     "score": (f64::from(*score) * 1000.0).round() / 1000.0,
                 });
+                if !aliases.is_empty() {
+                    r["aliases"] = json!(aliases);
+                }
                 if rank < schemas {
-                    r["inputSchema"] = t.input_schema.clone();
+                    // As `atip search` shows it: a long option list cut to what the
+                    // query needs, with a count of the rest.
+                    let (small, omitted) = crate::search::compact(t, query);
+                    r["inputSchema"] = small.input_schema.clone();
+                    if omitted > 0 {
+                        r["omittedOptions"] = json!(omitted);
+                    }
                 }
                 r
             })

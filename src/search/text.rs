@@ -44,67 +44,128 @@ pub const ABBREVIATIONS: &[(&str, &[&str])] = &[
     ("fmt", &["format"]),
 ];
 
-/// Query words and other words that name the same action in command descriptions. A query
-/// word also matches its synonyms (at a lower weight, and only as an alternative: never
-/// added to its own match).
-pub const SYNONYMS: &[(&str, &[&str])] = &[
-    ("make", &["create"]),
-    ("new", &["create"]),
-    ("create", &["make", "new"]),
-    ("delete", &["remove"]),
-    ("remove", &["delete"]),
-    ("erase", &["delete", "remove"]),
-    ("show", &["display", "print", "view"]),
-    ("display", &["show", "print"]),
-    ("print", &["show", "display"]),
-    ("view", &["show"]),
-    ("download", &["fetch"]),
-    ("fetch", &["download"]),
-    ("start", &["run", "launch"]),
-    ("launch", &["start", "run"]),
-    ("execute", &["run"]),
-    ("undo", &["revert"]),
-    ("find", &["search", "locate"]),
-    ("search", &["find"]),
-    ("locate", &["find"]),
-    ("edit", &["change", "modify"]),
-    ("modify", &["change", "edit"]),
-    ("update", &["upgrade"]),
-    ("upgrade", &["update"]),
-    ("uninstall", &["remove"]),
-    ("folder", &["directory"]),
-    ("terminate", &["kill", "stop"]),
-];
+/// How people name tasks, against the words command descriptions use: the curated task
+/// vocabulary (`vocabulary.txt` beside this file, data with its own tests). Each line
+/// `word: other words` lets a query word also match the others (at a lower weight, and
+/// only as an alternative: never added to its own match); `phrase = word` lines join two
+/// query words into one (`log in` → `login`).
+const VOCABULARY: &str = include_str!("vocabulary.txt");
+
+/// The parsed vocabulary: synonyms by (stemmed) query word, and phrases.
+struct Vocabulary {
+    synonyms: Vec<(String, Vec<&'static str>)>,
+    phrases: Vec<([String; 2], String)>,
+}
+
+fn vocabulary() -> &'static Vocabulary {
+    static V: std::sync::OnceLock<Vocabulary> = std::sync::OnceLock::new();
+    V.get_or_init(|| parse_vocabulary(VOCABULARY).expect("vocabulary.txt parses"))
+}
+
+/// Reads the vocabulary's lines (`#` starts a comment); the error names the bad line.
+fn parse_vocabulary(text: &'static str) -> Result<Vocabulary, String> {
+    let mut v = Vocabulary {
+        synonyms: Vec::new(),
+        phrases: Vec::new(),
+    };
+    for (n, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let bad = |why: &str| format!("vocabulary.txt line {}: {why}: {line:?}", n + 1);
+        if let Some((phrase, word)) = line.split_once('=') {
+            let p: Vec<String> = words(phrase);
+            let w = words(word);
+            if p.len() != 2 || w.len() != 1 {
+                return Err(bad("a phrase is two words = one word"));
+            }
+            v.phrases.push(([p[0].clone(), p[1].clone()], w[0].clone()));
+        } else if let Some((word, others)) = line.split_once(':') {
+            let w = words(word);
+            let others: Vec<&'static str> = others.split_whitespace().collect();
+            if w.len() != 1 || others.is_empty() {
+                return Err(bad("expected `word: other words`"));
+            }
+            if others
+                .iter()
+                .any(|o| words(o) != [o.to_string()] || *o == w[0])
+            {
+                return Err(bad(
+                    "synonyms are lower-case, unstemmed-equal words, not the word itself",
+                ));
+            }
+            if v.synonyms.iter().any(|(x, _)| *x == w[0]) {
+                return Err(bad("word listed twice"));
+            }
+            v.synonyms.push((w[0].clone(), others));
+        } else {
+            return Err(bad("neither `word: others` nor `two words = word`"));
+        }
+    }
+    Ok(v)
+}
 
 /// The synonyms of a query word (stemmed like it).
 pub(crate) fn synonyms(word: &str) -> &'static [&'static str] {
-    SYNONYMS
+    vocabulary()
+        .synonyms
         .iter()
         .find(|(w, _)| *w == word)
-        .map_or(&[], |(_, s)| s)
+        .map_or(&[], |(_, s)| s.as_slice())
 }
 
-/// A word's root for matching its inflections (`creating`, `created`, `create` → `creat`;
-/// `running` → `run`): `-ing` and `-ed` stripped when three letters with a vowel remain
-/// (then a doubled final consonant other than `l`, `s`, `z` is undoubled), and a final
-/// `e` dropped from words of four letters or more. Roots are only compared, never shown.
+/// `words` with the vocabulary's phrases joined (`log in` → `login`).
+fn join_phrases(mut all: Vec<String>) -> Vec<String> {
+    for ([a, b], joined) in &vocabulary().phrases {
+        while let Some(at) = all.windows(2).position(|w| w[0] == *a && w[1] == *b) {
+            all.splice(at..at + 2, [joined.clone()]);
+        }
+    }
+    all
+}
+
+/// A word's root for matching its derived forms: a small suffix stripper of our own in
+/// the spirit of Porter's, tuned to how commands and tasks are described. `creating`,
+/// `created`, `creation` and `create` share `creat`; `compressed`, `compression` and
+/// `compressor` share `compress`; `listing` and `list` share `list`; `executable` and
+/// `execute` share `execut`. One derivational ending is stripped (`-ation`, `-ion`,
+/// `-ing`, `-ed`, `-er`, `-or`, `-ly`, `-able`, `-ible`, `-ive`, `-ment`), twice at most,
+/// each when enough of the word remains (three or four letters with a vowel; five for
+/// `-ive`, `-or` and `-ly`), then a doubled final consonant other than `l`, `s`, `z` is
+/// undoubled (`running` → `run`); last a final `e` is dropped from words of four letters or more. Roots are only compared,
+/// never shown.
 pub(crate) fn root(word: &str) -> String {
     let mut w = word.to_string();
     if !w.is_ascii() {
         return w;
     }
-    for suffix in ["ing", "ed"] {
-        if let Some(base) = w.strip_suffix(suffix)
-            && base.len() >= 3
-            && base.contains(['a', 'e', 'i', 'o', 'u', 'y'])
-        {
-            w = base.to_string();
-            let b = w.as_bytes();
-            let last = b[b.len() - 1];
-            if last == b[b.len() - 2] && !b"aeioulsz".contains(&last) {
-                w.pop();
-            }
+    const ENDINGS: &[(&str, usize)] = &[
+        ("ation", 3),
+        ("ment", 4),
+        ("able", 4),
+        ("ible", 4),
+        ("ing", 3),
+        ("ion", 4),
+        ("ive", 5),
+        ("ed", 3),
+        ("er", 4),
+        ("or", 5),
+        ("ly", 5),
+    ];
+    // Twice at most: `recursively` → `recursive` → `recurs`.
+    for _ in 0..2 {
+        let Some(base) = ENDINGS.iter().find_map(|(suffix, min)| {
+            w.strip_suffix(suffix)
+                .filter(|b| b.len() >= *min && b.contains(['a', 'e', 'i', 'o', 'u', 'y']))
+        }) else {
             break;
+        };
+        w = base.to_string();
+        let b = w.as_bytes();
+        let last = b[b.len() - 1];
+        if last == b[b.len() - 2] && !b"aeioulsz".contains(&last) {
+            w.pop();
         }
     }
     if w.len() >= 4 && w.ends_with('e') {
@@ -124,7 +185,7 @@ pub const STOPWORDS: &[&str] = &[
 
 /// The words of a query, without stopwords (all of them when nothing else is left).
 pub(crate) fn query_words(query: &str) -> Vec<String> {
-    let all = words(query);
+    let all = join_phrases(words(query));
     let kept: Vec<String> = all
         .iter()
         .filter(|w| !STOPWORDS.contains(&w.as_str()))
