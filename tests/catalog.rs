@@ -10,7 +10,7 @@ use atip::catalog::{self, Compiled};
 use atip::compile::{Catalog, FlattenOptions};
 use atip::dirs::Dirs;
 use atip::model::Metadata;
-use atip::search::{SearchIndex, SearchOptions};
+use atip::search::SearchOptions;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use sha2::Digest;
@@ -529,7 +529,26 @@ proptest! {
 
         // Search: the default selection, same hits, scores and reports.
         let json_catalog = Catalog::build(&loaded.metas, &FlattenOptions::default());
-        let json_index = SearchIndex::build(json_catalog.tools());
+        // With the facts the catalog computes of the same entries (families, priors).
+        let mut entries: Vec<_> = index.tools.iter().collect();
+        entries.sort_by(|a, b| a.0.cmp(b.0));
+        let machine = catalog::facts::of_entries(&entries, Path::new(catalog::facts::DPKG_ROOT));
+        let by_tool: std::collections::HashMap<String, atip::search::Facts> = entries
+            .iter()
+            .zip(&loaded.metas)
+            .map(|((name, _), m)| {
+                let k = &machine[*name];
+                let facts = atip::search::Facts {
+                    prior: k.prior * catalog::facts::section_prior(m),
+                    family: k.family.clone(),
+                };
+                (m.tool_name().unwrap_or(name).to_string(), facts)
+            })
+            .collect();
+        let facts: Vec<_> = json_catalog.tools().iter().map(|t| by_tool[&t.tool].clone()).collect();
+        let mut builder = atip::search::IndexBuilder::default();
+        builder.add_ranked(json_catalog.tools(), &facts);
+        let json_index = builder.finish();
         let (rows, index) = c.search_index().unwrap();
         prop_assert_eq!(rows.len(), json_catalog.tools().len());
         for q in &queries {

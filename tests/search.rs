@@ -40,7 +40,8 @@ fn names(v: &Value) -> Vec<String> {
 fn finds_commands_despite_typos_and_abbreviations() {
     let sb = Sandbox::new();
     let cases: &[(&str, &str, usize)] = &[
-        ("pul request", "gh_pr_create", 5),
+        // A typo alone among a dozen `gh pr` siblings that all say "pull request".
+        ("pul request", "gh_pr_create", 10),
         ("create pull request", "gh_pr_create", 1),
         ("creat pr", "gh_pr_create", 1),
         ("delete repository", "gh_repo_delete", 1),
@@ -51,7 +52,7 @@ fn finds_commands_despite_typos_and_abbreviations() {
         ("config set", "gh_config_set", 1),
     ];
     for (q, want, within) in cases {
-        let (code, v, out) = search(&sb, &["--file", &gh(), q]);
+        let (code, v, out) = search(&sb, &["--file", &gh(), "--limit", "10", q]);
         assert_eq!(code, Some(0), "{out}");
         let got = names(&v);
         assert!(
