@@ -212,17 +212,25 @@ fn plain_name<'a>(name: &str, names: &HashSet<&'a str>) -> Option<&'a str> {
             n = &rest[at + "linux-gnu-".len()..];
         }
     }
-    // Versions: strip a trailing `-N`, `.N` or bare `N` group, one at a time.
+    // Versions: strip a trailing `-N` or `.N` group, one at a time; a bare `N` only after
+    // one of those (`tclsh8.6` → `tclsh8` → `tclsh`), since a digit glued to a name is
+    // often part of it (`killall5` is not a version of `killall`).
     let mut cur = n;
+    let mut first = true;
     loop {
         let trimmed = cur.trim_end_matches(|c: char| c.is_ascii_digit());
         if trimmed.len() == cur.len() || trimmed.is_empty() {
             return None;
         }
-        let next = trimmed
+        let next = match trimmed
             .strip_suffix('-')
             .or_else(|| trimmed.strip_suffix('.'))
-            .unwrap_or(trimmed);
+        {
+            Some(n) => n,
+            None if first => return None,
+            None => trimmed,
+        };
+        first = false;
         if next.is_empty() || !next.chars().any(|c| c.is_ascii_alphabetic()) {
             return None;
         }
@@ -391,6 +399,10 @@ mod tests {
         assert_eq!(plain_name("base64", &names), None);
         assert_eq!(plain_name("count-14", &names), None);
         assert_eq!(plain_name("x86_64", &names), None);
+        let names = set(&["killall", "pip", "perl"]);
+        assert_eq!(plain_name("killall5", &names), None);
+        assert_eq!(plain_name("pip3", &names), None);
+        assert_eq!(plain_name("perl5.36.0", &names), Some("perl"));
         assert_eq!(plain_name("gcc", &names), None);
     }
 
