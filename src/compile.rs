@@ -14,6 +14,7 @@
 mod emit;
 mod flatten;
 pub mod formats;
+pub mod guard;
 pub mod names;
 pub mod prompt;
 
@@ -90,6 +91,10 @@ pub struct Param {
     pub description: String,
     /// Property schema, plain JSON Schema.
     pub schema: Value,
+    /// What its `x-atip-` guard annotations say (runner, host, file reference): checked
+    /// by exec, never exported.
+    #[serde(default, skip_serializing_if = "guard::ParamGuard::is_empty")]
+    pub guard: guard::ParamGuard,
 }
 
 /// Where a parameter came from.

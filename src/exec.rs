@@ -17,6 +17,7 @@ pub mod args;
 pub mod argv;
 pub mod audit;
 pub mod calls;
+mod guards;
 mod lazy;
 pub mod policy;
 pub mod redact;
@@ -26,7 +27,7 @@ pub mod trust;
 
 use crate::compile::{Catalog, FlatTool, FlattenOptions, names};
 use crate::dirs::Dirs;
-use crate::model::{Metadata, ParamType};
+use crate::model::Metadata;
 use crate::output::{Applicability, AtipError, ErrorCode, SuggestedAction, Suggestion};
 use crate::process::{self, Exit, Spawn};
 use crate::registry::{FileStamp, Index};
@@ -339,23 +340,6 @@ impl Prepared {
 }
 
 /// Every string value of a `url` parameter, with its property name.
-fn url_values<'a>(tool: &'a FlatTool, a: &'a Map<String, Value>) -> Vec<(&'a str, &'a str)> {
-    let mut out = Vec::new();
-    for p in tool.params.iter().filter(|p| p.kind == ParamType::Url) {
-        match a.get(&p.property) {
-            Some(Value::String(s)) => out.push((p.property.as_str(), s.as_str())),
-            Some(Value::Array(items)) => out.extend(
-                items
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(|s| (p.property.as_str(), s)),
-            ),
-            _ => {}
-        }
-    }
-    out
-}
-
 fn command_path(tool: &FlatTool) -> String {
     std::iter::once(tool.tool.as_str())
         .chain(
@@ -889,7 +873,7 @@ impl Engine {
         }
         self.check_paths(&tool, &a)?;
         let argv = argv::build(&tool.command, &tool.params, &a)?;
-        let mut decision = self.decide(&tool, &info, &argv);
+        let mut decision = self.decide(&tool, &info, &argv, &a);
         if let Err(Integrity::Changed(why)) = self.check_integrity(&info) {
             decision.rules.push(policy::RuleHit {
                 rule: INTEGRITY_RULE.into(),
@@ -897,11 +881,9 @@ impl Engine {
                 reason: why,
             });
         }
-        for (property, value) in url_values(&tool, &a) {
-            decision
-                .rules
-                .extend(self.policy.check_url(property, value));
-        }
+        decision
+            .rules
+            .extend(guards::url_hits(&self.policy, &tool, &a));
         decision.action = decision
             .rules
             .iter()
@@ -931,7 +913,13 @@ impl Engine {
 
     /// The policy's decision on running `tool` with `argv` (arguments after the program),
     /// before argument-value rules (URLs) and the integrity check.
-    fn decide(&self, tool: &FlatTool, info: &ToolInfo, argv: &[String]) -> Decision {
+    fn decide(
+        &self,
+        tool: &FlatTool,
+        info: &ToolInfo,
+        argv: &[String],
+        a: &Map<String, Value>,
+    ) -> Decision {
         let names = runners::program_names(&info.program);
         let runner = runners::why_runner(
             &names,
@@ -940,12 +928,17 @@ impl Engine {
             tool.runner,
             &self.policy.file.runners.programs,
             &self.policy.file.runners.options,
-        );
+        )
+        .or_else(|| guards::runner_reason(tool, a));
+        let resolved = std::fs::canonicalize(&info.program)
+            .ok()
+            .filter(|r| *r != info.program);
         self.policy.evaluate(&CallFacts {
             tool: &tool.tool,
             flat_name: &tool.name,
             command_path: &command_path(tool),
             program: &info.program,
+            program_resolved: resolved.as_deref(),
             effects: &tool.effects,
             trust: &info.trust,
             partial_unknown: info.partial_unknown,
@@ -968,7 +961,7 @@ impl Engine {
             .filter(|s| !s.is_empty())
             .cloned()
             .collect();
-        self.decide(tool, info, &bare).action == Action::Deny
+        self.decide(tool, info, &bare, &Map::new()).action == Action::Deny
     }
 
     /// Checks that the executable is still the one the scan hashed: its `stat` against
@@ -1034,26 +1027,15 @@ impl Engine {
         Ok(opened)
     }
 
+    /// Every path the call names (file and directory arguments, and the file
+    /// references `x-atip-reads` marks) must resolve inside the roots.
     fn check_paths(&self, tool: &FlatTool, a: &Map<String, Value>) -> Result<(), AtipError> {
-        for p in &tool.params {
-            if !matches!(p.kind, ParamType::File | ParamType::Directory) {
-                continue;
-            }
-            let Some(v) = a.get(&p.property) else {
-                continue;
-            };
-            let values: Vec<&Value> = match v {
-                Value::Array(items) => items.iter().collect(),
-                other => vec![other],
-            };
-            for value in values {
-                let Some(s) = value.as_str() else { continue };
-                if let Err(why) = self.policy.check_path(s, &self.cwd) {
-                    return Err(AtipError::new(ErrorCode::PathOutsideRoots, format!("argument {:?} is refused: {why}", p.property),
-                    )
-                    .hint("use a path inside the working directory, or add a root under paths.roots in the policy")
-                    .details(json!({"property": p.property, "roots": self.policy.roots()})));
-                }
+        for (property, value) in guards::paths(tool, a) {
+            if let Err(why) = self.policy.check_path(&value, &self.cwd) {
+                return Err(AtipError::new(ErrorCode::PathOutsideRoots, format!("argument {property:?} is refused: {why}"),
+                )
+                .hint("use a path inside the working directory, or add a root under paths.roots in the policy")
+                .details(json!({"property": property, "roots": self.policy.roots()})));
             }
         }
         Ok(())

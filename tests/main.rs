@@ -28,6 +28,7 @@ mod mcp_scale;
 mod process;
 mod registry;
 mod remote;
+mod runners;
 mod safety;
 mod scan;
 mod scan_sources;

@@ -35,8 +35,9 @@ fn read_only() -> Effects {
 
 /// The effects of each atip subcommand, by command path.
 ///
-/// `exec`, `mcp` and `chat` run whatever registered tool a model asks for, and `scan`
-/// runs the executables it finds (`--probe all` runs every one): what those programs do is
+/// `exec`, `mcp` and `chat` run whatever registered tool a model asks for, `scan` runs
+/// the executables it finds (`--probe all` runs every one), and `validate`, `lint` and
+/// `diff` run `TOOL --agent` with `--exec`: what those programs do is
 /// unknown here, so `destructive`, `reversible`, `idempotent` and `network` are left
 /// unsaid (unknown, which consumers treat as possibly destructive) rather than claimed
 /// safe. They are also marked as command runners ([`RUNNERS`]).
@@ -68,19 +69,27 @@ pub fn effects_table() -> Vec<(&'static [&'static str], Effects)> {
         (
             &["lint"],
             Effects {
-                // `--fix` rewrites the linted files in place; `--exec TOOL` runs `TOOL --agent`.
+                // `--fix` rewrites the linted files in place; `--exec TOOL` runs
+                // `TOOL --agent`: whatever that program does, so not known harmless.
                 filesystem: fs(true, true, false),
                 subprocess: Some(true),
                 reversible: Some(false),
                 modifies: Some(vec!["metadata files (with --fix)".into()]),
+                destructive: None,
+                idempotent: None,
+                network: None,
                 ..read_only()
             },
         ),
         (
             &["diff"],
             Effects {
-                // `--exec OLD NEW` runs both tools' `--agent`.
+                // `--exec OLD NEW` runs both tools' `--agent`: whatever they do.
                 subprocess: Some(true),
+                destructive: None,
+                reversible: None,
+                idempotent: None,
+                network: None,
                 ..read_only()
             },
         ),
@@ -160,7 +169,9 @@ pub fn effects_table() -> Vec<(&'static [&'static str], Effects)> {
 
 /// The atip commands that run programs chosen by their arguments or found on disk,
 /// marked `x-atip-runner` so a policy treats them as command runners.
-pub const RUNNERS: &[&str] = &["exec", "mcp", "chat", "scan", "sync", "validate"];
+pub const RUNNERS: &[&str] = &[
+    "exec", "mcp", "chat", "scan", "sync", "validate", "lint", "diff",
+];
 
 /// atip's metadata, from the real command tree.
 pub fn metadata() -> Result<Metadata, FromClapError> {

@@ -140,6 +140,7 @@ fn build(
             variadic,
             description,
             schema,
+            guard: super::guard::ParamGuard::from_extra(&arg.extra),
         });
     }
     // `--help` only prints usage: no agent needs it as a parameter.
@@ -177,6 +178,7 @@ fn build(
             variadic,
             description,
             schema,
+            guard: super::guard::ParamGuard::from_extra(&opt.extra),
         });
     }
     let input_schema = object_schema(&params);

@@ -123,6 +123,7 @@ mod tests {
             variadic: false,
             description: String::new(),
             schema: json!({}),
+            guard: Default::default(),
         }
     }
 
@@ -138,6 +139,7 @@ mod tests {
             variadic: false,
             description: String::new(),
             schema: json!({}),
+            guard: Default::default(),
         }
     }
 

@@ -420,8 +420,11 @@ pub struct CallFacts<'a> {
     pub flat_name: &'a str,
     /// Command path as typed, e.g. `gh pr create`.
     pub command_path: &'a str,
-    /// Executable.
+    /// Executable, as registered (possibly a symlink).
     pub program: &'a Path,
+    /// The file `program` resolves to (symlinks followed), when it differs: `programs`
+    /// globs judge both, and an `allow` must match the file that runs.
+    pub program_resolved: Option<&'a Path>,
     /// Effective effects of the command.
     pub effects: &'a Effects,
     /// Trust as atip derived it (level and who vouches).
@@ -638,16 +641,33 @@ impl Policy {
                 });
             }
         };
-        let lists: [(&Compiled, &str, Vec<&str>); 3] = [
-            (&self.tools, "tools", vec![f.tool, f.flat_name]),
-            (&self.commands, "commands", vec![f.command_path]),
+        let registered = f.program.to_str().unwrap_or("");
+        let resolved = f.program_resolved.map(|p| p.to_str().unwrap_or(""));
+        // For `programs`, an allow must match what runs: the resolved file when the
+        // registered path is a link (a link named like an allowed program is not it).
+        let program_subjects: Vec<&str> = std::iter::once(registered).chain(resolved).collect();
+        let program_allowed: Vec<&str> = vec![resolved.unwrap_or(registered)];
+        let lists: [(&Compiled, &str, Vec<&str>, Vec<&str>); 3] = [
+            (
+                &self.tools,
+                "tools",
+                vec![f.tool, f.flat_name],
+                vec![f.tool, f.flat_name],
+            ),
+            (
+                &self.commands,
+                "commands",
+                vec![f.command_path],
+                vec![f.command_path],
+            ),
             (
                 &self.programs,
                 "programs",
-                vec![f.program.to_str().unwrap_or("")],
+                program_subjects,
+                program_allowed,
             ),
         ];
-        for (c, field, subjects) in lists {
+        for (c, field, subjects, allow_subjects) in lists {
             if subjects.iter().any(|s| c.deny.is_match(s)) {
                 hit(
                     &format!("{field}.deny"),
@@ -656,12 +676,12 @@ impl Policy {
                 );
             }
             if let Some(allow) = &c.allow
-                && !subjects.iter().any(|s| allow.is_match(s))
+                && !allow_subjects.iter().any(|s| allow.is_match(s))
             {
                 hit(
                     &format!("{field}.allow"),
                     Action::Deny,
-                    format!("{} matches no allow pattern", subjects.join(" / ")),
+                    format!("{} matches no allow pattern", allow_subjects.join(" / ")),
                 );
             }
         }
@@ -840,8 +860,28 @@ impl Policy {
                 ),
             });
         }
-        let host = url_host(rest);
-        if self.url_hosts.deny.is_match(&host) {
+        // A backslash ends the authority for some URL parsers and not for others: judge
+        // the host both ways.
+        let mut hosts = vec![url_host(rest)];
+        if rest.contains('\\') {
+            let other = url_host(&rest.replace('\\', "/"));
+            if !hosts.contains(&other) {
+                hosts.push(other);
+            }
+        }
+        for host in hosts {
+            hits.extend(self.check_host(property, &host));
+        }
+        hits
+    }
+
+    /// Checks one host a call connects to (a URL's, a proxy's, an address a name is
+    /// pinned to): the `urls` deny and allow globs and the private-address action.
+    /// `host` is as [`url_host`] gives it (decoded, lowercase, no brackets or port).
+    pub(crate) fn check_host(&self, property: &str, host: &str) -> Vec<RuleHit> {
+        let mut hits = Vec::new();
+        let rules = &self.file.urls;
+        if self.url_hosts.deny.is_match(host) {
             hits.push(RuleHit {
                 rule: "urls.deny".into(),
                 action: Action::Deny,
@@ -849,7 +889,7 @@ impl Policy {
             });
         }
         if let Some(allow) = &self.url_hosts.allow
-            && !allow.is_match(&host)
+            && !allow.is_match(host)
         {
             hits.push(RuleHit {
                 rule: "urls.allow".into(),
@@ -857,7 +897,7 @@ impl Policy {
                 reason: format!("host {host:?} of argument {property:?} matches no allow pattern"),
             });
         }
-        if rules.private != Action::Allow && is_private_host(&host) {
+        if rules.private != Action::Allow && is_private_host(host) {
             hits.push(RuleHit {
                 rule: "urls.private".into(),
                 action: rules.private,
@@ -870,8 +910,9 @@ impl Policy {
     }
 }
 
-/// The host of the part after `scheme://`: no userinfo, port or brackets, lowercase.
-fn url_host(rest: &str) -> String {
+/// The host of the part after `scheme://` (or of a bare `host[:port]`): no userinfo,
+/// port or brackets; percent-decoded, lowercase, without trailing dots ([`host_text`]).
+pub(crate) fn url_host(rest: &str) -> String {
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     let host = if let Some(inner) = hostport.strip_prefix('[') {
@@ -879,44 +920,165 @@ fn url_host(rest: &str) -> String {
     } else {
         hostport.split(':').next().unwrap_or("")
     };
-    host.trim_end_matches('.').to_ascii_lowercase()
+    host_text(host)
 }
 
-/// Loopback, private, link-local, unspecified, or a `localhost` name. Names are not
+/// A host as a connecting program sees it: percent-decoded (curl decodes the host of a
+/// URL), brackets removed, lowercase, trailing dots dropped (`localhost.` is `localhost`).
+pub(crate) fn host_text(host: &str) -> String {
+    let decoded = percent_decode(host);
+    let h = decoded.trim();
+    let h = h
+        .strip_prefix('[')
+        .and_then(|x| x.strip_suffix(']'))
+        .unwrap_or(h);
+    h.trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// `%XX` sequences decoded; a `%` not followed by two hex digits is kept as is.
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
+        {
+            out.push(h * 16 + l);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
+}
+
+/// One part of an IPv4 address as `inet_aton` reads it: `0x` hex, a leading `0` octal,
+/// else decimal.
+fn aton_part(p: &str) -> Option<u64> {
+    if p.is_empty() {
+        return None;
+    }
+    let (digits, radix) = if let Some(h) = p.strip_prefix("0x").or_else(|| p.strip_prefix("0X")) {
+        (h, 16)
+    } else if p.len() > 1 && p.starts_with('0') {
+        (&p[1..], 8)
+    } else {
+        (p, 10)
+    };
+    if digits.is_empty() {
+        // `0x` alone is zero for glibc.
+        return (radix == 16).then_some(0);
+    }
+    if digits.len() > 16 {
+        return None;
+    }
+    u64::from_str_radix(digits, radix).ok()
+}
+
+/// An IPv4 address in any form `inet_aton` (and so glibc's resolver and curl) accepts:
+/// one to four parts, each decimal, octal (`0177`) or hex (`0x7f`), the last part
+/// filling the remaining bytes (`127.1`, `2130706433`, `0x7f.0.0.1`, `017700000001`).
+/// glibc stops at the first whitespace.
+pub(crate) fn inet_aton(s: &str) -> Option<std::net::Ipv4Addr> {
+    let s = s.split(|c: char| c.is_ascii_whitespace()).next()?;
+    let parts: Vec<&str> = s.split('.').collect();
+    if parts.is_empty() || parts.len() > 4 {
+        return None;
+    }
+    let nums: Vec<u64> = parts.iter().map(|p| aton_part(p)).collect::<Option<_>>()?;
+    let (last, head) = nums.split_last()?;
+    if head.iter().any(|n| *n > 255) {
+        return None;
+    }
+    let room = 8 * (4 - head.len() as u32);
+    if room < 64 && *last >= 1u64 << room {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for (i, n) in head.iter().enumerate() {
+        v |= n << (24 - 8 * i as u32);
+    }
+    v |= last;
+    Some(std::net::Ipv4Addr::from(v as u32))
+}
+
+fn private_v4(v4: std::net::Ipv4Addr) -> bool {
+    let o = v4.octets();
+    v4.is_loopback()
+        || v4.is_private()
+        || v4.is_link_local()
+        || v4.is_broadcast()
+        // 0.0.0.0/8: "this network"; Linux connects 0.0.0.0 to the local host.
+        || o[0] == 0
+        // Carrier-grade NAT, 100.64.0.0/10.
+        || o[0] == 100 && (64..128).contains(&o[1])
+}
+
+fn private_v6(v6: std::net::Ipv6Addr) -> bool {
+    let s = v6.segments();
+    let embedded = |hi: usize| {
+        std::net::Ipv4Addr::new(
+            (s[hi] >> 8) as u8,
+            s[hi] as u8,
+            (s[hi + 1] >> 8) as u8,
+            s[hi + 1] as u8,
+        )
+    };
+    v6.is_loopback()
+        || v6.is_unspecified()
+        // Unique local fc00::/7, link-local fe80::/10, old site-local fec0::/10.
+        || (s[0] & 0xfe00) == 0xfc00
+        || (s[0] & 0xffc0) == 0xfe80
+        || (s[0] & 0xffc0) == 0xfec0
+        // IPv4-mapped ::ffff:a.b.c.d and IPv4-compatible ::a.b.c.d.
+        || v6.to_ipv4().is_some_and(private_v4)
+        // NAT64 64:ff9b::/96 reaches the embedded IPv4 address; 64:ff9b:1::/48 is local.
+        || (s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] && private_v4(embedded(6)))
+        || (s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1)
+        // 6to4 2002:AABB:CCDD::/48 carries an IPv4 address.
+        || (s[0] == 0x2002 && private_v4(embedded(1)))
+}
+
+/// Loopback, private, link-local, unspecified, or a `localhost` name, in every spelling
+/// a connecting program accepts: percent-encoded, trailing dot, bracketed, any IPv4
+/// form `inet_aton` reads, IPv6 with a zone or an embedded IPv4 address. Names are not
 /// resolved: a public name that resolves to a private address is not caught here.
 pub(crate) fn is_private_host(host: &str) -> bool {
-    use std::net::IpAddr;
+    let host = host_text(host);
     if host.is_empty() {
         return false;
     }
-    if host == "localhost" || host.ends_with(".localhost") {
+    if matches!(
+        host.as_str(),
+        "localhost" | "ip6-localhost" | "ip6-loopback" | "localhost.localdomain"
+    ) || host.ends_with(".localhost")
+    {
         return true;
     }
-    let ip = match host.parse::<IpAddr>() {
-        Ok(ip) => ip,
-        // Shorthand IPv4 forms some resolvers accept: `127.1`, a bare integer.
-        Err(_) if host.bytes().all(|b| b.is_ascii_digit() || b == b'.') => return true,
-        Err(_) => return false,
-    };
-    match ip {
-        IpAddr::V4(v4) => {
-            v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.octets()[0] == 100 && (64..128).contains(&v4.octets()[1])
-        }
-        IpAddr::V6(v6) => {
-            let first = v6.segments()[0];
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
-                || v6
-                    .to_ipv4_mapped()
-                    .is_some_and(|v4| is_private_host(&v4.to_string()))
-        }
+    if let Some(v4) = inet_aton(&host) {
+        return private_v4(v4);
     }
+    if host.contains(':') {
+        // A zone (`fe80::1%eth0`) is not part of the address.
+        let addr = host.split('%').next().unwrap_or("");
+        return match addr.parse::<std::net::Ipv6Addr>() {
+            Ok(v6) => private_v6(v6),
+            // Not an address a resolver would take as one: unknown, so not public.
+            Err(_) => true,
+        };
+    }
+    // Numeric-looking but not an address `inet_aton` reads (`1.2.3.4.5`, `0x1g`):
+    // some parser might still read it as one; not known to be public.
+    host.bytes()
+        .all(|b| b.is_ascii_hexdigit() || b == b'.' || b == b'x')
+        && host.bytes().next().is_some_and(|b| b.is_ascii_digit())
 }
 
 /// Resolves a path as the kernel would: `..` and `.` applied component by component,
@@ -988,6 +1150,7 @@ mod tests {
             flat_name: "gh_repo_delete",
             command_path: "gh repo delete",
             program: Path::new("/usr/bin/gh"),
+            program_resolved: None,
             effects: e,
             trust: t,
             partial_unknown: false,
@@ -1159,6 +1322,135 @@ mod tests {
         assert!(rules("https://api.github.com/").is_empty());
         assert_eq!(rules("https://evil.github.com/"), ["urls.deny"]);
         assert_eq!(rules("https://example.com/"), ["urls.allow"]);
+    }
+
+    #[test]
+    fn ipv4_is_read_as_inet_aton_reads_it() {
+        let a = |s: &str| inet_aton(s).map(|ip| ip.to_string());
+        for (spelling, addr) in [
+            ("127.0.0.1", "127.0.0.1"),
+            ("127.1", "127.0.0.1"),
+            ("127.0.1", "127.0.0.1"),
+            ("2130706433", "127.0.0.1"),
+            ("0x7f000001", "127.0.0.1"),
+            ("0X7F.0.0.1", "127.0.0.1"),
+            ("0x7f.1", "127.0.0.1"),
+            ("017700000001", "127.0.0.1"),
+            ("0177.0.0.01", "127.0.0.1"),
+            ("10.0x10.0", "10.16.0.0"),
+            ("169.254.43518", "169.254.169.254"),
+            ("1.2.3.4 trailing", "1.2.3.4"),
+            ("0", "0.0.0.0"),
+        ] {
+            assert_eq!(a(spelling).as_deref(), Some(addr), "{spelling}");
+        }
+        for bad in [
+            "256.0.0.1",
+            "1.2.3.4.5",
+            "1..2",
+            "08",
+            "0x",
+            "example.com",
+            "4294967296",
+            "1.16777216",
+            "",
+        ] {
+            assert!(bad == "0x" || a(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_spelling_of_a_private_host_is_private() {
+        for host in [
+            "0x7f000001",
+            "0x7f.0.0.1",
+            "017700000001",
+            "127.1",
+            "2130706433",
+            "%31%32%37.0.0.1",
+            "%6c%6f%63%61%6c%68%6f%73%74",
+            "127.0.0.1.",
+            "localhost.",
+            "LocalHost",
+            "[::1]",
+            "::ffff:127.0.0.1",
+            "::ffff:7f00:1",
+            "::127.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+            "2002:a00:1::",
+            "fe80::1%25eth0",
+            "fec0::1",
+            "0.0.0.0",
+            "0",
+            "0.1.2.3",
+            "255.255.255.255",
+            "100.64.0.1",
+            "1.2.3.4.5",
+            "ip6-localhost",
+        ] {
+            assert!(is_private_host(host), "{host}");
+        }
+        for host in [
+            "example.com",
+            "8.8.8.8",
+            "134744072",
+            "2001:4860:4860::8888",
+            "64:ff9b::808:808",
+            "github.com.",
+            "1e100.net",
+        ] {
+            assert!(!is_private_host(host), "{host}");
+        }
+        let p = Policy::defaults(Path::new("/"));
+        let rules =
+            |v: &str| -> Vec<String> { p.check_url("u", v).into_iter().map(|h| h.rule).collect() };
+        for url in [
+            "http://0x7f000001:8080/",
+            "http://u:p@%31%32%37.0.0.1/",
+            "http://[::ffff:127.0.0.1]/",
+            "http://127.0.0.1.:80/",
+            "http://evil.example\\@127.0.0.1/",
+        ] {
+            assert_eq!(rules(url), ["urls.private"], "{url}");
+        }
+        // Deny globs see the decoded host.
+        let f: PolicyFile =
+            serde_json::from_value(json!({"urls": {"deny": ["evil.com"]}})).unwrap();
+        let p = Policy::new(f, None, Path::new("/")).unwrap();
+        assert_eq!(
+            p.check_url("u", "https://%65vil.com./x")
+                .into_iter()
+                .map(|h| h.rule)
+                .collect::<Vec<_>>(),
+            ["urls.deny"]
+        );
+    }
+
+    #[test]
+    fn programs_globs_judge_the_resolved_file() {
+        let f: PolicyFile = serde_json::from_value(
+            json!({"programs": {"allow": ["/usr/bin/*"], "deny": ["/tmp/*"]}}),
+        )
+        .unwrap();
+        let p = Policy::new(f, None, Path::new("/")).unwrap();
+        let ro = effects(json!({"destructive": false}));
+        let mut f = facts(&ro, "native");
+        assert_eq!(p.evaluate(&f).action, Action::Allow);
+        // /usr/bin/gh is a link to /tmp/evil: the deny names the target.
+        f.program_resolved = Some(Path::new("/tmp/evil"));
+        let d = p.evaluate(&f);
+        assert_eq!(
+            d.rule_ids(Action::Deny),
+            ["programs.deny", "programs.allow"]
+        );
+        // A link elsewhere to an allowed file is allowed; an allowed link to a file
+        // elsewhere is not.
+        f.program = Path::new("/opt/x/gh");
+        f.program_resolved = Some(Path::new("/usr/bin/gh"));
+        assert_eq!(p.evaluate(&f).action, Action::Allow);
+        f.program = Path::new("/usr/bin/gh");
+        f.program_resolved = Some(Path::new("/opt/x/gh"));
+        assert_eq!(p.evaluate(&f).rule_ids(Action::Deny), ["programs.allow"]);
     }
 
     #[test]

@@ -122,6 +122,15 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("poetry", "run"),
     ("cargo", "run"),
     ("make", ""),
+    // Package managers' configuration names programs they run later (npm
+    // `script-shell`, `git`, `node-gyp`; pip `index-url` plus build backends): storing
+    // it is a runner call whatever the key.
+    ("npm", "config set"),
+    ("npm", "set"),
+    ("pnpm", "config set"),
+    ("yarn", "config set"),
+    ("pip", "config set"),
+    ("pip", "config edit"),
 ];
 
 /// Options that make a call of a program run another program: (program, command path or
@@ -130,7 +139,13 @@ pub const COMMANDS: &[(&str, &str)] = &[
 pub const OPTIONS: &[(&str, &str, &[&str])] = &[
     ("find", "*", &["-exec", "-execdir", "-ok", "-okdir"]),
     ("git", "", &["-c", "--config-env", "--exec-path"]),
-    ("git", "clone", &["-c", "--config", "-u", "--upload-pack"]),
+    (
+        "git",
+        "clone",
+        &["-c", "--config", "-u", "--upload-pack", "--template"],
+    ),
+    // A template directory's hooks become the new repository's hooks.
+    ("git", "init", &["--template"]),
     ("git", "fetch", &["--upload-pack"]),
     ("git", "pull", &["--upload-pack"]),
     ("git", "ls-remote", &["--upload-pack"]),
@@ -152,6 +167,10 @@ pub const OPTIONS: &[(&str, &str, &[&str])] = &[
         ],
     ),
     ("rsync", "*", &["-e", "--rsh", "--rsync-path"]),
+    // `-S` names the ssh program; `-F` a config file (ProxyCommand, LocalCommand, Match
+    // exec); `-D` (sftp) a local sftp-server to run.
+    ("scp", "*", &["-S", "-F"]),
+    ("sftp", "*", &["-S", "-F", "-D"]),
     ("sort", "*", &["--compress-program"]),
     ("zip", "*", &["-TT", "--unzip-command"]),
     ("man", "*", &["-P", "--pager", "-H", "--html"]),
@@ -225,6 +244,13 @@ pub(crate) fn why_runner(
             };
             return Some(format!("{shown} runs programs named in its arguments"));
         }
+        if matches!(n.as_str(), "scp" | "sftp")
+            && let Some(o) = unsafe_ssh_option(argv)
+        {
+            return Some(format!(
+                "{n} with -o {o:?} can run a program (only known-safe ssh options are allowed)"
+            ));
+        }
         let built_in = OPTIONS
             .iter()
             .filter(|(p, c, _)| p == n && (*c == "*" || *c == path))
@@ -236,6 +262,74 @@ pub(crate) fn why_runner(
                     "{n} with {a:?} runs a program named in its arguments"
                 ));
             }
+        }
+    }
+    None
+}
+
+/// ssh options (`-o Key=Value` or `-o "Key Value"`) that neither run a program nor
+/// load a file or library: the only ones a `scp`/`sftp` call may pass without being a
+/// runner call. Anything else (`ProxyCommand`, `LocalCommand`, `PermitLocalCommand`,
+/// `KnownHostsCommand`, `Match exec`, `PKCS11Provider`, `Include`, …) is. Globs,
+/// case-insensitive; the built-in `scp` shim carries the same list as its `-o` option's
+/// `x-atip-runner-unless` (a test keeps them equal).
+pub const SSH_SAFE_OPTIONS: &[&str] = &[
+    "AddressFamily[= ]*",
+    "BatchMode[= ]*",
+    "CheckHostIP[= ]*",
+    "Ciphers[= ]*",
+    "Compression[= ]*",
+    "ConnectionAttempts[= ]*",
+    "ConnectTimeout[= ]*",
+    "HashKnownHosts[= ]*",
+    "HostKeyAlgorithms[= ]*",
+    "IdentitiesOnly[= ]*",
+    "IPQoS[= ]*",
+    "KbdInteractiveAuthentication[= ]*",
+    "KexAlgorithms[= ]*",
+    "LogLevel[= ]*",
+    "MACs[= ]*",
+    "NumberOfPasswordPrompts[= ]*",
+    "PasswordAuthentication[= ]*",
+    "Port[= ]*",
+    "PreferredAuthentications[= ]*",
+    "PubkeyAuthentication[= ]*",
+    "RekeyLimit[= ]*",
+    "ServerAliveCountMax[= ]*",
+    "ServerAliveInterval[= ]*",
+    "StrictHostKeyChecking[= ]*",
+    "TCPKeepAlive[= ]*",
+    "UpdateHostKeys[= ]*",
+    "User[= ]*",
+];
+
+/// The first `-o` value in `argv` that is not a known-safe ssh option.
+fn unsafe_ssh_option(argv: &[String]) -> Option<String> {
+    let safe = {
+        let mut b = globset::GlobSetBuilder::new();
+        for p in SSH_SAFE_OPTIONS {
+            b.add(
+                globset::GlobBuilder::new(p)
+                    .case_insensitive(true)
+                    .build()
+                    .expect("valid glob"),
+            );
+        }
+        b.build().expect("valid glob set")
+    };
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        let value = if a == "-o" {
+            it.next().cloned().unwrap_or_default()
+        } else if let Some(v) = a.strip_prefix("-o") {
+            v.to_string()
+        } else if a == "--" {
+            break;
+        } else {
+            continue;
+        };
+        if !safe.is_match(value.trim_start()) {
+            return Some(value);
         }
     }
     None
@@ -359,8 +453,34 @@ mod tests {
         assert!(why("git", &["rebase"], &["rebase", "--exec=make"]).is_some());
         assert!(why("git", &["submodule", "foreach"], &["submodule", "foreach"]).is_some());
         assert!(why("git", &["status"], &["status"]).is_none());
+        assert!(
+            why(
+                "npm",
+                &["config", "set"],
+                &["config", "set", "script-shell=x"]
+            )
+            .is_some()
+        );
+        assert!(why("pip", &["config", "set"], &["config", "set"]).is_some());
+        assert!(why("npm", &["config", "get"], &["config", "get"]).is_none());
         assert!(why("tar", &[""], &["-Ixz", "-cf", "a.tar"]).is_some());
         assert!(why("rsync", &[""], &["-av", "a", "b"]).is_none());
+        assert!(why("git", &["clone"], &["clone", "--template=t", "u"]).is_some());
+        assert!(why("git", &["init"], &["init", "--template", "t"]).is_some());
+        assert!(why("scp", &[""], &["-S", "x", "a", "b:"]).is_some());
+        assert!(why("scp", &[""], &["-F", "cfg", "a", "b:"]).is_some());
+        assert!(why("scp", &[""], &["-o", "ProxyCommand=sh -c x", "a", "b:"]).is_some());
+        assert!(why("scp", &[""], &["-oLocalCommand x", "a", "b:"]).is_some());
+        assert!(why("sftp", &[""], &["-o", "proxycommand x", "h"]).is_some());
+        assert!(
+            why(
+                "scp",
+                &[""],
+                &["-o", "BatchMode=yes", "-o", "connecttimeout 5", "a", "b:"]
+            )
+            .is_none()
+        );
+        assert!(why("scp", &[""], &["--", "-oProxyCommand=x"]).is_none());
         let extra = BTreeMap::from([("mytool".to_string(), vec!["--hook".to_string()])]);
         let argv = vec!["--hook=x".to_string()];
         assert!(why_runner(&["mytool".into()], &[], &argv, false, &[], &extra).is_some());

@@ -108,6 +108,7 @@ pub fn decide(
         flat_name: &flat,
         command_path: &path,
         program: Path::new(program),
+        program_resolved: None,
         effects: &e,
         trust: &trust,
         partial_unknown: false,
@@ -163,6 +164,7 @@ pub fn to_flat(server: &str, tool: &Tool, trust_hints: bool) -> FlatTool {
                         .unwrap_or(k)
                         .to_string(),
                     schema: v.clone(),
+                    guard: Default::default(),
                 })
                 .collect()
         })

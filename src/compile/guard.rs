@@ -1,0 +1,162 @@
+//! Per-parameter guard annotations: the `x-atip-` keys an argument or option carries to
+//! tell `exec` that its value makes the call run a program, names a host, or names a
+//! file to read. They travel with the flattened parameter (and the compiled catalog) so
+//! that exec can check a call without the metadata document. Normative text:
+//! `spec/shims.md` ("Guard annotations") and `spec/policy.md`.
+//!
+//! Parsing only: a malformed annotation is kept as `invalid` and exec refuses any call
+//! that gives the parameter (unknown is never safe). Must not do I/O.
+
+use crate::model::Extra;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `x-atip-runner` on a parameter: giving it makes the call run a program.
+pub const RUNNER: &str = "x-atip-runner";
+/// `x-atip-runner-unless`: the call runs a program unless every value matches one of
+/// these globs (case-insensitive): an allowlist of known-safe values.
+pub const RUNNER_UNLESS: &str = "x-atip-runner-unless";
+/// `x-atip-runner-if`: the call runs a program when a value matches one of these globs.
+pub const RUNNER_IF: &str = "x-atip-runner-if";
+/// `x-atip-url`: the value names a host to connect to, in one of [`URL_SHAPES`].
+pub const URL: &str = "x-atip-url";
+/// `x-atip-reads`: the value may name a file the program reads, in one of [`READ_SHAPES`].
+pub const READS: &str = "x-atip-reads";
+
+/// Shapes of host-bearing values (`x-atip-url`).
+pub const URL_SHAPES: &[&str] = &[
+    // An absolute URL: the same rules as an argument of type `url`.
+    "url",
+    // `[scheme://][user@]host[:port][/…]`: a proxy; the scheme is not checked.
+    "url-or-host",
+    // `[+]host:port:address[,address…]` (curl `--resolve`).
+    "host-port-addresses",
+    // `host:port:host:port` (curl `--connect-to`).
+    "host-port-host-port",
+];
+
+/// Shapes of file references (`x-atip-reads`).
+pub const READ_SHAPES: &[&str] = &[
+    // The whole value is a path (`-` is standard input).
+    "path",
+    // A value starting with `@` names a file (`@-` is standard input).
+    "@path",
+    // `name@path` or `@path` names a file; `name=…` and `=…` are content (curl
+    // `--data-urlencode`: the first `=` or `@` decides).
+    "name@path",
+    // `name=@path[;…]` or `name=<path[;…]`, and `;headers=@path` (curl `-F`).
+    "form",
+    // A value without `=` is a path (curl `-b`: `name=value` pairs, else a cookie file).
+    "path-unless-pair",
+];
+
+/// What the annotations of one parameter say. Empty for almost every parameter.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParamGuard {
+    /// Giving the parameter (any value; `true` for a boolean) makes the call a runner.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub runner: bool,
+    /// Globs of known-safe values; any other value makes the call a runner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_unless: Option<Vec<String>>,
+    /// Globs of values that make the call a runner.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runner_if: Vec<String>,
+    /// The shape of the host-bearing value, one of [`URL_SHAPES`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The shape of the file reference, one of [`READ_SHAPES`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<String>,
+    /// What is wrong with a malformed annotation: a call giving the parameter is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<String>,
+}
+
+impl ParamGuard {
+    /// Whether no annotation applies (skipped when serialized).
+    pub fn is_empty(&self) -> bool {
+        *self == ParamGuard::default()
+    }
+
+    /// The guard an argument's or option's extension keys describe.
+    pub fn from_extra(extra: &Extra) -> ParamGuard {
+        let mut g = ParamGuard::default();
+        let mut bad = Vec::new();
+        if let Some(v) = extra.get(RUNNER) {
+            match v {
+                Value::Bool(b) => g.runner = *b,
+                _ => bad.push(format!("{RUNNER} must be true or false")),
+            }
+        }
+        let globs = |key: &str, bad: &mut Vec<String>| -> Option<Vec<String>> {
+            let v = extra.get(key)?;
+            let list: Option<Vec<String>> = v
+                .as_array()
+                .and_then(|a| a.iter().map(|s| s.as_str().map(str::to_string)).collect());
+            match list {
+                Some(l) if l.iter().all(|p| globset::Glob::new(p).is_ok()) => Some(l),
+                _ => {
+                    bad.push(format!("{key} must be a list of glob strings"));
+                    None
+                }
+            }
+        };
+        g.runner_unless = globs(RUNNER_UNLESS, &mut bad);
+        g.runner_if = globs(RUNNER_IF, &mut bad).unwrap_or_default();
+        let shape = |key: &str, known: &[&str], bad: &mut Vec<String>| -> Option<String> {
+            let v = extra.get(key)?;
+            match v.as_str() {
+                Some(s) if known.contains(&s) => Some(s.to_string()),
+                _ => {
+                    bad.push(format!("{key} must be one of {}", known.join(", ")));
+                    None
+                }
+            }
+        };
+        g.url = shape(URL, URL_SHAPES, &mut bad);
+        g.reads = shape(READS, READ_SHAPES, &mut bad);
+        if !bad.is_empty() {
+            g.invalid = Some(bad.join("; "));
+        }
+        g
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn guard(v: Value) -> ParamGuard {
+        ParamGuard::from_extra(v.as_object().unwrap())
+    }
+
+    #[test]
+    fn annotations_parse_and_malformed_ones_are_kept_as_invalid() {
+        assert!(guard(json!({"x-other": 1})).is_empty());
+        let g = guard(json!({"x-atip-runner-unless": ["user.*"], "x-atip-url": "url-or-host"}));
+        assert_eq!(
+            g.runner_unless.as_deref(),
+            Some(&["user.*".to_string()][..])
+        );
+        assert_eq!(g.url.as_deref(), Some("url-or-host"));
+        assert!(g.invalid.is_none());
+        assert!(guard(json!({"x-atip-runner": true})).runner);
+        for bad in [
+            json!({"x-atip-runner": "yes"}),
+            json!({"x-atip-runner-unless": "user.*"}),
+            json!({"x-atip-runner-if": [1]}),
+            json!({"x-atip-runner-if": ["["]}),
+            json!({"x-atip-url": "hostname"}),
+            json!({"x-atip-reads": true}),
+        ] {
+            assert!(guard(bad.clone()).invalid.is_some(), "{bad}");
+        }
+        // Round trip through the catalog's JSON.
+        let g = guard(json!({"x-atip-reads": "@path", "x-atip-runner-if": ["ext::*"]}));
+        let back: ParamGuard = serde_json::from_value(serde_json::to_value(&g).unwrap()).unwrap();
+        assert_eq!(back, g);
+    }
+}
