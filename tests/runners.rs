@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::sync::{Arc, Mutex};
 
-/// The real program `name` on this machine, or a failure under CI (where
-/// `.ci/setup-test-deps` installs it); `None` locally when it is missing.
+/// The real program `name` on this machine; `None` (a visible skip, or a failure under
+/// CI where it must be present) when it is missing. scp and wget are optional: not every
+/// CI image carries them.
 fn program(name: &str) -> Option<PathBuf> {
     for dir in ["/usr/local/bin", "/usr/bin", "/bin"] {
         let p = Path::new(dir).join(name);
@@ -25,11 +26,11 @@ fn program(name: &str) -> Option<PathBuf> {
             return Some(p);
         }
     }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{name} must be installed under CI"
-    );
-    eprintln!("SKIPPED: {name} is not installed");
+    if matches!(name, "scp" | "wget") {
+        common::skip_optional(&format!("{name} is not installed"));
+    } else {
+        common::skip(&format!("{name} is not installed"));
+    }
     None
 }
 
@@ -99,6 +100,22 @@ fn init_repo(sb: &Sandbox) -> PathBuf {
     let home = sb.path().join("home");
     assert!(git(&repo, &home, &["init", "-q"]).status.success());
     std::fs::write(repo.join("a.txt"), "a\n").unwrap();
+    assert!(git(&repo, &home, &["add", "a.txt"]).status.success());
+    let commit = git(
+        &repo,
+        &home,
+        &[
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@example.com",
+            "commit",
+            "-qm",
+            "init",
+        ],
+    );
+    assert!(commit.status.success(), "{}", show(&commit));
+    std::fs::write(repo.join("a.txt"), "a\nb\n").unwrap();
     repo
 }
 
@@ -193,7 +210,7 @@ fn templates_and_ext_remotes_are_runner_calls() {
             json!({"name": "evil", "url": format!("ext::sh -c touch% {}", marker.display())}),
         ),
         (
-            "git_remote_set_url",
+            "git_remote_set-url",
             json!({"name": "origin", "newurl": "EXT::sh -c id"}),
         ),
         ("git_init", json!({"template": "tpl", "directory": "fresh"})),
@@ -390,6 +407,9 @@ fn every_spelling_of_a_local_address_asks_and_curl_never_connects() {
         json!({"url": "http://example.com/", "proxy": format!("http://127.1:{p}")}),
         json!({"url": format!("http://example.com:{p}/"), "resolve": format!("example.com:{p}:0177.0.0.1")}),
         json!({"url": format!("http://example.com:{p}/"), "resolve": format!("example.com:{p}:[::1]")}),
+        json!({"url": format!("http://example.com:{p}/"), "connect_to": format!("example.com:{p}:2130706433:{p}")}),
+        json!({"url": format!("http://example.com:{p}/"), "connect_to": format!("::[::ffff:127.0.0.1]:{p}")}),
+        json!({"url": "http://example.com/", "preproxy": format!("socks5h://%31%32%37.0.0.1:{p}")}),
     ] {
         let r = exec_in(&sb, sb.path(), &["curl", "--args", &args.to_string()]);
         assert_eq!(r.code, 77, "{args}: {}", show(&r.raw));
@@ -488,6 +508,30 @@ fn curl_options_that_read_files_are_held_to_the_roots() {
     );
     assert_eq!(r.code, 0, "{}", show(&r.raw));
     assert!(server.requests().iter().any(|r| r.contains("inside-value")));
+}
+
+#[test]
+fn wget_files_to_send_are_held_to_the_roots() {
+    let Some(sb) = sandbox_with(&["wget"]) else {
+        return;
+    };
+    let server = Listener::start();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret");
+    std::fs::write(&secret, "TOP-SECRET-VALUE").unwrap();
+    sb.write("config/policy.json", r#"{"urls": {"private": "allow"}}"#);
+    let url = format!("http://127.0.0.1:{}/", server.port);
+    for prop in ["post_file", "body_file", "input_file"] {
+        let args = json!({"url": url, prop: secret, "method": "POST"});
+        let r = exec_in(&sb, sb.path(), &["wget", "--args", &args.to_string()]);
+        assert_eq!(r.code, 77, "{prop}: {}", show(&r.raw));
+        assert_eq!(
+            r.err["error"]["code"], "path_outside_roots",
+            "{prop}: {}",
+            r.err
+        );
+    }
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
 }
 
 fn register_at(sb: &Sandbox, name: &str, path: &Path, meta: &Value) {
