@@ -312,12 +312,10 @@ impl Prepared {
         self.tool.effects.is_read_only()
     }
 
-    /// Whether an argument names a file or directory (checked against the roots).
+    /// Whether an argument names a file or directory (checked against the roots),
+    /// including the file references of `x-atip-reads` parameters.
     pub fn has_path_args(&self) -> bool {
-        self.tool.params.iter().any(|p| {
-            matches!(p.kind, ParamType::File | ParamType::Directory)
-                && self.args.get(&p.property).is_some_and(|v| !v.is_null())
-        })
+        !guards::paths(&self.tool, &self.args).is_empty()
     }
 
     /// Whether running it twice is harmless (read-only or declared idempotent).
