@@ -603,11 +603,13 @@ impl Policy {
             why: String::new(),
         };
         let names = super::runners::program_names(program);
+        let resolved = std::fs::canonicalize(program).ok().filter(|r| r != program);
         let facts = CallFacts {
             tool,
             flat_name,
             command_path,
             program,
+            program_resolved: resolved.as_deref(),
             effects: &effects,
             trust: &trust,
             partial_unknown: false,
