@@ -285,6 +285,8 @@ pub struct Prepared {
     pub coerced: Vec<String>,
     /// Arguments after the program.
     pub argv: Vec<String>,
+    /// The effects of this call (the command's under the conditions that hold).
+    pub effects: crate::model::Effects,
     /// The policy's verdict.
     pub decision: Decision,
     /// The timeout that applies.
@@ -309,7 +311,7 @@ impl Prepared {
 
     /// Whether the call changes nothing (no audit record, may run in parallel).
     pub fn read_only(&self) -> bool {
-        self.tool.effects.is_read_only()
+        self.effects.is_read_only()
     }
 
     /// Whether an argument names a file or directory (checked against the roots),
@@ -320,7 +322,7 @@ impl Prepared {
 
     /// Whether running it twice is harmless (read-only or declared idempotent).
     pub fn parallel_safe(&self) -> bool {
-        self.read_only() || self.tool.effects.idempotent == Some(true)
+        self.read_only() || self.effects.idempotent == Some(true)
     }
 
     /// The dry-run report: argv and the policy decision, nothing run.
@@ -331,6 +333,7 @@ impl Prepared {
             "command": self.command_path(),
             "argv": self.shown_argv(),
             "decision": self.decision,
+            "effects": self.effects.summary(),
             "timeoutMs": self.timeout.as_millis() as u64,
             "coerced": self.coerced,
         })
@@ -870,8 +873,12 @@ impl Engine {
             }
         }
         self.check_paths(&tool, &a)?;
+        let sandbox = self.add_sandbox(&tool, &info, &mut a);
         let argv = argv::build(&tool.command, &tool.params, &a)?;
-        let mut decision = self.decide(&tool, &info, &argv, &a);
+        let call = guards::call_effects(&tool, &a, &self.cwd);
+        let mut decision = self.decide(&tool, &info, &argv, &a, &call.effects);
+        decision.conditions.extend(sandbox);
+        decision.conditions.extend(call.conditions);
         if let Err(Integrity::Changed(why)) = self.check_integrity(&info) {
             decision.rules.push(policy::RuleHit {
                 rule: INTEGRITY_RULE.into(),
@@ -900,6 +907,7 @@ impl Engine {
         Ok(Prepared {
             tool,
             info,
+            effects: call.effects,
             args: a,
             coerced,
             argv,
@@ -909,21 +917,76 @@ impl Engine {
         })
     }
 
-    /// The policy's decision on running `tool` with `argv` (arguments after the program),
-    /// before argument-value rules (URLs) and the integrity check.
+    /// Whether the call runs `tool` in its sandbox: its `x-atip-sandbox` option is given
+    /// and the program is one whose sandbox atip relies on ([`runners::sandbox_capable`]).
+    fn sandboxed(&self, tool: &FlatTool, info: &ToolInfo, a: &Map<String, Value>) -> bool {
+        tool.params
+            .iter()
+            .any(|p| p.guard.sandbox && a.get(&p.property) == Some(&Value::Bool(true)))
+            && runners::sandbox_capable(&info.program)
+    }
+
+    /// Gives the tool's `x-atip-sandbox` option when the program is a command runner only
+    /// by being sed or awk (the built-in table or its metadata's `x-atip-runner`), the
+    /// policy does not allow it as one, and its sandbox can be relied on: the call then
+    /// runs sandboxed instead of being refused. Returns the condition, for the decision.
+    fn add_sandbox(
+        &self,
+        tool: &FlatTool,
+        info: &ToolInfo,
+        a: &mut Map<String, Value>,
+    ) -> Option<String> {
+        let p = tool.params.iter().find(|p| p.guard.sandbox)?;
+        if a.get(&p.property) == Some(&Value::Bool(true)) {
+            return None;
+        }
+        let names = runners::program_names(&info.program);
+        let table = names
+            .iter()
+            .any(|n| runners::SANDBOX_NAMES.contains(&n.as_str()));
+        if !(table || tool.runner)
+            || self
+                .policy
+                .runner_allowed(&names, &info.program, &tool.tool, &command_path(tool))
+            || !runners::sandbox_capable(&info.program)
+        {
+            return None;
+        }
+        a.insert(p.property.clone(), Value::Bool(true));
+        let flag = match &p.origin {
+            crate::compile::ParamOrigin::Option { flag, .. } => flag.clone(),
+            crate::compile::ParamOrigin::Argument { name, .. } => name.clone(),
+        };
+        Some(format!(
+            "sandbox: atip added {flag} ({} runs no programs and writes no files with it; the policy does not allow it as a command runner)",
+            names.last().map(String::as_str).unwrap_or(&tool.tool)
+        ))
+    }
+
+    /// The policy's decision on running `tool` with `argv` (arguments after the program)
+    /// and the call's `effects`, before argument-value rules (URLs) and the integrity
+    /// check. A sandboxed sed or gawk is no longer a runner by its name or its metadata's
+    /// `x-atip-runner`; runner options and values still count.
     fn decide(
         &self,
         tool: &FlatTool,
         info: &ToolInfo,
         argv: &[String],
         a: &Map<String, Value>,
+        effects: &crate::model::Effects,
     ) -> Decision {
         let names = runners::program_names(&info.program);
+        let sandboxed = self.sandboxed(tool, info, a);
+        let table_names: Vec<String> = names
+            .iter()
+            .filter(|n| !(sandboxed && runners::SANDBOX_NAMES.contains(&n.as_str())))
+            .cloned()
+            .collect();
         let runner = runners::why_runner(
-            &names,
+            &table_names,
             &tool.command,
             argv,
-            tool.runner,
+            tool.runner && !sandboxed,
             &self.policy.file.runners.programs,
             &self.policy.file.runners.options,
         )
@@ -937,7 +1000,8 @@ impl Engine {
             command_path: &command_path(tool),
             program: &info.program,
             program_resolved: resolved.as_deref(),
-            effects: &tool.effects,
+            effects,
+            effects_unstated: tool.effects == crate::model::Effects::default(),
             trust: &info.trust,
             partial_unknown: info.partial_unknown,
             allow_interactive: self.settings.allow_interactive,
@@ -959,7 +1023,12 @@ impl Engine {
             .filter(|s| !s.is_empty())
             .cloned()
             .collect();
-        self.decide(tool, info, &bare, &Map::new()).action == Action::Deny
+        // Offered when its sandbox would let it run (the sandbox atip adds itself).
+        let mut a = Map::new();
+        if let Some(p) = tool.params.iter().find(|p| p.guard.sandbox) {
+            a.insert(p.property.clone(), Value::Bool(true));
+        }
+        self.decide(tool, info, &bare, &a, &tool.effects).action == Action::Deny
     }
 
     /// Checks that the executable is still the one the scan hashed: its `stat` against
@@ -1138,6 +1207,12 @@ impl Engine {
             argv: p.shown_argv().into_iter().skip(1).collect(),
             decision: decision.into(),
             rules: p.decision.rules.iter().map(|r| r.rule.clone()).collect(),
+            conditions: p
+                .decision
+                .conditions
+                .iter()
+                .map(|c| p.redactor.redact(c).into_owned())
+                .collect(),
             outcome: outcome.into(),
             exit_code,
             duration_ms,

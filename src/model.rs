@@ -1062,6 +1062,75 @@ impl Effects {
         }
     }
 
+    /// The effects of one concrete call: `self` (the command's effects) under the
+    /// conditions that hold for it (`x-atip-effects` of given parameters, written files).
+    ///
+    /// The conditions are first joined, worst first: a boolean is `true` (`false` for
+    /// `idempotent` and `reversible`) if any condition says so, lists are united. Every
+    /// field the joined condition states then replaces the command's (a `--dry-run` may
+    /// state `destructive: false`); resource lists are united with the command's. Fields
+    /// no condition states stay as the command states them, unknown stays unknown.
+    pub fn under(&self, conditions: &[&Effects]) -> Effects {
+        if conditions.is_empty() {
+            return self.clone();
+        }
+        fn join(a: Option<bool>, b: Option<bool>, bad: bool) -> Option<bool> {
+            match (a, b) {
+                (Some(x), Some(y)) => Some(if x == bad || y == bad { bad } else { !bad }),
+                (x, None) => x,
+                (None, y) => y,
+            }
+        }
+        fn union(a: &Option<Vec<String>>, b: &Option<Vec<String>>) -> Option<Vec<String>> {
+            match (a, b) {
+                (None, None) => None,
+                _ => {
+                    let mut out: Vec<String> =
+                        a.iter().chain(b.iter()).flatten().cloned().collect();
+                    out.sort();
+                    out.dedup();
+                    Some(out)
+                }
+            }
+        }
+        let mut c = Effects::default();
+        for e in conditions {
+            c.network = join(c.network, e.network, true);
+            c.subprocess = join(c.subprocess, e.subprocess, true);
+            c.destructive = join(c.destructive, e.destructive, true);
+            c.idempotent = join(c.idempotent, e.idempotent, false);
+            c.reversible = join(c.reversible, e.reversible, false);
+            c.creates = union(&c.creates, &e.creates);
+            c.modifies = union(&c.modifies, &e.modifies);
+            c.deletes = union(&c.deletes, &e.deletes);
+            if let Some(f) = &e.filesystem {
+                let m = c.filesystem.get_or_insert_with(FilesystemEffects::default);
+                m.read = join(m.read, f.read, true);
+                m.write = join(m.write, f.write, true);
+                m.delete = join(m.delete, f.delete, true);
+                m.paths = union(&m.paths, &f.paths);
+            }
+            if let Some(cost) = &e.cost {
+                let m = c.cost.get_or_insert_with(Cost::default);
+                m.billable = join(m.billable, cost.billable, true);
+                if m.estimate.is_none() {
+                    m.estimate.clone_from(&cost.estimate);
+                }
+            }
+            if c.interactive.is_none() {
+                c.interactive.clone_from(&e.interactive);
+            }
+        }
+        let lists = (
+            union(&c.creates, &self.creates),
+            union(&c.modifies, &self.modifies),
+            union(&c.deletes, &self.deletes),
+        );
+        c.inherit(self);
+        (c.creates, c.modifies, c.deletes) = lists;
+        c
+    }
+
     /// Read-only: stated to destroy nothing and write no files (`filesystem.write: false`),
     /// with no file deletes and no created, modified or deleted resources. Unknown is not
     /// read-only: `destructive: false` alone says nothing about writes (`mkdir` destroys
@@ -1497,5 +1566,40 @@ mod tests {
         assert!(!ProtocolVersion::parse("0.7").unwrap().is_supported());
         assert!(ProtocolVersion::parse("1.0").is_none());
         assert!(ProtocolVersion::parse("0.").is_none());
+    }
+}
+
+#[cfg(test)]
+mod call_effects_tests {
+    use super::*;
+
+    fn fx(v: serde_json::Value) -> Effects {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn conditions_replace_what_they_state_and_join_worst_first() {
+        let base = fx(serde_json::json!({"destructive": false, "network": true,
+            "filesystem": {"read": true, "write": false}, "modifies": ["remote"]}));
+        assert_eq!(base.under(&[]), base);
+        let force = fx(serde_json::json!({"destructive": true, "reversible": false}));
+        let e = base.under(&[&force]);
+        assert_eq!(e.destructive, Some(true));
+        assert_eq!(e.network, Some(true));
+        assert!(!e.is_read_only());
+        let dry = fx(serde_json::json!({"destructive": false}));
+        // Two conditions disagreeing: the worse wins.
+        assert_eq!(base.under(&[&dry, &force]).destructive, Some(true));
+        assert_eq!(base.under(&[&force, &dry]).destructive, Some(true));
+        let write = fx(serde_json::json!({"filesystem": {"write": true}, "creates": ["file"]}));
+        let e = base.under(&[&write]);
+        assert_eq!(e.filesystem.as_ref().unwrap().write, Some(true));
+        assert_eq!(e.filesystem.as_ref().unwrap().read, Some(true));
+        assert_eq!(e.creates.as_deref(), Some(&["file".to_string()][..]));
+        assert_eq!(e.modifies.as_deref(), Some(&["remote".to_string()][..]));
+        // Unknown stays unknown: a condition that says nothing of destructive leaves it.
+        let unknown = Effects::default().under(&[&write]);
+        assert_eq!(unknown.destructive, None);
+        assert!(unknown.possibly_destructive());
     }
 }

@@ -13,6 +13,7 @@ mod chat;
 mod contract;
 mod damaged;
 mod diff;
+mod effects;
 mod exec;
 mod export;
 mod export_props;

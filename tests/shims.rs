@@ -365,10 +365,22 @@ fn dangerous_commands_say_so() {
         assert_eq!(effects.destructive, None, "{tool} {path:?}");
     }
     for tool in [
-        "sort", "uniq", "touch", "chmod", "yq", "gzip", "xz", "zstd", "patch",
+        "uniq", "touch", "chmod", "yq", "gzip", "xz", "zstd", "patch",
     ] {
         assert!(!get(tool, &[""]).is_read_only(), "{tool} can write files");
     }
+    // sort only prints; its -o writes a file, said per call (issue 32).
+    let (_, sort, _) = all.iter().find(|(n, _, _)| n == "sort").unwrap();
+    let entry = sort.find(&[""]).unwrap();
+    let out = sort
+        .options_in_scope(&entry)
+        .into_iter()
+        .find(|o| o.flags.iter().any(|f| f == "-o"))
+        .unwrap();
+    assert_eq!(
+        out.extra.get("x-atip-writes"),
+        Some(&serde_json::json!("path"))
+    );
 }
 
 /// Tools that run a program (or program text) their arguments name carry the runner

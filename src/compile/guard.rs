@@ -7,7 +7,7 @@
 //! Parsing only: a malformed annotation is kept as `invalid` and exec refuses any call
 //! that gives the parameter (unknown is never safe). Must not do I/O.
 
-use crate::model::Extra;
+use crate::model::{Effects, Extra};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -22,6 +22,26 @@ pub const RUNNER_IF: &str = "x-atip-runner-if";
 pub const URL: &str = "x-atip-url";
 /// `x-atip-reads`: the value may name a file the program reads, in one of [`READ_SHAPES`].
 pub const READS: &str = "x-atip-reads";
+
+/// `x-atip-effects`: an effects object (the command-level shape) the call has when the
+/// parameter is given: fields it states replace the command's; see `Effects::under`.
+pub const EFFECTS: &str = "x-atip-effects";
+/// `x-atip-effects-if`: `x-atip-effects` applies only when a value matches one of these
+/// globs (case-insensitive), e.g. `chmod` modes or `--force-with-lease=*`.
+pub const EFFECTS_IF: &str = "x-atip-effects-if";
+/// `x-atip-writes`: the value names a file the call writes, in one of [`WRITE_SHAPES`]:
+/// a new file is created, an existing one is modified (destructive: it asks).
+pub const WRITES: &str = "x-atip-writes";
+/// `x-atip-sandbox`: a boolean option that switches the program into a mode that runs no
+/// programs and writes no files (GNU sed and gawk `--sandbox`); atip gives it itself when
+/// the policy does not allow the program as a runner.
+pub const SANDBOX: &str = "x-atip-sandbox";
+
+/// Shapes of written files (`x-atip-writes`).
+pub const WRITE_SHAPES: &[&str] = &[
+    // The whole value is a path (`-` is standard output).
+    "path",
+];
 
 /// Shapes of host-bearing values (`x-atip-url`).
 pub const URL_SHAPES: &[&str] = &[
@@ -51,7 +71,7 @@ pub const READ_SHAPES: &[&str] = &[
 ];
 
 /// What the annotations of one parameter say. Empty for almost every parameter.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ParamGuard {
     /// Giving the parameter (any value; `true` for a boolean) makes the call a runner.
@@ -69,6 +89,18 @@ pub struct ParamGuard {
     /// The shape of the file reference, one of [`READ_SHAPES`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reads: Option<String>,
+    /// The effects a call giving the parameter has (`x-atip-effects`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effects: Option<Effects>,
+    /// Globs of values for which `effects` applies; empty: any value.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub effects_if: Vec<String>,
+    /// The shape of the written file, one of [`WRITE_SHAPES`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes: Option<String>,
+    /// The option is the program's sandbox switch (`x-atip-sandbox`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sandbox: bool,
     /// What is wrong with a malformed annotation: a call giving the parameter is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid: Option<String>,
@@ -105,6 +137,25 @@ impl ParamGuard {
         };
         g.runner_unless = globs(RUNNER_UNLESS, &mut bad);
         g.runner_if = globs(RUNNER_IF, &mut bad).unwrap_or_default();
+        g.effects_if = globs(EFFECTS_IF, &mut bad).unwrap_or_default();
+        if let Some(v) = extra.get(EFFECTS) {
+            match v {
+                Value::Object(_) => match serde_json::from_value::<Effects>(v.clone()) {
+                    Ok(e) => g.effects = Some(e),
+                    Err(e) => bad.push(format!("{EFFECTS} is not an effects object: {e}")),
+                },
+                _ => bad.push(format!("{EFFECTS} must be an effects object")),
+            }
+        }
+        if !g.effects_if.is_empty() && g.effects.is_none() {
+            bad.push(format!("{EFFECTS_IF} without {EFFECTS}"));
+        }
+        if let Some(v) = extra.get(SANDBOX) {
+            match v {
+                Value::Bool(b) => g.sandbox = *b,
+                _ => bad.push(format!("{SANDBOX} must be true or false")),
+            }
+        }
         let shape = |key: &str, known: &[&str], bad: &mut Vec<String>| -> Option<String> {
             let v = extra.get(key)?;
             match v.as_str() {
@@ -117,6 +168,7 @@ impl ParamGuard {
         };
         g.url = shape(URL, URL_SHAPES, &mut bad);
         g.reads = shape(READS, READ_SHAPES, &mut bad);
+        g.writes = shape(WRITES, WRITE_SHAPES, &mut bad);
         if !bad.is_empty() {
             g.invalid = Some(bad.join("; "));
         }
@@ -151,9 +203,24 @@ mod tests {
             json!({"x-atip-runner-if": ["["]}),
             json!({"x-atip-url": "hostname"}),
             json!({"x-atip-reads": true}),
+            json!({"x-atip-effects": true}),
+            json!({"x-atip-effects": {"destructive": "yes"}}),
+            json!({"x-atip-effects-if": ["a"]}),
+            json!({"x-atip-writes": "file"}),
+            json!({"x-atip-sandbox": 1}),
         ] {
             assert!(guard(bad.clone()).invalid.is_some(), "{bad}");
         }
+        let g = guard(
+            json!({"x-atip-effects": {"destructive": true}, "x-atip-effects-if": ["0*"], "x-atip-writes": "path", "x-atip-sandbox": true}),
+        );
+        assert!(g.invalid.is_none(), "{g:?}");
+        assert_eq!(g.effects.as_ref().and_then(|e| e.destructive), Some(true));
+        assert_eq!(g.effects_if, ["0*"]);
+        assert_eq!(g.writes.as_deref(), Some("path"));
+        assert!(g.sandbox);
+        let back: ParamGuard = serde_json::from_value(serde_json::to_value(&g).unwrap()).unwrap();
+        assert_eq!(back, g);
         // Round trip through the catalog's JSON.
         let g = guard(json!({"x-atip-reads": "@path", "x-atip-runner-if": ["ext::*"]}));
         let back: ParamGuard = serde_json::from_value(serde_json::to_value(&g).unwrap()).unwrap();

@@ -43,6 +43,10 @@ pub struct AuditRecord {
     pub decision: String,
     /// The policy rules that applied (`effects.destructive`, `tools.deny`, ...).
     pub rules: Vec<String>,
+    /// The call conditions that set this call's effects (`--force: destructive`, a
+    /// sandbox atip added), as the decision names them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<String>,
     /// `exited`, `signal`, `timeout`, `cancelled`, `refused`, `failed`, `dry-run`.
     pub outcome: String,
     /// The tool's exit code, when it exited.
@@ -127,6 +131,7 @@ mod tests {
             argv: vec!["x".into()],
             decision: "allow".into(),
             rules: vec![],
+            conditions: vec![],
             outcome: "exited".into(),
             exit_code: Some(0),
             duration_ms: 3,

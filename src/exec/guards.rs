@@ -11,8 +11,9 @@
 use super::policy::{Policy, RuleHit, url_host};
 use crate::compile::guard::ParamGuard;
 use crate::compile::{FlatTool, Param, ParamOrigin};
-use crate::model::ParamType;
+use crate::model::{Effects, FilesystemEffects, ParamType};
 use serde_json::{Map, Value};
+use std::path::Path;
 
 /// The values given for `p`, as text: array items one by one, a boolean only when
 /// `true` (as `"true"`), nothing for `null` or `false`.
@@ -94,6 +95,100 @@ pub(crate) fn runner_reason(tool: &FlatTool, a: &Map<String, Value>) -> Option<S
         }
     }
     None
+}
+
+/// The effects of one concrete call and the conditions that made them differ from the
+/// command's: what the policy judges, `--dry-run` shows and the audit record names.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CallEffects {
+    /// The command's effects under the conditions that hold (`Effects::under`).
+    pub effects: Effects,
+    /// One line per condition that applied, e.g. `--force: destructive`.
+    pub conditions: Vec<String>,
+}
+
+/// Whether `v` is standard input or output rather than a file.
+fn is_stdio(v: &str) -> bool {
+    v == "-"
+}
+
+/// The effects of calling `tool` with `a` from `cwd`: the command's effects under the
+/// `x-atip-effects` of every given parameter (for `x-atip-effects-if`, of every value
+/// matching), and under each file an `x-atip-writes` value names: a new file is a write
+/// that creates it; a path that already exists (anything `lstat` finds, a link too) is
+/// a write that modifies it, destructive, so the policy asks. Looks at the disk (one
+/// `lstat` per written path), runs nothing.
+pub(crate) fn call_effects(tool: &FlatTool, a: &Map<String, Value>, cwd: &Path) -> CallEffects {
+    let mut owned: Vec<Effects> = Vec::new();
+    let mut conditions = Vec::new();
+    let mut picked: Vec<&Effects> = Vec::new();
+    let mut picked_idx: Vec<usize> = Vec::new();
+    for p in &tool.params {
+        let g = &p.guard;
+        if g.effects.is_none() && g.writes.is_none() {
+            continue;
+        }
+        let values = given(p, a);
+        if values.is_empty() {
+            continue;
+        }
+        let flag = shown(p);
+        if let Some(e) = &g.effects {
+            let hit = if g.effects_if.is_empty() {
+                Some(String::new())
+            } else {
+                values
+                    .iter()
+                    .find(|v| glob_matches(&g.effects_if, v))
+                    .map(|v| format!(" {v:?}"))
+            };
+            if let Some(which) = hit {
+                conditions.push(format!("{flag}{which}: {}", e.summary()));
+                picked.push(e);
+            }
+        }
+        if g.writes.is_some() {
+            for v in values.iter().filter(|v| !is_stdio(v)) {
+                let exists = std::fs::symlink_metadata(cwd.join(v)).is_ok();
+                let (e, why) = if exists {
+                    (
+                        Effects {
+                            destructive: Some(true),
+                            filesystem: Some(FilesystemEffects {
+                                write: Some(true),
+                                ..Default::default()
+                            }),
+                            modifies: Some(vec!["file".into()]),
+                            ..Default::default()
+                        },
+                        format!(
+                            "{flag} writes {v:?}, which exists: it is overwritten (destructive)"
+                        ),
+                    )
+                } else {
+                    (
+                        Effects {
+                            filesystem: Some(FilesystemEffects {
+                                write: Some(true),
+                                ..Default::default()
+                            }),
+                            creates: Some(vec!["file".into()]),
+                            ..Default::default()
+                        },
+                        format!("{flag} writes {v:?}, a new file"),
+                    )
+                };
+                picked_idx.push(owned.len());
+                owned.push(e);
+                conditions.push(why);
+            }
+        }
+    }
+    picked.extend(picked_idx.iter().map(|i| &owned[*i]));
+    CallEffects {
+        effects: tool.effects.under(&picked),
+        conditions,
+    }
 }
 
 /// Splits on `:` outside `[…]` (IPv6 addresses in host fields).
@@ -267,17 +362,19 @@ fn reads_of(shape: &str, value: &str) -> Vec<String> {
 }
 
 /// Every path a call names that must lie inside the roots: values of `file` and
-/// `directory` parameters, and the file references of `x-atip-reads` parameters, with
+/// `directory` parameters, files `x-atip-writes` parameters write, and the file
+/// references of `x-atip-reads` parameters, with
 /// the property each came from.
 pub(crate) fn paths<'a>(tool: &'a FlatTool, a: &Map<String, Value>) -> Vec<(&'a str, String)> {
     let mut out = Vec::new();
     for p in &tool.params {
-        let whole = matches!(p.kind, ParamType::File | ParamType::Directory);
+        let whole =
+            matches!(p.kind, ParamType::File | ParamType::Directory) || p.guard.writes.is_some();
         if !whole && p.guard.reads.is_none() {
             continue;
         }
         for v in given(p, a) {
-            if whole {
+            if whole && !(p.guard.writes.is_some() && is_stdio(&v)) {
                 out.push((p.property.as_str(), v.clone()));
             }
             if let Some(shape) = &p.guard.reads {

@@ -387,6 +387,10 @@ pub struct Decision {
     pub action: Action,
     /// Every rule that applied.
     pub rules: Vec<RuleHit>,
+    /// The call conditions that made this call's effects differ from the command's
+    /// (`--force: destructive`, a written file that exists, a sandbox atip added).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<String>,
 }
 
 impl Decision {
@@ -425,8 +429,11 @@ pub struct CallFacts<'a> {
     /// The file `program` resolves to (symlinks followed), when it differs: `programs`
     /// globs judge both, and an `allow` must match the file that runs.
     pub program_resolved: Option<&'a Path>,
-    /// Effective effects of the command.
+    /// Effects of this call: the command's under the conditions that hold.
     pub effects: &'a Effects,
+    /// The metadata states no effects for the command itself (before call conditions):
+    /// unknown, whatever a condition adds.
+    pub effects_unstated: bool,
     /// Trust as atip derived it (level and who vouches).
     pub trust: &'a TrustFacts,
     /// The metadata is a partial answer whose omitted commands have unknown safety.
@@ -632,6 +639,23 @@ impl Policy {
     }
 
     /// Decides on one call.
+    /// Whether `runners.allow` lets this program run as a command runner (by a name it
+    /// answers to, its path, the tool or the command path).
+    pub(crate) fn runner_allowed(
+        &self,
+        names: &[String],
+        program: &Path,
+        tool: &str,
+        command_path: &str,
+    ) -> bool {
+        let program = program.to_str().unwrap_or("");
+        names
+            .iter()
+            .map(String::as_str)
+            .chain([program, tool, command_path])
+            .any(|s| self.runners_allow.is_match(s))
+    }
+
     pub(crate) fn evaluate(&self, f: &CallFacts<'_>) -> Decision {
         let mut rules = Vec::new();
         let mut hit = |rule: &str, action: Action, reason: String| {
@@ -720,7 +744,7 @@ impl Policy {
                 "the command uses the network".into(),
             );
         }
-        if f.partial_unknown || *e == Effects::default() {
+        if f.partial_unknown || f.effects_unstated || *e == Effects::default() {
             let why = if f.partial_unknown {
                 "the metadata is partial and omitted commands have unknown safety"
             } else {
@@ -773,27 +797,20 @@ impl Policy {
                     None
                 }
             });
-            if let Some(why) = runner {
-                let program = f.program.to_str().unwrap_or("");
-                let allowed = f
-                    .program_names
-                    .iter()
-                    .map(String::as_str)
-                    .chain([program, f.tool, f.command_path])
-                    .any(|s| self.runners_allow.is_match(s));
-                if !allowed {
-                    hit(
-                        "runners",
-                        Action::Deny,
-                        format!(
-                            "{why}; a command runner is denied unless the policy allows it (runners.allow: [{:?}])",
-                            f.program_names
-                                .first()
-                                .map(String::as_str)
-                                .unwrap_or(f.tool)
-                        ),
-                    );
-                }
+            if let Some(why) = runner
+                && !self.runner_allowed(f.program_names, f.program, f.tool, f.command_path)
+            {
+                hit(
+                    "runners",
+                    Action::Deny,
+                    format!(
+                        "{why}; a command runner is denied unless the policy allows it (runners.allow: [{:?}])",
+                        f.program_names
+                            .first()
+                            .map(String::as_str)
+                            .unwrap_or(f.tool)
+                    ),
+                );
             }
         }
         if e.needs_human() && !f.allow_interactive {
@@ -808,7 +825,11 @@ impl Policy {
             .map(|r| r.action)
             .max()
             .unwrap_or(Action::Allow);
-        Decision { action, rules }
+        Decision {
+            action,
+            rules,
+            conditions: Vec::new(),
+        }
     }
 
     /// Checks a file or directory argument: resolved against `cwd` with symlinks
@@ -1154,6 +1175,7 @@ mod tests {
             program: Path::new("/usr/bin/gh"),
             program_resolved: None,
             effects: e,
+            effects_unstated: false,
             trust: t,
             partial_unknown: false,
             allow_interactive: false,

@@ -191,6 +191,28 @@ pub(crate) fn base_name(path: &Path) -> String {
     }
 }
 
+/// Programs with a sandbox mode that runs no programs and writes no files
+/// (`x-atip-sandbox` options): GNU sed and GNU awk, matched on the resolved file's name.
+pub const SANDBOXED: &[&str] = &["sed", "gawk"];
+
+/// Names a sandbox-capable program may be called by (the table entries it lifts).
+pub const SANDBOX_NAMES: &[&str] = &["sed", "gawk", "awk"];
+
+/// Whether `program` is a GNU sed or gawk whose sandbox switch atip can rely on: the file
+/// it resolves to is named as in [`SANDBOXED`] and its contents carry `--sandbox` (the
+/// GNU usage text; mawk, BSD sed and busybox have neither). Reads the file, runs nothing.
+/// A program without the switch would stop on the unknown option anyway, running no
+/// script; this check keeps atip from counting on that.
+pub fn sandbox_capable(program: &Path) -> bool {
+    let Ok(real) = std::fs::canonicalize(program) else {
+        return false;
+    };
+    if !SANDBOXED.contains(&base_name(&real).as_str()) {
+        return false;
+    }
+    std::fs::read(&real).is_ok_and(|b| b.windows(9).any(|w| w == b"--sandbox"))
+}
+
 /// The names a program answers to: the registered path's basename, and its resolved
 /// target's (a `/usr/local/bin/tool` symlink to `bash` is bash) unless that target is a
 /// multi-call binary, which picks its behaviour from the name it was called by.

@@ -627,6 +627,7 @@ impl Checked {
             argv: vec![self.shown_args().to_string()],
             decision: decision.into(),
             rules: self.decision.rules.iter().map(|r| r.rule.clone()).collect(),
+            conditions: Vec::new(),
             outcome: outcome.into(),
             exit_code: None,
             duration_ms: ms,

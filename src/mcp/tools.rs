@@ -110,6 +110,7 @@ pub fn decide(
         program: Path::new(program),
         program_resolved: None,
         effects: &e,
+        effects_unstated: false,
         trust: &trust,
         partial_unknown: false,
         allow_interactive: true,
