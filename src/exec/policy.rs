@@ -618,6 +618,7 @@ impl Policy {
             program,
             program_resolved: resolved.as_deref(),
             effects: &effects,
+            effects_unstated: true,
             trust: &trust,
             partial_unknown: false,
             allow_interactive: true,
