@@ -74,6 +74,18 @@ pub struct FlatTool {
     pub about: String,
 }
 
+impl FlatTool {
+    /// The command's effects in the worst case over the conditions its parameters can
+    /// bring (`guard::worst_case`): what export's hints and safety suffix describe.
+    pub fn worst_effects(&self) -> Effects {
+        guard::worst_case(
+            &self.effects,
+            self.params.iter().map(|p| (p.shown_flag(), &p.guard)),
+        )
+        .0
+    }
+}
+
 /// One schema property and where its value goes on the command line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Param {
@@ -95,6 +107,16 @@ pub struct Param {
     /// by exec, never exported.
     #[serde(default, skip_serializing_if = "guard::ParamGuard::is_empty")]
     pub guard: guard::ParamGuard,
+}
+
+impl Param {
+    /// How a person names the parameter: its flag (`--output`), else its name.
+    pub fn shown_flag(&self) -> &str {
+        match &self.origin {
+            ParamOrigin::Option { flag, .. } if !flag.is_empty() => flag,
+            ParamOrigin::Option { name, .. } | ParamOrigin::Argument { name, .. } => name,
+        }
+    }
 }
 
 /// Where a parameter came from.

@@ -830,7 +830,7 @@ const COMPACT_MATCHING: usize = 8;
 /// The tool as a search result shows its schema: unchanged with up to [`COMPACT_OVER`]
 /// parameters; else its arguments, its required options and the options whose name or
 /// description shares a word (or a word's root) with the query, at most
-/// [`COMPACT_MATCHING`] of those, in schema order. Returns the tool and how many
+/// `COMPACT_MATCHING` of those, in schema order. Returns the tool and how many
 /// parameters were left out. Calls still take every option: only the answer is short.
 pub fn compact<'t>(tool: &'t FlatTool, query: &str) -> (std::borrow::Cow<'t, FlatTool>, usize) {
     use std::borrow::Cow;

@@ -103,8 +103,6 @@ fn build(
         "" => format!("Run `{title}`."),
         d => d.to_string(),
     };
-    let safety = safety::suffix(&effects);
-    let full = safety::with_suffix(&summary, &safety, safety::MAX_DESCRIPTION);
     let mut taken = HashSet::new();
     let mut params = Vec::with_capacity(args.len() + options.len());
     for (index, arg) in args.iter().enumerate() {
@@ -182,6 +180,22 @@ fn build(
         });
     }
     let input_schema = object_schema(&params);
+    // The description and its suffix state the worst case over the call conditions (a
+    // model reads them before it picks arguments), and name what brings it.
+    let (worst, flags) =
+        super::guard::worst_case(&effects, params.iter().map(|p| (p.shown_flag(), &p.guard)));
+    let safety = safety::suffix(&worst);
+    let summary_with = if flags.is_empty() || worst == effects {
+        summary.clone()
+    } else if effects.is_read_only() {
+        safety::join_sentences(&summary, &format!("Read-only unless {}.", flags.join(", ")))
+    } else {
+        safety::join_sentences(
+            &summary,
+            &format!("More effects with {}.", flags.join(", ")),
+        )
+    };
+    let full = safety::with_suffix(&summary_with, &safety, safety::MAX_DESCRIPTION);
     FlatTool {
         name: names::tool_name(tool, &command),
         tool: tool.to_string(),
@@ -369,6 +383,49 @@ mod tests {
 
     fn meta(v: Value) -> Metadata {
         Metadata::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn descriptions_and_hints_state_the_worst_case_over_call_conditions() {
+        let read_only = json!({"destructive": false, "idempotent": true, "network": false,
+            "filesystem": {"read": true, "write": false, "delete": false}});
+        let m = meta(json!({
+            "atip": "0.6", "name": "sorter", "version": "1", "description": "Sort",
+            "commands": {
+                "plain": {"description": "Sort lines", "effects": read_only.clone(),
+                    "options": [{"name": "reverse", "flags": ["-r"], "type": "boolean", "description": "Reverse"}]},
+                "out": {"description": "Sort lines", "effects": read_only.clone(),
+                    "options": [{"name": "output", "flags": ["-o", "--output"], "type": "file",
+                        "description": "Write here", "x-atip-writes": "path"}]},
+                "push": {"description": "Push", "effects": read_only,
+                    "options": [{"name": "force", "flags": ["--force"], "type": "boolean",
+                        "description": "Force", "x-atip-effects": {"destructive": true}}]}}
+        }));
+        let tools = flatten(&m, &FlattenOptions::default());
+        let by = |n: &str| tools.iter().find(|t| t.name == n).unwrap();
+        // No condition: read-only as before, in the suffix and the hints.
+        let plain = by("sorter_plain");
+        assert_eq!(plain.description, "Sort lines [READ-ONLY]");
+        assert!(crate::compile::formats::Annotations::of_tool(plain).read_only_hint);
+        // A written file: the worst case overwrites one, so neither read-only nor safe.
+        let out = by("sorter_out");
+        assert!(
+            out.description.contains("Read-only unless --output."),
+            "{}",
+            out.description
+        );
+        assert!(
+            out.description.ends_with("[⚠️ DESTRUCTIVE]"),
+            "{}",
+            out.description
+        );
+        let a = crate::compile::formats::Annotations::of_tool(out);
+        assert!(!a.read_only_hint && a.destructive_hint);
+        // The base effects exec starts from stay the command's own.
+        assert!(out.effects.is_read_only());
+        let push = by("sorter_push");
+        assert!(push.description.contains("Read-only unless --force."));
+        assert!(crate::compile::formats::Annotations::of_tool(push).destructive_hint);
     }
 
     #[test]

@@ -76,6 +76,12 @@ impl Annotations {
         }
     }
 
+    /// The annotations of one exported command: of its worst case over the conditions
+    /// its parameters can bring, as MCP's hints are per tool (`guard::worst_case`).
+    pub(crate) fn of_tool(t: &FlatTool) -> Annotations {
+        Annotations::from_effects(&t.worst_effects())
+    }
+
     /// The cautious combination for a group: read-only and idempotent only if every
     /// action is, destructive and open-world if any is.
     fn merge(all: impl Iterator<Item = Annotations>) -> Annotations {
@@ -132,7 +138,7 @@ pub fn flat(tools: &[FlatTool]) -> Vec<ExportTool> {
             title: t.title.clone(),
             description: t.description.clone(),
             input_schema: t.input_schema.clone(),
-            annotations: Annotations::from_effects(&t.effects),
+            annotations: Annotations::of_tool(t),
             actions: Vec::new(),
         })
         .collect()
@@ -146,7 +152,7 @@ pub(crate) fn flat_owned(tools: Vec<FlatTool>) -> Vec<ExportTool> {
     tools
         .into_iter()
         .map(|t| ExportTool {
-            annotations: Annotations::from_effects(&t.effects),
+            annotations: Annotations::of_tool(&t),
             name: t.name,
             title: t.title,
             description: t.description,
@@ -232,11 +238,7 @@ fn build_group(
         title,
         description: safety::with_suffix(&text, &group_suffix(members), safety::MAX_DESCRIPTION),
         input_schema,
-        annotations: Annotations::merge(
-            members
-                .iter()
-                .map(|t| Annotations::from_effects(&t.effects)),
-        ),
+        annotations: Annotations::merge(members.iter().map(|t| Annotations::of_tool(t))),
         actions,
     }
 }
@@ -367,9 +369,10 @@ fn say_which_actions(props: &mut Map<String, Value>, uses: &[PropertyUse], actio
 /// The group's safety suffix: every member's flags, once each, or `[READ-ONLY]` when
 /// every member is read-only.
 fn group_suffix(members: &[&FlatTool]) -> String {
+    let worst: Vec<Effects> = members.iter().map(|t| t.worst_effects()).collect();
     let mut flags: Vec<&str> = Vec::new();
-    for t in members {
-        for f in safety::flags(&t.effects) {
+    for e in &worst {
+        for f in safety::flags(e) {
             if !flags.contains(&f) {
                 flags.push(f);
             }
@@ -377,7 +380,7 @@ fn group_suffix(members: &[&FlatTool]) -> String {
     }
     if !flags.is_empty() {
         format!("[{}]", flags.join(" | "))
-    } else if members.iter().all(|t| t.effects.is_read_only()) {
+    } else if worst.iter().all(Effects::is_read_only) {
         "[READ-ONLY]".to_string()
     } else {
         String::new()

@@ -106,6 +106,49 @@ pub struct ParamGuard {
     pub invalid: Option<String>,
 }
 
+/// The effects of writing onto a file that already exists: a modification, destructive
+/// (the old content is gone). What `exec` judges for an `x-atip-writes` value naming an
+/// existing path, and what the worst case assumes for every such parameter.
+pub fn overwrite_effects() -> Effects {
+    Effects {
+        destructive: Some(true),
+        filesystem: Some(crate::model::FilesystemEffects {
+            write: Some(true),
+            ..Default::default()
+        }),
+        modifies: Some(vec!["file".into()]),
+        ..Default::default()
+    }
+}
+
+/// The worst case of a command over every condition its parameters can bring
+/// (`x-atip-effects` of each, an overwrite for each `x-atip-writes`), and the flags that
+/// bring one. Export's hints and safety suffix describe this, because MCP's hints and a
+/// description are per tool while atip decides per call (`spec/export.md`).
+pub fn worst_case<'a>(
+    base: &Effects,
+    guards: impl Iterator<Item = (&'a str, &'a ParamGuard)>,
+) -> (Effects, Vec<String>) {
+    let overwrite = overwrite_effects();
+    let mut conditions: Vec<&Effects> = Vec::new();
+    let mut flags = Vec::new();
+    for (flag, g) in guards {
+        let mut hit = false;
+        if let Some(e) = &g.effects {
+            conditions.push(e);
+            hit = true;
+        }
+        if g.writes.is_some() {
+            conditions.push(&overwrite);
+            hit = true;
+        }
+        if hit {
+            flags.push(flag.to_string());
+        }
+    }
+    (base.under(&conditions), flags)
+}
+
 impl ParamGuard {
     /// Whether no annotation applies (skipped when serialized).
     pub fn is_empty(&self) -> bool {

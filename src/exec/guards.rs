@@ -152,15 +152,7 @@ pub(crate) fn call_effects(tool: &FlatTool, a: &Map<String, Value>, cwd: &Path) 
                 let exists = std::fs::symlink_metadata(cwd.join(v)).is_ok();
                 let (e, why) = if exists {
                     (
-                        Effects {
-                            destructive: Some(true),
-                            filesystem: Some(FilesystemEffects {
-                                write: Some(true),
-                                ..Default::default()
-                            }),
-                            modifies: Some(vec!["file".into()]),
-                            ..Default::default()
-                        },
+                        crate::compile::guard::overwrite_effects(),
                         format!(
                             "{flag} writes {v:?}, which exists: it is overwritten (destructive)"
                         ),

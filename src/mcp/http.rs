@@ -13,7 +13,7 @@
 //!
 //! Bounded: at most `max_connections` connections at once (further ones wait in the
 //! kernel's backlog), at most `max_sessions` sessions (the least recently used one is
-//! closed to make room, see [`Capped`]), and a client that does not finish sending a
+//! closed to make room, see `Capped`), and a client that does not finish sending a
 //! request's headers within `header_timeout` (or sits idle that long between requests)
 //! is disconnected. Accept failures (EMFILE at the descriptor limit) back off instead of
 //! spinning, with one warning per burst. Must not print to stdout.

@@ -15,9 +15,9 @@
 //! `--offline`) nothing is requested and the cache is used as it is.
 //!
 //! Registries move forward only: the generation of the last catalog accepted from each
-//! registry is kept in the state dir ([`Floor`], not the cache, which may be wiped), and
+//! registry is kept in the state dir (`Floor`, not the cache, which may be wiped), and
 //! a catalog of an older generation, of the same generation with other bytes, without a
-//! generation, or past its expiry is refused ([`Reg::admit`]); a shim is used only when
+//! generation, or past its expiry is refused (`Reg::admit`); a shim is used only when
 //! its bytes are the ones the accepted catalog names (`digests`), so old shims cannot be
 //! served beside a current catalog either.
 //!
@@ -45,7 +45,7 @@ pub const MAX_CATALOG_BYTES: u64 = 32 << 20;
 /// The largest signature file atip reads (bytes).
 pub const MAX_SIG_BYTES: u64 = 4096;
 /// Subdirectory of the cache dir holding one directory per registry (and of the state
-/// dir holding each registry's [`Floor`]).
+/// dir holding each registry's `Floor`).
 pub const CACHE_SUBDIR: &str = "remote";
 
 /// How a run talks to remote registries.
@@ -92,7 +92,7 @@ pub(crate) fn registry_cache(cache: &Path, name: &str) -> PathBuf {
     cache.join(CACHE_SUBDIR).join(name)
 }
 
-/// Where the state dir keeps the [`Floor`] of one registry.
+/// Where the state dir keeps the `Floor` of one registry.
 pub fn floor_path(state: &Path, name: &str) -> PathBuf {
     state.join(CACHE_SUBDIR).join(format!("{name}.json"))
 }
