@@ -990,7 +990,13 @@ impl Engine {
             &self.policy.file.runners.programs,
             &self.policy.file.runners.options,
         )
-        .or_else(|| guards::runner_reason(tool, a));
+        .or_else(|| guards::runner_reason(tool, a))
+        .or_else(|| {
+            let paths = guards::paths(tool, a);
+            (!effects.is_read_only())
+                .then(|| runners::why_planting(paths.iter().map(|(_, v)| v.as_str()), &self.cwd))
+                .flatten()
+        });
         let resolved = std::fs::canonicalize(&info.program)
             .ok()
             .filter(|r| *r != info.program);

@@ -196,6 +196,65 @@ fn a_model_cannot_plant_a_command_in_git_config_for_a_read_only_call_to_run() {
     assert!(control.exists(), "control: git runs core.fsmonitor");
 }
 
+/// The same plant without `git config`: a file tool writes git's configuration or a hook
+/// (directly, or through a link into `.git`), then a read-only git call would run it.
+#[test]
+fn a_model_cannot_plant_a_command_by_writing_git_files_with_other_tools() {
+    let Some(sb) = sandbox_with(&["git", "cp", "cat"]) else {
+        return;
+    };
+    let repo = init_repo(&sb);
+    let marker = sb.path().join("planted-ran");
+    let evil = format!("[core]\n\tfsmonitor = touch {}\n", marker.display());
+    std::fs::write(repo.join("evil.conf"), &evil).unwrap();
+    let hook = format!("#!/bin/sh\ntouch {}\n", marker.display());
+    std::fs::write(repo.join("hook.sh"), &hook).unwrap();
+    std::os::unix::fs::symlink(repo.join(".git/hooks"), repo.join("innocent")).unwrap();
+    let config_before = std::fs::read(repo.join(".git/config")).unwrap();
+    for dest in [
+        ".git/config",
+        ".git/hooks/post-index-change",
+        "innocent/pre-commit",
+    ] {
+        let args = json!({"paths": ["evil.conf", dest]}).to_string();
+        // Refused outright: a confirmation (`--yes`) does not lift a runner call.
+        for yes in [&[][..], &["--yes"][..]] {
+            let mut argv = vec!["cp", "--args", &args];
+            argv.extend_from_slice(yes);
+            let r = exec_in(&sb, &repo, &argv);
+            assert_eq!(r.code, 77, "cp to {dest} {yes:?}: {}", show(&r.raw));
+            assert_eq!(r.err["error"]["code"], "policy_denied", "{dest}");
+            let msg = r.err["error"]["message"].as_str().unwrap();
+            assert!(msg.contains("names programs"), "{dest}: {msg}");
+        }
+    }
+    assert_eq!(
+        std::fs::read(repo.join(".git/config")).unwrap(),
+        config_before
+    );
+    assert!(!repo.join(".git/hooks/pre-commit").exists());
+    for tool in ["git_status", "git_diff"] {
+        let r = exec_in(&sb, &repo, &[tool]);
+        assert_eq!(r.code, 0, "{tool}: {}", show(&r.raw));
+    }
+    assert!(!marker.exists(), "the planted command ran");
+    // Reading git's files stays allowed (a read-only call plants nothing), and copying an
+    // ordinary file still runs.
+    let r = exec_in(
+        &sb,
+        &repo,
+        &["cat", "--args", r#"{"file":[".git/config"]}"#],
+    );
+    assert_eq!(r.code, 0, "{}", show(&r.raw));
+    let r = exec_in(
+        &sb,
+        &repo,
+        &["cp", "--args", r#"{"paths":["a.txt","b.txt"]}"#, "--yes"],
+    );
+    assert_eq!(r.code, 0, "{}", show(&r.raw));
+    assert!(repo.join("b.txt").exists());
+}
+
 #[test]
 fn templates_and_ext_remotes_are_runner_calls() {
     let Some(sb) = sandbox_with(&["git"]) else {

@@ -227,6 +227,64 @@ pub fn program_names(program: &Path) -> Vec<String> {
     out
 }
 
+/// Directories whose files name programs that later calls run: git's config, hooks and
+/// info under `.git`, a hook manager's `.husky`, ssh's `.ssh/config`.
+pub const PLANTED_DIRS: &[&str] = &[".git", ".husky", ".ssh"];
+
+/// Files that name programs, or options, a later call reads and acts on: git's and the
+/// shells' start-up files, package managers' and downloaders' configuration (`.wgetrc`
+/// can name a program), direnv's `.envrc`, and a project's `.mcp.json`.
+pub const PLANTED_FILES: &[&str] = &[
+    ".gitconfig",
+    ".gitmodules",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".envrc",
+    ".curlrc",
+    ".wgetrc",
+    ".mcp.json",
+];
+
+/// Why a call that may write plants configuration that runs programs, or `None`. A call
+/// that writes `.git/config` or `.git/hooks/pre-commit` (with `cp`, `tee`, `sed -i`…)
+/// stores a command for a later read-only `git status` exactly as `git config
+/// core.fsmonitor` does, so it is a runner call too. `paths` are the call's path values
+/// (relative to `cwd`); each is judged as written and as it resolves (a link into
+/// `.git` counts). Only asked of calls whose effects are not read-only.
+pub(crate) fn why_planting<'a>(paths: impl Iterator<Item = &'a str>, cwd: &Path) -> Option<String> {
+    for value in paths {
+        let joined = cwd.join(value);
+        let resolved = super::policy::resolve_path(&joined);
+        for candidate in [&joined, &resolved] {
+            let dir = candidate.components().find_map(|c| match c {
+                std::path::Component::Normal(n) => {
+                    let n = n.to_str()?;
+                    PLANTED_DIRS.contains(&n).then_some(n)
+                }
+                _ => None,
+            });
+            let file = candidate
+                .file_name()
+                .and_then(|n| n.to_str())
+                .filter(|n| PLANTED_FILES.contains(n));
+            if let Some(what) = dir.or(file) {
+                return Some(format!(
+                    "it may write {value:?}, inside {what}: a file that names programs a later call runs"
+                ));
+            }
+        }
+    }
+    None
+}
+
 /// Why a call runs another program, in words, or `None` when nothing says it does.
 /// `extra_programs`, `extra_commands` and `extra_options` come from the policy file.
 pub(crate) fn why_runner(
@@ -439,6 +497,36 @@ pub fn is_self(program: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn writing_into_git_or_a_start_up_file_is_planting() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path();
+        std::fs::create_dir_all(cwd.join(".git/hooks")).unwrap();
+        std::os::unix::fs::symlink(cwd.join(".git/hooks"), cwd.join("innocent")).unwrap();
+        for planted in [
+            ".git/config",
+            ".git/hooks/pre-commit",
+            "sub/.git/info/attributes",
+            ".gitconfig",
+            "home/.bashrc",
+            ".mcp.json",
+            "innocent/post-checkout",
+        ] {
+            assert!(
+                why_planting([planted].into_iter(), cwd).is_some(),
+                "{planted}"
+            );
+        }
+        for plain in [
+            "src/main.rs",
+            "gitconfig.txt",
+            ".gitignore",
+            "notes/.git-notes",
+        ] {
+            assert!(why_planting([plain].into_iter(), cwd).is_none(), "{plain}");
+        }
+    }
     use std::collections::BTreeMap;
 
     fn why(name: &str, command: &[&str], argv: &[&str]) -> Option<String> {
