@@ -279,4 +279,28 @@ fn options_change_the_calls_effects() {
             "{r}"
         );
     }
+    // The shim's other history and ref destroyers ask the same way, while the plain
+    // command runs: branch -D, switch --discard-changes, commit --amend, tag --delete.
+    for (tool, plain, risky) in [
+        (
+            "git_branch",
+            json!({}),
+            json!({"force_delete": true, "name": "topic"}),
+        ),
+        (
+            "git_switch",
+            json!({"branch": "main"}),
+            json!({"branch": "main", "discard_changes": true}),
+        ),
+        (
+            "git_commit",
+            json!({"message": "m"}),
+            json!({"message": "m", "amend": true}),
+        ),
+    ] {
+        let r = dry(&sb, &w, tool, plain.clone());
+        assert_eq!(action(&r), "allow", "{tool} {plain}: {r}");
+        let r = dry(&sb, &w, tool, risky.clone());
+        assert_eq!(action(&r), "confirm", "{tool} {risky}: {r}");
+    }
 }

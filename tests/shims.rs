@@ -237,6 +237,51 @@ fn check_param(where_: &str, name: &str, kind: &ParamType, values: Option<&[serd
     }
 }
 
+/// No danger lives only in prose: an option whose description says DESTRUCTIVE carries
+/// an effect a policy reads (`x-atip-effects` stating `destructive: true`, or
+/// `x-atip-writes`), so the call that gives it asks (spec/shims.md §4b).
+#[test]
+fn destructive_options_carry_their_effects() {
+    fn options<'a>(
+        v: &'a serde_json::Value,
+        path: &str,
+        out: &mut Vec<(String, &'a serde_json::Value)>,
+    ) {
+        for o in v["options"].as_array().into_iter().flatten() {
+            out.push((path.to_string(), o));
+        }
+        for o in v["globalOptions"].as_array().into_iter().flatten() {
+            out.push((path.to_string(), o));
+        }
+        for (name, c) in v["commands"].as_object().into_iter().flatten() {
+            options(c, &format!("{path} {name}"), out);
+        }
+    }
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for (tool, _, raw) in load_all() {
+        let mut all = Vec::new();
+        options(&raw, &tool, &mut all);
+        for (path, o) in all {
+            let desc = o["description"].as_str().unwrap_or_default();
+            if !desc.contains("DESTRUCTIVE") {
+                continue;
+            }
+            checked += 1;
+            let stated =
+                o["x-atip-effects"]["destructive"] == true || o.get("x-atip-writes").is_some();
+            if !stated {
+                missing.push(format!("{path} {}", o["flags"]));
+            }
+        }
+    }
+    assert!(checked >= 20, "only {checked} destructive options found");
+    assert!(
+        missing.is_empty(),
+        "danger only in the description: {missing:#?}"
+    );
+}
+
 #[test]
 fn dangerous_commands_say_so() {
     let all = load_all();
