@@ -992,10 +992,11 @@ impl Engine {
         )
         .or_else(|| guards::runner_reason(tool, a))
         .or_else(|| {
+            if effects.is_read_only() {
+                return None; // reading git's files plants nothing
+            }
             let paths = guards::paths(tool, a);
-            (!effects.is_read_only())
-                .then(|| runners::why_planting(paths.iter().map(|(_, v)| v.as_str()), &self.cwd))
-                .flatten()
+            runners::why_planting(paths.iter().map(|(_, v)| v.as_str()), &self.cwd)
         });
         let resolved = std::fs::canonicalize(&info.program)
             .ok()

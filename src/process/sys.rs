@@ -188,8 +188,9 @@ pub(super) fn group_alive(pgid: libc::pid_t) -> bool {
     pgid > 1 && unsafe { libc::kill(-pgid, 0) == 0 || libc::kill(pgid, 0) == 0 }
 }
 
-/// Blocks until `pid` (a child of atip) has exited, without reaping it.
-pub(super) fn wait_exit_unreaped(pid: libc::pid_t) -> io::Result<()> {
+/// `waitid` on the child `pid` with `WEXITED | WNOWAIT | flags`, retried on EINTR:
+/// the pid it reports (0 when `WNOHANG` found nothing yet). The zombie stays unreaped.
+fn waitid_unreaped(pid: libc::pid_t, flags: libc::c_int) -> io::Result<libc::pid_t> {
     loop {
         // SAFETY: `info` is a zeroed out-parameter owned by this frame.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -198,17 +199,23 @@ pub(super) fn wait_exit_unreaped(pid: libc::pid_t) -> io::Result<()> {
                 libc::P_PID,
                 pid as libc::id_t,
                 &mut info,
-                libc::WEXITED | libc::WNOWAIT,
+                libc::WEXITED | libc::WNOWAIT | flags,
             )
         };
         if rc == 0 {
-            return Ok(());
+            // SAFETY: waitid filled (or left zeroed) the structure.
+            return Ok(unsafe { info.si_pid() });
         }
         let err = io::Error::last_os_error();
         if err.raw_os_error() != Some(libc::EINTR) {
             return Err(err);
         }
     }
+}
+
+/// Blocks until `pid` (a child of atip) has exited, without reaping it.
+pub(super) fn wait_exit_unreaped(pid: libc::pid_t) -> io::Result<()> {
+    waitid_unreaped(pid, 0).map(drop)
 }
 
 /// Every live process whose parent is atip (Linux: read from /proc; elsewhere none).
@@ -252,28 +259,11 @@ pub(super) fn kill_group(pgid: libc::pid_t, sig: libc::c_int) {
 /// unreaped its pid (= its group id) cannot be reused, so signalling the group after
 /// this returns true still reaches only the tool's own processes.
 pub(super) fn exited_unreaped(pid: libc::pid_t) -> io::Result<bool> {
-    loop {
-        // SAFETY: `info` is a zeroed out-parameter owned by this frame.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-            )
-        };
-        if rc == 0 {
-            // SAFETY: waitid filled (or left zeroed) the structure.
-            return Ok(unsafe { info.si_pid() } == pid);
-        }
-        let err = io::Error::last_os_error();
-        match err.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            // Already reaped by someone else (e.g. SIGCHLD set to SIG_IGN): gone.
-            Some(libc::ECHILD) => return Ok(true),
-            _ => return Err(err),
-        }
+    match waitid_unreaped(pid, libc::WNOHANG) {
+        Ok(reported) => Ok(reported == pid),
+        // Already reaped by someone else (e.g. SIGCHLD set to SIG_IGN): gone.
+        Err(e) if e.raw_os_error() == Some(libc::ECHILD) => Ok(true),
+        Err(e) => Err(e),
     }
 }
 
