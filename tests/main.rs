@@ -26,6 +26,7 @@ mod mcp_bounds;
 mod mcp_client;
 mod mcp_http;
 mod mcp_scale;
+mod policy_rfc;
 mod process;
 mod registry;
 mod remote;

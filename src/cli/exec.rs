@@ -6,7 +6,7 @@ use atip::exec::calls::{self, Provider};
 use atip::exec::policy::{Action, Policy};
 use atip::exec::{self, Confirmation, Engine, Foreign, Prepared, Settings, Via, args};
 use atip::output::{AtipError, ErrorCode, OutputFormat};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
@@ -76,6 +76,9 @@ impl RunArgs {
         let cwd = std::env::current_dir()
             .map_err(|e| AtipError::new(ErrorCode::CwdUnavailable, e.to_string()))?;
         let policy = Policy::load(self.policy.as_deref(), &ctx.dirs.config, &cwd)?;
+        for line in &policy.translated {
+            ctx.out.info(format!("policy: {line}"));
+        }
         let settings = Settings {
             timeout: self.timeout,
             stdout_cap: self.max_output,
@@ -84,6 +87,14 @@ impl RunArgs {
             include_inferred: self.include_inferred,
         };
         Ok((policy, settings))
+    }
+}
+
+/// A dry run under a policy written in the RFC's shapes shows how atip read it
+/// (`policyTranslation`, absent for atip's own format).
+fn with_translation(report: &mut Value, policy: &Policy) {
+    if !policy.translated.is_empty() {
+        report["policyTranslation"] = json!(policy.translated);
     }
 }
 
@@ -236,6 +247,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                         Ok(p) => {
                             let mut r = p.dry_run_report();
                             r["id"] = c.id.clone().map(Value::from).unwrap_or(Value::Null);
+                            with_translation(&mut r, &engine.policy);
                             r
                         }
                         Err(e) => exec::error_envelope(Some(&c.name), &e),
@@ -283,7 +295,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     };
     let prepared = engine.prepare(name, raw)?;
     if args.dry_run {
-        ctx.out.json(&prepared.dry_run_report())?;
+        let mut r = prepared.dry_run_report();
+        with_translation(&mut r, &engine.policy);
+        ctx.out.json(&r)?;
         return Ok(0);
     }
     let confirmed = match prepared.decision.action {

@@ -738,7 +738,11 @@ async fn describe(a: DescribeArgs, ctx: &Ctx) -> Result<u8, AtipError> {
 
 fn load_policy(path: Option<&std::path::Path>, ctx: &Ctx) -> Result<Policy, AtipError> {
     let cwd = std::env::current_dir().map_err(|e| usage(e.to_string()))?;
-    Policy::load(path, &ctx.dirs.config, &cwd)
+    let policy = Policy::load(path, &ctx.dirs.config, &cwd)?;
+    for line in &policy.translated {
+        ctx.out.info(format!("policy: {line}"));
+    }
+    Ok(policy)
 }
 
 fn read_args(a: &CallArgs) -> Result<serde_json::Map<String, Value>, AtipError> {

@@ -12,7 +12,10 @@ use crate::output::{AtipError, ErrorCode};
 use crate::registry::Vouch;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
+
+mod rfc;
 
 /// File name of the default policy inside the config directory.
 pub const POLICY_FILE: &str = "policy.json";
@@ -294,6 +297,66 @@ pub struct PolicyFile {
     /// Command runners allowed, and more runners.
     #[serde(default)]
     pub runners: RunnerRules,
+    /// Rules on the call's effects as a whole (what the RFC's `autoApprove`,
+    /// `requireConfirmation` and `delegation.effectRestrictions` translate into).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub when: Vec<WhenRule>,
+}
+
+/// A rule on several effect fields at once: when the call's effects have the values
+/// named, `action`. `allow` needs every field stated with its value and lifts the
+/// `confirm` of the effect rules; `confirm` and `deny` also match a field left unstated
+/// (unknown is never safe).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WhenRule {
+    /// Effect field (one of [`EFFECT_FIELDS`]) → the value it must have.
+    pub effects: BTreeMap<String, bool>,
+    /// What a matching call gets.
+    pub action: Action,
+    /// Where the rule came from (`autoApprove`, …), named in reasons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+}
+
+/// The effect fields a `when` rule can name.
+pub const EFFECT_FIELDS: [&str; 9] = [
+    "destructive",
+    "idempotent",
+    "reversible",
+    "network",
+    "subprocess",
+    "billable",
+    "filesystem.read",
+    "filesystem.write",
+    "filesystem.delete",
+];
+
+/// The value of one of [`EFFECT_FIELDS`] in `e`, `None` when unstated. `destructive` is
+/// `Effects::possibly_destructive` where that is decided: deleting files is destructive.
+pub fn effect_field(e: &Effects, name: &str) -> Option<bool> {
+    let fs = |get: fn(&crate::model::FilesystemEffects) -> Option<bool>| {
+        e.filesystem.as_ref().and_then(get)
+    };
+    match name {
+        "destructive" if e.deletes_files() => Some(true),
+        "destructive" => e.destructive,
+        "idempotent" => e.idempotent,
+        "reversible" => e.reversible,
+        "network" => e.network,
+        "subprocess" => e.subprocess,
+        "billable" => e.cost.as_ref().and_then(|c| c.billable),
+        "filesystem.read" => fs(|f| f.read),
+        "filesystem.write" => fs(|f| f.write),
+        "filesystem.delete" => fs(|f| f.delete),
+        _ => None,
+    }
+}
+
+/// `{idempotent: true, network: false}` for reasons and translations.
+pub(crate) fn show_fields(fields: &BTreeMap<String, bool>) -> String {
+    let inner: Vec<String> = fields.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    format!("{{{}}}", inner.join(", "))
 }
 
 fn one() -> u32 {
@@ -314,6 +377,7 @@ impl Default for PolicyFile {
             env: EnvRules::default(),
             urls: UrlRules::default(),
             runners: RunnerRules::default(),
+            when: Vec::new(),
         }
     }
 }
@@ -325,6 +389,9 @@ pub struct Policy {
     pub file: PolicyFile,
     /// Where it came from; `None` for the built-in defaults.
     pub source: Option<PathBuf>,
+    /// How the RFC's policy documents in the file were translated, one line each
+    /// (empty for atip's own format); shown by `--dry-run` and `--verbose`.
+    pub translated: Vec<String>,
     tools: Compiled,
     commands: Compiled,
     programs: Compiled,
@@ -391,6 +458,9 @@ pub struct Decision {
     /// (`--force: destructive`, a written file that exists, a sandbox atip added).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<String>,
+    /// The `confirm` rules an approving `when` rule (the RFC's `autoApprove`) lifted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub approved: Vec<String>,
 }
 
 impl Decision {
@@ -495,6 +565,27 @@ impl Policy {
                 ),
             )
         })?;
+        for (i, w) in file.when.iter().enumerate() {
+            if let Some(bad) = w
+                .effects
+                .keys()
+                .find(|k| !EFFECT_FIELDS.contains(&k.as_str()))
+            {
+                return Err(AtipError::new(
+                    ErrorCode::PolicyInvalid,
+                    format!(
+                        "unknown effect field {bad:?} in when[{i}].effects: expected {}",
+                        EFFECT_FIELDS.join(", ")
+                    ),
+                ));
+            }
+            if w.effects.is_empty() && w.action == Action::Allow {
+                return Err(AtipError::new(
+                    ErrorCode::PolicyInvalid,
+                    format!("when[{i}] allows with no effects named: it would approve every call"),
+                ));
+            }
+        }
         let globs = |pats: &[String], field: &str| -> Result<GlobSet, AtipError> {
             Compiled::new(
                 &Lists {
@@ -536,6 +627,7 @@ impl Policy {
             roots,
             file,
             source,
+            translated: Vec::new(),
         })
     }
 
@@ -567,7 +659,7 @@ impl Policy {
                 ));
             }
         };
-        let file: PolicyFile = serde_json::from_slice(&bytes).map_err(|e| {
+        let invalid = |e: serde_json::Error| {
             AtipError::new(
                 ErrorCode::PolicyInvalid,
                 format!(
@@ -578,8 +670,22 @@ impl Policy {
                 ),
             )
             .hint("see spec/policy.md for the format")
-        })?;
-        Policy::new(file, Some(path), cwd)
+        };
+        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(invalid)?;
+        let (file, translated) = if rfc::is_rfc(&value) {
+            rfc::translate(value).map_err(|e| {
+                AtipError::new(
+                    ErrorCode::PolicyInvalid,
+                    format!("invalid policy {}: {e}", path.display()),
+                )
+                .hint("spec/policy.md \"The RFC's policy documents\" lists what atip honours")
+            })?
+        } else {
+            (serde_json::from_slice(&bytes).map_err(invalid)?, Vec::new())
+        };
+        let mut policy = Policy::new(file, Some(path), cwd)?;
+        policy.translated = translated;
+        Ok(policy)
     }
 
     /// Canonical allowed roots for file and directory arguments.
@@ -753,6 +859,35 @@ impl Policy {
             };
             hit("effects.unknown", rules_cfg.unknown, why.into());
         }
+        let mut approving = None;
+        for (i, w) in self.file.when.iter().enumerate() {
+            let label = w.origin.clone().unwrap_or_else(|| format!("when[{i}]"));
+            let fields = show_fields(&w.effects);
+            if w.action == Action::Allow {
+                if w.effects
+                    .iter()
+                    .all(|(k, v)| effect_field(e, k) == Some(*v))
+                {
+                    approving.get_or_insert(format!("{label} {fields}"));
+                }
+            } else if w
+                .effects
+                .iter()
+                .all(|(k, v)| effect_field(e, k).is_none_or(|x| x == *v))
+            {
+                let rule = match w.action {
+                    Action::Deny => "when.deny",
+                    _ => "when.confirm",
+                };
+                hit(
+                    rule,
+                    w.action,
+                    format!(
+                        "{label}: the call's effects match {fields} (a field not stated counts as matching)"
+                    ),
+                );
+            }
+        }
         if f.trust.level == TrustLevel::Compromised {
             hit("trust.compromised", Action::Deny, f.trust.why.clone());
         } else if f.trust.level < self.trust_floor {
@@ -821,6 +956,23 @@ impl Policy {
                 "the command needs a terminal, prompts, or required/password stdin; pass --allow-interactive".into(),
             );
         }
+        // An approving `when` rule lifts the confirm of the effect rules whose trigger
+        // the metadata states; a destructiveness left unstated is unknown and still asks.
+        let mut approved = Vec::new();
+        if let Some(by) = approving {
+            rules.retain(|r| {
+                let liftable = r.action == Action::Confirm
+                    && match r.rule.as_str() {
+                        "effects.billable" | "effects.filesystemDelete" | "effects.network" => true,
+                        "effects.destructive" => e.destructive.is_some(),
+                        _ => false,
+                    };
+                if liftable {
+                    approved.push(format!("{} (lifted by {by})", r.rule));
+                }
+                !liftable
+            });
+        }
         let action = rules
             .iter()
             .map(|r| r.action)
@@ -830,6 +982,7 @@ impl Policy {
             action,
             rules,
             conditions: Vec::new(),
+            approved,
         }
     }
 
@@ -1242,6 +1395,48 @@ mod tests {
         let mut f = facts(&n, "native");
         f.command_path = "gh pr list";
         assert_eq!(p.evaluate(&f).rule_ids(Action::Deny), ["effects.network"]);
+    }
+
+    #[test]
+    fn when_rules_approve_only_what_is_stated_and_ask_on_unknown() {
+        let file: PolicyFile = serde_json::from_value(json!({"when": [
+            {"effects": {"idempotent": true, "network": false}, "action": "allow", "origin": "autoApprove"},
+            {"effects": {"destructive": true}, "action": "confirm"},
+            {"effects": {"subprocess": true}, "action": "deny"}
+        ]}))
+        .unwrap();
+        let p = Policy::new(file, None, Path::new("/")).unwrap();
+        let run = |v| p.evaluate(&facts(&effects(v), "native"));
+        // Billable, idempotent, offline, not destructive: approved.
+        let d = run(
+            json!({"destructive": false, "idempotent": true, "network": false, "subprocess": false, "cost": {"billable": true}}),
+        );
+        assert_eq!(d.action, Action::Allow, "{d:?}");
+        assert_eq!(d.approved.len(), 1);
+        // The same with network unstated: not approved (unknown), billable asks.
+        let d = run(
+            json!({"destructive": false, "idempotent": true, "subprocess": false, "cost": {"billable": true}}),
+        );
+        assert_eq!(d.rule_ids(Action::Confirm), ["effects.billable"]);
+        // Destructive: approval lifts effects.destructive, the confirm rule asks anyway.
+        let d = run(
+            json!({"destructive": true, "idempotent": true, "network": false, "subprocess": false}),
+        );
+        assert_eq!(d.rule_ids(Action::Confirm), ["when.confirm"]);
+        // Subprocess unstated: the deny matches the unknown.
+        let d = run(json!({"destructive": false, "idempotent": true, "network": false}));
+        assert_eq!(d.rule_ids(Action::Deny), ["when.deny"]);
+        // Deleting files is destructive for `when` as for effects.destructive.
+        let e = effects(json!({"destructive": false, "filesystem": {"delete": true}}));
+        assert_eq!(effect_field(&e, "destructive"), Some(true));
+        // Unknown fields and an approval of everything are refused.
+        for bad in [
+            json!({"when": [{"effects": {"color": true}, "action": "deny"}]}),
+            json!({"when": [{"effects": {}, "action": "allow"}]}),
+        ] {
+            let f: PolicyFile = serde_json::from_value(bad).unwrap();
+            assert!(Policy::new(f, None, Path::new("/")).is_err());
+        }
     }
 
     #[test]
