@@ -8,6 +8,7 @@ mod common;
 
 mod agent;
 mod at_run;
+mod calls;
 mod catalog;
 mod chat;
 mod contract;

@@ -216,7 +216,7 @@ fn a_model_cannot_plant_a_command_by_writing_git_files_with_other_tools() {
         ".git/hooks/post-index-change",
         "innocent/pre-commit",
     ] {
-        let args = json!({"paths": ["evil.conf", dest]}).to_string();
+        let args = json!({"source": "evil.conf", "destination": dest}).to_string();
         // Refused outright: a confirmation (`--yes`) does not lift a runner call.
         for yes in [&[][..], &["--yes"][..]] {
             let mut argv = vec!["cp", "--args", &args];
@@ -249,7 +249,11 @@ fn a_model_cannot_plant_a_command_by_writing_git_files_with_other_tools() {
     let r = exec_in(
         &sb,
         &repo,
-        &["cp", "--args", r#"{"paths":["a.txt","b.txt"]}"#, "--yes"],
+        &[
+            "cp",
+            "--args",
+            r#"{"source":"a.txt","destination":"b.txt"}"#,
+        ],
     );
     assert_eq!(r.code, 0, "{}", show(&r.raw));
     assert!(repo.join("b.txt").exists());

@@ -237,49 +237,280 @@ fn check_param(where_: &str, name: &str, kind: &ParamType, values: Option<&[serd
     }
 }
 
-/// No danger lives only in prose: an option whose description says DESTRUCTIVE carries
-/// an effect a policy reads (`x-atip-effects` stating `destructive: true`, or
-/// `x-atip-writes`), so the call that gives it asks (spec/shims.md §4b).
+/// Words that say an option or argument can destroy or replace something.
+const DANGER_WORDS: &[&str] = &[
+    "destructive",
+    "dangerous",
+    "delet",
+    "remov",
+    "overwrit",
+    "force",
+    "in place",
+    "in-place",
+    "replac",
+    "discard",
+];
+
+/// Whether a description names a danger: one of [`DANGER_WORDS`] at the start of a word.
+fn says_danger(description: &str) -> bool {
+    let d = description.to_lowercase();
+    DANGER_WORDS.iter().any(|w| {
+        d.match_indices(w)
+            .any(|(i, _)| !d[..i].chars().next_back().is_some_and(char::is_alphabetic))
+    })
+}
+
+/// Options and arguments whose description uses a danger word on a command stated
+/// non-destructive, reviewed one by one: they add no danger a policy must see (a
+/// negation, a listing, a dry run, data the tool only reads, or a step that acts only on
+/// a path another parameter's `x-atip-writes` already makes ask). (tool, command path,
+/// first flag or argument name, why.)
+const REVIEWED_PROSE: &[(&str, &str, &str, &str)] = &[
+    ("cargo", "clean", "-n", "dry run"),
+    (
+        "cargo",
+        "uninstall",
+        "spec",
+        "removes installed binaries; reinstallable",
+    ),
+    ("cp", "", "-n", "never overwrites"),
+    (
+        "cp",
+        "",
+        "-f",
+        "acts on an existing destination, which asks",
+    ),
+    (
+        "cp",
+        "",
+        "--remove-destination",
+        "acts on an existing destination, which asks",
+    ),
+    (
+        "cp",
+        "",
+        "-b",
+        "acts on an existing destination, which asks; keeps a backup",
+    ),
+    ("curl", "", "--no-clobber", "never overwrites"),
+    (
+        "curl",
+        "",
+        "--remove-on-error",
+        "removes only the partial file curl wrote",
+    ),
+    (
+        "gh",
+        "pr edit",
+        "--remove-label",
+        "a label, put back by --add-label",
+    ),
+    (
+        "gh",
+        "issue edit",
+        "--remove-label",
+        "a label, put back by --add-label",
+    ),
+    ("git", "log", "-G", "a search"),
+    ("git", "log", "--stat", "a report"),
+    ("git", "log", "--numstat", "a report"),
+    ("git", "diff", "--numstat", "a report"),
+    ("git", "diff", "--diff-filter", "a filter"),
+    (
+        "git",
+        "add",
+        "-A",
+        "stages deletions; the files stay in HEAD",
+    ),
+    (
+        "git",
+        "add",
+        "-u",
+        "stages deletions; the files stay in HEAD",
+    ),
+    (
+        "git",
+        "commit",
+        "-a",
+        "stages deletions; the files stay in history",
+    ),
+    (
+        "git",
+        "branch",
+        "-r",
+        "lists; deleting needs -d/-D, which carry effects",
+    ),
+    (
+        "git",
+        "branch",
+        "--unset-upstream",
+        "a setting, restored by --set-upstream-to",
+    ),
+    ("git", "stash push", "-k", "keeps changes"),
+    (
+        "git",
+        "remote set-url",
+        "oldurl",
+        "selects the URL to change",
+    ),
+    ("git", "rm", "--cached", "untracks only; the file stays"),
+    (
+        "git",
+        "rm",
+        "-r",
+        "removes tracked files, which stay in HEAD (git rm refuses unsaved changes)",
+    ),
+    (
+        "git",
+        "rm",
+        "pathspec",
+        "tracked files, which stay in HEAD (git rm refuses unsaved changes)",
+    ),
+    ("go", "build", "-trimpath", "about the built binary"),
+    ("go", "install", "-trimpath", "about the built binary"),
+    (
+        "go",
+        "get",
+        "packages",
+        "a dependency edit of go.mod, reversible",
+    ),
+    ("go", "clean", "-cache", "a cache, rebuilt on demand"),
+    (
+        "go",
+        "clean",
+        "-modcache",
+        "a download cache, fetched again on demand",
+    ),
+    ("go", "clean", "-n", "dry run"),
+    ("go", "mod tidy", "-v", "a report"),
+    ("gzip", "", "-k", "keeps the inputs"),
+    (
+        "helm",
+        "install",
+        "--atomic",
+        "removes only the release this call failed to install",
+    ),
+    ("kubectl", "wait", "--for", "waits; changes nothing"),
+    ("npm", "uninstall", "-g", "global packages, reinstallable"),
+    ("rmdir", "", "-p", "empty directories only"),
+    ("rmdir", "", "-v", "a report"),
+    ("rmdir", "", "directory", "empty directories only"),
+    ("terraform", "plan", "-replace", "a plan; changes nothing"),
+    ("tr", "", "-d", "characters of the text it prints"),
+    ("tr", "", "-s", "characters of the text it prints"),
+    ("tr", "", "set1", "characters of the text it prints"),
+    ("tr", "", "set2", "characters of the text it prints"),
+    (
+        "uv",
+        "python uninstall",
+        "target",
+        "managed Python versions, reinstallable",
+    ),
+    ("wget", "", "-nc", "never overwrites"),
+    (
+        "wget",
+        "",
+        "--no-check-certificate",
+        "transport security, not an effect on data (DANGEROUS in prose on purpose)",
+    ),
+    ("xz", "", "-k", "keeps the inputs"),
+    ("yq", "", "-M", "output colours"),
+];
+
+/// No danger lives only in prose (spec/shims.md §4b). An option or argument whose
+/// description says DESTRUCTIVE carries an effect a policy reads (`x-atip-effects`
+/// stating `destructive: true`, or `x-atip-writes`); and on a command stated
+/// non-destructive, one whose description says it deletes, removes, overwrites, forces,
+/// replaces, discards or works in place carries `x-atip-effects` or `x-atip-writes`,
+/// unless it is in the reviewed list above. Stale reviewed entries fail too.
 #[test]
 fn destructive_options_carry_their_effects() {
-    fn options<'a>(
-        v: &'a serde_json::Value,
-        path: &str,
-        out: &mut Vec<(String, &'a serde_json::Value)>,
-    ) {
-        for o in v["options"].as_array().into_iter().flatten() {
-            out.push((path.to_string(), o));
-        }
-        for o in v["globalOptions"].as_array().into_iter().flatten() {
-            out.push((path.to_string(), o));
-        }
-        for (name, c) in v["commands"].as_object().into_iter().flatten() {
-            options(c, &format!("{path} {name}"), out);
-        }
-    }
     let mut missing = Vec::new();
-    let mut checked = 0;
-    for (tool, _, raw) in load_all() {
-        let mut all = Vec::new();
-        options(&raw, &tool, &mut all);
-        for (path, o) in all {
-            let desc = o["description"].as_str().unwrap_or_default();
-            if !desc.contains("DESTRUCTIVE") {
+    let mut used = BTreeSet::new();
+    let mut annotated = 0;
+    let mut shouting = 0;
+    for (tool, meta, _) in load_all() {
+        for entry in meta.walk() {
+            if !entry.command.is_runnable() {
                 continue;
             }
-            checked += 1;
-            let stated =
-                o["x-atip-effects"]["destructive"] == true || o.get("x-atip-writes").is_some();
-            if !stated {
-                missing.push(format!("{path} {}", o["flags"]));
+            let path = entry
+                .path
+                .iter()
+                .copied()
+                .filter(|w| !w.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ");
+            let stated_safe = meta.effective_effects(&entry).destructive == Some(false);
+            let mut params: Vec<(String, &str, &atip::model::Extra)> = meta
+                .options_in_scope(&entry)
+                .into_iter()
+                .map(|o| (o.flags[0].clone(), o.description.as_str(), &o.extra))
+                .collect();
+            params.extend(
+                entry
+                    .command
+                    .args()
+                    .iter()
+                    .map(|a| (a.name.clone(), a.description.as_str(), &a.extra)),
+            );
+            for (key, desc, extra) in params {
+                let effects = extra.get("x-atip-effects");
+                let writes = extra.get("x-atip-writes").is_some();
+                if effects.is_some() || writes {
+                    annotated += 1;
+                }
+                let place = format!("{tool} {path} {key}");
+                if desc.contains("DESTRUCTIVE") {
+                    shouting += 1;
+                    let says = effects.is_some_and(|e| e["destructive"] == true) || writes;
+                    if !says {
+                        missing.push(format!("{place}: DESTRUCTIVE only in prose"));
+                    }
+                    continue;
+                }
+                if !stated_safe || !says_danger(desc) || effects.is_some() || writes {
+                    continue;
+                }
+                let reviewed = REVIEWED_PROSE
+                    .iter()
+                    .position(|(t, p, k, _)| *t == tool && *p == path && *k == key);
+                match reviewed {
+                    Some(i) => {
+                        used.insert(i);
+                    }
+                    None => missing.push(format!("{place}: {desc:?}")),
+                }
             }
         }
     }
-    assert!(checked >= 20, "only {checked} destructive options found");
+    assert!(shouting >= 20, "only {shouting} DESTRUCTIVE options found");
+    assert!(annotated >= 70, "only {annotated} parameters carry effects");
     assert!(
         missing.is_empty(),
-        "danger only in the description: {missing:#?}"
+        "danger only in the description (annotate it, or review it into REVIEWED_PROSE): {missing:#?}"
     );
+    let stale: Vec<_> = REVIEWED_PROSE
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !used.contains(i))
+        .map(|(_, e)| e)
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "reviewed entries that match nothing: {stale:?}"
+    );
+}
+
+/// The danger-word check itself: words at a word start, any case; `enforce` is no `force`.
+#[test]
+fn danger_words_are_found_in_prose() {
+    assert!(says_danger("Overwrite existing files."));
+    assert!(says_danger("write the result back in place"));
+    assert!(says_danger("Allow deleting '/'"));
+    assert!(says_danger("FORCE the removal"));
+    assert!(!says_danger("Enforce the policy."));
+    assert!(!says_danger("Print matching lines."));
 }
 
 #[test]
@@ -310,7 +541,6 @@ fn dangerous_commands_say_so() {
     assert!(get("tar", &["t"]).is_read_only());
     assert_eq!(get("tar", &["x"]).destructive, Some(true));
     assert_eq!(get("curl", &[""]).network, Some(true));
-    assert_eq!(get("cp", &[""]).destructive, Some(true));
     assert_eq!(get("mv", &[""]).destructive, Some(true));
     assert!(get("jq", &[""]).is_read_only());
     assert!(!get("sed", &[""]).is_read_only());
@@ -409,23 +639,87 @@ fn dangerous_commands_say_so() {
         assert_eq!(effects.subprocess, Some(true), "{tool} {path:?}");
         assert_eq!(effects.destructive, None, "{tool} {path:?}");
     }
-    for tool in [
-        "uniq", "touch", "chmod", "yq", "gzip", "xz", "zstd", "patch",
-    ] {
+    for tool in ["touch", "chmod", "gzip", "xz", "zstd", "patch"] {
         assert!(!get(tool, &[""]).is_read_only(), "{tool} can write files");
     }
-    // sort only prints; its -o writes a file, said per call (issue 32).
-    let (_, sort, _) = all.iter().find(|(n, _, _)| n == "sort").unwrap();
-    let entry = sort.find(&[""]).unwrap();
-    let out = sort
-        .options_in_scope(&entry)
-        .into_iter()
-        .find(|o| o.flags.iter().any(|f| f == "-o"))
-        .unwrap();
     assert_eq!(
-        out.extra.get("x-atip-writes"),
-        Some(&serde_json::json!("path"))
+        get("chmod", &[""]).destructive,
+        Some(true),
+        "chmod: odd modes ask"
     );
+    // Issue 32: these print (or, for find, search) as a command; what writes, deletes or
+    // runs is a parameter carrying its effect, judged per call.
+    let writes = Some(&serde_json::json!("path"));
+    let extra_of = |tool: &str, key: &str| {
+        let (_, meta, _) = all.iter().find(|(n, _, _)| n == tool).unwrap();
+        let entry = meta.find(&[""]).unwrap();
+        let opt = meta
+            .options_in_scope(&entry)
+            .into_iter()
+            .find(|o| o.flags.iter().any(|f| f == key))
+            .map(|o| o.extra.clone());
+        opt.or_else(|| {
+            let a = entry.command.args().iter().find(|a| a.name == key)?;
+            Some(a.extra.clone())
+        })
+        .unwrap_or_else(|| panic!("{tool} has no {key}"))
+    };
+    for (tool, key) in [
+        ("sort", "-o"),
+        ("uniq", "output"),
+        ("cp", "destination"),
+        ("curl", "-o"),
+        ("wget", "-O"),
+        ("find", "-fprint"),
+    ] {
+        assert_eq!(
+            extra_of(tool, key).get("x-atip-writes"),
+            writes,
+            "{tool} {key}"
+        );
+    }
+    for tool in ["sort", "uniq", "yq", "find"] {
+        assert!(get(tool, &[""]).is_read_only(), "{tool}");
+    }
+    assert_eq!(
+        get("cp", &[""]).destructive,
+        Some(false),
+        "cp onto a new path"
+    );
+    for (tool, key) in [("yq", "-i"), ("find", "-delete"), ("curl", "-O")] {
+        assert_eq!(
+            extra_of(tool, key)["x-atip-effects"]["destructive"],
+            true,
+            "{tool} {key}"
+        );
+    }
+    for key in ["-exec", "-execdir"] {
+        let extra = extra_of("find", key);
+        assert_eq!(extra["x-atip-runner"], true, "find {key}");
+        assert_eq!(extra["x-atip-terminator"], ";", "find {key}");
+    }
+    assert_eq!(extra_of("find", "path")["x-atip-leading"], true);
+    for (tool, path) in [
+        ("systemctl", &["stop"][..]),
+        ("systemctl", &["restart"]),
+        ("systemctl", &["mask"]),
+        ("systemctl", &["disable"]),
+        ("helm", &["upgrade"]),
+        ("helm", &["rollback"]),
+        ("docker", &["stop"]),
+        ("docker", &["push"]),
+        ("kubectl", &["scale"]),
+        ("git", &["remote", "remove"]),
+    ] {
+        assert_eq!(get(tool, path).destructive, Some(true), "{tool} {path:?}");
+    }
+    for (tool, path) in [
+        ("systemctl", &["start"][..]),
+        ("systemctl", &["enable"]),
+        ("docker", &["start"]),
+    ] {
+        assert_eq!(get(tool, path).destructive, Some(false), "{tool} {path:?}");
+    }
 }
 
 /// Tools that run a program (or program text) their arguments name carry the runner
@@ -436,7 +730,6 @@ fn runners_are_marked() {
     for (tool, path) in [
         ("xargs", &[""][..]),
         ("env", &[""]),
-        ("find", &[""]),
         ("timeout", &[""]),
         ("nice", &[""]),
         ("awk", &[""]),
@@ -1109,4 +1402,70 @@ fn shims_pass_atip_validate_with_no_warnings() {
         assert_eq!(file["kind"], "shim", "{file}");
         assert_eq!(file["diagnostics"], serde_json::json!([]), "{file}");
     }
+}
+
+/// Issue 32 item 6, on the shims we ship: an exported tool's description states the
+/// conditions under which it does more than its plain call ("Read-only unless
+/// --output."), and its MCP annotations are the worst case over those conditions, since
+/// MCP's hints are per tool while atip decides per call.
+#[test]
+fn exports_state_conditions_and_the_worst_case() {
+    let sb = common::Sandbox::new();
+    let tools_of = |shim: &str| -> Vec<serde_json::Value> {
+        let file = shims_dir().join(format!("{shim}.json"));
+        let out = sb
+            .atip()
+            .args(["export", "--format", "mcp", "--strategy", "flat", "--file"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", common::show(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["tools"].as_array().unwrap().clone()
+    };
+    let tool = |shim: &str, name: &str| {
+        tools_of(shim)
+            .into_iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{shim}: no tool {name}"))
+    };
+    // (shim, tool, words the description must hold).
+    let cases: &[(&str, &str, &[&str])] = &[
+        ("sort", "sort", &["Read-only unless", "--output"]),
+        ("uniq", "uniq", &["Read-only unless", "output"]),
+        ("yq", "yq", &["Read-only unless", "--inplace"]),
+        ("find", "find", &["Read-only unless", "-delete", "-fprint"]),
+        ("sed", "sed", &["More effects with", "--in-place"]),
+        (
+            "curl",
+            "curl",
+            &["More effects with", "--output", "--request"],
+        ),
+        (
+            "git",
+            "git_push",
+            &["More effects with", "--force", "--delete", "refspec"],
+        ),
+        ("cp", "cp", &["More effects with", "destination"]),
+        // Destructive as a command (odd modes); the common modes lower a call, not the tool.
+        ("chmod", "chmod", &[]),
+    ];
+    for (shim, name, words) in cases {
+        let t = tool(shim, name);
+        let desc = t["description"].as_str().unwrap();
+        for w in *words {
+            assert!(desc.contains(w), "{name}: {w:?} not in {desc:?}");
+        }
+        let a = &t["annotations"];
+        assert_eq!(a["readOnlyHint"], false, "{name}: {a}");
+        assert_eq!(a["destructiveHint"], true, "{name}: {a}");
+    }
+    // A command with no condition keeps its own hints and says nothing more.
+    let cat = tool("cat", "cat");
+    assert_eq!(cat["annotations"]["readOnlyHint"], true);
+    let desc = cat["description"].as_str().unwrap();
+    assert!(
+        !desc.contains("unless") && !desc.contains("More effects"),
+        "{desc}"
+    );
 }

@@ -36,6 +36,12 @@ pub const WRITES: &str = "x-atip-writes";
 /// programs and writes no files (GNU sed and gawk `--sandbox`); atip gives it itself when
 /// the policy does not allow the program as a runner.
 pub const SANDBOX: &str = "x-atip-sandbox";
+/// `x-atip-leading`: an argument whose values go right after the command path, before
+/// every option (find's starting points must precede its expression).
+pub const LEADING: &str = "x-atip-leading";
+/// `x-atip-terminator`: an array option whose items follow its flag as one command line
+/// closed by this word (find `-exec PROGRAM ARG… ;`), instead of the flag once per item.
+pub const TERMINATOR: &str = "x-atip-terminator";
 
 /// Shapes of written files (`x-atip-writes`).
 pub const WRITE_SHAPES: &[&str] = &[
@@ -101,6 +107,12 @@ pub struct ParamGuard {
     /// The option is the program's sandbox switch (`x-atip-sandbox`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sandbox: bool,
+    /// The argument's values come right after the command path (`x-atip-leading`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub leading: bool,
+    /// The word that closes the option's items (`x-atip-terminator`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminator: Option<String>,
     /// What is wrong with a malformed annotation: a call giving the parameter is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid: Option<String>,
@@ -134,7 +146,9 @@ pub fn worst_case<'a>(
     let mut flags = Vec::new();
     for (flag, g) in guards {
         let mut hit = false;
-        if let Some(e) = &g.effects {
+        // A condition that only lowers effects (`--sandbox`, a safe `chmod` mode) is no
+        // worst case: leaving it out keeps the plain call's effects in the join.
+        if let Some(e) = g.effects.as_ref().filter(|e| raises(e)) {
             conditions.push(e);
             hit = true;
         }
@@ -147,6 +161,23 @@ pub fn worst_case<'a>(
         }
     }
     (base.under(&conditions), flags)
+}
+
+/// Whether a condition states some effect worse than none: destructive, network,
+/// subprocess, a filesystem write or delete, not reversible or idempotent, billable, or
+/// resources it creates, modifies or deletes.
+fn raises(e: &Effects) -> bool {
+    let fs = e.filesystem.as_ref();
+    e.destructive == Some(true)
+        || e.network == Some(true)
+        || e.subprocess == Some(true)
+        || e.reversible == Some(false)
+        || e.idempotent == Some(false)
+        || fs.is_some_and(|f| f.write == Some(true) || f.delete == Some(true))
+        || e.cost.as_ref().is_some_and(|c| c.billable == Some(true))
+        || [&e.creates, &e.modifies, &e.deletes]
+            .iter()
+            .any(|l| l.as_ref().is_some_and(|l| !l.is_empty()))
 }
 
 impl ParamGuard {
@@ -197,6 +228,20 @@ impl ParamGuard {
             match v {
                 Value::Bool(b) => g.sandbox = *b,
                 _ => bad.push(format!("{SANDBOX} must be true or false")),
+            }
+        }
+        if let Some(v) = extra.get(LEADING) {
+            match v {
+                Value::Bool(b) => g.leading = *b,
+                _ => bad.push(format!("{LEADING} must be true or false")),
+            }
+        }
+        if let Some(v) = extra.get(TERMINATOR) {
+            match v.as_str() {
+                Some(t) if !t.is_empty() && !t.starts_with('-') => g.terminator = Some(t.into()),
+                _ => bad.push(format!(
+                    "{TERMINATOR} must be a word that does not start with '-'"
+                )),
             }
         }
         let shape = |key: &str, known: &[&str], bad: &mut Vec<String>| -> Option<String> {
@@ -251,6 +296,9 @@ mod tests {
             json!({"x-atip-effects-if": ["a"]}),
             json!({"x-atip-writes": "file"}),
             json!({"x-atip-sandbox": 1}),
+            json!({"x-atip-leading": "yes"}),
+            json!({"x-atip-terminator": ""}),
+            json!({"x-atip-terminator": "--end"}),
         ] {
             assert!(guard(bad.clone()).invalid.is_some(), "{bad}");
         }
@@ -264,9 +312,34 @@ mod tests {
         assert!(g.sandbox);
         let back: ParamGuard = serde_json::from_value(serde_json::to_value(&g).unwrap()).unwrap();
         assert_eq!(back, g);
+        let g = guard(json!({"x-atip-leading": true, "x-atip-terminator": ";"}));
+        assert!(g.invalid.is_none() && g.leading, "{g:?}");
+        assert_eq!(g.terminator.as_deref(), Some(";"));
+        let back: ParamGuard = serde_json::from_value(serde_json::to_value(&g).unwrap()).unwrap();
+        assert_eq!(back, g);
         // Round trip through the catalog's JSON.
         let g = guard(json!({"x-atip-reads": "@path", "x-atip-runner-if": ["ext::*"]}));
         let back: ParamGuard = serde_json::from_value(serde_json::to_value(&g).unwrap()).unwrap();
         assert_eq!(back, g);
+    }
+
+    /// A condition that only lowers effects is no worst case: a destructive command
+    /// with a safe-mode option stays destructive in the worst case, and the option is
+    /// not named as bringing more effects.
+    #[test]
+    fn lowering_conditions_do_not_lower_the_worst_case() {
+        let base: Effects =
+            serde_json::from_value(json!({"destructive": true, "network": false})).unwrap();
+        let safe = guard(json!({"x-atip-effects": {"destructive": false, "subprocess": false}}));
+        let force = guard(json!({"x-atip-effects": {"destructive": true, "network": true}}));
+        let (worst, flags) = worst_case(&base, [("--dry-run", &safe)].into_iter());
+        assert_eq!(worst.destructive, Some(true));
+        assert!(flags.is_empty(), "{flags:?}");
+        let (worst, flags) = worst_case(
+            &base,
+            [("--dry-run", &safe), ("--force", &force)].into_iter(),
+        );
+        assert_eq!((worst.destructive, worst.network), (Some(true), Some(true)));
+        assert_eq!(flags, ["--force"]);
     }
 }

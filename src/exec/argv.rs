@@ -10,7 +10,12 @@
 //! - arrays and variadic options: the flag repeated once per item;
 //! - positionals in argument order, array items each their own element; `--` before the
 //!   first positional when any positional starts with `-`;
-//! - numbers in their JSON spelling.
+//! - numbers in their JSON spelling;
+//! - an argument marked `x-atip-leading` goes right after the command path, before the
+//!   options (a value starting with `-` is refused there: no `--` can protect it);
+//! - an array option marked `x-atip-terminator` is its flag, its items, then the
+//!   terminator (`-exec PROGRAM ARG… ;`); an item that is the terminator or `+` is refused,
+//!   since it would close the command early and the items after it would be read as options.
 //!
 //! Must not validate types (the schema did) or decide policy.
 
@@ -42,7 +47,9 @@ pub fn build(
     args: &Map<String, Value>,
 ) -> Result<Vec<String>, AtipError> {
     let mut argv: Vec<String> = command.iter().filter(|s| !s.is_empty()).cloned().collect();
+    let path_len = argv.len();
     let mut positionals: Vec<(usize, Vec<String>)> = Vec::new();
+    let mut leading: Vec<(usize, Vec<String>)> = Vec::new();
     for p in params {
         let Some(value) = args.get(&p.property) else {
             continue;
@@ -55,6 +62,27 @@ pub fn build(
             v => vec![v],
         };
         match &p.origin {
+            ParamOrigin::Option { flag, .. } if p.guard.terminator.is_some() => {
+                let end = p.guard.terminator.as_deref().unwrap_or(";");
+                if items.is_empty() {
+                    continue;
+                }
+                argv.push(flag.clone());
+                for item in items {
+                    let text = scalar_text(item)
+                        .ok_or_else(|| unusable(&p.property, "nested values are not supported"))?;
+                    if text == end || text == "+" {
+                        return Err(unusable(
+                            &p.property,
+                            &format!(
+                                "an item {text:?} would end {flag}'s command early and the items after it would be read as options"
+                            ),
+                        ));
+                    }
+                    argv.push(text);
+                }
+                argv.push(end.to_string());
+            }
             ParamOrigin::Option { flag, .. } => {
                 let is_bool = p.kind == ParamType::Boolean;
                 for item in items {
@@ -93,10 +121,24 @@ pub fn build(
                         })?,
                     );
                 }
-                positionals.push((*index, texts));
+                if p.guard.leading {
+                    if let Some(t) = texts.iter().find(|t| t.starts_with('-')) {
+                        return Err(unusable(
+                            &p.property,
+                            &format!(
+                                "{t:?} goes before the options, where a leading '-' reads as one; give it as ./{t}"
+                            ),
+                        ));
+                    }
+                    leading.push((*index, texts));
+                } else {
+                    positionals.push((*index, texts));
+                }
             }
         }
     }
+    leading.sort_by_key(|(i, _)| *i);
+    argv.splice(path_len..path_len, leading.into_iter().flat_map(|(_, v)| v));
     positionals.sort_by_key(|(i, _)| *i);
     let values: Vec<String> = positionals.into_iter().flat_map(|(_, v)| v).collect();
     if values.iter().any(|v| v.starts_with('-')) {
@@ -201,5 +243,45 @@ mod tests {
             build(&root, &params, &a).unwrap(),
             ["--message", "$(id) `id`", "x\ny"]
         );
+    }
+
+    /// find's layout: starting points before the expression, `-exec … ;` as one run.
+    #[test]
+    fn leading_arguments_and_terminated_options() {
+        let mut start = arg("start", 0, ParamType::Array);
+        start.guard.leading = true;
+        let mut exec = opt("exec", "-exec", ParamType::Array);
+        exec.guard.terminator = Some(";".into());
+        let params = vec![
+            start,
+            opt("name", "-name", ParamType::String),
+            exec,
+            opt("print0", "-print0", ParamType::Boolean),
+        ];
+        let root = vec![String::new()];
+        let a = args(json!({"start": ["src", "tests"], "name": "*.rs",
+            "exec": ["grep", "-l", "x", "{}"], "print0": true}));
+        assert_eq!(
+            build(&root, &params, &a).unwrap(),
+            [
+                "src", "tests", "-name", "*.rs", "-exec", "grep", "-l", "x", "{}", ";", "-print0"
+            ]
+        );
+        let a = args(json!({"name": "a"}));
+        assert_eq!(build(&root, &params, &a).unwrap(), ["-name", "a"]);
+        // An empty list gives nothing (no bare `-exec ;`).
+        let a = args(json!({"exec": []}));
+        assert!(build(&root, &params, &a).unwrap().is_empty());
+        // Closing the command early would let later items become find expressions
+        // (`-delete`); a leading value that looks like an option is refused.
+        for bad in [
+            json!({"exec": ["true", ";", "-delete"]}),
+            json!({"exec": ["true", "{}", "+", "-delete"]}),
+            json!({"start": ["-delete"]}),
+            json!({"start": [".", "-fprint"]}),
+        ] {
+            let e = build(&root, &params, &args(bad.clone())).unwrap_err();
+            assert_eq!(e.code, "args_unusable", "{bad}");
+        }
     }
 }
