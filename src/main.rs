@@ -167,6 +167,10 @@ fn tune_allocator() {
 
 fn main() -> ExitCode {
     tune_allocator();
+    // Started as `mcp` (a link to atip): the mcp-cli document's command.
+    if cli::mcp_cli::invoked_as_mcp() {
+        return cli::mcp_cli::main();
+    }
     let cli = match parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),

@@ -29,6 +29,7 @@ pub mod remote;
 pub mod search_mode;
 pub mod tools;
 pub mod trust;
+pub mod yaml;
 
 use crate::compile::formats::{self, Format};
 use crate::exec::policy::{Action, Overflow};

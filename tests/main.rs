@@ -24,6 +24,7 @@ mod lifetime;
 mod lint;
 mod mcp;
 mod mcp_bounds;
+mod mcp_cli;
 mod mcp_client;
 mod mcp_http;
 mod mcp_scale;

@@ -1093,7 +1093,7 @@ fn import_copies_host_servers_without_expanding_secrets() {
     assert_eq!(json_out(&o)["imported"], json!([]));
 }
 
-fn everything_bin() -> Option<PathBuf> {
+pub(crate) fn everything_bin() -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("target/test-deps/npm/node_modules/.bin/mcp-server-everything");
     let deps = std::env::var_os("ATIP_TEST_DEPS").map(PathBuf::from);
@@ -1112,7 +1112,7 @@ fn everything_bin() -> Option<PathBuf> {
 }
 
 /// The sandbox PATH plus node's directory (the npm bin is a `#!/usr/bin/env node` script).
-fn with_node(c: &mut Command) {
+pub(crate) fn with_node(c: &mut Command) {
     let node = which::which("node").unwrap();
     let dir = node.parent().unwrap().display().to_string();
     c.env("PATH", format!("{dir}:/usr/bin:/bin"));
@@ -1186,7 +1186,7 @@ fn the_reference_everything_server_over_stdio() {
     assert!(text.contains("bytes of base64 omitted"), "{text}");
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -1194,7 +1194,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn wait_port(port: u16) -> bool {
+pub(crate) fn wait_port(port: u16) -> bool {
     let until = Instant::now() + Duration::from_secs(20);
     while Instant::now() < until {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
@@ -1205,7 +1205,7 @@ fn wait_port(port: u16) -> bool {
     false
 }
 
-struct Killed(std::process::Child);
+pub(crate) struct Killed(pub(crate) std::process::Child);
 impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();

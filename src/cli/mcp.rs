@@ -51,6 +51,8 @@ enum McpCommand {
     Trust(super::mcp_trust::TrustArgs),
     /// Forget the trust of a project's .mcp.json.
     Untrust(super::mcp_trust::UntrustArgs),
+    /// Create `mcp` (a symlink to atip) that runs the mcp-cli command (spec/mcp-cli.md).
+    LinkCli(super::mcp_cli::LinkArgs),
 }
 
 // Flags of the server.
@@ -262,6 +264,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         Some(McpCommand::Import(a)) => import(a, ctx),
         Some(McpCommand::Trust(a)) => super::mcp_trust::trust(a, ctx),
         Some(McpCommand::Untrust(a)) => super::mcp_trust::untrust(a, ctx),
+        Some(McpCommand::LinkCli(a)) => super::mcp_cli::link(a, ctx),
     }
 }
 
@@ -379,7 +382,7 @@ fn proxy_setup(args: &ServeArgs, ctx: &Ctx) -> Result<Option<atip::mcp::proxy::S
 
 /// One runtime per command; Ctrl-C drops the work (which kills a stdio server's group)
 /// and exits 130.
-fn block_on(fut: impl Future<Output = Result<u8, AtipError>>) -> Result<u8, AtipError> {
+pub(crate) fn block_on(fut: impl Future<Output = Result<u8, AtipError>>) -> Result<u8, AtipError> {
     Ok(run_async(fut)?.unwrap_or_else(|| {
         log::info!(target: atip::output::RAW_LOG, "atip mcp: interrupted");
         130
@@ -418,7 +421,7 @@ fn usage(msg: String) -> AtipError {
 }
 
 /// The server of explicit mode (`--url` / `--command`), named `cli` unless --server names it.
-fn explicit(t: &Target) -> Result<Option<ServerSpec>, AtipError> {
+pub(crate) fn explicit(t: &Target) -> Result<Option<ServerSpec>, AtipError> {
     let name = t.server.clone().unwrap_or_else(|| "cli".into());
     let mut secrets = Vec::new();
     let transport = if let Some(url) = &t.url {
@@ -536,11 +539,11 @@ fn servers(ctx: &Ctx) -> Result<u8, AtipError> {
         })
         .collect();
     // Servers of a project file that is not used: named, never expanded or started.
-    let hint = cfg.project.as_ref().map(|p| p.trust_hint());
     let untrusted: Vec<Value> = cfg
         .untrusted
         .iter()
         .map(|u| {
+            let hint = cfg.project_of(&u.origin).map(|p| p.trust_hint());
             json!({"name": u.name, "transport": u.transport, "origin": u.origin,
                    "status": u.status, "hint": hint})
         })

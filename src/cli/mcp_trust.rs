@@ -88,8 +88,8 @@ pub fn printable(s: &str) -> String {
 /// What a project file declares, as written (nothing expanded), one server a line.
 fn describe_servers(file: &ProjectFile) -> Vec<String> {
     let mut out = Vec::new();
-    let Ok(Value::Object(doc)) = serde_json::from_slice::<Value>(&file.bytes) else {
-        return vec!["(not valid JSON)".into()];
+    let Ok(Value::Object(doc)) = atip::mcp::config::parse_document(&file.path, &file.bytes) else {
+        return vec!["(not valid JSON or YAML)".into()];
     };
     for key in ["mcpServers", "servers"] {
         for (name, entry) in doc
@@ -140,13 +140,30 @@ pub fn read_config(ctx: &Ctx) -> Result<McpConfig, AtipError> {
 /// not used, why. With `ask`, an untrusted or changed project file is offered for trust
 /// on the terminal first (never when stdin or stderr is not a terminal).
 pub fn load(ctx: &Ctx, ask: bool) -> Result<McpConfig, AtipError> {
-    let mut cfg = read_config(ctx)?;
-    if ask
-        && let Some(p) = &cfg.project
-        && matches!(p.status, TrustStatus::Untrusted | TrustStatus::Changed)
-        && prompt_trust(&p.path, ctx)?
-    {
-        cfg = read_config(ctx)?;
+    load_with(ctx, ask, &|| read_config(ctx))
+}
+
+/// [`load`] with another reader (`mcp`'s files): each project file it finds that is
+/// untrusted or changed is offered for trust on the terminal, then `read` runs again.
+pub fn load_with(
+    ctx: &Ctx,
+    ask: bool,
+    read: &dyn Fn() -> Result<McpConfig, AtipError>,
+) -> Result<McpConfig, AtipError> {
+    let mut cfg = read()?;
+    if ask {
+        let offered: Vec<PathBuf> = cfg
+            .projects()
+            .filter(|p| matches!(p.status, TrustStatus::Untrusted | TrustStatus::Changed))
+            .map(|p| p.path.clone())
+            .collect();
+        let mut any = false;
+        for path in offered {
+            any |= prompt_trust(&path, ctx)?;
+        }
+        if any {
+            cfg = read()?;
+        }
     }
     ctx.out.warnings(&cfg.warnings);
     note_untrusted(&cfg, ctx);
@@ -155,9 +172,8 @@ pub fn load(ctx: &Ctx, ask: bool) -> Result<McpConfig, AtipError> {
 
 /// The stderr note for a project file that is not used.
 pub fn note_untrusted(cfg: &McpConfig, ctx: &Ctx) {
-    if let Some(p) = &cfg.project
-        && let Some(note) = p.note()
-    {
+    for p in cfg.projects() {
+        let Some(note) = p.note() else { continue };
         if p.status == TrustStatus::Refused {
             ctx.out.warn(printable(&note));
         } else {

@@ -11,6 +11,7 @@ pub mod lint;
 pub mod list;
 pub mod man;
 pub mod mcp;
+pub mod mcp_cli;
 pub mod mcp_trust;
 pub mod registry;
 pub mod scan;

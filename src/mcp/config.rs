@@ -247,9 +247,23 @@ pub struct McpConfig {
     /// Servers of a project file that is not used (untrusted, changed or refused): listed,
     /// never started.
     pub untrusted: Vec<UntrustedServer>,
+    /// Project files found after the first (`./mcp-cli/config.*` next to `.mcp.json`).
+    pub other_projects: Vec<ProjectState>,
 }
 
 impl McpConfig {
+    /// Every project file found, first the one in `project`.
+    pub fn projects(&self) -> impl Iterator<Item = &ProjectState> {
+        self.project.iter().chain(&self.other_projects)
+    }
+
+    /// The project file a server was declared in (by its origin).
+    pub fn project_of(&self, origin: &str) -> Option<&ProjectState> {
+        self.projects()
+            .find(|p| p.path.display().to_string() == origin)
+            .or(self.project.as_ref())
+    }
+
     /// The error for a server (or flattened tool name `mcp__SERVER__…`) declared only in
     /// a project file that is not used: `mcp_config_untrusted` with the trust hint. `None`
     /// when no untrusted server has that name.
@@ -258,7 +272,7 @@ impl McpConfig {
             .untrusted
             .iter()
             .find(|u| u.name == name || name.starts_with(&super::tools::flat_name(&u.name, "")))?;
-        let project = self.project.as_ref()?;
+        let project = self.project_of(&u.origin)?;
         let why = project
             .note()
             .unwrap_or_else(|| format!("{} is not used", u.origin));
@@ -354,11 +368,24 @@ pub struct ConfigPaths {
     pub global: PathBuf,
     /// The project file, when one was found.
     pub project: Option<PathBuf>,
+    /// The mcp-cli document's global file (`~/.mcp-cli/config.*`), when there is one.
+    pub cli_global: Option<PathBuf>,
+    /// The mcp-cli document's project file (`./mcp-cli/config.*`), when there is one.
+    pub cli_project: Option<PathBuf>,
 }
 
 impl ConfigPaths {
-    /// The global file in `config_dir`, and the nearest `.mcp.json` from `cwd` upwards.
+    /// The global file in `config_dir`, the nearest `.mcp.json` from `cwd` upwards, and
+    /// the mcp-cli files in `$HOME/.mcp-cli/` and `cwd/mcp-cli/`.
     pub fn locate(config_dir: &Path, cwd: &Path) -> ConfigPaths {
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        ConfigPaths::locate_in(config_dir, cwd, home.as_deref())
+    }
+
+    /// [`ConfigPaths::locate`] with the home directory given.
+    pub fn locate_in(config_dir: &Path, cwd: &Path, home: Option<&Path>) -> ConfigPaths {
         let project = cwd
             .ancestors()
             .map(|d| d.join(PROJECT_FILE))
@@ -366,6 +393,8 @@ impl ConfigPaths {
         ConfigPaths {
             global: config_dir.join(GLOBAL_FILE),
             project,
+            cli_global: home.and_then(|h| cli_file(&h.join(CLI_GLOBAL_DIR))),
+            cli_project: cli_file(&cwd.join(CLI_PROJECT_DIR)),
         }
     }
 }
@@ -420,12 +449,53 @@ pub struct Loader<'a> {
     pub lookup: &'a dyn Fn(&str) -> Option<String>,
 }
 
-/// Which file is being merged: the user's own, or a project's (trusted, with the
-/// variables it may expand).
+/// How a file is merged: whose it is (the user's own, or a project's, trusted, with the
+/// variables it may expand), whether it may replace a server an earlier file declared,
+/// and whether its settings apply.
 #[derive(Clone, Copy)]
-enum Scope<'a> {
-    Global,
-    Project { allow_env: &'a [String] },
+struct Scope<'a> {
+    /// `None`: every variable (the user's own file); else only these.
+    allow_env: Option<&'a [String]>,
+    /// An earlier file keeps a server name this one declares too (with a warning).
+    keep_existing: bool,
+    /// Its `defaultServer`, `cache` and `toolSearch` apply; else only a `defaultServer`
+    /// when no earlier file set one.
+    settings: bool,
+}
+
+/// The user's own file, later files winning by name and per setting.
+const GLOBAL: Scope<'static> = Scope {
+    allow_env: None,
+    keep_existing: false,
+    settings: true,
+};
+
+/// The mcp-cli document's config directories: `~/.mcp-cli/` (global) and `./mcp-cli/`
+/// (the project's, in the working directory).
+pub const CLI_GLOBAL_DIR: &str = ".mcp-cli";
+/// See [`CLI_GLOBAL_DIR`].
+pub const CLI_PROJECT_DIR: &str = "mcp-cli";
+/// The file names looked for in each of those directories; the first that exists wins.
+pub const CLI_FILES: [&str; 3] = ["config.json", "config.yaml", "config.yml"];
+
+/// The config file of an mcp-cli directory: the first of [`CLI_FILES`] there.
+pub fn cli_file(dir: &Path) -> Option<PathBuf> {
+    CLI_FILES.iter().map(|f| dir.join(f)).find(|p| p.is_file())
+}
+
+/// A config file's content as a JSON value: YAML for `.yaml` / `.yml`, JSON otherwise.
+pub fn parse_document(path: &Path, bytes: &[u8]) -> Result<Value, AtipError> {
+    let yaml = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
+    if yaml {
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| config_error(path, format!("not UTF-8 text: {e}")))?;
+        super::yaml::parse(text).map_err(|e| config_error(path, e))
+    } else {
+        serde_json::from_slice(bytes)
+            .map_err(|e| config_error(path, format!("not valid JSON: {e}")))
+    }
 }
 
 impl Loader<'_> {
@@ -445,16 +515,78 @@ impl Loader<'_> {
                 return Err(config_error(&paths.global, format!("failed to read: {e}")));
             }
         }
-        let Some(path) = &paths.project else {
-            return Ok(cfg);
-        };
+        if let Some(path) = &paths.project {
+            self.read_project(&mut cfg, path, trust, true, true)?;
+        }
+        // The mcp-cli document's files, after atip's own: they add servers (atip's
+        // files keep their names) and a defaultServer when atip's set none.
+        if let Some(path) = &paths.cli_global {
+            self.read_global(
+                &mut cfg,
+                path,
+                Scope {
+                    allow_env: None,
+                    keep_existing: true,
+                    settings: false,
+                },
+            )?;
+        }
+        if let Some(path) = &paths.cli_project {
+            self.read_project(&mut cfg, path, trust, true, false)?;
+        }
+        Ok(cfg)
+    }
+
+    /// `mcp`'s config (the mcp-cli document): `global` (`~/.mcp-cli/config.*`), then the
+    /// project's `./mcp-cli/config.*` when `trust` trusts its exact content. A trusted
+    /// project file replaces a global server of the same name, as the document says
+    /// (the user reviewed that file); an untrusted one is only described.
+    pub fn load_cli(
+        &self,
+        global: Option<&Path>,
+        project: Option<&Path>,
+        trust: &super::trust::TrustStore,
+    ) -> Result<McpConfig, AtipError> {
+        let mut cfg = McpConfig::default();
+        if let Some(path) = global {
+            self.read_global(&mut cfg, path, GLOBAL)?;
+        }
+        if let Some(path) = project {
+            self.read_project(&mut cfg, path, trust, false, true)?;
+        }
+        Ok(cfg)
+    }
+
+    /// Merges the user's own file at `path`; a missing file is skipped.
+    fn read_global(
+        &self,
+        cfg: &mut McpConfig,
+        path: &Path,
+        scope: Scope<'_>,
+    ) -> Result<(), AtipError> {
+        match std::fs::read(path) {
+            Ok(bytes) => self.merge_scoped(cfg, path, &bytes, scope),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(config_error(path, format!("failed to read: {e}"))),
+        }
+    }
+
+    /// Reads a project file and merges it as [`Loader::merge_project`] does; a missing
+    /// file is skipped.
+    fn read_project(
+        &self,
+        cfg: &mut McpConfig,
+        path: &Path,
+        trust: &super::trust::TrustStore,
+        keep_existing: bool,
+        settings: bool,
+    ) -> Result<(), AtipError> {
         let file = match super::trust::ProjectFile::read(path) {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(cfg),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(config_error(path, format!("failed to read: {e}"))),
         };
-        self.merge_project(&mut cfg, &file, trust)?;
-        Ok(cfg)
+        self.merge_project_as(cfg, &file, trust, keep_existing, settings)
     }
 
     /// Adds a project file: merged when trusted, described otherwise.
@@ -464,6 +596,17 @@ impl Loader<'_> {
         file: &super::trust::ProjectFile,
         trust: &super::trust::TrustStore,
     ) -> Result<(), AtipError> {
+        self.merge_project_as(cfg, file, trust, true, true)
+    }
+
+    fn merge_project_as(
+        &self,
+        cfg: &mut McpConfig,
+        file: &super::trust::ProjectFile,
+        trust: &super::trust::TrustStore,
+        keep_existing: bool,
+        settings: bool,
+    ) -> Result<(), AtipError> {
         use super::trust::TrustStatus;
         let status = trust.status(file);
         let allow_env = match (status, trust.record(&file.canonical)) {
@@ -471,27 +614,34 @@ impl Loader<'_> {
             _ => Vec::new(),
         };
         let text = String::from_utf8_lossy(&file.bytes);
-        cfg.project = Some(ProjectState {
+        let state = ProjectState {
             path: file.path.clone(),
             sha256: file.sha256.clone(),
             status,
             reason: file.problem.clone(),
             allow_env: allow_env.clone(),
             references: super::trust::referenced_vars(&text),
-        });
+        };
+        if cfg.project.is_none() {
+            cfg.project = Some(state);
+        } else {
+            cfg.other_projects.push(state);
+        }
         if status == TrustStatus::Trusted {
             return self.merge_scoped(
                 cfg,
                 &file.path,
                 &file.bytes,
-                Scope::Project {
-                    allow_env: &allow_env,
+                Scope {
+                    allow_env: Some(&allow_env),
+                    keep_existing,
+                    settings,
                 },
             );
         }
         // Names only, from a best-effort parse: nothing is expanded or checked.
         let origin = file.path.display().to_string();
-        if let Ok(Value::Object(doc)) = serde_json::from_slice::<Value>(&file.bytes) {
+        if let Ok(Value::Object(doc)) = parse_document(&file.path, &file.bytes) {
             for key in ["mcpServers", "servers"] {
                 for (name, entry) in doc
                     .get(key)
@@ -531,7 +681,7 @@ impl Loader<'_> {
         path: &Path,
         bytes: &[u8],
     ) -> Result<(), AtipError> {
-        self.merge_scoped(cfg, path, bytes, Scope::Global)
+        self.merge_scoped(cfg, path, bytes, GLOBAL)
     }
 
     fn merge_scoped(
@@ -541,10 +691,12 @@ impl Loader<'_> {
         bytes: &[u8],
         scope: Scope<'_>,
     ) -> Result<(), AtipError> {
-        let doc: Value = serde_json::from_slice(bytes)
-            .map_err(|e| config_error(path, format!("not valid JSON: {e}")))?;
+        let doc = parse_document(path, bytes)?;
         let Value::Object(doc) = doc else {
-            return Err(config_error(path, "the top level must be a JSON object"));
+            return Err(config_error(
+                path,
+                "the top level must be an object (a mapping)",
+            ));
         };
         cfg.files.push(path.to_path_buf());
         let strict = match doc.get("strictEnv") {
@@ -575,10 +727,7 @@ impl Loader<'_> {
             path,
             strict,
             lookup: &lookup,
-            allow_env: match scope {
-                Scope::Global => None,
-                Scope::Project { allow_env } => Some(allow_env),
-            },
+            allow_env: scope.allow_env,
             expanded: Vec::new(),
             warnings: Vec::new(),
         };
@@ -586,19 +735,28 @@ impl Loader<'_> {
             let s = v
                 .as_str()
                 .ok_or_else(|| config_error(path, "defaultServer must be a string"))?;
-            cfg.default_server = Some(s.to_string());
+            if scope.settings || cfg.default_server.is_none() {
+                cfg.default_server = Some(s.to_string());
+            }
         }
+        // Settings of a file that only adds servers are checked but not applied.
+        let mut settings = (cfg.cache.clone(), cfg.tool_search.clone());
+        let (cache, tool_search) = if scope.settings {
+            (&mut cfg.cache, &mut cfg.tool_search)
+        } else {
+            (&mut settings.0, &mut settings.1)
+        };
         if let Some(c) = doc.get("cache") {
             let c = c
                 .as_object()
                 .ok_or_else(|| config_error(path, "cache must be an object"))?;
             if let Some(v) = c.get("enabled") {
-                cfg.cache.enabled = v
+                cache.enabled = v
                     .as_bool()
                     .ok_or_else(|| config_error(path, "cache.enabled must be true or false"))?;
             }
             if let Some(v) = c.get("ttlSeconds") {
-                cfg.cache.ttl_seconds = v.as_u64().ok_or_else(|| {
+                cache.ttl_seconds = v.as_u64().ok_or_else(|| {
                     config_error(path, "cache.ttlSeconds must be a whole number of seconds")
                 })?;
             }
@@ -608,8 +766,8 @@ impl Loader<'_> {
                 .as_object()
                 .ok_or_else(|| config_error(path, "toolSearch must be an object"))?;
             for (key, slot) in [
-                ("defaultLimit", &mut cfg.tool_search.default_limit),
-                ("defaultSchemas", &mut cfg.tool_search.default_schemas),
+                ("defaultLimit", &mut tool_search.default_limit),
+                ("defaultSchemas", &mut tool_search.default_schemas),
             ] {
                 if let Some(v) = t.get(key) {
                     *slot = v.as_u64().ok_or_else(|| {
@@ -640,8 +798,9 @@ impl Loader<'_> {
                         spec.timeout = top_timeout;
                     }
                     // A project entry never replaces a global one: the name would
-                    // silently point at a server the user did not configure.
-                    if matches!(scope, Scope::Project { .. })
+                    // silently point at a server the user did not configure. (Under
+                    // `mcp`, a trusted project file may, as the mcp-cli document says.)
+                    if scope.keep_existing
                         && let Some(global) = cfg.servers.get(name)
                     {
                         ctx.warnings.push(format!(
