@@ -726,14 +726,23 @@ fn words(s: &str) -> Vec<String> {
     out
 }
 
+/// How a tool matched a query.
+#[derive(Debug)]
+struct Match {
+    /// 3 exact name, 2 part of the name, 1 description, 0.5 the index alone.
+    tier: f64,
+    /// The tier in words, for `--explain`.
+    how: &'static str,
+    /// Query words found in the name.
+    name_terms: Vec<String>,
+    /// Query words found in the description.
+    desc_terms: Vec<String>,
+}
+
 /// How a tool matches a query, by the document's order: the exact name (3), part of the
 /// name (2), the description (1), or only through atip's search index (stems, synonyms;
 /// 0.5). `None`: no match at all.
-fn tier(
-    query: &str,
-    tool: &rmcp::model::Tool,
-    indexed: bool,
-) -> Option<(f64, &'static str, Vec<String>, Vec<String>)> {
+fn tier(query: &str, tool: &rmcp::model::Tool, indexed: bool) -> Option<Match> {
     let q = words(query);
     let joined = |w: &[String]| w.concat();
     let name_words = words(&tool.name);
@@ -750,13 +759,33 @@ fn tier(
         .cloned()
         .collect();
     if !q.is_empty() && (joined(&q) == joined(&name_words) || query.trim() == tool.name) {
-        Some((3.0, "exact name", in_name, in_desc))
+        Some(Match {
+            tier: 3.0,
+            how: "exact name",
+            name_terms: in_name,
+            desc_terms: in_desc,
+        })
     } else if !in_name.is_empty() {
-        Some((2.0, "name", in_name, in_desc))
+        Some(Match {
+            tier: 2.0,
+            how: "name",
+            name_terms: in_name,
+            desc_terms: in_desc,
+        })
     } else if !in_desc.is_empty() {
-        Some((1.0, "description", in_name, in_desc))
+        Some(Match {
+            tier: 1.0,
+            how: "description",
+            name_terms: in_name,
+            desc_terms: in_desc,
+        })
     } else if indexed {
-        Some((0.5, "related words", in_name, in_desc))
+        Some(Match {
+            tier: 0.5,
+            how: "related words",
+            name_terms: in_name,
+            desc_terms: in_desc,
+        })
     } else {
         None
     }
@@ -794,15 +823,15 @@ async fn tool_search(g: &Global, a: SearchArgs, ctx: &Ctx) -> Result<u8, AtipErr
             hit[h.doc] = true;
         }
     }
-    let mut ranked: Vec<(f64, usize, &'static str, Vec<String>, Vec<String>)> = list
+    let mut ranked: Vec<(f64, usize, Match)> = list
         .iter()
         .enumerate()
         .filter_map(|(i, t)| {
-            let (tier, how, in_name, in_desc) = tier(&query, t, hit[i])?;
+            let m = tier(&query, t, hit[i])?;
             let s = f64::from(indexed[i].0.max(0.0));
             // Within a tier, the index score, squeezed below 1 so tiers never mix.
-            let score = ((tier + s / (1.0 + s)) * 1000.0).round() / 1000.0;
-            Some((score, i, how, in_name, in_desc))
+            let score = ((m.tier + s / (1.0 + s)) * 1000.0).round() / 1000.0;
+            Some((score, i, m))
         })
         .collect();
     ranked.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)));
@@ -810,7 +839,7 @@ async fn tool_search(g: &Global, a: SearchArgs, ctx: &Ctx) -> Result<u8, AtipErr
     let results: Vec<Value> = ranked
         .iter()
         .enumerate()
-        .map(|(rank, (score, i, how, in_name, in_desc))| {
+        .map(|(rank, (score, i, m))| {
             let t = &list[*i];
             let mut o = Map::new();
             o.insert("name".into(), json!(t.name));
@@ -823,7 +852,7 @@ async fn tool_search(g: &Global, a: SearchArgs, ctx: &Ctx) -> Result<u8, AtipErr
             if a.explain {
                 o.insert(
                     "explain".into(),
-                    json!({"match": how, "nameTerms": in_name, "descriptionTerms": in_desc,
+                    json!({"match": m.how, "nameTerms": m.name_terms, "descriptionTerms": m.desc_terms,
                            "indexScore": (f64::from(indexed[*i].0) * 1000.0).round() / 1000.0,
                            "indexTerms": indexed[*i].1}),
                 );
@@ -1098,12 +1127,14 @@ mod tests {
         let name = tier("create issue", &t("create_pr", "x"), false).unwrap();
         let desc = tier("create issue", &t("open", "Create something"), false).unwrap();
         assert!(
-            exact.0 > name.0 && name.0 > desc.0,
+            exact.tier > name.tier && name.tier > desc.tier,
             "{exact:?} {name:?} {desc:?}"
         );
         assert!(tier("create issue", &t("open", "nothing"), false).is_none());
         assert_eq!(
-            tier("create issue", &t("open", "nothing"), true).unwrap().1,
+            tier("create issue", &t("open", "nothing"), true)
+                .unwrap()
+                .how,
             "related words"
         );
     }

@@ -59,8 +59,7 @@ fn at(mark: &Marker) -> String {
 
 fn is_str_tag(tag: &Option<Tag>) -> bool {
     tag.as_ref().is_some_and(|t| {
-        t.handle == "tag:yaml.org,2002:" && t.suffix == "str"
-            || t.handle == "!!" && t.suffix == "str"
+        t.suffix == "str" && (t.handle == "tag:yaml.org,2002:" || t.handle == "!!")
     })
 }
 
