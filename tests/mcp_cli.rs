@@ -348,7 +348,18 @@ fn an_untrusted_project_config_never_starts_its_servers() {
     // Trusted: it runs (the marker shows the trust is what held it back) …
     let proj = project_file(&sb, "config.json", &evil.to_string());
     std::fs::remove_file(&yaml).unwrap();
-    atip_trust(&sb, &proj);
+    // `atip mcp trust` with no path finds ./mcp-cli/config.json when there is no .mcp.json.
+    let o = sb
+        .atip()
+        .args(["mcp", "trust", "--output", "json"])
+        .current_dir(sb.path().join("proj"))
+        .output()
+        .unwrap();
+    code(&o, 0);
+    assert_eq!(
+        Path::new(json_out(&o)["trusted"]["path"].as_str().unwrap()),
+        proj.canonicalize().unwrap()
+    );
     let o = run(&sb, &["tools"]);
     code(&o, 0);
     assert!(marker.exists(), "{}", show(&o));

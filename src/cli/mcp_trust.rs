@@ -40,19 +40,20 @@ fn cwd() -> Result<PathBuf, AtipError> {
     std::env::current_dir().map_err(|e| AtipError::new(ErrorCode::CwdUnavailable, e.to_string()))
 }
 
-/// The file named, else the nearest `.mcp.json`.
+/// The file named, else the nearest `.mcp.json`, else `./mcp-cli/config.*` (`mcp`'s).
 fn target(path: Option<PathBuf>, ctx: &Ctx) -> Result<PathBuf, AtipError> {
     match path {
         Some(p) => Ok(p),
-        None => ConfigPaths::locate(&ctx.dirs.config, &cwd()?)
-            .project
-            .ok_or_else(|| {
+        None => {
+            let found = ConfigPaths::locate(&ctx.dirs.config, &cwd()?);
+            found.project.or(found.cli_project).ok_or_else(|| {
                 AtipError::new(
                     ErrorCode::InputNotFound,
-                    "no .mcp.json in the working directory or above",
+                    "no .mcp.json in the working directory or above, and no mcp-cli/config.json|yaml|yml here",
                 )
                 .hint("name the file: atip mcp trust PATH")
-            }),
+            })
+        }
     }
 }
 
