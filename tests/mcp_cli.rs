@@ -26,7 +26,11 @@ fn sandbox() -> Option<(Sandbox, PathBuf)> {
         common::skip("python3 not found");
         return None;
     };
-    let sb = Sandbox::new();
+    Some((linked(Sandbox::new()), py))
+}
+
+/// `sb` with `home/`, `proj/` and the link `bin/mcp`.
+fn linked(sb: Sandbox) -> Sandbox {
     for d in ["home", "proj", "bin"] {
         std::fs::create_dir_all(sb.path().join(d)).unwrap();
     }
@@ -37,7 +41,7 @@ fn sandbox() -> Option<(Sandbox, PathBuf)> {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    Some((sb, py))
+    sb
 }
 
 /// `mcp` in the sandbox: HOME, atip's dirs and the tools cache inside it, working in
@@ -1022,4 +1026,94 @@ fn link_cli_is_idempotent_and_refuses_to_overwrite() {
         "{}",
         show(&o)
     );
+}
+
+/// atip's own Streamable HTTP server (`atip mcp serve --http`, bearer token) as the
+/// server of explicit mode: its registered tool is listed, found and called; a wrong
+/// token is a transport error (3).
+#[test]
+fn atips_own_streamable_http_server_through_explicit_mode() {
+    const TOKEN: &str = "test-token-0123456789abcdef0123456789";
+    let sb = linked(common::tools::sandbox_with_t());
+    let mut child = sb
+        .atip()
+        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+        .env("ATIP_MCP_TOKEN", TOKEN)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stderr.take().unwrap()));
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("server exited before its banner")
+            .unwrap();
+        if let Some(i) = line.find("http://") {
+            break line[i..].split(' ').next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines.map_while(Result::ok) {});
+    let _server = crate::mcp_client::Killed(child);
+    let auth = format!("Authorization: Bearer {TOKEN}");
+    let o = run(
+        &sb,
+        &["--http-url", &url, "--header", &auth, "tools", "--json"],
+    );
+    code(&o, 0);
+    let v = json_out(&o);
+    assert!(
+        v["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "t_echo"),
+        "{v}"
+    );
+    let o = run(
+        &sb,
+        &[
+            "tool-search",
+            "print each argument",
+            "--http-url",
+            &url,
+            "--header",
+            &auth,
+            "--limit",
+            "1",
+        ],
+    );
+    code(&o, 0);
+    assert_eq!(json_out(&o)["results"][0]["name"], "t_echo", "{}", show(&o));
+    let o = run(
+        &sb,
+        &[
+            "call",
+            "t_echo",
+            "--args",
+            r#"{"words": ["hi"]}"#,
+            "--http-url",
+            &url,
+            "--header",
+            &auth,
+        ],
+    );
+    code(&o, 0);
+    let v = json_out(&o);
+    assert_eq!(v["structuredContent"]["status"], "ok", "{v}");
+    assert_eq!(v["structuredContent"]["data"]["stdout"], "hi\u{0}", "{v}");
+    assert!(!err(&o).contains(TOKEN));
+    let o = run(
+        &sb,
+        &[
+            "--http-url",
+            &url,
+            "--header",
+            "Authorization: Bearer wrong-token",
+            "ping",
+        ],
+    );
+    code(&o, 3);
+    assert!(!err(&o).contains("wrong-token"), "{}", show(&o));
 }
