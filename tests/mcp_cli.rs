@@ -706,6 +706,18 @@ fn call_takes_json_three_ways_and_exits_with_the_documents_codes() {
     );
     let o = run(&sb, &["call", "create_pr", "--no-such-flag"]);
     code(&o, 2);
+    // JSON is call's output, so the usage error is one JSON line too.
+    let e: Value = serde_json::from_str(err(&o).trim()).unwrap_or_else(|_| panic!("{}", show(&o)));
+    assert_eq!(e["error"]["code"], "usage");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--no-such-flag")
+    );
+    let o = run(&sb, &["tools", "--no-such-flag"]);
+    code(&o, 2);
+    assert!(err(&o).starts_with("error: "), "{}", show(&o));
     // 3: cannot start; exits mid-call; no answer in timeoutMs.
     let o = run(&sb, &["--server", "dead", "call", "echo", "--args", "{}"]);
     code(&o, 3);

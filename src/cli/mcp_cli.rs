@@ -239,14 +239,18 @@ pub fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
-            let _ = e.print();
-            return ExitCode::from(
-                if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                    code::OK
-                } else {
-                    code::USAGE
-                },
-            );
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return ExitCode::from(code::OK);
+            }
+            let args: Vec<String> = std::env::args().skip(1).collect();
+            if wants_json(&args) {
+                Printer::new(OutputFormat::Json, Verbosity::Normal, ColorChoice::Never)
+                    .error(&usage_error(&e));
+            } else {
+                let _ = e.print();
+            }
+            return ExitCode::from(code::USAGE);
         }
     };
     let format = match (cli.g.json, cli.g.output) {
@@ -289,6 +293,49 @@ pub fn main() -> ExitCode {
         }
     };
     ExitCode::from(super::signals::finish().unwrap_or(code))
+}
+
+/// Whether a command line that did not parse asked for JSON: `--json`, `--output json`,
+/// or a command whose output is JSON by default without `--output text`.
+fn wants_json(args: &[String]) -> bool {
+    let mut output = None;
+    for (i, a) in args.iter().enumerate() {
+        match a.as_str() {
+            "--json" => return true,
+            "--output" => output = args.get(i + 1).map(String::as_str),
+            _ => {
+                if let Some(v) = a.strip_prefix("--output=") {
+                    output = Some(v);
+                }
+            }
+        }
+    }
+    match output {
+        Some(f) => f == "json",
+        None => args
+            .iter()
+            .any(|a| matches!(a.as_str(), "describe" | "tool-search" | "call")),
+    }
+}
+
+/// clap's error as atip's `usage` error: its first line the message, its tip the hint.
+fn usage_error(e: &clap::Error) -> AtipError {
+    let text = e.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let message = lines
+        .next()
+        .unwrap_or("the command line is wrong")
+        .trim_start_matches("error: ")
+        .to_string();
+    let mut err = AtipError::usage(message);
+    if let Some(tip) = text
+        .lines()
+        .map(str::trim)
+        .find_map(|l| l.strip_prefix("tip: "))
+    {
+        err = err.hint(tip.to_string());
+    }
+    err
 }
 
 fn run(cli: McpCli, ctx: &Ctx) -> Result<u8, AtipError> {
@@ -1155,6 +1202,20 @@ mod tests {
         cap_list(&mut v, "results", "inputSchema", 20_000);
         assert!(size(&v) <= 20_000);
         assert!(v["results"].as_array().unwrap().len() < 100);
+    }
+
+    #[test]
+    fn usage_errors_are_json_when_json_was_asked_for() {
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(wants_json(&v(&["--json", "tools", "--x"])));
+        assert!(wants_json(&v(&["call", "t", "--x"])));
+        assert!(wants_json(&v(&["tools", "--output=json"])));
+        assert!(!wants_json(&v(&["call", "t", "--output", "text"])));
+        assert!(!wants_json(&v(&["tools", "--x"])));
+        let e = McpCli::try_parse_from(["mcp", "--jsn", "tools"]).unwrap_err();
+        let e = usage_error(&e);
+        assert!(e.message.contains("--jsn"), "{}", e.message);
+        assert!(e.hint.as_deref().unwrap_or("").contains("--json"), "{e:?}");
     }
 
     #[test]
