@@ -24,6 +24,7 @@ pub mod config;
 mod confirm;
 pub mod http;
 pub mod import;
+pub mod install;
 pub mod proxy;
 pub mod remote;
 pub mod search_mode;

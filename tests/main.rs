@@ -27,6 +27,7 @@ mod mcp_bounds;
 mod mcp_cli;
 mod mcp_client;
 mod mcp_http;
+mod mcp_install;
 mod mcp_scale;
 mod policy_rfc;
 mod process;

@@ -47,6 +47,10 @@ enum McpCommand {
     Ping(PingArgs),
     /// Copy servers configured for an agent host into atip's global mcp.json.
     Import(ImportArgs),
+    /// Add atip's server to an agent host's own config file (JSON or Codex TOML).
+    Install(super::mcp_install::InstallArgs),
+    /// Remove atip's server from an agent host's config file.
+    Uninstall(super::mcp_install::InstallArgs),
     /// Trust a project's .mcp.json (its exact content), or list trusted files.
     Trust(super::mcp_trust::TrustArgs),
     /// Forget the trust of a project's .mcp.json.
@@ -262,6 +266,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         Some(McpCommand::Call(a)) => block_on(call(a, ctx)),
         Some(McpCommand::Ping(a)) => block_on(ping(a, ctx)),
         Some(McpCommand::Import(a)) => import(a, ctx),
+        Some(McpCommand::Install(a)) => super::mcp_install::run(a, true, ctx),
+        Some(McpCommand::Uninstall(a)) => super::mcp_install::run(a, false, ctx),
         Some(McpCommand::Trust(a)) => super::mcp_trust::trust(a, ctx),
         Some(McpCommand::Untrust(a)) => super::mcp_trust::untrust(a, ctx),
         Some(McpCommand::LinkCli(a)) => super::mcp_cli::link(a, ctx),

@@ -12,6 +12,7 @@ pub mod list;
 pub mod man;
 pub mod mcp;
 pub mod mcp_cli;
+pub mod mcp_install;
 pub mod mcp_trust;
 pub mod registry;
 pub mod scan;

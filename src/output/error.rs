@@ -205,6 +205,7 @@ error_codes! {
     McpConfigInvalid = "mcp_config_invalid", Config, " An MCP server config (`mcp.json`, `.mcp.json`) is invalid.";
     McpConfigUntrusted = "mcp_config_untrusted", Policy, " A project's `.mcp.json` is not trusted (review it, then `atip mcp trust`), or sits where others can write it.";
     McpImportFailed = "mcp_import_failed", Config, " An agent host's MCP config cannot be imported.";
+    McpHostConfigInvalid = "mcp_host_config_invalid", Config, " `atip mcp install|uninstall`: the agent host's config file is not valid JSON/TOML or not the host's shape; it was not changed.";
     PolicyInvalid = "policy_invalid", Config, " The policy file is invalid.";
     SigningKeyInvalid = "signing_key_invalid", Input, " A minisign key file cannot be read, or is not an unencrypted minisign key.";
     RemoteRegistryExists = "remote_registry_exists", Usage, " `atip registry add`: a registry of this name is already in `registries.json`.";
