@@ -332,3 +332,103 @@ async fn the_call_table_through_mcp() {
     eprintln!("mcp: {} calls, {} mismatches", rows.len(), wrong.len());
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
+
+/// The calls the table decides also work when they run: find from its starting points,
+/// its -delete and -fprint, its -exec as one command line closed by `;` (with a policy
+/// that allows find as a runner), and cp with the names an agent guesses.
+#[test]
+fn find_and_cp_run_as_their_arguments_say() {
+    let Some((sb, w, _, marker)) = setup() else {
+        return;
+    };
+    let run = |tool: &str, args: Value, extra: &[&str]| -> Value {
+        let out = sb
+            .atip()
+            .current_dir(&w)
+            .args(["--output", "json", "exec"])
+            .args(extra)
+            .args([tool, "--args"])
+            .arg(args.to_string())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{tool} {args}: {}", show(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["data"]["exitCode"], 0, "{v}");
+        v
+    };
+    let v = run(
+        "find",
+        serde_json::json!({"path": ["sub"], "name": "one.txt"}),
+        &[],
+    );
+    assert_eq!(v["data"]["stdout"], "sub/one.txt\n");
+    let v = run(
+        "find",
+        serde_json::json!({"path": ["sub", "in.txt"], "type": "f"}),
+        &[],
+    );
+    let mut found: Vec<&str> = v["data"]["stdout"].as_str().unwrap().lines().collect();
+    found.sort();
+    assert_eq!(found, ["in.txt", "sub/one.txt", "sub/two.txt"]);
+    run(
+        "find",
+        serde_json::json!({"path": ["sub"], "name": "*.txt", "fprint": "list.txt"}),
+        &[],
+    );
+    let mut listed: Vec<String> = std::fs::read_to_string(w.join("list.txt"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    listed.sort();
+    assert_eq!(listed, ["sub/one.txt", "sub/two.txt"]);
+    // -delete asks; confirmed, it deletes the match and nothing else.
+    run(
+        "find",
+        serde_json::json!({"path": ["sub"], "name": "one.txt", "delete": true}),
+        &["--yes"],
+    );
+    assert!(!w.join("sub/one.txt").exists());
+    assert!(w.join("sub/two.txt").exists() && w.join("in.txt").exists());
+    // -exec: refused by default (the table), run when the policy allows find as a runner.
+    let policy = sb.write("find-runs.json", r#"{"runners": {"allow": ["find"]}}"#);
+    let policy = policy.to_str().unwrap();
+    let v = run(
+        "find",
+        serde_json::json!({"path": ["sub"], "name": "two.txt", "exec": ["cat", "{}"]}),
+        &["--policy", policy],
+    );
+    assert_eq!(v["data"]["stdout"], "two\n");
+    // Even then an item ';' cannot close -exec early and slip in an action of its own.
+    let out = sb
+        .atip()
+        .current_dir(&w)
+        .args([
+            "--output", "json", "exec", "--policy", policy, "--yes", "find", "--args",
+        ])
+        .arg(
+            serde_json::json!({"path": ["."], "exec": ["true", ";", "-fprint", marker]})
+                .to_string(),
+        )
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("args_unusable"),
+        "{}",
+        show(&out)
+    );
+    assert!(!marker.exists());
+    // cp: source and destination; a new destination runs without asking.
+    run(
+        "cp",
+        serde_json::json!({"source": "in.txt", "destination": "copy.txt"}),
+        &[],
+    );
+    assert_eq!(
+        std::fs::read(w.join("copy.txt")).unwrap(),
+        std::fs::read(w.join("in.txt")).unwrap()
+    );
+}
