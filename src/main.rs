@@ -57,7 +57,7 @@ struct Flags {
     #[arg(long, short = 'q', global = true, conflicts_with = "verbose")]
     quiet: bool,
     /// Also say on stderr what atip is doing (which registry, how many tools).
-    #[arg(long, global = true)]
+    #[arg(long, short = 'v', global = true)]
     verbose: bool,
     /// Colour text output: auto (a terminal and NO_COLOR unset), always or never.
     #[arg(

@@ -709,12 +709,13 @@ fn log_call(name: &str, response: &Result<CallToolResponse, ErrorData>, took: st
                 .and_then(Value::as_str)
             {
                 Some(code) => format!("error {code}"),
-                None => format!(
-                    "exit {}",
-                    s.and_then(|v| v.pointer("/data/exitCode"))
-                        .map(|v| v.to_string())
-                        .unwrap_or_else(|| "?".into())
-                ),
+                // Registry tools report the program's exit; proxied tools and
+                // atip's own (atip_search_tools) have none: their result's error flag.
+                None => match s.and_then(|v| v.pointer("/data/exitCode")) {
+                    Some(code) => format!("exit {code}"),
+                    None if r.is_error == Some(true) => "tool error".into(),
+                    None => "ok".into(),
+                },
             }
         }
         Ok(CallToolResponse::InputRequired(_)) => "confirmation requested".into(),

@@ -98,10 +98,20 @@ fn server_text_is_escaped_in_text_output_and_kept_in_json() {
         vec!["mcp", "describe", esc_name, "--output", "text"],
         vec!["mcp", "servers", "--output", "text"],
         vec!["--verbose", "mcp", "tools", "--refresh", "--output", "text"],
+        // -v is --verbose (spec/mcp-client.md).
+        vec!["-v", "mcp", "tools", "--refresh", "--output", "text"],
     ] {
         let out = atip(&sb, &args);
         assert!(out.status.success(), "{args:?}: {}", show(&out));
         no_escape(&out);
+        if args.contains(&"describe") {
+            // The decision in words, not Rust's Debug form (`policy: Allow `).
+            let text = String::from_utf8_lossy(&out.stdout);
+            let line = text.lines().find(|l| l.starts_with("policy: ")).unwrap();
+            let action = line["policy: ".len()..].split(' ').next().unwrap();
+            assert!(["allow", "confirm", "deny"].contains(&action), "{line}");
+            assert!(!line.ends_with(' '), "{line:?}");
+        }
         if args.contains(&"tools") {
             let text = String::from_utf8_lossy(&out.stdout);
             assert!(

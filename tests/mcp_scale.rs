@@ -548,3 +548,32 @@ async fn search_mode_reads_only_what_is_named_and_still_checks_documents() {
         "nothing but the catalog is read at start-up: {stderr}"
     );
 }
+
+/// The server's one line per call names an outcome for every kind of tool: a registry
+/// tool's exit, and for atip's own search tool (no program, no exit) `ok`, never `exit ?`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_log_names_an_outcome_for_tools_without_an_exit_code() {
+    let sb = sandbox_with_t();
+    let log = sb.path().join("server.log");
+    let mut cmd = sb.atip();
+    cmd.args([
+        "-v",
+        "mcp",
+        "serve",
+        "--search-threshold",
+        "2",
+        "--pin",
+        "t_json",
+    ]);
+    let file = std::fs::File::create(&log).unwrap();
+    let c = ().serve(mcp_child(cmd, Stdio::from(file))).await.unwrap();
+    c.call_tool(call("atip_search_tools", json!({"query": "print json"})))
+        .await
+        .unwrap();
+    c.call_tool(call("t_json", json!({}))).await.unwrap();
+    c.cancel().await.unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("atip mcp: atip_search_tools: ok ("), "{text}");
+    assert!(text.contains("atip mcp: t_json: exit 0 ("), "{text}");
+    assert!(!text.contains("exit ?"), "{text}");
+}

@@ -734,11 +734,16 @@ async fn describe(a: DescribeArgs, ctx: &Ctx) -> Result<u8, AtipError> {
                 serde_json::to_string(an).unwrap_or_default()
             );
         }
+        let why = decision.explain(decision.action);
         let _ = writeln!(
             out,
-            "policy: {:?} {}",
+            "policy: {}{}",
             decision.action,
-            decision.explain(decision.action)
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!(" ({why})")
+            }
         );
         ctx.out.text(&out)?;
     }

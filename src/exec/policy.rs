@@ -32,6 +32,16 @@ pub enum Action {
     Deny,
 }
 
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Action::Allow => "allow",
+            Action::Confirm => "confirm",
+            Action::Deny => "deny",
+        })
+    }
+}
+
 /// Allow and deny glob lists.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

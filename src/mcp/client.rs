@@ -213,7 +213,7 @@ fn timeout_error(spec: &ServerSpec, what: &str, t: Duration) -> AtipError {
 }
 
 fn connect_error(spec: &ServerSpec, msg: String, hint: &str) -> AtipError {
-    AtipError::new(ErrorCode::McpConnectFailed, msg)
+    AtipError::new(ErrorCode::McpConnectFailed, without_type_names(&msg))
         .hint(hint.to_string())
         .details(json!({"server": spec.name, "transport": spec.transport.kind()}))
 }
@@ -592,6 +592,26 @@ enum ListCap {
     Bytes { page: usize, bytes: usize },
 }
 
+/// `msg` without the Rust type names rmcp puts in transport errors
+/// (`Transport [atip::mcp::client::Traced<rmcp::transport::…>] error: …`): they say
+/// nothing to a user.
+fn without_type_names(msg: &str) -> String {
+    const OPEN: &str = "Transport [";
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg;
+    while let Some(at) = rest.find(OPEN) {
+        let after = &rest[at + OPEN.len()..];
+        let Some(close) = after.find("] error") else {
+            break;
+        };
+        out.push_str(&rest[..at]);
+        out.push_str("transport");
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The error and its sources, one line.
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
@@ -654,4 +674,21 @@ fn emit_line(log: &Log, line: &mut Vec<u8>, cut: &mut bool, quiet: bool) {
     }
     line.clear();
     *cut = false;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transport_errors_lose_rust_type_names() {
+        let raw = "failed to connect to server \"w\" at http://127.0.0.1:9/mcp: Transport [atip::mcp::client::Traced<rmcp::transport::streamable_http_client::StreamableHttpClientTransport<reqwest::async_impl::client::Client>>] error: Client error: error sending request, when send initialize request";
+        let clean = without_type_names(raw);
+        assert_eq!(
+            clean,
+            "failed to connect to server \"w\" at http://127.0.0.1:9/mcp: transport error: Client error: error sending request, when send initialize request"
+        );
+        assert!(!clean.contains("::"));
+        assert_eq!(without_type_names("plain"), "plain");
+    }
 }
