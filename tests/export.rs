@@ -622,3 +622,43 @@ fn unwritable_output_exits_73_and_leaves_nothing_behind() {
     assert_eq!(out.status.code(), Some(66), "{}", show(&out));
     assert!(!file.exists());
 }
+
+/// A whole-registry export leaves inferred tools out (their metadata is a guess) and
+/// says so, naming them, instead of dropping them silently.
+#[test]
+fn inferred_tools_left_out_are_named() {
+    let sb = common::tools::sandbox_with_t();
+    let mut meta = common::tools::t_meta();
+    meta["name"] = json!("guess");
+    meta["trust"] = json!({"source": "inferred", "verified": false});
+    common::tools::register(&sb, "guess", &meta, "#!/bin/sh\necho guess\n", "inferred");
+    let reg_path = sb.data_dir().join("registry.json");
+    let mut reg: Value = serde_json::from_slice(&std::fs::read(&reg_path).unwrap()).unwrap();
+    reg["tools"]["guess"]["source"] = json!("inferred");
+    std::fs::write(&reg_path, serde_json::to_vec_pretty(&reg).unwrap()).unwrap();
+    for _ in 0..2 {
+        // Twice: the second export may be replayed from the kept one; the note stays.
+        let out = export(&sb, &["--format", "openai"]);
+        assert!(out.status.success(), "{}", show(&out));
+        let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let names: Vec<&str> = tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap())
+            .collect();
+        assert!(names.iter().all(|n| !n.starts_with("guess")), "{names:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("left out 1 tool inferred") && err.contains(": guess;"),
+            "{err}"
+        );
+    }
+    let out = export(&sb, &["--format", "openai", "--include-inferred"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("guess_echo"),
+        "{}",
+        show(&out)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("inferred from man pages"));
+}

@@ -199,7 +199,9 @@ fn select(args: &Args, commands: Option<&[String]>, ctx: &Ctx) -> Result<Documen
         if only.is_none() {
             let mut entries = compile::source::registry_entries(&ctx.dirs, None)?;
             if !args.include_inferred {
+                let all: Vec<String> = entries.iter().map(|(n, _)| n.clone()).collect();
                 compile::source::drop_inferred(&mut entries);
+                note_inferred(&all, &entries, ctx);
             }
             return Ok(Documents::Registry(entries));
         }
@@ -216,6 +218,29 @@ fn select(args: &Args, commands: Option<&[String]>, ctx: &Ctx) -> Result<Documen
         check_filters_match(filters, catalog.tools())?;
     }
     Ok(Documents::Loaded(docs))
+}
+
+/// Says which inferred tools a whole-registry export left out, so a missing tool is
+/// never a silent surprise (their metadata is a guess from man pages or `--help`).
+fn note_inferred(all: &[String], kept: &[(String, atip::registry::Entry)], ctx: &Ctx) {
+    let kept: std::collections::HashSet<&str> = kept.iter().map(|(n, _)| n.as_str()).collect();
+    let left: Vec<&str> = all
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !kept.contains(n))
+        .collect();
+    if left.is_empty() {
+        return;
+    }
+    const SHOWN: usize = 10;
+    let more = left.len().saturating_sub(SHOWN);
+    ctx.out.note(format_args!(
+        "left out {} tool{} inferred from man pages or --help (metadata guessed, not stated): {}{}; --include-inferred exports them too",
+        left.len(),
+        if left.len() == 1 { "" } else { "s" },
+        left[..left.len().min(SHOWN)].join(", "),
+        if more > 0 { format!(" and {more} more") } else { String::new() }
+    ));
 }
 
 /// Leaves out the tools the policy denies whatever the call (its `tools` and `programs`
