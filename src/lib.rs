@@ -39,47 +39,50 @@
 //! The modules marked hidden (`discover`, `mcp`, `chat`, `remote`, `infer`, `diff`,
 //! `catalog`, `process`, `atomic`, `digest`, …) are public only because the binary is a
 //! separate crate that uses them.
+//!
+//! Each module lives in the crate of its layer (`crates/atip-*`, see `spec/architecture.md`);
+//! this crate re-exports them under the names users import.
 #![warn(missing_docs)]
 
 #[doc(hidden)]
-pub mod archive;
+pub use atip_base::archive;
 #[doc(hidden)]
-pub mod atomic;
+pub use atip_base::atomic;
 #[doc(hidden)]
-pub mod catalog;
+pub use atip_base::digest;
+pub use atip_base::dirs;
+pub use atip_base::output;
 #[doc(hidden)]
-pub mod chat;
-pub mod compile;
+pub use atip_base::similar;
 #[doc(hidden)]
-pub mod diff;
+pub use atip_base::statat;
 #[doc(hidden)]
-pub mod digest;
-pub mod dirs;
+pub use atip_base::timestamp;
 #[doc(hidden)]
-pub mod discover;
-pub mod exec;
-pub mod from_clap;
+pub use atip_base::units;
 #[doc(hidden)]
-pub mod infer;
-pub mod lint;
+pub use atip_catalog as catalog;
 #[doc(hidden)]
-pub mod mcp;
-pub mod model;
-pub mod output;
+pub use atip_chat as chat;
+pub use atip_compile as compile;
 #[doc(hidden)]
-pub mod process;
-pub mod registry;
+pub use atip_discover::discover;
 #[doc(hidden)]
-pub mod remote;
+pub use atip_discover::infer;
 #[doc(hidden)]
-pub mod schema;
-pub mod search;
+pub use atip_discover::remote;
+pub use atip_exec as exec;
 #[doc(hidden)]
-pub mod similar;
+pub use atip_lint::diff;
+pub use atip_lint::from_clap;
+pub use atip_lint::lint;
 #[doc(hidden)]
-pub mod statat;
+pub use atip_mcp as mcp;
+pub use atip_model::model;
 #[doc(hidden)]
-pub mod timestamp;
+pub use atip_model::schema;
+pub use atip_model::validate;
 #[doc(hidden)]
-pub mod units;
-pub mod validate;
+pub use atip_process as process;
+pub use atip_registry as registry;
+pub use atip_search as search;

@@ -20,6 +20,7 @@ mod export;
 mod export_props;
 mod infer_quality;
 mod infer_scan;
+mod layers;
 mod lifetime;
 mod lint;
 mod mcp;

@@ -35,6 +35,7 @@ fn opts() -> CommitOptions {
         lock_timeout: Duration::from_secs(20),
         now: "2026-11-25T12:00:00Z".into(),
         announce: false,
+        after: Some(std::sync::Arc::new(atip::catalog::OnCommit)),
     }
 }
 

@@ -115,6 +115,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         refresh: args.refresh,
         dry_run: args.dry_run,
         cancel: Some(interrupt_flag()),
+        after_commit: Some(std::sync::Arc::new(atip::catalog::OnCommit)),
         explain: args.explain,
         infer: !args.no_infer,
         convert: args.convert,

@@ -116,6 +116,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         refresh: false,
         dry_run: false,
         cancel: Some(crate::cli::scan::interrupt_flag()),
+        after_commit: Some(std::sync::Arc::new(atip::catalog::OnCommit)),
         explain: None,
         infer: true,
         convert: false,

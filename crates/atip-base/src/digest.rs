@@ -1,0 +1,110 @@
+//! The one sha256 helper: content addresses of metadata files, binary hashes pinned in
+//! the registry, cache keys and short name suffixes all come from here, so the
+//! encoding (lowercase hex; `sha256:` prefix only where the protocol wants it) is
+//! decided once.
+//!
+//! The implementation is AWS-LC's (through `aws-lc-rs`, already linked for TLS): its
+//! assembly uses SHA instructions where the CPU has them and AVX2 otherwise, where the
+//! portable `sha2` crate falls back to plain Rust — on this project's build machine
+//! (no SHA instructions) hashing PATH's executables was over half of a cold scan's CPU.
+
+use aws_lc_rs::digest::{Context, SHA256};
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+/// Whether `s` is 64 lowercase hex digits: a sha256 as atip names files by it.
+pub fn is_hex64(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// sha256 of the concatenation of `parts` as lowercase hex (64 characters). Callers
+/// that hash several fields separate them with a `\0` part so that ("ab","c") and
+/// ("a","bc") differ.
+pub fn sha256_hex_parts(parts: &[&[u8]]) -> String {
+    let mut h = Context::new(&SHA256);
+    for p in parts {
+        h.update(p);
+    }
+    hex::encode(h.finish())
+}
+
+/// sha256 of bytes as lowercase hex (64 characters).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    sha256_hex_parts(&[bytes])
+}
+
+/// The raw 32-byte sha256 of bytes (for constant-time comparisons).
+pub fn sha256_raw(bytes: &[u8]) -> [u8; 32] {
+    raw(aws_lc_rs::digest::digest(&SHA256, bytes))
+}
+
+/// sha256 of a file, streamed in 256 KiB reads, as `sha256:<hex>` (the registry's
+/// `hash` field).
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    let digest = stream_file(path, &mut vec![0u8; 256 * 1024])?;
+    Ok(format!("sha256:{}", hex::encode(digest)))
+}
+
+fn stream_file(path: &Path, buf: &mut [u8]) -> std::io::Result<[u8; 32]> {
+    stream(&mut File::open(path)?, buf)
+}
+
+/// The raw sha256 of what `reader` yields, through a 64 KiB buffer on the stack.
+pub fn sha256_raw_reader(reader: &mut impl Read) -> std::io::Result<[u8; 32]> {
+    stream(reader, &mut [0u8; 64 * 1024])
+}
+
+fn stream(file: &mut impl Read, buf: &mut [u8]) -> std::io::Result<[u8; 32]> {
+    let mut hasher = Context::new(&SHA256);
+    loop {
+        let n = match file.read(buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+    }
+    Ok(raw(hasher.finish()))
+}
+
+/// The 32 bytes of a SHA-256 digest.
+fn raw(digest: aws_lc_rs::digest::Digest) -> [u8; 32] {
+    digest
+        .as_ref()
+        .try_into()
+        .expect("a SHA-256 digest is 32 bytes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ABC: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+
+    #[test]
+    fn known_vectors() {
+        assert_eq!(sha256_hex(b"abc"), ABC);
+        assert_eq!(sha256_hex_parts(&[b"a", b"bc"]), ABC);
+        assert_eq!(hex::encode(sha256_raw(b"abc")), ABC);
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        std::fs::write(&p, b"abc").unwrap();
+        assert_eq!(sha256_file(&p).unwrap(), format!("sha256:{ABC}"));
+    }
+
+    #[test]
+    fn files_larger_than_the_buffer_hash_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("big");
+        let bytes: Vec<u8> = (0..200_003u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&p, &bytes).unwrap();
+        let mut file = std::fs::File::open(&p).unwrap();
+        assert_eq!(sha256_raw_reader(&mut file).unwrap(), sha256_raw(&bytes));
+        assert_eq!(
+            sha256_file(&p).unwrap(),
+            format!("sha256:{}", sha256_hex(&bytes))
+        );
+    }
+}

@@ -1,0 +1,1815 @@
+//! Discovery: finds the ATIP tools on this machine and hands them to the registry.
+//!
+//! A scan is a pipeline of phases (see `spec/scan.md` §0), each its own function here
+//! or its own module; [`scan`] only runs them in order and carries their results:
+//! 1. **enumerate** the directories and executables, and every name of each file
+//!    (`enumerate`, [`paths`]);
+//! 2. **fingerprint and cache**: what is already known of each unchanged file
+//!    (`plan`, [`cache`]);
+//! 3. **classify** each unknown file by the evidence in its bytes ([`sign`]) or in the
+//!    files it launches ([`launcher`]), and
+//! 4. **probe** those that may be run, in parallel through `process` (`examine`,
+//!    [`probe`]);
+//! 5. **hash** the files some source may offer metadata for (`hash_wanted`; remote
+//!    shims for what nothing better describes: `remote_wanted`);
+//! 6. **resolve** one winner per name (`resolve_names`): every metadata source
+//!    ([`source`] is the interface — [`native`] answers, [`installed`] files, [`shims`]
+//!    layers with the [`builtin`] ones, [`inferred`] man pages, remote registries)
+//!    offers candidates, and [`resolve`] alone chooses, by its documented precedence; a
+//!    source that failed keeps the entries it provided; then the fresh documents are
+//!    composed (`Resolved::compose_fresh`);
+//! 7. **commit** to the registry (`Resolved::send`); 8. save the caches
+//!    (`save_scan_cache`, `finish_inference`); 9. [`report`] (and `--explain`).
+//!
+//! Must not write `registry.json` or `tools/` itself: it builds a
+//! [`crate::registry::Update`] and the registry's `commit` merges it under the lock.
+//! Must not spawn a process except through [`crate::process::run`].
+
+pub mod builtin;
+pub mod cache;
+pub mod converted;
+pub mod framework;
+pub mod inferred;
+pub mod installed;
+pub mod launcher;
+pub mod native;
+pub mod paths;
+pub mod probe;
+pub mod remote;
+pub mod report;
+pub mod resolve;
+pub mod shims;
+pub mod sign;
+pub mod source;
+pub mod tooli;
+
+use crate::digest::sha256_hex;
+use crate::dirs::Dirs;
+use crate::output::{AtipError, ErrorCode};
+use crate::registry::{self, Found, FoundMeta, Index, Source, Update};
+use crate::remote::sync::{Remote, RemoteOptions};
+use cache::{Cache, FileRecord, ProbeRecord, ToolRecord};
+use converted::Converted;
+use framework::AppRecord;
+use installed::Installed;
+use native::Native;
+use paths::{DirEntrySpec, Enumeration, Executable, FileSkip, FileSkipReason, Identity};
+use probe::Cancel;
+use rayon::prelude::*;
+use report::{
+    Explanation, FailReason, FailedTool, PlannedProbe, ProbeWhy, RegistryInfo, ScanReport,
+    ShimSummary, Skipped, Summary, ToolReport, ToolStatus,
+};
+use resolve::Outcome;
+use serde::Serialize;
+use shims::PatternFile;
+use source::{Candidate, MetadataSource, SourceFailure, Subject};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// Which executables a scan may run with `--agent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeMode {
+    /// Only executables that show an ATIP sign in their bytes, or are on the config
+    /// allowlist. Never runs anything else.
+    Auto,
+    /// `auto`, plus every other executable whose `--help` output mentions `--agent`
+    /// (this runs `--help` of unknown programs).
+    Help,
+    /// Every executable (runs all of PATH with `--agent`).
+    All,
+    /// Nothing: shims and cached answers only.
+    None,
+}
+
+/// A scan's resolved options.
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// PATH-like value to scan; `None` = atip's own `$PATH`.
+    pub path: Option<OsString>,
+    /// Extra directories, scanned after PATH; their owner is trusted.
+    pub allow_dirs: Vec<PathBuf>,
+    /// Extra shim directories (`NAME.json`, `sha256/<hex>.json`); the first wins.
+    pub shim_dirs: Vec<PathBuf>,
+    /// Use the shims built into atip as the lowest-precedence layer.
+    pub builtin_shims: bool,
+    /// Probe strategy.
+    pub probe: ProbeMode,
+    /// Timeout of each probe.
+    pub timeout: Duration,
+    /// Probes run at once.
+    pub jobs: usize,
+    /// Globs of executable names to leave out.
+    pub skip: Vec<String>,
+    /// Forget the cache: read, hash and probe everything again.
+    pub refresh: bool,
+    /// List what would be probed; probe nothing, write nothing.
+    pub dry_run: bool,
+    /// Set (e.g. from a SIGINT handler) to kill running probes and abort the scan
+    /// before anything is written.
+    pub cancel: Option<Cancel>,
+    /// What follows the registry commit under its lock (the CLI passes the catalog).
+    pub after_commit: Option<std::sync::Arc<dyn registry::AfterCommit>>,
+    /// Infer metadata from installed man pages for names no other source describes
+    /// (the lowest-precedence source; spec/infer.md).
+    pub infer: bool,
+    /// `MANPATH` to search; `None` = atip's own `$MANPATH` (unset: derived from PATH).
+    pub manpath: Option<OsString>,
+    /// Explain how this name was decided (`--explain NAME`): the report carries the
+    /// evidence, the candidates and why each lost.
+    pub explain: Option<String>,
+    /// How remote registries (`registries.json`) are consulted.
+    pub remote: RemoteOptions,
+    /// Convert every recognised agent-CLI framework app (run its interpreter to print
+    /// the framework's manifest), not only allowlisted ones (`--convert`).
+    pub convert: bool,
+}
+
+/// Default number of probes run at once: probes mostly wait on children, and a hanging
+/// tool holds its slot until the timeout, so several per CPU.
+pub fn default_jobs() -> usize {
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
+    (cpus * 4).clamp(8, 64)
+}
+
+/// Reports progress of the probe phase; implemented by the CLI's progress bar.
+pub trait Progress: Sync {
+    /// The probe phase starts with this many executables to run.
+    fn start(&self, total: u64);
+    /// One executable is done.
+    fn tick(&self, name: &str);
+    /// The probe phase is over.
+    fn finish(&self);
+}
+
+/// No progress reporting.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn start(&self, _: u64) {}
+    fn tick(&self, _: &str) {}
+    fn finish(&self) {}
+}
+
+/// A thread pool of the scan, built only when some phase has work: a warm rescan starts
+/// no threads. Two are used: one of `--jobs` threads for reading evidence and probing
+/// (probes mostly wait on their children), and one of one thread per CPU for the work
+/// that only computes (man pages, hashes): more threads there than CPUs only add
+/// allocator arenas, memory held at once, and switches.
+struct LazyPool {
+    jobs: usize,
+    pool: std::cell::OnceCell<Option<rayon::ThreadPool>>,
+}
+
+impl LazyPool {
+    fn new(jobs: usize) -> LazyPool {
+        LazyPool {
+            jobs: jobs.max(1),
+            pool: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// Runs `f` (which uses rayon) on the pool; on the global pool if it cannot be built.
+    fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        let pool = self.pool.get_or_init(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(self.jobs)
+                .build()
+                .ok()
+        });
+        match pool {
+            Some(p) => p.install(f),
+            None => f(),
+        }
+    }
+}
+
+/// Wall time of each phase, logged at debug level (`atip -v scan`): where a scan spends
+/// its time, without a profiler.
+struct Phases {
+    last: std::time::Instant,
+}
+
+impl Phases {
+    fn start() -> Phases {
+        Phases {
+            last: std::time::Instant::now(),
+        }
+    }
+
+    /// Logs the time since the previous phase ended.
+    fn done(&mut self, phase: &str) {
+        let now = std::time::Instant::now();
+        log::debug!(
+            "scan phase {phase}: {:.1} ms",
+            (now - self.last).as_secs_f64() * 1e3
+        );
+        self.last = now;
+    }
+}
+
+/// Per-executable state during a scan.
+struct Work {
+    exe: Executable,
+    rec: FileRecord,
+    allowlisted: bool,
+    /// Why it is probed now (None: not probed by this scan).
+    probe_now: Option<ProbeWhy>,
+    /// Probe outcome came from the cache.
+    cached: bool,
+    /// No sign (counted, not probed).
+    no_sign: bool,
+    unreadable: Option<String>,
+    /// Its evidence was read by this scan (not taken from the cache).
+    read_now: bool,
+    /// Valid answers (or converted documents) that could not be stored: (sha256 hex,
+    /// bytes), used from memory.
+    unstored: Vec<(String, Arc<[u8]>)>,
+    /// A framework app whose manifest this scan converts.
+    convert_now: bool,
+    /// A framework app the user has not allowed to convert (counted, hinted).
+    app_waiting: bool,
+}
+
+fn build_globs(globs: &[String], what: &str) -> Result<globset::GlobSet, String> {
+    let mut b = globset::GlobSetBuilder::new();
+    for g in globs {
+        b.add(globset::Glob::new(g).map_err(|e| format!("invalid {what} glob {g:?}: {e}"))?);
+    }
+    b.build().map_err(|e| e.to_string())
+}
+
+/// Why a scan could not complete.
+#[derive(Debug, thiserror::Error)]
+pub enum ScanError {
+    /// `config.json` is unreadable or malformed.
+    #[error("{0}")]
+    Config(String),
+    /// A flag value is malformed (e.g. a `--skip` glob).
+    #[error("{0}")]
+    Usage(String),
+    /// `registries.json` is unreadable or malformed.
+    #[error("{0}")]
+    Registries(String),
+    /// The registry could not be written (or its lock was held too long).
+    #[error(transparent)]
+    Registry(#[from] registry::RegistryError),
+    /// Something atip itself got wrong.
+    #[error("{0}")]
+    Internal(String),
+    /// Interrupted (the cancel flag was set): running probes were killed, nothing was
+    /// written.
+    #[error("scan interrupted; running probes were killed and nothing was written")]
+    Interrupted,
+}
+
+impl ScanError {
+    /// The structured error the binary reports (exit 78, 2, 73/75 or 70).
+    pub fn to_atip(&self) -> AtipError {
+        match self {
+            ScanError::Config(m) => AtipError::new(ErrorCode::ConfigInvalid, m.clone())
+                .hint("fix config.json, e.g. {\"probe\": {\"allow\": [\"mytool\"]}}"),
+            ScanError::Usage(m) => AtipError::new(ErrorCode::Usage, m.clone()),
+            ScanError::Registries(m) => AtipError::new(ErrorCode::RegistriesInvalid, m.clone())
+                .hint("fix registries.json, or list its registries with `atip registry list`"),
+            ScanError::Registry(e) => e.to_atip(),
+            ScanError::Internal(m) => AtipError::new(ErrorCode::Internal, m.clone()),
+            ScanError::Interrupted => AtipError::new(ErrorCode::Interrupted, self.to_string())
+                .hint("run `atip scan` again; the registry is as it was"),
+        }
+    }
+}
+
+/// The PATH value a scan walks (`--path`, else atip's own).
+fn path_value(opts: &ScanOptions) -> OsString {
+    opts.path
+        .clone()
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_default()
+}
+
+/// Runs a whole scan, phase by phase (`spec/scan.md` §0): enumerate, fingerprint and
+/// cache, classify and probe, load the other sources, hash, resolve one winner per name,
+/// commit, save the cache, report. Per-tool failures and failed sources are in the
+/// report; an error here means the scan itself could not complete (bad config or flags,
+/// registry not writable, lock held too long, interrupted).
+pub fn scan(
+    dirs: &Dirs,
+    opts: &ScanOptions,
+    progress: &dyn Progress,
+) -> Result<ScanReport, ScanError> {
+    let mut phases = Phases::start();
+    let mut warnings: Vec<String> = Vec::new();
+    let config = shims::load_config(&dirs.config).map_err(ScanError::Config)?;
+    let skip = build_globs(&opts.skip, "--skip").map_err(ScanError::Usage)?;
+    let allow = build_globs(&config.allow, "probe.allow")
+        .map_err(|m| ScanError::Config(format!("config.json: {m}")))?;
+
+    // 1. Enumerate: directories, executables, the names of each file.
+    let Enumeration {
+        dirs: scan_dirs,
+        skipped_dirs,
+        executables,
+        mut skipped_files,
+        aliases,
+    } = enumerate(opts, &skip, &mut warnings);
+
+    phases.done("enumerate");
+    // 2. Fingerprint and cache: what is already known of each file.
+    let (mut old_cache, old_cache_bytes) = if opts.refresh {
+        (Cache::empty(), None)
+    } else {
+        let loaded = Cache::load(&dirs.data);
+        warnings.extend(loaded.warning);
+        (loaded.cache, loaded.bytes)
+    };
+    let mut new_cache = Cache::empty();
+    // Each unchanged file's record moves from the old cache into its work item.
+    let mut works = plan(executables, &mut old_cache, &allow, dirs, opts);
+    let pool = LazyPool::new(opts.jobs);
+    let cpu_pool = LazyPool::new(
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+            .min(opts.jobs.max(1)),
+    );
+
+    phases.done("cache and plan");
+    // 3-4. Classify each executable by its evidence and probe those that may be run.
+    examine(&mut works, dirs, opts, progress, &pool);
+    if opts
+        .cancel
+        .as_ref()
+        .is_some_and(|c| c.load(Ordering::Relaxed))
+    {
+        // Running probes were killed with their groups; nothing is written.
+        return Err(ScanError::Interrupted);
+    }
+    let probed = if opts.dry_run {
+        0
+    } else {
+        works
+            .iter()
+            .filter(|w| w.probe_now.is_some() && w.rec.probe.is_some())
+            .count()
+    };
+    if opts.probe == ProbeMode::All && !opts.dry_run {
+        warnings.push(format!(
+            "--probe all ran {probed} executable(s) with --agent, ATIP or not"
+        ));
+    }
+    // What a dry run would have run.
+    let plan_report: Option<Vec<PlannedProbe>> = opts.dry_run.then(|| {
+        works
+            .iter()
+            .flat_map(|w| {
+                let convert = w.convert_now.then_some(ProbeWhy::Convert);
+                w.probe_now
+                    .into_iter()
+                    .chain(convert)
+                    .map(|why| PlannedProbe {
+                        name: w.exe.name.clone(),
+                        path: w.exe.path.clone(),
+                        why,
+                    })
+            })
+            .collect()
+    });
+    let converted_now = if opts.dry_run {
+        0
+    } else {
+        works
+            .iter()
+            .filter(|w| w.convert_now && w.rec.convert.is_some())
+            .count()
+    };
+    let unstored: HashMap<String, Arc<[u8]>> = works
+        .iter_mut()
+        .flat_map(|w| std::mem::take(&mut w.unstored))
+        .collect();
+    if !unstored.is_empty() {
+        warnings.push(format!(
+            "{} native answer(s) could not be stored in {}; they are used from memory",
+            unstored.len(),
+            cache::cache_dir(&dirs.data).display()
+        ));
+    }
+
+    phases.done("examine and probe");
+    // The metadata sources, and the registry as it is.
+    let layers = shims::shim_layers(&dirs.system_data, &dirs.data, &opts.shim_dirs, &dirs.config);
+    let shim_set = shims::load_shims(&layers, opts.builtin_shims, &old_cache, &mut new_cache);
+    let shim_dirs: Vec<PathBuf> = layers.iter().map(|(_, d)| d.clone()).collect();
+    let installed = Installed::load(
+        &scan_dirs
+            .iter()
+            .map(|d| d.canonical.clone())
+            .collect::<Vec<_>>(),
+        &dirs.system_data,
+        &shim_dirs,
+        &old_cache,
+        &mut new_cache,
+    );
+    let native = Native {
+        data: &dirs.data,
+        unstored: &unstored,
+    };
+    let converted = Converted {
+        data: &dirs.data,
+        unstored: &unstored,
+    };
+    let mut inferred = opts.infer.then(|| inferred::Inferred {
+        src: crate::infer::source::InferSource::open(
+            &dirs.data,
+            opts.manpath
+                .clone()
+                .or_else(|| std::env::var_os("MANPATH"))
+                .as_deref(),
+            Some(&path_value(opts)),
+            opts.refresh,
+        ),
+    });
+    let patterns = shims::load_patterns(
+        &shims::pattern_dirs(&dirs.system_data, &dirs.data),
+        &old_cache,
+        &mut new_cache,
+    );
+    let old_index = match Index::load(dirs) {
+        Ok(i) => i,
+        Err(e) => {
+            warnings.push(format!("{e}; the registry will be rebuilt"));
+            None
+        }
+    };
+
+    phases.done("load sources and index");
+    // Every name an agent can type: each executable's first name, then its aliases.
+    let names: Vec<(String, PathBuf, usize)> = works
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.exe.name.clone(), w.exe.path.clone(), i))
+        .chain(aliases.into_iter().map(|a| (a.name, a.path, a.of)))
+        .collect();
+
+    // The registry's metadata files, listed once: whether each is still on disk decides
+    // both whether a cached inferred document can be offered and whether an unchanged
+    // entry's file must be written again.
+    let tool_files = registry::FileList::of(&dirs.data.join(registry::TOOLS_DIR));
+    // Man pages: found and read (only where the cache is not current) before the offers.
+    if let Some(inf) = inferred.as_mut()
+        && !opts.dry_run
+    {
+        let readable: Vec<&str> = names
+            .iter()
+            .filter(|(_, _, i)| works[*i].unreadable.is_none())
+            .map(|(n, _, _)| n.as_str())
+            .collect();
+        inf.src.look_up(readable, &tool_files);
+        phases.done("man-page lookup");
+        if inf.src.has_pending() {
+            cpu_pool.install(|| inf.src.infer_pending());
+        }
+        phases.done("man-page inference");
+        // Every page is read: the manual's index is not needed any more.
+        if let Err(m) = inf.src.save_listings() {
+            warnings.push(format!("failed to save the inference cache: {m}"));
+        }
+    }
+    phases.done("man-page listings saved");
+    // Remote registries: catalogs now (cache or conditional requests), shims after
+    // hashing, only for binaries no better source describes. A dry run requests nothing.
+    let mut remote_opts = opts.remote.clone();
+    remote_opts.offline |= opts.dry_run;
+    let mut remote = Remote::open(&dirs.config, &dirs.cache, &dirs.state, &remote_opts)
+        .map_err(ScanError::Registries)?;
+    warnings.append(&mut remote.warnings);
+    let mut sources: Vec<&dyn MetadataSource> = vec![&native, &installed, &converted, &shim_set];
+    if let Some(inf) = &inferred {
+        sources.push(inf);
+    }
+    if !remote.is_empty() {
+        sources.push(&remote);
+    }
+
+    phases.done("remote catalogs");
+    // 5. Hash the files some source may offer metadata for.
+    hash_wanted(&mut works, &names, &sources, &cpu_pool);
+
+    phases.done("hash");
+    // 5b. Fetch the remote shims of the hashed binaries that nothing better describes.
+    if !remote.is_empty() {
+        let wanted = remote_wanted(&remote, &works, &names, &sources);
+        drop(sources);
+        remote.fetch_shims(&wanted);
+        sources = vec![&native, &installed, &converted, &shim_set];
+        if let Some(inf) = &inferred {
+            sources.push(inf);
+        }
+        sources.push(&remote);
+    }
+    let failures: Vec<SourceFailure> = sources.iter().flat_map(|s| s.failures()).collect();
+
+    phases.done("remote shims");
+    // 6. Resolve each name's winner (in `resolve`, the one place) and what to send.
+    let previous = Previous {
+        index: old_index.as_ref(),
+        cache: &old_cache,
+        tool_files: &tool_files,
+    };
+    let mut resolved = resolve_names(
+        &names, &works, &sources, &failures, &previous, &patterns, opts,
+    );
+    skipped_files.append(&mut resolved.unreadable);
+
+    phases.done("resolve");
+    // Fresh documents for everything not unchanged.
+    let now = registry::rfc3339_now();
+    resolved.compose_fresh(&now);
+
+    phases.done("compose");
+    // 7. Commit.
+    let scanned_dirs: Vec<PathBuf> = scan_dirs.iter().map(|d| d.canonical.clone()).collect();
+    let (registry_info, removed) = if opts.dry_run {
+        (
+            RegistryInfo {
+                path: dirs.registry_file(),
+                written: false,
+                corrupt_backup: None,
+            },
+            Vec::new(),
+        )
+    } else {
+        resolved.send(
+            dirs,
+            old_index.as_ref(),
+            scanned_dirs,
+            opts,
+            &now,
+            &mut warnings,
+        )?
+    };
+    let Resolved {
+        tool_reports,
+        mut failed,
+        tool_records,
+        kept,
+        explanation,
+        applied_shims,
+        ..
+    } = resolved;
+
+    phases.done("commit");
+    // 8. Save the caches (never in a dry run).
+    if !opts.dry_run
+        && let Err(m) = save_scan_cache(
+            dirs,
+            &works,
+            tool_records,
+            old_cache,
+            old_cache_bytes.as_deref(),
+            new_cache,
+            &scan_dirs,
+        )
+    {
+        warnings.push(format!("failed to save the scan cache: {m}"));
+    }
+    if let Some(inf) = inferred.take() {
+        finish_inference(inf, opts.dry_run, &mut warnings);
+    }
+    phases.done("save caches");
+    // 9. Report.
+    let no_sign = works.iter().filter(|w| w.no_sign).count();
+    let apps_waiting = works.iter().filter(|w| w.app_waiting).count();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for d in &skipped_dirs {
+        *counts.entry(enum_name(&d.reason)).or_default() += 1;
+    }
+    for f in &skipped_files {
+        *counts.entry(enum_name(&f.reason)).or_default() += 1;
+    }
+    if no_sign > 0 {
+        counts.insert("no-sign".into(), no_sign);
+    }
+    let mut evidence: BTreeMap<String, usize> = BTreeMap::new();
+    for w in &works {
+        *evidence.entry(evidence_class(w).into()).or_default() += 1;
+    }
+    failed.sort_by(|a, b| a.name.cmp(&b.name));
+    let tools: Vec<ToolReport> = tool_reports.into_values().collect();
+    let hints = hints(
+        no_sign,
+        apps_waiting,
+        &failed,
+        !failures.is_empty(),
+        opts,
+        dirs,
+    );
+    let mut rejected = shim_set.rejected;
+    rejected.extend(installed.rejected.iter().cloned());
+    let mut shim_dirs_report = shim_set.dirs.clone();
+    shim_dirs_report.extend(installed.dirs.iter().cloned());
+    let mut sources: BTreeMap<String, usize> = BTreeMap::new();
+    for t in &tools {
+        *sources.entry(resolve::source_name(t.source)).or_default() += 1;
+    }
+    sources.insert("none".into(), names.len().saturating_sub(tools.len()));
+    let summary = Summary {
+        dirs: scan_dirs.len(),
+        executables: works.len(),
+        names: names.len(),
+        probed,
+        converted: converted_now,
+        cached: works.iter().filter(|w| w.cached).count(),
+        new: tools.iter().filter(|t| t.status == ToolStatus::New).count(),
+        updated: tools
+            .iter()
+            .filter(|t| t.status == ToolStatus::Updated)
+            .count(),
+        unchanged: tools
+            .iter()
+            .filter(|t| t.status == ToolStatus::Unchanged)
+            .count(),
+        kept: kept.len(),
+        removed: removed.len(),
+        failed: failed.len(),
+        skipped: skipped_dirs.len() + skipped_files.len() + no_sign,
+        no_sign,
+        evidence,
+        sources,
+    };
+    phases.done("report");
+    Ok(ScanReport {
+        report_version: report::REPORT_VERSION,
+        dry_run: opts.dry_run,
+        probe: opts.probe,
+        timeout: crate::units::format_duration(opts.timeout),
+        registry: registry_info,
+        summary,
+        tools,
+        removed,
+        failed,
+        remote: remote.reports(),
+        source_failures: failures
+            .iter()
+            .map(|f| report::FailedSource {
+                source: f.source.to_owned(),
+                message: f.message.clone(),
+            })
+            .collect(),
+        skipped: Skipped {
+            dirs: skipped_dirs,
+            files: skipped_files,
+            no_sign,
+            counts,
+        },
+        shims: ShimSummary {
+            dirs: shim_dirs_report,
+            valid: shim_set.valid,
+            applied: applied_shims,
+            rejected,
+            pattern_files: patterns.files.len(),
+            rejected_patterns: patterns.rejected,
+        },
+        would_probe: plan_report,
+        explain: opts.explain.as_ref().map(|n| {
+            explanation.unwrap_or_else(|| Explanation {
+                name: n.clone(),
+                path: None,
+                evidence: vec![format!(
+                    "no executable named {n:?} on the scanned PATH (or it was skipped: see `skipped`)"
+                )],
+                candidates: Vec::new(),
+                outcome: "not registered".into(),
+            })
+        }),
+        warnings,
+        hints,
+    })
+}
+
+/// What the previous scan left: the registry's index, the scan cache, and the listing of
+/// the registry's metadata files.
+struct Previous<'a> {
+    index: Option<&'a Index>,
+    cache: &'a Cache,
+    tool_files: &'a registry::FileList,
+}
+
+/// What phase 6 decided for every name.
+#[derive(Default)]
+struct Resolved<'p> {
+    /// What goes to the registry, per registered name (unchanged or fresh).
+    found: Vec<Found>,
+    /// The report's entry of each registered name.
+    tool_reports: BTreeMap<String, ToolReport>,
+    /// Probes and conversions that failed, and documents that could not be made.
+    failed: Vec<FailedTool>,
+    /// What the scan cache remembers as sent, per name.
+    tool_records: BTreeMap<String, ToolRecord>,
+    /// Each fresh or changed name's winning candidate and the pattern files merged in.
+    winners: HashMap<String, (Candidate, Vec<&'p PatternFile>)>,
+    /// Names whose document must be composed and sent.
+    fresh: HashSet<String>,
+    /// Names kept from the previous scan because the source that gave them failed.
+    kept: Vec<String>,
+    /// `--explain`'s answer, when its name was met.
+    explanation: Option<Explanation>,
+    /// Names whose winner is a shim.
+    applied_shims: usize,
+    /// Executables that could not be read or hashed (each once, by its first name).
+    unreadable: Vec<FileSkip>,
+}
+
+impl Resolved<'_> {
+    /// Composes the document of every fresh name. Names sharing a file and a winner
+    /// share one document (the registry stores it once, by content hash); a document
+    /// that cannot be made turns its name into a failure.
+    fn compose_fresh(&mut self, now: &str) {
+        let mut dropped: HashSet<String> = HashSet::new();
+        for f in self
+            .found
+            .iter_mut()
+            .filter(|f| self.fresh.contains(&f.name))
+        {
+            let (winner, applied) = &self.winners[&f.name];
+            match compose(winner, applied) {
+                Ok((document, summary)) => {
+                    f.meta = FoundMeta::Fresh {
+                        document,
+                        summary,
+                        checked_at: now.to_owned(),
+                    }
+                }
+                Err(m) => {
+                    self.failed.push(FailedTool {
+                        name: f.name.clone(),
+                        path: f.path.clone(),
+                        reason: FailReason::Invalid,
+                        message: m,
+                        cached: false,
+                        diagnostics: Vec::new(),
+                    });
+                    dropped.insert(f.name.clone());
+                }
+            }
+        }
+        self.found.retain(|f| !dropped.contains(&f.name));
+        for n in &dropped {
+            self.tool_reports.remove(n);
+            self.tool_records.remove(n);
+        }
+    }
+
+    /// Phase 7: sends what was resolved to the registry (unless nothing changed: a warm
+    /// rescan takes no lock and re-reads nothing) and updates the report's statuses
+    /// with what the registry said. Returns the registry's part of the report and the
+    /// names it removed.
+    fn send(
+        &mut self,
+        dirs: &Dirs,
+        old_index: Option<&Index>,
+        scanned_dirs: Vec<PathBuf>,
+        opts: &ScanOptions,
+        now: &str,
+        warnings: &mut Vec<String>,
+    ) -> Result<(RegistryInfo, Vec<String>), ScanError> {
+        let update = Update {
+            found: std::mem::take(&mut self.found),
+            scanned_dirs,
+        };
+        // A warm rescan that changes nothing does not take the lock or re-read the index.
+        let needed = old_index.is_none_or(|old| registry::commit_needed(old, &update));
+        let commit = if needed {
+            commit(dirs, update, &self.winners, now, opts.after_commit.clone())?
+        } else {
+            registry::CommitReport::default()
+        };
+        let added: HashSet<&String> = commit.added.iter().collect();
+        let updated: HashSet<&String> = commit.updated.iter().collect();
+        for (name, t) in self.tool_reports.iter_mut() {
+            if t.status == ToolStatus::Kept {
+                continue;
+            }
+            t.status = if added.contains(name) {
+                ToolStatus::New
+            } else if updated.contains(name) {
+                ToolStatus::Updated
+            } else {
+                ToolStatus::Unchanged
+            };
+        }
+        for r in &commit.rejected {
+            if let Some(t) = self.tool_reports.remove(&r.name) {
+                self.failed.push(FailedTool {
+                    name: t.name.clone(),
+                    path: t.path.clone(),
+                    reason: FailReason::Invalid,
+                    message: format!("refused by the registry: {}", r.reason),
+                    cached: false,
+                    diagnostics: Vec::new(),
+                });
+            }
+            self.tool_records.remove(&r.name);
+        }
+        for n in &commit.stale {
+            self.tool_reports.remove(n);
+            self.tool_records.remove(n);
+            warnings.push(format!(
+                "{n}: the registry changed under this scan; run `atip scan` again"
+            ));
+        }
+        warnings.extend(commit.warnings.iter().cloned());
+        let mut removed = commit.removed.clone();
+        removed.sort();
+        removed.dedup();
+        let registry_info = RegistryInfo {
+            path: dirs.registry_file(),
+            written: commit.written,
+            corrupt_backup: commit.corrupt_backup.clone(),
+        };
+        Ok((registry_info, removed))
+    }
+}
+
+/// Phase 8: the scan cache as this scan leaves it — every readable executable's record,
+/// what was sent per name, and what the old cache knew of files outside this scan's
+/// directories (so scans with different `--path` values do not undo each other's work)
+/// — written only if its bytes changed.
+fn save_scan_cache(
+    dirs: &Dirs,
+    works: &[Work],
+    tool_records: BTreeMap<String, ToolRecord>,
+    mut old: Cache,
+    old_bytes: Option<&[u8]>,
+    mut new: Cache,
+    scan_dirs: &[paths::ScanDir],
+) -> Result<bool, String> {
+    for w in works {
+        if w.unreadable.is_none()
+            && let Some(k) = w.exe.canonical.to_str()
+        {
+            new.files.insert(k.to_owned(), w.rec.clone());
+        }
+    }
+    new.tools = tool_records;
+    // What is left in the old cache is what `plan` did not take.
+    for (p, r) in std::mem::take(&mut old.files) {
+        let path = std::path::Path::new(&p);
+        if !new.files.contains_key(&p) && !paths::in_dirs(path, scan_dirs) && path.exists() {
+            new.files.insert(p, r);
+        }
+    }
+    new.save_unless(&dirs.data, old_bytes)
+}
+
+/// Reports the man pages that gave no document and saves the inference cache (not in a
+/// dry run).
+fn finish_inference(inf: inferred::Inferred, dry_run: bool, warnings: &mut Vec<String>) {
+    let failed_pages = inf.src.failed();
+    if !failed_pages.is_empty() {
+        let first: Vec<String> = failed_pages
+            .iter()
+            .take(3)
+            .map(|(n, m)| format!("{n}: {m}"))
+            .collect();
+        warnings.push(format!(
+            "{} man page(s) gave no document ({}{})",
+            failed_pages.len(),
+            first.join("; "),
+            if failed_pages.len() > 3 { "; …" } else { "" }
+        ));
+    }
+    if !dry_run && let Err(m) = inf.src.save() {
+        warnings.push(format!("failed to save the inference cache: {m}"));
+    }
+}
+
+/// The report's hints: what the user can do about what this scan left out.
+fn hints(
+    no_sign: usize,
+    apps_waiting: usize,
+    failed: &[FailedTool],
+    source_failed: bool,
+    opts: &ScanOptions,
+    dirs: &Dirs,
+) -> Vec<String> {
+    let mut hints = Vec::new();
+    if no_sign > 0 {
+        hints.push(match opts.probe {
+            ProbeMode::Help => format!(
+                "{no_sign} executable(s) show no sign of supporting ATIP and their --help does not mention --agent; list trusted tools in {} as {{\"probe\": {{\"allow\": [\"NAME\"]}}}} to probe them anyway",
+                dirs.config.join("config.json").display()
+            ),
+            _ => format!(
+                "{no_sign} executable(s) show no sign of supporting ATIP and were not run; `atip scan --probe help` also asks their --help (which runs them), or list trusted tools in {} as {{\"probe\": {{\"allow\": [\"NAME\"]}}}}",
+                dirs.config.join("config.json").display()
+            ),
+        });
+    }
+    if apps_waiting > 0 {
+        hints.push(format!(
+            "{apps_waiting} Tooli app(s) recognised from their package metadata were not converted (converting imports the app's code); list them in {} as {{\"probe\": {{\"allow\": [\"NAME\"]}}}} or run `atip scan --convert`",
+            dirs.config.join("config.json").display()
+        ));
+    }
+    if failed.iter().any(|f| f.cached) {
+        hints.push("failures marked cached are from an earlier scan of the unchanged file; `atip scan --refresh` probes them again".into());
+    }
+    if source_failed {
+        hints.push("a metadata source could not be read: the tools it provided before were kept; fix the cause and scan again".into());
+    }
+    hints
+}
+
+/// Whether metadata of `source` is bound to the executable's bytes (it came from running
+/// them), so that its entry must pin their sha256.
+fn binds_bytes(source: Source) -> bool {
+    matches!(source, Source::Native | Source::Converted)
+}
+
+/// Phase 5: hashes (in parallel) every readable file that some source needs the sha256
+/// of (see [`MetadataSource::needs_hash`]) and whose hash the cache does not hold. Files
+/// described by name only are not read: their entries are pinned by their `stat`.
+fn hash_wanted(
+    works: &mut [Work],
+    names: &[(String, PathBuf, usize)],
+    sources: &[&dyn MetadataSource],
+    pool: &LazyPool,
+) {
+    let mut wants = vec![false; works.len()];
+    for (name, path, i) in names {
+        let w = &works[*i];
+        if wants[*i] || w.unreadable.is_some() || w.rec.sha256.is_some() {
+            continue;
+        }
+        let subject = subject(name, path, w);
+        wants[*i] = sources.iter().any(|s| s.needs_hash(&subject));
+    }
+    if !wants.iter().any(|b| *b) {
+        return;
+    }
+    pool.install(|| {
+        works
+            .par_iter_mut()
+            .zip(wants.par_iter())
+            .filter(|(_, want)| **want)
+            .for_each(
+                |(w, _)| match crate::digest::sha256_file(&w.exe.canonical) {
+                    Ok(h) => w.rec.sha256 = Some(h),
+                    Err(e) => w.unreadable = Some(format!("failed to hash: {e}")),
+                },
+            );
+    });
+}
+
+/// The hashes whose remote shims to fetch: binaries a remote registry lists that no
+/// source of higher precedence describes.
+fn remote_wanted(
+    remote: &Remote,
+    works: &[Work],
+    names: &[(String, PathBuf, usize)],
+    sources: &[&dyn MetadataSource],
+) -> std::collections::BTreeSet<String> {
+    let remote_rank = resolve::rank(Source::Remote);
+    let mut wanted: std::collections::BTreeSet<String> = Default::default();
+    for (name, path, i) in names {
+        let w = &works[*i];
+        let Some(hex) = w
+            .rec
+            .sha256
+            .as_deref()
+            .and_then(|h| h.strip_prefix("sha256:"))
+        else {
+            continue;
+        };
+        if wanted.contains(hex) || !remote.lists_hash(hex) {
+            continue;
+        }
+        let subj = subject(name, path, w);
+        let mut offered = Vec::new();
+        for s in sources.iter().filter(|s| s.id() != "remote") {
+            s.offer(&subj, &mut offered);
+        }
+        if !offered
+            .iter()
+            .any(|c| resolve::rank(c.source) < remote_rank)
+        {
+            wanted.insert(hex.to_owned());
+        }
+    }
+    wanted
+}
+
+/// Phase 6: every name's candidates from every source, the winner chosen by
+/// [`resolve::choose`] (the one place that decides), and whether what it would send is
+/// what the registry already holds.
+fn resolve_names<'p>(
+    names: &[(String, PathBuf, usize)],
+    works: &[Work],
+    sources: &[&dyn MetadataSource],
+    failures: &[SourceFailure],
+    previous: &Previous<'_>,
+    patterns: &'p shims::Patterns,
+    opts: &ScanOptions,
+) -> Resolved<'p> {
+    let exe_names: HashSet<&str> = names.iter().map(|(n, _, _)| n.as_str()).collect();
+    let exists = |n: &str| exe_names.contains(n);
+    let mut out = Resolved::default();
+    let Resolved {
+        found,
+        tool_reports,
+        failed,
+        tool_records,
+        winners,
+        fresh,
+        kept,
+        explanation,
+        applied_shims,
+        unreadable,
+    } = &mut out;
+    for (n, (name, path, i)) in names.iter().enumerate() {
+        let w = &works[*i];
+        let primary = n < works.len();
+        let explaining = opts.explain.as_deref() == Some(name.as_str());
+        if let Some(m) = &w.unreadable {
+            if primary {
+                unreadable.push(FileSkip {
+                    name: name.clone(),
+                    path: path.clone(),
+                    reason: FileSkipReason::Unreadable,
+                    detail: m.clone(),
+                });
+            }
+            if explaining {
+                *explanation = Some(explain(name, path, w, primary, &[], None, Some(m)));
+            }
+            continue;
+        }
+        if primary
+            && let Some(ProbeRecord::Failed {
+                reason,
+                message,
+                diagnostics,
+                ..
+            }) = &w.rec.probe
+        {
+            failed.push(FailedTool {
+                name: name.clone(),
+                path: path.clone(),
+                reason: *reason,
+                message: message.clone(),
+                cached: w.cached,
+                diagnostics: diagnostics.clone(),
+            });
+        }
+        if primary
+            && let Some(ProbeRecord::Failed {
+                reason,
+                message,
+                diagnostics,
+                ..
+            }) = &w.rec.convert
+        {
+            failed.push(FailedTool {
+                name: name.clone(),
+                path: path.clone(),
+                reason: *reason,
+                message: format!("converting its framework manifest: {message}"),
+                cached: !w.convert_now,
+                diagnostics: diagnostics.clone(),
+            });
+        }
+        let subj = subject(name, path, w);
+        let mut candidates = Vec::new();
+        for s in sources {
+            s.offer(&subj, &mut candidates);
+        }
+        let stored = previous.index.and_then(|i| i.tools.get(name));
+        let resolution = resolve::choose(candidates, stored, failures);
+        if explaining {
+            *explanation = Some(explain(
+                name,
+                path,
+                w,
+                primary,
+                &resolution.losers,
+                Some(&resolution.outcome),
+                None,
+            ));
+        }
+        let winner = match resolution.outcome {
+            Outcome::Nothing => continue,
+            Outcome::Kept { entry, why } => {
+                kept.push(name.clone());
+                // Remembered as sent before, so the next scan finds it unchanged.
+                if let Some(r) = previous.cache.tools.get(name) {
+                    tool_records.insert(name.clone(), r.clone());
+                }
+                tool_reports.insert(
+                    name.clone(),
+                    ToolReport {
+                        name: name.clone(),
+                        path: entry.path.clone(),
+                        source: entry.source,
+                        shim: None,
+                        trust: entry.trust.clone(),
+                        status: ToolStatus::Kept,
+                        patterns: Vec::new(),
+                        warnings: vec![format!("kept from the previous scan: {why}")],
+                    },
+                );
+                found.push(Found {
+                    name: name.clone(),
+                    path: entry.path.clone(),
+                    hash: entry.hash.clone(),
+                    source: entry.source,
+                    shim_registry: entry.shim_registry.clone(),
+                    trust: entry.trust.clone(),
+                    fingerprint: entry.fingerprint,
+                    vouched_by: None,
+                    meta: FoundMeta::Unchanged,
+                });
+                continue;
+            }
+            Outcome::Winner(c) => c,
+        };
+        // Pinned when known (see `hash_wanted`). Metadata bound to the bytes always is:
+        // not hashed then is only possible in a dry run's planning of a probe.
+        let hash = w.rec.sha256.clone();
+        if hash.is_none() && (winner.by_hash || binds_bytes(winner.source)) {
+            continue;
+        }
+        let applied: Vec<&PatternFile> = patterns
+            .files
+            .iter()
+            .filter(|p| p.applies_to(name, &exists))
+            .collect();
+        if matches!(
+            winner.source,
+            Source::Shim | Source::ShimHash | Source::Override | Source::Remote
+        ) {
+            *applied_shims += 1;
+        }
+        let record = ToolRecord {
+            key: composition_key(&winner.identity, &applied),
+            path: path.clone(),
+            hash: hash.clone(),
+            source: winner.source,
+        };
+        let unchanged = !opts.refresh
+            && previous.cache.tools.get(name) == Some(&record)
+            && stored.is_some_and(|e| {
+                e.path == record.path
+                    && e.hash == record.hash
+                    && e.source == record.source
+                    // A deleted or damaged metadata file is written again from the document.
+                    && e
+                        .metadata
+                        .strip_prefix(registry::TOOLS_DIR)
+                        .and_then(|r| r.strip_prefix('/'))
+                        .is_some_and(|file| previous.tool_files.has_intact(file))
+            });
+        tool_reports.insert(
+            name.clone(),
+            ToolReport {
+                name: name.clone(),
+                path: path.clone(),
+                source: winner.source,
+                shim: winner.origin.clone(),
+                trust: winner.trust.clone(),
+                status: if opts.dry_run {
+                    ToolStatus::Planned
+                } else if unchanged {
+                    ToolStatus::Unchanged
+                } else {
+                    ToolStatus::New
+                },
+                patterns: applied.iter().map(|p| p.path.clone()).collect(),
+                warnings: winner.warnings.clone(),
+            },
+        );
+        tool_records.insert(name.clone(), record);
+        found.push(Found {
+            name: name.clone(),
+            path: path.clone(),
+            hash,
+            vouched_by: Some(winner.vouch.unwrap_or_else(|| {
+                registry::Vouch::derive(
+                    winner.source,
+                    winner.shim_registry.as_deref().map(std::path::Path::new),
+                    &winner.trust,
+                )
+            })),
+            source: winner.source,
+            shim_registry: winner.shim_registry.clone(),
+            trust: winner.trust.clone(),
+            fingerprint: Some(w.exe.fingerprint.into()),
+            meta: FoundMeta::Unchanged,
+        });
+        if !unchanged {
+            fresh.insert(name.clone());
+        }
+        winners.insert(name.clone(), (winner, applied));
+    }
+    out
+}
+
+/// The composition key of a winner and the pattern files merged into its document: the
+/// identity itself when there are none (most tools: no hashing per name on every
+/// rescan), else the sha256 hex of the identity and each pattern's path and document.
+/// Identities always hold a `:`, hex never does, so the two forms cannot meet.
+fn composition_key(identity: &str, applied: &[&PatternFile]) -> String {
+    if applied.is_empty() {
+        return identity.to_owned();
+    }
+    let mut src = identity.to_owned();
+    for p in applied {
+        src.push_str(&format!("|pattern:{}:{}", p.path.display(), p.doc));
+    }
+    sha256_hex(src.as_bytes())
+}
+
+/// Phase 1: the scanned directories and their executables.
+fn enumerate(
+    opts: &ScanOptions,
+    skip: &globset::GlobSet,
+    warnings: &mut Vec<String>,
+) -> Enumeration {
+    let path_value = match &opts.path {
+        Some(p) => p.clone(),
+        None => std::env::var_os("PATH").unwrap_or_else(|| {
+            warnings.push("PATH is not set; only --allow-dir directories are scanned".into());
+            OsString::new()
+        }),
+    };
+    let mut specs: Vec<DirEntrySpec> = if path_value.is_empty() {
+        Vec::new()
+    } else {
+        paths::split_path(&path_value)
+            .into_iter()
+            .map(|path| DirEntrySpec {
+                path,
+                allowed: false,
+            })
+            .collect()
+    };
+    specs.extend(opts.allow_dirs.iter().map(|d| DirEntrySpec {
+        path: d.clone().into_os_string(),
+        allowed: true,
+    }));
+    let me = Identity::current();
+    let (scan_dirs, skipped_dirs) = paths::resolve_dirs(&specs, &me);
+    paths::enumerate(scan_dirs, skipped_dirs, &me, skip)
+}
+
+/// Phase 2: each executable with what the cache knows of its unchanged file; outcomes
+/// that cannot be reused (a timeout shorter than this scan's, a lost answer) are dropped.
+fn plan(
+    executables: Vec<Executable>,
+    old_cache: &mut Cache,
+    allow: &globset::GlobSet,
+    dirs: &Dirs,
+    opts: &ScanOptions,
+) -> Vec<Work> {
+    let timeout_ms = opts.timeout.as_millis() as u64;
+    executables
+        .into_iter()
+        .map(|exe| {
+            let mut rec = old_cache
+                .take_file(&exe.canonical, &exe.fingerprint)
+                .unwrap_or_else(|| FileRecord::new(exe.fingerprint));
+            let cached = match &rec.probe {
+                None => false,
+                Some(ProbeRecord::Failed {
+                    reason: FailReason::Timeout,
+                    timeout_ms: t,
+                    ..
+                }) => *t >= timeout_ms,
+                Some(ProbeRecord::Native { doc, .. }) => {
+                    cache::native_doc_file(&dirs.data, doc).is_file()
+                }
+                Some(ProbeRecord::Failed { .. }) => true,
+            };
+            if !cached {
+                rec.probe = None;
+            }
+            let convert_ms = opts.timeout.max(framework::CONVERT_TIMEOUT_MIN).as_millis() as u64;
+            let convert_kept = match &rec.convert {
+                None => true,
+                Some(ProbeRecord::Failed {
+                    reason: FailReason::Timeout,
+                    timeout_ms: t,
+                    ..
+                }) => *t >= convert_ms,
+                Some(ProbeRecord::Native { doc, .. }) => {
+                    cache::native_doc_file(&dirs.data, doc).is_file()
+                }
+                Some(ProbeRecord::Failed { .. }) => true,
+            };
+            if !convert_kept {
+                rec.convert = None;
+            }
+            Work {
+                allowlisted: allow.is_match(&exe.name),
+                exe,
+                rec,
+                probe_now: None,
+                cached,
+                no_sign: false,
+                unreadable: None,
+                read_now: false,
+                unstored: Vec::new(),
+                convert_now: false,
+                app_waiting: false,
+            }
+        })
+        .collect()
+}
+
+/// Phases 3-4: read each unknown file's evidence and probe what may be run, in one
+/// parallel pass: a tool's probe starts as soon as its sign is seen, not after the whole
+/// PATH has been read. Only files that need I/O enter the pass, so a warm rescan starts
+/// no thread at all.
+fn examine(
+    works: &mut [Work],
+    dirs: &Dirs,
+    opts: &ScanOptions,
+    progress: &dyn Progress,
+    pool: &LazyPool,
+) {
+    let read_signs = matches!(opts.probe, ProbeMode::Auto | ProbeMode::Help);
+    let needs_sign = |w: &Work| read_signs && !w.cached && !w.allowlisted && w.rec.sign.is_none();
+    // Package metadata is read once per file (fingerprint) whatever the probe mode.
+    let needs_read = |w: &Work| needs_sign(w) || w.rec.app.is_none();
+    let convert = opts.convert;
+    for w in works.iter_mut() {
+        if !needs_read(w) {
+            decide(w, opts.probe, convert);
+        }
+    }
+    let active =
+        |w: &Work| needs_read(w) || (!opts.dry_run && (w.probe_now.is_some() || w.convert_now));
+    let todo = works.iter().filter(|w| active(w)).count() as u64;
+    if todo == 0 {
+        return;
+    }
+    progress.start(todo);
+    let data = dirs.data.clone();
+    let timeout = opts.timeout;
+    let mode = opts.probe;
+    let dry_run = opts.dry_run;
+    let cancel = opts.cancel.as_ref();
+    let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
+    // `#!/usr/bin/env python3` finds its interpreter on the PATH the tools run with.
+    let follower = launcher::Follower::with_path(
+        paths::split_path(&path_value(opts))
+            .into_iter()
+            .map(PathBuf::from)
+            .filter(|d| d.is_absolute())
+            .collect(),
+    );
+    pool.install(|| {
+        // One job per executable: a hanging probe must never hold back others that
+        // rayon would otherwise have batched with it on the same thread.
+        works
+            .par_iter_mut()
+            .with_max_len(1)
+            .filter(|w| active(w))
+            .for_each(|w| {
+                if cancelled() {
+                    return;
+                }
+                if needs_read(w) {
+                    read_evidence(w, &follower, needs_sign(w));
+                    decide(w, mode, convert);
+                }
+                if !dry_run && w.probe_now.is_some() {
+                    probe_one(w, &data, timeout, cancel);
+                }
+                if !dry_run && w.convert_now {
+                    convert_one(w, &data, timeout, cancel);
+                }
+                progress.tick(&w.exe.name);
+            });
+    });
+    progress.finish();
+}
+
+/// Reads what one file's bytes show: its ATIP sign (when `sign`), following launchers,
+/// and whether its package metadata makes it a framework app.
+fn read_evidence(w: &mut Work, follower: &launcher::Follower, sign: bool) {
+    let canonical = &w.exe.canonical;
+    let mut found = if sign {
+        match sign::detect(canonical) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                w.unreadable = Some(format!("failed to read: {e}"));
+                return;
+            }
+        }
+    } else {
+        None
+    };
+    // A file that shows a sign is probed as a native tool; only the others (and files
+    // whose sign is not read in this mode) are looked at as launchers and apps.
+    if found.is_some_and(|s| s.shown()) {
+        w.rec.app.get_or_insert(AppRecord::None);
+    } else {
+        let head = launcher::read_wrapper(canonical);
+        if found.is_some() {
+            found = Some(match &head {
+                Some(h) => follower.follow_bytes(canonical, h),
+                None => sign::Sign::None,
+            });
+        }
+        if w.rec.app.is_none() {
+            w.rec.app = Some(match &head {
+                Some(h) => framework::recognise(follower, canonical, h),
+                None => AppRecord::None,
+            });
+        }
+    }
+    if let Some(s) = found {
+        w.rec.sign = Some(s);
+        w.read_now = true;
+    }
+}
+
+/// What the sources are told about one name.
+fn subject<'a>(name: &'a str, path: &'a std::path::Path, w: &'a Work) -> Subject<'a> {
+    Subject {
+        name,
+        path,
+        canonical: &w.exe.canonical,
+        sha256: w.rec.sha256.as_deref(),
+        record: &w.rec,
+    }
+}
+
+/// The evidence class an executable is counted under in the report.
+fn evidence_class(w: &Work) -> &'static str {
+    if w.unreadable.is_some() {
+        return "unreadable";
+    }
+    if w.rec.app.as_ref().is_some_and(|a| a.tooli().is_some())
+        && !w.rec.sign.is_some_and(|s| s.shown())
+    {
+        return "framework-app";
+    }
+    match w.rec.sign {
+        Some(s) => s.as_str(),
+        None if w.allowlisted => "allowlisted",
+        None => "not-read",
+    }
+}
+
+/// Phase 7: commits the update; when another writer changed the registry in between,
+/// sends the names it reports stale again with their documents.
+fn commit(
+    dirs: &Dirs,
+    mut update: Update,
+    winners: &HashMap<String, (Candidate, Vec<&PatternFile>)>,
+    now: &str,
+    after: Option<std::sync::Arc<dyn registry::AfterCommit>>,
+) -> Result<registry::CommitReport, ScanError> {
+    let opts_commit = registry::CommitOptions {
+        after,
+        ..Default::default()
+    };
+    let mut commit = registry::commit(dirs, &update, &opts_commit)?;
+    if commit.stale.is_empty() {
+        return Ok(commit);
+    }
+    let stale: HashSet<String> = commit.stale.iter().cloned().collect();
+    for f in update.found.iter_mut().filter(|f| stale.contains(&f.name)) {
+        if let Some((winner, applied)) = winners.get(&f.name)
+            && let Ok((document, summary)) = compose(winner, applied)
+        {
+            f.meta = FoundMeta::Fresh {
+                document,
+                summary,
+                checked_at: now.to_owned(),
+            };
+        }
+    }
+    let again = registry::commit(dirs, &update, &opts_commit)?;
+    commit.written |= again.written;
+    commit.added.extend(again.added);
+    commit.updated.extend(again.updated);
+    commit.unchanged.retain(|n| !stale.contains(n));
+    commit.removed.extend(again.removed);
+    commit.rejected.extend(again.rejected);
+    commit.stale = again.stale;
+    commit.warnings.extend(again.warnings);
+    if commit.corrupt_backup.is_none() {
+        commit.corrupt_backup = again.corrupt_backup;
+    }
+    Ok(commit)
+}
+
+/// `--explain NAME`: every piece of evidence about one name and how it was decided.
+fn explain(
+    name: &str,
+    path: &std::path::Path,
+    w: &Work,
+    primary: bool,
+    losers: &[(Candidate, String)],
+    outcome: Option<&Outcome>,
+    unreadable: Option<&String>,
+) -> Explanation {
+    let mut ev = Vec::new();
+    ev.push(format!(
+        "executable {} (file {})",
+        path.display(),
+        w.exe.canonical.display()
+    ));
+    if !primary {
+        ev.push(format!(
+            "another name of the same file as {}: shares its evidence and probe",
+            w.exe.name
+        ));
+    }
+    if let Some(m) = unreadable {
+        ev.push(format!("unreadable: {m}"));
+    }
+    ev.push(match w.rec.sign {
+        Some(s) => format!(
+            "sign: {} ({})",
+            s.as_str(),
+            if w.read_now {
+                "read by this scan"
+            } else {
+                "cached: the file is unchanged"
+            }
+        ),
+        None => {
+            "sign: not read (not needed in this probe mode, allowlisted, or cached outcome)".into()
+        }
+    });
+    if w.allowlisted {
+        ev.push("on the config allowlist (probe.allow)".into());
+    }
+    if let Some(h) = w.rec.help {
+        ev.push(format!("--help mentions --agent: {h}"));
+    }
+    ev.push(match (&w.probe_now, &w.rec.probe) {
+        (Some(why), _) if w.rec.probe.is_none() => {
+            format!("would probe ({why:?}); not run (dry run)")
+        }
+        (_, Some(ProbeRecord::Native { doc, .. })) => format!(
+            "probe: valid --agent answer (sha256 {doc}){}",
+            if w.cached { ", cached" } else { "" }
+        ),
+        (
+            _,
+            Some(ProbeRecord::Failed {
+                reason, message, ..
+            }),
+        ) => format!(
+            "probe: failed, {}: {message}{}",
+            reason.as_str(),
+            if w.cached { " (cached)" } else { "" }
+        ),
+        (None, None) if w.no_sign => "not probed: no sign of supporting ATIP".into(),
+        (None, None) => "not probed".into(),
+        (Some(_), None) => "not probed".into(),
+    });
+    if let Some(app) = w.rec.app.as_ref().and_then(AppRecord::tooli) {
+        ev.push(format!(
+            "a Tooli app: package {} {} ({}) requires tooli; entry point {}:{}, interpreter {}",
+            app.package,
+            app.version,
+            app.dist.display(),
+            app.module,
+            app.attr,
+            app.interpreter.display()
+        ));
+        ev.push(match (&w.rec.convert, w.convert_now) {
+            (Some(ProbeRecord::Native { doc, .. }), now) => format!(
+                "converted its Tooli manifest (document sha256 {doc}){}",
+                if now { "" } else { ", cached" }
+            ),
+            (
+                Some(ProbeRecord::Failed {
+                    reason, message, ..
+                }),
+                _,
+            ) => {
+                format!("conversion failed, {}: {message}", reason.as_str())
+            }
+            (None, true) => "would convert its Tooli manifest; not run (dry run)".into(),
+            (None, false) => "not converted: not allowed (probe.allow or --convert)".into(),
+        });
+    }
+    if let Some(s) = &w.rec.sha256 {
+        ev.push(format!("content hash {s}"));
+    }
+    let mut candidates = Vec::new();
+    let won = |c: &Candidate| report::ExplainedCandidate {
+        source: c.source,
+        origin: c.origin.clone(),
+        by_hash: c.by_hash,
+        trust: c.trust.clone(),
+        won: true,
+        why: None,
+    };
+    let outcome_line = match outcome {
+        None => "not registered: the file could not be read".to_owned(),
+        Some(Outcome::Nothing) => "not registered: no source offers metadata".to_owned(),
+        Some(Outcome::Winner(c)) => {
+            candidates.push(won(c));
+            format!(
+                "registered from {} ({})",
+                resolve::source_name(c.source),
+                c.origin
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|| "its --agent answer".into())
+            )
+        }
+        Some(Outcome::Kept { entry, why }) => format!(
+            "kept the stored {} entry: {why}",
+            resolve::source_name(entry.source)
+        ),
+    };
+    for (c, why) in losers {
+        let mut e = won(c);
+        e.won = false;
+        e.why = Some(why.clone());
+        candidates.push(e);
+    }
+    Explanation {
+        name: name.to_owned(),
+        path: Some(path.to_path_buf()),
+        evidence: ev,
+        candidates,
+        outcome: outcome_line,
+    }
+}
+
+/// Decides whether an executable is probed (and a framework app converted) by this
+/// scan, from what is known of it. `convert`: `--convert`.
+fn decide(w: &mut Work, mode: ProbeMode, convert: bool) {
+    if w.unreadable.is_some() {
+        return;
+    }
+    let app = w.rec.app.as_ref().is_some_and(|a| a.tooli().is_some());
+    if app && w.rec.convert.is_none() {
+        w.convert_now = match mode {
+            ProbeMode::All => true,
+            ProbeMode::None => convert,
+            ProbeMode::Auto | ProbeMode::Help => convert || w.allowlisted,
+        };
+        w.app_waiting = !w.convert_now;
+    }
+    if w.cached {
+        return;
+    }
+    if app && mode != ProbeMode::All && !w.rec.sign.is_some_and(|s| s.shown()) {
+        // A framework app does not answer --agent (nor mention it in --help): it is
+        // converted instead, when allowed.
+        w.no_sign = !w.convert_now && w.rec.convert.is_none();
+        return;
+    }
+    w.probe_now = match mode {
+        ProbeMode::None => None,
+        ProbeMode::All => Some(ProbeWhy::All),
+        ProbeMode::Auto | ProbeMode::Help if w.allowlisted => Some(ProbeWhy::Allowlist),
+        ProbeMode::Auto | ProbeMode::Help if w.rec.sign.is_some_and(|s| s.shown()) => {
+            Some(ProbeWhy::Sign)
+        }
+        ProbeMode::Help if w.rec.help != Some(false) => Some(ProbeWhy::Help),
+        ProbeMode::Auto | ProbeMode::Help => {
+            w.no_sign = true;
+            None
+        }
+    };
+}
+
+/// Runs one executable's probe (after `--help` in help mode) and records the outcome.
+fn probe_one(w: &mut Work, data: &std::path::Path, timeout: Duration, cancel: Option<&Cancel>) {
+    if w.probe_now == Some(ProbeWhy::Help) && w.rec.help.is_none() {
+        // A --help that hangs or crashes says nothing about --agent.
+        w.rec.help =
+            Some(probe::help_mentions_agent(&w.exe.path, timeout, cancel).unwrap_or(false));
+    }
+    if w.probe_now == Some(ProbeWhy::Help) && w.rec.help == Some(false) {
+        w.probe_now = None;
+        w.no_sign = true;
+        return;
+    }
+    let outcome = probe::probe_agent(&w.exe.path, &w.exe.name, timeout, cancel);
+    w.rec.probe = Some(record(w, data, outcome, timeout));
+}
+
+/// Converts one framework app's manifest and records the outcome.
+fn convert_one(w: &mut Work, data: &std::path::Path, timeout: Duration, cancel: Option<&Cancel>) {
+    let Some(app) = w.rec.app.as_ref().and_then(AppRecord::tooli).cloned() else {
+        return;
+    };
+    let outcome = framework::convert(&app, &w.exe.name, timeout, cancel);
+    let timeout = timeout.max(framework::CONVERT_TIMEOUT_MIN);
+    w.rec.convert = Some(record(w, data, outcome, timeout));
+}
+
+/// The cache record of a probe's (or conversion's) outcome; a valid document is stored
+/// under `cache/native/`, or kept in memory when it cannot be.
+fn record(
+    w: &mut Work,
+    data: &std::path::Path,
+    outcome: Result<probe::ProbeAnswer, probe::ProbeFailure>,
+    timeout: Duration,
+) -> ProbeRecord {
+    match outcome {
+        Ok(answer) => {
+            let doc = match cache::store_native_doc(data, &answer.document) {
+                Ok(doc) => doc,
+                Err(_) => {
+                    // A full disk must not cost the tool its entry: keep the answer in
+                    // memory for this scan (the next one probes again).
+                    let doc = sha256_hex(&answer.document);
+                    w.unstored.push((doc.clone(), Arc::from(answer.document)));
+                    doc
+                }
+            };
+            ProbeRecord::Native {
+                doc,
+                warnings: answer.warnings,
+                trust: answer.trust,
+            }
+        }
+        Err(f) => ProbeRecord::Failed {
+            reason: f.reason,
+            message: f.message,
+            diagnostics: f.diagnostics,
+            timeout_ms: timeout.as_millis() as u64,
+        },
+    }
+}
+
+fn enum_name<T: Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// The document sent to the registry: the winner's bytes, with pattern files merged in,
+/// and the index's summary of it (the parsed document is dropped here).
+fn compose(
+    winner: &Candidate,
+    applied: &[&PatternFile],
+) -> Result<(Arc<[u8]>, registry::MetaSummary), String> {
+    let mut bytes = winner.doc.read()?;
+    let shown = || match &winner.doc {
+        source::Doc::File(p) | source::Doc::Checked { path: p, .. } => p.display().to_string(),
+        source::Doc::Bytes(_) | source::Doc::Static(_) => winner.identity.clone(),
+    };
+    if !applied.is_empty() {
+        let mut value: serde_json::Value = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("failed to parse {}: {e}", shown()))?;
+        shims::merge_patterns(&mut value, applied);
+        let mut merged = serde_json::to_vec_pretty(&value).map_err(|e| e.to_string())?;
+        merged.push(b'\n');
+        bytes = merged.into();
+    }
+    let metadata =
+        crate::model::Metadata::from_slice(&bytes).map_err(|e| format!("{}: {e}", shown()))?;
+    Ok((bytes, registry::MetaSummary::of(&metadata)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pattern(path: &str, doc: &str) -> PatternFile {
+        PatternFile {
+            path: path.into(),
+            tool: None,
+            stem: "p".into(),
+            patterns: Vec::new(),
+            doc: doc.into(),
+        }
+    }
+
+    #[test]
+    fn composition_keys_change_with_identity_and_every_pattern() {
+        let id = format!("inferred:{}", "ab".repeat(32));
+        assert_eq!(composition_key(&id, &[]), id);
+        let (a, b) = (pattern("/p/a.json", "11"), pattern("/p/a.json", "12"));
+        let with_a = composition_key(&id, &[&a]);
+        assert!(with_a.len() == 64 && !with_a.contains(':'));
+        assert_ne!(with_a, composition_key(&id, &[&b]), "pattern document");
+        assert_ne!(with_a, composition_key("shim:/x:1", &[&a]), "identity");
+        assert_ne!(with_a, composition_key(&id, &[&a, &b]), "one more pattern");
+        let moved = pattern("/q/a.json", "11");
+        assert_ne!(with_a, composition_key(&id, &[&moved]), "pattern path");
+    }
+}

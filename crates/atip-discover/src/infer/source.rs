@@ -1,0 +1,746 @@
+//! Inference as a scan source: which names have a page, which inferred documents are
+//! still current, and the cache that lets a warm rescan read no man page.
+//!
+//! The cache is `<data-dir>/cache/infer-cache.bin` (per tool: the page, every file read
+//! with its stamp, the document's sha256; an rkyv archive used in place, so a warm rescan
+//! decodes nothing but what it compares) and `<data-dir>/cache/man-dirs.json` (the
+//! listing of each manual section directory with its modification time). While no
+//! section directory changed, the page `man` would pick for a name is the one recorded,
+//! so neither listing nor page is read; a recorded document stays current while every
+//! file it was read from keeps its stamp. Like the scan cache, it is an optimisation:
+//! missing or corrupt, the next scan is cold.
+
+use super::locate::{self, DirListing, ManIndex, PageRef, Stamp};
+use crate::archive::Owned;
+use crate::registry::FileList;
+use crate::statat::StatAt;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Version of the cache files; another version is ignored.
+pub const INFER_CACHE_VERSION: u32 = 2;
+
+/// The file name of the JSON cache of version 1, removed when this one is written.
+const OLD_JSON_FILE: &str = "infer-cache.json";
+
+/// What the last inference of one tool read and produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InferRecord {
+    /// The page file found for the name.
+    pub page: PathBuf,
+    /// The tree it is in.
+    pub root: PathBuf,
+    /// Its section.
+    pub section: String,
+    /// Every file read (page, `.so` targets, per-command pages) with its stamp.
+    pub inputs: Vec<(PathBuf, Stamp)>,
+    /// sha256 hex of the document.
+    pub doc: String,
+}
+
+/// `infer-cache.bin`: this, archived with rkyv, then the archive's CRC-32. Lists are
+/// sorted (names and directories by bytes) so that look-ups are binary searches in
+/// place. Paths are kept as text: a record naming a path that is not UTF-8 is not
+/// stored, and that name is inferred again by the next scan.
+#[derive(Debug, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct Stored {
+    version: u32,
+    /// The manual trees searched, in order, when the cache was written.
+    roots: Vec<String>,
+    /// Each section directory with its modification time (ns) when listed.
+    dirs: Vec<StoredDir>,
+    /// Tool name → its page and document.
+    tools: Vec<StoredTool>,
+    /// Names that had no page.
+    none: Vec<String>,
+}
+
+#[derive(Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct StoredDir {
+    path: String,
+    mtime_ns: i128,
+}
+
+#[derive(Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct StoredTool {
+    name: String,
+    page: String,
+    root: String,
+    section: String,
+    inputs: Vec<StoredInput>,
+    doc: String,
+}
+
+#[derive(Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct StoredInput {
+    path: String,
+    size: u64,
+    mtime_ns: i128,
+    ino: u64,
+    dev: u64,
+}
+
+impl StoredTool {
+    /// The stored form of `name`'s record; `None` when a path in it is not UTF-8.
+    fn of(name: &str, r: &InferRecord) -> Option<StoredTool> {
+        Some(StoredTool {
+            name: name.to_owned(),
+            page: r.page.to_str()?.to_owned(),
+            root: r.root.to_str()?.to_owned(),
+            section: r.section.clone(),
+            inputs: r
+                .inputs
+                .iter()
+                .map(|(p, s)| {
+                    Some(StoredInput {
+                        path: p.to_str()?.to_owned(),
+                        size: s.size,
+                        mtime_ns: s.mtime_ns,
+                        ino: s.ino,
+                        dev: s.dev,
+                    })
+                })
+                .collect::<Option<_>>()?,
+            doc: r.doc.clone(),
+        })
+    }
+}
+
+impl ArchivedStored {
+    /// The record of `name`, by binary search.
+    fn tool(&self, name: &str) -> Option<&ArchivedStoredTool> {
+        self.tools
+            .binary_search_by(|t| t.name.as_str().cmp(name))
+            .ok()
+            .map(|i| &self.tools[i])
+    }
+
+    /// Whether `name` was recorded as having no page.
+    fn has_none(&self, name: &str) -> bool {
+        self.none.binary_search_by(|n| n.as_str().cmp(name)).is_ok()
+    }
+}
+
+impl ArchivedStoredTool {
+    fn page_ref(&self) -> PageRef {
+        PageRef {
+            path: PathBuf::from(self.page.as_str()),
+            root: PathBuf::from(self.root.as_str()),
+            section: self.section.as_str().to_owned(),
+        }
+    }
+
+    /// Whether every file this record read still has its stamp.
+    fn current(&self, stat: &mut StatAt) -> bool {
+        self.inputs.iter().all(|i| {
+            stat.status(Path::new(i.path.as_str())).is_ok_and(|st| {
+                Stamp::of_status(&st)
+                    == Stamp {
+                        size: i.size.to_native(),
+                        mtime_ns: i.mtime_ns.to_native(),
+                        ino: i.ino.to_native(),
+                        dev: i.dev.to_native(),
+                    }
+            })
+        })
+    }
+}
+
+/// `man-dirs.json`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct DirsCache {
+    version: u32,
+    listings: HashMap<PathBuf, DirListing>,
+}
+
+fn cache_file(data: &Path) -> PathBuf {
+    data.join("cache").join("infer-cache.bin")
+}
+
+fn dirs_file(data: &Path) -> PathBuf {
+    data.join("cache").join("man-dirs.json")
+}
+
+/// The inference source during one scan.
+pub struct InferSource {
+    data: PathBuf,
+    roots: Vec<PathBuf>,
+    /// The cache as the last scan left it (checked when read, used in place).
+    old: Option<Owned<Stored>>,
+    /// Each section directory's modification time, taken before anything was listed or
+    /// read: what the next scan compares against.
+    dirs_now: Vec<(PathBuf, i128)>,
+    /// Whether every section directory is as the cache recorded it.
+    dirs_unchanged: bool,
+    index: Option<ManIndex>,
+    offers: HashMap<String, Offer>,
+    none: BTreeSet<String>,
+    failed: BTreeMap<String, String>,
+    /// Names whose document [`InferSource::infer_pending`] must make.
+    pending: Vec<(String, PageRef)>,
+    /// Handles of the manual's directories, for the stamps of recorded pages.
+    stat: StatAt,
+}
+
+/// A prepared document, as offered to the scan.
+pub struct Offered<'a> {
+    /// sha256 hex of the document.
+    pub sha: &'a str,
+    /// A cached file (`Ok`) or this scan's bytes (`Err`).
+    pub doc: Result<&'a Path, Arc<[u8]>>,
+    /// The man page it was read from.
+    pub page: &'a Path,
+}
+
+/// A document ready to offer.
+struct Offer {
+    page: PathBuf,
+    sha: String,
+    doc: OfferDoc,
+    /// What to record for it; `None`: the old cache's record, unchanged.
+    record: Option<InferRecord>,
+}
+
+/// Where an offered document's bytes are.
+enum OfferDoc {
+    /// Made by an earlier scan, stored in the cache.
+    Cached(PathBuf),
+    /// Made by this scan.
+    Fresh(Arc<[u8]>),
+}
+
+fn cached_doc(data: &Path, sha: &str) -> PathBuf {
+    data.join("cache")
+        .join("inferred")
+        .join(format!("{sha}.json"))
+}
+
+/// The registry's copy of a document (`tools/<sha256>.json`): an inferred document that
+/// won is stored there by the commit, so the cache does not keep a second copy.
+fn registry_doc(data: &Path, sha: &str) -> PathBuf {
+    data.join("tools").join(format!("{sha}.json"))
+}
+
+/// Where an earlier scan's document is: the registry's copy, else the cache's.
+fn stored_doc(data: &Path, sha: &str) -> Option<PathBuf> {
+    [registry_doc(data, sha), cached_doc(data, sha)]
+        .into_iter()
+        .find(|p| p.is_file())
+}
+
+/// [`stored_doc`] answered from listings of the two directories (made once per scan).
+fn listed_doc(data: &Path, sha: &str, registry: &FileList, cache: &FileList) -> Option<PathBuf> {
+    let file = format!("{sha}.json");
+    if registry.has(&file) {
+        Some(registry_doc(data, sha))
+    } else if cache.has(&file) {
+        Some(cached_doc(data, sha))
+    } else {
+        None
+    }
+}
+
+/// Infers, serializes and validates the document of `name`. Any validator finding,
+/// warnings included, rejects it: inferred documents must be clean.
+fn make_offer(index: &ManIndex, page: &PageRef, name: &str) -> Result<Offer, String> {
+    let inf = super::infer_page(index, page, name).map_err(|e| e.to_string())?;
+    let mut bytes = serde_json::to_vec_pretty(&inf.document).map_err(|e| e.to_string())?;
+    bytes.push(b'\n');
+    // Only the verdict is needed (no value kept): clean documents take the quick path.
+    let checked = crate::validate::check_with(&bytes, None, None, false);
+    if let Some(d) = checked.diagnostics.first() {
+        return Err(format!(
+            "the document inferred from {} is invalid: {} at {}: {}",
+            page.path.display(),
+            d.rule,
+            d.pointer,
+            d.message
+        ));
+    }
+    let sha = crate::digest::sha256_hex(&bytes);
+    let record = InferRecord {
+        page: page.path.clone(),
+        root: page.root.clone(),
+        section: page.section.clone(),
+        inputs: inf.inputs,
+        doc: sha.clone(),
+    };
+    Ok(Offer {
+        page: page.path.clone(),
+        sha,
+        doc: OfferDoc::Fresh(bytes.into()),
+        record: Some(record),
+    })
+}
+
+/// A name's page and whether its recorded document is still current.
+#[derive(Debug, Clone)]
+pub struct Lookup {
+    /// The page.
+    pub page: PageRef,
+    /// The recorded document's sha256, when every input is unchanged.
+    pub current: Option<String>,
+}
+
+impl InferSource {
+    /// Opens the source: the manual trees for `manpath_env`/`path_env` and the cache
+    /// (ignored with `refresh`). Reads no page and lists no directory yet.
+    pub fn open(
+        data: &Path,
+        manpath_env: Option<&OsStr>,
+        path_env: Option<&OsStr>,
+        refresh: bool,
+    ) -> InferSource {
+        let roots = locate::manpath(manpath_env, path_env);
+        let old = if refresh {
+            None
+        } else {
+            read_stored(&cache_file(data))
+        };
+        let dirs_now: Vec<(PathBuf, i128)> = section_dirs(&roots)
+            .into_iter()
+            .filter_map(|d| Stamp::of(&d).ok().map(|s| (d, s.mtime_ns)))
+            .collect();
+        let dirs_unchanged = old.as_ref().is_some_and(|o| {
+            let o = o.get();
+            same_paths(&o.roots, &roots)
+                && !o.dirs.is_empty()
+                && o.dirs.len() == dirs_now.len()
+                && dirs_now.iter().all(|(d, t)| {
+                    d.to_str().is_some_and(|d| {
+                        o.dirs
+                            .binary_search_by(|x| x.path.as_str().cmp(d))
+                            .is_ok_and(|i| o.dirs[i].mtime_ns.to_native() == *t)
+                    })
+                })
+        });
+        InferSource {
+            data: data.to_owned(),
+            roots,
+            old,
+            dirs_now,
+            dirs_unchanged,
+            index: None,
+            offers: HashMap::new(),
+            none: BTreeSet::new(),
+            failed: BTreeMap::new(),
+            pending: Vec::new(),
+            stat: StatAt::new(),
+        }
+    }
+
+    fn index(&mut self) -> &ManIndex {
+        if self.index.is_none() {
+            let reuse: HashMap<PathBuf, DirListing> = std::fs::read(dirs_file(&self.data))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<DirsCache>(&b).ok())
+                .filter(|c| c.version == INFER_CACHE_VERSION)
+                .map(|c| c.listings)
+                .unwrap_or_default();
+            self.index = Some(ManIndex::build(&self.roots, &reuse));
+        }
+        self.index.as_ref().expect("index just built")
+    }
+
+    /// The page of `name`, and its recorded document if still current.
+    fn lookup(&mut self, name: &str) -> Option<Lookup> {
+        if self.dirs_unchanged
+            && let Some(old) = self.old.as_ref().map(Owned::get)
+        {
+            if old.has_none(name) {
+                return None;
+            }
+            if let Some(rec) = old.tool(name) {
+                let current = rec
+                    .current(&mut self.stat)
+                    .then(|| rec.doc.as_str().to_owned());
+                return Some(Lookup {
+                    page: rec.page_ref(),
+                    current,
+                });
+            }
+        }
+        let page = self.index().find(name)?;
+        let current = self
+            .old
+            .as_ref()
+            .and_then(|o| o.get().tool(name))
+            .and_then(|rec| {
+                (Path::new(rec.page.as_str()) == page.path && rec.current(&mut self.stat))
+                    .then(|| rec.doc.as_str().to_owned())
+            });
+        Some(Lookup { page, current })
+    }
+
+    /// Looks up the page of every name, on the calling thread, and takes the documents
+    /// still current from the cache; the others are left for
+    /// [`InferSource::infer_pending`]. A warm rescan has none, so the scan starts no
+    /// thread for it. Afterwards (and after `infer_pending`) [`InferSource::offer`]
+    /// answers without reading anything.
+    ///
+    /// `registry` lists the registry's `tools/` directory: a recorded document is offered
+    /// from there, else from the cache's copy, else made again.
+    pub(crate) fn look_up<'n>(
+        &mut self,
+        names: impl IntoIterator<Item = &'n str>,
+        registry: &FileList,
+    ) {
+        let cache = FileList::of(&self.data.join("cache").join("inferred"));
+        let mut todo = std::mem::take(&mut self.pending);
+        for name in names {
+            if self.offers.contains_key(name) || self.none.contains(name) {
+                continue;
+            }
+            match self.lookup(name) {
+                None => {
+                    self.none.insert(name.to_owned());
+                }
+                Some(Lookup {
+                    page,
+                    current: Some(doc),
+                }) => match listed_doc(&self.data, &doc, registry, &cache) {
+                    Some(stored) => {
+                        self.offers.insert(
+                            name.to_owned(),
+                            Offer {
+                                page: page.path,
+                                doc: OfferDoc::Cached(stored),
+                                sha: doc,
+                                record: None,
+                            },
+                        );
+                    }
+                    None => todo.push((name.to_owned(), page)),
+                },
+                Some(Lookup { page, .. }) => todo.push((name.to_owned(), page)),
+            }
+        }
+        self.pending = todo;
+    }
+
+    /// Whether [`InferSource::look_up`] left documents to infer.
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Infers the documents [`InferSource::look_up`] left pending, in parallel (on the
+    /// caller's rayon pool).
+    pub(crate) fn infer_pending(&mut self) {
+        use rayon::prelude::*;
+        let todo = std::mem::take(&mut self.pending);
+        if todo.is_empty() {
+            return;
+        }
+        let index = self.index();
+        let results: Vec<(String, Result<Offer, String>)> = todo
+            .par_iter()
+            .with_max_len(1)
+            .map(|(name, page)| (name.clone(), make_offer(index, page, name)))
+            .collect();
+        for (name, r) in results {
+            match r {
+                Ok(o) => {
+                    self.offers.insert(name, o);
+                }
+                Err(m) => {
+                    self.failed.insert(name, m);
+                }
+            }
+        }
+    }
+
+    /// The prepared document of `name`.
+    pub(crate) fn offer(&self, name: &str) -> Option<Offered<'_>> {
+        let o = self.offers.get(name)?;
+        let doc = match &o.doc {
+            OfferDoc::Cached(p) => Ok(p.as_path()),
+            OfferDoc::Fresh(b) => Err(b.clone()),
+        };
+        Some(Offered {
+            sha: o.sha.as_str(),
+            doc,
+            page: o.page.as_path(),
+        })
+    }
+
+    /// Why inference failed for names whose page could not be read or gave an invalid
+    /// document.
+    pub(crate) fn failed(&self) -> &BTreeMap<String, String> {
+        &self.failed
+    }
+
+    /// Writes the listings of the manual's section directories, if this scan built the
+    /// index (`man-dirs.json`, so the next scan lists only the directories that
+    /// changed), and frees the index: call it once every page is read, before the
+    /// commit, so the commit does not hold both.
+    pub fn save_listings(&mut self) -> Result<(), String> {
+        let Some(index) = self.index.take() else {
+            return Ok(());
+        };
+        let listings = DirsCache {
+            version: INFER_CACHE_VERSION,
+            listings: index.into_listings(),
+        };
+        let dir = self.data.join("cache");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        write_atomic(
+            &dirs_file(&self.data),
+            &serde_json::to_vec(&listings).unwrap_or_default(),
+        )
+    }
+
+    /// Writes the cache, and the documents made this scan that the registry does not
+    /// hold (those that lost to another source) under `cache/inferred/<sha256>.json`.
+    /// Call it after the commit. Errors are returned as text (the scan reports them as
+    /// warnings).
+    pub fn save(mut self) -> Result<(), String> {
+        let docs = self.data.join("cache").join("inferred");
+        let old = self.old.take();
+        let old_archived = old.as_ref().map(Owned::get);
+        // A warm rescan offers exactly what the cache recorded: nothing is copied or written.
+        let as_recorded = old_archived.is_some_and(|o| {
+            self.dirs_unchanged
+                && self.offers.len() == o.tools.len()
+                && self.offers.values().all(|o| o.record.is_none())
+                && self.none.len() == o.none.len()
+                && self
+                    .none
+                    .iter()
+                    .zip(o.none.iter())
+                    .all(|(a, b)| a == b.as_str())
+        });
+        if as_recorded {
+            return self.save_listings();
+        }
+        let mut tools = Vec::with_capacity(self.offers.len());
+        let mut made_dir = false;
+        for (name, o) in &self.offers {
+            if let OfferDoc::Fresh(bytes) = &o.doc
+                && stored_doc(&self.data, &o.sha).is_none()
+            {
+                if !made_dir {
+                    std::fs::create_dir_all(&docs)
+                        .map_err(|e| format!("cannot create {}: {e}", docs.display()))?;
+                    made_dir = true;
+                }
+                write_atomic(&cached_doc(&self.data, &o.sha), bytes)?;
+            }
+            let stored = match &o.record {
+                Some(r) => StoredTool::of(name, r),
+                None => old_archived
+                    .and_then(|c| c.tool(name))
+                    .and_then(|t| rkyv::deserialize::<StoredTool, rkyv::rancor::Error>(t).ok()),
+            };
+            tools.extend(stored);
+        }
+        tools.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        let mut stored = Stored {
+            version: INFER_CACHE_VERSION,
+            roots: self
+                .roots
+                .iter()
+                .map(|r| r.to_str().map(str::to_owned))
+                .collect::<Option<_>>()
+                .unwrap_or_default(),
+            dirs: self
+                .dirs_now
+                .iter()
+                .filter_map(|(d, t)| {
+                    Some(StoredDir {
+                        path: d.to_str()?.to_owned(),
+                        mtime_ns: *t,
+                    })
+                })
+                .collect(),
+            tools,
+            none: std::mem::take(&mut self.none).into_iter().collect(),
+        };
+        self.save_listings()?;
+        stored.dirs.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+        // Trees or section directories that are not UTF-8 cannot be recorded: then no
+        // cache is kept (the next scan is cold), rather than one that would look current.
+        if stored.roots.len() != self.roots.len() || stored.dirs.len() != self.dirs_now.len() {
+            let _ = std::fs::remove_file(cache_file(&self.data));
+            return Ok(());
+        }
+        let archive = rkyv::to_bytes::<rkyv::rancor::Error>(&stored).map_err(|e| e.to_string())?;
+        if old
+            .as_ref()
+            .is_some_and(|o| o.bytes() == archive.as_slice())
+        {
+            return Ok(());
+        }
+        let mut bytes = archive.to_vec();
+        bytes.extend_from_slice(&crc32fast::hash(&archive).to_le_bytes());
+        let dir = self.data.join("cache");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        write_atomic(&cache_file(&self.data), &bytes)?;
+        let _ = std::fs::remove_file(dir.join(OLD_JSON_FILE));
+        Ok(())
+    }
+}
+
+/// Reads `infer-cache.bin`: `None` when it is missing, damaged (checksum, rkyv's check)
+/// or of another version — the scan is then cold for inference, never wrong.
+fn read_stored(path: &Path) -> Option<Owned<Stored>> {
+    let mut bytes = crate::archive::read_file(path).ok()?;
+    let len = crate::archive::strip_crc(&bytes).ok()?.len();
+    bytes.resize(len, 0);
+    Owned::<Stored>::new(bytes)
+        .ok()
+        .filter(|o| o.get().version.to_native() == INFER_CACHE_VERSION)
+}
+
+/// Whether the recorded trees are `roots`, in order.
+fn same_paths(
+    recorded: &rkyv::vec::ArchivedVec<rkyv::string::ArchivedString>,
+    roots: &[PathBuf],
+) -> bool {
+    recorded.len() == roots.len()
+        && recorded
+            .iter()
+            .zip(roots)
+            .all(|(a, b)| b.to_str() == Some(a.as_str()))
+}
+
+/// Every section directory of the trees (existing or not).
+fn section_dirs(roots: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for r in roots {
+        for s in locate::SECTIONS {
+            let d = r.join(format!("man{s}"));
+            if d.is_dir() {
+                out.push(d);
+            }
+        }
+    }
+    out
+}
+
+/// Caches are atomic but not fsynced: a lost file after a crash only means a cold start.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    crate::atomic::write_atomic(path, bytes, crate::atomic::Options::CACHE)
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A manual tree with one page, a data dir, and a fresh source over them.
+    fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let man = t.path().join("man");
+        std::fs::create_dir_all(man.join("man1")).unwrap();
+        std::fs::copy(
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../tests/fixtures/man/man1/size.1.gz"
+            ),
+            man.join("man1/size.1.gz"),
+        )
+        .unwrap();
+        let data = t.path().join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        (t, man, data)
+    }
+
+    /// One scan's use of the source: look up, infer, save. Returns whether anything
+    /// had to be inferred (a cold look-up).
+    fn run(data: &Path, man: &Path) -> bool {
+        let mut src = InferSource::open(data, Some(man.as_os_str()), None, false);
+        src.look_up(["size", "nosuchtool"], &FileList::of(&data.join("tools")));
+        let cold = src.has_pending();
+        src.infer_pending();
+        assert!(src.offer("size").is_some() && src.offer("nosuchtool").is_none());
+        src.save().unwrap();
+        cold
+    }
+
+    #[test]
+    fn warm_source_takes_records_in_place_and_writes_nothing() {
+        let (_t, man, data) = setup();
+        assert!(run(&data, &man), "first scan infers");
+        let file = cache_file(&data);
+        let written = std::fs::read(&file).unwrap();
+        let stamp = Stamp::of(&file).unwrap();
+        assert!(!run(&data, &man), "second scan takes the record");
+        assert_eq!(
+            Stamp::of(&file).unwrap(),
+            stamp,
+            "unchanged cache not rewritten"
+        );
+        assert_eq!(std::fs::read(&file).unwrap(), written);
+
+        // The page changes (another page's bytes): inferred again, cache rewritten.
+        std::fs::copy(
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../tests/fixtures/man/man1/cut.1.gz"
+            ),
+            man.join("man1/size.1.gz"),
+        )
+        .unwrap();
+        assert!(run(&data, &man), "a changed page is read again");
+        assert!(!run(&data, &man));
+    }
+
+    #[test]
+    fn damaged_foreign_or_legacy_caches_mean_a_cold_scan() {
+        let (_t, man, data) = setup();
+        run(&data, &man);
+        let file = cache_file(&data);
+        let good = std::fs::read(&file).unwrap();
+        // One flipped bit, a truncation, another version: each ignored, then replaced.
+        let mut flipped = good.clone();
+        flipped[good.len() / 2] ^= 1;
+        let mut other = Stored {
+            version: INFER_CACHE_VERSION + 1,
+            ..Stored::default()
+        };
+        other.roots.push(man.to_str().unwrap().into());
+        let archive = rkyv::to_bytes::<rkyv::rancor::Error>(&other).unwrap();
+        let mut foreign = archive.to_vec();
+        foreign.extend_from_slice(&crc32fast::hash(&archive).to_le_bytes());
+        for bad in [
+            flipped,
+            good[..good.len() - 9].to_vec(),
+            foreign,
+            Vec::new(),
+        ] {
+            std::fs::write(&file, &bad).unwrap();
+            assert!(read_stored(&file).is_none());
+            assert!(run(&data, &man), "an unusable cache is a cold scan");
+            assert_eq!(std::fs::read(&file).unwrap(), good, "and is written anew");
+        }
+        // The JSON cache of version 1 is removed once this one is written.
+        let legacy = data.join("cache").join(OLD_JSON_FILE);
+        std::fs::write(&legacy, b"{}").unwrap();
+        std::fs::remove_file(&file).unwrap();
+        run(&data, &man);
+        assert!(!legacy.exists() && file.exists());
+    }
+
+    #[test]
+    fn records_with_paths_that_are_not_utf8_are_not_stored() {
+        use std::os::unix::ffi::OsStrExt;
+        let rec = InferRecord {
+            page: PathBuf::from(OsStr::from_bytes(b"/man/man1/a\xff.1")),
+            root: "/man".into(),
+            section: "1".into(),
+            inputs: Vec::new(),
+            doc: "0".repeat(64),
+        };
+        assert!(StoredTool::of("a", &rec).is_none());
+        let ok = InferRecord {
+            page: "/man/man1/a.1".into(),
+            ..rec
+        };
+        assert_eq!(StoredTool::of("a", &ok).unwrap().page, "/man/man1/a.1");
+    }
+}

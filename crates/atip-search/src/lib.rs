@@ -1,0 +1,1150 @@
+//! Ranked search over flattened commands: which few tools does an agent need for a task?
+//!
+//! Owns the index (BM25 over weighted fields: tool name, command path, description,
+//! parameter names and descriptions), query correction (exact, prefix and edit-distance
+//! matches, the abbreviation table in `text`), name boosts and the capped result report.
+//! Must not read files; callers hand it a [`Catalog`].
+
+// The layers below, under the module names this code was written with (`crate::output`, …).
+/// This crate is the `search` layer: `crate::search::…` paths name its own items.
+#[allow(unused_imports)]
+pub(crate) use crate as search;
+#[allow(unused_imports)]
+pub(crate) use atip_base::{archive, output};
+#[allow(unused_imports)]
+pub(crate) use atip_compile as compile;
+#[allow(unused_imports)]
+pub(crate) use atip_model::model;
+
+pub mod mode;
+#[cfg(test)]
+mod quality;
+mod text;
+
+pub use text::ABBREVIATIONS;
+
+use crate::archive::Owned;
+use crate::compile::formats::{self, Format};
+use crate::compile::{Catalog, FlatTool, ParamOrigin, edit_distance};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+const K1: f32 = 1.6;
+/// Fields of a document, scored BM25F-style: each field's term frequency is normalised by
+/// that field's own length against its average over the index, then weighted.
+const FIELDS: usize = 4;
+/// The tool's name and the command path: what the command is called.
+const F_NAME: usize = 0;
+/// The command's own description (a man page's NAME line for an inferred tool).
+const F_DESCRIPTION: usize = 1;
+/// What the command belongs to: the tool's and parent commands' descriptions.
+const F_ABOUT: usize = 2;
+/// Parameter names and descriptions: last, and a term counts once however many options
+/// use it, so that a page with two hundred options cannot win a task on the volume of
+/// its option text.
+const F_PARAMS: usize = 3;
+const FIELD_WEIGHT: [f32; FIELDS] = [6.0, 2.5, 1.0, 0.5];
+const FIELD_B: [f32; FIELDS] = [0.5, 0.6, 0.75, 0.3];
+/// Within the name field: the tool's name when the command is a subcommand (`gh` of
+/// `gh pr create`) counts for less than the command's own path.
+const W_TOOL_OF_SUBCOMMAND: f32 = 0.5;
+const W_PARAM_NAME: f32 = 1.0;
+const W_PARAM_DESCRIPTION: f32 = 0.8;
+const W_VARIANT: f32 = 0.9;
+const W_SYNONYM: f32 = 0.75;
+const BOOST_EXACT: f32 = 8.0;
+const BOOST_PREFIX: f32 = 3.0;
+const BOOST_ALL_IN_NAME: f32 = 2.0;
+/// Results that get their aliases named (a caller that asks for every hit, to filter
+/// them, reads the first few).
+const ALIASED: usize = 64;
+
+/// A fast non-cryptographic hasher for index terms (the registry is local and trusted,
+/// so hash flooding is not a concern).
+#[derive(Debug, Default, Clone, Copy)]
+struct Fx(u64);
+
+impl std::hash::Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut v = 0u64;
+            for (i, b) in chunk.iter().enumerate() {
+                v |= u64::from(*b) << (i * 8);
+            }
+            self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+
+    fn write_u8(&mut self, b: u8) {
+        self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxBuild = std::hash::BuildHasherDefault<Fx>;
+
+/// An inverted index over a catalog's tools (by position in `Catalog::tools`), held as an
+/// rkyv archive ([`crate::archive`]): the compiled catalog stores its bytes and a reader
+/// searches them in place, without decoding the vocabulary and postings first.
+#[derive(Clone)]
+pub struct SearchIndex {
+    tables: Owned<Tables>,
+    /// Terms by root (`text::root`), built on the first query that needs it.
+    roots: OnceLock<HashMap<String, Vec<u32>, FxBuild>>,
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SearchIndex({} tools, {:?})", self.len(), self.tables)
+    }
+}
+
+/// What the index holds.
+#[derive(Debug, Default, rkyv::Archive, rkyv::Serialize)]
+struct Tables {
+    /// Terms by id.
+    vocab: Vec<String>,
+    /// Term ids in term order: a word's id by binary search.
+    sorted: Vec<u32>,
+    /// Per term id, the tools that have it, in tool order.
+    postings: Vec<Vec<Posting>>,
+    /// Per tool, the factor its score is multiplied by: what the machine says about the
+    /// program beside its text ([`Facts::prior`]).
+    prior: Vec<f32>,
+    /// Per tool, the tool that stands for its family (itself when it leads it): the same
+    /// command of the same program under other names is one result.
+    family: Vec<u32>,
+    /// Per tool, its program's name, to name a family's aliases.
+    program: Vec<String>,
+    title_words: Vec<Vec<String>>,
+    /// Title words joined by one space, for the exact and prefix boosts.
+    titles: Vec<String>,
+}
+
+/// One tool that has a term, and the term's frequency in it: per field, normalised by the
+/// field's length and weighted, summed (BM25F).
+#[derive(Debug, Clone, Copy, rkyv::Archive, rkyv::Serialize)]
+struct Posting {
+    doc: u32,
+    tf: f32,
+}
+
+/// What the registry says about a tool's program, beside its text: computed when the
+/// catalog is compiled (the `atip-catalog` layer above), from the registry entry and the machine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Facts {
+    /// Factor on the score (1 when nothing is known; see `search::prior`).
+    pub prior: f32,
+    /// Names the program's family: tools whose family and command path are equal are one
+    /// result. The tool's own name when nothing else is known.
+    pub family: String,
+}
+
+impl Facts {
+    /// What is known of a tool from itself alone: nothing.
+    pub fn of(tool: &FlatTool) -> Facts {
+        Facts {
+            prior: 1.0,
+            family: tool.tool.clone(),
+        }
+    }
+}
+
+/// The index while it is built: terms are interned through a map the archive does not
+/// keep, and term frequencies are kept per field until every field's average length is
+/// known.
+#[derive(Default)]
+struct Builder {
+    ids: HashMap<String, u32, FxBuild>,
+    tables: Tables,
+    raw: Vec<Vec<(u32, [f32; FIELDS])>>,
+    lengths: Vec<[f32; FIELDS]>,
+    families: HashMap<String, u32, FxBuild>,
+    family_of: Vec<u32>,
+}
+
+impl Builder {
+    fn intern(&mut self, term: String) -> u32 {
+        if let Some(&id) = self.ids.get(&term) {
+            return id;
+        }
+        let id = self.tables.vocab.len() as u32;
+        self.ids.insert(term.clone(), id);
+        self.tables.vocab.push(term);
+        self.raw.push(Vec::new());
+        id
+    }
+}
+
+/// Adds the terms of `text` to field `field` with weight `w`, tokenizing each distinct
+/// text once.
+fn add_text<'t>(
+    ix: &mut Builder,
+    cache: &mut HashMap<&'t str, Vec<u32>, FxBuild>,
+    pairs: &mut Vec<(u32, usize, f32)>,
+    text: &'t str,
+    field: usize,
+    w: f32,
+) {
+    let ids = cache.entry(text).or_insert_with(|| {
+        text::terms(text)
+            .into_iter()
+            .map(|term| ix.intern(term))
+            .collect()
+    });
+    pairs.extend(ids.iter().map(|&id| (id, field, w)));
+}
+
+/// A [`SearchIndex`] fed tools in catalog order, a slice at a time: the catalog compile
+/// indexes each batch of documents on a thread of its own while it writes the next
+/// batch's records, and drops the batch once indexed. Tools are numbered in the order
+/// they arrive, so the index is the one [`SearchIndex::build`] makes of them all at once.
+#[derive(Default)]
+pub struct IndexBuilder {
+    ix: Builder,
+    pairs: Vec<(u32, usize, f32)>,
+}
+
+impl IndexBuilder {
+    /// Indexes `tools` after those added before, knowing nothing of them but their text.
+    pub fn add(&mut self, tools: &[FlatTool]) {
+        let facts: Vec<Facts> = tools.iter().map(Facts::of).collect();
+        self.add_ranked(tools, &facts);
+    }
+
+    /// Indexes `tools` after those added before, with what is known of each (`facts[i]`
+    /// of `tools[i]`). Texts repeat within a document (global and parent options): each
+    /// distinct text of the slice is tokenized once.
+    pub fn add_ranked(&mut self, tools: &[FlatTool], facts: &[Facts]) {
+        let ix = &mut self.ix;
+        let pairs = &mut self.pairs;
+        let mut cache: HashMap<&str, Vec<u32>, FxBuild> = HashMap::default();
+        for (t, f) in tools.iter().zip(facts) {
+            let doc = ix.lengths.len() as u32;
+            pairs.clear();
+            // A tool without subcommands is run by its name: the name is its command.
+            let bare = t.command.iter().all(|c| c.is_empty());
+            let w_tool = if bare { 1.0 } else { W_TOOL_OF_SUBCOMMAND };
+            add_text(ix, &mut cache, pairs, &t.tool, F_NAME, w_tool);
+            let path = t.command.join(" ");
+            for term in text::terms(&path) {
+                let id = ix.intern(term);
+                pairs.push((id, F_NAME, 1.0));
+            }
+            add_text(ix, &mut cache, pairs, &t.summary, F_DESCRIPTION, 1.0);
+            add_text(ix, &mut cache, pairs, &t.about, F_ABOUT, 1.0);
+            for p in &t.params {
+                let name = match &p.origin {
+                    ParamOrigin::Argument { name, .. } | ParamOrigin::Option { name, .. } => name,
+                };
+                add_text(ix, &mut cache, pairs, name, F_PARAMS, W_PARAM_NAME);
+                add_text(
+                    ix,
+                    &mut cache,
+                    pairs,
+                    &p.description,
+                    F_PARAMS,
+                    W_PARAM_DESCRIPTION,
+                );
+            }
+            let mut len = [0f32; FIELDS];
+            for &(_, field, w) in pairs.iter() {
+                len[field] += w;
+            }
+            pairs.sort_unstable_by_key(|(id, _, _)| *id);
+            let mut i = 0;
+            while i < pairs.len() {
+                let id = pairs[i].0;
+                let mut tf = [0f32; FIELDS];
+                while i < pairs.len() && pairs[i].0 == id {
+                    tf[pairs[i].1] += pairs[i].2;
+                    i += 1;
+                }
+                ix.raw[id as usize].push((doc, tf));
+            }
+            ix.lengths.push(len);
+            let key = format!("{}\u{1f}{path}", f.family);
+            let next = ix.families.len() as u32;
+            let family = *ix.families.entry(key).or_insert(next);
+            ix.family_of.push(family);
+            ix.tables.prior.push(f.prior);
+            ix.tables.program.push(t.tool.clone());
+            ix.tables.title_words.push(text::terms(&t.title));
+            ix.tables.titles.push(text::words(&t.title).join(" "));
+        }
+    }
+
+    /// The index of every tool added: term frequencies normalised per field (BM25F), and
+    /// each family led by its member with the highest prior, then the shortest name, then
+    /// the first.
+    pub fn finish(self) -> SearchIndex {
+        let Builder {
+            mut tables,
+            raw,
+            lengths,
+            family_of,
+            families,
+            ..
+        } = self.ix;
+        let n = lengths.len().max(1) as f32;
+        let mut avg = [0f32; FIELDS];
+        for l in &lengths {
+            for f in 0..FIELDS {
+                avg[f] += l[f] / n;
+            }
+        }
+        tables.postings = raw
+            .into_iter()
+            .map(|list| {
+                list.into_iter()
+                    .map(|(doc, tf)| {
+                        let len = &lengths[doc as usize];
+                        let mut sum = 0.0;
+                        for f in 0..FIELDS {
+                            if tf[f] > 0.0 {
+                                let norm = if avg[f] > 0.0 {
+                                    1.0 - FIELD_B[f] + FIELD_B[f] * len[f] / avg[f]
+                                } else {
+                                    1.0
+                                };
+                                // Parameters count a term once: fifty options that
+                                // mention it are not fifty times the answer.
+                                let tf = if f == F_PARAMS { tf[f].min(1.0) } else { tf[f] };
+                                sum += FIELD_WEIGHT[f] * tf / norm.max(f32::EPSILON);
+                            }
+                        }
+                        Posting { doc, tf: sum }
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut leader: Vec<Option<u32>> = vec![None; families.len()];
+        for (doc, &fam) in family_of.iter().enumerate() {
+            let doc = doc as u32;
+            let slot = &mut leader[fam as usize];
+            let better = |a: u32, b: u32| {
+                let (pa, pb) = (tables.prior[a as usize], tables.prior[b as usize]);
+                let (la, lb) = (
+                    tables.program[a as usize].len(),
+                    tables.program[b as usize].len(),
+                );
+                pa > pb || (pa == pb && la < lb)
+            };
+            match *slot {
+                Some(cur) if !better(doc, cur) => {}
+                _ => *slot = Some(doc),
+            }
+        }
+        tables.family = family_of
+            .iter()
+            .map(|&fam| leader[fam as usize].unwrap_or(0))
+            .collect();
+        let mut sorted: Vec<u32> = (0..tables.vocab.len() as u32).collect();
+        sorted.sort_unstable_by(|&a, &b| tables.vocab[a as usize].cmp(&tables.vocab[b as usize]));
+        tables.sorted = sorted;
+        SearchIndex {
+            tables: Owned::from_value(&tables),
+            roots: OnceLock::new(),
+        }
+    }
+}
+
+/// One query word and the index terms it stands for.
+#[derive(Debug, Clone)]
+struct Group {
+    word: String,
+    terms: Vec<(u32, f32, &'static str)>,
+    /// The idf of the word as typed, when it is a term: no other reading of the word
+    /// (variant, synonym, abbreviation) may count for more just because it is rarer.
+    idf_cap: f32,
+}
+
+/// A tool found by a search: the tool, its score and its aliases ([`Hit::aliases`]).
+pub type Found<'a> = (&'a FlatTool, f32, Vec<String>);
+
+/// A ranked result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    /// Position in `Catalog::tools`.
+    pub doc: usize,
+    /// Relevance, higher is better.
+    pub score: f32,
+    /// Why it scored (only with `explain`).
+    pub why: Vec<String>,
+    /// Other names of the same program that the result stands for (`egrep` for `grep`):
+    /// its family's other members, by program name.
+    pub aliases: Vec<String>,
+}
+
+impl SearchIndex {
+    /// Indexes every tool of the catalog.
+    pub fn build(tools: &[FlatTool]) -> SearchIndex {
+        let mut builder = IndexBuilder::default();
+        builder.add(tools);
+        builder.finish()
+    }
+
+    /// The index archived by [`SearchIndex::bytes`] at `range` of `shared` (a catalog
+    /// section), checked first (rkyv's check, then that its tables agree in length and its
+    /// term order is a permutation's worth of ids): the error says what is wrong. Postings
+    /// are not walked here; a posting naming a tool past the end is skipped by the search.
+    pub fn from_shared(
+        shared: crate::archive::Shared,
+        range: std::ops::Range<usize>,
+    ) -> Result<SearchIndex, String> {
+        let tables = Owned::<Tables>::in_shared(shared, range)?;
+        let t = tables.get();
+        let terms = t.vocab.len();
+        let docs = t.prior.len();
+        let sound = t.sorted.len() == terms
+            && t.postings.len() == terms
+            && t.family.len() == docs
+            && t.program.len() == docs
+            && t.family.iter().all(|f| (f.to_native() as usize) < docs)
+            && t.title_words.len() == docs
+            && t.titles.len() == docs
+            && t.sorted.iter().all(|i| (i.to_native() as usize) < terms);
+        if !sound {
+            return Err("its tables disagree".into());
+        }
+        Ok(SearchIndex {
+            tables,
+            roots: OnceLock::new(),
+        })
+    }
+
+    /// The archived index, for storing.
+    pub fn bytes(&self) -> &[u8] {
+        self.tables.bytes()
+    }
+
+    fn t(&self) -> &ArchivedTables {
+        self.tables.get()
+    }
+
+    /// The term `word`, if indexed.
+    fn id(&self, word: &str) -> Option<u32> {
+        let t = self.t();
+        t.sorted
+            .binary_search_by(|i| t.vocab[i.to_native() as usize].as_str().cmp(word))
+            .ok()
+            .map(|at| t.sorted[at].to_native())
+    }
+
+    fn term(&self, id: u32) -> &str {
+        self.t().vocab[id as usize].as_str()
+    }
+
+    fn postings(&self, id: u32) -> &[ArchivedPosting] {
+        &self.t().postings[id as usize]
+    }
+
+    /// Number of indexed tools.
+    pub fn len(&self) -> usize {
+        self.t().prior.len()
+    }
+
+    /// Whether nothing is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.t().prior.is_empty()
+    }
+
+    fn idf(&self, id: u32) -> f32 {
+        let n = self.len() as f32;
+        let df = self.postings(id).len() as f32;
+        ((n - df + 0.5) / (df + 0.5) + 1.0).ln()
+    }
+
+    /// The index terms a query word stands for: itself, longer words it is a prefix of,
+    /// and, when it is not a known word, the nearest words by edit distance (1 for words
+    /// up to four letters, 2 for longer ones).
+    fn resolve_word(&self, word: &str) -> Vec<(u32, f32, &'static str)> {
+        let mut out = Vec::new();
+        let exact = self.id(word);
+        if let Some(id) = exact {
+            out.push((id, 1.0, "exact"));
+        }
+        let chars = word.chars().count();
+        if exact.is_none() && chars >= 3 {
+            let mut prefixed: Vec<u32> = self
+                .t()
+                .vocab
+                .iter()
+                .map(|v| v.as_str())
+                .enumerate()
+                .filter(|(_, v)| v.len() > word.len() && v.starts_with(word))
+                .map(|(i, _)| i as u32)
+                .collect();
+            prefixed.sort_by_key(|&i| std::cmp::Reverse(self.postings(i).len()));
+            out.extend(prefixed.into_iter().take(8).map(|i| (i, 0.6, "prefix")));
+        }
+        let variants = self.variants(word);
+        out.extend(
+            variants
+                .iter()
+                .filter(|&&i| Some(i) != exact)
+                .map(|&i| (i, W_VARIANT, "variant")),
+        );
+        if exact.is_none() && variants.is_empty() && chars >= 3 {
+            let max = if chars <= 4 { 1 } else { 2 };
+            let mut near: Vec<(usize, u32)> = self
+                .t()
+                .vocab
+                .iter()
+                .map(|v| v.as_str())
+                .enumerate()
+                .filter(|(_, v)| v.len().abs_diff(word.len()) <= max)
+                .filter_map(|(i, v)| {
+                    let d = edit_distance(word, v);
+                    (d <= max).then_some((d, i as u32))
+                })
+                .collect();
+            near.sort_by_key(|&(d, i)| (d, std::cmp::Reverse(self.postings(i).len())));
+            if let Some(&(best, _)) = near.first() {
+                out.extend(
+                    near.into_iter()
+                        .filter(|&(d, _)| d == best)
+                        .take(3)
+                        .map(|(d, i)| (i, if d == 1 { 0.7 } else { 0.45 }, "typo")),
+                );
+            }
+        }
+        for synonym in text::synonyms(word) {
+            for &i in self.variants(synonym) {
+                if !out.iter().any(|t| t.0 == i) {
+                    out.push((i, W_SYNONYM, "synonym"));
+                }
+            }
+        }
+        out
+    }
+
+    /// The terms that share `word`'s root: its inflections, and the word itself.
+    fn variants(&self, word: &str) -> &[u32] {
+        let roots = self.roots.get_or_init(|| {
+            let mut m: HashMap<String, Vec<u32>, FxBuild> = HashMap::default();
+            for (i, v) in self.t().vocab.iter().enumerate() {
+                m.entry(text::root(v.as_str())).or_default().push(i as u32);
+            }
+            m
+        });
+        roots.get(&text::root(word)).map_or(&[], Vec::as_slice)
+    }
+
+    /// The query's word groups, and each word's best reading (typos corrected). An
+    /// abbreviation whose long form the readings contain joins the group of every word it
+    /// stands for (`pull request` → `pr` in both), so a document scores the concept once
+    /// per word whichever way it writes it.
+    fn groups(&self, query: &str) -> (Vec<Group>, Vec<String>) {
+        let raw = text::query_words(query);
+        let mut groups: Vec<Group> = raw
+            .iter()
+            .map(|w| Group {
+                word: w.clone(),
+                terms: self.resolve_word(w),
+                idf_cap: self.id(w).map_or(f32::INFINITY, |id| self.idf(id)),
+            })
+            .collect();
+        let corrected: Vec<String> = groups
+            .iter()
+            .map(|g| {
+                match g
+                    .terms
+                    .iter()
+                    .find(|t| matches!(t.2, "exact" | "typo" | "variant"))
+                {
+                    Some((id, _, _)) => self.term(*id).to_string(),
+                    None => g.word.clone(),
+                }
+            })
+            .collect();
+        for (short, span) in text::abbreviations_in(&corrected) {
+            let Some(id) = self.id(short) else {
+                continue;
+            };
+            for g in &mut groups[span] {
+                if !g.terms.iter().any(|t| t.0 == id) {
+                    g.terms.push((id, 1.0, "abbreviation"));
+                }
+            }
+        }
+        (groups, corrected)
+    }
+
+    /// The `limit` best tools for `query`, best first (ties by position, so stable).
+    pub fn search(&self, query: &str, limit: usize, explain: bool) -> Vec<Hit> {
+        let (groups, corrected) = self.groups(query);
+        let n = self.len();
+        let mut scores = vec![0f32; n];
+        let mut best = vec![0f32; n];
+        let mut touched: Vec<u32> = Vec::new();
+        for g in &groups {
+            for &(id, w, _) in &g.terms {
+                let idf = self.idf(id).min(g.idf_cap);
+                for p in self.postings(id) {
+                    let (doc, tf) = (p.doc.to_native(), p.tf.to_native());
+                    if doc as usize >= n {
+                        continue;
+                    }
+                    let s = w * idf * Self::saturate(tf);
+                    let e = &mut best[doc as usize];
+                    if *e == 0.0 {
+                        touched.push(doc);
+                    }
+                    *e = e.max(s);
+                }
+            }
+            for doc in touched.drain(..) {
+                scores[doc as usize] += best[doc as usize];
+                best[doc as usize] = 0.0;
+            }
+        }
+        let q = corrected.join(" ");
+        let raw_q = text::query_words(query).join(" ");
+        let (q_prefix, raw_prefix) = (format!("{q} "), format!("{raw_q} "));
+        let mut boosts = vec![0f32; n];
+        if !q.is_empty() {
+            for doc in 0..n {
+                if scores[doc] > 0.0 {
+                    boosts[doc] = self.boost(
+                        doc,
+                        [&q, &raw_q],
+                        [&q_prefix, &raw_prefix],
+                        &groups,
+                        &corrected,
+                    );
+                    scores[doc] += boosts[doc];
+                }
+            }
+        }
+        // Priors, then families: a family scores its best member and is shown as the
+        // member the query names exactly, else its leader.
+        let t = self.t();
+        let mut by_family: HashMap<u32, (f32, usize), FxBuild> = HashMap::default();
+        for (doc, s) in scores.iter_mut().enumerate() {
+            if *s <= 0.0 {
+                continue;
+            }
+            *s *= t.prior[doc].to_native();
+            let lead = t.family[doc].to_native();
+            let e = by_family.entry(lead).or_insert((0.0, lead as usize));
+            if *s > e.0 {
+                e.0 = *s;
+            }
+            if boosts[doc] == BOOST_EXACT {
+                e.1 = doc;
+            }
+        }
+        let mut ranked: Vec<(usize, f32)> = by_family.into_values().map(|(s, d)| (d, s)).collect();
+        let order = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        if ranked.len() > limit && limit > 0 {
+            ranked.select_nth_unstable_by(limit - 1, order);
+        }
+        ranked.truncate(limit);
+        ranked.sort_by(order);
+        let aliases = self.aliases(&ranked[..ranked.len().min(ALIASED)]);
+        ranked
+            .into_iter()
+            .enumerate()
+            .map(|(i, (doc, score))| Hit {
+                doc,
+                score,
+                why: if explain {
+                    self.explain(doc, &groups, boosts[doc])
+                } else {
+                    Vec::new()
+                },
+                aliases: aliases.get(i).cloned().unwrap_or_default(),
+            })
+            .collect()
+    }
+
+    /// For each ranked tool, the other program names of its family, in index order.
+    fn aliases(&self, ranked: &[(usize, f32)]) -> Vec<Vec<String>> {
+        let t = self.t();
+        let mut out = vec![Vec::new(); ranked.len()];
+        if ranked.is_empty() {
+            return out;
+        }
+        let at: HashMap<u32, usize, FxBuild> = ranked
+            .iter()
+            .enumerate()
+            .map(|(i, &(doc, _))| (t.family[doc].to_native(), i))
+            .collect();
+        for (doc, lead) in t.family.iter().enumerate() {
+            if let Some(&i) = at.get(&lead.to_native()) {
+                let name = t.program[doc].as_str();
+                let own = t.program[ranked[i].0].as_str();
+                if name != own && !out[i].iter().any(|n: &String| n == name) {
+                    out[i].push(name.to_string());
+                }
+            }
+        }
+        out
+    }
+
+    /// BM25's saturation of a (field-normalised, weighted) term frequency.
+    fn saturate(tf: f32) -> f32 {
+        tf * (K1 + 1.0) / (tf + K1)
+    }
+
+    fn boost(
+        &self,
+        doc: usize,
+        queries: [&str; 2],
+        prefixes: [&str; 2],
+        groups: &[Group],
+        corrected: &[String],
+    ) -> f32 {
+        let title = self.t().titles[doc].as_str();
+        if queries.contains(&title) {
+            BOOST_EXACT
+        } else if prefixes.iter().any(|p| title.starts_with(p)) {
+            BOOST_PREFIX
+        } else if groups.iter().zip(corrected).all(|(g, w)| {
+            let title = &self.t().title_words[doc];
+            let has = |w: &str| title.iter().any(|t| t.as_str() == w);
+            has(w)
+                || g.terms
+                    .iter()
+                    .any(|t| t.2 == "abbreviation" && has(self.term(t.0)))
+        }) {
+            BOOST_ALL_IN_NAME
+        } else {
+            0.0
+        }
+    }
+
+    fn explain(&self, doc: usize, groups: &[Group], boost: f32) -> Vec<String> {
+        let mut why = Vec::new();
+        for g in groups {
+            let mut best: Option<(f32, &str, &str)> = None;
+            for &(id, w, how) in &g.terms {
+                if let Ok(i) = self
+                    .postings(id)
+                    .binary_search_by_key(&(doc as u32), |p| p.doc.to_native())
+                {
+                    let tf = self.postings(id)[i].tf.to_native();
+                    let s = w * self.idf(id).min(g.idf_cap) * Self::saturate(tf);
+                    if best.is_none_or(|b| s > b.0) {
+                        best = Some((s, self.term(id), how));
+                    }
+                }
+            }
+            if let Some((s, term, how)) = best {
+                if how == "exact" {
+                    why.push(format!("{term}: +{s:.2}"));
+                } else {
+                    why.push(format!("{term} ({how} of {:?}): +{s:.2}", g.word));
+                }
+            }
+        }
+        if boost > 0.0 {
+            let kind = if boost == BOOST_EXACT {
+                "exact name"
+            } else if boost == BOOST_PREFIX {
+                "name prefix"
+            } else {
+                "every word in the name"
+            };
+            why.push(format!("{kind}: +{boost:.2}"));
+        }
+        why
+    }
+}
+
+/// Postings are appended in document order, so each list is sorted by document; `explain`
+/// relies on that for its binary search.
+#[cfg(test)]
+fn postings_sorted(ix: &SearchIndex) -> bool {
+    ix.t().postings.iter().all(|p| {
+        p.windows(2)
+            .all(|w| w[0].doc.to_native() < w[1].doc.to_native())
+    })
+}
+
+/// What `atip search` asks for.
+#[derive(Debug, Clone)]
+pub struct SearchOptions {
+    /// Most results.
+    pub limit: usize,
+    /// Full schemas for this many of the best results.
+    pub schemas: usize,
+    /// Schema form: `None` for the plain JSON Schema, or a JSON export format for that
+    /// provider's whole tool definition.
+    pub format: Option<Format>,
+    /// Include scores' reasons.
+    pub explain: bool,
+    /// Cap on the serialized report, in bytes.
+    pub max_bytes: usize,
+}
+
+/// `atip search --output json`: `{"query", "results": [...], "truncated"}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchReport {
+    /// The query as given.
+    pub query: String,
+    /// Best first.
+    pub results: Vec<SearchResult>,
+    /// Whether results or schemas were dropped to stay under the byte cap.
+    pub truncated: bool,
+}
+
+/// One result.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResult {
+    /// Tool-call name (`gh_pr_create`), as `atip exec` and `atip mcp` take it.
+    pub name: String,
+    /// `command` (a registered command-line tool's command) or `mcp` (an MCP server's tool).
+    pub kind: &'static str,
+    /// The MCP server, for `mcp` results.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// The ATIP tool.
+    pub tool: String,
+    /// Command path (`["pr", "create"]`; `[""]` for the root command).
+    pub command: Vec<String>,
+    /// Relevance, rounded to 3 decimals.
+    pub score: f64,
+    /// Description with safety suffix.
+    pub description: String,
+    /// Other names of the same program this result stands for (`egrep`, `rgrep` for
+    /// `grep`): the registry keeps them, search shows the program once.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+    /// Schema (top `--schemas` results only); for a command with many options, only
+    /// those an agent needs first ([`compact`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Value>,
+    /// Options left out of `schema` (`atip get` gives them all).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub omitted_options: usize,
+    /// Why it ranked (with `--explain`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub why: Vec<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Above this many parameters a result's schema is made compact.
+pub const COMPACT_OVER: usize = 12;
+/// Most options a compact schema keeps for matching the query.
+const COMPACT_MATCHING: usize = 8;
+
+/// The tool as a search result shows its schema: unchanged with up to [`COMPACT_OVER`]
+/// parameters; else its arguments, its required options and the options whose name or
+/// description shares a word (or a word's root) with the query, at most
+/// `COMPACT_MATCHING` of those, in schema order. Returns the tool and how many
+/// parameters were left out. Calls still take every option: only the answer is short.
+pub fn compact<'t>(tool: &'t FlatTool, query: &str) -> (std::borrow::Cow<'t, FlatTool>, usize) {
+    use std::borrow::Cow;
+    if tool.params.len() <= COMPACT_OVER {
+        return (Cow::Borrowed(tool), 0);
+    }
+    let wanted: Vec<String> = text::query_words(query)
+        .iter()
+        .map(|w| text::root(w))
+        .collect();
+    let mut matching = 0;
+    let keep: Vec<bool> = tool
+        .params
+        .iter()
+        .map(|p| {
+            let (ParamOrigin::Argument { name, .. } | ParamOrigin::Option { name, .. }) = &p.origin;
+            if matches!(p.origin, ParamOrigin::Argument { .. }) || p.required {
+                return true;
+            }
+            let hit = text::words(name)
+                .iter()
+                .chain(text::words(&p.description).iter())
+                .any(|w| wanted.contains(&text::root(w)));
+            if hit && matching < COMPACT_MATCHING {
+                matching += 1;
+                return true;
+            }
+            false
+        })
+        .collect();
+    let mut small = tool.clone();
+    let mut kept = keep.iter();
+    small.params.retain(|_| *kept.next().unwrap_or(&true));
+    if let Some(props) = small
+        .input_schema
+        .get_mut("properties")
+        .and_then(Value::as_object_mut)
+    {
+        let names: std::collections::HashSet<&str> =
+            small.params.iter().map(|p| p.property.as_str()).collect();
+        props.retain(|k, _| names.contains(k.as_str()));
+    }
+    let omitted = tool.params.len() - small.params.len();
+    (Cow::Owned(small), omitted)
+}
+
+/// Searches and builds the capped report. Schemas of later results go first, then whole
+/// results from the end, until the JSON fits `max_bytes`; `truncated` says so.
+pub fn search(
+    catalog: &Catalog,
+    index: &SearchIndex,
+    query: &str,
+    opts: &SearchOptions,
+) -> SearchReport {
+    let hits = index.search(query, opts.limit, opts.explain);
+    report(query, hits, opts, |doc| {
+        (&catalog.tools()[doc], catalog.external_server(doc))
+    })
+}
+
+/// The capped report of ranked `hits` (from [`SearchIndex::search`] with `opts.limit` and
+/// `opts.explain`); `tool_at` gives the tool at a hit's position and its MCP server.
+pub fn report<'a>(
+    query: &str,
+    hits: Vec<Hit>,
+    opts: &SearchOptions,
+    tool_at: impl Fn(usize) -> (&'a FlatTool, Option<&'a str>),
+) -> SearchReport {
+    let mut report = SearchReport {
+        query: query.to_string(),
+        results: Vec::new(),
+        truncated: false,
+    };
+    // Sizes are those of the pretty JSON `atip search` prints: a result nested in
+    // `results` gains four spaces per line, plus `,\n` between results.
+    let cost_of = |r: &SearchResult| {
+        let s = serde_json::to_string_pretty(r).unwrap_or_default();
+        s.len() + 4 * s.lines().count() + 2
+    };
+    let base = serde_json::to_string_pretty(&report)
+        .map(|s| s.len() + 1)
+        .unwrap_or(0);
+    let mut size = base;
+    for (rank, hit) in hits.into_iter().enumerate() {
+        let (t, server) = tool_at(hit.doc);
+        let server = server.map(str::to_string);
+        let (schema, omitted_options) = if rank < opts.schemas {
+            let (small, omitted) = compact(t, query);
+            (Some(schema_for(&small, opts.format)), omitted)
+        } else {
+            (None, 0)
+        };
+        let mut r = SearchResult {
+            name: t.name.clone(),
+            kind: if server.is_some() { "mcp" } else { "command" },
+            server,
+            tool: t.tool.clone(),
+            command: t.command.clone(),
+            score: (f64::from(hit.score) * 1000.0).round() / 1000.0,
+            description: t.description.clone(),
+            aliases: hit.aliases,
+            schema,
+            omitted_options,
+            why: hit.why,
+        };
+        let mut cost = cost_of(&r);
+        if size + cost > opts.max_bytes && r.schema.is_some() {
+            r.schema = None;
+            r.omitted_options = 0;
+            report.truncated = true;
+            cost = cost_of(&r);
+        }
+        if size + cost > opts.max_bytes {
+            report.truncated = true;
+            break;
+        }
+        size += cost;
+        report.results.push(r);
+    }
+    report
+}
+
+/// The schema of one tool: plain JSON Schema, or the provider's whole tool definition.
+pub fn schema_for(tool: &FlatTool, format: Option<Format>) -> Value {
+    match format {
+        Some(f) if f.is_json() => {
+            let rendered = formats::render(&formats::flat(std::slice::from_ref(tool)), f);
+            match f {
+                Format::Gemini => rendered
+                    .pointer("/0/functionDeclarations/0")
+                    .cloned()
+                    .unwrap_or(Value::Null),
+                Format::Mcp => rendered.pointer("/tools/0").cloned().unwrap_or(Value::Null),
+                _ => rendered.get(0).cloned().unwrap_or(Value::Null),
+            }
+        }
+        _ => tool.input_schema.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::FlattenOptions;
+    use crate::model::Metadata;
+    use serde_json::json;
+
+    fn catalog() -> Catalog {
+        let gh = Metadata::from_value(
+            json!({"atip": "0.4", "name": "gh", "version": "1", "description": "GitHub CLI",
+            "commands": {"pr": {"description": "Work with pull requests", "commands": {
+                "create": {"description": "Create a pull request"},
+                "list": {"description": "List pull requests in a repository"},
+                "merge": {"description": "Merge a pull request"}}},
+              "repo": {"description": "Work with repositories", "commands": {
+                "create": {"description": "Create a new repository"},
+                "clone": {"description": "Clone a repository locally"}}}}}),
+        )
+        .unwrap();
+        let git = Metadata::from_value(json!({"atip": "0.4", "name": "git", "version": "1", "description": "Version control",
+            "commands": {"log": {"description": "Show commit logs"}, "commit": {"description": "Record changes to the repository"}}}))
+        .unwrap();
+        Catalog::build(&[gh, git], &FlattenOptions::default())
+    }
+
+    fn top(q: &str) -> Vec<String> {
+        let c = catalog();
+        let ix = SearchIndex::build(c.tools());
+        assert!(postings_sorted(&ix));
+        ix.search(q, 3, false)
+            .iter()
+            .map(|h| c.tools()[h.doc].name.clone())
+            .collect()
+    }
+
+    fn tool(name: &str, description: &str, options: &[(&str, &str)]) -> Metadata {
+        let opts: Vec<Value> = options
+            .iter()
+            .map(|(n, d)| json!({"name": n, "flags": [format!("--{n}")], "type": "boolean", "description": d}))
+            .collect();
+        Metadata::from_value(json!({"atip": "0.4", "name": name, "version": "1",
+            "description": description, "globalOptions": opts}))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_family_is_one_result_naming_its_aliases() {
+        let metas = [
+            tool("egrep", "print lines that match patterns", &[]),
+            tool("grep", "print lines that match patterns", &[]),
+            tool("wc", "print newline, word, and byte counts", &[]),
+        ];
+        let c = Catalog::build(&metas, &FlattenOptions::default());
+        let facts: Vec<Facts> = c
+            .tools()
+            .iter()
+            .map(|t| Facts {
+                prior: 1.0,
+                family: if t.tool == "wc" {
+                    "wc".into()
+                } else {
+                    "grep".into()
+                },
+            })
+            .collect();
+        let mut b = IndexBuilder::default();
+        b.add_ranked(c.tools(), &facts);
+        let ix = b.finish();
+        let hits = ix.search("print lines matching patterns", 5, false);
+        let names: Vec<&str> = hits
+            .iter()
+            .map(|h| c.tools()[h.doc].name.as_str())
+            .collect();
+        assert_eq!(names, ["grep", "wc"]);
+        assert_eq!(hits[0].aliases, ["egrep"]);
+        // A query naming an alias exactly shows that alias.
+        let hits = ix.search("egrep", 5, false);
+        assert_eq!(c.tools()[hits[0].doc].name, "egrep");
+        assert_eq!(hits[0].aliases, ["grep"]);
+        // Without facts every program is its own result.
+        let plain = SearchIndex::build(c.tools());
+        assert_eq!(
+            plain
+                .search("print lines matching patterns", 5, false)
+                .len(),
+            3
+        );
+    }
+
+    #[test]
+    fn priors_order_equal_texts_and_option_volume_does_not_win() {
+        let many: Vec<(String, String)> = (0..150)
+            .map(|i| {
+                (
+                    format!("opt{i}"),
+                    format!("count lines of input number {i}"),
+                )
+            })
+            .collect();
+        let many: Vec<(&str, &str)> = many.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let metas = [
+            tool("bigtool", "the big tool that does everything", &many),
+            tool(
+                "wc",
+                "count lines, words and bytes",
+                &[("lines", "print the newline counts")],
+            ),
+            tool(
+                "xc",
+                "count lines, words and bytes",
+                &[("lines", "print the newline counts")],
+            ),
+        ];
+        let c = Catalog::build(&metas, &FlattenOptions::default());
+        let facts: Vec<Facts> = c
+            .tools()
+            .iter()
+            .map(|t| Facts {
+                prior: if t.tool == "xc" { 1.15 } else { 1.0 },
+                family: t.tool.clone(),
+            })
+            .collect();
+        let mut b = IndexBuilder::default();
+        b.add_ranked(c.tools(), &facts);
+        let ix = b.finish();
+        let names: Vec<&str> = ix
+            .search("count lines in a file", 3, false)
+            .iter()
+            .map(|h| c.tools()[h.doc].name.as_str())
+            .collect();
+        assert_eq!(names, ["xc", "wc", "bigtool"]);
+    }
+
+    #[test]
+    fn compact_schemas_keep_arguments_and_matching_options() {
+        let many: Vec<(String, String)> = (0..40)
+            .map(|i| (format!("opt{i}"), format!("does thing {i}")))
+            .chain([(
+                "recursive".to_string(),
+                "descend into directories".to_string(),
+            )])
+            .collect();
+        let many: Vec<(&str, &str)> = many.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let c = Catalog::build(&[tool("big", "a tool", &many)], &FlattenOptions::default());
+        let t = &c.tools()[0];
+        let (small, omitted) = compact(t, "search directories recursively");
+        let props = small.input_schema["properties"].as_object().unwrap();
+        assert!(props.contains_key("recursive"), "{props:?}");
+        assert_eq!(props.len(), small.params.len());
+        assert_eq!(omitted + small.params.len(), t.params.len());
+        assert!(omitted >= 40);
+        let (same, none) = compact(&c.tools()[0], "");
+        assert_eq!(none + same.params.len(), t.params.len());
+    }
+
+    #[test]
+    fn typos_and_abbreviations() {
+        assert_eq!(top("pul request")[..1], ["gh_pr_create"]);
+        assert_eq!(top("create pull request")[0], "gh_pr_create");
+        assert_eq!(top("pr list")[0], "gh_pr_list");
+        assert_eq!(top("clone repository")[0], "gh_repo_clone");
+        assert_eq!(top("comit")[0], "git_commit");
+        assert_eq!(top("git log")[0], "git_log");
+        assert!(top("zzzzzz").is_empty());
+    }
+}
