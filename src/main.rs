@@ -258,7 +258,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
         let _ = e.print();
         return ExitCode::from(atip::output::exit::USAGE);
     }
-    let err = cli::usage::to_atip(&e, &args);
+    let err = cli::usage::to_atip(&e, &args, &<Cli as clap::CommandFactory>::command());
     let out = Printer::new(format, Verbosity::Normal, ColorChoice::Never);
     out.error(&err);
     ExitCode::from(err.exit_code())
@@ -302,6 +302,110 @@ mod tests {
         for (x, y) in a.iter().zip(&b) {
             assert_eq!(x, y);
         }
+    }
+
+    /// Near misses of every flag and subcommand: a letter doubled, a `--no-` spelling,
+    /// a subcommand's flag given before it.
+    fn near_misses(cmd: &clap::Command, path: Vec<String>, cases: &mut Vec<Vec<String>>) {
+        let with = |extra: &[&str]| {
+            let mut v = path.clone();
+            v.extend(extra.iter().map(|s| s.to_string()));
+            v
+        };
+        for a in cmd.get_arguments() {
+            if let Some(long) = a.get_long().filter(|l| !["help", "version"].contains(l)) {
+                let last = long.chars().last().unwrap();
+                cases.push(with(&[&format!("--{long}{last}")]));
+                cases.push(with(&[&format!("--no-{long}")]));
+            }
+        }
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            let name = sub.get_name();
+            let last = name.chars().last().unwrap();
+            cases.push(with(&[&format!("{name}{last}")]));
+            for a in sub.get_arguments().filter(|a| !a.is_global_set()) {
+                if let Some(long) = a.get_long().filter(|l| *l != "help") {
+                    let flag = format!("--{long}");
+                    if a.get_action().takes_values() {
+                        cases.push(with(&[&flag, "x", name]));
+                    } else {
+                        cases.push(with(&[&flag, name]));
+                    }
+                }
+            }
+            near_misses(sub, with(&[name]), cases);
+        }
+    }
+
+    fn accepted(cmd: &clap::Command, words: &[String]) -> bool {
+        use clap::error::ErrorKind;
+        match cmd.clone().try_get_matches_from(words) {
+            Ok(_) => true,
+            Err(e) => matches!(
+                e.kind(),
+                ErrorKind::MissingRequiredArgument
+                    | ErrorKind::MissingSubcommand
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                    | ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+            ),
+        }
+    }
+
+    /// Every "did you mean" is a command line the parser accepts (short of arguments the
+    /// near miss itself left out): each suggestion's example is parsed again.
+    #[test]
+    fn every_suggestion_parses() {
+        let mut root = Cli::command();
+        root.build();
+        let mut cases = Vec::new();
+        near_misses(&root, vec!["atip".into()], &mut cases);
+        assert!(cases.len() > 500, "{}", cases.len());
+        let mut offered = 0;
+        let mut bad = Vec::new();
+        for case in &cases {
+            let Err(e) = root.clone().try_get_matches_from(case) else {
+                continue;
+            };
+            let args: Vec<std::ffi::OsString> = case.iter().map(Into::into).collect();
+            let err = cli::usage::to_atip(&e, &args, &root);
+            let Some(example) = err.suggestion.as_ref().and_then(|s| s.example.clone()) else {
+                continue;
+            };
+            offered += 1;
+            let line = example.as_str().unwrap().to_string();
+            let words: Vec<String> = line
+                .split(' ')
+                .map(|w| w.trim_matches('\'').to_string())
+                .collect();
+            if !accepted(&root, &words) {
+                bad.push(format!("{} -> {line}", case.join(" ")));
+            }
+        }
+        assert!(
+            bad.is_empty(),
+            "{} suggestions do not parse:\n{}",
+            bad.len(),
+            bad.join("\n")
+        );
+        assert!(offered > 300, "only {offered} suggestions offered");
+        // The cases of issue 33.
+        let example = |case: &[&str]| {
+            let args: Vec<std::ffi::OsString> = case.iter().map(Into::into).collect();
+            let e = root.clone().try_get_matches_from(&args).unwrap_err();
+            let err = cli::usage::to_atip(&e, &args, &root);
+            err.suggestion
+                .and_then(|s| s.example)
+                .map(|v| v.as_str().unwrap().to_string())
+        };
+        assert_eq!(
+            example(&["atip", "--no-color", "list"]).as_deref(),
+            Some("atip --color never list")
+        );
+        assert_eq!(
+            example(&["atip", "mcp", "--server", "X", "call", "t"]).as_deref(),
+            Some("atip mcp call --server X t")
+        );
     }
 
     /// A command line reads back into the same `Cli` whichever tree parsed it.

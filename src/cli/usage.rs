@@ -60,29 +60,117 @@ fn quote(word: &str) -> String {
 
 /// The command line with `wrong` replaced by `right` (the first word equal to `wrong`,
 /// or starting with `wrong=`).
+#[cfg(test)]
 fn corrected(args: &[OsString], wrong: &str, right: &str) -> Option<String> {
-    let words: Vec<String> = args
-        .iter()
+    corrected_words(&words(args), wrong, right).map(|w| shell_line(&w))
+}
+
+fn words(args: &[OsString]) -> Vec<String> {
+    args.iter()
         .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let at = words
-        .iter()
-        .skip(1)
-        .position(|w| w == wrong || w.starts_with(&format!("{wrong}=")))?
-        + 1;
-    let mut fixed = words.clone();
+        .collect()
+}
+
+fn shell_line(words: &[String]) -> String {
+    let mut w = words.to_vec();
+    if let Some(first) = w.first_mut() {
+        *first = "atip".into();
+    }
+    w.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
+}
+
+/// Where `wrong` was typed (as itself or `wrong=VALUE`).
+fn position(words: &[String], wrong: &str) -> Option<usize> {
+    Some(
+        words
+            .iter()
+            .skip(1)
+            .position(|w| w == wrong || w.starts_with(&format!("{wrong}=")))?
+            + 1,
+    )
+}
+
+fn corrected_words(words: &[String], wrong: &str, right: &str) -> Option<Vec<String>> {
+    let at = position(words, wrong)?;
+    let mut fixed = words.to_vec();
     fixed[at] = match words[at].split_once('=') {
         Some((_, value)) if wrong.starts_with('-') => format!("{right}={value}"),
         _ => right.to_string(),
     };
-    fixed[0] = "atip".into();
-    Some(fixed.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" "))
+    Some(fixed)
+}
+
+/// Whether `words` parse, short of what the user left out (a required argument or
+/// subcommand): a suggestion must be accepted as written, and the rest is theirs.
+fn parses(cmd: &clap::Command, words: &[String]) -> bool {
+    use clap::error::ErrorKind;
+    match cmd.clone().try_get_matches_from(words) {
+        Ok(_) => true,
+        Err(e) => matches!(
+            e.kind(),
+            ErrorKind::MissingRequiredArgument
+                | ErrorKind::MissingSubcommand
+                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                | ErrorKind::DisplayHelp
+                | ErrorKind::DisplayVersion
+        ),
+    }
+}
+
+/// A corrected command line that parses, with what it changes: the flag moved after a
+/// later subcommand it belongs to (`mcp --server X call` → `mcp call --server X`), clap's
+/// suggestion, or that suggestion given the value a `--no-` spelling meant
+/// (`--no-color` → `--color never`). `None` when no correction parses.
+fn working_fix(
+    cmd: &clap::Command,
+    words: &[String],
+    wrong: &str,
+    right: Option<&str>,
+) -> Option<(String, Vec<String>)> {
+    let at = position(words, wrong)?;
+    if wrong.starts_with('-') && !wrong.contains('=') {
+        let takes_value = words.get(at + 1).is_some_and(|w| !w.starts_with('-'));
+        let moved: Vec<String> = if takes_value {
+            words[at..at + 2].to_vec()
+        } else {
+            vec![words[at].clone()]
+        };
+        let mut rest = words.to_vec();
+        rest.drain(at..at + moved.len());
+        for j in at..rest.len() {
+            if rest[j].starts_with('-') {
+                continue;
+            }
+            let mut w = rest.clone();
+            for (k, m) in moved.iter().enumerate() {
+                w.insert(j + 1 + k, m.clone());
+            }
+            if parses(cmd, &w) {
+                return Some((format!("`{wrong}` after `{}`", rest[j]), w));
+            }
+        }
+    }
+    let right = right?;
+    let fixed = corrected_words(words, wrong, right)?;
+    if parses(cmd, &fixed) {
+        return Some((format!("`{right}`"), fixed));
+    }
+    if wrong.starts_with("--no-") && !words[at].contains('=') {
+        for value in ["never", "false", "none", "off", "0"] {
+            let mut w = fixed.clone();
+            w.insert(at + 1, value.into());
+            if parses(cmd, &w) {
+                return Some((format!("`{right} {value}`"), w));
+            }
+        }
+    }
+    None
 }
 
 /// The structured form of a clap error: code `usage`, clap's message, what it found in
 /// `details`, and the corrected command line when clap suggests a flag, value or
 /// subcommand.
-pub fn to_atip(e: &clap::Error, args: &[OsString]) -> AtipError {
+pub fn to_atip(e: &clap::Error, args: &[OsString], cmd: &clap::Command) -> AtipError {
     let rendered = e.render().to_string();
     let message = rendered
         .lines()
@@ -122,15 +210,28 @@ pub fn to_atip(e: &clap::Error, args: &[OsString]) -> AtipError {
         let wrong = wrong.split_whitespace().next()?;
         Some((wrong.to_string(), right.to_string(), what))
     });
-    if let Some((wrong, right, what)) = fix {
-        let mut s = Suggestion::new(
+    let fix = fix.or_else(|| {
+        // An unknown flag clap has no spelling for may still belong to a later subcommand.
+        let wrong = invalid_arg
+            .as_deref()?
+            .split_whitespace()
+            .next()?
+            .to_string();
+        Some((wrong, String::new(), "flag"))
+    });
+    let working = fix.as_ref().and_then(|(wrong, right, _)| {
+        let right = (!right.is_empty()).then_some(right.as_str());
+        working_fix(cmd, &words(args), wrong, right).map(|(what, w)| (wrong.clone(), what, w))
+    });
+    if let Some((wrong, right, line)) = working {
+        // Only a correction that parses is offered: a "did you mean" the parser then
+        // rejects (a flag that needs a value, another command's flag) misleads.
+        let s = Suggestion::new(
             SuggestedAction::RetryWithModifiedInput,
-            format!("the {what} `{right}` instead of `{wrong}`"),
-        );
-        if let Some(line) = corrected(args, &wrong, &right) {
-            s = s.example(line, Applicability::MaybeIncorrect);
-        }
-        err = err.hint(format!("did you mean `{right}`?")).suggest(s);
+            format!("{right} instead of `{wrong}`"),
+        )
+        .example(shell_line(&line), Applicability::MaybeIncorrect);
+        err = err.hint(format!("did you mean {right}?")).suggest(s);
     } else if let (Some(value), false) = (&invalid_value, valid_values.is_empty()) {
         err = err
             .hint(format!(
