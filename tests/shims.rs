@@ -710,6 +710,7 @@ fn dangerous_commands_say_so() {
         ("docker", &["push"]),
         ("kubectl", &["scale"]),
         ("git", &["remote", "remove"]),
+        ("gh", &["run", "cancel"]),
     ] {
         assert_eq!(get(tool, path).destructive, Some(true), "{tool} {path:?}");
     }
