@@ -1,7 +1,7 @@
 //! The `atip` binary: parses the command line and dispatches to one subcommand.
 
 use atip::dirs::Dirs;
-use atip::output::{AtipError, ColorChoice, OutputFormat, Printer, Verbosity};
+use atip::output::{AtipError, ColorChoice, ExitStatus, OutputFormat, Printer, Verbosity};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -202,7 +202,7 @@ fn main() -> ExitCode {
             cli.flags.state_dir.as_deref(),
         ),
     };
-    let result: Result<u8, AtipError> = match cli.command {
+    let result: Result<ExitStatus, AtipError> = match cli.command {
         _ if cli.flags.agent => {
             cli::agent::run(cli.flags.commands.as_deref(), cli.flags.depth, &ctx.out)
         }
@@ -229,19 +229,19 @@ fn main() -> ExitCode {
         None => {
             use clap::CommandFactory;
             ctx.out.stderr(&Cli::command().render_help().to_string());
-            Ok(2)
+            Ok(ExitStatus::Error(atip::output::Category::Usage))
         }
     };
-    let code = match result {
-        Ok(code) => code,
+    let status = match result {
+        Ok(status) => status,
         Err(e) => {
             ctx.out.error(&e);
-            e.exit_code()
+            ExitStatus::from(&e)
         }
     };
     // Ended by SIGINT, SIGTERM or SIGHUP: nothing atip started outlives it, and the
     // status says which signal (128 + its number).
-    ExitCode::from(cli::signals::finish().unwrap_or(code))
+    ExitCode::from(cli::signals::finish().unwrap_or(status))
 }
 
 /// A command line clap rejected: `--help`/`--version` print as usual; anything else is a

@@ -8,6 +8,7 @@
 use crate::Cli;
 use atip::from_clap::{FromClap, FromClapError};
 use atip::model::{Effects, FilesystemEffects, Metadata};
+use atip::output::ExitStatus;
 use atip::output::{AtipError, ErrorCode};
 use clap::CommandFactory;
 
@@ -198,7 +199,7 @@ pub fn run(
     commands: Option<&[String]>,
     depth: Option<usize>,
     out: &atip::output::Printer,
-) -> Result<u8, AtipError> {
+) -> Result<ExitStatus, AtipError> {
     let mut meta = metadata().map_err(|e| {
         AtipError::new(
             ErrorCode::Internal,
@@ -222,7 +223,7 @@ pub fn run(
         meta = meta.partial(commands, depth);
     }
     out.json(&meta)?;
-    Ok(atip::output::exit::OK)
+    Ok(ExitStatus::Success)
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use atip::chat::{Chat, ChatOptions, ChatReport, Offer, StopReason};
 use atip::compile::{FlatTool, FlattenOptions};
 use atip::exec::redact::Redactor;
 use atip::exec::{Confirmation, Engine, Prepared};
+use atip::output::ExitStatus;
 use atip::output::{AtipError, ErrorCode, OutputFormat};
 use atip::search::mode::{self, SearchMode};
 use std::io::Read;
@@ -214,7 +215,7 @@ fn selection(args: &Args, engine: &Engine) -> Result<Vec<FlatTool>, AtipError> {
 }
 
 /// Runs `atip chat`; returns the exit code.
-pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let key = api_key(&args)?;
     let base = base_url(&args, key.is_some())?;
     let prompt = read_prompt(args.prompt.clone())?;
@@ -316,7 +317,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     render(&report, ctx)
 }
 
-fn render(report: &ChatReport, ctx: &Ctx) -> Result<u8, AtipError> {
+fn render(report: &ChatReport, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     if ctx.output == OutputFormat::Text {
         if let Some(answer) = &report.answer {
             let mut text = answer.clone();
@@ -334,6 +335,6 @@ fn render(report: &ChatReport, ctx: &Ctx) -> Result<u8, AtipError> {
     }
     match &report.error {
         Some(e) => Err(e.clone()),
-        None => Ok(0),
+        None => Ok(ExitStatus::Success),
     }
 }

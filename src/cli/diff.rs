@@ -7,7 +7,8 @@
 use crate::Ctx;
 use atip::diff::load::{Origin, load};
 use atip::diff::{Class, Report, render};
-use atip::output::{AtipError, ErrorCode, OutputFormat, exit};
+use atip::output::ExitStatus;
+use atip::output::{AtipError, ErrorCode, OutputFormat};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -41,7 +42,7 @@ pub struct Args {
 }
 
 /// Runs `atip diff`; returns the exit code.
-pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let origins: Vec<Origin> = match &args.exec {
         Some(tools) => tools.iter().map(|t| Origin::Exec(t.clone())).collect(),
         None => args
@@ -105,8 +106,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         _ => ctx.out.text(&render::text(&report, args.semver))?,
     }
     Ok(if args.fail_on.iter().any(|c| report.has(*c)) {
-        exit::FAILURE
+        ExitStatus::Failure
     } else {
-        exit::OK
+        ExitStatus::Success
     })
 }

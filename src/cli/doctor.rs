@@ -5,6 +5,7 @@
 
 use crate::Ctx;
 use crate::cli::list::printable;
+use atip::output::ExitStatus;
 use atip::output::{AtipError, OutputFormat};
 use atip::registry::doctor;
 
@@ -14,7 +15,7 @@ use atip::registry::doctor;
 pub struct Args {}
 
 /// Runs `atip doctor`; returns the exit code.
-pub fn run(_args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+pub fn run(_args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     ctx.output
         .require("doctor", &[OutputFormat::Text, OutputFormat::Json])?;
     let report = doctor::check(&ctx.dirs);
@@ -53,5 +54,5 @@ pub fn run(_args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         }
         ctx.out.text(&text)?;
     }
-    Ok(if report.healthy { 0 } else { 1 })
+    Ok(ExitStatus::verdict(report.healthy))
 }

@@ -5,6 +5,7 @@ use crate::Ctx;
 use atip::exec::calls::{self, Provider};
 use atip::exec::policy::{Action, Policy};
 use atip::exec::{self, Confirmation, Engine, Foreign, Prepared, Settings, Via, args};
+use atip::output::ExitStatus;
 use atip::output::{AtipError, ErrorCode, OutputFormat};
 use serde_json::{Value, json};
 use std::io::{IsTerminal, Read, Write};
@@ -175,7 +176,7 @@ fn parse_calls(
 }
 
 /// Runs `atip exec`; returns the exit code.
-pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     ctx.output
         .require("exec", &[OutputFormat::Text, OutputFormat::Json])?;
     if args.calls.is_none()
@@ -258,7 +259,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                 m.finish();
             }
             ctx.out.json(&reports)?;
-            return Ok(0);
+            return Ok(ExitStatus::Success);
         }
         let outcomes = exec::run_batch_with(
             &engine,
@@ -277,7 +278,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         let failed: Vec<bool> = outcomes.iter().map(|o| o.failed).collect();
         ctx.out
             .json(&calls::result_messages(shape, &list, &envelopes, &failed))?;
-        return Ok(0);
+        return Ok(ExitStatus::Success);
     }
 
     let name = args
@@ -298,7 +299,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         let mut r = prepared.dry_run_report();
         with_translation(&mut r, &engine.policy);
         ctx.out.json(&r)?;
-        return Ok(0);
+        return Ok(ExitStatus::Success);
     }
     let confirmed = match prepared.decision.action {
         Action::Allow => false,
@@ -329,7 +330,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
 }
 
 /// `atip exec mcp__SERVER__TOOL`: an MCP server's tool, under the same policy.
-fn run_mcp(name: &str, args: &Args, ctx: &Ctx) -> Result<u8, AtipError> {
+fn run_mcp(name: &str, args: &Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     // The call's server is killed with its group on SIGINT, SIGTERM or SIGHUP.
     super::signals::install(super::signals::Mode::Now);
     let raw = if let Some(text) = &args.args {

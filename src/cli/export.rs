@@ -9,7 +9,8 @@ use atip::compile::{
     self, Catalog, ExportOptions, ExportSummary, Exporter, FlattenOptions, Format, Strategy,
 };
 use atip::model::Metadata;
-use atip::output::{AtipError, ErrorCode, Printer, exit};
+use atip::output::ExitStatus;
+use atip::output::{AtipError, ErrorCode, Printer};
 use atip::registry::Entry;
 use rayon::prelude::*;
 use serde_json::json;
@@ -58,7 +59,7 @@ pub struct Args {
 const BATCH: usize = 16;
 
 /// Runs `atip export`; returns the exit code.
-pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let commands = args.commands.clone().map(|c| {
         c.into_iter()
             .map(|f| f.trim().to_string())
@@ -131,7 +132,7 @@ fn copy_kept(
     file: std::fs::File,
     len: u64,
     kept: kept::Report,
-) -> Result<u8, AtipError> {
+) -> Result<ExitStatus, AtipError> {
     let mut out = sink.writer(&ctx.out)?;
     kept::copy(file, len, &mut out)
         .and_then(|()| out.flush())
@@ -463,7 +464,7 @@ fn write_skills(
     Ok(())
 }
 
-fn report(args: &Args, ctx: &Ctx, summary: &ExportSummary) -> Result<u8, AtipError> {
+fn report(args: &Args, ctx: &Ctx, summary: &ExportSummary) -> Result<ExitStatus, AtipError> {
     if !summary.skipped.is_empty() {
         ctx.out.note(format_args!(
             "left out {} interactive command{} an agent cannot drive (TTY, prompts or password): {}; --include-interactive keeps them",
@@ -473,7 +474,7 @@ fn report(args: &Args, ctx: &Ctx, summary: &ExportSummary) -> Result<u8, AtipErr
         ));
     }
     if !args.check {
-        return Ok(exit::OK);
+        return Ok(ExitStatus::Success);
     }
     let violations = &summary.violations;
     if violations.is_empty() {
@@ -485,7 +486,7 @@ fn report(args: &Args, ctx: &Ctx, summary: &ExportSummary) -> Result<u8, AtipErr
             summary.tools,
             if summary.tools == 1 { "" } else { "s" }
         ));
-        return Ok(exit::OK);
+        return Ok(ExitStatus::Success);
     }
     if ctx.output.is_json() {
         ctx.out
@@ -503,7 +504,7 @@ fn report(args: &Args, ctx: &Ctx, summary: &ExportSummary) -> Result<u8, AtipErr
             if violations.len() == 1 { "" } else { "s" }
         ));
     }
-    Ok(exit::FAILURE)
+    Ok(ExitStatus::Failure)
 }
 
 /// The key of a kept export, when this export may be kept or copied: the whole registry

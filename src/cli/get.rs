@@ -3,6 +3,7 @@
 //! writer lock. Unknown names and commands exit 66 with the closest names.
 
 use crate::Ctx;
+use atip::output::ExitStatus;
 use atip::output::{AtipError, ErrorCode};
 use atip::registry::query;
 
@@ -22,7 +23,7 @@ pub struct Args {
 }
 
 /// Runs `atip get`; returns the exit code.
-pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let tool = query::get_tool(&ctx.dirs, &args.name).map_err(|e| e.to_atip())?;
     let value = if args.commands.is_none() && args.depth.is_none() {
         serde_json::from_slice::<serde_json::Value>(&tool.document).map_err(|e| {
@@ -74,5 +75,5 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         tool.metadata.partial(commands.as_deref(), depth).to_value()
     };
     ctx.out.json(&value)?;
-    Ok(0)
+    Ok(ExitStatus::Success)
 }

@@ -7,7 +7,8 @@ use crate::Ctx;
 use atip::lint::config::Config;
 use atip::lint::rules::LINT_RULES;
 use atip::lint::{Options, lint_inputs};
-use atip::output::{AtipError, ErrorCode, OutputFormat, exit};
+use atip::output::ExitStatus;
+use atip::output::{AtipError, ErrorCode, OutputFormat};
 use atip::validate::Input;
 use atip::validate::render::{Format, Printer};
 use atip::validate::rules::{RULES, RuleInfo};
@@ -73,7 +74,7 @@ fn usage(message: impl Into<String>) -> AtipError {
     AtipError::usage(message)
 }
 
-fn list_rules(ctx: &Ctx) -> Result<u8, AtipError> {
+fn list_rules(ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     ctx.output.require(
         "lint --list-rules",
         &[OutputFormat::Text, OutputFormat::Json],
@@ -98,11 +99,11 @@ fn list_rules(ctx: &Ctx) -> Result<u8, AtipError> {
         }
         ctx.out.text(&text)?;
     }
-    Ok(exit::OK)
+    Ok(ExitStatus::Success)
 }
 
 /// Runs `atip lint`; returns the exit code.
-pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     if args.list_rules {
         return list_rules(ctx);
     }
@@ -205,10 +206,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     }
     let s = &totals.summary;
     Ok(if s.missing > 0 {
-        exit::NO_INPUT
+        ExitStatus::Error(atip::output::Category::Input)
     } else if s.invalid > 0 || (args.deny_warnings && s.warnings > 0) {
-        exit::FAILURE
+        ExitStatus::Failure
     } else {
-        exit::OK
+        ExitStatus::Success
     })
 }

@@ -2,6 +2,7 @@
 //! array (see `spec/registry.md`). Read-only; never takes the writer lock.
 
 use crate::Ctx;
+use atip::output::ExitStatus;
 use atip::output::{AtipError, ErrorCode, OutputFormat};
 use atip::registry::{Index, Source, query};
 
@@ -66,7 +67,7 @@ fn source_name(s: Source) -> &'static str {
 }
 
 /// Runs `atip list`; returns the exit code.
-pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     use OutputFormat::{Json, Jsonl, Text};
     ctx.output.require("list", &[Text, Json, Jsonl])?;
     let index = Index::load(&ctx.dirs)?;
@@ -93,15 +94,15 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         )),
     }
     match ctx.output {
-        Json => return ctx.out.json(&listed).map(|_| 0),
-        Jsonl => return ctx.out.json_lines(&listed).map(|_| 0),
+        Json => return ctx.out.json(&listed).map(|_| ExitStatus::Success),
+        Jsonl => return ctx.out.json_lines(&listed).map(|_| ExitStatus::Success),
         _ => {}
     }
     if listed.is_empty() {
         if index.is_some() {
             ctx.out.note("no tools match");
         }
-        return Ok(0);
+        return Ok(ExitStatus::Success);
     }
     let rows: Vec<[String; 7]> = listed
         .iter()
@@ -151,7 +152,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         line(row.iter().map(String::as_str).collect());
     }
     ctx.out.text(&text)?;
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// `s` safe for a terminal: control characters (escape sequences a hostile tool

@@ -3,6 +3,7 @@
 //! `atip man | man -l -`; install it with `atip man > ~/.local/share/man/man1/atip.1`.
 
 use crate::Ctx;
+use atip::output::ExitStatus;
 use atip::output::{
     Applicability, AtipError, ErrorCode, OutputFormat, SuggestedAction, Suggestion,
 };
@@ -18,7 +19,7 @@ pub struct Args {
 }
 
 /// Runs `atip man`: roff on stdout (`atip-export(1)` for `atip man export`).
-pub fn run(args: Args, root: clap::Command, ctx: &Ctx) -> Result<u8, AtipError> {
+pub fn run(args: Args, root: clap::Command, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     ctx.output
         .require("man", &[OutputFormat::Text, OutputFormat::Json])?;
     let page = find(root, &args.command)?;
@@ -30,7 +31,7 @@ pub fn run(args: Args, root: clap::Command, ctx: &Ctx) -> Result<u8, AtipError> 
         )
     })?;
     ctx.out.write(&roff)?;
-    Ok(atip::output::exit::OK)
+    Ok(ExitStatus::Success)
 }
 
 /// The subcommand at `path`, named `atip-a-b` as man pages of subcommands are; an unknown

@@ -12,7 +12,8 @@ use atip::mcp::client::{ClientOptions, Protocol, Session};
 use atip::mcp::config::{self, McpConfig, ServerSpec, Transport};
 use atip::mcp::remote::Remote;
 use atip::mcp::tools;
-use atip::output::{AtipError, ErrorCode, exit};
+use atip::output::ExitStatus;
+use atip::output::{AtipError, ErrorCode};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Read, Write as _};
@@ -253,7 +254,7 @@ fn parse_size(s: &str) -> Result<usize, String> {
 }
 
 /// Runs `atip mcp …`; returns the exit code.
-pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     // SIGINT, SIGTERM, SIGHUP: every server and tool this atip started is killed with its
     // process group, and atip exits 128 + the signal's number (cli::signals).
     super::signals::install(super::signals::Mode::Now);
@@ -274,7 +275,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
     }
 }
 
-fn serve(args: ServeArgs, ctx: &Ctx) -> Result<u8, AtipError> {
+fn serve(args: ServeArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let (policy, settings) = args.run.resolve(ctx)?;
     let engine = Engine::load(&ctx.dirs, policy, settings, args.tools.as_deref(), None)?;
     ctx.out.warnings(&engine.warnings);
@@ -311,7 +312,7 @@ fn serve(args: ServeArgs, ctx: &Ctx) -> Result<u8, AtipError> {
             )?
         }
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// `toolSearch` of the MCP config (global mcp.json, then .mcp.json): the defaults of
@@ -388,10 +389,12 @@ fn proxy_setup(args: &ServeArgs, ctx: &Ctx) -> Result<Option<atip::mcp::proxy::S
 
 /// One runtime per command; Ctrl-C drops the work (which kills a stdio server's group)
 /// and exits 130.
-pub(crate) fn block_on(fut: impl Future<Output = Result<u8, AtipError>>) -> Result<u8, AtipError> {
+pub(crate) fn block_on(
+    fut: impl Future<Output = Result<ExitStatus, AtipError>>,
+) -> Result<ExitStatus, AtipError> {
     Ok(run_async(fut)?.unwrap_or_else(|| {
         log::info!(target: atip::output::RAW_LOG, "atip mcp: interrupted");
-        130
+        ExitStatus::Signal(libc::SIGINT)
     }))
 }
 
@@ -529,7 +532,7 @@ fn load_config_quiet(ctx: &Ctx) -> Result<McpConfig, AtipError> {
     super::mcp_trust::read_config(ctx)
 }
 
-fn servers(ctx: &Ctx) -> Result<u8, AtipError> {
+fn servers(ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let cfg = load_config(ctx)?;
     let list: Vec<Value> = cfg
         .servers
@@ -587,7 +590,7 @@ fn servers(ctx: &Ctx) -> Result<u8, AtipError> {
         }
         ctx.out.text(&out)?;
     }
-    Ok(exit::OK)
+    Ok(ExitStatus::Success)
 }
 
 /// The first line of a description, for lists (control characters escaped).
@@ -606,7 +609,7 @@ fn esc_lines(s: &str) -> std::borrow::Cow<'_, str> {
     atip::output::text::escape_controls_keep_lines(s)
 }
 
-async fn tools_cmd(a: ToolsArgs, ctx: &Ctx) -> Result<u8, AtipError> {
+async fn tools_cmd(a: ToolsArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let r = remote(&a.target, ctx)?;
     let named = a.target.server.is_some()
         || a.target.url.is_some()
@@ -676,12 +679,12 @@ async fn tools_cmd(a: ToolsArgs, ctx: &Ctx) -> Result<u8, AtipError> {
         ctx.out.text(&out)?;
     }
     Ok(match failed {
-        Some(e) => e.exit_code(),
-        None => exit::OK,
+        Some(e) => ExitStatus::from(&e),
+        None => ExitStatus::Success,
     })
 }
 
-async fn describe(a: DescribeArgs, ctx: &Ctx) -> Result<u8, AtipError> {
+async fn describe(a: DescribeArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let r = remote(&a.target, ctx)?;
     let spec = r.select(a.target.server.as_deref())?.clone();
     let (tool, session) = r.find_tool(&spec, &a.tool).await?;
@@ -747,7 +750,7 @@ async fn describe(a: DescribeArgs, ctx: &Ctx) -> Result<u8, AtipError> {
         );
         ctx.out.text(&out)?;
     }
-    Ok(exit::OK)
+    Ok(ExitStatus::Success)
 }
 
 fn load_policy(path: Option<&std::path::Path>, ctx: &Ctx) -> Result<Policy, AtipError> {
@@ -821,7 +824,7 @@ pub fn prompt(call: &str, d: &Decision) -> Confirmation {
     }
 }
 
-async fn call(a: CallArgs, ctx: &Ctx) -> Result<u8, AtipError> {
+async fn call(a: CallArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let raw = read_args(&a)?;
     let r = remote(&a.target, ctx)?;
     let spec = r.select(a.target.server.as_deref())?.clone();
@@ -850,9 +853,9 @@ async fn call(a: CallArgs, ctx: &Ctx) -> Result<u8, AtipError> {
         ));
     }
     Ok(if called.result.is_error == Some(true) {
-        exit::FAILURE
+        ExitStatus::Failure
     } else {
-        exit::OK
+        ExitStatus::Success
     })
 }
 
@@ -905,7 +908,7 @@ pub fn print_result(
     Ok(())
 }
 
-async fn ping(a: PingArgs, ctx: &Ctx) -> Result<u8, AtipError> {
+async fn ping(a: PingArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let r = remote(&a.target, ctx)?;
     let spec = r.select(a.target.server.as_deref())?.clone();
     let session = Session::connect(&spec, &r.opts).await?;
@@ -953,10 +956,10 @@ async fn ping(a: PingArgs, ctx: &Ctx) -> Result<u8, AtipError> {
                 .join(", "))
         ))?;
     }
-    Ok(exit::OK)
+    Ok(ExitStatus::Success)
 }
 
-fn import(a: ImportArgs, ctx: &Ctx) -> Result<u8, AtipError> {
+fn import(a: ImportArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let cwd = std::env::current_dir().map_err(|e| usage(e.to_string()))?;
     let report = atip::mcp::import::import(
         a.host,
@@ -987,7 +990,7 @@ fn import(a: ImportArgs, ctx: &Ctx) -> Result<u8, AtipError> {
                 .note(format_args!("wrote {}", report.target.display()));
         }
     }
-    Ok(exit::OK)
+    Ok(ExitStatus::Success)
 }
 
 /// The remote side of `atip exec` for flattened MCP names: the merged config, the
@@ -1014,7 +1017,7 @@ pub fn exec_flat(
     dry_run: bool,
     policy_path: Option<&std::path::Path>,
     ctx: &Ctx,
-) -> Result<u8, AtipError> {
+) -> Result<ExitStatus, AtipError> {
     block_on(async {
         let r = exec_remote(ctx, !dry_run)?;
         let (spec, tool) = r.resolve_flat(name).await?;
@@ -1025,7 +1028,7 @@ pub fn exec_flat(
                 s.close().await;
             }
             ctx.out.json(&checked.dry_run_report())?;
-            return Ok(exit::OK);
+            return Ok(ExitStatus::Success);
         }
         let audit = AuditLog::in_dir(&ctx.dirs.state);
         let mut confirm =
@@ -1043,9 +1046,9 @@ pub fn exec_flat(
             .await?;
         print_result(&called.result, false, ctx)?;
         Ok(if called.result.is_error == Some(true) {
-            exit::FAILURE
+            ExitStatus::Failure
         } else {
-            exit::OK
+            ExitStatus::Success
         })
     })
 }

@@ -19,6 +19,7 @@ use atip::mcp::config::{self, Loader, McpConfig, ServerSpec};
 use atip::mcp::remote::Remote;
 use atip::mcp::tools;
 use atip::mcp::trust::TrustStore;
+use atip::output::ExitStatus;
 use atip::output::text::{escape_controls, escape_controls_keep_lines};
 use atip::output::{AtipError, ColorChoice, ErrorCode, OutputFormat, Printer, Verbosity};
 use clap::Parser;
@@ -36,16 +37,17 @@ pub const DEFAULT_MAX_OUTPUT: usize = 256 * 1024;
 
 /// The document's exit codes.
 pub mod code {
+    use atip::output::ExitStatus;
     /// Success.
-    pub const OK: u8 = 0;
+    pub const OK: ExitStatus = ExitStatus::Success;
     /// Tool not found, usage error.
-    pub const USAGE: u8 = 2;
+    pub const USAGE: ExitStatus = ExitStatus::Convention(2);
     /// Transport or connect error.
-    pub const TRANSPORT: u8 = 3;
+    pub const TRANSPORT: ExitStatus = ExitStatus::Convention(3);
     /// The tool call failed (an `isError` result, a JSON-RPC error, a refused call).
-    pub const TOOL: u8 = 4;
+    pub const TOOL: ExitStatus = ExitStatus::Convention(4);
     /// Invalid JSON input.
-    pub const INPUT: u8 = 5;
+    pub const INPUT: ExitStatus = ExitStatus::Convention(5);
 }
 
 /// A universal command-line client for MCP servers (stdio and Streamable HTTP).
@@ -218,7 +220,7 @@ pub fn invoked_as_mcp() -> bool {
 }
 
 /// The document's exit code for an error.
-pub fn exit_code(e: &AtipError) -> u8 {
+pub fn exit_code(e: &AtipError) -> ExitStatus {
     use ErrorCode::*;
     match e.code {
         McpConnectFailed | McpServerExited | McpTimeout | McpListCapped | McpFailed => {
@@ -228,7 +230,7 @@ pub fn exit_code(e: &AtipError) -> u8 {
         | PathOutsideRoots => code::TOOL,
         ArgsMalformed | ArgsInvalid | ArgsUnusable | InputUnreadable | InputNotFound => code::INPUT,
         // Not the document's to classify: a failed write to stdout, a bug.
-        StdoutWriteFailed | Internal | Interrupted => e.exit_code(),
+        StdoutWriteFailed | Internal | Interrupted => ExitStatus::from(e),
         _ => code::USAGE,
     }
 }
@@ -338,7 +340,7 @@ fn usage_error(e: &clap::Error) -> AtipError {
     err
 }
 
-fn run(cli: McpCli, ctx: &Ctx) -> Result<u8, AtipError> {
+fn run(cli: McpCli, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let g = &cli.g;
     match cli.command {
         Cmd::Servers => servers(g, ctx),
@@ -630,7 +632,7 @@ fn fit_strings(v: &mut Value, cap: usize) {
     }
 }
 
-fn servers(g: &Global, ctx: &Ctx) -> Result<u8, AtipError> {
+fn servers(g: &Global, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let cfg = load_config(g, ctx, false)?;
     if ctx.output.is_json() {
         let list: Vec<Value> = cfg
@@ -686,7 +688,7 @@ fn servers(g: &Global, ctx: &Ctx) -> Result<u8, AtipError> {
     Ok(code::OK)
 }
 
-async fn list_tools(g: &Global, refresh: bool, ctx: &Ctx) -> Result<u8, AtipError> {
+async fn list_tools(g: &Global, refresh: bool, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let r = remote(g, ctx)?;
     let spec = select(&r, g)?;
     let (listing, session) = r.tools(&spec, None, refresh).await?;
@@ -720,7 +722,7 @@ async fn list_tools(g: &Global, refresh: bool, ctx: &Ctx) -> Result<u8, AtipErro
     Ok(code::OK)
 }
 
-async fn describe(g: &Global, name: &str, ctx: &Ctx) -> Result<u8, AtipError> {
+async fn describe(g: &Global, name: &str, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let r = remote(g, ctx)?;
     let spec = select(&r, g)?;
     let (tool, session) = r.find_tool(&spec, name).await?;
@@ -838,7 +840,7 @@ fn tier(query: &str, tool: &rmcp::model::Tool, indexed: bool) -> Option<Match> {
     }
 }
 
-async fn tool_search(g: &Global, a: SearchArgs, ctx: &Ctx) -> Result<u8, AtipError> {
+async fn tool_search(g: &Global, a: SearchArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let query = a.query.join(" ").trim().to_string();
     if query.is_empty() {
         return Err(AtipError::usage("the query is empty"));
@@ -954,7 +956,7 @@ fn read_args(a: &CallArgs) -> Result<Map<String, Value>, AtipError> {
     atip::exec::args::parse_text(&text)
 }
 
-async fn call(g: &Global, a: CallArgs, ctx: &Ctx) -> Result<u8, AtipError> {
+async fn call(g: &Global, a: CallArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     // Bad input is found before any server starts.
     let raw = read_args(&a)?;
     let r = remote(g, ctx)?;
@@ -1018,7 +1020,7 @@ async fn call(g: &Global, a: CallArgs, ctx: &Ctx) -> Result<u8, AtipError> {
     })
 }
 
-async fn ping(g: &Global, ctx: &Ctx) -> Result<u8, AtipError> {
+async fn ping(g: &Global, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let r = remote(g, ctx)?;
     let spec = select(&r, g)?;
     let session = Session::connect(&spec, &r.opts).await?;
@@ -1072,7 +1074,7 @@ pub struct LinkArgs {
 
 /// `atip mcp link-cli [--dir DIR]`: a symlink `DIR/mcp` to this atip, so that `mcp` runs
 /// the mcp-cli command. Idempotent; a different file already named `mcp` is left alone.
-pub fn link(a: LinkArgs, ctx: &Ctx) -> Result<u8, AtipError> {
+pub fn link(a: LinkArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let exe = std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .map_err(|e| {
@@ -1138,7 +1140,7 @@ pub fn link(a: LinkArgs, ctx: &Ctx) -> Result<u8, AtipError> {
             exe.display()
         ))?;
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 #[cfg(test)]
@@ -1234,7 +1236,7 @@ mod tests {
             (ErrorCode::ArgsInvalid, 5),
             (ErrorCode::InputNotFound, 5),
         ] {
-            assert_eq!(exit_code(&AtipError::new(c, "x")), want, "{c:?}");
+            assert_eq!(exit_code(&AtipError::new(c, "x")).code(), want, "{c:?}");
         }
     }
 }

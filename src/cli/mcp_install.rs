@@ -4,7 +4,8 @@
 use crate::Ctx;
 use atip::atomic::{Options, write_atomic};
 use atip::mcp::install::{Env, Host, Scope};
-use atip::output::{AtipError, ErrorCode, exit};
+use atip::output::ExitStatus;
+use atip::output::{AtipError, ErrorCode};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -64,7 +65,7 @@ fn write(path: &Path, text: &str, mode: u32) -> Result<(), AtipError> {
 }
 
 /// Runs install (`add`) or uninstall.
-pub fn run(a: InstallArgs, add: bool, ctx: &Ctx) -> Result<u8, AtipError> {
+pub fn run(a: InstallArgs, add: bool, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let usage = |m: String| AtipError::new(ErrorCode::Usage, m);
     let env = Env {
         home: std::env::var_os("HOME")
@@ -170,5 +171,5 @@ pub fn run(a: InstallArgs, add: bool, ctx: &Ctx) -> Result<u8, AtipError> {
         ctx.out
             .note(format_args!("{} {why}; nothing changed", path.display()));
     }
-    Ok(exit::OK)
+    Ok(ExitStatus::Success)
 }

@@ -5,7 +5,8 @@
 use crate::Ctx;
 use atip::mcp::config::{ConfigPaths, Loader, McpConfig};
 use atip::mcp::trust::{ProjectFile, TrustStatus, TrustStore};
-use atip::output::{AtipError, ErrorCode, exit};
+use atip::output::ExitStatus;
+use atip::output::{AtipError, ErrorCode};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Read, Write as _};
@@ -245,7 +246,7 @@ fn prompt_trust(path: &Path, ctx: &Ctx) -> Result<bool, AtipError> {
 }
 
 /// `atip mcp trust [PATH] [--allow-env NAME]…` and `atip mcp trust --list`.
-pub fn trust(a: TrustArgs, ctx: &Ctx) -> Result<u8, AtipError> {
+pub fn trust(a: TrustArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     if a.list {
         return list(ctx);
     }
@@ -288,10 +289,10 @@ pub fn trust(a: TrustArgs, ctx: &Ctx) -> Result<u8, AtipError> {
         ));
     }
     ctx.out.warnings(&probe.warnings);
-    Ok(exit::OK)
+    Ok(ExitStatus::Success)
 }
 
-fn list(ctx: &Ctx) -> Result<u8, AtipError> {
+fn list(ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let store = TrustStore::load(&ctx.dirs.config)?;
     let rows: Vec<Value> = store
         .records
@@ -332,11 +333,11 @@ fn list(ctx: &Ctx) -> Result<u8, AtipError> {
         }
         ctx.out.text(&out)?;
     }
-    Ok(exit::OK)
+    Ok(ExitStatus::Success)
 }
 
 /// `atip mcp untrust [PATH]`.
-pub fn untrust(a: UntrustArgs, ctx: &Ctx) -> Result<u8, AtipError> {
+pub fn untrust(a: UntrustArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let path = target(a.path, ctx)?;
     // A deleted file can still be forgotten: resolve its directory instead.
     let canonical =
@@ -373,7 +374,7 @@ pub fn untrust(a: UntrustArgs, ctx: &Ctx) -> Result<u8, AtipError> {
             printable(&canonical.display().to_string())
         ));
     }
-    Ok(exit::OK)
+    Ok(ExitStatus::Success)
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! `registries.json`). The work is in `atip::remote`; see `spec/registries.md`.
 
 use crate::Ctx;
+use atip::output::ExitStatus;
 use atip::output::{AtipError, ErrorCode, OutputFormat};
 use atip::remote::build::{self, BuildError, BuildOptions};
 use atip::remote::config::{self, Auth, RegistriesFile, RemoteRegistry};
@@ -183,7 +184,7 @@ fn config_error(m: String) -> AtipError {
 }
 
 /// Runs `atip registry …`; returns the exit code.
-pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     ctx.output
         .require("registry", &[OutputFormat::Text, OutputFormat::Json])?;
     let json = ctx.output.is_json();
@@ -210,7 +211,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                     public.base64
                 ))?;
             }
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
         Sub::Build {
             src,
@@ -259,7 +260,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                 ));
                 ctx.out.text(&t)?;
             }
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
         Sub::Add {
             name,
@@ -352,7 +353,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                     path.display()
                 ))?;
             }
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
         Sub::List => {
             let file = RegistriesFile::load(&path).map_err(config_error)?;
@@ -395,7 +396,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                 }
                 ctx.out.text(&t)?;
             }
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
         Sub::Remove { name } => {
             let mut file = RegistriesFile::load(&path).map_err(config_error)?;
@@ -428,7 +429,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                     path.display()
                 ))?;
             }
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
     }
 }

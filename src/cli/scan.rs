@@ -4,6 +4,7 @@
 
 use crate::Ctx;
 use atip::discover::{self, ProbeMode, Progress, ScanOptions};
+use atip::output::ExitStatus;
 use atip::output::{AtipError, OutputFormat, Verbosity};
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -88,7 +89,7 @@ pub(crate) fn interrupt_flag() -> Arc<AtomicBool> {
 }
 
 /// Runs `atip scan`; returns the exit code.
-pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     use OutputFormat::{Json, Jsonl, Text};
     limit_malloc_arenas();
     ctx.output.require("scan", &[Text, Json, Jsonl])?;
@@ -136,7 +137,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         discover::scan(&ctx.dirs, &opts, &discover::NoProgress).map_err(|e| e.to_atip())?
     };
     let code = if report.source_failures.is_empty() {
-        0
+        ExitStatus::Success
     } else {
         // In JSON the report's `sourceFailures` says it; in text, stderr says it too.
         if !ctx.output.is_json() {
@@ -147,7 +148,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
                 ));
             }
         }
-        atip::output::exit::FAILURE
+        ExitStatus::Failure
     };
     if let Some(ex) = &report.explain {
         if ctx.output.is_json() {

@@ -3,7 +3,8 @@
 
 use crate::Ctx;
 use atip::compile::{self, Catalog, FlattenOptions, Format};
-use atip::output::{AtipError, OutputFormat, exit};
+use atip::output::ExitStatus;
+use atip::output::{AtipError, OutputFormat};
 use atip::search::{SearchIndex, SearchOptions};
 use std::path::PathBuf;
 
@@ -76,7 +77,7 @@ impl From<SchemaFormat> for Format {
 }
 
 /// Runs `atip search`; returns the exit code.
-pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     use OutputFormat::{Json, Jsonl, Text};
     ctx.output.require("search", &[Text, Json, Jsonl])?;
     let max_bytes = atip::units::parse_size(&args.max_bytes)
@@ -150,9 +151,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         ));
     }
     Ok(if report.results.is_empty() {
-        exit::FAILURE
+        ExitStatus::Failure
     } else {
-        exit::OK
+        ExitStatus::Success
     })
 }
 

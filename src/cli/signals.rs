@@ -107,20 +107,15 @@ pub fn received() -> Option<i32> {
     }
 }
 
-/// The exit status for a run ended by `sig`: 128 + its number.
-pub fn status(sig: i32) -> u8 {
-    (128 + sig).clamp(0, 255) as u8
-}
-
 /// At the end of `main`: when a signal came, kills whatever atip started that is still
 /// there and returns the status to exit with; else kills only leftovers (none, unless
 /// a call was abandoned) and returns `None`.
-pub fn finish() -> Option<u8> {
+pub fn finish() -> Option<atip::output::ExitStatus> {
     let sig = received();
     if sig.is_some() || atip::process::started_alive() {
         atip::process::terminate_all(GRACE);
     }
-    sig.map(status)
+    sig.map(atip::output::ExitStatus::Signal)
 }
 
 /// The thread that acts on a signal (the handler itself may do almost nothing).
@@ -143,7 +138,7 @@ fn start_watcher() {
             }
             atip::process::terminate_all(GRACE);
             let sig = received().unwrap_or(libc::SIGTERM);
-            std::process::exit(status(sig).into());
+            std::process::exit(atip::output::ExitStatus::Signal(sig).code().into());
         });
     if spawned.is_err() {
         WAKE.store(-1, Ordering::SeqCst);

@@ -6,6 +6,7 @@
 
 use crate::Ctx;
 use atip::discover::{self, ProbeMode, ScanOptions};
+use atip::output::ExitStatus;
 use atip::output::{AtipError, ErrorCode, OutputFormat};
 use atip::remote::config::{self, RegistriesFile};
 use atip::remote::sync::{RegistrySync, RemoteOptions, env_flag};
@@ -84,7 +85,7 @@ pub fn text(remote: &[RegistrySync]) -> String {
 }
 
 /// Runs `atip sync`; returns the exit code.
-pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     ctx.output
         .require("sync", &[OutputFormat::Text, OutputFormat::Json])?;
     if args.jobs == 0 {
@@ -186,7 +187,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         ));
     }
     if !report.source_failures.is_empty() {
-        return Ok(atip::output::exit::FAILURE);
+        return Ok(ExitStatus::Failure);
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }

@@ -4,7 +4,8 @@
 //! `atip::validate::render`, totals → exit code. Rules and formats live in the library.
 
 use crate::Ctx;
-use atip::output::{AtipError, ErrorCode, OutputFormat, exit};
+use atip::output::ExitStatus;
+use atip::output::{AtipError, ErrorCode, OutputFormat};
 use atip::validate::render::{Format, Printer};
 use atip::validate::{Input, Kind, Options, check_inputs};
 use std::ffi::OsString;
@@ -58,7 +59,7 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 }
 
 /// Runs `atip validate`; returns the exit code.
-pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
+pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let mut inputs: Vec<Input> = Vec::new();
     let mut stdin_seen = false;
     for p in &args.paths {
@@ -128,10 +129,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<u8, AtipError> {
         return Err(atip::output::stdout_failed(e));
     }
     Ok(if summary.missing > 0 {
-        exit::NO_INPUT
+        ExitStatus::Error(atip::output::Category::Input)
     } else if summary.invalid > 0 || (args.deny_warnings && summary.warnings > 0) {
-        exit::FAILURE
+        ExitStatus::Failure
     } else {
-        exit::OK
+        ExitStatus::Success
     })
 }

@@ -6,6 +6,7 @@
 
 mod error;
 mod printer;
+mod status;
 pub mod text;
 
 pub use error::{Applicability, AtipError, Category, ErrorCode, SuggestedAction, Suggestion, exit};
@@ -13,6 +14,7 @@ pub use printer::{
     ColorChoice, Printer, PrinterLog, RAW_LOG, StdoutWriter, Verbosity, stdout_failed,
 };
 use serde::Serialize;
+pub use status::ExitStatus;
 use std::io::IsTerminal;
 
 /// How results are printed on stdout.

@@ -425,11 +425,12 @@ impl ExecResult {
     }
 
     /// The exit code `atip exec` passes on: the tool's, or 128 + signal.
-    pub fn exit_code(&self) -> u8 {
+    pub fn exit_code(&self) -> crate::output::ExitStatus {
+        use crate::output::ExitStatus;
         match (self.data.exit_code, self.data.signal) {
-            (Some(c), _) => (c & 0xff) as u8,
-            (None, Some(s)) => (128 + s).clamp(0, 255) as u8,
-            _ => 1,
+            (Some(c), _) => ExitStatus::Tool((c & 0xff) as u8),
+            (None, Some(s)) => ExitStatus::Signal(s),
+            _ => ExitStatus::Failure,
         }
     }
 }
