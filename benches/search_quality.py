@@ -169,6 +169,9 @@ for q in a.show:
     print(f"{q!r}: {tops.get(q) or [r.get('name') for r in cli(q)[:3]]}")
 
 times = []
+if a.runs == 0:
+    shutil.rmtree(tmp)
+    sys.exit(0)
 for _ in range(a.runs):
     for t in answerable[:20]:
         s = time.perf_counter()

@@ -1,6 +1,7 @@
 //! Man-page inference end to end: `atip scan` registers executables that only have a
 //! man page as `inferred` (lowest precedence), `get`/`search`/`list` show them, `export`
-//! and `mcp` leave them out unless selected, and a warm rescan reads no man page.
+//! leaves them out unless selected, `mcp serve` serves them (a call of unknown effects
+//! asks), and a warm rescan reads no man page.
 
 use crate::common::{Sandbox, show};
 use serde_json::Value;
@@ -243,4 +244,68 @@ fn warm_rescan_reads_no_man_page_and_notices_changes() {
         "{}",
         report["summary"]
     );
+}
+
+/// `atip mcp serve` offers inferred tools, in search mode too (they are not hidden), and
+/// a call of one, whose effects nothing states, needs a confirmation a client without
+/// elicitation cannot give: the program does not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_serve_offers_inferred_tools_and_their_calls_ask() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    use serde_json::json;
+    let sb = setup();
+    scan(&sb, &[]);
+    let call = |name: &str, a: Value| {
+        CallToolRequestParams::new(name.to_string()).with_arguments(a.as_object().unwrap().clone())
+    };
+    for threshold in ["2", "1000"] {
+        let mut cmd = sb.atip();
+        cmd.args(["mcp", "serve", "--no-mcp", "--search-threshold", threshold]);
+        let (proc, _) =
+            rmcp::transport::TokioChildProcess::builder(tokio::process::Command::from(cmd))
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+        let c = ().serve(proc).await.unwrap();
+        let listed: Vec<String> = c
+            .list_all_tools()
+            .await
+            .unwrap()
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        let name = if threshold == "2" {
+            assert_eq!(listed, ["atip_search_tools", "atip_call_tool"]);
+            let r = c
+                .call_tool(call(
+                    "atip_search_tools",
+                    json!({"query": "list block devices"}),
+                ))
+                .await
+                .unwrap();
+            let s = r.structured_content.unwrap();
+            assert_eq!(s["results"][0]["name"], "lsblk", "{s}");
+            "atip_call_tool"
+        } else {
+            assert!(listed.iter().any(|n| n == "lsblk"), "{listed:?}");
+            "lsblk"
+        };
+        let a = if name == "lsblk" {
+            json!({})
+        } else {
+            json!({"name": "lsblk", "arguments": {}})
+        };
+        let r = c.call_tool(call(name, a)).await.unwrap();
+        assert_eq!(
+            r.structured_content.unwrap()["error"]["code"],
+            "confirmation_required",
+            "{threshold}"
+        );
+        c.cancel().await.unwrap();
+        assert!(
+            !sb.path().join("bin/lsblk.ran").exists(),
+            "lsblk ran unconfirmed"
+        );
+    }
 }

@@ -65,7 +65,8 @@ pub struct RunArgs {
     /// Allow commands that need a terminal, prompts, or stdin.
     #[arg(long)]
     pub allow_interactive: bool,
-    /// Also serve the tools inferred from man pages when no tool is named (`atip mcp`).
+    /// Also take the tools inferred from man pages when no tool is named (`atip mcp serve`
+    /// always serves them).
     #[arg(long)]
     pub include_inferred: bool,
 }

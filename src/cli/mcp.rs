@@ -276,7 +276,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
 }
 
 fn serve(args: ServeArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
-    let (policy, settings) = args.run.resolve(ctx)?;
+    let (policy, mut settings) = args.run.resolve(ctx)?;
+    // Tools inferred from man pages are served like any other: past the search threshold
+    // a client sees two tools whatever the registry holds, and a call whose effects are
+    // unknown asks. Only what the policy denies outright is withheld (spec/mcp.md).
+    settings.include_inferred = true;
     let engine = Engine::load(&ctx.dirs, policy, settings, args.tools.as_deref(), None)?;
     ctx.out.warnings(&engine.warnings);
     let jobs = args.jobs.map(usize::from).unwrap_or_else(|| {

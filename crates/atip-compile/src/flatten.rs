@@ -70,8 +70,17 @@ pub fn flatten(meta: &Metadata, opts: &FlattenOptions) -> Vec<FlatTool> {
 /// The tool's description and the command's ancestors' (outermost first): what the
 /// command belongs to, for search (`git bisect start` is part of "binary search … for the
 /// commit that introduced a bug").
+/// A document inferred from a manual page adds the page's first DESCRIPTION paragraph
+/// (`x-inferred.details`): its NAME line alone is often too terse to find it by task.
 fn about(meta: &Metadata, entry: &crate::model::CommandEntry) -> String {
+    let details = meta
+        .extra
+        .get("x-inferred")
+        .and_then(|x| x.get("details"))
+        .and_then(|d| d.as_str())
+        .unwrap_or_default();
     std::iter::once(meta.description.as_str())
+        .chain(std::iter::once(details))
         .chain(entry.ancestors.iter().map(|a| a.description.as_str()))
         .map(str::trim)
         .filter(|d| !d.is_empty())

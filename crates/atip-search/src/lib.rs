@@ -57,6 +57,16 @@ const W_SYNONYM: f32 = 0.75;
 const BOOST_EXACT: f32 = 8.0;
 const BOOST_PREFIX: f32 = 3.0;
 const BOOST_ALL_IN_NAME: f32 = 2.0;
+/// A task that names the program (`compress with bzip2`): its own command, over the
+/// commands whose descriptions mention it.
+const BOOST_PROGRAM: f32 = 2.5;
+/// How much of a score rides on covering the task's words: a tool's score is multiplied
+/// by `1 - COVERAGE + COVERAGE * covered / words` (Lucene's coordination factor, softened).
+const COVERAGE: f32 = 0.7;
+/// The score of one query word in a tool at which the word counts as covered (a
+/// description match); below it, in proportion.
+const COVERED: f32 = 2.0;
+
 /// Results that get their aliases named (a caller that asks for every hit, to filter
 /// them, reads the first few).
 const ALIASED: usize = 64;
@@ -583,6 +593,7 @@ impl SearchIndex {
         let mut scores = vec![0f32; n];
         let mut best = vec![0f32; n];
         let mut touched: Vec<u32> = Vec::new();
+        let mut matched = vec![0f32; n];
         for g in &groups {
             for &(id, w, _) in &g.terms {
                 let idf = self.idf(id).min(g.idf_cap);
@@ -600,8 +611,12 @@ impl SearchIndex {
                 }
             }
             for doc in touched.drain(..) {
-                scores[doc as usize] += best[doc as usize];
+                let b = best[doc as usize];
+                scores[doc as usize] += b;
                 best[doc as usize] = 0.0;
+                // A word met only in an option's text, or through a loose synonym,
+                // covers it in part.
+                matched[doc as usize] += (b / COVERED).min(1.0);
             }
         }
         let q = corrected.join(" ");
@@ -622,6 +637,17 @@ impl SearchIndex {
                 }
             }
         }
+        // Coverage: a tool that answers every word of the task outranks one that answers
+        // a single word very well (`edit a text file`: an editor, not every `… edit`
+        // subcommand).
+        if groups.len() > 1 {
+            let all = groups.len() as f32;
+            for (s, &m) in scores.iter_mut().zip(&matched) {
+                if *s > 0.0 {
+                    *s *= 1.0 - COVERAGE + COVERAGE * m / all;
+                }
+            }
+        }
         // Priors, then families: a family scores its best member and is shown as the
         // member the query names exactly, else its leader.
         let t = self.t();
@@ -636,7 +662,7 @@ impl SearchIndex {
             if *s > e.0 {
                 e.0 = *s;
             }
-            if boosts[doc] == BOOST_EXACT {
+            if boosts[doc] == BOOST_EXACT || boosts[doc] == BOOST_PROGRAM {
                 e.1 = doc;
             }
         }
@@ -706,6 +732,14 @@ impl SearchIndex {
             BOOST_EXACT
         } else if prefixes.iter().any(|p| title.starts_with(p)) {
             BOOST_PREFIX
+        } else if self.t().title_words[doc].len() == 1
+            && corrected
+                .iter()
+                .chain(groups.iter().map(|g| &g.word))
+                .any(|w| *w == self.t().title_words[doc][0])
+        {
+            // The task names the program (`compress with bzip2`).
+            BOOST_PROGRAM
         } else if groups.iter().zip(corrected).all(|(g, w)| {
             let title = &self.t().title_words[doc];
             let has = |w: &str| title.iter().any(|t| t.as_str() == w);
@@ -749,6 +783,8 @@ impl SearchIndex {
                 "exact name"
             } else if boost == BOOST_PREFIX {
                 "name prefix"
+            } else if boost == BOOST_PROGRAM {
+                "program named"
             } else {
                 "every word in the name"
             };
@@ -1113,6 +1149,43 @@ mod tests {
             .map(|h| c.tools()[h.doc].name.as_str())
             .collect();
         assert_eq!(names, ["xc", "wc", "bigtool"]);
+    }
+
+    #[test]
+    fn covering_the_task_beats_one_word_in_a_name_and_a_named_program_leads() {
+        let metas = [
+            Metadata::from_value(json!({"atip": "0.4", "name": "gh", "version": "1",
+                "description": "GitHub CLI", "commands": {"issue": {"description": "Issues",
+                "commands": {"edit": {"description": "Edit an issue: title, body, labels."}}}}}))
+            .unwrap(),
+            tool("vim", "Vi IMproved, a programmer's text editor", &[]),
+            tool("bzcmp", "compare bzip2 compressed files", &[]),
+            tool("bzip2", "a block-sorting file compressor", &[]),
+        ];
+        let c = Catalog::build(&metas, &FlattenOptions::default());
+        let ix = SearchIndex::build(c.tools());
+        let first = |q: &str| c.tools()[ix.search(q, 1, false)[0].doc].name.clone();
+        // `editor` shares `edit`'s root; `vim` covers "edit" and "text", `gh issue edit`
+        // only "edit", in its name.
+        assert_eq!(first("edit a text file"), "vim");
+        assert_eq!(first("compress with bzip2"), "bzip2");
+        // What an inferred page's DESCRIPTION says is searched with the NAME line.
+        let ld = Metadata::from_value(json!({"atip": "0.6", "name": "ld", "version": "unknown",
+            "description": "The GNU linker", "commands": {"": {"description": "The GNU linker"}},
+            "x-inferred": {"manPage": "/m/ld.1", "details": "ld combines a number of object and archive files."}}))
+        .unwrap();
+        let ln = tool("ln", "make links between files", &[]);
+        let c2 = Catalog::build(&[ld, ln], &FlattenOptions::default());
+        let ix2 = SearchIndex::build(c2.tools());
+        assert_eq!(
+            c2.tools()[ix2.search("link object files", 1, false)[0].doc].name,
+            "ld"
+        );
+        let why = &ix.search("compress with bzip2", 1, true)[0].why;
+        assert!(
+            why.iter().any(|w| w.starts_with("program named")),
+            "{why:?}"
+        );
     }
 
     #[test]

@@ -131,8 +131,8 @@ fn join_phrases(mut all: Vec<String>) -> Vec<String> {
 /// `compressor` share `compress`; `listing` and `list` share `list`; `executable` and
 /// `execute` share `execut`. One derivational ending is stripped (`-ation`, `-ion`,
 /// `-ing`, `-ed`, `-er`, `-or`, `-ly`, `-able`, `-ible`, `-ive`, `-ment`), twice at most,
-/// each when enough of the word remains (three or four letters with a vowel; five for
-/// `-ive`, `-or` and `-ly`), then a doubled final consonant other than `l`, `s`, `z` is
+/// each when enough of the word remains (three or four letters with a vowel, `editor` →
+/// `edit`; five for `-ive` and `-ly`), then a doubled final consonant other than `l`, `s`, `z` is
 /// undoubled (`running` → `run`); last a final `e` is dropped from words of four letters or more. Roots are only compared,
 /// never shown.
 pub(crate) fn root(word: &str) -> String {
@@ -150,7 +150,7 @@ pub(crate) fn root(word: &str) -> String {
         ("ive", 5),
         ("ed", 3),
         ("er", 4),
-        ("or", 5),
+        ("or", 4),
         ("ly", 5),
     ];
     // Twice at most: `recursively` → `recursive` → `recurs`.
@@ -296,6 +296,8 @@ mod tests {
             assert_eq!(root(a), root(&stem(b)), "{a} {b}");
         }
         assert_eq!(root("string"), "string");
+        assert_eq!(root("editor"), root("edit"));
+        assert_eq!(root("compressor"), root("compress"));
         assert_ne!(root("file"), root("fill"));
         assert_eq!(synonyms("make"), ["create"]);
         let t = terms("Create a pull request in a repository");

@@ -75,6 +75,9 @@ pub struct Inferred {
     pub commands: Vec<InferredCommand>,
     /// Warnings from the page's own words.
     pub warnings: Vec<String>,
+    /// The first paragraph of the DESCRIPTION section, on one line (empty when there is
+    /// none): what the program does in more words than the NAME line, for search.
+    pub details: String,
 }
 
 /// Sections that never list the program's options.
@@ -151,6 +154,7 @@ pub(crate) fn infer(page: &Page, tool: &str) -> Inferred {
     }
     let warnings = warnings(page, &description);
     Inferred {
+        details: details(page),
         description,
         arguments,
         options,
@@ -181,6 +185,21 @@ fn name_description(page: &Page) -> String {
         .find_map(|d| text.split_once(d).map(|(_, r)| r))
         .unwrap_or("");
     one_line(desc)
+}
+
+/// The DESCRIPTION section's first paragraph, on one line and cut like a description.
+/// A NAME line says what a program is in a few words of its own (`The GNU linker`); the
+/// paragraph says it in the words a task uses (`combines a number of object and archive
+/// files`).
+fn details(page: &Page) -> String {
+    page.section(&["DESCRIPTION"])
+        .and_then(|sec| {
+            sec.blocks.iter().find_map(|b| match b {
+                Block::Text(t) => Some(one_line(t.split('\n').next().unwrap_or(t))),
+                _ => None,
+            })
+        })
+        .unwrap_or_default()
 }
 
 /// Whitespace collapsed, cut to [`MAX_DESCRIPTION`] at a word boundary.
@@ -1068,6 +1087,9 @@ pub fn document(inf: &Inferred, origin: &Origin<'_>) -> Value {
     doc.insert("commands".into(), Value::Object(commands));
     let mut x = Map::new();
     x.insert("manPage".into(), json!(origin.page));
+    if !inf.details.is_empty() {
+        x.insert("details".into(), json!(inf.details));
+    }
     if !inf.warnings.is_empty() {
         x.insert("warnings".into(), json!(inf.warnings));
     }
@@ -1121,6 +1143,38 @@ fn scoped_options(own: &[InferredOption], global: &[InferredOption]) -> Vec<Infe
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_description_paragraph_is_kept_for_search() {
+        let page = ".TH LD 1\n.SH NAME\nld \\- The GNU linker\n.SH SYNOPSIS\nld [options] objfile\n\
+            .SH DESCRIPTION\nld combines a number of object and archive files,\nrelocates their data.\n\
+            .PP\nA second paragraph.\n";
+        let inf = crate::infer::infer_text(page, "ld");
+        assert_eq!(inf.description, "The GNU linker");
+        assert_eq!(
+            inf.details,
+            "ld combines a number of object and archive files, relocates their data."
+        );
+        let doc = document(
+            &inf,
+            &Origin {
+                page: "/m/ld.1",
+                tool: "ld",
+            },
+        );
+        assert_eq!(doc["x-inferred"]["details"], inf.details.as_str());
+        assert_eq!(doc["description"], "The GNU linker");
+        let bare = crate::infer::infer_text(".TH X 1\n.SH NAME\nx \\- a tool\n", "x");
+        assert!(bare.details.is_empty());
+        let doc = document(
+            &bare,
+            &Origin {
+                page: "/m/x.1",
+                tool: "x",
+            },
+        );
+        assert!(doc["x-inferred"].get("details").is_none());
+    }
 
     #[test]
     fn the_first_sentence_ends_at_a_period_that_ends_a_word() {
