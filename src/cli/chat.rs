@@ -249,7 +249,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         ctx.out.warn("no tools selected; the model gets none");
     }
     let offer = if search && !tools.is_empty() {
-        Offer::Search(Box::new(SearchMode::new(tools)))
+        // Ranked as `atip search` ranks: with the machine's facts.
+        Offer::Search(Box::new(SearchMode::with_facts(
+            tools,
+            &atip::catalog::machine_facts(&ctx.dirs),
+        )))
     } else {
         Offer::Direct(tools)
     };

@@ -288,12 +288,19 @@ fn serve(args: ServeArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
             .map(|n| n.get())
             .unwrap_or(1)
     });
+    let proxy = proxy_setup(&args, ctx)?;
+    // A served set indexed apart from the compiled catalog ranks with its facts too.
+    let apart = args.tools.is_some() || engine.settings.allow_interactive || proxy.is_some();
     let scale = atip::mcp::search_mode::Scale {
         threshold: args.search_threshold,
         pinned: args.pin.clone(),
         defaults: tool_search_defaults(ctx),
+        facts: if apart {
+            atip::catalog::machine_facts(&ctx.dirs)
+        } else {
+            Default::default()
+        },
     };
-    let proxy = proxy_setup(&args, ctx)?;
     match args.http {
         None => atip::mcp::serve_blocking(engine, scale, jobs, proxy)?,
         Some(addr) => {

@@ -268,7 +268,12 @@ fn search_registry(
             ));
         }
     }
-    let index = SearchIndex::build(catalog.tools());
+    // A file is not the machine: its tools are ranked on their text alone.
+    let index = if args.file.is_some() {
+        SearchIndex::build(catalog.tools())
+    } else {
+        SearchIndex::build_with(catalog.tools(), &atip::catalog::machine_facts(&ctx.dirs))
+    };
     Ok(atip::search::search(&catalog, &index, query, opts))
 }
 

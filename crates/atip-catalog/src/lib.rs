@@ -1144,6 +1144,20 @@ pub fn load(dirs: &Dirs, note: &mut dyn FnMut(Note)) -> Result<Option<Compiled>,
     load_as(dirs, note, Compiled::check)
 }
 
+/// What the machine says of each registered program (prior and family, see
+/// [`crate::search::Facts`]), as the compiled catalog's index holds it: for selections
+/// indexed apart from the catalog, so that they rank as it does. Empty when there is no
+/// registry or no usable catalog (notes about compiling it are dropped: the caller's
+/// own read of the registry reports its problems).
+pub fn machine_facts(dirs: &Dirs) -> std::collections::HashMap<String, Facts> {
+    load(dirs, &mut |_| {})
+        .ok()
+        .flatten()
+        .and_then(|c| c.search_index().ok())
+        .map(|(_, index)| index.program_facts())
+        .unwrap_or_default()
+}
+
 /// What the catalog of the registry as it is now says of the tool named `name` (see
 /// [`Lookup`]): `None` when there is no registry yet. Only what the lookup reads is
 /// checked (header, meta, the name entries visited, one document, one record), so one

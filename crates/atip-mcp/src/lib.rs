@@ -219,7 +219,11 @@ impl Server {
             }
             (
                 listed,
-                Some(Arc::new(search_mode::Finder::new(visible, scale.defaults))),
+                Some(Arc::new(search_mode::Finder::with_facts(
+                    visible,
+                    scale.facts.clone(),
+                    scale.defaults,
+                ))),
             )
         } else {
             (tools.clone(), None)

@@ -34,6 +34,10 @@ pub struct Scale {
     pub pinned: Vec<String>,
     /// The search tool's defaults (`toolSearch` in mcp.json).
     pub defaults: SearchDefaults,
+    /// What the machine says of the registered programs (`catalog::machine_facts`), for
+    /// a served set indexed apart from the compiled catalog (proxied MCP tools,
+    /// `--tools`, `--allow-interactive`): it ranks as `atip search` does.
+    pub facts: std::collections::HashMap<String, crate::search::Facts>,
 }
 
 /// Results per search, and how many of them carry their input schema, when the call
@@ -177,6 +181,8 @@ enum Ranked {
     Tools {
         tools: Vec<FlatTool>,
         index: OnceLock<SearchIndex>,
+        /// What the machine says of the programs, by name (`catalog::machine_facts`).
+        facts: std::collections::HashMap<String, crate::search::Facts>,
     },
     /// An engine that reads tools from the compiled catalog as they are named: its
     /// index is the catalog's, and only the hits are read.
@@ -188,6 +194,7 @@ impl Default for Ranked {
         Ranked::Tools {
             tools: Vec::new(),
             index: OnceLock::new(),
+            facts: Default::default(),
         }
     }
 }
@@ -195,10 +202,21 @@ impl Default for Ranked {
 impl Finder {
     /// A finder over the served tools.
     pub fn new(tools: Vec<FlatTool>, defaults: SearchDefaults) -> Finder {
+        Finder::with_facts(tools, Default::default(), defaults)
+    }
+
+    /// A finder over the served tools that ranks them with what the machine says of
+    /// their programs ([`SearchIndex::build_with`]), as `atip search` does.
+    pub fn with_facts(
+        tools: Vec<FlatTool>,
+        facts: std::collections::HashMap<String, crate::search::Facts>,
+        defaults: SearchDefaults,
+    ) -> Finder {
         Finder {
             ranked: Ranked::Tools {
                 tools,
                 index: OnceLock::new(),
+                facts,
             },
             defaults,
         }
@@ -239,8 +257,12 @@ impl Finder {
             self.defaults.schemas.min(MAX_LIMIT as usize) as u64,
         )?;
         let (hits, total): (Vec<crate::search::Found<'_>>, usize) = match &self.ranked {
-            Ranked::Tools { tools, index } => {
-                let index = index.get_or_init(|| SearchIndex::build(tools));
+            Ranked::Tools {
+                tools,
+                index,
+                facts,
+            } => {
+                let index = index.get_or_init(|| SearchIndex::build_with(tools, facts));
                 let hits = index.search(query, limit, false);
                 (
                     hits.into_iter()

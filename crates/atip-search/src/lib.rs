@@ -399,6 +399,43 @@ impl SearchIndex {
         builder.finish()
     }
 
+    /// Indexes `tools` with what the machine says of their programs: `facts` by program
+    /// name (from [`SearchIndex::program_facts`] of the compiled catalog), nothing for a
+    /// tool it does not name (an MCP server's, a file's). So a selection compiled apart
+    /// from the catalog (`atip search --tools`, MCP tools mixed in, `atip chat`, `atip mcp
+    /// serve` with proxied servers) ranks as the catalog's own index does.
+    pub fn build_with(tools: &[FlatTool], facts: &HashMap<String, Facts>) -> SearchIndex {
+        let of: Vec<Facts> = tools
+            .iter()
+            .map(|t| facts.get(&t.tool).cloned().unwrap_or_else(|| Facts::of(t)))
+            .collect();
+        let mut builder = IndexBuilder::default();
+        builder.add_ranked(tools, &of);
+        builder.finish()
+    }
+
+    /// What this index knows of each program it holds: its prior and its family (named
+    /// by the program that leads it), for [`SearchIndex::build_with`].
+    pub fn program_facts(&self) -> HashMap<String, Facts> {
+        let t = self.t();
+        let mut out = HashMap::new();
+        for doc in 0..self.len() {
+            let program = t.program[doc].as_str();
+            if out.contains_key(program) {
+                continue;
+            }
+            let lead = t.family[doc].to_native() as usize;
+            out.insert(
+                program.to_string(),
+                Facts {
+                    prior: t.prior[doc].to_native(),
+                    family: t.program[lead].to_string(),
+                },
+            );
+        }
+        out
+    }
+
     /// The index archived by [`SearchIndex::bytes`] at `range` of `shared` (a catalog
     /// section), checked first (rkyv's check, then that its tables agree in length and its
     /// term order is a permutation's worth of ids): the error says what is wrong. Postings
@@ -1097,6 +1134,12 @@ mod tests {
         let hits = ix.search("egrep", 5, false);
         assert_eq!(c.tools()[hits[0].doc].name, "egrep");
         assert_eq!(hits[0].aliases, ["grep"]);
+        // A selection indexed apart, with the facts the catalog's index holds, ranks and
+        // groups as it does (`atip search --tools`, chat, MCP tools mixed in).
+        let apart = SearchIndex::build_with(c.tools(), &ix.program_facts());
+        for q in ["print lines matching patterns", "egrep", "count"] {
+            assert_eq!(apart.search(q, 5, false), ix.search(q, 5, false), "{q}");
+        }
         // Without facts every program is its own result.
         let plain = SearchIndex::build(c.tools());
         assert_eq!(

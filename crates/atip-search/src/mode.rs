@@ -41,7 +41,13 @@ pub struct SearchMode {
 impl SearchMode {
     /// Indexes the selection (in the order given: ties rank in that order).
     pub fn new(tools: Vec<FlatTool>) -> SearchMode {
-        let index = SearchIndex::build(&tools);
+        SearchMode::with_facts(tools, &HashMap::new())
+    }
+
+    /// Indexes the selection with what the machine says of its programs
+    /// ([`SearchIndex::build_with`]): the ranking of `atip search`.
+    pub fn with_facts(tools: Vec<FlatTool>, facts: &HashMap<String, super::Facts>) -> SearchMode {
+        let index = SearchIndex::build_with(&tools, facts);
         let by_name = tools
             .iter()
             .enumerate()
