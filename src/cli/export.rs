@@ -432,6 +432,7 @@ fn skip(ctx: &Ctx, warnings: &mut Vec<String>, name: &str, why: &str) {
 /// command already has is left out with a warning.
 fn add_mcp_tools<W: Write>(exporter: &mut Exporter<W>, ctx: &Ctx) -> std::io::Result<()> {
     let tools = super::mcp::cached_flat_tools(ctx, false)
+        .0
         .into_iter()
         .map(|(_, t)| t)
         .collect();

@@ -1218,30 +1218,49 @@ impl atip::exec::Foreign for McpBatch {
     }
 }
 
-/// The tools of every configured MCP server as flattened tools, for `atip search`: the
-/// cached lists (any age), and with `refresh` a fresh `tools/list` for servers whose
-/// list is missing or past the TTL. A server that cannot be reached is a warning.
-pub fn cached_flat_tools(ctx: &Ctx, refresh: bool) -> Vec<(String, atip::compile::FlatTool)> {
+/// The configured MCP servers' tools from the tool cache (fetched first with `refresh`
+/// when missing or older than the TTL), and what the answer lacks because of them: a
+/// note per server left out (no cached list, a failed fetch), used from a stale list, or
+/// configured in a project file not trusted. Never drops a server silently.
+pub fn cached_flat_tools(
+    ctx: &Ctx,
+    refresh: bool,
+) -> (Vec<(String, atip::compile::FlatTool)>, Vec<String>) {
+    let mut notes = Vec::new();
     let config = match load_config_quiet(ctx) {
         Ok(c) => {
             super::mcp_trust::note_untrusted(&c, ctx);
+            notes.extend(c.projects().filter_map(|p| p.note()));
             c
         }
         Err(e) => {
-            ctx.out
-                .warn(format_args!("MCP servers left out: {}", e.message));
-            return Vec::new();
+            let note = format!("MCP servers left out: {}", e.message);
+            ctx.out.warn(&note);
+            return (Vec::new(), vec![note]);
         }
     };
     if config.servers.is_empty() {
-        return Vec::new();
+        return (Vec::new(), notes);
     }
     let cache = ToolCache::default_location();
     let ttl = Duration::from_secs(config.cache.ttl_seconds);
     let mut out = Vec::new();
     for spec in config.servers.values() {
-        let listed = match cache.read(spec) {
-            Some(c) if !refresh || c.age() <= ttl => Some(c.tools),
+        let cached = cache.read(spec);
+        let listed = match cached {
+            Some(c) if !refresh || c.age() <= ttl => {
+                if c.age() > ttl {
+                    let note = format!(
+                        "MCP server {}: its tool list is {} s old (TTL {} s); `--mcp-refresh` fetches it again",
+                        spec.name,
+                        c.age().as_secs(),
+                        ttl.as_secs()
+                    );
+                    ctx.out.note(&note);
+                    notes.push(note);
+                }
+                Some(c.tools)
+            }
             _ if refresh => {
                 let r = Remote {
                     config: McpConfig::default(),
@@ -1263,15 +1282,22 @@ pub fn cached_flat_tools(ctx: &Ctx, refresh: bool) -> Vec<(String, atip::compile
                 match fetched {
                     Ok(t) => t,
                     Err(e) => {
-                        ctx.out.warn(format_args!(
-                            "MCP server {} left out: {}",
-                            spec.name, e.message
-                        ));
+                        let note = format!("MCP server {} left out: {}", spec.name, e.message);
+                        ctx.out.warn(&note);
+                        notes.push(note);
                         None
                     }
                 }
             }
-            _ => None,
+            _ => {
+                let note = format!(
+                    "MCP server {} left out: no cached tool list (`--mcp-refresh` or `atip mcp tools {}` fetches it)",
+                    spec.name, spec.name
+                );
+                ctx.out.note(&note);
+                notes.push(note);
+                None
+            }
         };
         for t in listed.unwrap_or_default() {
             out.push((
@@ -1280,5 +1306,5 @@ pub fn cached_flat_tools(ctx: &Ctx, refresh: bool) -> Vec<(String, atip::compile
             ));
         }
     }
-    out
+    (out, notes)
 }

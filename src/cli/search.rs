@@ -82,8 +82,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     ctx.output.require("search", &[Text, Json, Jsonl])?;
     let max_bytes = atip::units::parse_size(&args.max_bytes)
         .map_err(|e| AtipError::usage(format!("--max-bytes {}: {e}", args.max_bytes)))?;
-    let mcp_tools = if args.no_mcp || args.file.is_some() || args.tools.is_some() {
-        Vec::new()
+    let (mcp_tools, mcp_notes) = if args.no_mcp || args.file.is_some() || args.tools.is_some() {
+        (Vec::new(), Vec::new())
     } else {
         super::mcp::cached_flat_tools(ctx, args.mcp_refresh)
     };
@@ -137,6 +137,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     if args.file.is_none() {
         withhold_denied(&mut report, ctx)?;
     }
+    // Said on stderr as they were found; named in the JSON answer too.
+    report.notes = mcp_notes;
     match ctx.output {
         Json => ctx.out.json(&report)?,
         Jsonl => ctx.out.json_lines(&report.results)?,

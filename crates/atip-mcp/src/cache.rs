@@ -2,8 +2,9 @@
 //! (`ATIP_CACHE_DIR` replaces `$XDG_CACHE_HOME/agent-tools`), one file per server, valid
 //! for a TTL.
 //!
-//! `ID` hashes what the server is (transport, command, args, env, URL, headers), so an
-//! edited config never reads another server's list. Files are written to a temporary
+//! `ID` hashes what the server is (transport, command, args, env, URL, headers; each
+//! secret value stands as its label), so an edited config never reads another server's
+//! list, and a rotated token still reads its server's. Files are written to a temporary
 //! file in the same directory and renamed, so readers see a whole file or none; a file
 //! that does not parse is ignored (and rewritten on the next fetch). Must not connect.
 
@@ -162,6 +163,33 @@ mod tests {
         assert!(cache.fresh(&spec("a"), Duration::from_secs(60)).is_some());
         // A different command is a different server: no stale list.
         assert!(cache.read(&spec("b")).is_none());
+        // Rotating a secret is the same server; its value is nowhere in the file name.
+        let mut a = spec("a");
+        a.transport = Transport::Stdio {
+            command: "a".into(),
+            args: vec![],
+            env: vec![("API_TOKEN".into(), "tok-one".into())],
+            cwd: None,
+        };
+        a.secrets = vec![("API_TOKEN".into(), "tok-one".into())];
+        let mut b = a.clone();
+        b.transport = Transport::Stdio {
+            command: "a".into(),
+            args: vec![],
+            env: vec![("API_TOKEN".into(), "tok-two".into())],
+            cwd: None,
+        };
+        b.secrets = vec![("API_TOKEN".into(), "tok-two".into())];
+        assert_eq!(a.identity(), b.identity());
+        assert!(!cache.file(&a).to_string_lossy().contains("tok-"));
+        let mut other = a.clone();
+        other.transport = Transport::Stdio {
+            command: "other".into(),
+            args: vec![],
+            env: vec![("API_TOKEN".into(), "tok-one".into())],
+            cwd: None,
+        };
+        assert_ne!(a.identity(), other.identity());
         std::fs::write(cache.file(&spec("a")), b"{not json").unwrap();
         assert!(cache.read(&spec("a")).is_none());
     }

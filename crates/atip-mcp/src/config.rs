@@ -112,9 +112,26 @@ impl ServerSpec {
 
     /// A key that changes whenever what the server is changes (command, args, env, url,
     /// headers): names the cache file, so an edited config never reads a stale list.
+    /// Secret values are not part of it (each stands as its label): rotating a token is
+    /// the same server, and no file name depends on a secret.
     pub fn identity(&self) -> String {
-        let transport = serde_json::to_vec(&self.transport).unwrap_or_default();
-        let hex = crate::digest::sha256_hex_parts(&[self.name.as_bytes(), b"\0", &transport]);
+        let mut transport = serde_json::to_string(&self.transport).unwrap_or_default();
+        let mut secrets: Vec<&(String, String)> =
+            self.secrets.iter().filter(|(_, v)| !v.is_empty()).collect();
+        // Longest first: `Bearer X` before `X`.
+        secrets.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
+        for (label, value) in secrets {
+            // As the JSON text writes it (quotes and backslashes escaped).
+            let json = serde_json::to_string(value).unwrap_or_default();
+            let escaped = json
+                .get(1..json.len().saturating_sub(1))
+                .unwrap_or_default();
+            if !escaped.is_empty() {
+                transport = transport.replace(escaped, &format!("${{secret:{label}}}"));
+            }
+        }
+        let hex =
+            crate::digest::sha256_hex_parts(&[self.name.as_bytes(), b"\0", transport.as_bytes()]);
         hex[..32].to_string()
     }
 }

@@ -866,6 +866,10 @@ pub struct SearchReport {
     pub results: Vec<SearchResult>,
     /// Whether results or schemas were dropped to stay under the byte cap.
     pub truncated: bool,
+    /// What the answer may lack: configured MCP servers whose tools are not in it (no
+    /// cached list, a stale one, an untrusted project file), each named with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One result.
@@ -987,6 +991,7 @@ pub fn report<'a>(
         query: query.to_string(),
         results: Vec::new(),
         truncated: false,
+        notes: Vec::new(),
     };
     // Sizes are those of the pretty JSON `atip search` prints: a result nested in
     // `results` gains four spaces per line, plus `,\n` between results.
