@@ -569,3 +569,82 @@ const FLOORS_CLI: ((f64, f64), (f64, f64)) = ((0.73, 0.85), (0.68, 0.85));
 /// `atip mcp serve` serves every command its policy does not deny outright, inferred
 /// ones included; what it withholds is not there to be found.
 const FLOORS_MCP: ((f64, f64), (f64, f64)) = ((0.66, 0.76), (0.62, 0.78));
+
+/// A configured MCP server is in every search (issue 31, item 6): with no cached tool
+/// list the answer names it (`notes`, and stderr) rather than dropping it silently;
+/// `--mcp-refresh` fetches the list from the real server; and the cache is not keyed on
+/// the expanded token, so rotating it keeps the server's tools in search.
+#[test]
+fn mcp_servers_are_in_every_search_and_a_rotated_token_keeps_their_tools() {
+    let Some(bin) = crate::mcp_client::everything_bin() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    sb.write(
+        "config/mcp.json",
+        json!({"mcpServers": {"everything": {"command": bin, "args": ["stdio"],
+            "env": {"API_TOKEN": "${EV_TOKEN}"}}}})
+        .to_string(),
+    );
+    std::fs::create_dir_all(sb.path().join("empty")).unwrap();
+    let o = sb
+        .atip()
+        .args(["scan", "--path"])
+        .arg(sb.path().join("empty"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let search = |token: &str, extra: &[&str]| {
+        let mut c = sb.atip();
+        crate::mcp_client::with_node(&mut c);
+        let o = c
+            .env("EV_TOKEN", token)
+            .args(["--output", "json", "search"])
+            .args(extra)
+            .arg("sum of two numbers")
+            .output()
+            .unwrap();
+        let v: Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&o)));
+        let found =
+            v["results"].as_array().unwrap().iter().any(|r| {
+                r["server"] == "everything" && r["name"].as_str().unwrap().contains("sum")
+            });
+        (v, found, String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let (v, found, stderr) = search("token-one", &[]);
+    assert!(!found, "{v}");
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("everything") && notes.contains("no cached tool list"),
+        "{v}"
+    );
+    assert!(
+        stderr.contains("MCP server everything left out"),
+        "{stderr}"
+    );
+
+    let (v, found, _) = search("token-one", &["--mcp-refresh"]);
+    assert!(found, "{v}");
+    assert!(v.get("notes").is_none(), "{v}");
+    // The token rotates: the cached list is still this server's.
+    let (v, found, stderr) = search("token-two", &[]);
+    assert!(found, "rotating the token emptied search: {v} {stderr}");
+    assert!(v.get("notes").is_none(), "{v}");
+    // No cache file is named after a secret's value.
+    for e in walk(&sb.path().join("xdg-cache")) {
+        assert!(!e.contains("token-"), "{e}");
+    }
+}
+
+fn walk(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        out.push(p.display().to_string());
+        if p.is_dir() {
+            out.extend(walk(&p));
+        }
+    }
+    out
+}
