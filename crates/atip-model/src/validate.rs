@@ -287,6 +287,16 @@ fn check_full(
     }
 }
 
+/// Property-test cases: `default` (sized so a debug build runs each property in a few
+/// seconds), or `ATIP_PROPTEST_CASES` for a deeper run.
+#[cfg(test)]
+pub(crate) fn proptest_cases(default: u32) -> u32 {
+    std::env::var("ATIP_PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Parses only (size, UTF-8, BOM, JSON syntax, duplicate keys, depth): the floor any
 /// validation sits on, measured by the benchmark through `atip validate --parse-only`.
 ///
@@ -591,7 +601,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(proptest_cases(64)))]
         /// Whatever the edits to valid documents (wrong types, missing or extra keys,
         /// x- keys, bad enum values, patterns, formats, bounds), `check_with` answers as
         /// the full path does, and the fast path never calls a document with any

@@ -13,6 +13,8 @@
 //!
 //! Must not produce diagnostics: jsonschema's errors are the only schema diagnostics.
 
+#[cfg(test)]
+mod agree;
 mod anchored;
 
 use super::json::Json;

@@ -1205,6 +1205,7 @@ mod tests {
     }
 
     proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(crate::validate::proptest_cases(96)))]
         /// Whatever the bytes (JSON text, then cut, spliced or flipped), the view never
         /// accepts what the full parse refuses and never reads another value.
         #[test]

@@ -399,6 +399,7 @@ mod tests {
     }
 
     proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(crate::validate::proptest_cases(128)))]
         /// On any ASCII subject, the automaton says what the regex crate says.
         #[test]
         fn agrees_with_regex(
