@@ -15,6 +15,7 @@ mod contract;
 mod damaged;
 mod diff;
 mod effects;
+mod effects_table;
 mod exec;
 mod export;
 mod export_props;

@@ -4,9 +4,12 @@
 //! [`locate`] finds a command's page the way `man` would, [`roff`] reads man(7) and
 //! mdoc(7) into an outline, [`convert`] turns the outline into a document that says
 //! where it came from (`trust.source: "inferred"`) and states no effects, so the policy
-//! treats every inferred command as unknown and asks before running it.
+//! treats every inferred command as unknown and asks before running it — unless
+//! [`curated`], atip's reviewed effects table, names the program: then the effects are
+//! the table's (and the scan records who vouches for them).
 
 pub mod convert;
+pub mod curated;
 pub mod locate;
 pub mod roff;
 pub mod source;
@@ -30,6 +33,10 @@ pub struct Inference {
     pub inputs: Vec<(PathBuf, Stamp)>,
     /// Number of options found (all commands).
     pub options: usize,
+    /// Whether atip's effects table gave the document its effects.
+    pub curated: bool,
+    /// Table conditions the page did not support (the command took the worst case).
+    pub effects_warnings: Vec<String>,
 }
 
 /// Parses a page's text and reads it as the page of `tool`.
@@ -97,17 +104,20 @@ pub(crate) fn infer_page(
         .last()
         .cloned()
         .unwrap_or_else(|| page.path.clone());
-    let document = convert::document(
+    let mut document = convert::document(
         &inf,
         &Origin {
             page: &page_path.to_string_lossy(),
             tool,
         },
     );
+    let applied = curated::apply(&mut document, tool);
     Ok(Inference {
         document,
         page: page.path.clone(),
         inputs,
         options,
+        curated: applied.is_some(),
+        effects_warnings: applied.map(|a| a.warnings).unwrap_or_default(),
     })
 }

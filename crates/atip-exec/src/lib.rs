@@ -123,6 +123,9 @@ pub struct ToolInfo {
     pub auth_env: Vec<String>,
     /// The metadata is partial and says omitted commands have unknown safety.
     pub partial_unknown: bool,
+    /// Inferred from a man page and not vouched for as curated: whatever effects the
+    /// document states are a guess, so every call's effects are unknown.
+    pub effects_unvouched: bool,
 }
 
 impl ToolInfo {
@@ -139,6 +142,8 @@ impl ToolInfo {
                 .flat_map(|a| a.methods.iter().flatten())
                 .filter_map(|m| m.env_var.clone())
                 .collect(),
+            effects_unvouched: entry.source == crate::registry::Source::Inferred
+                && entry.vouch() != crate::registry::Vouch::Curated,
             partial_unknown: meta.partial == Some(true)
                 && meta
                     .omitted
@@ -895,7 +900,10 @@ impl Engine {
         self.check_paths(&tool, &a)?;
         let sandbox = self.add_sandbox(&tool, &info, &mut a);
         let argv = argv::build(&tool.command, &tool.params, &a)?;
-        let call = guards::call_effects(&tool, &a, &self.cwd);
+        let mut call = guards::call_effects(&tool, &a, &self.cwd);
+        if info.effects_unvouched {
+            call.effects = crate::model::Effects::default();
+        }
         let mut decision = self.decide(&tool, &info, &argv, &a, &call.effects);
         decision.conditions.extend(sandbox);
         decision.conditions.extend(call.conditions);
@@ -1028,7 +1036,8 @@ impl Engine {
             program: &info.program,
             program_resolved: resolved.as_deref(),
             effects,
-            effects_unstated: tool.effects == crate::model::Effects::default(),
+            effects_unstated: tool.effects == crate::model::Effects::default()
+                || info.effects_unvouched,
             trust: &info.trust,
             partial_unknown: info.partial_unknown,
             allow_interactive: self.settings.allow_interactive,

@@ -103,7 +103,7 @@ pub struct TrustRule {
     /// `unverified` or `verified`. (`compromised` never runs.)
     #[serde(default = "default_minimum")]
     pub minimum: String,
-    /// Lowest vouching class that runs under the other rules: `inferred` < `tool` <
+    /// Lowest vouching class that runs under the other rules: `inferred` < `tool` < `curated` <
     /// `user` < `admin` < `builtin`.
     #[serde(default = "default_vouch")]
     pub vouch: String,

@@ -242,6 +242,11 @@ pub enum Vouch {
     Inferred,
     /// The tool describes itself (its `--agent` answer).
     Tool,
+    /// Effects from atip's reviewed table over an interface read from the man page, for a
+    /// program in a directory only root can change (spec/infer.md, "Curated effects").
+    /// Above `tool`: the policy decides on effects, and these were reviewed rather than
+    /// claimed by the program itself.
+    Curated,
     /// A shim or override in a directory the current user owns.
     User,
     /// A shim in a directory owned by root (an admin installed it).
@@ -252,7 +257,9 @@ pub enum Vouch {
 
 impl Vouch {
     /// Every value, lowest first, as written in files.
-    pub const ALL: [&'static str; 5] = ["inferred", "tool", "user", "admin", "builtin"];
+    pub const ALL: [&'static str; 6] = [
+        "inferred", "tool", "curated", "user", "admin", "builtin",
+    ];
 
     /// The name as written in files.
     pub fn as_str(self) -> &'static str {
@@ -264,6 +271,7 @@ impl Vouch {
         [
             Vouch::Inferred,
             Vouch::Tool,
+            Vouch::Curated,
             Vouch::User,
             Vouch::Admin,
             Vouch::Builtin,

@@ -1,7 +1,8 @@
 //! The man-page inference source (`inferred`, the lowest precedence): a document read
 //! from the name's installed manual page by [`crate::infer`], for executables no other
 //! source describes. Its documents state no effects, so the policy asks before running
-//! any inferred command.
+//! any inferred command — except where atip's effects table names the program and the
+//! program is root's: then the entry is vouched for as `curated` (spec/infer.md).
 //!
 //! The work (finding pages, reading and parsing them, validating the documents) happens
 //! before the offers, in parallel, in `crate::infer::source::InferSource::look_up` and `infer_pending`;
@@ -27,9 +28,30 @@ impl MetadataSource for Inferred {
     }
 
     fn offer(&self, subject: &Subject<'_>, out: &mut Vec<Candidate>) {
-        let Some(crate::infer::source::Offered { sha, doc, page }) = self.src.offer(subject.name)
+        let Some(crate::infer::source::Offered {
+            sha,
+            doc,
+            page,
+            curated,
+            warnings,
+        }) = self.src.offer(subject.name)
         else {
             return;
+        };
+        let mut warnings = warnings.to_vec();
+        // The table knows programs by name: its effects are vouched for only where
+        // nobody but root can have put a program of that name.
+        let vouch = if !curated {
+            None
+        } else if crate::infer::curated::root_owned(subject.canonical) {
+            Some(crate::registry::Vouch::Curated)
+        } else {
+            warnings.push(format!(
+                "the effects atip's table gives {} are not vouched for: {} is not in a directory only root can change, so the policy treats them as unknown",
+                subject.name,
+                subject.canonical.display()
+            ));
+            None
         };
         out.push(Candidate {
             source: Source::Inferred,
@@ -45,8 +67,8 @@ impl MetadataSource for Inferred {
             trust: "inferred".to_owned(),
             origin: Some(page.to_owned()),
             shim_registry: None,
-            warnings: Vec::new(),
-            vouch: None,
+            warnings,
+            vouch,
         });
     }
 }

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Version of the cache files; another version is ignored.
-pub const INFER_CACHE_VERSION: u32 = 2;
+pub const INFER_CACHE_VERSION: u32 = 3;
 
 /// The file name of the JSON cache of version 1, removed when this one is written.
 const OLD_JSON_FILE: &str = "infer-cache.json";
@@ -39,6 +39,10 @@ pub struct InferRecord {
     pub inputs: Vec<(PathBuf, Stamp)>,
     /// sha256 hex of the document.
     pub doc: String,
+    /// Whether atip's effects table gave the document its effects.
+    pub curated: bool,
+    /// Table conditions the page did not support.
+    pub warnings: Vec<String>,
 }
 
 /// `infer-cache.bin`: this, archived with rkyv, then the archive's CRC-32. Lists are
@@ -48,6 +52,9 @@ pub struct InferRecord {
 #[derive(Debug, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 struct Stored {
     version: u32,
+    /// The digest of the effects table the documents were made with
+    /// ([`super::curated::digest`]): another table means a cold scan.
+    table: String,
     /// The manual trees searched, in order, when the cache was written.
     roots: Vec<String>,
     /// Each section directory with its modification time (ns) when listed.
@@ -72,6 +79,8 @@ struct StoredTool {
     section: String,
     inputs: Vec<StoredInput>,
     doc: String,
+    curated: bool,
+    warnings: Vec<String>,
 }
 
 #[derive(Debug, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -105,6 +114,8 @@ impl StoredTool {
                 })
                 .collect::<Option<_>>()?,
             doc: r.doc.clone(),
+            curated: r.curated,
+            warnings: r.warnings.clone(),
         })
     }
 }
@@ -193,6 +204,10 @@ pub struct Offered<'a> {
     pub doc: Result<&'a Path, Arc<[u8]>>,
     /// The man page it was read from.
     pub page: &'a Path,
+    /// Whether atip's effects table gave the document its effects.
+    pub curated: bool,
+    /// Table conditions the page did not support.
+    pub warnings: &'a [String],
 }
 
 /// A document ready to offer.
@@ -202,6 +217,8 @@ struct Offer {
     doc: OfferDoc,
     /// What to record for it; `None`: the old cache's record, unchanged.
     record: Option<InferRecord>,
+    curated: bool,
+    warnings: Vec<String>,
 }
 
 /// Where an offered document's bytes are.
@@ -267,12 +284,16 @@ fn make_offer(index: &ManIndex, page: &PageRef, name: &str) -> Result<Offer, Str
         section: page.section.clone(),
         inputs: inf.inputs,
         doc: sha.clone(),
+        curated: inf.curated,
+        warnings: inf.effects_warnings.clone(),
     };
     Ok(Offer {
         page: page.path.clone(),
         sha,
         doc: OfferDoc::Fresh(bytes.into()),
         record: Some(record),
+        curated: inf.curated,
+        warnings: inf.effects_warnings,
     })
 }
 
@@ -299,6 +320,7 @@ impl InferSource {
             None
         } else {
             read_stored(&cache_file(data))
+                .filter(|o| o.get().table.as_str() == super::curated::digest())
         };
         let dirs_now: Vec<(PathBuf, i128)> = section_dirs(&roots)
             .into_iter()
@@ -403,6 +425,7 @@ impl InferSource {
                     current: Some(doc),
                 }) => match listed_doc(&self.data, &doc, registry, &cache) {
                     Some(stored) => {
+                        let rec = self.old.as_ref().and_then(|o| o.get().tool(name));
                         self.offers.insert(
                             name.to_owned(),
                             Offer {
@@ -410,6 +433,10 @@ impl InferSource {
                                 doc: OfferDoc::Cached(stored),
                                 sha: doc,
                                 record: None,
+                                curated: rec.is_some_and(|r| r.curated),
+                                warnings: rec
+                                    .map(|r| r.warnings.iter().map(|w| w.as_str().to_owned()).collect())
+                                    .unwrap_or_default(),
                             },
                         );
                     }
@@ -463,6 +490,8 @@ impl InferSource {
             sha: o.sha.as_str(),
             doc,
             page: o.page.as_path(),
+            curated: o.curated,
+            warnings: &o.warnings,
         })
     }
 
@@ -540,6 +569,7 @@ impl InferSource {
         tools.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         let mut stored = Stored {
             version: INFER_CACHE_VERSION,
+            table: super::curated::digest().to_owned(),
             roots: self
                 .roots
                 .iter()
@@ -735,6 +765,8 @@ mod tests {
             section: "1".into(),
             inputs: Vec::new(),
             doc: "0".repeat(64),
+            curated: false,
+            warnings: Vec::new(),
         };
         assert!(StoredTool::of("a", &rec).is_none());
         let ok = InferRecord {
