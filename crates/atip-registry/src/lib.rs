@@ -257,9 +257,7 @@ pub enum Vouch {
 
 impl Vouch {
     /// Every value, lowest first, as written in files.
-    pub const ALL: [&'static str; 6] = [
-        "inferred", "tool", "curated", "user", "admin", "builtin",
-    ];
+    pub const ALL: [&'static str; 6] = ["inferred", "tool", "curated", "user", "admin", "builtin"];
 
     /// The name as written in files.
     pub fn as_str(self) -> &'static str {

@@ -123,7 +123,9 @@ impl Table {
             let e = &c.effects;
             let fs_extra = e.filesystem.as_ref().is_some_and(|f| !f.extra.is_empty());
             if !e.extra.is_empty() || fs_extra {
-                out.push(format!("classes.{name}.effects has keys atip does not know"));
+                out.push(format!(
+                    "classes.{name}.effects has keys atip does not know"
+                ));
             }
             if c.why.trim().is_empty() {
                 out.push(format!("classes.{name}.why is empty"));
@@ -148,7 +150,8 @@ impl Table {
             }
             for (i, c) in p.when.iter().enumerate() {
                 let at = format!("{at}.when[{i}]");
-                let stated = usize::from(c.is.is_some()) + usize::from(c.writes) + usize::from(c.runner);
+                let stated =
+                    usize::from(c.is.is_some()) + usize::from(c.writes) + usize::from(c.runner);
                 if stated != 1 {
                     out.push(format!(
                         "{at}: states {stated} of is, writes, runner (exactly one)"
@@ -252,9 +255,7 @@ pub fn apply(doc: &mut Value, tool: &str) -> Option<Applied> {
     let table = table();
     let p = table.programs.get(tool)?;
     let mut applied = Applied::default();
-    let Some(root) = doc.as_object_mut() else {
-        return None;
-    };
+    let root = doc.as_object_mut()?;
     let mut globals = root.remove("globalOptions");
     let mut global_done = vec![false; p.when.len()];
     if let Some(Value::Object(cmds)) = root.get_mut("commands") {
@@ -360,11 +361,7 @@ mod tests {
         // Only `read`-like classes are read-only; the others are not.
         for (name, c) in &t.classes {
             let ro = c.effects.is_read_only();
-            assert_eq!(
-                ro,
-                name.contains("read"),
-                "class {name} read-only {ro}"
-            );
+            assert_eq!(ro, name.contains("read"), "class {name} read-only {ro}");
         }
     }
 
@@ -398,8 +395,10 @@ mod tests {
         }
         // Unknown keys in an entry are refused when the table is read.
         assert!(
-            serde_json::from_value::<Program>(json!({"pkg": "p", "is": "read", "why": "w", "effect": 1}))
-                .is_err()
+            serde_json::from_value::<Program>(
+                json!({"pkg": "p", "is": "read", "why": "w", "effect": 1})
+            )
+            .is_err()
         );
     }
 

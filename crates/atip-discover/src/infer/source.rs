@@ -435,7 +435,9 @@ impl InferSource {
                                 record: None,
                                 curated: rec.is_some_and(|r| r.curated),
                                 warnings: rec
-                                    .map(|r| r.warnings.iter().map(|w| w.as_str().to_owned()).collect())
+                                    .map(|r| {
+                                        r.warnings.iter().map(|w| w.as_str().to_owned()).collect()
+                                    })
                                     .unwrap_or_default(),
                             },
                         );
