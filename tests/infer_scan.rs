@@ -112,10 +112,9 @@ fn scan_registers_inferred_tools_and_shims_win() {
     // carries the table's, but this `strings` is a script in a directory of the user's
     // own: the entry is not vouched for as curated (exec treats its effects as unknown).
     assert!(text.contains("\"curated\""), "{text}");
-    let reg: Value = serde_json::from_slice(
-        &std::fs::read(sb.data_dir().join("registry.json")).unwrap(),
-    )
-    .unwrap();
+    let reg: Value =
+        serde_json::from_slice(&std::fs::read(sb.data_dir().join("registry.json")).unwrap())
+            .unwrap();
     assert_eq!(reg["tools"]["strings"]["vouchedBy"], "inferred");
     let out = sb
         .atip()
