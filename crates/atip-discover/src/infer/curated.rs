@@ -86,7 +86,9 @@ pub struct Condition {
 /// ([`Table::problems`]); a table that does not parse is a build defect.
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
-    T.get_or_init(|| serde_json::from_str(TABLE).expect("crates/atip-discover/src/infer/effects.json parses"))
+    T.get_or_init(|| {
+        serde_json::from_str(TABLE).expect("crates/atip-discover/src/infer/effects.json parses")
+    })
 }
 
 /// A short digest of the shipped table: documents inferred with another table are
