@@ -82,10 +82,10 @@ struct Flags {
 // Declares atip's commands once, as the full tree (`Command`) and as the tree parsing uses
 // (`Deferred`), so that the two cannot drift apart.
 macro_rules! commands {
-    ($($(#[doc = $doc:literal])* $name:ident($args:ty),)*) => {
+    ($($(#[$meta:meta])* $name:ident($args:ty),)*) => {
         #[derive(Debug, Subcommand)]
         enum Command {
-            $($(#[doc = $doc])* $name($args),)*
+            $($(#[$meta])* $name($args),)*
         }
 
         // `Command` with each command's arguments built when it is invoked. Only its
@@ -94,43 +94,139 @@ macro_rules! commands {
         #[command(defer = true)]
         #[allow(dead_code)]
         enum Deferred {
-            $($(#[doc = $doc])* $name($args),)*
+            $($(#[$meta])* $name($args),)*
         }
     };
 }
 
+// Each command's `--help` ends with real invocations (a test parses every one with the
+// real command tree): what a person copies first.
+const VALIDATE_EXAMPLES: &str = "\
+Examples:
+  atip validate shims/                          # every metadata file under a directory
+  atip validate --exec gh                       # a tool's own --agent answer
+  atip --output sarif validate --deny-warnings shims/   # for code scanning in CI";
+const DIFF_EXAMPLES: &str = "\
+Examples:
+  atip diff old.json new.json                   # breaking changes and less-safe effects
+  atip diff --semver old.json new.json          # also check the version bump
+  atip --output markdown diff old.json new.json   # for a pull-request comment";
+const LINT_EXAMPLES: &str = "\
+Examples:
+  atip lint shims/                              # advice beyond validity
+  atip lint --registry                          # every tool the last scan registered
+  atip lint --list-rules                        # what is checked";
+const SCAN_EXAMPLES: &str = "\
+Examples:
+  atip scan                                     # find tools on PATH, print a summary
+  atip scan --dry-run                           # what would be run; run and write nothing
+  atip scan --verbose                           # the summary and every tool
+  atip scan --explain git                       # which source described git, and why";
+const SYNC_EXAMPLES: &str = "\
+Examples:
+  atip sync                                     # fetch remote registries' shims
+  atip sync --offline                           # use only what is cached";
+const REGISTRY_EXAMPLES: &str = "\
+Examples:
+  atip registry keygen team.key                 # a signing key pair
+  atip registry build shims/ site/ --sign team.key     # a static registry to publish
+  atip registry list                            # the registries this machine reads";
+const LIST_EXAMPLES: &str = "\
+Examples:
+  atip list                                     # every registered tool
+  atip list --effects destructive               # tools with a command that destroys data
+  atip list --source shim --trust community 'git*'   # filters combine";
+const GET_EXAMPLES: &str = "\
+Examples:
+  atip get wc                                   # a page on a terminal, JSON when piped
+  atip get git --commands 'stash push'          # one command in full
+  atip --output json get gh --depth 1           # top-level commands only, as JSON";
+const DOCTOR_EXAMPLES: &str = "\
+Examples:
+  atip doctor                                   # is every registry entry still valid?
+  atip --output json doctor                     # the findings for a script";
+const EXPORT_EXAMPLES: &str = "\
+Examples:
+  atip export --format openai-strict --tools gh # OpenAI tool definitions
+  atip export --format anthropic --tools git,curl -o tools.json
+  atip export --format skill --tools git -o skills/    # one skill directory per tool";
+const SEARCH_EXAMPLES: &str = "\
+Examples:
+  atip search create pull request               # ranked commands, one line each
+  atip search --limit 3 --schemas 1 'count lines'   # with the best one's schema
+  atip search --explain 'delete branch'         # why each result ranked";
+const EXEC_EXAMPLES: &str = "\
+Examples:
+  atip exec wc --args '{\"lines\": true, \"file\": [\"README.md\"]}'
+  atip exec gh_pr_list --args '{\"state\": \"open\"}' --dry-run   # the command line only
+  atip exec --calls response.json --provider openai   # every call of a model's response";
+const MCP_EXAMPLES: &str = "\
+Examples:
+  atip mcp                                      # serve every registered tool (stdio)
+  atip mcp serve --http 127.0.0.1:8765          # the same over Streamable HTTP
+  atip mcp tools                                # tools of the configured MCP servers";
+const CHAT_EXAMPLES: &str = "\
+Examples:
+  atip chat --provider openai --model gpt-5-mini 'what changed in this repo today?'
+  atip chat --provider openai --base-url http://127.0.0.1:8080/v1 --model local 'list big files'";
+const COMPLETIONS_EXAMPLES: &str = "\
+Examples:
+  atip completions bash    # install: > ~/.local/share/bash-completion/completions/atip
+  atip completions zsh     # install: > ~/.zfunc/_atip (fpath+=~/.zfunc before compinit)
+  atip completions fish    # install: > ~/.config/fish/completions/atip.fish";
+const MAN_EXAMPLES: &str = "\
+Examples:
+  atip man                                      # atip(1)
+  atip man export                               # atip-export(1)";
+
 commands! {
     /// Check ATIP metadata, shims, registries and pattern files.
+    #[command(after_help = VALIDATE_EXAMPLES)]
     Validate(cli::validate::Args),
     /// Compare two versions of a tool's metadata: breaking changes, less-safe effects.
+    #[command(after_help = DIFF_EXAMPLES)]
     Diff(cli::diff::Args),
     /// Lint ATIP metadata: what makes it better for agents, beyond validity.
+    #[command(after_help = LINT_EXAMPLES)]
     Lint(cli::lint::Args),
     /// Find ATIP tools on PATH and record them in the registry.
+    #[command(after_help = SCAN_EXAMPLES)]
     Scan(cli::scan::Args),
     /// Fetch remote registries' shims for the binaries here, verify and register them.
+    #[command(after_help = SYNC_EXAMPLES)]
     Sync(cli::sync::Args),
     /// Publish shims as a static remote registry; choose the registries this machine reads.
+    #[command(after_help = REGISTRY_EXAMPLES)]
     Registry(cli::registry::Args),
     /// List the tools in the registry.
+    #[command(after_help = LIST_EXAMPLES)]
     List(cli::list::Args),
     /// Print a registered tool's metadata, whole or partial.
+    #[command(after_help = GET_EXAMPLES)]
     Get(cli::get::Args),
     /// Check every registry entry and say what to fix.
+    #[command(after_help = DOCTOR_EXAMPLES)]
     Doctor(cli::doctor::Args),
     /// Export registry tools as provider tool definitions.
+    #[command(after_help = EXPORT_EXAMPLES)]
     Export(cli::export::Args),
     /// Find the registered commands that best match a query.
+    #[command(after_help = SEARCH_EXAMPLES)]
     Search(cli::search::Args),
     /// Run a model's tool call under policy.
+    #[command(after_help = EXEC_EXAMPLES)]
     Exec(cli::exec::Args),
     /// Serve registered tools over MCP, or use MCP servers (tools, call, ping…).
+    #[command(after_help = MCP_EXAMPLES)]
     Mcp(Box<cli::mcp::Args>),
     /// Run the tool loop against a model endpoint until the model answers.
+    #[command(after_help = CHAT_EXAMPLES)]
     Chat(cli::chat::Args),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    #[command(after_help = COMPLETIONS_EXAMPLES)]
     Completions(cli::completions::Args),
     /// Print the manual page (roff) of atip or of one of its commands.
+    #[command(after_help = MAN_EXAMPLES)]
     Man(cli::man::Args),
 }
 
@@ -406,6 +502,106 @@ mod tests {
             example(&["atip", "mcp", "--server", "X", "call", "t"]).as_deref(),
             Some("atip mcp call --server X t")
         );
+    }
+
+    /// The example lines of a help text: those under `Examples:`, without the comment.
+    fn examples_in(help: &str) -> Vec<String> {
+        help.lines()
+            .skip_while(|l| l.trim() != "Examples:")
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .map(|l| l.split(" # ").next().unwrap_or("").trim().to_string())
+            .collect()
+    }
+
+    /// Words as a POSIX shell splits them: blanks separate, single quotes keep
+    /// everything, double quotes keep all but `\"` and `\\`.
+    fn shell_words(line: &str) -> Vec<String> {
+        let (mut words, mut word, mut in_word) = (Vec::new(), String::new(), false);
+        let mut chars = line.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                ' ' | '\t' if in_word => {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+                ' ' | '\t' => {}
+                '\'' => {
+                    in_word = true;
+                    word.extend(chars.by_ref().take_while(|&c| c != '\''));
+                }
+                '"' => {
+                    in_word = true;
+                    while let Some(c) = chars.next() {
+                        match c {
+                            '"' => break,
+                            '\\' => word.extend(chars.next()),
+                            c => word.push(c),
+                        }
+                    }
+                }
+                c => {
+                    in_word = true;
+                    word.push(c);
+                }
+            }
+        }
+        if in_word {
+            words.push(word);
+        }
+        words
+    }
+
+    #[test]
+    fn shell_words_split_like_a_shell() {
+        assert_eq!(
+            shell_words(r#"atip exec wc --args '{"a": 1}' "x \"y\"" z"#),
+            [
+                "atip",
+                "exec",
+                "wc",
+                "--args",
+                r#"{"a": 1}"#,
+                r#"x "y""#,
+                "z"
+            ]
+        );
+    }
+
+    /// Every command's `--help` ends with at least two examples, and each one parses with
+    /// the real command tree as an invocation of that command.
+    #[test]
+    fn every_command_help_has_examples_that_parse() {
+        let mut cmd = Cli::command();
+        cmd.build();
+        let mut checked = 0;
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            let help = sub.clone().render_long_help().to_string();
+            let examples = examples_in(&help);
+            assert!(
+                examples.len() >= 2,
+                "`atip {} --help` has {} example(s):\n{help}",
+                sub.get_name(),
+                examples.len()
+            );
+            // The short help shows them too.
+            assert!(sub.clone().render_help().to_string().contains("Examples:"));
+            for e in &examples {
+                let words = shell_words(e);
+                assert_eq!(words[0], "atip", "{e}");
+                assert!(words.iter().any(|w| w == sub.get_name()), "{e}");
+                let parsed = Cli::try_parse_from(&words)
+                    .unwrap_or_else(|err| panic!("example `{e}` does not parse:\n{err}"));
+                let name = format!("{:?}", parsed.command);
+                assert!(
+                    name.to_lowercase()
+                        .starts_with(&format!("some({}", sub.get_name())),
+                    "`{e}` parsed as {name}"
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked >= 32, "{checked}");
     }
 
     /// A command line reads back into the same `Cli` whichever tree parsed it.

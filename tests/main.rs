@@ -43,6 +43,7 @@ mod scan_tooli;
 mod search;
 mod shell;
 mod shims;
+mod terminal;
 mod trust;
 mod validate;
 mod validate_fuzz;

@@ -966,10 +966,12 @@ fn list_outputs_json_filters_by_glob_and_source() {
         lines[0].starts_with("NAME") && lines[0].contains("EFFECTS"),
         "{text}"
     );
-    assert_eq!(lines.len(), 4, "{text}");
+    // A header, three tools and the count line.
+    assert_eq!(lines.len(), 5, "{text}");
     assert!(
         lines[1].starts_with("gh ") && lines[1].contains("2.40.0") && lines[1].contains("native")
     );
+    assert_eq!(lines[4], "3 tools", "{text}");
 
     let out = sb
         .atip()
@@ -1609,7 +1611,8 @@ fn list_text_neutralises_terminal_escapes_from_descriptions() {
         "{text:?}"
     );
     assert!(text.contains("clears your screen"), "{text}");
-    assert_eq!(text.lines().count(), 2, "{text}");
+    // A header, the tool and the count line: the newline did not make a row.
+    assert_eq!(text.lines().count(), 3, "{text}");
     // JSON output carries the exact text; escaping is the JSON encoder's job.
     let (_, v, _) = json_out(sb.atip().args(["--output", "json", "list"]));
     assert!(v[0]["description"].as_str().unwrap().starts_with('\u{1b}'));

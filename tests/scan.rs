@@ -1038,12 +1038,16 @@ fn text_output_summarises() {
     let out = env.run(&["--output", "text", "--path", &path, "--timeout", "500ms"]);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     let text = String::from_utf8(out.stdout).unwrap();
+    // The summary: one new tool named, the failed probe under what needs attention.
+    assert!(text.contains("1 tool in the registry (written)"), "{text}");
     assert!(
-        text.contains("1 new, 0 updated, 0 unchanged, 0 removed, 1 failed"),
+        text.lines()
+            .any(|l| l.split_whitespace().eq(["new", "1", "alpha"])),
         "{text}"
     );
+    assert!(text.contains("Needs attention (1)"), "{text}");
     assert!(
-        text.contains("broken") && text.contains("exit-status"),
+        text.contains("probe failed  broken (exit-status)"),
         "{text}"
     );
     assert!(

@@ -8,11 +8,6 @@ use atip::output::{AtipError, OutputFormat};
 // Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
 // Print a shell completion script (bash, zsh, fish, powershell, elvish).
 #[derive(Debug, clap::Args)]
-#[command(after_help = "\
-Install, for example:
-  bash:  atip completions bash > ~/.local/share/bash-completion/completions/atip
-  zsh:   atip completions zsh > ~/.zfunc/_atip   (with fpath+=~/.zfunc before compinit)
-  fish:  atip completions fish > ~/.config/fish/completions/atip.fish")]
 pub struct Args {
     /// The shell to complete for.
     #[arg(value_enum)]

@@ -1,10 +1,12 @@
-//! `atip list`: list the tools in the registry, as a table on a terminal or a JSON
-//! array (see `spec/registry.md`). Read-only; never takes the writer lock.
+//! `atip list`: list the tools in the registry, as a table fitting the terminal or a
+//! JSON array (see `spec/registry.md`, `spec/cli.md`). Read-only; never takes the
+//! writer lock.
 
 use crate::Ctx;
 use atip::output::ExitStatus;
-use atip::output::{AtipError, ErrorCode, OutputFormat};
-use atip::registry::{Index, Source, query};
+use atip::output::term::{self, Cell, Paint, Style, Table};
+use atip::output::{AtipError, ErrorCode, OutputFormat, Verbosity};
+use atip::registry::{Entry, Index, Source, query};
 
 // Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
 // List the tools in the registry.
@@ -15,6 +17,67 @@ pub struct Args {
     /// Only tools whose metadata came from this source (repeatable).
     #[arg(long, value_enum, value_name = "SOURCE")]
     pub source: Vec<SourceArg>,
+    /// Only tools whose metadata has this trust (repeatable).
+    #[arg(long, value_enum, value_name = "TRUST")]
+    pub trust: Vec<TrustArg>,
+    /// Only tools whose commands are all read-only, those with a destructive command, or
+    /// those whose metadata states no effects at all (repeatable).
+    #[arg(long, value_enum, value_name = "EFFECTS")]
+    pub effects: Vec<EffectsArg>,
+}
+
+/// `--trust` values: the trust recorded in the registry (`spec/registry.md`).
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum TrustArg {
+    /// The tool's own answer.
+    Native,
+    /// The tool's vendor.
+    Vendor,
+    /// Your organisation.
+    Org,
+    /// A community shim (the ones built into atip).
+    Community,
+    /// Written by you.
+    User,
+    /// Guessed from a man page.
+    Inferred,
+}
+
+impl TrustArg {
+    fn as_str(self) -> &'static str {
+        match self {
+            TrustArg::Native => "native",
+            TrustArg::Vendor => "vendor",
+            TrustArg::Org => "org",
+            TrustArg::Community => "community",
+            TrustArg::User => "user",
+            TrustArg::Inferred => "inferred",
+        }
+    }
+}
+
+/// `--effects` values, judged on the registry's effects summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EffectsArg {
+    /// Every command is read-only.
+    ReadOnly,
+    /// Some command destroys or deletes something.
+    Destructive,
+    /// The metadata states no effects (nothing is assumed safe).
+    Unknown,
+}
+
+impl EffectsArg {
+    /// Whether an entry's effects summary (`Metadata::effects_summary`) is of this kind.
+    fn matches(self, summary: &str) -> bool {
+        match self {
+            EffectsArg::ReadOnly => summary == "read-only",
+            EffectsArg::Destructive => {
+                summary.contains("destructive") || summary.contains("deletes")
+            }
+            EffectsArg::Unknown => summary == "unknown",
+        }
+    }
 }
 
 /// `--source` values.
@@ -53,19 +116,6 @@ impl From<SourceArg> for Source {
     }
 }
 
-fn source_name(s: Source) -> &'static str {
-    match s {
-        Source::Native => "native",
-        Source::Override => "override",
-        Source::ShimHash => "shim-hash",
-        Source::Shim => "shim",
-        Source::Installed => "installed",
-        Source::Converted => "converted",
-        Source::Remote => "remote",
-        Source::Inferred => "inferred",
-    }
-}
-
 /// Runs `atip list`; returns the exit code.
 pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     use OutputFormat::{Json, Jsonl, Text};
@@ -74,13 +124,17 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let empty = Index::empty(String::new());
     let index_ref = index.as_ref().unwrap_or(&empty);
     let sources: Vec<Source> = args.source.iter().copied().map(Source::from).collect();
-    let listed = query::filter(index_ref, args.glob.as_deref(), &sources).map_err(|e| {
+    let mut listed = query::filter(index_ref, args.glob.as_deref(), &sources).map_err(|e| {
         AtipError::new(
             ErrorCode::InvalidGlob,
             format!("invalid glob {:?}: {e}", args.glob.as_deref().unwrap_or("")),
         )
         .hint("use `*`, `?`, `[abc]` or `{a,b}`, e.g. `atip list 'kube*'`")
     })?;
+    listed.retain(|l| {
+        (args.trust.is_empty() || args.trust.iter().any(|t| t.as_str() == l.entry.trust))
+            && (args.effects.is_empty() || args.effects.iter().any(|e| e.matches(&l.entry.effects)))
+    });
     match &index {
         None => ctx.out.note(format_args!(
             "no registry at {} yet; run `atip scan` to find the ATIP tools on PATH",
@@ -98,61 +152,98 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         Jsonl => return ctx.out.json_lines(&listed).map(|_| ExitStatus::Success),
         _ => {}
     }
+    let Some(index) = &index else {
+        return Ok(ExitStatus::Success);
+    };
     if listed.is_empty() {
-        if index.is_some() {
-            ctx.out.note("no tools match");
-        }
+        ctx.out.note("no tools match");
         return Ok(ExitStatus::Success);
     }
-    let rows: Vec<[String; 7]> = listed
-        .iter()
-        .map(|l| {
-            let e = l.entry;
-            [
-                printable(l.name),
-                printable(e.version.as_deref().unwrap_or("-")),
-                source_name(e.source).into(),
-                printable(&e.trust),
-                e.commands.to_string(),
-                printable(&e.effects),
-                one_line(&e.description, 60),
-            ]
-        })
-        .collect();
-    let header = [
-        "NAME",
-        "VERSION",
-        "SOURCE",
-        "TRUST",
-        "COMMANDS",
-        "EFFECTS",
-        "DESCRIPTION",
-    ];
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut text = String::new();
-    let mut line = |cells: Vec<&str>| {
-        let mut l = String::new();
-        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
-            if i + 1 == cells.len() {
-                l.push_str(cell);
-            } else {
-                l.push_str(&format!("{cell:<w$}  "));
-            }
-        }
-        text.push_str(l.trim_end());
-        text.push('\n');
-    };
-    line(header.to_vec());
-    for row in &rows {
-        line(row.iter().map(String::as_str).collect());
-    }
+    let rows: Vec<(&str, &Entry)> = listed.iter().map(|l| (l.name, l.entry)).collect();
+    let text = render(
+        &rows,
+        index.tools.len(),
+        ctx.out.verbosity() == Verbosity::Verbose,
+        term::stdout_width(),
+        Style::new(ctx.out.stdout_color()),
+    );
     ctx.out.text(&text)?;
     Ok(ExitStatus::Success)
+}
+
+/// The table and its count line. Names, versions and effects are capped so that the
+/// description keeps some room at 80 columns; `verbose` adds the command count and the
+/// executable's path (last).
+pub(crate) fn render(
+    rows: &[(&str, &Entry)],
+    total: usize,
+    verbose: bool,
+    width: Option<usize>,
+    style: Style,
+) -> String {
+    let cap = |s: &str, max: usize| match width {
+        Some(_) => term::cut(&term::one_line(s), max),
+        None => term::one_line(s),
+    };
+    // Below 100 columns the version gives its room to the description.
+    let with_version = verbose || width.is_none_or(|w| w >= 100);
+    let mut header = vec!["NAME"];
+    if with_version {
+        header.push("VERSION");
+    }
+    header.extend(["SOURCE", "TRUST", "EFFECTS"]);
+    if verbose {
+        header.push("COMMANDS");
+    }
+    header.push("DESCRIPTION");
+    let last = header.len() - 1;
+    // The path goes last: paths differ in length, and a cut one still says where.
+    if verbose {
+        header.push("PATH");
+    }
+    let effects_col = header.iter().position(|h| *h == "EFFECTS").unwrap_or(0);
+    let mut table = Table::new(Some(&header))
+        .shrink(last, 24)
+        .shrink(effects_col, 16)
+        .shrink(0, 14)
+        .shrink(last, 12);
+    for (name, e) in rows {
+        let trust_paint = (e.trust == "inferred").then_some(Paint::Yellow);
+        let mut cells = vec![Cell::painted(cap(name, 28), Some(Paint::Bold))];
+        if with_version {
+            cells.push(Cell::new(cap(e.version.as_deref().unwrap_or("-"), 12)));
+        }
+        cells.extend([
+            Cell::new(super::words::source_word(e.source)),
+            Cell::painted(cap(&e.trust, 10), trust_paint),
+            Cell::painted(cap(&e.effects, 36), term::effects_paint(&e.effects)),
+        ]);
+        if verbose {
+            cells.push(Cell::new(e.commands.to_string()));
+        }
+        cells.push(Cell::new(term::one_line(&e.description)));
+        if verbose {
+            cells.push(Cell::painted(
+                term::one_line(&e.path.display().to_string()),
+                Some(Paint::Dim),
+            ));
+        }
+        table.row(cells);
+    }
+    let mut text = table.render(width, style);
+    let count = if rows.len() == total {
+        term::plural(total, "tool", "tools")
+    } else {
+        format!(
+            "{} of {}",
+            term::count(rows.len()),
+            term::plural(total, "tool", "tools")
+        )
+    };
+    let count = width.map_or(count.clone(), |w| term::cut(&count, w));
+    text.push_str(&style.paint(Some(Paint::Dim), &count));
+    text.push('\n');
+    text
 }
 
 /// `s` safe for a terminal: control characters (escape sequences a hostile tool
@@ -161,16 +252,4 @@ pub(crate) fn printable(s: &str) -> String {
     s.chars()
         .map(|c| if c.is_control() { '\u{fffd}' } else { c })
         .collect()
-}
-
-/// First line of `s`, cut to `max` characters with an ellipsis, made printable.
-fn one_line(s: &str, max: usize) -> String {
-    let first = printable(s.lines().next().unwrap_or_default());
-    if first.chars().count() <= max {
-        first.to_string()
-    } else {
-        let mut t: String = first.chars().take(max - 1).collect();
-        t.push('…');
-        t
-    }
 }

@@ -21,3 +21,4 @@ pub mod signals;
 pub mod sync;
 pub mod usage;
 pub mod validate;
+pub mod words;

@@ -3,14 +3,28 @@
 //! Only the flags and the rendering; the scan itself is `atip::discover::scan`.
 
 use crate::Ctx;
+use atip::discover::report::{ProbeWhy, ScanReport, ToolStatus};
 use atip::discover::{self, ProbeMode, Progress, ScanOptions};
 use atip::output::ExitStatus;
+use atip::output::term::{self, Cell, Paint, Style, Table};
 use atip::output::{AtipError, OutputFormat, Verbosity};
 use std::ffi::OsString;
+use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+
+/// A reason's name as the JSON report writes it (`exit-status`, `world-writable`).
+/// (A macro: naming serde's trait would make serde a dependency of the binary.)
+macro_rules! kebab {
+    ($value:expr) => {
+        serde_json::to_value($value)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    };
+}
 
 // Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
 // Find ATIP tools on PATH and record them in the registry.
@@ -161,10 +175,469 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     match ctx.output {
         Json => ctx.out.json(&report)?,
         Jsonl => ctx.out.json_lines(&report.tools)?,
-        _ => ctx.out.text(&report.to_text())?,
+        _ => ctx.out.text(&render(
+            &report,
+            ctx.out.verbosity() == Verbosity::Verbose,
+            term::stdout_width(),
+            Style::new(ctx.out.stdout_color()),
+        ))?,
     }
     ctx.out.warnings(&report.warnings);
     Ok(code)
+}
+
+/// Names are listed when there are at most this many of a kind, else counted.
+const FEW: usize = 6;
+
+/// The scan for a person: what was looked at, the tools by source, what changed since
+/// the last scan, what needs attention, then the hints. `verbose` adds every tool, every
+/// failure and everything skipped.
+pub(crate) fn render(r: &ScanReport, verbose: bool, width: Option<usize>, style: Style) -> String {
+    let s = &r.summary;
+    let mut t = String::new();
+    let fit = |line: &str| match width {
+        Some(w) => term::cut(line, w),
+        None => line.to_string(),
+    };
+    let bold = |x: &str| style.paint(Some(Paint::Bold), x);
+    let dim = |x: &str| style.paint(Some(Paint::Dim), x);
+    if r.dry_run {
+        let _ = writeln!(
+            t,
+            "{}",
+            bold(&fit("Dry run: nothing probed, nothing written."))
+        );
+        if let Some(plan) = &r.would_probe {
+            let _ = writeln!(
+                t,
+                "{}",
+                fit(&format!(
+                    "Would run with --agent: {}",
+                    if plan.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        term::plural(plan.len(), "executable", "executables")
+                    }
+                ))
+            );
+            let mut table = Table::new(None).indent(2).flex(1);
+            let shown = if verbose { plan.len() } else { FEW };
+            for p in plan.iter().take(shown) {
+                let why = match p.why {
+                    ProbeWhy::Sign => "shows an ATIP sign",
+                    ProbeWhy::Allowlist => "on the config allowlist",
+                    ProbeWhy::Help => "--help checked first",
+                    ProbeWhy::All => "--probe all",
+                    ProbeWhy::Convert => "a Tooli app: its manifest would be converted",
+                };
+                table.row(vec![
+                    Cell::painted(term::one_line(&p.name), Some(Paint::Bold)),
+                    Cell::painted(
+                        term::one_line(&p.path.display().to_string()),
+                        Some(Paint::Dim),
+                    ),
+                    Cell::new(why),
+                ]);
+            }
+            t.push_str(&table.render(width, style));
+            if plan.len() > shown {
+                let _ = writeln!(
+                    t,
+                    "{}",
+                    dim(&fit(&format!(
+                        "  and {} more (--verbose lists them)",
+                        term::count(plan.len() - shown)
+                    )))
+                );
+            }
+        }
+    }
+    let ran = if s.probed + s.converted == 0 {
+        "nothing run".to_string()
+    } else {
+        format!(
+            "{} run",
+            term::plural(s.probed + s.converted, "program", "programs")
+        )
+    };
+    let _ = writeln!(
+        t,
+        "{}",
+        fit(&format!(
+            "Scanned {}: {}, {}; {ran}.",
+            term::plural(s.dirs, "directory", "directories"),
+            term::plural(s.executables, "executable", "executables"),
+            term::plural(s.names, "name", "names"),
+        ))
+    );
+    let registered = r.tools.len();
+    let where_ = if r.dry_run {
+        "would be in the registry".to_string()
+    } else if r.registry.written {
+        format!("in the registry (written): {}", r.registry.path.display())
+    } else {
+        format!("in the registry (unchanged): {}", r.registry.path.display())
+    };
+    let _ = writeln!(
+        t,
+        "{}",
+        fit(&format!(
+            "{} {where_}",
+            term::plural(registered, "tool", "tools")
+        ))
+    );
+    if let Some(b) = &r.registry.corrupt_backup {
+        let _ = writeln!(
+            t,
+            "{}",
+            style.paint(
+                Some(Paint::Yellow),
+                &fit(&format!(
+                    "The old registry was corrupt; moved to {}.",
+                    b.display()
+                ))
+            )
+        );
+    }
+
+    // Tools by source, most first.
+    let mut by_source: std::collections::BTreeMap<atip::registry::Source, usize> =
+        Default::default();
+    for tool in &r.tools {
+        *by_source.entry(tool.source).or_default() += 1;
+    }
+    let mut sources: Vec<_> = by_source.into_iter().collect();
+    sources.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    if !sources.is_empty() {
+        let _ = writeln!(t, "\n{}", bold("Tools by source"));
+        let mut table = Table::new(None).indent(2).flex(2);
+        for (source, n) in &sources {
+            table.row(vec![
+                Cell::new(super::words::source_word(*source)),
+                Cell::new(format!("{:>5}", term::count(*n))),
+                Cell::painted(super::words::source_meaning(*source), Some(Paint::Dim)),
+            ]);
+        }
+        t.push_str(&table.render(width, style));
+    }
+    let undescribed = s.sources.get("none").copied().unwrap_or(0);
+    if undescribed > 0 {
+        let _ = writeln!(
+            t,
+            "{}",
+            dim(&fit(&format!(
+                "  {} without a description (no ATIP answer, shim or man page)",
+                term::plural(undescribed, "name", "names")
+            )))
+        );
+    }
+
+    // What changed since the last scan.
+    let names_with = |status: ToolStatus| -> Vec<&str> {
+        r.tools
+            .iter()
+            .filter(|x| x.status == status)
+            .map(|x| x.name.as_str())
+            .collect()
+    };
+    let changes = [
+        ("new", names_with(ToolStatus::New)),
+        ("changed", names_with(ToolStatus::Updated)),
+        (
+            "removed",
+            r.removed.iter().map(String::as_str).collect::<Vec<_>>(),
+        ),
+        ("kept (their source failed)", names_with(ToolStatus::Kept)),
+    ];
+    if !r.dry_run {
+        let unchanged = s.unchanged;
+        let all_new = changes[0].1.len() == r.tools.len()
+            && changes[1..].iter().all(|(_, v)| v.is_empty())
+            && unchanged == 0;
+        if all_new && changes[0].1.len() > FEW {
+            // A first scan: a table of one row would say less than this line.
+            let _ = writeln!(
+                t,
+                "\n{} all {} are new.",
+                bold("Since the last scan:"),
+                term::plural(r.tools.len(), "tool", "tools")
+            );
+        } else if changes.iter().all(|(_, v)| v.is_empty()) {
+            let _ = writeln!(t, "\n{} nothing changed.", bold("Since the last scan:"));
+        } else {
+            let _ = writeln!(t, "\n{}", bold("Since the last scan"));
+            let mut table = Table::new(None).indent(2).flex(2);
+            for (what, names) in &changes {
+                if names.is_empty() {
+                    continue;
+                }
+                let list = if names.len() <= FEW {
+                    term::some_names(names, FEW)
+                } else {
+                    String::new()
+                };
+                table.row(vec![
+                    Cell::new(*what),
+                    Cell::new(format!("{:>5}", term::count(names.len()))),
+                    Cell::new(list),
+                ]);
+            }
+            if unchanged > 0 {
+                table.row(vec![
+                    Cell::painted("unchanged", Some(Paint::Dim)),
+                    Cell::painted(format!("{:>5}", term::count(unchanged)), Some(Paint::Dim)),
+                    Cell::new(""),
+                ]);
+            }
+            t.push_str(&table.render(width, style));
+        }
+    }
+
+    // Remote registries, one line each.
+    for reg in &r.remote {
+        let _ = writeln!(
+            t,
+            "{}",
+            fit(&format!(
+                "Remote registry {}: {} used ({} signed by a trusted key), {} refused, {}{}",
+                term::one_line(&reg.name),
+                term::count(reg.used),
+                term::count(reg.verified),
+                term::count(reg.refused.len()),
+                term::plural(reg.requests as usize, "request", "requests"),
+                if reg.offline { ", offline" } else { "" },
+            ))
+        );
+    }
+
+    // What needs a person's attention.
+    let mut attention: Vec<(String, String)> = Vec::new();
+    for f in &r.source_failures {
+        attention.push((
+            "source failed".into(),
+            format!(
+                "{}: {}",
+                term::one_line(&f.source),
+                term::one_line(&f.message)
+            ),
+        ));
+    }
+    for f in &r.failed {
+        attention.push((
+            "probe failed".into(),
+            format!(
+                "{} ({}): {}{}",
+                term::one_line(&f.name),
+                kebab!(f.reason),
+                term::one_line(&f.message),
+                if f.cached { " (cached)" } else { "" }
+            ),
+        ));
+    }
+    for x in r.shims.rejected.iter().chain(&r.shims.rejected_patterns) {
+        attention.push((
+            "refused file".into(),
+            format!(
+                "{}: {}",
+                term::one_line(&x.path.display().to_string()),
+                term::one_line(&x.message)
+            ),
+        ));
+    }
+    for reg in &r.remote {
+        if let Some(e) = &reg.error {
+            attention.push((
+                "remote failed".into(),
+                format!("{}: {}", term::one_line(&reg.name), term::one_line(e)),
+            ));
+        }
+        for refused in &reg.refused {
+            attention.push((
+                "remote refused".into(),
+                format!(
+                    "{}: {}",
+                    term::one_line(&reg.name),
+                    term::one_line(&format!("{refused:?}"))
+                ),
+            ));
+        }
+    }
+    for d in &r.skipped.dirs {
+        let reason = kebab!(d.reason);
+        if matches!(
+            reason.as_str(),
+            "world-writable" | "foreign-owner" | "unreadable"
+        ) {
+            attention.push((
+                "dir skipped".into(),
+                format!("{} ({reason})", term::one_line(&d.path)),
+            ));
+        }
+    }
+    for tool in &r.tools {
+        for w in &tool.warnings {
+            attention.push((
+                "warning".into(),
+                format!("{}: {}", term::one_line(&tool.name), term::one_line(w)),
+            ));
+        }
+    }
+    if !attention.is_empty() {
+        let _ = writeln!(
+            t,
+            "\n{}",
+            style.paint(
+                Some(Paint::Yellow),
+                &format!("Needs attention ({})", term::count(attention.len()))
+            )
+        );
+        let shown = if verbose { attention.len() } else { FEW };
+        let mut table = Table::new(None).indent(2).flex(1);
+        for (what, detail) in attention.iter().take(shown) {
+            let paint = if what.contains("failed") || what.contains("refused") {
+                Some(Paint::Red)
+            } else {
+                Some(Paint::Yellow)
+            };
+            table.row(vec![
+                Cell::painted(what.clone(), paint),
+                Cell::new(detail.clone()),
+            ]);
+        }
+        t.push_str(&table.render(width, style));
+        if attention.len() > shown {
+            let _ = writeln!(
+                t,
+                "{}",
+                dim(&fit(&format!(
+                    "  and {} more: atip scan --verbose",
+                    term::count(attention.len() - shown)
+                )))
+            );
+        }
+    }
+
+    if verbose {
+        verbose_details(&mut t, r, width, style);
+    }
+
+    if !r.hints.is_empty() {
+        t.push('\n');
+    }
+    for h in &r.hints {
+        t.push_str(&wrap_hint(h, width, style));
+    }
+    if !r.dry_run && registered > 0 && !verbose {
+        let _ = writeln!(
+            t,
+            "\n{}",
+            dim(&fit(
+                "Next: atip list · atip search QUERY · atip get NAME · atip scan --verbose"
+            ))
+        );
+    }
+    t
+}
+
+/// `--verbose`: every tool with its status, and every skipped directory and count.
+fn verbose_details(t: &mut String, r: &ScanReport, width: Option<usize>, style: Style) {
+    let _ = writeln!(t, "\n{}", style.paint(Some(Paint::Bold), "Tools"));
+    let mut table = Table::new(Some(&["STATUS", "NAME", "SOURCE", "TRUST", "PATH"])).flex(4);
+    for tool in &r.tools {
+        let status = match tool.status {
+            ToolStatus::New => "new",
+            ToolStatus::Updated => "changed",
+            ToolStatus::Unchanged => "unchanged",
+            ToolStatus::Planned => "would register",
+            ToolStatus::Kept => "kept",
+        };
+        table.row(vec![
+            Cell::new(status),
+            Cell::painted(term::one_line(&tool.name), Some(Paint::Bold)),
+            Cell::new(super::words::source_word(tool.source)),
+            Cell::new(term::one_line(&tool.trust)),
+            Cell::painted(
+                term::one_line(&tool.path.display().to_string()),
+                Some(Paint::Dim),
+            ),
+        ]);
+    }
+    for name in &r.removed {
+        table.row(vec![
+            Cell::new("removed"),
+            Cell::painted(term::one_line(name), Some(Paint::Bold)),
+        ]);
+    }
+    t.push_str(&table.render(width, style));
+    let fit = |line: &str| match width {
+        Some(w) => term::cut(line, w),
+        None => line.to_string(),
+    };
+    for f in &r.failed {
+        for d in f.diagnostics.iter().take(5) {
+            let _ = writeln!(
+                t,
+                "{}",
+                fit(&format!(
+                    "  {}: {} {} at {:?}: {}",
+                    term::one_line(&f.name),
+                    d.severity,
+                    d.rule,
+                    d.pointer,
+                    term::one_line(&d.message)
+                ))
+            );
+        }
+    }
+    if !r.skipped.counts.is_empty() {
+        let counts: Vec<String> = r
+            .skipped
+            .counts
+            .iter()
+            .map(|(k, v)| format!("{} {k}", term::count(*v)))
+            .collect();
+        let _ = writeln!(t, "\n{}", fit(&format!("Skipped: {}", counts.join(", "))));
+        for d in &r.skipped.dirs {
+            let reason = kebab!(d.reason);
+            let _ = writeln!(
+                t,
+                "{}",
+                fit(&format!("  dir {}: {reason}", term::one_line(&d.path)))
+            );
+        }
+    }
+}
+
+/// `hint: …` wrapped at word boundaries, continuation lines indented under the text.
+fn wrap_hint(hint: &str, width: Option<usize>, style: Style) -> String {
+    let label = style.paint(Some(Paint::Cyan), "hint");
+    let text = term::one_line(hint);
+    let Some(w) = width else {
+        return format!("{label}: {text}\n");
+    };
+    let room = w.saturating_sub(6).max(1);
+    let mut lines: Vec<String> = vec![String::new()];
+    for word in text.split(' ') {
+        let line = lines.last_mut().expect("one line at least");
+        if !line.is_empty() && term::width(line) + 1 + term::width(word) > room {
+            lines.push(word.to_string());
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    let mut out = String::new();
+    for (i, l) in lines.iter().enumerate() {
+        let lead = if i == 0 {
+            format!("{label}: ")
+        } else {
+            " ".repeat(6)
+        };
+        let _ = writeln!(out, "{lead}{}", term::cut(l, room));
+    }
+    out
 }
 
 /// A scan runs a pool per CPU for its CPU work and more threads that mostly wait (probes,

@@ -142,7 +142,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     match ctx.output {
         Json => ctx.out.json(&report)?,
         Jsonl => ctx.out.json_lines(&report.results)?,
-        _ => ctx.out.text(&render_text(&report))?,
+        _ => ctx.out.text(&render_text(&report, ctx))?,
     }
     if report.results.is_empty() {
         ctx.out.note(format_args!("no command matches {query:?}"));
@@ -279,17 +279,36 @@ fn search_registry(
     Ok(atip::search::search(&catalog, &index, query, opts))
 }
 
-/// The results, one line each: tool-call name, command, description (with its effects'
-/// safety note) and the aliases it stands for; then reasons and schemas when asked for.
-fn render_text(report: &atip::search::SearchReport) -> String {
+/// The results, one line each, fitting the terminal: tool-call name, command,
+/// description (with the aliases it stands for) and its effects in the words `list` and
+/// `get` use; then reasons and schemas when asked for.
+fn render_text(report: &atip::search::SearchReport, ctx: &Ctx) -> String {
+    use atip::output::term::{self, Style};
     use std::fmt::Write;
-    let mut t = String::new();
-    let width = report
-        .results
-        .iter()
-        .map(|r| r.name.chars().count())
-        .max()
-        .unwrap_or(0);
+    let style = Style::new(ctx.out.stdout_color());
+    render_results(report, term::stdout_width(), style)
+        .into_iter()
+        .fold(String::new(), |mut t, l| {
+            let _ = writeln!(t, "{l}");
+            t
+        })
+}
+
+/// The lines of [`render_text`].
+pub(crate) fn render_results(
+    report: &atip::search::SearchReport,
+    width: Option<usize>,
+    style: atip::output::term::Style,
+) -> Vec<String> {
+    use atip::output::term::{self, Cell, Paint, Table};
+    // Below 100 columns the command (which the tool-call name spells too) gives its
+    // room to the description; the description gives way first, then the effects.
+    let with_command = width.is_none_or(|w| w >= 100);
+    let (desc, fx) = if with_command { (2, 3) } else { (1, 2) };
+    let mut table = Table::new(None)
+        .shrink(desc, 30)
+        .shrink(fx, 14)
+        .shrink(desc, 12);
     for r in &report.results {
         let title = std::iter::once(r.tool.as_str())
             .chain(
@@ -304,30 +323,70 @@ fn render_text(report: &atip::search::SearchReport) -> String {
             Some(s) => format!("{title} (MCP server {s})"),
             None => title,
         };
-        let also = if r.aliases.is_empty() {
-            String::new()
-        } else {
-            format!("  (also {})", r.aliases.join(", "))
-        };
-        let _ = writeln!(
-            t,
-            "{:width$}  {title}  {}{also}",
-            r.name,
-            r.description.replace('\n', " ")
-        );
+        let (text, effects) = split_safety(&r.description);
+        let mut description = term::one_line(text);
+        if !r.aliases.is_empty() {
+            description.push_str(&format!(" (also {})", r.aliases.join(", ")));
+        }
+        let mut cells = vec![Cell::painted(term::one_line(&r.name), Some(Paint::Bold))];
+        if with_command {
+            cells.push(Cell::new(term::one_line(&title)));
+        }
+        cells.extend([
+            Cell::new(description),
+            Cell::painted(effects.clone(), term::effects_paint(&effects)),
+        ]);
+        table.row(cells);
+    }
+    let rows = table.render(width, style);
+    let fit = |l: String| match width {
+        Some(w) => term::cut(&l, w),
+        None => l,
+    };
+    let mut out = Vec::new();
+    for (r, line) in report.results.iter().zip(rows.lines()) {
+        out.push(line.to_string());
         for w in &r.why {
-            let _ = writeln!(t, "    why: {w} (score {:.2})", r.score);
+            out.push(fit(format!("    why: {w} (score {:.2})", r.score)));
         }
         if let Some(s) = &r.schema {
-            let _ = writeln!(t, "    schema: {s}");
+            out.push(format!("    schema: {s}"));
             if r.omitted_options > 0 {
-                let _ = writeln!(
-                    t,
+                out.push(fit(format!(
                     "    ({} more options: atip get {})",
                     r.omitted_options, r.tool
-                );
+                )));
             }
         }
     }
-    t
+    out
+}
+
+/// A description without the safety suffix export gives it (`[READ-ONLY]`,
+/// `[⚠️ DESTRUCTIVE | ⚠️ NOT REVERSIBLE]`), and the suffix in the words `list` uses;
+/// `unknown` when there is none (nothing says the command is safe).
+fn split_safety(description: &str) -> (&str, String) {
+    let d = description.trim_end();
+    if let Some(open) = d.rfind(" [").filter(|_| d.ends_with(']')) {
+        let inner = &d[open + 2..d.len() - 1];
+        let words: Vec<String> = inner
+            .split(" | ")
+            .map(|f| {
+                f.trim_start_matches(|c: char| !c.is_ascii_alphabetic())
+                    .to_lowercase()
+            })
+            .collect();
+        let known = [
+            "read-only",
+            "destructive",
+            "not reversible",
+            "not idempotent",
+            "billable",
+            "interactive",
+        ];
+        if !words.is_empty() && words.iter().all(|w| known.contains(&w.as_str())) {
+            return (&d[..open], words.join(", "));
+        }
+    }
+    (d, "unknown".to_string())
 }

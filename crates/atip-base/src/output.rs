@@ -7,6 +7,7 @@
 mod error;
 mod printer;
 mod status;
+pub mod term;
 pub mod text;
 
 pub use error::{Applicability, AtipError, Category, ErrorCode, SuggestedAction, Suggestion, exit};

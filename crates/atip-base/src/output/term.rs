@@ -1,0 +1,425 @@
+//! Text for a person reading a terminal: the width to fit, cutting with `…` (never
+//! wrapping), tables whose widest column gives way, colour only when wanted, and the
+//! colour of effects (`spec/cli.md`, terminal output). The words for sources are the
+//! binary's (`cli::words`): sources live in a higher layer.
+//!
+//! Must not decide what is shown; it only says how it fits and looks.
+
+use std::fmt::Write as _;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+/// The width text on stdout must fit: the terminal's columns when stdout is a terminal,
+/// else `COLUMNS` when set (a pipe read by a person, tests), else no limit: text piped
+/// into another program keeps whole lines.
+pub fn stdout_width() -> Option<usize> {
+    terminal_columns(libc::STDOUT_FILENO).or_else(|| {
+        std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse::<usize>().ok())
+            .filter(|&c| c > 0)
+    })
+}
+
+/// The columns of the terminal `fd` is, when it is one and says so.
+fn terminal_columns(fd: libc::c_int) -> Option<usize> {
+    // SAFETY: winsize is plain data, zero is a valid value; TIOCGWINSZ only fills it,
+    // and fails harmlessly on a descriptor that is not a terminal.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) } == 0;
+    (ok && ws.ws_col > 0).then_some(usize::from(ws.ws_col))
+}
+
+/// The columns `s` takes on a terminal (wide characters count two, combining marks none).
+pub fn width(s: &str) -> usize {
+    UnicodeWidthStr::width(s)
+}
+
+/// `s` cut to at most `max` columns, ending in `…` when anything was cut off.
+pub fn cut(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return s.to_string();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > max - 1 {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    out.push('…');
+    out
+}
+
+/// `s` padded with spaces to `cols` columns (never cut).
+pub fn pad(s: &str, cols: usize) -> String {
+    let mut out = s.to_string();
+    out.extend(std::iter::repeat_n(' ', cols.saturating_sub(width(s))));
+    out
+}
+
+/// `s` as one line a terminal shows as text: its first line, control characters
+/// (escape sequences, carriage returns) and bidirectional overrides as visible escapes,
+/// runs of blanks as one space.
+pub fn one_line(s: &str) -> String {
+    let first = s.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let shown = super::text::escape_controls(first.trim());
+    shown.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// How text is coloured: on only for a terminal and without `NO_COLOR` (the printer
+/// decides, [`crate::output::Printer::stdout_color`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Style {
+    on: bool,
+}
+
+/// A colour or weight, as its SGR parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Paint {
+    /// Headings and names.
+    Bold,
+    /// Secondary text: paths, counts that need no action.
+    Dim,
+    /// Destructive, failed, refused.
+    Red,
+    /// Read-only.
+    Green,
+    /// Unknown, needs attention.
+    Yellow,
+    /// Commands to type.
+    Cyan,
+}
+
+impl Paint {
+    fn sgr(self) -> &'static str {
+        match self {
+            Paint::Bold => "1",
+            Paint::Dim => "2",
+            Paint::Red => "31",
+            Paint::Green => "32",
+            Paint::Yellow => "33",
+            Paint::Cyan => "36",
+        }
+    }
+}
+
+impl Style {
+    /// Colour when `on`.
+    pub fn new(on: bool) -> Style {
+        Style { on }
+    }
+
+    /// No colour at all.
+    pub fn plain() -> Style {
+        Style { on: false }
+    }
+
+    /// `s` in `paint`, or `s` itself when colour is off.
+    pub fn paint(self, paint: Option<Paint>, s: &str) -> String {
+        match paint {
+            Some(p) if self.on && !s.is_empty() => format!("\x1b[{}m{s}\x1b[0m", p.sgr()),
+            _ => s.to_string(),
+        }
+    }
+}
+
+/// The colour an effects summary (as `list` and `get` write it) is shown in: red when
+/// something is destroyed or deleted, green when read-only, yellow when unknown.
+pub fn effects_paint(summary: &str) -> Option<Paint> {
+    if summary.contains("destructive") || summary.contains("deletes") {
+        Some(Paint::Red)
+    } else if summary == "read-only" {
+        Some(Paint::Green)
+    } else if summary == "unknown" || summary.starts_with("mixed") {
+        Some(Paint::Yellow)
+    } else {
+        None
+    }
+}
+
+/// One cell of a [`Table`]: its text and how it is painted.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    text: String,
+    paint: Option<Paint>,
+}
+
+impl Cell {
+    /// Plain text.
+    pub fn new(text: impl Into<String>) -> Cell {
+        Cell {
+            text: text.into(),
+            paint: None,
+        }
+    }
+
+    /// Text in a colour.
+    pub fn painted(text: impl Into<String>, paint: Option<Paint>) -> Cell {
+        Cell {
+            text: text.into(),
+            paint,
+        }
+    }
+}
+
+/// Rows in aligned columns, two spaces apart. When the rows do not fit the width, the
+/// columns named by [`Table::flex`] and [`Table::shrink`] give way in turn (usually a
+/// description first), each down to a floor, then every line is cut with `…`: a table
+/// never wraps.
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    header: Option<Vec<String>>,
+    rows: Vec<Vec<Cell>>,
+    shrink: Vec<(usize, usize)>,
+    indent: usize,
+}
+
+impl Table {
+    /// An empty table; `header` is printed bold above the rows when given.
+    pub fn new(header: Option<&[&str]>) -> Table {
+        Table {
+            header: header.map(|h| h.iter().map(|s| s.to_string()).collect()),
+            ..Table::default()
+        }
+    }
+
+    /// Which column gives way first when the table is too wide (down to 12 columns).
+    pub fn flex(self, column: usize) -> Table {
+        self.shrink(column, 12)
+    }
+
+    /// A column that gives way, after those named before it, down to `floor` columns.
+    pub fn shrink(mut self, column: usize, floor: usize) -> Table {
+        self.shrink.push((column, floor));
+        self
+    }
+
+    /// Spaces before every line.
+    pub fn indent(mut self, cols: usize) -> Table {
+        self.indent = cols;
+        self
+    }
+
+    /// Adds a row.
+    pub fn row(&mut self, cells: Vec<Cell>) {
+        self.rows.push(cells);
+    }
+
+    /// Whether no row was added.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The table's lines, each fitting `max` columns when given.
+    pub fn render(&self, max: Option<usize>, style: Style) -> String {
+        let ncols = self
+            .rows
+            .iter()
+            .map(Vec::len)
+            .chain(self.header.iter().map(Vec::len))
+            .max()
+            .unwrap_or(0);
+        let mut widths = vec![0usize; ncols];
+        for (i, h) in self.header.iter().flatten().enumerate() {
+            widths[i] = widths[i].max(width(h));
+        }
+        for row in &self.rows {
+            for (i, c) in row.iter().enumerate() {
+                widths[i] = widths[i].max(width(&c.text));
+            }
+        }
+        if let Some(max) = max {
+            // Columns give way in the order given, each down to its floor.
+            for &(col, floor) in self.shrink.iter().filter(|(c, _)| *c < ncols) {
+                let total =
+                    self.indent + widths.iter().sum::<usize>() + 2 * ncols.saturating_sub(1);
+                if total <= max {
+                    break;
+                }
+                let floor = floor.min(widths[col]);
+                widths[col] = widths[col].saturating_sub(total - max).max(floor);
+            }
+        }
+        let mut out = String::new();
+        let line = |cells: Vec<(String, Option<Paint>)>, out: &mut String| {
+            // Lay the plain text out first: the cut must count columns, not escapes.
+            let mut plain = " ".repeat(self.indent);
+            let mut spans: Vec<(usize, usize, Option<Paint>)> = Vec::new();
+            let last = cells.len().saturating_sub(1);
+            for (i, (text, paint)) in cells.into_iter().enumerate() {
+                let text = cut(&text, widths[i]);
+                let start = plain.len();
+                plain.push_str(&text);
+                spans.push((start, plain.len(), paint));
+                if i < last {
+                    plain = pad(&plain, width(&plain) + widths[i] - width(&text) + 2);
+                }
+            }
+            let plain = plain.trim_end().to_string();
+            let (fitted, whole) = match max {
+                Some(m) if width(&plain) > m => {
+                    let c = cut(&plain, m);
+                    let kept = c.len() - '…'.len_utf8();
+                    (c, kept)
+                }
+                _ => {
+                    let n = plain.len();
+                    (plain, n)
+                }
+            };
+            // Paint each span that survived the cut whole; a cut one stays plain.
+            let mut painted = String::new();
+            let mut at = 0;
+            for (start, end, paint) in spans {
+                if end > whole {
+                    break;
+                }
+                if start >= end {
+                    continue;
+                }
+                painted.push_str(&fitted[at..start]);
+                painted.push_str(&style.paint(paint, &fitted[start..end]));
+                at = end;
+            }
+            painted.push_str(&fitted[at..]);
+            let _ = writeln!(out, "{painted}");
+        };
+        if let Some(h) = &self.header {
+            let cells = h
+                .iter()
+                .map(|s| (s.clone(), Some(Paint::Bold)))
+                .collect::<Vec<_>>();
+            line(cells, &mut out);
+        }
+        for row in &self.rows {
+            line(
+                row.iter().map(|c| (c.text.clone(), c.paint)).collect(),
+                &mut out,
+            );
+        }
+        out
+    }
+}
+
+/// `n` with thousands separated by commas, as people read counts.
+pub fn count(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `n thing` or `n things` (the plural is `thing` + `s` unless given).
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{} {}", count(n), if n == 1 { one } else { many })
+}
+
+/// Names listed when there are few, counted when many: `a, b, c` or `a, b, c and 12 more`.
+pub fn some_names<S: AsRef<str>>(names: &[S], shown: usize) -> String {
+    let list: Vec<String> = names
+        .iter()
+        .take(shown)
+        .map(|n| one_line(n.as_ref()))
+        .collect();
+    let rest = names.len().saturating_sub(shown);
+    if rest == 0 {
+        list.join(", ")
+    } else {
+        format!("{} and {} more", list.join(", "), count(rest))
+    }
+}
+
+/// Every line of `text` cut to `max` columns (when given), for prose that must not wrap.
+pub fn fit_lines(text: &str, max: Option<usize>) -> String {
+    let Some(max) = max else {
+        return text.to_string();
+    };
+    let mut out = String::with_capacity(text.len());
+    for l in text.lines() {
+        out.push_str(&cut(l, max));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_counts_columns_and_marks_the_cut() {
+        assert_eq!(cut("hello", 5), "hello");
+        assert_eq!(cut("hello world", 8), "hello w…");
+        assert_eq!(width(&cut("hello world", 8)), 8);
+        // Wide characters take two columns each.
+        assert_eq!(cut("日本語テキスト", 7), "日本語…");
+        assert!(width(&cut("日本語テキスト", 7)) <= 7);
+        assert_eq!(cut("abc", 0), "");
+    }
+
+    #[test]
+    fn tables_give_way_in_the_flexible_column_then_cut() {
+        let mut t = Table::new(Some(&["NAME", "DESCRIPTION"])).flex(1);
+        t.row(vec![
+            Cell::new("git"),
+            Cell::new("the stupid content tracker, a long line"),
+        ]);
+        t.row(vec![Cell::new("wc"), Cell::new("count words")]);
+        let text = t.render(Some(24), Style::plain());
+        for l in text.lines() {
+            assert!(width(l) <= 24, "{l:?}");
+        }
+        assert!(text.contains("git   the stupid conten…"), "{text}");
+        assert!(text.contains("wc    count words"), "{text}");
+        // No limit: nothing is cut.
+        let whole = t.render(None, Style::plain());
+        assert!(whole.contains("a long line"), "{whole}");
+    }
+
+    #[test]
+    fn colour_only_when_on_and_never_counted_as_width() {
+        let mut t = Table::new(None);
+        t.row(vec![
+            Cell::new("rm"),
+            Cell::painted("destructive", effects_paint("destructive")),
+        ]);
+        let plain = t.render(Some(40), Style::plain());
+        assert!(!plain.contains('\x1b'), "{plain:?}");
+        let coloured = t.render(Some(40), Style::new(true));
+        assert!(
+            coloured.contains("\x1b[31mdestructive\x1b[0m"),
+            "{coloured:?}"
+        );
+        // A painted cell that is cut stays plain: no colour runs past the line's end.
+        let narrow = t.render(Some(8), Style::new(true));
+        assert!(!narrow.contains('\x1b'), "{narrow:?}");
+    }
+
+    #[test]
+    fn counts_and_names_read_as_prose() {
+        assert_eq!(count(1106), "1,106");
+        assert_eq!(count(12), "12");
+        assert_eq!(count(1_234_567), "1,234,567");
+        assert_eq!(plural(1, "tool", "tools"), "1 tool");
+        assert_eq!(plural(2, "tool", "tools"), "2 tools");
+        assert_eq!(some_names(&["a", "b"], 3), "a, b");
+        assert_eq!(some_names(&["a", "b", "c", "d"], 2), "a, b and 2 more");
+    }
+
+    #[test]
+    fn one_line_escapes_controls_and_keeps_the_first_line() {
+        assert_eq!(one_line("\n  first  line \nsecond"), "first line");
+        assert_eq!(one_line("x\x1b[2Jy"), "x\\e[2Jy");
+    }
+}

@@ -1,0 +1,441 @@
+//! What a person sees (spec/cli.md, terminal output): snapshots of the text `scan`,
+//! `list`, `get` and `search` print, taken with `insta` so that a change to it shows in
+//! review as a diff of `tests/snapshots/`; and every one of those commands run in a real
+//! pseudo-terminal at 80 and 120 columns: no line wider than the terminal, `get` a page
+//! and not JSON, no escape sequence with `NO_COLOR`, `scan` of this machine's real PATH in
+//! at most 30 lines.
+
+use crate::common::{Sandbox, show};
+use serde_json::{Value, json};
+use std::io::Read;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// A native tool with subcommands, authentication and a per-call condition.
+fn deploy_meta(version: &str) -> Value {
+    json!({
+        "atip": {"version": "0.6"},
+        "name": "deploy",
+        "version": version,
+        "description": "Deploy services to the staging and production clusters",
+        "authentication": {"required": true, "methods": [
+            {"type": "token", "envVar": "DEPLOY_TOKEN", "description": "API token from the console"}
+        ], "checkCommand": "deploy whoami"},
+        "commands": {
+            "status": {
+                "description": "Show what runs where",
+                "arguments": [{"name": "service", "type": "string", "description": "Service name", "required": false}],
+                "options": [{"name": "env", "flags": ["-e", "--env"], "type": "enum", "enum": ["staging", "production"],
+                             "default": "staging", "description": "Environment"}],
+                "effects": {"destructive": false, "network": true, "idempotent": true,
+                            "filesystem": {"read": false, "write": false}}
+            },
+            "rollout": {
+                "description": "Roll a new version out, replacing the running one",
+                "arguments": [{"name": "service", "type": "string", "description": "Service name", "required": true}],
+                "options": [
+                    {"name": "force", "flags": ["--force"], "type": "boolean",
+                     "description": "Skip the health check and replace every instance at once",
+                     "x-atip-effects": {"destructive": true, "reversible": false}},
+                    {"name": "log", "flags": ["--log"], "type": "file", "description": "Append the rollout log here",
+                     "x-atip-writes": "path"}
+                ],
+                "effects": {"destructive": false, "network": true, "idempotent": false, "reversible": true,
+                            "filesystem": {"read": false, "write": false}}
+            },
+            "history": {"description": "Past rollouts, newest first",
+                        "effects": {"destructive": false, "network": true, "idempotent": true,
+                                    "filesystem": {"read": false, "write": false}}},
+            "purge": {"description": "Delete a service and its data",
+                      "arguments": [{"name": "service", "type": "string", "description": "Service name", "required": true}],
+                      "effects": {"destructive": true, "reversible": false, "network": true,
+                                  "filesystem": {"read": false, "write": false}}}
+        }
+    })
+}
+
+/// A name-keyed shim for the sandbox's `count`.
+fn count_shim() -> Value {
+    json!({
+        "atip": {"version": "0.6", "features": ["trust-v1"]},
+        "name": "count", "version": "3.0",
+        "description": "Count lines, words and bytes",
+        "binary": {"name": "count", "version": "3.0"},
+        "trust": {"source": "community", "verified": false},
+        "commands": {"": {
+            "description": "Print line, word and byte counts for each file.",
+            "arguments": [{"name": "file", "type": "file", "description": "Files to read", "required": false, "variadic": true}],
+            "options": [
+                {"name": "lines", "flags": ["-l", "--lines"], "type": "boolean", "description": "Print the line counts."},
+                {"name": "words", "flags": ["-w", "--words"], "type": "boolean", "description": "Print the word counts."}
+            ],
+            "effects": {"filesystem": {"read": true, "write": false, "delete": false}, "network": false,
+                        "idempotent": true, "reversible": true, "destructive": false}
+        }}
+    })
+}
+
+/// A sandbox PATH of four programs: `deploy` answers `--agent`, `count` is described by
+/// a shim, `broken` shows the sign but fails its probe, `plain` is described by nothing.
+struct World {
+    sb: Sandbox,
+}
+
+impl World {
+    fn new() -> World {
+        let sb = Sandbox::new();
+        std::fs::create_dir_all(sb.path().join("home")).unwrap();
+        let w = World { sb };
+        w.native("2.1.0");
+        w.sb.script("bin/count", "#!/bin/sh\nexec wc \"$@\"\n");
+        w.sb.script(
+            "bin/broken",
+            "#!/bin/sh\n# answers \"atip\" --agent, but not today\nexit 4\n",
+        );
+        w.sb.script("bin/plain", "#!/bin/sh\necho plain\n");
+        w.sb.write(
+            "shims/count.json",
+            serde_json::to_vec_pretty(&count_shim()).unwrap(),
+        );
+        w
+    }
+
+    fn native(&self, version: &str) {
+        self.sb.script(
+            "bin/deploy",
+            &format!(
+                "#!/bin/sh\nif [ \"$1\" = --agent ]; then\ncat <<'EOF'\n{}\nEOF\nexit 0\nfi\necho deployed\n",
+                deploy_meta(version)
+            ),
+        );
+    }
+
+    /// `atip ARGS` with the sandbox's PATH, shims and no inference, text on stdout.
+    fn atip(&self, args: &[&str]) -> Command {
+        let mut c = self.sb.atip();
+        c.args(["--output", "text"]).args(args);
+        if args.contains(&"scan") {
+            c.args(["--path", self.sb.path().join("bin").to_str().unwrap()])
+                .args(["--no-builtin-shims", "--no-infer", "--timeout", "5s"])
+                .args(["--shims", self.sb.path().join("shims").to_str().unwrap()]);
+        }
+        c
+    }
+
+    /// Stdout of `atip ARGS`, sandbox paths written as `[SANDBOX]`.
+    fn text(&self, columns: Option<u16>, args: &[&str]) -> String {
+        let mut c = self.atip(args);
+        if let Some(cols) = columns {
+            c.env("COLUMNS", cols.to_string());
+        }
+        let out = c.output().unwrap();
+        assert!(
+            out.status.code().is_some_and(|c| c <= 1),
+            "atip {args:?}: {}",
+            show(&out)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        redact(&text, self.sb.path())
+    }
+}
+
+fn redact(text: &str, root: &Path) -> String {
+    let root = root.to_str().unwrap();
+    let canonical = std::fs::canonicalize(root).unwrap();
+    text.replace(canonical.to_str().unwrap(), "[SANDBOX]")
+        .replace(root, "[SANDBOX]")
+}
+
+#[test]
+fn snapshots_of_scan_list_get_and_search() {
+    let w = World::new();
+    insta::assert_snapshot!("scan_first", w.text(None, &["scan"]));
+    // What changed since: a new version of deploy, count gone, a new described tool.
+    w.native("2.2.0");
+    std::fs::remove_file(w.sb.path().join("bin/count")).unwrap();
+    w.sb.script("bin/tally", "#!/bin/sh\nexec wc \"$@\"\n");
+    let mut shim = count_shim();
+    shim["name"] = json!("tally");
+    shim["binary"]["name"] = json!("tally");
+    w.sb.write(
+        "shims/tally.json",
+        serde_json::to_vec_pretty(&shim).unwrap(),
+    );
+    insta::assert_snapshot!("scan_again", w.text(None, &["scan"]));
+    insta::assert_snapshot!("scan_unchanged", w.text(None, &["scan"]));
+    insta::assert_snapshot!("scan_verbose", w.text(None, &["--verbose", "scan"]));
+    insta::assert_snapshot!("scan_dry_run", w.text(None, &["scan", "--dry-run"]));
+
+    insta::assert_snapshot!("list_80", w.text(Some(80), &["list"]));
+    insta::assert_snapshot!("list_50", w.text(Some(50), &["list"]));
+    insta::assert_snapshot!(
+        "list_destructive",
+        w.text(Some(80), &["list", "--effects", "destructive"])
+    );
+    insta::assert_snapshot!(
+        "list_verbose_shims",
+        w.text(None, &["--verbose", "list", "--source", "shim"])
+    );
+    insta::assert_snapshot!("get_tally", w.text(None, &["get", "tally"]));
+    insta::assert_snapshot!("get_deploy", w.text(None, &["get", "deploy"]));
+    insta::assert_snapshot!(
+        "get_deploy_rollout",
+        w.text(None, &["get", "deploy", "--commands", "rollout"])
+    );
+    insta::assert_snapshot!(
+        "search_80",
+        w.text(Some(80), &["search", "--no-mcp", "roll out a new version"])
+    );
+    insta::assert_snapshot!(
+        "search_120",
+        w.text(Some(120), &["search", "--no-mcp", "count lines"])
+    );
+}
+
+#[test]
+fn list_filters_by_trust_and_effects_and_counts() {
+    let w = World::new();
+    w.text(None, &["scan"]);
+    let names = |args: &[&str]| -> Vec<String> {
+        let out =
+            w.sb.atip()
+                .args(["--output", "json", "list"])
+                .args(args)
+                .output()
+                .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(&[]), ["count", "deploy"]);
+    assert_eq!(names(&["--effects", "read-only"]), ["count"]);
+    assert_eq!(names(&["--effects", "destructive"]), ["deploy"]);
+    assert!(names(&["--effects", "unknown"]).is_empty());
+    assert_eq!(names(&["--trust", "community"]), ["count"]);
+    assert_eq!(
+        names(&["--trust", "native", "--trust", "community"]),
+        ["count", "deploy"]
+    );
+    assert_eq!(names(&["--trust", "native", "c*"]), Vec::<String>::new());
+    let text = w.text(None, &["list", "--effects", "read-only"]);
+    assert_eq!(text.lines().last(), Some("1 of 2 tools"), "{text}");
+    let out = w.atip(&["list", "--effects", "safe"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+}
+
+/// A pseudo-terminal of `cols` columns: the child's stdin, stdout and stderr.
+struct Pty {
+    master: std::fs::File,
+    slave: OwnedFd,
+}
+
+impl Pty {
+    fn open(cols: u16) -> Pty {
+        let (mut master, mut slave) = (-1, -1);
+        let size = libc::winsize {
+            ws_row: 40,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: openpty writes two new descriptors into the integers; the name
+        // pointer may be null, the termios pointer too, the winsize is read.
+        let rc = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                &size,
+            )
+        };
+        assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: both descriptors are new and owned by nobody else.
+        unsafe {
+            Pty {
+                master: std::fs::File::from_raw_fd(master),
+                slave: OwnedFd::from_raw_fd(slave),
+            }
+        }
+    }
+
+    /// Runs `cmd` on the terminal; returns everything it wrote there (stdout and stderr
+    /// as a person sees them interleaved) and its exit code.
+    fn run(self, mut cmd: Command) -> (String, Option<i32>) {
+        let Pty { mut master, slave } = self;
+        cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave));
+        let mut child = cmd.spawn().unwrap();
+        // The parent's copies of the slave go with `cmd`: the read ends (EIO) once the
+        // child and everything it started have closed the terminal.
+        drop(cmd);
+        let reader = std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let mut buf = [0u8; 8192];
+            loop {
+                match master.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => out.extend_from_slice(&buf[..n]),
+                }
+            }
+            out
+        });
+        let status = child.wait().unwrap();
+        let out = reader.join().unwrap();
+        (String::from_utf8_lossy(&out).into_owned(), status.code())
+    }
+}
+
+/// The columns each line takes on screen: escape sequences take none, and a carriage
+/// return starts the line over (a progress bar redraws itself so).
+fn screen_lines(text: &str) -> Vec<(usize, String)> {
+    let plain = strip_escapes(text);
+    plain
+        .split('\n')
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let widest = l
+                .split('\r')
+                .map(atip::output::term::width)
+                .max()
+                .unwrap_or(0);
+            (widest, l.to_string())
+        })
+        .collect()
+}
+
+fn strip_escapes(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\x1b' {
+            out.push(c);
+            continue;
+        }
+        // CSI: ESC [ parameters, ended by a byte in @..~.
+        if chars.peek() == Some(&'[') {
+            chars.next();
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) {
+                    break;
+                }
+            }
+        } else {
+            chars.next();
+        }
+    }
+    out
+}
+
+fn assert_fits(text: &str, cols: usize, what: &str) {
+    for (width, line) in screen_lines(text) {
+        assert!(
+            width <= cols,
+            "{what}: a line of {width} columns on a {cols}-column terminal:\n{line}\n--- all:\n{text}"
+        );
+    }
+}
+
+/// Every command a person starts first, in a real terminal at 80 and 120 columns, on a
+/// sandboxed scan of this machine's real PATH (and its man pages): lines fit, the scan
+/// summary is at most 30 lines, `get` is a page, `NO_COLOR` means no escape sequence,
+/// and colour is there without it (so the check can fail).
+#[test]
+fn commands_fit_a_real_terminal_at_80_and_120_columns() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.path().join("home")).unwrap();
+    let real_path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+    let on_terminal = |cols: u16, no_color: bool, args: &[&str]| -> String {
+        let mut c = sb.atip();
+        c.env("PATH", &real_path)
+            .env_remove("MANPATH")
+            .env("TERM", "xterm-256color")
+            .env_remove("NO_COLOR");
+        if no_color {
+            c.env("NO_COLOR", "1");
+        }
+        c.args(args);
+        let (text, code) = Pty::open(cols).run(c);
+        assert!(
+            code.is_some_and(|c| c <= 1),
+            "atip {args:?} exited {code:?}:\n{text}"
+        );
+        text
+    };
+    for (cols, no_color) in [(80u16, true), (120, false)] {
+        // The first pass scans cold; the second reads the cache: both are summaries.
+        let scan = on_terminal(cols, no_color, &["scan"]);
+        assert_fits(&scan, cols.into(), "scan");
+        let lines = screen_lines(&scan);
+        assert!(
+            lines.len() <= 30,
+            "scan printed {} lines at {cols} columns:\n{scan}",
+            lines.len()
+        );
+        assert!(strip_escapes(&scan).contains("Tools by source"), "{scan}");
+    }
+    // A tool this machine surely has a description of, whatever its source.
+    let out = sb
+        .atip()
+        .env("PATH", &real_path)
+        .args(["--output", "json", "list"])
+        .output()
+        .unwrap();
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(!names.is_empty(), "the real PATH gave no tools");
+    let tool = ["git", "wc", "ls", "cat"]
+        .into_iter()
+        .find(|n| names.contains(n))
+        .unwrap_or(names[0]);
+    for cols in [80u16, 120] {
+        for (args, what) in [
+            (vec!["list"], "list"),
+            (vec!["list", "--effects", "destructive"], "list --effects"),
+            (vec!["get", tool], "get"),
+            (
+                vec!["search", "--no-mcp", "count lines in a file"],
+                "search",
+            ),
+            (vec!["doctor"], "doctor"),
+        ] {
+            let plain = on_terminal(cols, true, &args);
+            assert!(
+                !plain.contains('\x1b'),
+                "{what} with NO_COLOR wrote an escape sequence: {plain:?}"
+            );
+            assert_fits(&plain, cols.into(), what);
+            if what == "get" {
+                let first = plain.trim_start().chars().next();
+                assert!(
+                    first != Some('{') && first != Some('['),
+                    "get is JSON:\n{plain}"
+                );
+                assert!(
+                    plain.contains("source") && plain.contains("effects"),
+                    "{plain}"
+                );
+            }
+            if what == "list" {
+                let coloured = on_terminal(cols, false, &args);
+                assert!(
+                    coloured.contains("\x1b["),
+                    "no colour on a terminal: {coloured:?}"
+                );
+                assert_fits(&coloured, cols.into(), "list in colour");
+            }
+        }
+    }
+}
