@@ -367,7 +367,11 @@ fn render_into(
             '`' => out.push('`'),
             '_' => out.push('_'),
             '.' => out.push('.'),
-            '"' | '#' => break,
+            // A comment runs to the end of the line: nothing after it is text.
+            '"' | '#' => {
+                rest = "";
+                break;
+            }
             '(' | '[' => {
                 let (name, r) = escape_name(esc);
                 if let Some(hex) = name.strip_prefix('u')
@@ -1528,4 +1532,316 @@ fn man_font_line(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_strings() -> HashMap<String, String> {
+        HashMap::new()
+    }
+
+    fn blocks(page: &Page, section: &str) -> Vec<Block> {
+        page.section(&[section])
+            .map(|s| s.blocks.clone())
+            .unwrap_or_default()
+    }
+
+    fn item(tags: &[&str], body: &str, depth: usize) -> Block {
+        Block::Item {
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            body: body.to_string(),
+            depth,
+        }
+    }
+
+    #[test]
+    fn arguments_split_on_blanks_and_quotes() {
+        assert_eq!(
+            split_args(r#"a  "b c" "say ""hi""" d\ e"#),
+            ["a", "b c", r#"say "hi""#, r"d\ e"]
+        );
+        // Copy mode: `\\` in an argument is one backslash.
+        assert_eq!(split_args(r"\\fBx"), [r"\fBx"]);
+        assert_eq!(split_args("   "), Vec::<String>::new());
+        assert_eq!(split_args(r#""unterminated"#), ["unterminated"]);
+    }
+
+    #[test]
+    fn escapes_resolve_to_their_text() {
+        let s = no_strings();
+        assert_eq!(render(r"\-\-all", &s, false), "--all");
+        assert_eq!(render(r"a\(emb\[en]c", &s, false), "a\u{2014}b\u{2013}c");
+        assert_eq!(render(r"\[u00E9]t\[char46]", &s, false), "ét.");
+        assert_eq!(render(r"\C'bu'\N'65'", &s, false), "\u{2022}A");
+        assert_eq!(render(r"x\&y\e\\z", &s, false), r"xy\\z");
+        assert_eq!(render(r"a\ b\~c", &s, false), "a b c");
+        assert_eq!(render(r"\s-1SMALL\s0 \s+2big", &s, false), "SMALL big");
+        assert_eq!(render(r"w\w'abc'x\h'1n'y", &s, false), "wx y");
+        assert_eq!(render(r#"keep\" a comment"#, &s, false), "keep");
+        // Unknown glyphs vanish; a trailing backslash is dropped.
+        assert_eq!(render("\\[nope]x\\", &s, false), "x");
+    }
+
+    #[test]
+    fn fonts_mark_italics_only_when_asked() {
+        let s = no_strings();
+        assert_eq!(render(r"\fB\-n\fR \fIcount\fP", &s, false), "-n count");
+        let marked_text = marked(&render(r"\fB\-n\fR \fIcount\fP", &s, true));
+        assert_eq!(marked_text, "-n <count>");
+        // An italic run left open is closed at the end; an empty one leaves no marks.
+        assert_eq!(marked(&render(r"\fIfile", &s, true)), "<file>");
+        assert_eq!(marked(&render(r"x\fI\fR", &s, true)), "x");
+        assert_eq!(
+            marked(&render(r"\f(BIbold-italic\f[]", &s, true)),
+            "<bold-italic>"
+        );
+    }
+
+    #[test]
+    fn strings_are_defined_used_and_bounded() {
+        let page = parse(
+            ".TH T 1\n.ds Vr 2.5\n.SH NAME\nt \\- version \\*(Vr and \\*[Vr] \\*(lqq\\*(rq\n",
+        );
+        assert_eq!(
+            blocks(&page, "NAME"),
+            [Block::Text("t - version 2.5 and 2.5 \"q\"".into())]
+        );
+        // A string that names itself does not loop forever.
+        let mut loops = HashMap::new();
+        loops.insert("a".to_string(), r"x\*a".to_string());
+        assert_eq!(render(r"\*a", &loops, false), "x".repeat(8));
+    }
+
+    #[test]
+    fn man_sections_paragraphs_and_tagged_items() {
+        let src = "\
+.TH TOOL 1
+.SH NAME
+tool \\- does things
+.SH OPTIONS
+Intro line one
+and two.
+.PP
+Second paragraph.
+.TP
+.B \\-v, \\-\\-verbose
+Say more.
+.TP
+\\fB\\-o\\fR \\fIfile\\fR
+Write to
+.I file .
+.SS Advanced
+.IP \\-x 4
+Expert mode.
+";
+        let page = parse(src);
+        assert_eq!(page.macro_set, MacroSet::Man);
+        assert_eq!(
+            page.sections
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>(),
+            ["NAME", "OPTIONS"]
+        );
+        assert_eq!(
+            blocks(&page, "options"),
+            [
+                Block::Text("Intro line one and two.".into()),
+                Block::Text("Second paragraph.".into()),
+                item(&["-v, --verbose"], "Say more.", 0),
+                item(&["-o <file>"], "Write to file .", 0),
+                Block::Sub("Advanced".into()),
+                item(&["-x"], "Expert mode.", 0),
+            ]
+        );
+    }
+
+    #[test]
+    fn tq_and_pd0_pairs_are_aliases_of_one_item() {
+        let src = ".TH T 1\n.SH OPTIONS\n.TP\n\\-a\n.TQ\n\\-\\-all\nEverything.\n.PD 0\n.TP\n\\-b\n.TP\n\\-\\-brief\n.PD\nShort.\n";
+        assert_eq!(
+            blocks(&parse(src), "OPTIONS"),
+            [
+                item(&["-a", "--all"], "Everything.", 0),
+                item(&["-b", "--brief"], "Short.", 0),
+            ]
+        );
+    }
+
+    #[test]
+    fn docbook_paragraph_then_indented_block_is_an_item() {
+        let src = ".TH T 1\n.SH OPTIONS\n.PP\n\\fB\\-q\\fR\n.RS 4\nQuiet.\n.RE\n.PP\nAfter.\n";
+        assert_eq!(
+            blocks(&parse(src), "OPTIONS"),
+            [item(&["-q"], "Quiet.", 0), Block::Text("After.".into()),]
+        );
+    }
+
+    #[test]
+    fn conditionals_take_the_nroff_branch_and_skip_definitions() {
+        let src = "\
+.TH T 1
+.de XX
+.SH NOT A SECTION
+..
+.ig
+ignored text
+..
+.ie n .ds Q \"nroff
+.el .ds Q troff
+.if t \\{\\
+.SH TROFF ONLY
+\\}
+.if !t \\{
+.SH DESCRIPTION
+Quote \\*Q here.
+.\\}
+.if '\\*Q'x' unequal
+";
+        let page = parse(src);
+        assert_eq!(
+            page.sections
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>(),
+            ["DESCRIPTION"]
+        );
+        assert_eq!(
+            blocks(&page, "DESCRIPTION"),
+            [Block::Text("Quote nroff here.".into())]
+        );
+    }
+
+    #[test]
+    fn comments_and_continuations() {
+        let src =
+            ".TH T 1\n.\\\" a comment\n.SH DESCRIPTION\none\\\" trailing\ncontin\\\nued \\# gone\n";
+        assert_eq!(
+            blocks(&parse(src), "DESCRIPTION"),
+            [Block::Text("one continued".into())]
+        );
+        assert_eq!(strip_comment(r#"a \\\" b"#), r"a \\");
+        assert_eq!(request(".TP\\fBx"), ("TP", "\\fBx"));
+        assert_eq!(request(".  SH  NAME  "), ("SH", "NAME  "));
+    }
+
+    #[test]
+    fn synopsis_keeps_placeholders_marked() {
+        let src = ".TH T 1\n.SH SYNOPSIS\n.B tool\n[\\fB\\-n\\fR \\fIcount\\fR]\n\\fIfile\\fR...\n";
+        assert_eq!(
+            blocks(&parse(src), "SYNOPSIS"),
+            [Block::Text("tool [-n <count>] <file>...".into())]
+        );
+    }
+
+    #[test]
+    fn tables_leave_their_cells_as_text() {
+        // tbl is not laid out: the cells survive as text, markup lines are dropped.
+        let src = ".TH T 1\n.SH EXIT STATUS\n.TS\nl l.\n0\tsuccess\n1\tfailure\n.TE\n";
+        let text = match blocks(&parse(src), "EXIT STATUS").first() {
+            Some(Block::Text(t)) => t.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert!(
+            text.contains("0\tsuccess") && text.contains("1\tfailure"),
+            "{text}"
+        );
+        assert!(!text.contains(".TS") && !text.contains(".TE"), "{text}");
+    }
+
+    #[test]
+    fn mdoc_names_lists_and_inline_macros() {
+        let src = "\
+.Dd January 1, 2026
+.Dt TOOL 1
+.Os
+.Sh NAME
+.Nm tool
+.Nd does things
+.Sh SYNOPSIS
+.Nm
+.Op Fl v
+.Op Fl o Ar file
+.Ar path ...
+.Sh DESCRIPTION
+The
+.Nm
+utility:
+.Bl -tag -width Ds
+.It Fl v
+Verbose.
+.It Fl o Ar file
+Output to
+.Ar file .
+.It Xo
+.Fl n
+.Ar count
+.Xc
+Count.
+.El
+.Bl -bullet
+.It
+A bullet.
+.El
+";
+        let page = parse(src);
+        assert_eq!(page.macro_set, MacroSet::Mdoc);
+        assert_eq!(page.name.as_deref(), Some("tool"));
+        assert_eq!(page.name_description.as_deref(), Some("does things"));
+        assert_eq!(
+            blocks(&page, "SYNOPSIS"),
+            [Block::Text("tool [-v] [-o <file>] <path> ...".into())]
+        );
+        let description = blocks(&page, "DESCRIPTION");
+        assert_eq!(description[0], Block::Text("The tool utility:".into()));
+        assert_eq!(description[1], item(&["-v"], "Verbose.", 0));
+        assert_eq!(description[2], item(&["-o <file>"], "Output to file.", 0));
+        let Block::Item { tags, body, .. } = &description[3] else {
+            panic!("{:?}", description[3]);
+        };
+        let tag = tags.join(" ");
+        assert!(tag.contains("-n") && tag.contains("<count>"), "{tag}");
+        assert_eq!(body, "Count.");
+        assert!(
+            matches!(&description[4], Block::Item { body, .. } if body == "A bullet."),
+            "{:?}",
+            description[4]
+        );
+    }
+
+    #[test]
+    fn oversized_pages_are_cut_on_a_char_boundary() {
+        let mut src = ".TH T 1\n.SH DESCRIPTION\n".to_string();
+        while src.len() <= MAX_PAGE {
+            src.push('é');
+        }
+        let page = parse(&src);
+        let Some(Block::Text(text)) = blocks(&page, "DESCRIPTION").first().cloned() else {
+            panic!("no text");
+        };
+        assert!(text.len() < MAX_PAGE && text.starts_with('é'));
+    }
+
+    #[test]
+    fn malformed_input_never_panics() {
+        let pieces = [
+            ".", "'", "\\", "\\f", "\\f(", "\\f[", "\\*", "\\*(", "\\*[x", "\\[", "\\(", "\\s",
+            "\\s+", "\\s'", "\\N'", "\\C", "\\h", "\\w'", "\\{", "\\}", ".if", ".ie", ".el",
+            ".if '", ".if \\{", ".de", ".ig", ".ds", ".ds x", ".TP", ".TQ", ".IP", ".RS", ".RE",
+            ".RE", ".Bl", ".El", ".El", ".It", ".It Xo", ".Xc", ".Nm", ".Nd", ".Sh", ".SH", ".SS",
+            ".Op", ".Fl", ".Ar", ".Ns", ".B", ".BR", "é", "\u{E000}", "\u{E001}", "\t", "\"",
+            "\"\"", ".Pf", ".Oo", ".Oc", ".Dd",
+        ];
+        for a in pieces {
+            for b in pieces {
+                for joiner in ["", " ", "\n", "\\\n"] {
+                    let src = format!(".TH T 1\n.SH OPTIONS\n{a}{joiner}{b}\n{b}{a}");
+                    let _ = parse(&src);
+                    let _ = render(&src, &no_strings(), true);
+                }
+            }
+        }
+    }
 }
