@@ -150,8 +150,15 @@ fn build(
             guard: super::guard::ParamGuard::from_extra(&arg.extra),
         });
     }
-    // `--help` only prints usage: no agent needs it as a parameter.
-    for opt in options.iter().filter(|o| o.long_flag() != Some("--help")) {
+    // `--help` only prints usage and a boolean `--version` only the version: the call
+    // would not do the command's work, so no agent needs them as parameters. A
+    // `--version` taking a value (`helm install --version 1.2.3`) is a real parameter.
+    let prints_and_exits = |o: &&Opt| match o.long_flag() {
+        Some("--help") => true,
+        Some("--version") => o.kind == ParamType::Boolean,
+        _ => false,
+    };
+    for opt in options.iter().filter(|o| !prints_and_exits(o)) {
         let property = names::unique(
             names::property_name(&opt.name),
             &mut taken,
@@ -442,12 +449,14 @@ mod tests {
         let m = meta(json!({
             "atip": "0.4", "name": "gh", "version": "1", "description": "GitHub",
             "globalOptions": [{"name": "help", "flags": ["--help"], "type": "boolean", "description": "Help"},
+                              {"name": "version", "flags": ["--version"], "type": "boolean", "description": "Print the version"},
                               {"name": "verbose", "flags": ["--verbose"], "type": "boolean", "description": "Chatty"}],
             "commands": {"repo": {"description": "Repos", "effects": {"destructive": true},
                 "options": [{"name": "repo", "flags": ["-R", "--repo"], "type": "string", "description": ""}],
                 "commands": {"delete": {"description": "Delete a repo",
                     "arguments": [{"name": "name", "type": "string", "description": "Name"}],
-                    "options": [{"name": "dry-run", "flags": ["--dry-run"], "type": "boolean", "description": "Dry"}]}}}}
+                    "options": [{"name": "dry-run", "flags": ["--dry-run"], "type": "boolean", "description": "Dry"},
+                                {"name": "version", "flags": ["--version"], "type": "string", "description": "Chart version"}]}}}}
         }));
         let tools = flatten(&m, &FlattenOptions::default());
         assert_eq!(tools.len(), 1);
@@ -455,7 +464,8 @@ mod tests {
         assert_eq!(t.name, "gh_repo_delete");
         assert_eq!(t.description, "Delete a repo [⚠️ DESTRUCTIVE]");
         let props: Vec<&str> = t.params.iter().map(|p| p.property.as_str()).collect();
-        assert_eq!(props, ["name", "verbose", "repo", "dry_run"]);
+        // --help and the boolean --version are not parameters; a --version with a value is.
+        assert_eq!(props, ["name", "verbose", "repo", "dry_run", "version"]);
         assert_eq!(
             t.input_schema["properties"]["repo"]["description"],
             "The --repo option."
