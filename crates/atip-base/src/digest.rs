@@ -3,12 +3,12 @@
 //! encoding (lowercase hex; `sha256:` prefix only where the protocol wants it) is
 //! decided once.
 //!
-//! The implementation is AWS-LC's (through `aws-lc-rs`, already linked for TLS): its
-//! assembly uses SHA instructions where the CPU has them and AVX2 otherwise, where the
-//! portable `sha2` crate falls back to plain Rust — on this project's build machine
-//! (no SHA instructions) hashing PATH's executables was over half of a cold scan's CPU.
+//! The implementation is ring's (already linked as rustls' crypto provider): its assembly
+//! uses SHA instructions where the CPU has them and AVX2 otherwise, where the portable
+//! `sha2` crate falls back to plain Rust on CPUs without SHA instructions (there, hashing
+//! PATH's executables was over half of a cold scan's CPU).
 
-use aws_lc_rs::digest::{Context, SHA256};
+use ring::digest::{Context, SHA256};
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
@@ -36,7 +36,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// The raw 32-byte sha256 of bytes (for constant-time comparisons).
 pub fn sha256_raw(bytes: &[u8]) -> [u8; 32] {
-    raw(aws_lc_rs::digest::digest(&SHA256, bytes))
+    raw(ring::digest::digest(&SHA256, bytes))
 }
 
 /// sha256 of a file, streamed in 256 KiB reads, as `sha256:<hex>` (the registry's
@@ -70,7 +70,7 @@ fn stream(file: &mut impl Read, buf: &mut [u8]) -> std::io::Result<[u8; 32]> {
 }
 
 /// The 32 bytes of a SHA-256 digest.
-fn raw(digest: aws_lc_rs::digest::Digest) -> [u8; 32] {
+fn raw(digest: ring::digest::Digest) -> [u8; 32] {
     digest
         .as_ref()
         .try_into()

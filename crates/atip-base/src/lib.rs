@@ -1,4 +1,4 @@
-//! atip's `base` layer: `output`, `atomic`, `digest`, `dirs`, `units`, `timestamp`, `similar`, `statat`, `archive`.
+//! atip's `base` layer: `output`, `atomic`, `digest`, `dirs`, `units`, `timestamp`, `similar`, `statat`, `archive`, `tls`.
 
 pub mod archive;
 pub mod atomic;
@@ -8,4 +8,5 @@ pub mod output;
 pub mod similar;
 pub mod statat;
 pub mod timestamp;
+pub mod tls;
 pub mod units;

@@ -65,6 +65,7 @@ impl Client {
         redactor: Redactor,
         key_var: Option<String>,
     ) -> Result<Client, AtipError> {
+        atip_base::tls::use_ring();
         let http = reqwest::blocking::Client::builder()
             .user_agent(concat!("atip/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(Duration::from_secs(10))

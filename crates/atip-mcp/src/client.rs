@@ -319,6 +319,7 @@ impl Session {
                     })?;
                     map.insert(name, value);
                 }
+                atip_base::tls::use_ring();
                 let client = reqwest::Client::builder()
                     .connect_timeout(timeout)
                     .build()

@@ -30,7 +30,7 @@ const NONCE: usize = 16;
 /// The server's confirmation tokens: the secret key and the tokens issued, shared by
 /// every session of one server process.
 pub(crate) struct Tokens {
-    key: aws_lc_rs::hmac::Key,
+    key: ring::hmac::Key,
     issued: Mutex<Issued>,
 }
 
@@ -85,9 +85,10 @@ impl Tokens {
     /// A fresh key from the operating system's random source.
     pub(crate) fn new() -> Result<Tokens, String> {
         let mut key = [0u8; 32];
-        aws_lc_rs::rand::fill(&mut key).map_err(|_| "no random bytes for the confirmation key")?;
+        atip_base::tls::random_bytes(&mut key)
+            .map_err(|_| "no random bytes for the confirmation key")?;
         Ok(Tokens {
-            key: aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, &key),
+            key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key),
             issued: Mutex::new(Issued::default()),
         })
     }
@@ -103,8 +104,8 @@ impl Tokens {
     /// A new token for `call` in session `scope`, remembered for [`TTL`].
     pub(crate) fn mint(&self, scope: &str, call: &Call) -> Option<String> {
         let mut nonce = [0u8; NONCE];
-        aws_lc_rs::rand::fill(&mut nonce).ok()?;
-        let tag = aws_lc_rs::hmac::sign(&self.key, &Self::mac_input(scope, &nonce, call));
+        atip_base::tls::random_bytes(&mut nonce).ok()?;
+        let tag = ring::hmac::sign(&self.key, &Self::mac_input(scope, &nonce, call));
         let now = Instant::now();
         let mut issued = self.issued.lock().unwrap_or_else(|p| p.into_inner());
         // Expired ones first, then the oldest past the cap.
@@ -139,8 +140,7 @@ impl Tokens {
             return false;
         };
         // Constant-time comparison inside `verify`.
-        if aws_lc_rs::hmac::verify(&self.key, &Self::mac_input(scope, &nonce, call), &tag).is_err()
-        {
+        if ring::hmac::verify(&self.key, &Self::mac_input(scope, &nonce, call), &tag).is_err() {
             return false;
         }
         let mut issued = self.issued.lock().unwrap_or_else(|p| p.into_inner());

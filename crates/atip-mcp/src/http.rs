@@ -101,7 +101,7 @@ fn plain(
 /// A token for one run: 32 random bytes, hex.
 fn generated_token() -> Result<String, AtipError> {
     let mut raw = [0u8; 32];
-    aws_lc_rs::rand::fill(&mut raw).map_err(|_| {
+    atip_base::tls::random_bytes(&mut raw).map_err(|_| {
         AtipError::new(
             ErrorCode::Internal,
             "no random bytes for the HTTP bearer token",

@@ -128,6 +128,7 @@ impl Http {
     /// A client whose requests each take at most `per_request`, all of them ending by
     /// `total` from now.
     pub fn new(per_request: Duration, total: Duration) -> Result<Http, String> {
+        atip_base::tls::use_ring();
         let client = reqwest::blocking::Client::builder()
             .user_agent(concat!("atip/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(per_request.min(Duration::from_secs(10)))
