@@ -726,6 +726,16 @@ fn provider_batches_openai_anthropic_gemini() {
     );
 }
 
+/// The most `t sleep` calls the tool itself saw running at once (its `concurrency.txt`).
+fn peak_concurrency(sb: &Sandbox) -> usize {
+    std::fs::read_to_string(sb.path().join("concurrency.txt"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .max()
+        .unwrap()
+}
+
 #[test]
 fn batch_runs_idempotent_calls_in_parallel_and_keeps_order() {
     let sb = sandbox_with_t();
@@ -734,7 +744,8 @@ fn batch_runs_idempotent_calls_in_parallel_and_keeps_order() {
         .chain(std::iter::once(json!({"type": "tool_use", "id": "w", "name": "t_write", "input": {"line": "after"}})))
         .collect();
     let doc = json!({"content": calls}).to_string();
-    let start = std::time::Instant::now();
+    // Each sleep call waits until four run at once: only a parallel batch gets there.
+    std::fs::write(sb.path().join("barrier"), "4").unwrap();
     let r = run_with(
         &sb,
         &[
@@ -749,10 +760,12 @@ fn batch_runs_idempotent_calls_in_parallel_and_keeps_order() {
         Some(&doc),
         &[],
     );
-    let took = start.elapsed();
     assert_eq!(r.code, 0, "{}", show(&r.raw));
-    // Four 300 ms sleeps in parallel: well under the 1.2 s they would take in a row.
-    assert!(took < std::time::Duration::from_millis(1100), "{took:?}");
+    assert_eq!(
+        peak_concurrency(&sb),
+        4,
+        "the four idempotent calls ran at once"
+    );
     let blocks = r.out[0]["content"].as_array().unwrap();
     let ids: Vec<&str> = blocks
         .iter()
@@ -828,8 +841,8 @@ fn batch_dry_run_jobs_bound_and_text_output() {
         .map(|i| json!({"type": "tool_use", "id": format!("u{i}"), "name": "t_sleep", "input": {"tag": format!("s{i}")}}))
         .collect();
     let doc = json!({"content": calls}).to_string();
-    // --jobs 2: four 300 ms calls take at least two rounds.
-    let start = std::time::Instant::now();
+    // --jobs 2: each call waits until two run; never more than two at once.
+    std::fs::write(sb.path().join("barrier"), "2").unwrap();
     let r = run_with(
         &sb,
         &["--calls", "-", "--provider", "anthropic", "--jobs", "2"],
@@ -837,7 +850,7 @@ fn batch_dry_run_jobs_bound_and_text_output() {
         &[],
     );
     assert_eq!(r.code, 0, "{}", show(&r.raw));
-    assert!(start.elapsed() >= std::time::Duration::from_millis(600));
+    assert_eq!(peak_concurrency(&sb), 2, "--jobs 2 bounds the batch");
     // Dry run over a batch: one report per call, nothing runs.
     std::fs::remove_file(sb.path().join("sleep-markers.txt")).unwrap();
     let r = run_with(

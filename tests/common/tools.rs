@@ -99,7 +99,16 @@ case "$cmd" in
   secret) echo "extra=${EXTRA_VAR:-unset}"; echo "token=$T_TOKEN"; echo "gh: ghp_abcdefghijklmnopqrstuvwxyz0123456789"; echo "aws AKIAIOSFODNN7EXAMPLE" ;;
   flood) i=0; while [ $i -lt 2000 ]; do echo "line $i of a long and repetitive output stream"; i=$((i+1)); done ;;
   hang) sleep 30 & echo $! > grandchild.pid; echo started; sleep 30 ;;
-  sleep) sleep 0.3; echo "$1" >> sleep-markers.txt; echo "$1" ;;
+  sleep)
+    # Concurrency seen by events, not by the clock: mark this call running, then wait
+    # (bounded) until as many calls run as ./barrier asks, logging each count seen.
+    touch "running.$1"; want=$(cat barrier 2>/dev/null || echo 1); n=0
+    while [ $n -lt 100 ]; do
+      c=$(ls running.* 2>/dev/null | wc -l); echo "$c" >> concurrency.txt
+      [ "$c" -ge "$want" ] && break
+      sleep 0.05; n=$((n+1))
+    done
+    sleep 0.1; rm -f "running.$1"; echo "$1" >> sleep-markers.txt; echo "$1" ;;
   delete) echo "deleted $1" > deleted.txt; echo "deleted $1" ;;
   write) echo "$1" >> written.txt ;;
   login) echo "logged in" ;;
