@@ -24,8 +24,24 @@ fn scan_system(sb: &Sandbox, path: &str) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// The registry the scan wrote, checked against our own registry schema first (a new
+/// `vouchedBy` value once broke it).
 fn registry(sb: &Sandbox) -> Value {
-    serde_json::from_slice(&std::fs::read(sb.data_dir().join("registry.json")).unwrap()).unwrap()
+    let reg: Value =
+        serde_json::from_slice(&std::fs::read(sb.data_dir().join("registry.json")).unwrap())
+            .unwrap();
+    let schema: Value = serde_json::from_str(atip::registry::SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&reg)
+        .take(5)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "registry.json breaks its schema: {errors:?}"
+    );
+    reg
 }
 
 /// `atip exec --dry-run TOOL --args ARGS` in `cwd`: the decision's action and the report.
