@@ -278,6 +278,11 @@ impl Session {
                 {
                     Err(_) => return Err(timeout_error(spec, "initialize", timeout)),
                     Ok(Err(e)) => {
+                        // A server that dies at start says why on stderr: forward what it
+                        // wrote before the error, which a user reads right above it.
+                        if let Some(t) = stderr_task {
+                            let _ = tokio::time::timeout(Duration::from_millis(500), t).await;
+                        }
                         return Err(connect_error(
                             spec,
                             format!(
