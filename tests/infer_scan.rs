@@ -313,3 +313,71 @@ async fn mcp_serve_offers_inferred_tools_and_their_calls_ask() {
         );
     }
 }
+
+/// The system's own bash and perl pages (Debian's `bash` and `perl-base`), inferred
+/// through a real scan: bash's options are its invocation options, not the `set`
+/// builtin's letters nor the `-a file` operators of its conditional expressions; perl's
+/// `-m[-]module`, `-l[octal]`, `-x[dir]` values are not operands.
+#[test]
+fn system_bash_and_perl_pages_keep_other_commands_options_out() {
+    let sb = Sandbox::new();
+    let bin = sb.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for name in ["bash", "perl"] {
+        let exe = Path::new("/usr/bin").join(name);
+        let page = Path::new("/usr/share/man/man1").join(format!("{name}.1.gz"));
+        if !(exe.exists() && page.exists()) {
+            crate::common::skip(&format!("{name} or its manual page is not installed"));
+            return;
+        }
+        std::os::unix::fs::symlink(&exe, bin.join(name)).unwrap();
+    }
+    let out = sb
+        .atip()
+        .env("MANPATH", "/usr/share/man")
+        .args(["scan", "--output", "json", "--path"])
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    let get = |name: &str| -> Value {
+        let out = sb
+            .atip()
+            .env("MANPATH", "/usr/share/man")
+            .args(["get", name, "--output", "json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", show(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let bash = get("bash");
+    assert_eq!(bash["trust"]["source"], "inferred", "{bash}");
+    let root = &bash["commands"][""];
+    let flags: Vec<String> = root["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|o| o["flags"].as_array().unwrap().clone())
+        .map(|f| f.as_str().unwrap().to_owned())
+        .collect();
+    // Every one-letter flag is one of bash's invocation options (OPTIONS section)…
+    for f in &flags {
+        if f.len() == 2 {
+            assert!("cilrsvxDO".contains(&f[1..]), "bash {f}: {flags:?}");
+        }
+    }
+    // …and they are there.
+    for f in [
+        "-c", "-i", "-l", "-r", "-s", "--norc", "--login", "--posix", "--rcfile",
+    ] {
+        assert!(flags.iter().any(|x| x == f), "bash lacks {f}: {flags:?}");
+    }
+    let perl = get("perl");
+    let args: Vec<&str> = perl["commands"][""]["arguments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(args, ["programfile", "argument"], "{perl}");
+}

@@ -107,6 +107,8 @@ fn not_options(name: &str) -> bool {
             | "AVAILABILITY"
             | "COLOPHON"
     ) || is_commands_section(name)
+        // A shell's builtins: their options are theirs, not the shell's.
+        || name.contains("BUILTIN")
 }
 
 /// Whether a section lists subcommands.
@@ -127,13 +129,15 @@ pub(crate) fn infer(page: &Page, tool: &str) -> Inferred {
         .unwrap_or_default();
     let mut options = Vec::new();
     let mut seen = Seen::default();
+    let own = OwnNames::of(page, tool, &synopsis);
     for section in &page.sections {
-        if not_options(&section.name) {
+        if not_options(&section.name) || (!own.expressions && is_expressions(&section.name)) {
             continue;
         }
         collect_options(
             section,
             page.macro_set == MacroSet::Mdoc,
+            &own,
             &mut options,
             &mut seen,
         );
@@ -337,19 +341,30 @@ pub(crate) fn positional(form: &str, skip_words: &str) -> Vec<InferredArgument> 
     let mut args: Vec<InferredArgument> = Vec::new();
     let skip = skip_words.split_whitespace().count();
     let mut words = 0;
-    let chars: Vec<char> = form.chars().collect();
+    // A no-break space (pod2man writes `[\u{a0}-x\u{a0}]`) separates words like a blank.
+    let chars: Vec<char> = form
+        .chars()
+        .map(|c| if c == '\u{a0}' { ' ' } else { c })
+        .collect();
     let mut i = 0;
     let mut depth: usize = 0;
     // Bracket depth at which an option group started (skipped until it closes).
     let mut option_group: Option<usize> = None;
+    // Inside a word that began with a flag: `-m[-]<module>`, `-l[<octal>]` name the
+    // flag's value (written against it, no blank between), never an operand.
+    let mut after_flag = false;
     while i < chars.len() {
         let c = chars[i];
+        if matches!(c, ' ' | '\t' | '|') {
+            after_flag = false;
+        }
         match c {
             '[' | '{' => {
                 depth += 1;
-                // `[-x …]`: an option group.
+                // `[-x …]`: an option group; so is `[[-e|-E] <code>]`, whose first
+                // word is a group of flags.
                 let mut j = i + 1;
-                while j < chars.len() && chars[j] == ' ' {
+                while j < chars.len() && matches!(chars[j], ' ' | '[' | '{') {
                     j += 1;
                 }
                 if option_group.is_none() && chars.get(j) == Some(&'-') {
@@ -384,7 +399,10 @@ pub(crate) fn positional(form: &str, skip_words: &str) -> Vec<InferredArgument> 
                 }
                 let token: String = chars[start..i].iter().collect();
                 words += 1;
-                if words <= skip || option_group.is_some() || token.starts_with('-') {
+                if token.starts_with('-') {
+                    after_flag = true;
+                }
+                if words <= skip || option_group.is_some() || after_flag {
                     continue;
                 }
                 let placeholder = if !name.is_empty() {
@@ -403,16 +421,18 @@ pub(crate) fn positional(form: &str, skip_words: &str) -> Vec<InferredArgument> 
                     // A literal word (a fixed keyword): not an argument.
                     continue;
                 };
-                // `...` right after (possibly after closing brackets).
+                // `...` right after (possibly after closing brackets, blanks before them
+                // included: `[ <argument> ]...`).
                 let mut j = i;
                 while j < chars.len() && matches!(chars[j], ']' | '}' | ' ') {
-                    if chars[j] == ' '
-                        && !chars[j..]
-                            .iter()
-                            .collect::<String>()
-                            .trim_start()
-                            .starts_with("...")
-                    {
+                    let next = chars[j..]
+                        .iter()
+                        .collect::<String>()
+                        .trim_start()
+                        .chars()
+                        .take(3)
+                        .collect::<String>();
+                    if chars[j] == ' ' && !(next == "..." || next.starts_with([']', '}'])) {
                         break;
                     }
                     j += 1;
@@ -463,13 +483,85 @@ fn same_name(a: &str, b: &str) -> bool {
     a.replace('_', "-") == b.replace('_', "-")
 }
 
-fn collect_options(section: &Section, mdoc: bool, out: &mut Vec<InferredOption>, seen: &mut Seen) {
-    for block in &section.blocks {
-        let Block::Item { tags, body, depth } = block else {
-            continue;
+/// What the page calls its own program, to tell its options from those of the other
+/// commands it documents (a shell's builtins).
+pub(crate) struct OwnNames {
+    /// The tool's words and the page's own name.
+    names: Vec<String>,
+    /// The SYNOPSIS takes an expression (`find … [expression]`): an EXPRESSION section
+    /// then lists the program's own arguments, not another command's operators.
+    expressions: bool,
+}
+
+impl OwnNames {
+    fn of(page: &Page, tool: &str, synopsis: &[String]) -> OwnNames {
+        let mut names: Vec<String> = tool.split_whitespace().map(str::to_owned).collect();
+        names.extend(page.name.clone());
+        let expressions = synopsis.iter().any(|f| {
+            let f = f.to_ascii_lowercase();
+            f.split_whitespace().skip(1).any(|w| w.contains("expr"))
+        });
+        OwnNames { names, expressions }
+    }
+
+    /// Whether `heading` (an item's tag or a sub-heading) is the synopsis of another
+    /// command: a plain word, not this program's name, followed by options or operands
+    /// (`set [-abefhkmnptuvxBCEHPT] [-o option-name]`, `bind [-m keymap]`). A heading in
+    /// words (`General options`) is not one.
+    fn other_command(&self, heading: &str) -> bool {
+        let mut words = heading.split_whitespace();
+        let Some(first) = words.next() else {
+            return false;
         };
+        let is_word = first
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+            && first
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        let then_args = words
+            .next()
+            .is_some_and(|w| w.starts_with(['[', '-', '<', '{']));
+        is_word && then_args && !self.names.iter().any(|n| n == first)
+    }
+}
+
+/// Sections describing an expression language (`CONDITIONAL EXPRESSIONS`): their
+/// `-a file` items are operators.
+fn is_expressions(name: &str) -> bool {
+    name.contains("EXPRESSION")
+}
+
+fn collect_options(
+    section: &Section,
+    mdoc: bool,
+    own: &OwnNames,
+    out: &mut Vec<InferredOption>,
+    seen: &mut Seen,
+) {
+    // Open items by depth, and whether each is another command's (`set [-abe…]`): the
+    // items nested in it are that command's options.
+    let mut open: Vec<(usize, bool)> = Vec::new();
+    // Under a sub-heading that is another command's synopsis.
+    let mut other_sub = false;
+    for block in &section.blocks {
+        let (tags, body, depth) = match block {
+            Block::Sub(heading) => {
+                other_sub = own.other_command(heading);
+                open.clear();
+                continue;
+            }
+            Block::Text(_) => continue,
+            Block::Item { tags, body, depth } => (tags, body, *depth),
+        };
+        while open.last().is_some_and(|(d, _)| *d >= depth) {
+            open.pop();
+        }
+        let in_other = other_sub || open.iter().any(|(_, other)| *other);
+        open.push((depth, tags.first().is_some_and(|t| own.other_command(t))));
         // mdoc nests value lists inside an option's item; options are at the top.
-        if *depth > 0 && mdoc {
+        if in_other || (depth > 0 && mdoc) {
             continue;
         }
         if let Some(opt) = option_from_item(tags, body, seen) {
@@ -1214,5 +1306,68 @@ mod tests {
         assert!(!cut.contains("  ") && cut.trim_end_matches('\u{2026}').ends_with("word"));
         let one = "x".repeat(MAX_DESCRIPTION + 5);
         assert_eq!(one_line(&one).chars().count(), MAX_DESCRIPTION);
+    }
+
+    fn flags(inf: &Inferred) -> Vec<String> {
+        inf.options.iter().flat_map(|o| o.flags.clone()).collect()
+    }
+
+    /// A shell's page: its own options, then a builtin whose options are nested under its
+    /// synopsis, a sub-heading that is another command's synopsis, and expression
+    /// operators. Only the shell's own options are its options.
+    #[test]
+    fn options_of_other_commands_on_the_page_are_not_the_programs() {
+        let page = ".TH XSH 1\n.SH NAME\nxsh \\- a shell\n.SH SYNOPSIS\n.B xsh\n[options] [file]\n\
+            .SH OPTIONS\n.TP\n.B \\-c\nRead commands from a string.\n\
+            .TP\n.B \\-\\-norc\nDo not read the startup file.\n\
+            .SH \"CONDITIONAL EXPRESSIONS\"\n.TP\n.B \\-a \\fIfile\\fP\nTrue if file exists.\n\
+            .TP\n.B \\-z \\fIstring\\fP\nTrue if the string is empty.\n\
+            .SH PRIMITIVES\n.TP\n\\fBset\\fP [\\fB\\-eu\\fP] [\\fB\\-o\\fP \\fIname\\fP]\n\
+            Set shell options.\n.RS\n.TP 8\n.B \\-e\nExit at once on error.\n\
+            .TP 8\n.B \\-u\nTreat unset variables as an error.\n.RE\n\
+            .TP\n\\fBecho\\fP [\\fB\\-n\\fP] [\\fIarg\\fP ...]\nPrint the arguments.\n\
+            .SS \"trap [\\-lp] [arg]\"\n.TP\n.B \\-l\nList signal names.\n\
+            .SS \"Startup options\"\n.TP\n.B \\-\\-login\nAct as a login shell.\n\
+            .SS \"xsh [\\-q]\"\n.TP\n.B \\-q\nQuiet start.\n";
+        let inf = crate::infer::infer_text(page, "xsh");
+        assert_eq!(flags(&inf), ["-c", "--norc", "--login", "-q"]);
+        // The same items at the top level, with no command's synopsis above them, are
+        // the program's options (the rule is about the heading, not the section).
+        let plain = page
+            .replace(
+                "\\fBset\\fP [\\fB\\-eu\\fP] [\\fB\\-o\\fP \\fIname\\fP]",
+                "Shell settings",
+            )
+            .replace(".SS \"trap [\\-lp] [arg]\"", ".SS Signals");
+        let inf = crate::infer::infer_text(&plain, "xsh");
+        assert_eq!(
+            flags(&inf),
+            ["-c", "--norc", "-e", "-u", "-l", "--login", "-q"]
+        );
+        // A program whose SYNOPSIS takes an expression owns its operators.
+        let find = page.replace("[options] [file]", "[path...] [expression]");
+        let inf = crate::infer::infer_text(&find, "xsh");
+        assert_eq!(flags(&inf), ["-c", "--norc", "-a", "-z", "--login", "-q"]);
+    }
+
+    /// perl's SYNOPSIS (pod2man: no-break spaces inside the brackets) names the values of
+    /// `-m[-]module`, `-l[octal]`, `-x[dir]` against their flags: they are not operands.
+    #[test]
+    fn a_placeholder_written_against_a_flag_is_its_value() {
+        let nb = '\u{a0}';
+        let page = format!(
+            ".TH PERL 1\n.SH NAME\nperl \\- interpreter\n.SH SYNOPSIS\n\\fBperl\\fR\t[{nb}\\fB\\-sT\\fR{nb}]\n\
+             \t[{nb}\\fB\\-l\\fR[\\fIoctal\\fR]{nb}]{nb}[{nb}\\fB\\-I\\fR\\fIdir\\fR{nb}]\n\
+             \t[{nb}\\fB\\-m\\fR[\\fB\\-\\fR]\\fImodule\\fR{nb}]{nb}[{nb}\\fB\\-x\\fR[\\fIdir\\fR]{nb}]\n\
+             \t[{nb}[\\fB\\-e\\fR|\\fB\\-E\\fR]{nb}\\fI'command'\\fR{nb}]{nb}[{nb}\\fIprogramfile\\fR{nb}]{nb}[{nb}\\fIargument\\fR{nb}]...\n"
+        );
+        let inf = crate::infer::infer_text(&page, "perl");
+        let names: Vec<&str> = inf.arguments.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["programfile", "argument"]);
+        assert!(inf.arguments[1].variadic && !inf.arguments[0].required);
+        // Outside any option group too: `-m[-]<module>` at the top level.
+        let args = positional("tool -m[-]<module> -I<dir> <file>", "tool");
+        let names: Vec<&str> = args.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["file"]);
     }
 }
