@@ -264,7 +264,12 @@ fn main() {
         return;
     }
     if std::env::var_os("PHASES").is_some() {
-        let dirs = Dirs::resolve(Some(&data), Some(&tmp.path().join("config")), None);
+        let dirs = Dirs::resolve(
+            Some(&data),
+            Some(&tmp.path().join("config")),
+            None,
+            &atip::env::Env::capture(),
+        );
         let (a, ca) = (Instant::now(), cpu());
         let loaded = atip::compile::source::load_registry(&dirs, None).unwrap();
         let (b, cb) = (Instant::now(), cpu());
@@ -344,7 +349,12 @@ fn main() {
         child_maxrss_kib() as f64 / 1024.0
     );
 
-    let dirs = Dirs::resolve(Some(&data), Some(&tmp.path().join("config")), None);
+    let dirs = Dirs::resolve(
+        Some(&data),
+        Some(&tmp.path().join("config")),
+        None,
+        &atip::env::Env::capture(),
+    );
     let mut loads = Vec::new();
     let mut load_cpu = Vec::new();
     let mut last = None;

@@ -56,7 +56,12 @@ fn main() {
             .path()
             .join(if with_fingerprint { "data-fp" } else { "data" });
         register(&data, &tool, with_fingerprint);
-        let dirs = Dirs::resolve(Some(&data), Some(&tmp.path().join("config")), None);
+        let dirs = Dirs::resolve(
+            Some(&data),
+            Some(&tmp.path().join("config")),
+            None,
+            &atip::env::Env::capture(),
+        );
         let engine = Engine::load(
             &dirs,
             Policy::defaults(&cwd),

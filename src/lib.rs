@@ -51,6 +51,8 @@ pub use atip_base::atomic;
 #[doc(hidden)]
 pub use atip_base::digest;
 pub use atip_base::dirs;
+/// The run's environment snapshot: library code reads variables only from it.
+pub use atip_base::env;
 pub use atip_base::output;
 #[doc(hidden)]
 pub use atip_base::similar;

@@ -1,6 +1,7 @@
 //! The `atip` binary: parses the command line and dispatches to one subcommand.
 
 use atip::dirs::Dirs;
+use atip::env::Env;
 use atip::output::{AtipError, ColorChoice, ExitStatus, OutputFormat, Printer, Verbosity};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -237,7 +238,8 @@ fn parse() -> Result<Cli, clap::Error> {
     Cli::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut Invocation::command()))
 }
 
-/// What every subcommand gets: resolved output format, the printer and directories.
+/// The run context every subcommand gets: settings resolved once from the command line
+/// and the environment, handed down (library code reads no environment variable).
 #[derive(Debug)]
 pub struct Ctx {
     /// Output format, `auto` already resolved.
@@ -246,6 +248,13 @@ pub struct Ctx {
     pub out: Printer,
     /// Directories.
     pub dirs: Dirs,
+    /// The environment atip started with, read once: what the library layers consult
+    /// (`PATH`, `ATIP_*` knobs, credentials named by metadata) and what children inherit.
+    pub env: Env,
+    /// Columns text on stdout must fit (`None`: no limit), [`term::stdout_width`].
+    ///
+    /// [`term::stdout_width`]: atip::output::term::stdout_width
+    pub width: Option<usize>,
 }
 
 /// glibc's heap grows by 16 MiB at a time instead of 128 KiB and keeps that much when it
@@ -263,9 +272,11 @@ fn tune_allocator() {
 
 fn main() -> ExitCode {
     tune_allocator();
+    // The one read of atip's environment; everything below gets this snapshot.
+    let env = Env::capture();
     // Started as `mcp` (a link to atip): the mcp-cli document's command.
     if cli::mcp_cli::invoked_as_mcp() {
-        return cli::mcp_cli::main();
+        return cli::mcp_cli::main(env);
     }
     let cli = match parse() {
         Ok(cli) => cli,
@@ -278,12 +289,13 @@ fn main() -> ExitCode {
     } else {
         Verbosity::Normal
     };
-    let out = Printer::new(cli.flags.output, verbosity, cli.flags.color);
+    let color = cli.flags.color.with_env(&env);
+    let out = Printer::new(cli.flags.output, verbosity, color);
     // What the library says while it works reaches stderr through the same printer style.
     if log::set_boxed_logger(Box::new(atip::output::PrinterLog(Printer::new(
         cli.flags.output,
         verbosity,
-        cli.flags.color,
+        color,
     ))))
     .is_ok()
     {
@@ -296,7 +308,10 @@ fn main() -> ExitCode {
             cli.flags.data_dir.as_deref(),
             cli.flags.config_dir.as_deref(),
             cli.flags.state_dir.as_deref(),
+            &env,
         ),
+        width: atip::output::term::stdout_width(&env),
+        env,
     };
     let result: Result<ExitStatus, AtipError> = match cli.command {
         _ if cli.flags.agent => {

@@ -507,7 +507,7 @@ proptest! {
         queries in prop::collection::vec(query(), 1..6),
     ) {
         let dir = tempfile::tempdir().unwrap();
-        let dirs = Dirs::resolve(Some(&dir.path().join("data")), Some(&dir.path().join("c")), Some(&dir.path().join("s")));
+        let dirs = Dirs::resolve(Some(&dir.path().join("data")), Some(&dir.path().join("c")), Some(&dir.path().join("s")), &atip::env::Env::default());
         let index = write_registry(&dirs.data, &metas);
         let key = catalog::registry_key(&std::fs::read(dirs.registry_file()).unwrap());
         let c = Compiled::from_bytes(catalog::build(&dirs, &index, &key), &catalog::path(&dirs), &key).unwrap();
@@ -743,6 +743,7 @@ fn a_second_document_of_a_tool_gets_suffixed_names_in_its_records() {
         Some(&dir.path().join("data")),
         Some(&dir.path().join("c")),
         Some(&dir.path().join("s")),
+        &atip::env::Env::default(),
     );
     let metas: Vec<Metadata> = [tool("twin", "create"), tool("twin", "delete")]
         .into_iter()

@@ -188,6 +188,7 @@ fn system_programs_get_curated_effects_and_unknown_ones_still_ask() {
         Some(&sb.data_dir()),
         Some(&sb.config_dir()),
         Some(&sb.path().join("state")),
+        &atip::env::Env::capture(),
     );
     let engine = atip::exec::Engine::load(
         &dirs,

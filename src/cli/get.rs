@@ -85,7 +85,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
                     commands: commands.as_deref(),
                     depth,
                 },
-                term::stdout_width(),
+                ctx.width,
                 Style::new(ctx.out.stdout_color()),
             );
             return ctx.out.text(&text).map(|_| ExitStatus::Success);
@@ -96,7 +96,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         let text = render_page(
             &tool,
             &View::default(),
-            term::stdout_width(),
+            ctx.width,
             Style::new(ctx.out.stdout_color()),
         );
         return ctx.out.text(&text).map(|_| ExitStatus::Success);

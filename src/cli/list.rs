@@ -164,7 +164,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         &rows,
         index.tools.len(),
         ctx.out.verbosity() == Verbosity::Verbose,
-        term::stdout_width(),
+        ctx.width,
         Style::new(ctx.out.stdout_color()),
     );
     ctx.out.text(&text)?;

@@ -10,6 +10,7 @@ use super::mcp::{ClientFlags, Target};
 use crate::Ctx;
 use atip::compile::FlatTool;
 use atip::dirs::Dirs;
+use atip::env::Env;
 use atip::exec::Confirmation;
 use atip::exec::audit::AuditLog;
 use atip::exec::policy::{Decision, Policy};
@@ -235,8 +236,9 @@ pub fn exit_code(e: &AtipError) -> ExitStatus {
     }
 }
 
-/// Runs `mcp …` and returns its exit status.
-pub fn main() -> ExitCode {
+/// Runs `mcp …` in the environment `env` (read once by `main`) and returns its exit
+/// status.
+pub fn main(env: Env) -> ExitCode {
     let cli = match McpCli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -268,15 +270,12 @@ pub fn main() -> ExitCode {
     } else {
         Verbosity::Normal
     };
-    let printer = || Printer::new(format, verbosity, ColorChoice::Auto);
+    let color = ColorChoice::Auto.with_env(&env);
+    let printer = || Printer::new(format, verbosity, color);
     if log::set_boxed_logger(Box::new(atip::output::PrinterLog(printer()))).is_ok() {
         log::set_max_level(log::LevelFilter::Debug);
     }
-    let env_dir = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
+    let env_dir = |k: &str| env.non_empty(k).map(PathBuf::from);
     let ctx = Ctx {
         output: format,
         out: printer(),
@@ -284,7 +283,10 @@ pub fn main() -> ExitCode {
             env_dir("ATIP_DATA_DIR").as_deref(),
             env_dir("ATIP_CONFIG_DIR").as_deref(),
             env_dir("ATIP_STATE_DIR").as_deref(),
+            &env,
         ),
+        width: atip::output::term::stdout_width(&env),
+        env,
     };
     super::signals::install(super::signals::Mode::Now);
     let code = match run(cli, &ctx) {

@@ -178,7 +178,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         _ => ctx.out.text(&render(
             &report,
             ctx.out.verbosity() == Verbosity::Verbose,
-            term::stdout_width(),
+            ctx.width,
             Style::new(ctx.out.stdout_color()),
         ))?,
     }

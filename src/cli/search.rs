@@ -283,10 +283,10 @@ fn search_registry(
 /// description (with the aliases it stands for) and its effects in the words `list` and
 /// `get` use; then reasons and schemas when asked for.
 fn render_text(report: &atip::search::SearchReport, ctx: &Ctx) -> String {
-    use atip::output::term::{self, Style};
+    use atip::output::term::Style;
     use std::fmt::Write;
     let style = Style::new(ctx.out.stdout_color());
-    render_results(report, term::stdout_width(), style)
+    render_results(report, ctx.width, style)
         .into_iter()
         .fold(String::new(), |mut t, l| {
             let _ = writeln!(t, "{l}");

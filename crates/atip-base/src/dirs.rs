@@ -7,8 +7,10 @@
 //! `$XDG_CACHE_HOME/agent-tools`
 //! with the XDG defaults under `$HOME`. Relative XDG values are ignored, as the XDG spec says.
 //! The system data dirs (`$XDG_DATA_DIRS`, default `/usr/local/share:/usr/share`) hold
-//! shims and patterns shipped by admins.
+//! shims and patterns shipped by admins. The variables come from the run's [`Env`]
+//! snapshot, never from the process environment directly.
 
+use crate::env::Env;
 use std::path::{Path, PathBuf};
 
 /// The directories atip uses, resolved once per run.
@@ -30,46 +32,47 @@ pub struct Dirs {
 /// Subdirectory name the protocol reserves inside each XDG base dir.
 pub const APP_DIR: &str = "agent-tools";
 
-fn absolute_env(name: &str) -> Option<PathBuf> {
-    let v = std::env::var_os(name)?;
-    let p = PathBuf::from(v);
-    p.is_absolute().then_some(p)
-}
-
-fn home() -> PathBuf {
-    absolute_env("HOME")
+/// The home directory: `$HOME` when absolute, else the user database's, else `/`.
+pub fn home(env: &Env) -> PathBuf {
+    env.absolute_path("HOME")
         .or_else(|| directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()))
         .unwrap_or_else(|| PathBuf::from("/"))
 }
 
 impl Dirs {
     /// Resolves the layout from explicit overrides (flag or env, already merged by clap)
-    /// and the XDG environment.
-    pub fn resolve(data: Option<&Path>, config: Option<&Path>, state: Option<&Path>) -> Dirs {
+    /// and the XDG variables of `env`.
+    pub fn resolve(
+        data: Option<&Path>,
+        config: Option<&Path>,
+        state: Option<&Path>,
+        env: &Env,
+    ) -> Dirs {
+        let home = || home(env);
         let data = data.map(Path::to_path_buf).unwrap_or_else(|| {
-            absolute_env("XDG_DATA_HOME")
+            env.absolute_path("XDG_DATA_HOME")
                 .unwrap_or_else(|| home().join(".local/share"))
                 .join(APP_DIR)
         });
         let config = config.map(Path::to_path_buf).unwrap_or_else(|| {
-            absolute_env("XDG_CONFIG_HOME")
+            env.absolute_path("XDG_CONFIG_HOME")
                 .unwrap_or_else(|| home().join(".config"))
                 .join(APP_DIR)
         });
         let state = state.map(Path::to_path_buf).unwrap_or_else(|| {
-            absolute_env("XDG_STATE_HOME")
+            env.absolute_path("XDG_STATE_HOME")
                 .unwrap_or_else(|| home().join(".local/state"))
                 .join(APP_DIR)
         });
-        let cache = absolute_env("ATIP_CACHE_DIR").unwrap_or_else(|| {
-            absolute_env("XDG_CACHE_HOME")
+        let cache = env.absolute_path("ATIP_CACHE_DIR").unwrap_or_else(|| {
+            env.absolute_path("XDG_CACHE_HOME")
                 .unwrap_or_else(|| home().join(".cache"))
                 .join(APP_DIR)
         });
-        let system = std::env::var("XDG_DATA_DIRS")
-            .ok()
+        let system = env
+            .var("XDG_DATA_DIRS")
             .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "/usr/local/share:/usr/share".into());
+            .unwrap_or("/usr/local/share:/usr/share");
         let system_data = system
             .split(':')
             .map(PathBuf::from)
@@ -85,14 +88,16 @@ impl Dirs {
         }
     }
 
-    /// The layout under one directory (`data/`, `config/`, `state/`): for tests, here
-    /// and in the layers above.
+    /// The layout under one directory (`data/`, `config/`, `state/`, `cache/`, no
+    /// system dirs): for tests, here and in the layers above.
     pub fn under(root: &Path) -> Dirs {
-        Dirs::resolve(
-            Some(&root.join("data")),
-            Some(&root.join("config")),
-            Some(&root.join("state")),
-        )
+        Dirs {
+            data: root.join("data"),
+            config: root.join("config"),
+            state: root.join("state"),
+            cache: root.join("cache"),
+            system_data: Vec::new(),
+        }
     }
 
     /// `registry.json` inside the data dir.

@@ -1,9 +1,10 @@
-//! atip's `base` layer: `output`, `atomic`, `digest`, `dirs`, `units`, `timestamp`, `similar`, `statat`, `archive`, `tls`.
+//! atip's `base` layer: `output`, `atomic`, `digest`, `dirs`, `env`, `units`, `timestamp`, `similar`, `statat`, `archive`, `tls`.
 
 pub mod archive;
 pub mod atomic;
 pub mod digest;
 pub mod dirs;
+pub mod env;
 pub mod output;
 pub mod similar;
 pub mod statat;

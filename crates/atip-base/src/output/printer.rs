@@ -41,14 +41,22 @@ pub enum ColorChoice {
 }
 
 impl ColorChoice {
-    /// Whether to colour a stream that is (or is not) a terminal.
+    /// The choice with the run's environment applied: `auto` is `never` when `NO_COLOR`
+    /// is set to a non-empty value.
+    pub fn with_env(self, env: &crate::env::Env) -> ColorChoice {
+        match self {
+            ColorChoice::Auto if env.non_empty("NO_COLOR").is_some() => ColorChoice::Never,
+            other => other,
+        }
+    }
+
+    /// Whether to colour a stream that is (or is not) a terminal ([`ColorChoice::with_env`]
+    /// already applied).
     pub(crate) fn enabled(self, is_terminal: bool) -> bool {
         match self {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-            }
+            ColorChoice::Auto => is_terminal,
         }
     }
 }
@@ -307,5 +315,16 @@ mod tests {
         assert!(ColorChoice::Always.enabled(false));
         assert!(!ColorChoice::Never.enabled(true));
         assert!(!ColorChoice::Auto.enabled(false));
+        assert!(ColorChoice::Auto.enabled(true));
+    }
+
+    #[test]
+    fn no_color_turns_auto_off_but_not_always() {
+        use crate::env::Env;
+        let set = Env::from_pairs([("NO_COLOR", "1")]);
+        let empty = Env::from_pairs([("NO_COLOR", "")]);
+        assert_eq!(ColorChoice::Auto.with_env(&set), ColorChoice::Never);
+        assert_eq!(ColorChoice::Auto.with_env(&empty), ColorChoice::Auto);
+        assert_eq!(ColorChoice::Always.with_env(&set), ColorChoice::Always);
     }
 }

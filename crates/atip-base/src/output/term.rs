@@ -10,11 +10,10 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// The width text on stdout must fit: the terminal's columns when stdout is a terminal,
 /// else `COLUMNS` when set (a pipe read by a person, tests), else no limit: text piped
-/// into another program keeps whole lines.
-pub fn stdout_width() -> Option<usize> {
+/// into another program keeps whole lines. `COLUMNS` is read from the run's `env`.
+pub fn stdout_width(env: &crate::env::Env) -> Option<usize> {
     terminal_columns(libc::STDOUT_FILENO).or_else(|| {
-        std::env::var("COLUMNS")
-            .ok()
+        env.var("COLUMNS")
             .and_then(|c| c.trim().parse::<usize>().ok())
             .filter(|&c| c > 0)
     })
