@@ -195,6 +195,7 @@ fn system_programs_get_curated_effects_and_unknown_ones_still_ask() {
         atip::exec::policy::Policy::defaults(&w),
         atip::exec::Settings {
             include_inferred: true,
+            env: atip::env::Env::capture(),
             ..Default::default()
         },
         None,

@@ -99,7 +99,10 @@ fn death_by_signal_is_reported_as_signal() {
 
 #[test]
 fn bare_program_name_is_resolved_on_path() {
-    let out = process::run(&Spawn::new("sh", ["-c", "echo resolved"], SHORT * 5)).unwrap();
+    let mut spawn = Spawn::new("sh", ["-c", "echo resolved"], SHORT * 5);
+    // The PATH of the run's environment, handed in (the process layer reads none).
+    spawn.inherit = atip::env::Env::from_pairs([("PATH", "/usr/bin:/bin")]);
+    let out = process::run(&spawn).unwrap();
     assert_eq!(out.exit, Exit::Code(0));
     assert_eq!(text(&out.stdout), "resolved\n");
 }
@@ -460,6 +463,23 @@ fn is_child_process() -> bool {
     std::env::var_os("ATIP_PROCESS_TEST_CHILD").is_some()
 }
 
+/// The child's environment is what the caller hands in: with nothing inherited, not
+/// even atip's own `PATH` or `HOME` reaches it (the process layer reads no variable).
+#[test]
+fn a_child_inherits_only_the_environment_handed_in() {
+    let mut spawn = Spawn::new("/usr/bin/env", Vec::<OsString>::new(), SHORT * 5);
+    spawn.inherit = atip::env::Env::from_pairs([("HOME", "/handed/in"), ("NOT_LISTED", "x")]);
+    let out = process::run(&spawn).unwrap();
+    assert_eq!(out.exit, Exit::Code(0));
+    let env = text(&out.stdout);
+    let names: Vec<&str> = env.lines().map(|l| l.split('=').next().unwrap()).collect();
+    assert!(env.lines().any(|l| l == "HOME=/handed/in"), "{env}");
+    assert!(
+        names.iter().all(|n| *n == "HOME" || *n == "PWD"),
+        "only what was handed in: {env}"
+    );
+}
+
 #[test]
 fn environment_is_scrubbed_to_the_allowlist() {
     in_child_process(
@@ -472,6 +492,7 @@ fn environment_is_scrubbed_to_the_allowlist() {
     assert_eq!(std::env::var("ATIP_TEST_SECRET").unwrap(), "hunter2");
     let mut spawn = Spawn::new("/usr/bin/env", Vec::<OsString>::new(), SHORT * 5);
     spawn.env.push(("ATIP_EXTRA".into(), "given".into()));
+    spawn.inherit = atip::env::Env::capture();
     let out = process::run(&spawn).unwrap();
     assert_eq!(out.exit, Exit::Code(0));
     let env = text(&out.stdout);

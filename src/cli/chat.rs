@@ -220,6 +220,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let base = base_url(&args, key.is_some())?;
     let prompt = read_prompt(args.prompt.clone())?;
     let mut redactor = Redactor::new().with_env_vars(
+        &ctx.env,
         Api::Openai
             .key_vars()
             .iter()

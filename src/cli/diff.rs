@@ -87,6 +87,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let opts = atip::validate::Options {
         max_size: args.max_size,
         timeout: args.timeout,
+        env: ctx.env.clone(),
         ..atip::validate::Options::default()
     };
     let old = load(&origins[0], &opts)?;

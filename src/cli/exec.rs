@@ -87,6 +87,7 @@ impl RunArgs {
             stderr_cap: self.max_output,
             allow_interactive: self.allow_interactive,
             include_inferred: self.include_inferred,
+            env: ctx.env.clone(),
         };
         Ok((policy, settings))
     }

@@ -160,6 +160,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         read: atip::validate::Options {
             max_size: args.max_size,
             timeout: args.timeout,
+            env: ctx.env.clone(),
             ..atip::validate::Options::default()
         },
         check_binary: args.check_binary,

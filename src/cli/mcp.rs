@@ -380,7 +380,7 @@ fn proxy_setup(args: &ServeArgs, ctx: &Ctx) -> Result<Option<atip::mcp::proxy::S
     Ok(Some(Setup {
         remote: Remote {
             config,
-            cache: ToolCache::default_location(),
+            cache: ToolCache::of(&ctx.dirs),
             opts: ClientOptions {
                 timeout: None,
                 verbose: ctx.out.verbosity() == atip::output::Verbosity::Verbose,
@@ -388,6 +388,7 @@ fn proxy_setup(args: &ServeArgs, ctx: &Ctx) -> Result<Option<atip::mcp::proxy::S
                 quiet_server_stderr: false,
                 protocol: args.mcp_protocol,
                 mark_nested: true,
+                env: ctx.env.clone(),
             },
             ttl,
             use_cache,
@@ -525,7 +526,7 @@ fn remote(t: &Target, ctx: &Ctx) -> Result<Remote, AtipError> {
     let use_cache = !f.no_cache && config.cache.enabled;
     Ok(Remote {
         config,
-        cache: ToolCache::default_location(),
+        cache: ToolCache::of(&ctx.dirs),
         opts: ClientOptions {
             timeout: f.timeout,
             verbose: ctx.out.verbosity() == atip::output::Verbosity::Verbose,
@@ -533,6 +534,7 @@ fn remote(t: &Target, ctx: &Ctx) -> Result<Remote, AtipError> {
             quiet_server_stderr: f.quiet_server_stderr,
             protocol: f.protocol,
             mark_nested: false,
+            env: ctx.env.clone(),
         },
         ttl,
         use_cache,
@@ -977,6 +979,7 @@ fn import(a: ImportArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         a.from.as_deref(),
         &ctx.dirs.config.join(config::GLOBAL_FILE),
         &cwd,
+        &ctx.env,
         a.force,
         a.dry_run,
     )?;
@@ -1012,7 +1015,7 @@ fn exec_remote(ctx: &Ctx, ask: bool) -> Result<Remote, AtipError> {
     let use_cache = config.cache.enabled;
     Ok(Remote {
         config,
-        cache: ToolCache::default_location(),
+        cache: ToolCache::of(&ctx.dirs),
         opts: ClientOptions::default(),
         ttl,
         use_cache,
@@ -1242,7 +1245,7 @@ pub fn cached_flat_tools(
     if config.servers.is_empty() {
         return (Vec::new(), notes);
     }
-    let cache = ToolCache::default_location();
+    let cache = ToolCache::of(&ctx.dirs);
     let ttl = Duration::from_secs(config.cache.ttl_seconds);
     let mut out = Vec::new();
     for spec in config.servers.values() {
@@ -1267,6 +1270,7 @@ pub fn cached_flat_tools(
                     cache: cache.clone(),
                     opts: ClientOptions {
                         quiet_server_stderr: true,
+                        env: ctx.env.clone(),
                         ..ClientOptions::default()
                     },
                     ttl,

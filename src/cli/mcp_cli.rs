@@ -501,7 +501,7 @@ fn remote(g: &Global, ctx: &Ctx) -> Result<Remote, AtipError> {
     let use_cache = !g.no_cache && config.cache.enabled;
     Ok(Remote {
         config,
-        cache: ToolCache::default_location(),
+        cache: ToolCache::of(&ctx.dirs),
         opts: ClientOptions {
             timeout: g.timeout,
             verbose: g.verbose,
@@ -509,6 +509,7 @@ fn remote(g: &Global, ctx: &Ctx) -> Result<Remote, AtipError> {
             quiet_server_stderr: g.quiet_server_stderr,
             protocol: None,
             mark_nested: false,
+            env: ctx.env.clone(),
         },
         ttl,
         use_cache,

@@ -46,7 +46,7 @@ fn target(path: Option<PathBuf>, ctx: &Ctx) -> Result<PathBuf, AtipError> {
     match path {
         Some(p) => Ok(p),
         None => {
-            let found = ConfigPaths::locate(&ctx.dirs.config, &cwd()?);
+            let found = ConfigPaths::locate(&ctx.dirs.config, &cwd()?, &ctx.env);
             found.project.or(found.cli_project).ok_or_else(|| {
                 AtipError::new(
                     ErrorCode::InputNotFound,
@@ -132,7 +132,7 @@ fn describe_servers(file: &ProjectFile) -> Vec<String> {
 
 /// Reads the merged config with trust applied; no printing.
 pub fn read_config(ctx: &Ctx) -> Result<McpConfig, AtipError> {
-    let paths = ConfigPaths::locate(&ctx.dirs.config, &cwd()?);
+    let paths = ConfigPaths::locate(&ctx.dirs.config, &cwd()?, &ctx.env);
     let store = TrustStore::load(&ctx.dirs.config)?;
     let lookup = |n: &str| std::env::var(n).ok();
     Loader { lookup: &lookup }.load(&paths, &store)

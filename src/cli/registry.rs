@@ -188,7 +188,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     ctx.output
         .require("registry", &[OutputFormat::Text, OutputFormat::Json])?;
     let json = ctx.output.is_json();
-    let path = config::path(&ctx.dirs.config);
+    let path = config::path(&ctx.dirs.config, &ctx.env);
     match args.command {
         Sub::Keygen { keyfile } => {
             let public = sign::keygen(&keyfile).map_err(|m| {

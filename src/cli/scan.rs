@@ -135,9 +135,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         infer: !args.no_infer,
         convert: args.convert,
         manpath: None,
+        env: ctx.env.clone(),
         remote: atip::remote::sync::RemoteOptions {
             refresh: args.refresh,
-            offline: args.offline || atip::remote::sync::env_flag("ATIP_OFFLINE"),
+            offline: args.offline || ctx.env.flag("ATIP_OFFLINE"),
             ..Default::default()
         },
     };

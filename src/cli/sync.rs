@@ -9,7 +9,7 @@ use atip::discover::{self, ProbeMode, ScanOptions};
 use atip::output::ExitStatus;
 use atip::output::{AtipError, ErrorCode, OutputFormat};
 use atip::remote::config::{self, RegistriesFile};
-use atip::remote::sync::{RegistrySync, RemoteOptions, env_flag};
+use atip::remote::sync::{RegistrySync, RemoteOptions};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -96,7 +96,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
             "--timeout and --deadline must be more than 0",
         ));
     }
-    let path = config::path(&ctx.dirs.config);
+    let path = config::path(&ctx.dirs.config, &ctx.env);
     let file = RegistriesFile::load(&path).map_err(crate::cli::registry::registries_error)?;
     if file.active().is_empty() {
         return Err(AtipError::new(
@@ -122,9 +122,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         infer: true,
         convert: false,
         manpath: None,
+        env: ctx.env.clone(),
         remote: RemoteOptions {
             refresh: args.refresh,
-            offline: args.offline || env_flag("ATIP_OFFLINE"),
+            offline: args.offline || ctx.env.flag("ATIP_OFFLINE"),
             timeout: args.timeout,
             deadline: args.deadline,
             jobs: args.jobs,

@@ -112,6 +112,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
             Format::Text { color } => Some(color),
             _ => None,
         },
+        env: ctx.env.clone(),
     };
     let mut printer = Printer::new(std::io::BufWriter::new(ctx.out.stdout()), format);
     let mut write_error = None;

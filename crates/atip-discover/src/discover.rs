@@ -45,6 +45,7 @@ pub mod tooli;
 
 use crate::digest::sha256_hex;
 use crate::dirs::Dirs;
+use crate::env::Env;
 use crate::output::{AtipError, ErrorCode};
 use crate::registry::{self, Found, FoundMeta, Index, Source, Update};
 use crate::remote::sync::{Remote, RemoteOptions};
@@ -65,7 +66,7 @@ use serde::Serialize;
 use shims::PatternFile;
 use source::{Candidate, MetadataSource, SourceFailure, Subject};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -90,7 +91,7 @@ pub enum ProbeMode {
 /// A scan's resolved options.
 #[derive(Debug, Clone)]
 pub struct ScanOptions {
-    /// PATH-like value to scan; `None` = atip's own `$PATH`.
+    /// PATH-like value to scan; `None` = `PATH` of [`ScanOptions::env`].
     pub path: Option<OsString>,
     /// Extra directories, scanned after PATH; their owner is trusted.
     pub allow_dirs: Vec<PathBuf>,
@@ -118,7 +119,8 @@ pub struct ScanOptions {
     /// Infer metadata from installed man pages for names no other source describes
     /// (the lowest-precedence source; spec/infer.md).
     pub infer: bool,
-    /// `MANPATH` to search; `None` = atip's own `$MANPATH` (unset: derived from PATH).
+    /// `MANPATH` to search; `None` = `MANPATH` of [`ScanOptions::env`] (unset: derived
+    /// from PATH).
     pub manpath: Option<OsString>,
     /// Explain how this name was decided (`--explain NAME`): the report carries the
     /// evidence, the candidates and why each lost.
@@ -128,6 +130,9 @@ pub struct ScanOptions {
     /// Convert every recognised agent-CLI framework app (run its interpreter to print
     /// the framework's manifest), not only allowlisted ones (`--convert`).
     pub convert: bool,
+    /// The run's environment: `PATH` and `MANPATH` when not given, and what probes
+    /// inherit.
+    pub env: Env,
 }
 
 /// Default number of probes run at once: probes mostly wait on children, and a hanging
@@ -287,11 +292,11 @@ impl ScanError {
     }
 }
 
-/// The PATH value a scan walks (`--path`, else atip's own).
+/// The PATH value a scan walks (`--path`, else the run's).
 fn path_value(opts: &ScanOptions) -> OsString {
     opts.path
         .clone()
-        .or_else(|| std::env::var_os("PATH"))
+        .or_else(|| opts.env.var_os("PATH").map(OsStr::to_owned))
         .unwrap_or_default()
 }
 
@@ -429,9 +434,8 @@ pub fn scan(
         src: crate::infer::source::InferSource::open(
             &dirs.data,
             opts.manpath
-                .clone()
-                .or_else(|| std::env::var_os("MANPATH"))
-                .as_deref(),
+                .as_deref()
+                .or_else(|| opts.env.var_os("MANPATH")),
             Some(&path_value(opts)),
             opts.refresh,
         ),
@@ -487,8 +491,14 @@ pub fn scan(
     // hashing, only for binaries no better source describes. A dry run requests nothing.
     let mut remote_opts = opts.remote.clone();
     remote_opts.offline |= opts.dry_run;
-    let mut remote = Remote::open(&dirs.config, &dirs.cache, &dirs.state, &remote_opts)
-        .map_err(ScanError::Registries)?;
+    let mut remote = Remote::open(
+        &dirs.config,
+        &dirs.cache,
+        &dirs.state,
+        &remote_opts,
+        &opts.env,
+    )
+    .map_err(ScanError::Registries)?;
     warnings.append(&mut remote.warnings);
     let mut sources: Vec<&dyn MetadataSource> = vec![&native, &installed, &converted, &shim_set];
     if let Some(inf) = &inferred {
@@ -787,7 +797,7 @@ impl Resolved<'_> {
         // A warm rescan that changes nothing does not take the lock or re-read the index.
         let needed = old_index.is_none_or(|old| registry::commit_needed(old, &update));
         let commit = if needed {
-            commit(dirs, update, &self.winners, now, opts.after_commit.clone())?
+            commit(dirs, update, &self.winners, now, opts)?
         } else {
             registry::CommitReport::default()
         };
@@ -1244,10 +1254,14 @@ fn enumerate(
 ) -> Enumeration {
     let path_value = match &opts.path {
         Some(p) => p.clone(),
-        None => std::env::var_os("PATH").unwrap_or_else(|| {
-            warnings.push("PATH is not set; only --allow-dir directories are scanned".into());
-            OsString::new()
-        }),
+        None => opts
+            .env
+            .var_os("PATH")
+            .map(OsStr::to_owned)
+            .unwrap_or_else(|| {
+                warnings.push("PATH is not set; only --allow-dir directories are scanned".into());
+                OsString::new()
+            }),
     };
     let mut specs: Vec<DirEntrySpec> = if path_value.is_empty() {
         Vec::new()
@@ -1367,6 +1381,10 @@ fn examine(
     let dry_run = opts.dry_run;
     let cancel = opts.cancel.as_ref();
     let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
+    let child = probe::Child {
+        cancel,
+        env: &opts.env,
+    };
     // `#!/usr/bin/env python3` finds its interpreter on the PATH the tools run with.
     let follower = launcher::Follower::with_path(
         paths::split_path(&path_value(opts))
@@ -1391,10 +1409,10 @@ fn examine(
                     decide(w, mode, convert);
                 }
                 if !dry_run && w.probe_now.is_some() {
-                    probe_one(w, &data, timeout, cancel);
+                    probe_one(w, &data, timeout, child);
                 }
                 if !dry_run && w.convert_now {
-                    convert_one(w, &data, timeout, cancel);
+                    convert_one(w, &data, timeout, child);
                 }
                 progress.tick(&w.exe.name);
             });
@@ -1477,11 +1495,11 @@ fn commit(
     mut update: Update,
     winners: &HashMap<String, (Candidate, Vec<&PatternFile>)>,
     now: &str,
-    after: Option<std::sync::Arc<dyn registry::AfterCommit>>,
+    opts: &ScanOptions,
 ) -> Result<registry::CommitReport, ScanError> {
     let opts_commit = registry::CommitOptions {
-        after,
-        ..Default::default()
+        after: opts.after_commit.clone(),
+        ..registry::CommitOptions::from_env(&opts.env)
     };
     let mut commit = registry::commit(dirs, &update, &opts_commit)?;
     if commit.stale.is_empty() {
@@ -1694,27 +1712,26 @@ fn decide(w: &mut Work, mode: ProbeMode, convert: bool) {
 }
 
 /// Runs one executable's probe (after `--help` in help mode) and records the outcome.
-fn probe_one(w: &mut Work, data: &std::path::Path, timeout: Duration, cancel: Option<&Cancel>) {
+fn probe_one(w: &mut Work, data: &std::path::Path, timeout: Duration, child: probe::Child<'_>) {
     if w.probe_now == Some(ProbeWhy::Help) && w.rec.help.is_none() {
         // A --help that hangs or crashes says nothing about --agent.
-        w.rec.help =
-            Some(probe::help_mentions_agent(&w.exe.path, timeout, cancel).unwrap_or(false));
+        w.rec.help = Some(probe::help_mentions_agent(&w.exe.path, timeout, child).unwrap_or(false));
     }
     if w.probe_now == Some(ProbeWhy::Help) && w.rec.help == Some(false) {
         w.probe_now = None;
         w.no_sign = true;
         return;
     }
-    let outcome = probe::probe_agent(&w.exe.path, &w.exe.name, timeout, cancel);
+    let outcome = probe::probe_agent(&w.exe.path, &w.exe.name, timeout, child);
     w.rec.probe = Some(record(w, data, outcome, timeout));
 }
 
 /// Converts one framework app's manifest and records the outcome.
-fn convert_one(w: &mut Work, data: &std::path::Path, timeout: Duration, cancel: Option<&Cancel>) {
+fn convert_one(w: &mut Work, data: &std::path::Path, timeout: Duration, child: probe::Child<'_>) {
     let Some(app) = w.rec.app.as_ref().and_then(AppRecord::tooli).cloned() else {
         return;
     };
-    let outcome = framework::convert(&app, &w.exe.name, timeout, cancel);
+    let outcome = framework::convert(&app, &w.exe.name, timeout, child);
     let timeout = timeout.max(framework::CONVERT_TIMEOUT_MIN);
     w.rec.convert = Some(record(w, data, outcome, timeout));
 }

@@ -2,7 +2,7 @@
 
 // The layers below, under the module names this code was written with (`crate::output`, …).
 #[allow(unused_imports)]
-pub(crate) use atip_base::{archive, atomic, digest, dirs, output, statat, timestamp, units};
+pub(crate) use atip_base::{archive, atomic, digest, dirs, env, output, statat, timestamp, units};
 #[allow(unused_imports)]
 pub(crate) use atip_model::{model, validate};
 #[allow(unused_imports)]

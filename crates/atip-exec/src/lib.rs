@@ -18,7 +18,7 @@
 #[allow(unused_imports)]
 pub(crate) use crate as exec;
 #[allow(unused_imports)]
-pub(crate) use atip_base::{digest, dirs, output, similar, timestamp, units};
+pub(crate) use atip_base::{digest, dirs, env, output, similar, timestamp, units};
 #[allow(unused_imports)]
 pub(crate) use atip_catalog as catalog;
 #[allow(unused_imports)]
@@ -46,6 +46,7 @@ pub mod trust;
 
 use crate::compile::{Catalog, FlatTool, FlattenOptions, names};
 use crate::dirs::Dirs;
+use crate::env::Env;
 use crate::model::Metadata;
 use crate::output::{Applicability, AtipError, ErrorCode, SuggestedAction, Suggestion};
 use crate::process::{Exit, Spawn};
@@ -92,6 +93,11 @@ pub struct Settings {
     /// Serve tools inferred from man pages even when no tool was named (they are left
     /// out by default so that a model is never handed a thousand schemas at once).
     pub include_inferred: bool,
+    /// The run's environment: what a tool's child inherits (the allowlist, the
+    /// variables its metadata authenticates with, those the policy passes) and the
+    /// secret values redacted from its output. Empty by default: a library user hands
+    /// in the environment the tools are meant to see.
+    pub env: Env,
 }
 
 impl Default for Settings {
@@ -102,6 +108,7 @@ impl Default for Settings {
             stderr_cap: DEFAULT_OUTPUT_CAP,
             allow_interactive: false,
             include_inferred: false,
+            env: Env::default(),
         }
     }
 }
@@ -875,7 +882,8 @@ impl Engine {
                 )
             })??
             .clone();
-        let redactor = Redactor::new().with_env_vars(info.auth_env.iter().map(String::as_str));
+        let redactor = Redactor::new()
+            .with_env_vars(&self.settings.env, info.auth_env.iter().map(String::as_str));
         let mut a = raw;
         let coerced = args::coerce(&tool.input_schema, &mut a);
         let limits = self.policy.limits();
@@ -1413,11 +1421,12 @@ impl Engine {
         spawn.stderr_cap = self.settings.stderr_cap;
         spawn.cwd = Some(self.cwd.clone());
         spawn.cancel = cancel;
+        spawn.inherit = self.settings.env.clone();
         for name in p.info.auth_env.iter().chain(&self.policy.file.env.pass) {
-            if let Some(v) = std::env::var_os(name)
+            if let Some(v) = self.settings.env.var_os(name)
                 && !spawn.env.iter().any(|(k, _)| k == name.as_str())
             {
-                spawn.env.push((name.into(), v));
+                spawn.env.push((name.into(), v.to_owned()));
             }
         }
         spawn

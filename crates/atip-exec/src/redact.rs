@@ -25,11 +25,16 @@ impl Redactor {
         Redactor::default()
     }
 
-    /// Adds the current value of each named environment variable as a secret.
-    pub fn with_env_vars<'a>(mut self, names: impl IntoIterator<Item = &'a str>) -> Redactor {
+    /// Adds the value each named variable has in `env` (the run's environment) as a
+    /// secret.
+    pub fn with_env_vars<'a>(
+        mut self,
+        env: &crate::env::Env,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> Redactor {
         for name in names {
-            if let Ok(value) = std::env::var(name) {
-                self.add_value(name, value);
+            if let Some(value) = env.var(name) {
+                self.add_value(name, value.to_owned());
             }
         }
         self

@@ -55,24 +55,13 @@ pub struct ToolCache {
     dir: PathBuf,
 }
 
-fn absolute_env(name: &str) -> Option<PathBuf> {
-    std::env::var_os(name)
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-}
-
 impl ToolCache {
-    /// `ATIP_CACHE_DIR/mcp`, else `$XDG_CACHE_HOME/agent-tools/mcp`, else
-    /// `~/.cache/agent-tools/mcp`.
-    pub fn default_location() -> ToolCache {
-        let base = absolute_env("ATIP_CACHE_DIR").unwrap_or_else(|| {
-            absolute_env("XDG_CACHE_HOME")
-                .or_else(|| absolute_env("HOME").map(|h| h.join(".cache")))
-                .unwrap_or_else(|| PathBuf::from("/tmp"))
-                .join(crate::dirs::APP_DIR)
-        });
+    /// `mcp/` in the run's cache dir ([`Dirs::cache`](crate::dirs::Dirs::cache): the one
+    /// resolver: `ATIP_CACHE_DIR`, else `$XDG_CACHE_HOME/agent-tools`, else
+    /// `~/.cache/agent-tools`).
+    pub fn of(dirs: &crate::dirs::Dirs) -> ToolCache {
         ToolCache {
-            dir: base.join("mcp"),
+            dir: dirs.cache.join("mcp"),
         }
     }
 

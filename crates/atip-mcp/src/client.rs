@@ -63,6 +63,9 @@ pub struct ClientOptions {
     /// Tell a stdio server it was started by `atip mcp serve`'s proxy
     /// ([`super::proxy::NESTED_ENV`]).
     pub mark_nested: bool,
+    /// The run's environment: what a stdio server inherits (its allowlisted variables)
+    /// and `ATIP_MCP_SERVER`. Empty by default.
+    pub env: crate::env::Env,
 }
 
 /// How a session starts (`--protocol`).
@@ -241,7 +244,7 @@ impl Session {
                 cwd,
             } => {
                 log.verbose(format!("starting {}", spec.summary()));
-                let mut std_cmd = server_command(command, args, env, cwd.as_deref());
+                let mut std_cmd = server_command(command, args, env, &opts.env, cwd.as_deref());
                 if opts.mark_nested {
                     std_cmd.env(super::proxy::NESTED_ENV, "1");
                 }

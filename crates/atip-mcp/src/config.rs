@@ -393,11 +393,10 @@ pub struct ConfigPaths {
 
 impl ConfigPaths {
     /// The global file in `config_dir`, the nearest `.mcp.json` from `cwd` upwards, and
-    /// the mcp-cli files in `$HOME/.mcp-cli/` and `cwd/mcp-cli/`.
-    pub fn locate(config_dir: &Path, cwd: &Path) -> ConfigPaths {
-        let home = std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from);
+    /// the mcp-cli files in `$HOME/.mcp-cli/` and `cwd/mcp-cli/` (`HOME` of the run's
+    /// `env`).
+    pub fn locate(config_dir: &Path, cwd: &Path, env: &crate::env::Env) -> ConfigPaths {
+        let home = env.non_empty("HOME").map(PathBuf::from);
         ConfigPaths::locate_in(config_dir, cwd, home.as_deref())
     }
 

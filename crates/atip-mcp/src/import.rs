@@ -11,6 +11,7 @@
 //! [`super::trust::location_problem`]). Must not connect.
 
 use super::config::{Loader, McpConfig};
+use crate::env::Env;
 use crate::output::{AtipError, ErrorCode};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -29,22 +30,21 @@ pub enum Host {
     Vscode,
 }
 
-fn home() -> PathBuf {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"))
-}
-
 impl Host {
-    /// Where the host keeps its servers, and under which key.
-    pub(crate) fn location(self, cwd: &Path) -> (PathBuf, &'static str) {
+    /// Where the host keeps its servers, and under which key (`HOME` and
+    /// `XDG_CONFIG_HOME` from the run's `env`).
+    pub(crate) fn location(self, cwd: &Path, env: &Env) -> (PathBuf, &'static str) {
+        let home = || {
+            env.var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/"))
+        };
         match self {
             Host::ClaudeDesktop => {
                 let mac =
                     home().join("Library/Application Support/Claude/claude_desktop_config.json");
-                let linux = std::env::var_os("XDG_CONFIG_HOME")
-                    .map(PathBuf::from)
-                    .filter(|p| p.is_absolute())
+                let linux = env
+                    .absolute_path("XDG_CONFIG_HOME")
                     .unwrap_or_else(|| home().join(".config"))
                     .join("Claude/claude_desktop_config.json");
                 (
@@ -107,16 +107,18 @@ fn read_object(path: &Path, missing_ok: bool) -> Result<Map<String, Value>, Atip
     }
 }
 
-/// Imports `host`'s servers into `target`.
+/// Imports `host`'s servers into `target`; `env` is the run's environment (where the
+/// host's file is, what `${VAR}` in an entry expands to while it is checked).
 pub fn import(
     host: Host,
     from: Option<&Path>,
     target: &Path,
     cwd: &Path,
+    env: &Env,
     force: bool,
     dry_run: bool,
 ) -> Result<ImportReport, AtipError> {
-    let (default_source, key) = host.location(cwd);
+    let (default_source, key) = host.location(cwd, env);
     let source = from.map(Path::to_path_buf).unwrap_or(default_source);
     // Imported entries land in the global file, where every variable expands: a host
     // file someone else could have written (a repository's `.vscode/mcp.json` in a
@@ -155,7 +157,7 @@ pub fn import(
         skipped: Vec::new(),
         dry_run,
     };
-    let lookup = |n: &str| std::env::var(n).ok();
+    let lookup = |n: &str| env.var(n).map(str::to_owned);
     let loader = Loader { lookup: &lookup };
     for (name, entry) in servers {
         if taken.contains(&name) && !force {
@@ -242,7 +244,16 @@ mod tests {
             json!({"mcpServers": {"b": {"command": "keep"}}}).to_string(),
         )
         .unwrap();
-        let r = import(Host::Vscode, Some(&src), &target, dir.path(), false, false).unwrap();
+        let r = import(
+            Host::Vscode,
+            Some(&src),
+            &target,
+            dir.path(),
+            &Env::capture(),
+            false,
+            false,
+        )
+        .unwrap();
         assert_eq!(r.imported, ["a"]);
         let skipped: Vec<&str> = r.skipped.iter().map(|s| s.0.as_str()).collect();
         assert_eq!(skipped, ["b", "bad"]);

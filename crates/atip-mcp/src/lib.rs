@@ -23,7 +23,7 @@
 #[allow(unused_imports)]
 pub(crate) use crate as mcp;
 #[allow(unused_imports)]
-pub(crate) use atip_base::{atomic, digest, dirs, output, timestamp, units};
+pub(crate) use atip_base::{atomic, digest, dirs, env, output, timestamp, units};
 #[allow(unused_imports)]
 pub(crate) use atip_compile as compile;
 #[allow(unused_imports)]

@@ -81,10 +81,16 @@ fn unknown_server(name: &str, config: &McpConfig) -> AtipError {
 }
 
 impl Remote {
-    /// The server to talk to: `--server`, else `ATIP_MCP_SERVER`, else `defaultServer`,
-    /// else the only one configured.
+    /// The server to talk to: `--server`, else `ATIP_MCP_SERVER` (of the run's
+    /// environment, [`ClientOptions::env`](crate::mcp::client::ClientOptions::env)), else
+    /// `defaultServer`, else the only one configured.
     pub fn select(&self, name: Option<&str>) -> Result<&ServerSpec, AtipError> {
-        let env = std::env::var(SERVER_ENV).ok().filter(|s| !s.is_empty());
+        let env = self
+            .opts
+            .env
+            .var(SERVER_ENV)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string);
         let wanted = name
             .map(str::to_string)
             .or(env)

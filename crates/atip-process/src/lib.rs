@@ -21,6 +21,8 @@ pub(crate) use crate as process;
 pub mod server;
 mod sys;
 
+pub use atip_base::env::Env;
+
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read};
@@ -43,7 +45,7 @@ pub const DEFAULT_KILL_GRACE: Duration = Duration::from_millis(200);
 /// sooner). Output a tool wrote just before exiting is kept; an escaped grandchild
 /// that holds a pipe open costs at most this long.
 pub const DRAIN_WINDOW: Duration = Duration::from_millis(100);
-/// Environment variables passed through to children (when set in atip's environment).
+/// Environment variables passed through to children (when set in the run's [`Env`]).
 pub const ENV_ALLOWLIST: &[&str] = &[
     "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "LOGNAME", "TERM",
 ];
@@ -65,6 +67,9 @@ pub struct Spawn {
     pub cwd: Option<PathBuf>,
     /// Extra environment entries on top of the allowlist.
     pub env: Vec<(OsString, OsString)>,
+    /// The run's environment the [`ENV_ALLOWLIST`] variables are taken from (and `PATH`
+    /// when `env` sets none); empty by default: the child then gets only `env`.
+    pub inherit: Env,
     /// Bytes written to stdin before it is closed; `None` = /dev/null.
     pub stdin: Option<Vec<u8>>,
     /// Set from another thread to kill the group early.
@@ -130,6 +135,7 @@ impl Spawn {
             stderr_cap: DEFAULT_STDERR_CAP,
             cwd: None,
             env: Vec::new(),
+            inherit: Env::default(),
             stdin: None,
             cancel: None,
             kill_grace: DEFAULT_KILL_GRACE,
@@ -301,10 +307,8 @@ pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for name in ENV_ALLOWLIST {
-        if let Some(value) = std::env::var_os(name) {
-            cmd.env(name, value);
-        }
+    for (name, value) in spawn.inherit.pick(ENV_ALLOWLIST.iter().copied()) {
+        cmd.env(name, value);
     }
     for (name, value) in &spawn.env {
         cmd.env(name, value);
@@ -392,7 +396,7 @@ fn resolve_program(spawn: &Spawn) -> Result<PathBuf, ProcessError> {
         .rev()
         .find(|(name, _)| name.as_os_str() == OsStr::new("PATH"))
         .map(|(_, value)| value.clone())
-        .or_else(|| std::env::var_os("PATH"));
+        .or_else(|| spawn.inherit.var_os("PATH").map(OsStr::to_owned));
     which::which_in(program, path_var, &cwd)
         .map_err(|e| not_found(format!("not found on PATH ({e})")))
 }

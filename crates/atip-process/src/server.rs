@@ -11,19 +11,19 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::time::Duration;
 
-/// A command for a server child: argv only, scrubbed environment, own session.
+/// A command for a server child: argv only, scrubbed environment (the allowlisted
+/// variables of the run's `inherit` environment plus `env`), own session.
 pub fn server_command(
     program: &str,
     args: &[String],
     env: &[(String, String)],
+    inherit: &super::Env,
     cwd: Option<&Path>,
 ) -> std::process::Command {
     let mut cmd = std::process::Command::new(program);
     cmd.args(args).env_clear();
-    for name in super::ENV_ALLOWLIST {
-        if let Some(value) = std::env::var_os(name) {
-            cmd.env(name, value);
-        }
+    for (name, value) in inherit.pick(super::ENV_ALLOWLIST.iter().copied()) {
+        cmd.env(name, value);
     }
     for (name, value) in env {
         cmd.env(OsString::from(name), OsString::from(value));

@@ -16,7 +16,7 @@
 #[allow(unused_imports)]
 pub(crate) use crate as registry;
 #[allow(unused_imports)]
-pub(crate) use atip_base::{atomic, digest, dirs, output, similar, timestamp, units};
+pub(crate) use atip_base::{atomic, digest, dirs, env, output, similar, timestamp, units};
 #[allow(unused_imports)]
 pub(crate) use atip_model::{model, schema, validate};
 

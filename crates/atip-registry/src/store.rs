@@ -243,24 +243,34 @@ pub struct CommitOptions {
 }
 
 impl Default for CommitOptions {
-    /// Lock wait from `ATIP_LOCK_TIMEOUT` (e.g. `30s`, `500ms`; default 30 s), the
-    /// current time, announcements on.
+    /// The default lock wait (30 s), the current time, announcements on.
     fn default() -> Self {
-        let lock_timeout = match std::env::var("ATIP_LOCK_TIMEOUT") {
-            Ok(v) => crate::units::parse_duration(&v).unwrap_or_else(|e| {
+        CommitOptions {
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            now: super::rfc3339_now(),
+            announce: true,
+            after: None,
+        }
+    }
+}
+
+impl CommitOptions {
+    /// The defaults with the lock wait from `ATIP_LOCK_TIMEOUT` of the run's `env` (e.g.
+    /// `30s`, `500ms`); a value that does not parse is ignored with a warning.
+    pub fn from_env(env: &crate::env::Env) -> Self {
+        let lock_timeout = match env.var("ATIP_LOCK_TIMEOUT") {
+            Some(v) => crate::units::parse_duration(v).unwrap_or_else(|e| {
                 log::warn!(
                     "ignoring ATIP_LOCK_TIMEOUT: {e}; waiting up to {} for the registry lock",
                     crate::units::format_duration(DEFAULT_LOCK_TIMEOUT)
                 );
                 DEFAULT_LOCK_TIMEOUT
             }),
-            Err(_) => DEFAULT_LOCK_TIMEOUT,
+            None => DEFAULT_LOCK_TIMEOUT,
         };
         CommitOptions {
             lock_timeout,
-            now: super::rfc3339_now(),
-            announce: true,
-            after: None,
+            ..CommitOptions::default()
         }
     }
 }

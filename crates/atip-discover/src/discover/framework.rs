@@ -221,7 +221,7 @@ pub(crate) fn convert(
     app: &TooliApp,
     name: &str,
     timeout: Duration,
-    cancel: Option<&probe::Cancel>,
+    child: probe::Child<'_>,
 ) -> Result<ProbeAnswer, ProbeFailure> {
     let site = app.dist.parent().unwrap_or(Path::new("/"));
     let site = site.to_string_lossy();
@@ -231,7 +231,7 @@ pub(crate) fn convert(
         &args,
         timeout.max(CONVERT_TIMEOUT_MIN),
         "printing the Tooli manifest",
-        cancel,
+        child,
     )?;
     let printed: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
         ProbeFailure::new(

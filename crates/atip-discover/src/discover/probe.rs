@@ -17,6 +17,16 @@ use std::time::Duration;
 /// A flag that, once set, kills running probes and stops new ones.
 pub type Cancel = Arc<AtomicBool>;
 
+/// How a probe's child runs: the scan's cancel flag and the run's environment, which
+/// the child inherits (its allowlisted variables).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Child<'a> {
+    /// Set to kill the child early.
+    pub cancel: Option<&'a Cancel>,
+    /// The environment the child's variables come from.
+    pub env: &'a crate::env::Env,
+}
+
 /// Bytes of `--help` output kept when looking for `--agent` in it.
 pub const HELP_STDOUT_CAP: usize = 256 << 10;
 
@@ -74,14 +84,14 @@ pub(crate) fn run_to_success(
     args: &[&str],
     timeout: Duration,
     what: &str,
-    cancel: Option<&Cancel>,
+    child: Child<'_>,
 ) -> Result<process::Outcome, ProbeFailure> {
     let out = run_checked(
         path,
         args,
         timeout,
         process::DEFAULT_PROBE_STDOUT_CAP,
-        cancel,
+        child,
     )?;
     if let Exit::Code(code) = out.exit
         && code != 0
@@ -104,11 +114,12 @@ pub(crate) fn run_checked(
     args: &[&str],
     timeout: Duration,
     cap: usize,
-    cancel: Option<&Cancel>,
+    child: Child<'_>,
 ) -> Result<process::Outcome, ProbeFailure> {
     let mut spawn = Spawn::new(path, args.iter().copied(), timeout);
     spawn.stdout_cap = cap;
-    spawn.cancel = cancel.cloned();
+    spawn.cancel = child.cancel.cloned();
+    spawn.inherit = child.env.clone();
     let out = process::run(&spawn)
         .map_err(|e| ProbeFailure::new(FailReason::SpawnFailed, e.to_string()))?;
     let killed = matches!(out.exit, Exit::TimedOut | Exit::Cancelled);
@@ -149,9 +160,9 @@ pub(crate) fn probe_agent(
     path: &Path,
     name: &str,
     timeout: Duration,
-    cancel: Option<&Cancel>,
+    child: Child<'_>,
 ) -> Result<ProbeAnswer, ProbeFailure> {
-    let out = run_to_success(path, &["--agent"], timeout, "`--agent`", cancel)?;
+    let out = run_to_success(path, &["--agent"], timeout, "`--agent`", child)?;
     if out.stdout.iter().all(u8::is_ascii_whitespace) {
         return Err(ProbeFailure::new(
             FailReason::NoOutput,
@@ -234,9 +245,9 @@ pub(crate) fn judge(document: Vec<u8>, name: &str) -> Result<ProbeAnswer, ProbeF
 pub(crate) fn help_mentions_agent(
     path: &Path,
     timeout: Duration,
-    cancel: Option<&Cancel>,
+    child: Child<'_>,
 ) -> Result<bool, ProbeFailure> {
-    let out = run_checked(path, &["--help"], timeout, HELP_STDOUT_CAP, cancel)?;
+    let out = run_checked(path, &["--help"], timeout, HELP_STDOUT_CAP, child)?;
     let finder = memchr_find(b"--agent");
     Ok(finder(&out.stdout) || finder(&out.stderr))
 }

@@ -158,11 +158,12 @@ impl RemoteRegistry {
     }
 }
 
-/// Where `registries.json` is read from: `ATIP_REGISTRIES` when set, else the config dir.
-pub fn path(config_dir: &Path) -> PathBuf {
-    match std::env::var_os("ATIP_REGISTRIES") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => config_dir.join(FILE),
+/// Where `registries.json` is read from: `ATIP_REGISTRIES` of the run's `env` when set,
+/// else the config dir.
+pub fn path(config_dir: &Path, env: &crate::env::Env) -> PathBuf {
+    match env.non_empty("ATIP_REGISTRIES") {
+        Some(p) => PathBuf::from(p),
+        None => config_dir.join(FILE),
     }
 }
 

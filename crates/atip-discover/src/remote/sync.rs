@@ -29,6 +29,7 @@ use super::config::{RegistriesFile, RemoteRegistry};
 use super::fetch::{FetchError, Http, Response, Validators};
 use super::sign::{TrustedKey, Verdict, verify};
 use super::{INDEX_PATH, SHIMS_PATH, SIG_SUFFIX, is_hex64};
+use crate::env::Env;
 use crate::validate::{Kind, check_bytes};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -67,24 +68,12 @@ impl Default for RemoteOptions {
     fn default() -> Self {
         RemoteOptions {
             refresh: false,
-            offline: env_flag("ATIP_OFFLINE"),
+            offline: false,
             timeout: Duration::from_secs(10),
             deadline: Duration::from_secs(120),
             jobs: 8,
         }
     }
-}
-
-/// Whether a boolean environment variable is set to a true value (`1`, `true`, `yes`, `on`).
-pub fn env_flag(name: &str) -> bool {
-    std::env::var(name)
-        .map(|v| {
-            matches!(
-                v.trim().to_ascii_lowercase().as_str(),
-                "1" | "true" | "yes" | "on"
-            )
-        })
-        .unwrap_or(false)
 }
 
 /// The cache dir's directory of one registry.
@@ -381,15 +370,19 @@ enum CatalogError {
 }
 
 impl Reg {
-    fn new(cfg: &RemoteRegistry, cache: &Path, state_dir: &Path) -> Result<Reg, String> {
+    fn new(cfg: &RemoteRegistry, cache: &Path, state_dir: &Path, env: &Env) -> Result<Reg, String> {
         let keys = cfg.keys()?;
         let token = match &cfg.auth {
-            Some(a) => Some(std::env::var(&a.token_env_var).map_err(|_| {
-                format!(
-                    "registry {:?}: the token variable {} is not set",
-                    cfg.name, a.token_env_var
-                )
-            })?),
+            Some(a) => Some(
+                env.var(&a.token_env_var)
+                    .map(str::to_owned)
+                    .ok_or_else(|| {
+                        format!(
+                            "registry {:?}: the token variable {} is not set",
+                            cfg.name, a.token_env_var
+                        )
+                    })?,
+            ),
             None => None,
         };
         let dir = registry_cache(cache, &cfg.name);
@@ -616,18 +609,20 @@ impl Remote {
     /// Reads `registries.json` and brings every enabled registry's catalog up to date
     /// (or takes it from the cache). An `Err` is a configuration error; a registry that
     /// cannot be reached is reported, not an error. `state` holds each registry's last
-    /// accepted generation.
+    /// accepted generation. `env` is the run's environment (`ATIP_REGISTRIES`, the
+    /// registries' token variables).
     pub fn open(
         config_dir: &Path,
         cache: &Path,
         state: &Path,
         opts: &RemoteOptions,
+        env: &Env,
     ) -> Result<Remote, String> {
-        let file = RegistriesFile::load(&super::config::path(config_dir))?;
+        let file = RegistriesFile::load(&super::config::path(config_dir, env))?;
         let mut me = Remote::none();
         me.opts = opts.clone();
         for cfg in file.active() {
-            me.regs.push(Reg::new(cfg, cache, state)?);
+            me.regs.push(Reg::new(cfg, cache, state, env)?);
         }
         if me.regs.is_empty() {
             return Ok(me);

@@ -55,6 +55,8 @@ pub struct Options {
     /// Render text output for documents with diagnostics while their source is at hand
     /// (`Some(colour)`), so the source never outlives the check.
     pub render_text: Option<bool>,
+    /// The run's environment, what `--exec`'s child inherits (empty by default).
+    pub env: atip_process::Env,
 }
 
 impl Default for Options {
@@ -65,6 +67,7 @@ impl Default for Options {
             timeout: DEFAULT_EXEC_TIMEOUT,
             parse_only: false,
             render_text: None,
+            env: atip_process::Env::default(),
         }
     }
 }
@@ -402,6 +405,7 @@ pub(crate) fn run_agent(program: &OsString, args: &[OsString], opts: &Options) -
     );
     let mut spawn = Spawn::new(PathBuf::from(program), argv, opts.timeout);
     spawn.stdout_cap = usize::try_from(opts.max_size).unwrap_or(usize::MAX);
+    spawn.inherit = opts.env.clone();
     let outcome = match process::run(&spawn) {
         Ok(o) => o,
         Err(e) => {
