@@ -703,3 +703,180 @@ fn json_output_has_exactly_the_documented_fields() {
     }
     assert_eq!(files.last().unwrap().path, "missing.json");
 }
+
+/// A shim for `name` as a user would write it (`binary` present, protocol 0.6).
+fn user_shim(name: &str, hash: Option<&str>) -> String {
+    let hash = hash.map_or(String::new(), |h| format!(",\"hash\":\"sha256:{h}\""));
+    format!(
+        r#"{{"atip":{{"version":"0.6"}},"name":"{name}","version":"1.0","description":"The {name} tool","binary":{{"name":"{name}","version":"1.0"{hash}}},"commands":{{"":{{"description":"Run it","effects":{{"network":false}}}}}}}}"#
+    )
+}
+
+/// `atip validate` of atip's own data dir after a real scan (name-keyed and
+/// content-addressed user shims, a tool inferred from its man page): every document is
+/// checked as what atip made it — the stored copies under `tools/<hex>.json` (named by the
+/// document's sha256, not the binary's) are not taken for content-addressed shims, the
+/// scan caches are skipped and counted, never reported as broken documents. A stored
+/// document changed afterwards is reported with its path. A remote registry tree built by
+/// `atip registry build` checks clean the same way (its manifest and catalog skipped).
+#[test]
+fn validate_of_atip_data_dir_checks_what_atip_stored() {
+    let sb = Sandbox::new();
+    let hashed = sb.script("bin/hashtool", "#!/bin/sh\necho hashed\n");
+    sb.script("bin/nametool", "#!/bin/sh\necho named\n");
+    sb.script("bin/strings", "#!/bin/sh\necho strings\n");
+    let hex = atip::digest::sha256_file(&hashed).unwrap();
+    let hex = hex.trim_start_matches("sha256:").to_owned();
+    let data = sb.data_dir();
+    sb.write("data/shims/nametool.json", user_shim("nametool", None));
+    sb.write(
+        &format!("data/shims/sha256/{hex}.json"),
+        user_shim("hashtool", Some(&hex)),
+    );
+    let page = fixtures().join("man/man1/strings.1.gz");
+    std::fs::create_dir_all(sb.path().join("man/man1")).unwrap();
+    std::fs::copy(&page, sb.path().join("man/man1/strings.1.gz")).unwrap();
+    let out = sb
+        .atip()
+        .args(["--output", "json", "scan", "--no-builtin-shims", "--path"])
+        .arg(sb.path().join("bin"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sources: BTreeSet<String> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            format!(
+                "{}={}",
+                t["name"].as_str().unwrap(),
+                t["source"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        sources,
+        BTreeSet::from([
+            "hashtool=shim-hash".to_owned(),
+            "nametool=shim".to_owned(),
+            "strings=inferred".to_owned()
+        ]),
+        "{report}"
+    );
+    // What the scan left: stored documents, caches that are not ATIP documents.
+    assert!(data.join("cache/man-dirs.json").is_file());
+    let stored = files(&data.join("tools"), ".json");
+    assert_eq!(stored.len(), 3, "{stored:?}");
+
+    let data_arg = data.to_str().unwrap();
+    let (out, reports) = validate_json(&sb, &[data_arg]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(reports.iter().all(|r| r["valid"] == true), "{reports:?}");
+    let paths: Vec<&str> = reports
+        .iter()
+        .map(|r| r["path"].as_str().unwrap())
+        .collect();
+    assert!(
+        !paths.iter().any(|p| p.ends_with("man-dirs.json")),
+        "{paths:?}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{data_arg} is an atip data dir: checked {} documents",
+            reports.len()
+        )) && stderr.contains("3 stored under the sha256 of their bytes")
+            && stderr.contains("cache/man-dirs.json (a scan cache)"),
+        "{stderr}"
+    );
+    // Text output says the same and exits 0; a path inside the data dir is read the
+    // same way (the data dir is found above it).
+    let out = validate(
+        &sb,
+        &["--output", "text", data.join("tools").to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("checked 3 documents: 3 valid, 0 invalid"),
+        "{}",
+        show(&out)
+    );
+
+    // A stored document changed after the scan, still valid JSON: reported with its path.
+    let victim = stored[0].clone();
+    let text = std::fs::read_to_string(&victim).unwrap();
+    let changed = text.replacen("\"description\":\"", "\"description\":\"Changed: ", 1);
+    assert_ne!(text, changed);
+    std::fs::write(&victim, changed).unwrap();
+    // Another one cut short.
+    let cut = stored[1].clone();
+    let bytes = std::fs::read(&cut).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let (out, reports) = validate_json(&sb, &[data_arg]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let bad: Vec<(&str, Vec<&str>)> = reports
+        .iter()
+        .filter(|r| r["valid"] == false)
+        .map(|r| {
+            (
+                r["path"].as_str().unwrap(),
+                r["diagnostics"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|d| d["rule"].as_str().unwrap())
+                    .collect(),
+            )
+        })
+        .collect();
+    let victim_path = victim.to_str().unwrap();
+    let cut_path = cut.to_str().unwrap();
+    assert_eq!(bad.len(), 2, "{bad:?}");
+    assert!(
+        bad.iter()
+            .any(|(p, rules)| *p == victim_path && rules == &["stored-hash-mismatch"]),
+        "{bad:?}"
+    );
+    assert!(
+        bad.iter().any(|(p, rules)| *p == cut_path
+            && rules.contains(&"stored-hash-mismatch")
+            && rules.contains(&"truncated-json")),
+        "{bad:?}"
+    );
+    let out = validate(&sb, &["--output", "text", data_arg]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("stored-hash-mismatch") && text.contains(victim_path),
+        "{}",
+        show(&out)
+    );
+
+    // A remote registry tree: the shims are checked (their file names against
+    // binary.hash), the manifest and catalog are skipped and named.
+    let src = sb.write(
+        &format!("regsrc/sha256/{hex}.json"),
+        user_shim("hashtool", Some(&hex)),
+    );
+    let tree = sb.path().join("tree");
+    let out = sb
+        .atip()
+        .args(["registry", "build"])
+        .arg(src.parent().unwrap().parent().unwrap())
+        .arg(&tree)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    let (out, reports) = validate_json(&sb, &[tree.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_eq!(reports[0]["kind"], "shim");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("is a remote registry tree: checked 1 document")
+            && stderr.contains(".well-known/atip-registry.json (the remote registry's manifest)")
+            && stderr.contains("shims/index.json (the remote registry's catalog)"),
+        "{stderr}"
+    );
+}

@@ -129,6 +129,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     if let Some(e) = write_error {
         return Err(atip::output::stdout_failed(e));
     }
+    for dir in &summary.atip_dirs {
+        ctx.out.note(atip_dir_line(dir));
+    }
     Ok(if summary.missing > 0 {
         ExitStatus::Error(atip::output::Category::Input)
     } else if summary.invalid > 0 || (args.deny_warnings && summary.warnings > 0) {
@@ -136,4 +139,43 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     } else {
         ExitStatus::Success
     })
+}
+
+/// What validate made of one of atip's own directories: what it checked there, and the
+/// bookkeeping files it left unchecked (counted and named, never silently).
+fn atip_dir_line(d: &atip::validate::run::AtipDir) -> String {
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let mut line = format!(
+        "{} is {}: checked {} document{} as atip uses them",
+        d.dir,
+        d.what,
+        d.checked,
+        plural(d.checked)
+    );
+    if d.stored > 0 {
+        line.push_str(&format!(
+            " ({} stored under the sha256 of their bytes, which was checked too)",
+            d.stored
+        ));
+    }
+    if d.skipped > 0 {
+        let named: Vec<String> = d
+            .skipped_files
+            .iter()
+            .map(|(f, what)| format!("{f} ({what})"))
+            .collect();
+        let more = d.skipped - named.len();
+        line.push_str(&format!(
+            "; skipped {} file{} of atip's own bookkeeping, not ATIP documents: {}{}",
+            d.skipped,
+            plural(d.skipped),
+            named.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    line
 }

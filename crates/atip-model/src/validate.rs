@@ -17,6 +17,7 @@ use std::ops::Range;
 
 mod fast;
 pub mod json;
+pub mod layout;
 pub mod locate;
 pub mod parse;
 pub mod render;

@@ -324,6 +324,12 @@ pub static RULES: &[RuleInfo] = &[
         "a shim's root name differs from binary.name",
         "leave name out (binary.name supplies it) or make them equal",
     ),
+    rule(
+        "stored-hash-mismatch",
+        E,
+        "a document atip stored under the sha256 of its bytes (tools/<hex>.json, cache/) no longer has that hash",
+        "the file was changed or damaged after atip wrote it; run `atip scan` to store it again",
+    ),
     // --exec.
     rule(
         "agent-exit-status",

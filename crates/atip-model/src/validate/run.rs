@@ -9,6 +9,7 @@
 //!
 //! Must not print: results go to the caller's `emit` callback.
 
+use super::layout::{self, Role, Root};
 use super::{Checked, Diagnostic, Kind, Severity};
 use crate::process::{self, Exit, Spawn};
 use rayon::prelude::*;
@@ -129,6 +130,27 @@ impl FileReport {
     }
 }
 
+/// One of atip's own directories among the inputs (see [`super::layout`]).
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AtipDir {
+    /// The directory.
+    pub dir: String,
+    /// What it is (`an atip data dir`, `a remote registry tree`).
+    pub what: &'static str,
+    /// Documents checked in it.
+    pub checked: usize,
+    /// Of those, documents stored under the sha256 of their bytes (name checked too).
+    pub stored: usize,
+    /// Files of atip's bookkeeping left unchecked (not ATIP documents).
+    pub skipped: usize,
+    /// The first skipped files, relative to `dir`, with what they are.
+    pub skipped_files: Vec<(String, &'static str)>,
+}
+
+/// Skipped files named in [`AtipDir::skipped_files`].
+const SKIPPED_SHOWN: usize = 5;
+
 /// Totals over a run.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
@@ -144,6 +166,9 @@ pub struct Summary {
     pub warnings: usize,
     /// Inputs that were missing or unreadable.
     pub missing: usize,
+    /// atip's own directories found among the inputs, in input order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub atip_dirs: Vec<AtipDir>,
 }
 
 impl Summary {
@@ -163,7 +188,8 @@ impl Summary {
 }
 
 enum Item {
-    File(PathBuf),
+    /// A file, with its role when it lies in one of atip's directories.
+    File(PathBuf, Role),
     Failed(FileReport),
     Stdin,
     Exec(OsString, Vec<OsString>),
@@ -173,12 +199,49 @@ fn display(path: &Path) -> String {
     path.display().to_string()
 }
 
-fn expand(input: &Input, out: &mut Vec<Item>) {
+/// Where `expand` notes atip's directories (`None`: roles are not looked at).
+type Dirs<'a> = Option<&'a mut Vec<AtipDir>>;
+
+/// Adds `file` to `out` under its role in `root`: atip's bookkeeping is counted in
+/// `dirs` instead of checked.
+fn push_file(file: PathBuf, root: Option<&Root>, dirs: &mut Dirs<'_>, out: &mut Vec<Item>) {
+    let (Some(root), Some(dirs)) = (root, dirs.as_deref_mut()) else {
+        out.push(Item::File(file, Role::Plain));
+        return;
+    };
+    let role = layout::role(root, &file);
+    let shown = root.dir.display().to_string();
+    if dirs.last().is_none_or(|d| d.dir != shown) {
+        dirs.push(AtipDir {
+            dir: shown,
+            what: root.what,
+            ..AtipDir::default()
+        });
+    }
+    let Some(dir) = dirs.last_mut() else { return };
+    match role {
+        Role::Internal(what) => {
+            dir.skipped += 1;
+            if dir.skipped_files.len() < SKIPPED_SHOWN {
+                let rel = file.strip_prefix(&root.dir).unwrap_or(&file);
+                dir.skipped_files.push((rel.display().to_string(), what));
+            }
+        }
+        role => {
+            dir.checked += 1;
+            dir.stored += usize::from(role == Role::Stored);
+            out.push(Item::File(file, role));
+        }
+    }
+}
+
+fn expand(input: &Input, out: &mut Vec<Item>, mut dirs: Dirs<'_>) {
     match input {
         Input::Stdin => out.push(Item::Stdin),
         Input::Exec { program, args } => out.push(Item::Exec(program.clone(), args.clone())),
         Input::Path(path) => match std::fs::metadata(path) {
             Ok(meta) if meta.is_dir() => {
+                let root = dirs.is_some().then(|| layout::root_of(path)).flatten();
                 for entry in walkdir::WalkDir::new(path).sort_by_file_name() {
                     match entry {
                         Ok(e) => {
@@ -187,7 +250,7 @@ fn expand(input: &Input, out: &mut Vec<Item>) {
                                 && (e.file_type().is_file()
                                     || (e.file_type().is_symlink() && p.is_file()))
                             {
-                                out.push(Item::File(e.into_path()));
+                                push_file(e.into_path(), root.as_ref(), &mut dirs, out);
                             }
                         }
                         Err(err) => {
@@ -202,7 +265,10 @@ fn expand(input: &Input, out: &mut Vec<Item>) {
                     }
                 }
             }
-            Ok(_) => out.push(Item::File(path.clone())),
+            Ok(_) => {
+                let root = dirs.is_some().then(|| layout::root_of(path)).flatten();
+                push_file(path.clone(), root.as_ref(), &mut dirs, out);
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 out.push(Item::Failed(FileReport::failed(
                     display(path),
@@ -242,11 +308,46 @@ fn too_long(path: String, cap: u64) -> FileReport {
 }
 
 fn check_source(path: String, bytes: &[u8], name: Option<&str>, opts: &Options) -> FileReport {
-    let checked = if opts.parse_only {
+    check_as(path, bytes, name, Role::Plain, opts)
+}
+
+/// Checks one document read from a file of `role` (see [`layout::role`]).
+fn check_as(
+    path: String,
+    bytes: &[u8],
+    name: Option<&str>,
+    role: Role,
+    opts: &Options,
+) -> FileReport {
+    let file_name = name;
+    let (kind, name) = match role {
+        Role::Plain => (opts.kind, name),
+        Role::As { kind, named } => (opts.kind.or(Some(kind)), name.filter(|_| named)),
+        Role::Stored | Role::Internal(_) => (opts.kind, None),
+    };
+    let mut checked = if opts.parse_only {
         super::parse_only(bytes)
     } else {
-        super::check_with(bytes, opts.kind, name, false)
+        super::check_with(bytes, kind, name, false)
     };
+    if role == Role::Stored
+        && !opts.parse_only
+        && let Some(stem) = file_name.and_then(|f| f.strip_suffix(".json"))
+    {
+        let actual = atip_base::digest::sha256_hex(bytes);
+        if actual != stem {
+            checked.diagnostics.insert(
+                0,
+                Diagnostic::new(
+                    "stored-hash-mismatch",
+                    "",
+                    format!(
+                        "atip stored this document under the sha256 of its bytes ({stem}), but its bytes now hash to {actual}: it was changed or damaged after atip wrote it"
+                    ),
+                ),
+            );
+        }
+    }
     let mut report = FileReport::from_checked(path, checked);
     if let Some(color) = opts.render_text
         && !report.diagnostics.is_empty()
@@ -328,7 +429,7 @@ fn open_regular(
     Ok((file, meta))
 }
 
-fn check_file(path: &Path, opts: &Options) -> FileReport {
+fn check_file(path: &Path, role: Role, opts: &Options) -> FileReport {
     let shown = display(path);
     let unreadable = |e: std::io::Error| {
         let missing = e.kind() == std::io::ErrorKind::NotFound;
@@ -352,7 +453,7 @@ fn check_file(path: &Path, opts: &Options) -> FileReport {
         let report = match read_capped_into(file, opts.max_size, meta.len(), buf) {
             Err(e) => unreadable(e),
             Ok(()) if buf.len() as u64 > opts.max_size => too_long(shown.clone(), opts.max_size),
-            Ok(()) => check_source(shown.clone(), buf, name, opts),
+            Ok(()) => check_as(shown.clone(), buf, name, role, opts),
         };
         if buf.capacity() > KEEP_BUFFER {
             *buf = Vec::new();
@@ -516,7 +617,7 @@ pub fn read_inputs(
 ) {
     let mut items = Vec::new();
     for input in inputs {
-        expand(input, &mut items);
+        expand(input, &mut items, None);
     }
     for item in items {
         each(read_item(item, opts));
@@ -526,7 +627,7 @@ pub fn read_inputs(
 fn read_item(item: Item, opts: &Options) -> Result<Source, FileReport> {
     match item {
         Item::Failed(r) => Err(r),
-        Item::File(path) => {
+        Item::File(path, _) => {
             let shown = display(&path);
             let (file, meta) = open_regular(&path, opts).map_err(|r| *r)?;
             let bytes = read_capped(file, opts.max_size, meta.len()).map_err(|e| {
@@ -589,7 +690,7 @@ fn read_item(item: Item, opts: &Options) -> Result<Source, FileReport> {
 
 fn check_item(item: Item, opts: &Options) -> FileReport {
     let mut report = match item {
-        Item::File(p) => check_file(&p, opts),
+        Item::File(p, role) => check_file(&p, role, opts),
         Item::Failed(r) => r,
         Item::Stdin => check_stdin(opts),
         Item::Exec(program, args) => check_exec(&program, &args, opts),
@@ -609,7 +710,7 @@ pub fn check_inputs(inputs: &[Input], opts: &Options, mut emit: impl FnMut(FileR
     let mut summary = Summary::default();
     let mut items = Vec::new();
     for input in inputs {
-        expand(input, &mut items);
+        expand(input, &mut items, Some(&mut summary.atip_dirs));
     }
     let mut items = items.into_iter().peekable();
     while items.peek().is_some() {
