@@ -790,12 +790,12 @@ fn json_output_is_capped_at_256_kb() {
         v["warning"]
     );
     let tools = v["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 308, "schemas are cut before tools");
+    assert_eq!(tools.len(), 309, "schemas are cut before tools");
     assert!(tools.iter().any(|t| t.get("inputSchema").is_none()));
     assert!(tools[0].get("inputSchema").is_some());
     // Text output is not capped: every tool, one line each.
     let o = run(&sb, &["tools"]);
-    assert_eq!(out(&o).lines().count(), 308);
+    assert_eq!(out(&o).lines().count(), 309);
     // tool-search under a small cap: schemas first, then results.
     let o = run(
         &sb,
@@ -1128,4 +1128,109 @@ fn atips_own_streamable_http_server_through_explicit_mode() {
     );
     code(&o, 3);
     assert!(!err(&o).contains("wrong-token"), "{}", show(&o));
+}
+
+/// §5.1 `--compact` with the configurable allowlist/denylist and §5.4 the output cap set
+/// by config (`compact`, `maxOutputBytes`): the denylist reaches `structuredContent` and
+/// JSON text blocks, the allowlist keeps what the built-in rule drops, `--max-output`
+/// wins over the key, a later file's list replaces an earlier one's, a misspelt key is a
+/// config error (exit 2), and `atip mcp call --compact` reads the same settings.
+#[test]
+fn compact_lists_and_the_output_cap_come_from_the_config() {
+    let Some((sb, py)) = sandbox() else { return };
+    let servers = json!({"cli": cli_entry(&py, "ok")});
+    global(
+        &sb,
+        &json!({"servers": servers, "compact": {"denylist": ["logs", "trace"], "allowlist": ["_meta"]},
+                "maxOutputBytes": 4096}),
+    );
+    let call = |extra: &[&str]| {
+        let mut args = vec!["call", "build_report", "--args", "{}"];
+        args.extend_from_slice(extra);
+        run(&sb, &args)
+    };
+    // As received without --compact.
+    let o = call(&[]);
+    code(&o, 0);
+    let v = json_out(&o);
+    assert_eq!(v["structuredContent"]["logs"].as_array().unwrap().len(), 50);
+    // --compact: the denylist goes everywhere, the allowlist keeps `_meta`.
+    let o = call(&["--compact"]);
+    code(&o, 0);
+    let v = json_out(&o);
+    assert_eq!(v["structuredContent"], json!({"failed": 2}), "{v}");
+    let text: Value = serde_json::from_str(v["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text, json!({"summary": "2 failed"}));
+    assert_eq!(v["_meta"], json!({"server": "cli-fixture"}));
+    // The cap from the config: a 20 KB text comes back within 4 KiB; --max-output wins.
+    let o = run(&sb, &["call", "big", "--args", r#"{"n": 20000}"#]);
+    code(&o, 0);
+    assert!(o.stdout.len() <= 4096 + 1, "{}", o.stdout.len());
+    let o = run(
+        &sb,
+        &[
+            "call",
+            "big",
+            "--args",
+            r#"{"n": 20000}"#,
+            "--max-output",
+            "64KiB",
+        ],
+    );
+    code(&o, 0);
+    assert!(o.stdout.len() > 20000, "{}", o.stdout.len());
+    // A trusted project file's list replaces the global one (lists are not merged).
+    let p = project_file(
+        &sb,
+        "config.json",
+        &json!({"compact": {"denylist": ["trace"]}}).to_string(),
+    );
+    atip_trust(&sb, &p);
+    let v = json_out(&call(&["--compact"]));
+    assert_eq!(v["structuredContent"]["logs"].as_array().unwrap().len(), 50);
+    assert!(v["structuredContent"].get("trace").is_none(), "{v}");
+    assert_eq!(
+        v["_meta"],
+        json!({"server": "cli-fixture"}),
+        "allowlist kept"
+    );
+    // A misspelt list is an error naming it, never ignored.
+    std::fs::remove_file(&p).unwrap();
+    global(
+        &sb,
+        &json!({"servers": servers, "compact": {"denyList": ["logs"]}}),
+    );
+    let o = call(&["--compact"]);
+    code(&o, 2);
+    assert!(err(&o).contains("compact.denyList"), "{}", err(&o));
+    // atip's own `mcp call --compact` reads its mcp.json's lists the same way.
+    sb.write(
+        "config/mcp.json",
+        json!({"mcpServers": {"cli": cli_entry(&py, "ok")}, "compact": {"denylist": ["logs"]}})
+            .to_string(),
+    );
+    std::fs::remove_file(sb.path().join("home/.mcp-cli/config.json")).unwrap();
+    let o = sb
+        .atip()
+        .args([
+            "--output",
+            "json",
+            "mcp",
+            "call",
+            "build_report",
+            "--server",
+            "cli",
+        ])
+        .args(["--args", "{}", "--compact", "--yes"])
+        .current_dir(sb.path().join("proj"))
+        .output()
+        .unwrap();
+    code(&o, 0);
+    let v = json_out(&o);
+    assert_eq!(
+        v["structuredContent"],
+        json!({"failed": 2, "trace": {"spans": [1, 2, 3]}}),
+        "{v}"
+    );
+    assert!(v.get("_meta").is_none(), "{v}");
 }

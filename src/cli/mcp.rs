@@ -220,9 +220,10 @@ pub struct CallArgs {
     /// Drop large fields from the result (see spec/mcp-client.md, "--compact").
     #[arg(long)]
     compact: bool,
-    /// Cap on each text block and payload of the result, e.g. `256KiB`.
-    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = parse_size)]
-    max_output: usize,
+    /// Cap on each text block and payload of the result, e.g. `256KiB` (default: the
+    /// config's `maxOutputBytes`, else 1 MiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    max_output: Option<usize>,
 }
 
 /// `atip mcp ping`.
@@ -853,10 +854,15 @@ async fn call(a: CallArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
             &policy,
             &audit,
             &mut confirm,
-            a.max_output,
+            a.max_output
+                .or(r
+                    .config
+                    .max_output
+                    .map(|n| usize::try_from(n).unwrap_or(usize::MAX)))
+                .unwrap_or(CALL_MAX_OUTPUT),
         )
         .await?;
-    print_result(&called.result, a.compact, ctx)?;
+    print_result(&called.result, a.compact.then_some(&r.config.compact), ctx)?;
     if r.opts.verbose {
         ctx.out.stderr(&format!(
             "atip mcp: [{}] tools/call {} took {} ms\n",
@@ -872,15 +878,20 @@ async fn call(a: CallArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     })
 }
 
-/// Prints a call result: the JSON as received (or compacted), or its text for people.
+/// `atip mcp call`'s cap on each text and payload when neither `--max-output` nor the
+/// config's `maxOutputBytes` sets one.
+const CALL_MAX_OUTPUT: usize = 1 << 20;
+
+/// Prints a call result: the JSON as received (or compacted under these settings), or
+/// its text for people.
 pub fn print_result(
     result: &rmcp::model::CallToolResult,
-    compact: bool,
+    compact: Option<&atip::mcp::config::CompactSettings>,
     ctx: &Ctx,
 ) -> Result<(), AtipError> {
     if ctx.output.is_json() {
-        let v = if compact {
-            tools::compact(result)
+        let v = if let Some(settings) = compact {
+            tools::compact(result, settings)
         } else {
             serde_json::to_value(result).unwrap_or(Value::Null)
         };
@@ -1058,7 +1069,7 @@ pub fn exec_flat(
                 atip::exec::DEFAULT_OUTPUT_CAP,
             )
             .await?;
-        print_result(&called.result, false, ctx)?;
+        print_result(&called.result, None, ctx)?;
         Ok(if called.result.is_error == Some(true) {
             ExitStatus::Failure
         } else {

@@ -545,8 +545,13 @@ fn select(r: &Remote, g: &Global) -> Result<ServerSpec, AtipError> {
     })
 }
 
-fn max_output(g: &Global) -> usize {
-    g.max_output.unwrap_or(DEFAULT_MAX_OUTPUT)
+/// The JSON output cap: `--max-output`, else the config's `maxOutputBytes`, else 256 KiB.
+fn max_output(g: &Global, config: &McpConfig) -> usize {
+    g.max_output
+        .or(config
+            .max_output
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)))
+        .unwrap_or(DEFAULT_MAX_OUTPUT)
 }
 
 /// JSON on stdout: one line, or indented with `--pretty`.
@@ -701,7 +706,7 @@ async fn list_tools(g: &Global, refresh: bool, ctx: &Ctx) -> Result<ExitStatus, 
     if ctx.output.is_json() {
         let mut v = json!({"server": spec.name, "cached": listing.from_cache,
                            "tools": listing.cached.tools});
-        cap_list(&mut v, "tools", "inputSchema", max_output(g));
+        cap_list(&mut v, "tools", "inputSchema", max_output(g, &r.config));
         return emit(&v, g, ctx).map(|_| code::OK);
     }
     let mut out = String::new();
@@ -734,7 +739,7 @@ async fn describe(g: &Global, name: &str, ctx: &Ctx) -> Result<ExitStatus, AtipE
     }
     if ctx.output.is_json() {
         let mut v = serde_json::to_value(&tool).unwrap_or(Value::Null);
-        fit_strings(&mut v, max_output(g));
+        fit_strings(&mut v, max_output(g, &r.config));
         return emit(&v, g, ctx).map(|_| code::OK);
     }
     let mut out = String::new();
@@ -914,7 +919,7 @@ async fn tool_search(g: &Global, a: SearchArgs, ctx: &Ctx) -> Result<ExitStatus,
         .collect();
     let mut v = json!({"query": query, "server": spec.name, "results": results});
     if ctx.output.is_json() {
-        cap_list(&mut v, "results", "inputSchema", max_output(g));
+        cap_list(&mut v, "results", "inputSchema", max_output(g, &r.config));
         return emit(&v, g, ctx).map(|_| code::OK);
     }
     let mut out = String::new();
@@ -976,7 +981,7 @@ async fn call(g: &Global, a: CallArgs, ctx: &Ctx) -> Result<ExitStatus, AtipErro
             super::mcp::prompt(p, d)
         }
     };
-    let cap = max_output(g);
+    let cap = max_output(g, &r.config);
     // Each text and payload is cut to leave room for the result around it.
     let per_block = cap.saturating_sub(2 * WARNING_ROOM).max(1024);
     let called = r
@@ -1001,7 +1006,7 @@ async fn call(g: &Global, a: CallArgs, ctx: &Ctx) -> Result<ExitStatus, AtipErro
     }
     if ctx.output.is_json() {
         let mut v = if a.compact {
-            tools::compact(&called.result)
+            tools::compact(&called.result, &r.config.compact)
         } else {
             serde_json::to_value(&called.result).unwrap_or(Value::Null)
         };
@@ -1014,7 +1019,7 @@ async fn call(g: &Global, a: CallArgs, ctx: &Ctx) -> Result<ExitStatus, AtipErro
             ctx.out.note("the MCP tool reported an error (isError)");
         }
     } else {
-        super::mcp::print_result(&called.result, a.compact, ctx)?;
+        super::mcp::print_result(&called.result, a.compact.then_some(&r.config.compact), ctx)?;
     }
     Ok(if called.result.is_error == Some(true) {
         code::TOOL
@@ -1043,7 +1048,7 @@ async fn ping(g: &Global, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         "rttMs": (rtt.as_secs_f64() * 1000.0 * 100.0).round() / 100.0,
     });
     if ctx.output.is_json() {
-        fit_strings(&mut v, max_output(g));
+        fit_strings(&mut v, max_output(g, &r.config));
         return emit(&v, g, ctx).map(|_| code::OK);
     }
     let field = |p: &str| {

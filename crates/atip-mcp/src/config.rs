@@ -244,6 +244,56 @@ impl Default for ToolSearchSettings {
     }
 }
 
+/// `compact` settings: what `--compact` drops from a call's result besides its built-in
+/// rule (`tools::compact`). Named as the mcp-cli document names them.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct CompactSettings {
+    /// Keys kept whatever the built-in rule says (`_meta`, `annotations`, `data`, `blob`,
+    /// `text` uncut).
+    pub allowlist: Vec<String>,
+    /// Keys removed wherever they are in the result, `structuredContent` and JSON text
+    /// blocks included.
+    pub denylist: Vec<String>,
+}
+
+/// Reads a `compact` object: `allowlist` and `denylist`, lists of key names. A list
+/// replaces an earlier file's (lists are not merged); any other key is an error, so a
+/// misspelt list is never silently ignored.
+fn read_compact(path: &Path, v: &Value, out: &mut CompactSettings) -> Result<(), AtipError> {
+    let obj = v
+        .as_object()
+        .ok_or_else(|| config_error(path, "compact must be an object"))?;
+    for (key, list) in obj {
+        let slot = match key.as_str() {
+            "allowlist" => &mut out.allowlist,
+            "denylist" => &mut out.denylist,
+            other => {
+                return Err(config_error(
+                    path,
+                    format!(
+                        "compact.{other} is not a setting (compact takes allowlist and denylist)"
+                    ),
+                ));
+            }
+        };
+        let names = list
+            .as_array()
+            .and_then(|a| {
+                a.iter()
+                    .map(|n| n.as_str().filter(|s| !s.is_empty()).map(str::to_owned))
+                    .collect::<Option<Vec<String>>>()
+            })
+            .ok_or_else(|| {
+                config_error(
+                    path,
+                    format!("compact.{key} must be a list of key names (non-empty strings)"),
+                )
+            })?;
+        *slot = names;
+    }
+    Ok(())
+}
+
 /// The merged configuration.
 #[derive(Debug, Clone, Default)]
 pub struct McpConfig {
@@ -255,6 +305,10 @@ pub struct McpConfig {
     pub cache: CacheSettings,
     /// Tool search defaults.
     pub tool_search: ToolSearchSettings,
+    /// `--compact`'s allowlist and denylist (the later file wins, per list).
+    pub compact: CompactSettings,
+    /// `maxOutputBytes`: the output cap when `--max-output` is not given.
+    pub max_output: Option<u64>,
     /// Files read, in order.
     pub files: Vec<PathBuf>,
     /// Non-fatal problems (missing variables, skipped entries).
@@ -756,12 +810,38 @@ impl Loader<'_> {
             }
         }
         // Settings of a file that only adds servers are checked but not applied.
-        let mut settings = (cfg.cache.clone(), cfg.tool_search.clone());
-        let (cache, tool_search) = if scope.settings {
-            (&mut cfg.cache, &mut cfg.tool_search)
+        let mut settings = (
+            cfg.cache.clone(),
+            cfg.tool_search.clone(),
+            cfg.compact.clone(),
+            cfg.max_output,
+        );
+        let (cache, tool_search, compact, max_output) = if scope.settings {
+            (
+                &mut cfg.cache,
+                &mut cfg.tool_search,
+                &mut cfg.compact,
+                &mut cfg.max_output,
+            )
         } else {
-            (&mut settings.0, &mut settings.1)
+            (
+                &mut settings.0,
+                &mut settings.1,
+                &mut settings.2,
+                &mut settings.3,
+            )
         };
+        if let Some(c) = doc.get("compact") {
+            read_compact(path, c, compact)?;
+        }
+        if let Some(v) = doc.get("maxOutputBytes") {
+            *max_output = Some(v.as_u64().filter(|n| *n > 0).ok_or_else(|| {
+                config_error(
+                    path,
+                    "maxOutputBytes must be a whole number of bytes above 0",
+                )
+            })?);
+        }
         if let Some(c) = doc.get("cache") {
             let c = c
                 .as_object()

@@ -8,6 +8,7 @@
 //! `Policy::evaluate`, and the `--compact` rule for results. Must not connect or print.
 
 use crate::compile::{FlatTool, Param, ParamOrigin, safety};
+use crate::config::CompactSettings;
 use crate::exec::policy::{CallFacts, Decision, Policy};
 use crate::exec::trust::{TrustFacts, TrustLevel};
 use crate::model::{Effects, ParamType};
@@ -190,14 +191,21 @@ pub fn to_flat(server: &str, tool: &Tool, trust_hints: bool) -> FlatTool {
     }
 }
 
-/// The `--compact` rule: drop `_meta` everywhere and content `annotations`; replace
-/// image/audio `data` and embedded blob resources with a size note; drop text blocks
-/// that repeat `structuredContent` (the spec asks servers to send both); cut other text
-/// blocks past [`COMPACT_TEXT`] bytes.
-pub fn compact(result: &CallToolResult) -> Value {
+/// The `--compact` rule: drop `_meta` (result, blocks, resources) and content
+/// `annotations`; replace image/audio `data` and embedded blob resources with a size
+/// note; drop text blocks that repeat `structuredContent` (the spec asks servers to send
+/// both); cut other text blocks past [`COMPACT_TEXT`] bytes. Then the config's
+/// `compact.denylist` keys go wherever they are — `structuredContent` and text blocks
+/// holding a JSON document included (their logs, traces) — and a key in
+/// `compact.allowlist` is kept whatever the rules above say (`_meta`, `annotations`,
+/// `data`, `blob`, `text` uncut).
+pub fn compact(result: &CallToolResult, settings: &CompactSettings) -> Value {
+    let kept = |key: &str| settings.allowlist.iter().any(|k| k == key);
     let mut v = serde_json::to_value(result).unwrap_or(Value::Null);
     let structured = v.get("structuredContent").cloned();
-    if let Some(obj) = v.as_object_mut() {
+    if let Some(obj) = v.as_object_mut()
+        && !kept("_meta")
+    {
         obj.remove("_meta");
     }
     if let Some(blocks) = v.get_mut("content").and_then(Value::as_array_mut) {
@@ -208,27 +216,80 @@ pub fn compact(result: &CallToolResult) -> Value {
         });
         for b in blocks.iter_mut() {
             let Some(m) = b.as_object_mut() else { continue };
-            m.remove("_meta");
-            m.remove("annotations");
-            for key in ["data"] {
-                if let Some(Value::String(d)) = m.get(key) {
-                    let note = format!("[atip: {} bytes of base64 omitted]", d.len());
-                    m.insert(key.into(), Value::String(note));
+            for key in ["_meta", "annotations"] {
+                if !kept(key) {
+                    m.remove(key);
                 }
             }
+            if !kept("data")
+                && let Some(Value::String(d)) = m.get("data")
+            {
+                let note = format!("[atip: {} bytes of base64 omitted]", d.len());
+                m.insert("data".into(), Value::String(note));
+            }
             if let Some(Value::Object(res)) = m.get_mut("resource") {
-                res.remove("_meta");
-                if let Some(Value::String(d)) = res.get("blob") {
+                if !kept("_meta") {
+                    res.remove("_meta");
+                }
+                if !kept("blob")
+                    && let Some(Value::String(d)) = res.get("blob")
+                {
                     let note = format!("[atip: {} bytes of base64 omitted]", d.len());
                     res.insert("blob".into(), Value::String(note));
                 }
             }
             if let Some(Value::String(t)) = m.get_mut("text") {
-                cut_text(t, COMPACT_TEXT);
+                deny_in_json_text(t, settings);
+                if !kept("text") {
+                    cut_text(t, COMPACT_TEXT);
+                }
             }
         }
     }
+    if let Some(s) = v.get_mut("structuredContent") {
+        deny(s, settings);
+    }
     v
+}
+
+/// Removes the `compact.denylist` keys from every object in `v` (explicit stack: a
+/// server's result may nest deeply).
+fn deny(v: &mut Value, settings: &CompactSettings) {
+    if settings.denylist.is_empty() {
+        return;
+    }
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(m) => {
+                m.retain(|k, _| {
+                    !settings.denylist.iter().any(|d| d == k)
+                        || settings.allowlist.iter().any(|a| a == k)
+                });
+                stack.extend(m.values_mut());
+            }
+            Value::Array(a) => stack.extend(a.iter_mut()),
+            _ => {}
+        }
+    }
+}
+
+/// A text block that holds one JSON object or array loses the denied keys too (servers
+/// often send their structured answer as JSON text); other text is left alone.
+fn deny_in_json_text(t: &mut String, settings: &CompactSettings) {
+    if settings.denylist.is_empty() || !t.trim_start().starts_with(['{', '[']) {
+        return;
+    }
+    let Ok(mut doc) = serde_json::from_str::<Value>(t) else {
+        return;
+    };
+    let before = doc.clone();
+    deny(&mut doc, settings);
+    if doc != before
+        && let Ok(s) = serde_json::to_string(&doc)
+    {
+        *t = s;
+    }
 }
 
 /// Cuts `t` to at most `max` bytes (on a character boundary) with a marker.
@@ -376,7 +437,7 @@ mod tests {
                 {"type": "text", "text": "x".repeat(COMPACT_TEXT + 5)}],
             "structuredContent": {"a": 1},
             "_meta": {"big": true}})).unwrap();
-        let c = compact(&r);
+        let c = compact(&r, &CompactSettings::default());
         let blocks = c["content"].as_array().unwrap();
         assert_eq!(blocks.len(), 2);
         assert_eq!(blocks[0]["data"], "[atip: 4 bytes of base64 omitted]");
@@ -384,5 +445,40 @@ mod tests {
         assert!(blocks[1]["text"].as_str().unwrap().contains("truncated"));
         assert!(c.get("_meta").is_none());
         assert_eq!(c["structuredContent"], json!({"a": 1}));
+        // The allowlist keeps what the rules would drop or shorten.
+        let keep = CompactSettings {
+            allowlist: vec!["_meta".into(), "data".into(), "text".into()],
+            denylist: Vec::new(),
+        };
+        let c = compact(&r, &keep);
+        let blocks = c["content"].as_array().unwrap();
+        assert_eq!(blocks[0]["data"], "QUJD");
+        assert_eq!(blocks[1]["text"].as_str().unwrap().len(), COMPACT_TEXT + 5);
+        assert_eq!(c["_meta"], json!({"big": true}));
+        assert!(blocks[0].get("annotations").is_none());
+    }
+
+    #[test]
+    fn the_denylist_reaches_structured_content_and_json_text() {
+        let r: CallToolResult = serde_json::from_value(json!({
+            "content": [
+                {"type": "text", "text": "{\"ok\":true,\"logs\":[\"l1\",\"l2\"],\"deep\":[{\"logs\":1,\"x\":2}]}"},
+                {"type": "text", "text": "plain logs text"}],
+            "structuredContent": {"ok": true, "logs": ["l1"], "trace": {"id": 1}, "n": {"logs": 3}}})).unwrap();
+        let s = CompactSettings {
+            denylist: vec!["logs".into(), "trace".into()],
+            allowlist: Vec::new(),
+        };
+        let c = compact(&r, &s);
+        assert_eq!(c["structuredContent"], json!({"ok": true, "n": {}}));
+        let blocks = c["content"].as_array().unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(blocks[0]["text"].as_str().unwrap()).unwrap(),
+            json!({"ok": true, "deep": [{"x": 2}]})
+        );
+        assert_eq!(blocks[1]["text"], "plain logs text");
+        // Without a denylist the tool's own fields are left as received.
+        let c = compact(&r, &CompactSettings::default());
+        assert_eq!(c["structuredContent"]["logs"], json!(["l1"]));
     }
 }
