@@ -869,6 +869,13 @@ fn explicit_mode_and_streamable_http_against_real_servers() {
     let url = format!("http://127.0.0.1:{port}/mcp");
     let o = run(&sb, &["--http-url", &url, "ping"]);
     code(&o, 3);
+    // Said in words, without rmcp's Rust type names (issue 33 item 5:
+    // `Transport [atip::mcp::client::Traced<rmcp::transport::…>] error`).
+    assert!(
+        err(&o).contains("transport error") && !err(&o).contains("::"),
+        "{}",
+        show(&o)
+    );
 
     let Some(bin) = everything_bin() else { return };
     let mut server = Command::new(&bin);

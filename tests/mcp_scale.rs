@@ -577,3 +577,35 @@ async fn call_log_names_an_outcome_for_tools_without_an_exit_code() {
     assert!(text.contains("atip mcp: t_json: exit 0 ("), "{text}");
     assert!(!text.contains("exit ?"), "{text}");
 }
+
+/// The same for proxied tools (issue 33 item 5): a configured MCP server's tool has no
+/// exit code either; the line says `ok`, or `tool error` for its `isError`, never `exit ?`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_log_names_an_outcome_for_proxied_tools() {
+    let Some(sb) = sandbox_with_t_and_fake() else {
+        return;
+    };
+    let log = sb.path().join("server.log");
+    let mut cmd = sb.atip();
+    cmd.args(["-v", "mcp", "serve"]);
+    let file = std::fs::File::create(&log).unwrap();
+    let c = ().serve(mcp_child(cmd, Stdio::from(file))).await.unwrap();
+    let r = c
+        .call_tool(call("mcp__fake__echo", json!({"message": "hi"})))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, None, "{r:?}");
+    let r = c
+        .call_tool(call("mcp__fake__fail", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true), "{r:?}");
+    c.cancel().await.unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("atip mcp: mcp__fake__echo: ok ("), "{text}");
+    assert!(
+        text.contains("atip mcp: mcp__fake__fail: tool error ("),
+        "{text}"
+    );
+    assert!(!text.contains("exit ?"), "{text}");
+}
