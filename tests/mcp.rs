@@ -350,17 +350,17 @@ async fn cancellation_kills_the_running_group() {
         .send_cancellable_request(req, PeerRequestOptions::no_options())
         .await
         .unwrap();
+    // The shell creates the file before it writes the pid: wait for a whole number.
     let pidfile = sb.path().join("grandchild.pid");
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !pidfile.exists() && Instant::now() < deadline {
+    let pid: i32 = loop {
+        let read = std::fs::read_to_string(&pidfile).unwrap_or_default();
+        if let Some(pid) = read.strip_suffix('\n').and_then(|p| p.parse().ok()) {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "no pid in {}", pidfile.display());
         tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let pid: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    };
     assert!(alive(pid));
     let start = Instant::now();
     handle

@@ -1026,7 +1026,10 @@ fn link_cli_is_idempotent_and_refuses_to_overwrite() {
         assert!(out(&o).starts_with("mcp "), "{}", show(&o));
     }
     // strictEnv: a missing variable is a config error (2) instead of a warning.
-    let Some(py) = python() else { return };
+    let Some(py) = python() else {
+        common::skip("python3 not found");
+        return;
+    };
     global(
         &sb,
         &json!({"servers": {"s": {"command": py, "args": ["${NOT_SET_X}"]}}}),

@@ -184,7 +184,18 @@ fn tools_are_cached_with_a_ttl_and_no_cache_bypasses_it() {
 
     let o = run(&sb, &["mcp", "tools", "--output", "json", "--no-cache"]);
     assert_eq!(json_out(&o)["servers"][0]["cached"], false);
-    std::thread::sleep(Duration::from_millis(1100));
+    // The list ages past the TTL: its fetch time moved 2 s back, not a real wait.
+    let cached = std::fs::read_dir(sb.path().join("cache/mcp"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut list: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&cached).unwrap()).unwrap();
+    let fetched = list["fetchedAtMs"].as_u64().expect("fetchedAtMs");
+    list["fetchedAtMs"] = (fetched - 2000).into();
+    std::fs::write(&cached, serde_json::to_vec(&list).unwrap()).unwrap();
     let o = run(
         &sb,
         &["mcp", "tools", "--output", "json", "--cache-ttl", "1"],

@@ -224,9 +224,16 @@ fn unchanged_commit_skips_the_write() {
     };
     run_commit(&data, &first);
     let reg = data.join("registry.json");
+    // An old mtime, so a rewrite would show even within the clock's tick (no sleep).
+    let old = std::time::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    fs::File::options()
+        .write(true)
+        .open(&reg)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
     let before = fs::metadata(&reg).unwrap();
     let bytes_before = fs::read(&reg).unwrap();
-    std::thread::sleep(Duration::from_millis(20));
 
     // Unchanged, and the same Fresh document again: neither rewrites registry.json.
     for found in [unchanged("gh", &gh), fresh("gh", &gh, doc("gh", "1", 0))] {
@@ -245,7 +252,10 @@ fn unchanged_commit_skips_the_write() {
         assert_eq!(names(&report.unchanged), ["gh"]);
         let after = fs::metadata(&reg).unwrap();
         assert_eq!(after.ino(), before.ino(), "registry.json was replaced");
-        assert_eq!(after.mtime_nsec(), before.mtime_nsec());
+        assert_eq!(
+            (after.mtime(), after.mtime_nsec()),
+            (before.mtime(), before.mtime_nsec())
+        );
         assert_eq!(
             fs::read(&reg).unwrap(),
             bytes_before,
@@ -495,13 +505,14 @@ fn child_process_entry() {
             };
             finish(commit(&dirs, &update, &o))
         }
-        // Hold the writer lock for CHILD_HOLD_MS.
+        // Hold the writer lock until the test closes our stdin (or exits).
         "hold-lock" => {
             fs::create_dir_all(&data).unwrap();
             let lock = atip::registry::RegistryLock::acquire(&data, Duration::ZERO, false).unwrap();
             assert!(lock.is_locked());
             println!("LOCKED");
-            std::thread::sleep(Duration::from_millis(env("CHILD_HOLD_MS").parse().unwrap()));
+            let mut rest = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut rest).unwrap();
             drop(lock);
             std::process::exit(0)
         }
@@ -652,10 +663,29 @@ fn eight_processes_commit_at_once_and_every_tool_survives() {
     assert_eq!(index.tools.keys().cloned().collect::<Vec<_>>(), expected);
 }
 
-fn spawn_lock_holder(data: &Path, hold_ms: u64) -> std::process::Child {
+/// A child process holding the registry lock of `data` until [`LockHolder::release`]
+/// (or drop): tests wait on events, not on a guessed hold time.
+struct LockHolder(std::process::Child);
+
+impl LockHolder {
+    /// Closes the holder's stdin, so it drops the lock and exits; waits for it.
+    fn release(mut self) {
+        drop(self.0.stdin.take());
+        assert!(self.0.wait().unwrap().success());
+    }
+}
+
+impl Drop for LockHolder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_lock_holder(data: &Path) -> LockHolder {
     use std::io::BufRead;
     let mut holder = child("hold-lock", data)
-        .env("CHILD_HOLD_MS", hold_ms.to_string())
+        .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -665,23 +695,49 @@ fn spawn_lock_holder(data: &Path, hold_ms: u64) -> std::process::Child {
         line.clear();
         assert!(reader.read_line(&mut line).unwrap() > 0, "holder died");
     }
-    holder
+    LockHolder(holder)
+}
+
+/// Reads `child`'s stderr until a line contains `what`; returns what was read.
+fn stderr_until(child: &mut std::process::Child, what: &str) -> String {
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "stderr closed before {what:?}: {seen}"
+        );
+        seen.push_str(&line);
+        if line.contains(what) {
+            // The rest of stderr is read by whoever waits for the child.
+            child.stderr = Some(reader.into_inner());
+            return seen;
+        }
+    }
 }
 
 #[test]
 fn second_writer_waits_for_the_lock_and_says_so() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let mut holder = spawn_lock_holder(&data, 700);
-    let started = std::time::Instant::now();
-    let out = child("commit-one", &data)
+    let holder = spawn_lock_holder(&data);
+    let mut waiter = child("commit-one", &data)
         .env("CHILD_BIN", tmp.path().join("bin"))
         .env("CHILD_NAME", "waiter")
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    let waited = started.elapsed();
+    let said = stderr_until(&mut waiter, "another atip run holds the registry lock");
+    // The lock is still held: the waiter cannot have committed.
+    assert!(waiter.try_wait().unwrap().is_none(), "did not wait: {said}");
+    assert!(!data.join("registry.json").exists());
+    holder.release();
+    let out = waiter.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", common::show(&out));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = said + &String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         stderr
             .matches("another atip run holds the registry lock")
@@ -690,11 +746,6 @@ fn second_writer_waits_for_the_lock_and_says_so() {
         "said once: {stderr}"
     );
     assert!(stderr.contains("registry.lock"), "{stderr}");
-    assert!(
-        waited >= Duration::from_millis(400),
-        "did not wait: {waited:?}"
-    );
-    holder.wait().unwrap();
     assert_valid(&data);
 }
 
@@ -702,23 +753,20 @@ fn second_writer_waits_for_the_lock_and_says_so() {
 fn lock_wait_has_a_limit_and_fails_as_temporary() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let mut holder = spawn_lock_holder(&data, 3000);
-    let started = std::time::Instant::now();
+    // The lock is held until the waiter has exited: only its own limit can end its wait.
+    let holder = spawn_lock_holder(&data);
     let out = child("commit-one", &data)
         .env("CHILD_BIN", tmp.path().join("bin"))
         .env("CHILD_NAME", "impatient")
         .env("CHILD_LOCK_TIMEOUT", "300ms")
         .output()
         .unwrap();
-    let waited = started.elapsed();
-    holder.kill().unwrap();
-    holder.wait().unwrap();
+    holder.release();
     assert_eq!(out.status.code(), Some(75), "{}", common::show(&out));
     let err = stdout_line(&out, "ERROR:");
     assert_eq!(err["code"], "registry_locked");
     assert_eq!(err["category"], "temporary");
     assert_eq!(err["retryable"], true);
-    assert!(waited < Duration::from_millis(2500), "{waited:?}");
     assert!(!data.join("registry.json").exists());
 }
 
@@ -1633,21 +1681,45 @@ fn list_text_neutralises_terminal_escapes_from_descriptions() {
 fn the_cli_prints_the_lock_wait_once_through_its_printer() {
     // The library only reports the wait; `atip scan` prints it as its own note, once, and
     // not at all with --quiet.
-    for (quiet, expected) in [(false, 1), (true, 0)] {
-        let sb = common::Sandbox::new();
-        let mut holder = spawn_lock_holder(&sb.data_dir(), 600);
+    // Both scans wait on one holder: the quiet one starts first and holds the lock file
+    // open (it is in its wait) before the other's note says the lock is still held.
+    let sb = common::Sandbox::new();
+    let holder = spawn_lock_holder(&sb.data_dir());
+    let scan = |quiet: bool| {
         let mut cmd = sb.atip();
         if quiet {
             cmd.arg("--quiet");
         }
-        let out = cmd
-            .args(["scan", "--output", "json"])
+        cmd.args(["scan", "--output", "json"])
             .env("PATH", sb.path().join("empty-bin"))
-            .output()
-            .unwrap();
-        holder.wait().unwrap();
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let quiet = scan(true);
+    let lock = sb.data_dir().join("registry.lock");
+    let fds = format!("/proc/{}/fd", quiet.id());
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    while !fs::read_dir(&fds)
+        .unwrap()
+        .any(|e| fs::read_link(e.unwrap().path()).is_ok_and(|t| t == lock))
+    {
+        assert!(
+            std::time::Instant::now() < until,
+            "the quiet scan never reached the lock"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut loud = scan(false);
+    let said = stderr_until(&mut loud, "note: another atip run holds the registry lock");
+    holder.release();
+    for (out, said, expected) in [
+        (quiet.wait_with_output().unwrap(), String::new(), 0),
+        (loud.wait_with_output().unwrap(), said, 1),
+    ] {
         assert!(out.status.success(), "{}", common::show(&out));
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = said + &String::from_utf8_lossy(&out.stderr);
         assert_eq!(
             stderr
                 .matches("note: another atip run holds the registry lock")

@@ -152,10 +152,16 @@ mod tests {
             key_with_margin(dir.path(), &registry, Duration::ZERO).unwrap(),
             sha256_raw(b"{\"a\": 2}")
         );
-        // ...nor once it is written in place with the same size (ctime moves a tick on).
+        // ...nor once it is written in place with the same size (its times move on; an
+        // old mtime first, so that shows within one clock tick, without a sleep).
+        std::fs::File::options()
+            .write(true)
+            .open(&registry)
+            .unwrap()
+            .set_modified(std::time::UNIX_EPOCH + Duration::from_secs(1_000_000_000))
+            .unwrap();
         let now = FileStamp::of(&std::fs::metadata(&registry).unwrap());
         std::fs::write(dir.path().join(FILE), encode(&now, &forged)).unwrap();
-        std::thread::sleep(Duration::from_millis(50));
         std::fs::write(&registry, "{\"a\": 3}").unwrap();
         assert_eq!(
             key_with_margin(dir.path(), &registry, Duration::ZERO).unwrap(),

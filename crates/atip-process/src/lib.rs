@@ -961,21 +961,37 @@ mod tests {
         assert_eq!(out.exit, Exit::Code(0));
         assert!(out.elapsed < Duration::from_secs(2), "{:?}", out.elapsed);
         let pid: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
-        std::thread::sleep(Duration::from_millis(100));
         // Dead (possibly a zombie awaiting init): a zombie still accepts signal 0, so
-        // look at its state.
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-        assert!(
-            stat.is_empty() || state.starts_with('Z'),
-            "grandchild alive: {stat}"
-        );
+        // look at its state; the kill is sent, its delivery is awaited (bounded).
+        let dead = || {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .to_owned();
+            (stat.is_empty() || state.starts_with('Z'), stat)
+        };
+        let until = Instant::now() + Duration::from_secs(10);
+        while !dead().0 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let (gone, stat) = dead();
+        assert!(gone, "grandchild alive: {stat}");
 
+        // Cancelled once the child runs (it says so in a file), not after a guessed delay.
+        let work = tempfile::tempdir().unwrap();
         let flag = Arc::new(AtomicBool::new(false));
-        let mut spawn = sh("sleep 30", Duration::from_secs(10));
+        let mut spawn = sh("touch started; sleep 30", Duration::from_secs(10));
+        spawn.cwd = Some(work.path().to_path_buf());
         spawn.cancel = Some(flag.clone());
+        let started = work.path().join("started");
         let setter = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(150));
+            let until = Instant::now() + Duration::from_secs(9);
+            while !started.exists() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+            }
             flag.store(true, Ordering::SeqCst);
         });
         let out = run(&spawn).unwrap();
