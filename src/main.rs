@@ -583,20 +583,36 @@ mod tests {
         );
     }
 
-    /// Every command's `--help` ends with at least two examples, and each one parses with
-    /// the real command tree as an invocation of that command.
+    /// Every command's and every nested subcommand's `--help` ends with at least two
+    /// examples, and each one parses with the real command tree as an invocation of that
+    /// very command (`atip mcp serve …` reaches `mcp serve`, not `mcp`).
     #[test]
     fn every_command_help_has_examples_that_parse() {
+        /// Each command below `cmd` with its path of names, depth first.
+        fn commands(
+            cmd: &clap::Command,
+            path: Vec<String>,
+            out: &mut Vec<(Vec<String>, clap::Command)>,
+        ) {
+            for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+                let mut p = path.clone();
+                p.push(sub.get_name().to_string());
+                out.push((p.clone(), sub.clone()));
+                commands(sub, p, out);
+            }
+        }
         let mut cmd = Cli::command();
         cmd.build();
+        let mut all = Vec::new();
+        commands(&cmd, Vec::new(), &mut all);
         let mut checked = 0;
-        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        for (path, sub) in &all {
             let help = sub.clone().render_long_help().to_string();
             let examples = examples_in(&help);
             assert!(
                 examples.len() >= 2,
                 "`atip {} --help` has {} example(s):\n{help}",
-                sub.get_name(),
+                path.join(" "),
                 examples.len()
             );
             // The short help shows them too.
@@ -604,19 +620,33 @@ mod tests {
             for e in &examples {
                 let words = shell_words(e);
                 assert_eq!(words[0], "atip", "{e}");
-                assert!(words.iter().any(|w| w == sub.get_name()), "{e}");
                 let parsed = Cli::try_parse_from(&words)
                     .unwrap_or_else(|err| panic!("example `{e}` does not parse:\n{err}"));
                 let name = format!("{:?}", parsed.command);
                 assert!(
                     name.to_lowercase()
-                        .starts_with(&format!("some({}", sub.get_name())),
+                        .starts_with(&format!("some({}", path[0])),
                     "`{e}` parsed as {name}"
+                );
+                // The parse went through the command's path (`atip mcp`'s examples may
+                // go on to one of its subcommands).
+                let matches = Cli::command().try_get_matches_from(&words).unwrap();
+                let mut reached = Vec::new();
+                let mut m = &matches;
+                while let Some((name, next)) = m.subcommand() {
+                    reached.push(name.to_string());
+                    m = next;
+                }
+                assert!(
+                    reached.starts_with(path),
+                    "`{e}` is not an example of `atip {}`",
+                    path.join(" ")
                 );
                 checked += 1;
             }
         }
-        assert!(checked >= 32, "{checked}");
+        assert!(all.len() >= 33, "{} commands", all.len());
+        assert!(checked >= 70, "{checked}");
     }
 
     /// A command line reads back into the same `Cli` whichever tree parsed it.

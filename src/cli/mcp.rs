@@ -35,28 +35,40 @@ pub struct Args {
 #[derive(Debug, clap::Subcommand)]
 enum McpCommand {
     /// Serve every registered tool over MCP (stdio; --http for Streamable HTTP).
+    #[command(after_help = super::examples::MCP_SERVE)]
     Serve(ServeArgs),
     /// List the configured MCP servers (global mcp.json, then the project's .mcp.json).
+    #[command(after_help = super::examples::MCP_SERVERS)]
     Servers(ServersArgs),
     /// List a server's tools (every server when none is named).
+    #[command(after_help = super::examples::MCP_TOOLS)]
     Tools(ToolsArgs),
     /// Show one tool: title, description, input and output schema, annotations.
+    #[command(after_help = super::examples::MCP_DESCRIBE)]
     Describe(DescribeArgs),
     /// Call a tool under policy.
+    #[command(after_help = super::examples::MCP_CALL)]
     Call(CallArgs),
     /// Connect, initialize, report capabilities and round-trip time.
+    #[command(after_help = super::examples::MCP_PING)]
     Ping(PingArgs),
     /// Copy servers configured for an agent host into atip's global mcp.json.
+    #[command(after_help = super::examples::MCP_IMPORT)]
     Import(ImportArgs),
     /// Add atip's server to an agent host's own config file (JSON or Codex TOML).
+    #[command(after_help = super::examples::MCP_INSTALL)]
     Install(super::mcp_install::InstallArgs),
     /// Remove atip's server from an agent host's config file.
+    #[command(after_help = super::examples::MCP_UNINSTALL)]
     Uninstall(super::mcp_install::InstallArgs),
     /// Trust a project's .mcp.json (its exact content), or list trusted files.
+    #[command(after_help = super::examples::MCP_TRUST)]
     Trust(super::mcp_trust::TrustArgs),
     /// Forget the trust of a project's .mcp.json.
+    #[command(after_help = super::examples::MCP_UNTRUST)]
     Untrust(super::mcp_trust::UntrustArgs),
     /// Create `mcp` (a symlink to atip) that runs the mcp-cli command (spec/mcp-cli.md).
+    #[command(after_help = super::examples::MCP_LINK_CLI)]
     LinkCli(super::mcp_cli::LinkArgs),
 }
 

@@ -4,6 +4,7 @@ pub mod chat;
 pub mod completions;
 pub mod diff;
 pub mod doctor;
+pub mod examples;
 pub mod exec;
 pub mod export;
 pub mod get;

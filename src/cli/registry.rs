@@ -24,11 +24,13 @@ pub struct Args {
 #[derive(Debug, clap::Subcommand)]
 enum Sub {
     /// Write a new minisign key pair: KEYFILE (secret, mode 0600) and KEYFILE.pub.
+    #[command(after_help = super::examples::REGISTRY_KEYGEN)]
     Keygen {
         /// Where the secret key goes; the public key goes to KEYFILE.pub.
         keyfile: PathBuf,
     },
     /// Build the static registry tree from a directory of shims.
+    #[command(after_help = super::examples::REGISTRY_BUILD)]
     Build {
         /// Directory of shims (content-addressed, or name-keyed with --binary).
         src: PathBuf,
@@ -59,6 +61,7 @@ enum Sub {
         expires: build::Expiry,
     },
     /// Add a remote registry to registries.json.
+    #[command(after_help = super::examples::REGISTRY_ADD)]
     Add {
         /// Its name (letters, digits, '.', '_', '-').
         name: String,
@@ -85,8 +88,10 @@ enum Sub {
         no_check: bool,
     },
     /// List the remote registries in registries.json.
+    #[command(after_help = super::examples::REGISTRY_LIST)]
     List,
     /// Remove a remote registry from registries.json (its tools go at the next scan).
+    #[command(after_help = super::examples::REGISTRY_REMOVE)]
     Remove {
         /// Its name.
         name: String,
