@@ -1220,10 +1220,29 @@ fn doctor_reports_healthy_then_each_problem_with_a_fix() {
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("✗ gh:") && text.contains("fix: run `atip scan`"),
+        text.starts_with("✗ 4 problems in 3 of 3 tools checked"),
         "{text}"
     );
-    assert!(text.contains("4 problems"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("gh ") && l.contains("program changed")),
+        "{text}"
+    );
+    assert!(
+        text.contains("- run `atip scan` to update the registry"),
+        "{text}"
+    );
+    // In full, with --verbose: each problem with its fix.
+    let out = sb
+        .atip()
+        .args(["--output", "text", "--verbose", "doctor"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("✗ gh: program changed") && text.contains("fix: run `atip scan`"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -373,6 +373,14 @@ fn commands_fit_a_real_terminal_at_80_and_120_columns() {
         // The first pass scans cold; the second reads the cache: both are summaries.
         let scan = on_terminal(cols, no_color, &["scan"]);
         assert_fits(&scan, cols.into(), "scan");
+        // The cold scan probes with NO_COLOR: its progress is plain text, no cursor codes.
+        if no_color {
+            assert!(
+                !scan.contains('\x1b'),
+                "scan with NO_COLOR wrote an escape sequence: {scan:?}"
+            );
+            assert!(scan.contains("checking "), "no progress line: {scan}");
+        }
         let lines = screen_lines(&scan);
         assert!(
             lines.len() <= 30,

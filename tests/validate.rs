@@ -193,9 +193,29 @@ fn warnings_pass_unless_denied() {
 fn text_output_shows_source_line_and_caret() {
     let sb = Sandbox::new();
     let f = fixtures().join("invalid/duplicate-keys.json");
+    // By default: the totals first, then one line per finding under the file's name.
     let out = sb
         .atip()
         .args(["--output", "text", "validate"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("✗ checked 1 document: 0 valid, 1 invalid (3 errors, 0 warnings)\n"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("\n{}\n", f.display())), "{text}");
+    assert!(
+        text.contains("  13:3  error  duplicate-key  key \"name\" appears again"),
+        "{text}"
+    );
+    assert!(!text.contains("^^^"), "{text}");
+    // With --verbose: each finding in full, its source line with a caret, the hint.
+    let out = sb
+        .atip()
+        .args(["--output", "text", "--verbose", "validate"])
         .arg(&f)
         .output()
         .unwrap();
@@ -558,7 +578,7 @@ fn thousands_of_findings_in_one_minified_line() {
     let p = sb.write("big.json", serde_json::to_vec(&Value::Object(doc)).unwrap());
     let out = sb
         .atip()
-        .args(["--output", "text", "validate"])
+        .args(["--output", "text", "--verbose", "validate"])
         .arg(&p)
         .output()
         .unwrap();

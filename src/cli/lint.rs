@@ -156,6 +156,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
             color: ctx.out.stdout_color(),
         },
     };
+    let verbose = ctx.out.verbosity() == atip::output::Verbosity::Verbose;
     let opts = Options {
         read: atip::validate::Options {
             max_size: args.max_size,
@@ -165,11 +166,28 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         },
         check_binary: args.check_binary,
         fix: args.fix,
+        // Findings in full (source line, caret, hint) only when they are shown.
         render_text: match format {
-            Format::Text { color } => Some(color),
+            Format::Text { color } if verbose => Some(color),
             _ => None,
         },
     };
+    if let Format::Text { color } = format {
+        // For a person: the totals first, then the findings (crate::cli::findings).
+        let mut findings = super::findings::Findings::new(verbose);
+        let mut totals = lint_inputs(&inputs, &config, &opts, |l| findings.add(&l.report));
+        if args.registry {
+            let registered =
+                atip::lint::lint_registry(&ctx.dirs, &config, &opts, |l| findings.add(&l.report))?;
+            totals.merge(&registered);
+        }
+        ctx.out.text(&findings.render(
+            &totals.summary,
+            atip::output::term::stdout_width(),
+            atip::output::term::Style::new(color),
+        ))?;
+        return Ok(finish(&args, ctx, &totals));
+    }
     let mut printer =
         Printer::new(std::io::BufWriter::new(ctx.out.stdout()), format).with_catalogues(CATALOGUES);
     let mut write_error = None;
@@ -198,6 +216,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     if let Some(e) = write_error {
         return Err(atip::output::stdout_failed(e));
     }
+    Ok(finish(&args, ctx, &totals))
+}
+
+/// Says how many findings `--fix` fixed; the exit status the totals call for.
+fn finish(args: &Args, ctx: &Ctx, totals: &atip::lint::LintSummary) -> ExitStatus {
     if args.fix {
         ctx.out.note(format_args!(
             "fixed {} finding{}",
@@ -206,11 +229,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         ));
     }
     let s = &totals.summary;
-    Ok(if s.missing > 0 {
+    if s.missing > 0 {
         ExitStatus::Error(atip::output::Category::Input)
     } else if s.invalid > 0 || (args.deny_warnings && s.warnings > 0) {
         ExitStatus::Failure
     } else {
         ExitStatus::Success
-    })
+    }
 }

@@ -245,11 +245,3 @@ pub(crate) fn render(
     text.push('\n');
     text
 }
-
-/// `s` safe for a terminal: control characters (escape sequences a hostile tool
-/// could put in its description, newlines) become `�`.
-pub(crate) fn printable(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
-        .collect()
-}

@@ -7,6 +7,7 @@ pub mod doctor;
 pub mod examples;
 pub mod exec;
 pub mod export;
+pub mod findings;
 pub mod get;
 pub mod lint;
 pub mod list;

@@ -95,6 +95,25 @@ impl Progress for Bar {
     }
 }
 
+/// Progress on a terminal that must get no escape sequence (`NO_COLOR`, `TERM=dumb`,
+/// `--color never`): one plain line when the work on executables starts, so a long first scan does
+/// not look stuck, and nothing redrawn.
+struct PlainProgress<'a>(&'a atip::output::Printer);
+
+impl Progress for PlainProgress<'_> {
+    fn start(&self, total: u64) {
+        if total > 0 {
+            let n = usize::try_from(total).unwrap_or(usize::MAX);
+            self.0.stderr(&format!(
+                "checking {}…\n",
+                term::plural(n, "executable", "executables")
+            ));
+        }
+    }
+    fn tick(&self, _: &str) {}
+    fn finish(&self) {}
+}
+
 /// The flag SIGINT, SIGTERM and SIGHUP set: probes run in their own sessions, so a
 /// Ctrl-C does not reach them; atip kills their groups itself and exits without writing
 /// (`cli::signals`).
@@ -142,12 +161,15 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
             ..Default::default()
         },
     };
-    let report = if std::io::stderr().is_terminal() && ctx.out.verbosity() != Verbosity::Quiet {
+    let quiet = ctx.out.verbosity() == Verbosity::Quiet;
+    let report = if !quiet && ctx.out.stderr_escapes() {
         let bar = indicatif::ProgressBar::new(0).with_style(
             indicatif::ProgressStyle::with_template("probing {pos}/{len} {wide_msg}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         discover::scan(&ctx.dirs, &opts, &Bar(bar)).map_err(|e| e.to_atip())?
+    } else if !quiet && std::io::stderr().is_terminal() {
+        discover::scan(&ctx.dirs, &opts, &PlainProgress(&ctx.out)).map_err(|e| e.to_atip())?
     } else {
         discover::scan(&ctx.dirs, &opts, &discover::NoProgress).map_err(|e| e.to_atip())?
     };

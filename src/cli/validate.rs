@@ -103,17 +103,31 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
             color: ctx.out.stdout_color(),
         },
     };
+    let verbose = ctx.out.verbosity() == atip::output::Verbosity::Verbose;
     let opts = Options {
         kind: args.kind,
         max_size: args.max_size,
         timeout: args.timeout,
         parse_only: args.parse_only,
+        // Findings in full (source line, caret, hint) only when they are shown.
         render_text: match format {
-            Format::Text { color } => Some(color),
+            Format::Text { color } if verbose => Some(color),
             _ => None,
         },
         env: ctx.env.clone(),
     };
+    if let Format::Text { color } = format {
+        // For a person: the totals first, then the findings (crate::cli::findings).
+        let mut findings = super::findings::Findings::new(verbose);
+        let summary = check_inputs(&inputs, &opts, |report| findings.add(&report));
+        ctx.out.text(&findings.render(
+            &summary,
+            atip::output::term::stdout_width(),
+            atip::output::term::Style::new(color),
+        ))?;
+        notes(&summary, ctx);
+        return Ok(status(&summary, args.deny_warnings));
+    }
     let mut printer = Printer::new(std::io::BufWriter::new(ctx.out.stdout()), format);
     let mut write_error = None;
     let mut note = |r: std::io::Result<()>| {
@@ -129,16 +143,26 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     if let Some(e) = write_error {
         return Err(atip::output::stdout_failed(e));
     }
+    notes(&summary, ctx);
+    Ok(status(&summary, args.deny_warnings))
+}
+
+/// Notes on stderr about atip's own directories validate read.
+fn notes(summary: &atip::validate::Summary, ctx: &Ctx) {
     for dir in &summary.atip_dirs {
         ctx.out.note(atip_dir_line(dir));
     }
-    Ok(if summary.missing > 0 {
+}
+
+/// The exit status the totals call for (spec/validate.md).
+fn status(summary: &atip::validate::Summary, deny_warnings: bool) -> ExitStatus {
+    if summary.missing > 0 {
         ExitStatus::Error(atip::output::Category::Input)
-    } else if summary.invalid > 0 || (args.deny_warnings && summary.warnings > 0) {
+    } else if summary.invalid > 0 || (deny_warnings && summary.warnings > 0) {
         ExitStatus::Failure
     } else {
         ExitStatus::Success
-    })
+    }
 }
 
 /// What validate made of one of atip's own directories: what it checked there, and the

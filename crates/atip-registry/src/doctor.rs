@@ -209,7 +209,7 @@ fn check_entry(dirs: &Dirs, name: &str, entry: &Entry) -> Vec<Problem> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => problem(
             Check::BinaryMissing,
             format!("{} is gone", bin.display()),
-            format!("{RESCAN} (it drops {name}), or reinstall the tool"),
+            format!("{RESCAN} (it drops the tool), or reinstall the tool"),
         ),
         Err(e) => problem(
             Check::BinaryUnreadable,

@@ -101,6 +101,16 @@ impl Printer {
         self.color.enabled(std::io::stderr().is_terminal())
     }
 
+    /// Whether stderr may carry cursor movement, such as a progress bar redrawing
+    /// itself: a terminal that is not `TERM=dumb`, with colour not turned off. Whoever
+    /// sets `NO_COLOR` or `--color never` asks for text without escape sequences, and
+    /// cursor codes are escape sequences too.
+    pub fn stderr_escapes(&self) -> bool {
+        std::io::stderr().is_terminal()
+            && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+            && self.color.enabled(true)
+    }
+
     /// How much goes to stderr.
     pub fn verbosity(&self) -> Verbosity {
         self.verbosity

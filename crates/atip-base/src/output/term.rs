@@ -352,6 +352,59 @@ pub fn fit_lines(text: &str, max: Option<usize>) -> String {
     out
 }
 
+/// Prose wrapped at word boundaries to `max` columns (when given): the first line after
+/// `first` (already on the line, e.g. `fix: `, counted but not repeated), the others
+/// indented by `indent` spaces. A word longer than a line is cut with `…`; control
+/// characters are escaped and runs of blanks become one space.
+pub fn wrap(first: &str, text: &str, max: Option<usize>, indent: usize) -> String {
+    wrap_words(first, text, max, indent, true)
+}
+
+/// [`wrap`] for details asked for in full: a word longer than a line (a path, a hash)
+/// is kept whole on a line of its own rather than cut.
+pub fn wrap_whole(first: &str, text: &str, max: Option<usize>, indent: usize) -> String {
+    wrap_words(first, text, max, indent, false)
+}
+
+fn wrap_words(
+    first: &str,
+    text: &str,
+    max: Option<usize>,
+    indent: usize,
+    cut_long: bool,
+) -> String {
+    let fit = |line: &str| {
+        if cut_long {
+            cut(line, max.unwrap_or(usize::MAX))
+        } else {
+            line.to_string()
+        }
+    };
+    let text = one_line(&text.lines().collect::<Vec<_>>().join(" "));
+    let Some(max) = max else {
+        return format!("{first}{text}\n");
+    };
+    let mut out = String::new();
+    let mut line = first.to_string();
+    let mut empty = true;
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        if !empty && width(&line) + 1 + width(word) > max {
+            out.push_str(&fit(&line));
+            out.push('\n');
+            line = " ".repeat(indent);
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    out.push_str(&fit(&line));
+    out.push('\n');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -414,6 +467,31 @@ mod tests {
         assert_eq!(plural(2, "tool", "tools"), "2 tools");
         assert_eq!(some_names(&["a", "b"], 3), "a, b");
         assert_eq!(some_names(&["a", "b", "c", "d"], 2), "a, b and 2 more");
+    }
+
+    #[test]
+    fn wrap_breaks_at_words_and_never_passes_the_width() {
+        let text = wrap(
+            "fix: ",
+            "run `atip scan` to update the registry, or reinstall",
+            Some(24),
+            5,
+        );
+        assert_eq!(
+            text,
+            "fix: run `atip scan` to\n     update the\n     registry, or\n     reinstall\n"
+        );
+        for l in text.lines() {
+            assert!(width(l) <= 24, "{l:?}");
+        }
+        // A word longer than the line is cut; no width, one line.
+        assert_eq!(wrap("", "a 0123456789abcdef", Some(8), 0), "a\n0123456…\n");
+        assert_eq!(wrap("- ", "x\ny  z", None, 2), "- x y z\n");
+        // In full: the long word is whole, on its own line.
+        assert_eq!(
+            wrap_whole("", "a 0123456789abcdef b", Some(8), 0),
+            "a\n0123456789abcdef\nb\n"
+        );
     }
 
     #[test]

@@ -1,0 +1,199 @@
+//! The text `atip validate` and `atip lint` print for a person (spec/cli.md, terminal
+//! output): the totals first, then one line per finding (where, severity, rule, what)
+//! fitting the terminal, at most [`SHOWN`] of them; `--verbose` shows every finding in
+//! full, with its source line, a caret under the value and the hint. JSON, SARIF and
+//! GitHub output are the library's printers, unchanged.
+
+use atip::output::term::{self, Cell, Paint, Style, Table};
+use atip::validate::Severity;
+use atip::validate::run::{FileReport, Summary};
+use std::fmt::Write as _;
+
+/// Findings shown as lines without `--verbose`; the rest are counted.
+const SHOWN: usize = 20;
+
+/// The findings of a run as they arrive, kept small: without `verbose` only the first
+/// [`SHOWN`] lines; with it, each document's rendered findings.
+pub struct Findings {
+    verbose: bool,
+    rows: Vec<Row>,
+    more: usize,
+    rendered: String,
+    /// How many findings each rule made, in order of first appearance.
+    by_rule: Vec<(String, usize)>,
+}
+
+struct Row {
+    path: String,
+    at: String,
+    severity: Severity,
+    rule: String,
+    message: String,
+}
+
+impl Findings {
+    /// `verbose`: keep every finding's full text (the reports must carry `rendered`).
+    pub fn new(verbose: bool) -> Findings {
+        Findings {
+            verbose,
+            rows: Vec::new(),
+            more: 0,
+            rendered: String::new(),
+            by_rule: Vec::new(),
+        }
+    }
+
+    /// Takes one document's findings.
+    pub fn add(&mut self, report: &FileReport) {
+        for d in &report.diagnostics {
+            match self.by_rule.iter_mut().find(|(r, _)| *r == d.rule) {
+                Some((_, n)) => *n += 1,
+                None => self.by_rule.push((d.rule.clone(), 1)),
+            }
+        }
+        if self.verbose {
+            if let Some(r) = &report.rendered {
+                self.rendered.push_str(r);
+            } else if !report.diagnostics.is_empty() {
+                self.rendered
+                    .push_str(&atip::validate::render::text(report, false));
+            }
+            return;
+        }
+        for d in &report.diagnostics {
+            if self.rows.len() >= SHOWN {
+                self.more += 1;
+                continue;
+            }
+            let at = match (d.line, d.column) {
+                (Some(l), Some(c)) => format!("{l}:{c}"),
+                (Some(l), None) => l.to_string(),
+                _ => String::new(),
+            };
+            self.rows.push(Row {
+                path: report.path.clone(),
+                at,
+                severity: d.severity,
+                rule: d.rule.clone(),
+                message: d.message.clone(),
+            });
+        }
+    }
+
+    /// The totals, then the findings.
+    pub fn render(&self, summary: &Summary, width: Option<usize>, style: Style) -> String {
+        let mut t = String::new();
+        let (mark, paint) = if summary.invalid > 0 {
+            ("✗", Paint::Red)
+        } else if summary.warnings > 0 {
+            ("!", Paint::Yellow)
+        } else {
+            ("✓", Paint::Green)
+        };
+        let line = format!(
+            "checked {} document{}: {} valid, {} invalid ({} error{}, {} warning{})",
+            summary.files,
+            plural(summary.files),
+            summary.valid,
+            summary.invalid,
+            summary.errors,
+            plural(summary.errors),
+            summary.warnings,
+            plural(summary.warnings)
+        );
+        let line = fit(&format!("{mark} {line}"), width);
+        let _ = writeln!(t, "{}", style.paint(Some(paint), &line));
+        // Many findings: which rules made them, most first.
+        let total: usize = self.by_rule.iter().map(|(_, n)| n).sum();
+        if self.by_rule.len() > 1 && total > SHOWN {
+            let mut rules = self.by_rule.clone();
+            rules.sort_by(|a, b| b.1.cmp(&a.1));
+            let shown: Vec<String> = rules
+                .iter()
+                .take(4)
+                .map(|(r, n)| format!("{r} {}", term::count(*n)))
+                .collect();
+            let rest = rules.len().saturating_sub(4);
+            let mut line = format!("  by rule: {}", shown.join(", "));
+            if rest > 0 {
+                let _ = write!(line, " and {}", term::plural(rest, "other", "others"));
+            }
+            let _ = writeln!(t, "{}", fit(&line, width));
+        }
+        if self.verbose {
+            if !self.rendered.is_empty() {
+                t.push('\n');
+                t.push_str(self.rendered.trim_end());
+                t.push('\n');
+            }
+            return t;
+        }
+        if self.rows.is_empty() {
+            return t;
+        }
+        // Each document's name once, its findings under it.
+        let mut i = 0;
+        while i < self.rows.len() {
+            let path = &self.rows[i].path;
+            let n = self.rows[i..]
+                .iter()
+                .take_while(|r| &r.path == path)
+                .count();
+            t.push('\n');
+            let _ = writeln!(
+                t,
+                "{}",
+                style.paint(Some(Paint::Bold), &fit(&term::one_line(path), width))
+            );
+            let mut table = Table::new(None).indent(2).flex(3).shrink(2, 12);
+            for r in &self.rows[i..i + n] {
+                let paint = match r.severity {
+                    Severity::Error => Paint::Red,
+                    Severity::Warning => Paint::Yellow,
+                };
+                table.row(vec![
+                    Cell::new(r.at.as_str()),
+                    Cell::painted(r.severity.as_str(), Some(paint)),
+                    Cell::new(r.rule.as_str()),
+                    Cell::new(term::one_line(&r.message)),
+                ]);
+            }
+            t.push_str(&table.render(width, style));
+            i += n;
+        }
+        if self.more > 0 {
+            let _ = writeln!(
+                t,
+                "{}",
+                fit(
+                    &format!(
+                        "and {} more {}",
+                        term::count(self.more),
+                        if self.more == 1 {
+                            "finding"
+                        } else {
+                            "findings"
+                        }
+                    ),
+                    width
+                )
+            );
+        }
+        t.push('\n');
+        t.push_str(&term::wrap(
+            "",
+            "Every finding in full, with its source line and how to fix it: run again with --verbose",
+            width,
+            0,
+        ));
+        t
+    }
+}
+
+fn fit(s: &str, width: Option<usize>) -> String {
+    width.map_or_else(|| s.to_string(), |w| term::cut(s, w))
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
