@@ -243,13 +243,21 @@ fn config_directories_merge_by_name_in_json_and_yaml() {
         .unwrap();
     code(&o, 0);
     let text = out(&o);
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} row: {text}"))
+            .to_string()
+    };
+    let a = row("a");
     assert!(
-        text.contains("a\tstdio\t") && text.contains("mcp.json\tatip-own-a"),
+        a.contains(" stdio ") && a.contains(" atip-own-a ") && a.ends_with("mcp.json"),
         "{text}"
     );
-    assert!(text.contains("mcp-cli/config.yml\t"), "{text}");
+    assert!(text.contains("mcp-cli/config.yml\n"), "{text}");
     assert!(
-        text.contains(".mcp-cli/config.json\thttp://127.0.0.1:9/mcp"),
+        text.lines()
+            .any(|l| l.contains("http://127.0.0.1:9/mcp") && l.ends_with(".mcp-cli/config.json")),
         "{text}"
     );
     assert!(err(&o).contains("is ignored"), "{}", show(&o));

@@ -208,12 +208,23 @@ fn tools_are_cached_with_a_ttl_and_no_cache_bypasses_it() {
     // Text output: one line per tool, read-only-ness as atip sees it.
     let o = run(&sb, &["mcp", "tools", "--output", "text"]);
     let text = String::from_utf8_lossy(&o.stdout);
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} row: {text}"))
+            .to_string()
+    };
     assert!(
-        text.contains("fake\techo\tread-only\tEcho a message back"),
+        row("echo").contains(" read-only ") && row("echo").ends_with("Echo a message back"),
         "{text}"
     );
+    // No annotations: MCP's default is destructive, so atip says so.
+    assert!(row("write_note").contains(" destructive "), "{text}");
     assert!(
-        text.contains("fake\twrite_note\tmay change state"),
+        text.lines()
+            .last()
+            .unwrap()
+            .starts_with("7 tools from 1 server"),
         "{text}"
     );
 }

@@ -593,35 +593,13 @@ fn servers(ctx: &Ctx) -> Result<ExitStatus, AtipError> {
                 ctx.dirs.config.join(config::GLOBAL_FILE).display()
             ));
         }
-        let mut out = String::new();
-        for s in cfg.servers.values() {
-            let _ = writeln!(
-                out,
-                "{}\t{}\t{}\t{}",
-                esc(&s.name),
-                s.transport.kind(),
-                esc(&s.origin),
-                esc(&s.summary())
-            );
-        }
-        for u in &cfg.untrusted {
-            let _ = writeln!(
-                out,
-                "{}\t{}\t{}\t{}",
-                super::mcp_trust::printable(&u.name),
-                super::mcp_trust::printable(&u.transport),
-                super::mcp_trust::printable(&u.origin),
-                u.status.as_str()
-            );
-        }
-        ctx.out.text(&out)?;
+        ctx.out.text(&super::mcp_text::servers(
+            &cfg,
+            atip::output::term::stdout_width(),
+            atip::output::term::Style::new(ctx.out.stdout_color()),
+        ))?;
     }
     Ok(ExitStatus::Success)
-}
-
-/// The first line of a description, for lists (control characters escaped).
-fn first_line(s: Option<&str>) -> String {
-    esc(s.unwrap_or("").lines().next().unwrap_or("").trim()).into_owned()
 }
 
 /// Text from an MCP server (or its config) shown on a terminal: its control characters
@@ -683,26 +661,21 @@ async fn tools_cmd(a: ToolsArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
             .collect();
         ctx.out.json(&json!({"servers": list}))?;
     } else {
-        let mut out = String::new();
-        for (spec, l) in &reports {
-            let Ok(l) = l else { continue };
-            for t in &l.cached.tools {
-                let ro = if tools::read_only(t, spec.trust_hints) {
-                    "read-only"
-                } else {
-                    "may change state"
-                };
-                let _ = writeln!(
-                    out,
-                    "{}\t{}\t{}\t{}",
-                    esc(&spec.name),
-                    esc(&t.name),
-                    ro,
-                    first_line(t.description.as_deref())
-                );
-            }
-        }
-        ctx.out.text(&out)?;
+        let listed: Vec<super::mcp_text::Listed<'_>> = reports
+            .iter()
+            .filter_map(|(spec, l)| l.as_ref().ok().map(|l| (spec, l)))
+            .map(|(spec, l)| super::mcp_text::Listed {
+                spec,
+                tools: &l.cached.tools,
+                cached: l.from_cache,
+            })
+            .collect();
+        ctx.out.text(&super::mcp_text::tools(
+            &listed,
+            reports.len() - listed.len(),
+            atip::output::term::stdout_width(),
+            atip::output::term::Style::new(ctx.out.stdout_color()),
+        ))?;
     }
     Ok(match failed {
         Some(e) => ExitStatus::from(&e),

@@ -15,6 +15,7 @@ pub mod man;
 pub mod mcp;
 pub mod mcp_cli;
 pub mod mcp_install;
+pub mod mcp_text;
 pub mod mcp_trust;
 pub mod registry;
 pub mod scan;
