@@ -300,7 +300,15 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     if args.dry_run {
         let mut r = prepared.dry_run_report();
         with_translation(&mut r, &engine.policy);
-        ctx.out.json(&r)?;
+        if ctx.output == OutputFormat::Text {
+            ctx.out.text(&super::exec_text::dry_run(
+                &r,
+                atip::output::term::stdout_width(),
+                atip::output::term::Style::new(ctx.out.stdout_color()),
+            ))?;
+        } else {
+            ctx.out.json(&r)?;
+        }
         return Ok(ExitStatus::Success);
     }
     let confirmed = match prepared.decision.action {

@@ -455,6 +455,20 @@ fn write_skills(
             for (name, text) in skills {
                 write_file(&dir.join(name).join("SKILL.md"), &format!("{text}\n"))?;
             }
+            // On a terminal: what went where (see `report`).
+            if ctx.output == atip::output::OutputFormat::Text {
+                use atip::output::term;
+                ctx.out.text(&term::wrap_whole(
+                    "",
+                    &format!(
+                        "Wrote {} to {}",
+                        term::plural(skills.len(), "SKILL.md file", "SKILL.md files"),
+                        dir.display()
+                    ),
+                    term::stdout_width(),
+                    2,
+                ))?;
+            }
         }
         None => {
             if let Some((_, text)) = skills.first() {
@@ -466,6 +480,24 @@ fn write_skills(
 }
 
 fn report(args: &Args, ctx: &Ctx, summary: &ExportSummary) -> Result<ExitStatus, AtipError> {
+    // Written to a file or directory, on a terminal: say what went where (stdout carries
+    // no data then; piped, it stays empty).
+    if ctx.output == atip::output::OutputFormat::Text
+        && args.format != Format::Skill
+        && let Some(out) = args.out.as_deref().filter(|p| *p != Path::new("-"))
+    {
+        use atip::output::term;
+        let format = clap::ValueEnum::to_possible_value(&args.format)
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default();
+        let what = term::plural(summary.tools, "tool definition", "tool definitions");
+        ctx.out.text(&term::wrap_whole(
+            "",
+            &format!("Wrote {what} ({format}) to {}", out.display()),
+            term::stdout_width(),
+            2,
+        ))?;
+    }
     if !summary.skipped.is_empty() {
         ctx.out.note(format_args!(
             "left out {} interactive command{} an agent cannot drive (TTY, prompts or password): {}; --include-interactive keeps them",

@@ -6,6 +6,7 @@ pub mod diff;
 pub mod doctor;
 pub mod examples;
 pub mod exec;
+pub mod exec_text;
 pub mod export;
 pub mod findings;
 pub mod get;

@@ -371,35 +371,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
                     path.display()
                 ))?;
             } else {
-                let mut t = String::new();
-                for r in &file.registries {
-                    let keys = r
-                        .keys()
-                        .map(|k| k.iter().map(|k| k.id.clone()).collect::<Vec<_>>().join(","))
-                        .unwrap_or_default();
-                    t.push_str(&format!(
-                        "{} {} priority {}{}{}{}{}\n",
-                        r.name,
-                        r.url,
-                        r.priority,
-                        if r.enabled { "" } else { " (disabled)" },
-                        if r.require_signatures {
-                            " signatures required"
-                        } else {
-                            ""
-                        },
-                        if keys.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" keys {keys}")
-                        },
-                        r.auth
-                            .as_ref()
-                            .map(|a| format!(" token ${}", a.token_env_var))
-                            .unwrap_or_default()
-                    ));
-                }
-                ctx.out.text(&t)?;
+                ctx.out.text(&list_text(
+                    &file.registries,
+                    atip::output::term::stdout_width(),
+                    atip::output::term::Style::new(ctx.out.stdout_color()),
+                ))?;
             }
             Ok(ExitStatus::Success)
         }
@@ -442,4 +418,62 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
 /// The error of a registries.json that cannot be used.
 pub fn registries_error(m: String) -> AtipError {
     config_error(m)
+}
+
+/// `registry list` for a person: one row per registry, fitting the terminal (spec/cli.md,
+/// terminal output).
+fn list_text(
+    registries: &[RemoteRegistry],
+    width: Option<usize>,
+    style: atip::output::term::Style,
+) -> String {
+    use atip::output::term::{self, Cell, Paint, Table};
+    let mut table = Table::new(Some(&[
+        "NAME",
+        "URL",
+        "PRIORITY",
+        "STATE",
+        "SIGNATURES",
+        "KEYS",
+        "TOKEN",
+    ]))
+    .flex(1)
+    .shrink(5, 12);
+    for r in registries {
+        let keys = r
+            .keys()
+            .map(|k| k.iter().map(|k| k.id.clone()).collect::<Vec<_>>().join(","))
+            .unwrap_or_default();
+        table.row(vec![
+            Cell::painted(term::one_line(&r.name), Some(Paint::Bold)),
+            Cell::new(term::one_line(&r.url)),
+            Cell::new(r.priority.to_string()),
+            if r.enabled {
+                Cell::new("enabled")
+            } else {
+                Cell::painted("disabled", Some(Paint::Dim))
+            },
+            Cell::new(if r.require_signatures {
+                "required"
+            } else {
+                "optional"
+            }),
+            Cell::new(if keys.is_empty() {
+                "none".into()
+            } else {
+                term::one_line(&keys)
+            }),
+            Cell::new(
+                r.auth
+                    .as_ref()
+                    .map(|a| format!("${}", a.token_env_var))
+                    .unwrap_or_default(),
+            ),
+        ]);
+    }
+    let mut t = table.render(width, style);
+    let count = term::plural(registries.len(), "registry", "registries");
+    t.push_str(&style.paint(Some(Paint::Dim), &count));
+    t.push('\n');
+    t
 }
