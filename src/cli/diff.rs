@@ -104,7 +104,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
             }
         }
         OutputFormat::Markdown => ctx.out.text(&render::markdown(&report, args.semver))?,
-        _ => ctx.out.text(&render::text(&report, args.semver))?,
+        // For a person: long lines wrapped under themselves, never past the terminal.
+        _ => ctx.out.text(&atip::output::term::wrap_long_lines(
+            &render::text(&report, args.semver),
+            atip::output::term::stdout_width(),
+        ))?,
     }
     Ok(if args.fail_on.iter().any(|c| report.has(*c)) {
         ExitStatus::Failure

@@ -405,6 +405,27 @@ fn wrap_words(
     out
 }
 
+/// Every line of `text` wider than `max` (when given) wrapped at words, its continuation
+/// lines indented two more than it: for prose reports whose lines are details that must
+/// stay whole (a long path stays on a line of its own).
+pub fn wrap_long_lines(text: &str, max: Option<usize>) -> String {
+    let Some(max) = max else {
+        return text.to_string();
+    };
+    let mut out = String::with_capacity(text.len());
+    for l in text.lines() {
+        if width(l) <= max {
+            out.push_str(l);
+            out.push('\n');
+            continue;
+        }
+        let body = l.trim_start();
+        let lead = &l[..l.len() - body.len()];
+        out.push_str(&wrap_whole(lead, body, Some(max), width(lead) + 2));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -492,6 +513,16 @@ mod tests {
             wrap_whole("", "a 0123456789abcdef b", Some(8), 0),
             "a\n0123456789abcdef\nb\n"
         );
+    }
+
+    #[test]
+    fn long_lines_wrap_under_themselves() {
+        let text = "title\n  [rule] a change that is rather long\nend\n";
+        assert_eq!(
+            wrap_long_lines(text, Some(20)),
+            "title\n  [rule] a change\n    that is rather\n    long\nend\n"
+        );
+        assert_eq!(wrap_long_lines(text, None), text);
     }
 
     #[test]
