@@ -193,6 +193,157 @@ fn snapshots_of_scan_list_get_and_search() {
     );
 }
 
+/// The commands beyond the first four: doctor healthy and not, validate and lint
+/// (totals first, one line per finding; in full with --verbose), diff, registry list,
+/// export to a file, exec --dry-run, mcp servers. Relative paths (the sandbox is the
+/// working directory) or no width where a sandbox path is shown, so that a cut never
+/// depends on where the sandbox is.
+#[test]
+fn snapshots_of_doctor_validate_lint_diff_registry_export_exec_and_mcp() {
+    let w = World::new();
+    w.text(None, &["scan"]);
+    insta::assert_snapshot!("doctor_healthy", w.text(None, &["doctor"]));
+    // deploy is replaced by a new version, count vanishes, broken loses its metadata.
+    w.native("2.2.0");
+    std::fs::remove_file(w.sb.path().join("bin/count")).unwrap();
+    insta::assert_snapshot!("doctor_problems", w.text(None, &["doctor"]));
+    insta::assert_snapshot!("doctor_verbose", w.text(None, &["--verbose", "doctor"]));
+    w.native("2.1.0");
+
+    // A shim with one error and warnings of several rules, next to a valid one.
+    let mut bad = count_shim();
+    bad["name"] = json!("tally");
+    bad["binary"]["name"] = json!("tally");
+    bad["commands"][""]["options"][0]["type"] = json!("flag");
+    bad["commands"][""]
+        .as_object_mut()
+        .unwrap()
+        .remove("effects");
+    w.sb.write("docs/tally.json", serde_json::to_vec_pretty(&bad).unwrap());
+    w.sb.write(
+        "docs/count.json",
+        serde_json::to_vec_pretty(&count_shim()).unwrap(),
+    );
+    insta::assert_snapshot!("validate_80", w.text(Some(80), &["validate", "docs"]));
+    insta::assert_snapshot!(
+        "validate_verbose",
+        w.text(Some(80), &["--verbose", "validate", "docs"])
+    );
+    let mut vague = count_shim();
+    vague["commands"][""]["description"] = json!("TODO");
+    vague["commands"][""]
+        .as_object_mut()
+        .unwrap()
+        .remove("effects");
+    w.sb.write(
+        "lint/count.json",
+        serde_json::to_vec_pretty(&vague).unwrap(),
+    );
+    insta::assert_snapshot!(
+        "lint_80",
+        w.text(Some(80), &["lint", "--no-config", "lint/count.json"])
+    );
+    // Old and new deploy: a command removed, one made destructive.
+    let old = deploy_meta("2.1.0");
+    let mut new = deploy_meta("3.0.0");
+    new["commands"].as_object_mut().unwrap().remove("history");
+    new["commands"]["status"]["effects"]["destructive"] = json!(true);
+    w.sb.write("old.json", serde_json::to_vec_pretty(&old).unwrap());
+    w.sb.write("new.json", serde_json::to_vec_pretty(&new).unwrap());
+    insta::assert_snapshot!(
+        "diff_60",
+        w.text(Some(60), &["diff", "old.json", "new.json"])
+    );
+
+    for add in [
+        &[
+            "registry",
+            "add",
+            "team",
+            "https://tools.example.org/atip",
+            "--no-check",
+        ][..],
+        &[
+            "registry",
+            "add",
+            "mirror",
+            "https://mirror.example.org/a/very/long/path/to/the/atip/registry/tree",
+            "--no-check",
+            "--disabled",
+            "--priority",
+            "50",
+            "--token-env",
+            "MIRROR_TOKEN",
+        ],
+    ] {
+        w.text(None, add);
+    }
+    insta::assert_snapshot!("registry_list_80", w.text(Some(80), &["registry", "list"]));
+    insta::assert_snapshot!(
+        "export_to_a_file",
+        w.text(
+            Some(80),
+            &[
+                "export",
+                "--format",
+                "openai",
+                "--tools",
+                "deploy",
+                "-o",
+                "out/tools.json"
+            ]
+        )
+    );
+    assert!(w.sb.path().join("out/tools.json").is_file());
+    insta::assert_snapshot!(
+        "exec_dry_run",
+        w.text(
+            None,
+            &[
+                "exec",
+                "deploy_purge",
+                "--args",
+                r#"{"service": "web"}"#,
+                "--dry-run"
+            ]
+        )
+    );
+    w.sb.write(
+        "config/mcp.json",
+        json!({"mcpServers": {
+            "local": {"command": "my-mcp-server", "args": ["--stdio", "--root", "/srv/data"]},
+            "web": {"url": "https://mcp.example.org/mcp"}
+        }, "defaultServer": "web"})
+        .to_string(),
+    );
+    // No width: the FROM column holds the sandbox's path, whose length varies.
+    insta::assert_snapshot!("mcp_servers", w.text(None, &["mcp", "servers"]));
+}
+
+/// `atip mcp tools` of a real (small, Python) MCP server, at 80 and 50 columns.
+#[test]
+fn snapshot_of_mcp_tools() {
+    let Some(sb) = crate::mcp_client::sandbox("ok") else {
+        return;
+    };
+    for cols in [80, 50] {
+        let out = sb
+            .atip()
+            .env("ATIP_CACHE_DIR", sb.path().join("cache"))
+            .env("COLUMNS", cols.to_string())
+            .current_dir(sb.path().join("proj"))
+            .args(["--output", "text", "mcp", "tools", "--no-cache"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        insta::assert_snapshot!(
+            format!("mcp_tools_{cols}"),
+            String::from_utf8(out.stdout).unwrap()
+        );
+    }
+}
+
 #[test]
 fn list_filters_by_trust_and_effects_and_counts() {
     let w = World::new();
@@ -343,10 +494,12 @@ fn assert_fits(text: &str, cols: usize, what: &str) {
     }
 }
 
-/// Every command a person starts first, in a real terminal at 80 and 120 columns, on a
-/// sandboxed scan of this machine's real PATH (and its man pages): lines fit, the scan
-/// summary is at most 30 lines, `get` is a page, `NO_COLOR` means no escape sequence,
-/// and colour is there without it (so the check can fail).
+/// Every command with text output for a person, in a real terminal at 80 and 120
+/// columns, on a sandboxed scan of this machine's real PATH (and its man pages): lines
+/// fit, with and without colour; the scan summary is at most 30 lines; `get` is a page;
+/// `NO_COLOR` means no escape sequence, not even the scan's progress (the cold scan runs
+/// with it); colour is there without it (so the check can fail). validate and lint read
+/// the repository's shims (lint finds hundreds of warnings), diff its golden pair.
 #[test]
 fn commands_fit_a_real_terminal_at_80_and_120_columns() {
     let sb = Sandbox::new();
@@ -408,18 +561,56 @@ fn commands_fit_a_real_terminal_at_80_and_120_columns() {
         .into_iter()
         .find(|n| names.contains(n))
         .unwrap_or(names[0]);
+    // Something for `registry list` and `mcp servers` to show (neither is contacted).
+    let long = "https://mirror.example.org/a/long/path/to/where/the/registry/tree/is/served";
+    let out = sb
+        .atip()
+        .args(["registry", "add", "mirror", long, "--no-check"])
+        .args(["--token-env", "MIRROR_TOKEN", "--priority", "50"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    sb.write(
+        "config/mcp.json",
+        json!({"mcpServers": {
+            "files": {"command": "mcp-server-filesystem", "args": ["--root", "/srv/a/long/path/to/the/files/it/serves", "--read-only"]},
+            "web": {"url": "https://mcp.example.org/a/long/path/mcp"}
+        }})
+        .to_string(),
+    );
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let shims = repo.join("shims");
+    let shims = shims.to_str().unwrap();
+    let golden = repo.join("tests/fixtures/diff-golden");
+    let (old, new) = (golden.join("old.json"), golden.join("new.json"));
+    let mut commands = vec![
+        (vec!["list"], "list"),
+        (vec!["list", "--effects", "destructive"], "list --effects"),
+        (vec!["get", tool], "get"),
+        (
+            vec!["search", "--no-mcp", "count lines in a file"],
+            "search",
+        ),
+        (vec!["doctor"], "doctor"),
+        (vec!["validate", shims], "validate"),
+        (vec!["lint", "--no-config", shims], "lint"),
+        (
+            vec!["diff", old.to_str().unwrap(), new.to_str().unwrap()],
+            "diff",
+        ),
+        (vec!["registry", "list"], "registry list"),
+        (vec!["mcp", "servers"], "mcp servers"),
+    ];
+    if names.contains(&"wc") {
+        commands.push((
+            vec!["exec", "wc", "--args", r#"{"lines": true}"#, "--dry-run"],
+            "exec --dry-run",
+        ));
+    }
     for cols in [80u16, 120] {
-        for (args, what) in [
-            (vec!["list"], "list"),
-            (vec!["list", "--effects", "destructive"], "list --effects"),
-            (vec!["get", tool], "get"),
-            (
-                vec!["search", "--no-mcp", "count lines in a file"],
-                "search",
-            ),
-            (vec!["doctor"], "doctor"),
-        ] {
-            let plain = on_terminal(cols, true, &args);
+        for (args, what) in &commands {
+            let (args, what) = (args.as_slice(), *what);
+            let plain = on_terminal(cols, true, args);
             assert!(
                 !plain.contains('\x1b'),
                 "{what} with NO_COLOR wrote an escape sequence: {plain:?}"
@@ -436,13 +627,14 @@ fn commands_fit_a_real_terminal_at_80_and_120_columns() {
                     "{plain}"
                 );
             }
+            // In colour the lines fit all the same (escapes take no columns).
+            let coloured = on_terminal(cols, false, args);
+            assert_fits(&coloured, cols.into(), &format!("{what} in colour"));
             if what == "list" {
-                let coloured = on_terminal(cols, false, &args);
                 assert!(
                     coloured.contains("\x1b["),
                     "no colour on a terminal: {coloured:?}"
                 );
-                assert_fits(&coloured, cols.into(), "list in colour");
             }
         }
     }

@@ -12,8 +12,8 @@ use std::fmt::Write as _;
 /// used, what runs (command or URL, secrets redacted) and the file it comes from.
 pub fn servers(cfg: &McpConfig, width: Option<usize>, style: Style) -> String {
     let mut table = Table::new(Some(&["NAME", "TRANSPORT", "STATUS", "SERVER", "FROM"]))
-        .flex(3)
         .shrink(4, 16)
+        .flex(3)
         .shrink(0, 12);
     for s in cfg.servers.values() {
         let default = cfg.default_server.as_deref() == Some(s.name.as_str());
