@@ -107,7 +107,7 @@ impl Findings {
         let total: usize = self.by_rule.iter().map(|(_, n)| n).sum();
         if self.by_rule.len() > 1 && total > SHOWN {
             let mut rules = self.by_rule.clone();
-            rules.sort_by(|a, b| b.1.cmp(&a.1));
+            rules.sort_by_key(|r| std::cmp::Reverse(r.1));
             let shown: Vec<String> = rules
                 .iter()
                 .take(4)
