@@ -111,13 +111,15 @@ impl World {
         );
     }
 
-    /// `atip ARGS` with the sandbox's PATH, shims and no inference, text on stdout.
+    /// `atip ARGS` with the sandbox's PATH, shims and no inference, text on stdout. The
+    /// probe timeout is long: the probes answer at once, but a loaded machine (parallel
+    /// tests, builds) once took more than 5 s to start one, and `deploy` went missing.
     fn atip(&self, args: &[&str]) -> Command {
         let mut c = self.sb.atip();
         c.args(["--output", "text"]).args(args);
         if args.contains(&"scan") {
             c.args(["--path", self.sb.path().join("bin").to_str().unwrap()])
-                .args(["--no-builtin-shims", "--no-infer", "--timeout", "5s"])
+                .args(["--no-builtin-shims", "--no-infer", "--timeout", "60s"])
                 .args(["--shims", self.sb.path().join("shims").to_str().unwrap()]);
         }
         c
