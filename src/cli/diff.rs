@@ -107,7 +107,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         // For a person: long lines wrapped under themselves, never past the terminal.
         _ => ctx.out.text(&atip::output::term::wrap_long_lines(
             &render::text(&report, args.semver),
-            atip::output::term::stdout_width(),
+            ctx.width,
         ))?,
     }
     Ok(if args.fail_on.iter().any(|c| report.has(*c)) {

@@ -32,7 +32,7 @@ pub fn run(_args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         ctx.out.text(&render(
             &report,
             ctx.out.verbosity() == Verbosity::Verbose,
-            term::stdout_width(),
+            ctx.width,
             Style::new(ctx.out.stdout_color()),
         ))?;
     }

@@ -303,7 +303,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         if ctx.output == OutputFormat::Text {
             ctx.out.text(&super::exec_text::dry_run(
                 &r,
-                atip::output::term::stdout_width(),
+                ctx.width,
                 atip::output::term::Style::new(ctx.out.stdout_color()),
             ))?;
         } else {

@@ -465,7 +465,7 @@ fn write_skills(
                         term::plural(skills.len(), "SKILL.md file", "SKILL.md files"),
                         dir.display()
                     ),
-                    term::stdout_width(),
+                    ctx.width,
                     2,
                 ))?;
             }
@@ -494,7 +494,7 @@ fn report(args: &Args, ctx: &Ctx, summary: &ExportSummary) -> Result<ExitStatus,
         ctx.out.text(&term::wrap_whole(
             "",
             &format!("Wrote {what} ({format}) to {}", out.display()),
-            term::stdout_width(),
+            ctx.width,
             2,
         ))?;
     }

@@ -183,7 +183,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         }
         ctx.out.text(&findings.render(
             &totals.summary,
-            atip::output::term::stdout_width(),
+            ctx.width,
             atip::output::term::Style::new(color),
         ))?;
         return Ok(finish(&args, ctx, &totals));

@@ -595,7 +595,7 @@ fn servers(ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         }
         ctx.out.text(&super::mcp_text::servers(
             &cfg,
-            atip::output::term::stdout_width(),
+            ctx.width,
             atip::output::term::Style::new(ctx.out.stdout_color()),
         ))?;
     }
@@ -673,7 +673,7 @@ async fn tools_cmd(a: ToolsArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         ctx.out.text(&super::mcp_text::tools(
             &listed,
             reports.len() - listed.len(),
-            atip::output::term::stdout_width(),
+            ctx.width,
             atip::output::term::Style::new(ctx.out.stdout_color()),
         ))?;
     }

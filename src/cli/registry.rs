@@ -373,7 +373,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
             } else {
                 ctx.out.text(&list_text(
                     &file.registries,
-                    atip::output::term::stdout_width(),
+                    ctx.width,
                     atip::output::term::Style::new(ctx.out.stdout_color()),
                 ))?;
             }

@@ -162,7 +162,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         },
     };
     let quiet = ctx.out.verbosity() == Verbosity::Quiet;
-    let report = if !quiet && ctx.out.stderr_escapes() {
+    let report = if !quiet && ctx.out.stderr_escapes(&ctx.env) {
         let bar = indicatif::ProgressBar::new(0).with_style(
             indicatif::ProgressStyle::with_template("probing {pos}/{len} {wide_msg}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),

@@ -122,7 +122,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         let summary = check_inputs(&inputs, &opts, |report| findings.add(&report));
         ctx.out.text(&findings.render(
             &summary,
-            atip::output::term::stdout_width(),
+            ctx.width,
             atip::output::term::Style::new(color),
         ))?;
         notes(&summary, ctx);

@@ -105,9 +105,10 @@ impl Printer {
     /// itself: a terminal that is not `TERM=dumb`, with colour not turned off. Whoever
     /// sets `NO_COLOR` or `--color never` asks for text without escape sequences, and
     /// cursor codes are escape sequences too.
-    pub fn stderr_escapes(&self) -> bool {
+    /// `env` is the run's environment (for `TERM`).
+    pub fn stderr_escapes(&self, env: &crate::env::Env) -> bool {
         std::io::stderr().is_terminal()
-            && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+            && env.var_os("TERM").is_none_or(|t| t != "dumb")
             && self.color.enabled(true)
     }
 
