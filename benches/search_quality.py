@@ -50,7 +50,9 @@ answerable = [t for t in tasks if any(w in registry for w in t["want"])]
 
 
 def hit(r, want):
-    names = {r.get("tool"), r.get("name")} | set(r.get("aliases") or [])
+    # An MCP result has no `tool`: its title's first word is the program.
+    names = {r.get("tool"), r.get("name"), (r.get("title") or "").split(" ")[0]}
+    names |= set(r.get("aliases") or [])
     return bool(names & set(want))
 
 

@@ -112,31 +112,21 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         && args.tools.is_none()
         && !args.include_interactive
         && mcp_tools.is_empty();
-    let compiled = if default_selection {
-        atip::catalog::load(&ctx.dirs, &mut |n| match n {
-            atip::catalog::Note::Compiled(m) => ctx.out.info(m),
-            atip::catalog::Note::Rejected(m) => ctx.out.note(m),
-        })?
+    let offered = if default_selection {
+        search_offered(ctx, &query, &opts)?
     } else {
         None
     };
-    let mut report = match compiled.map(|c| search_compiled(&c, ctx, &query, &opts)) {
-        Some(Ok((warnings, report))) => {
-            ctx.out.warnings(&warnings);
+    let mut report = match offered {
+        Some(report) => report,
+        None => {
+            let mut report = search_registry(&args, ctx, mcp_tools, &query, &opts)?;
+            if args.file.is_none() {
+                withhold_denied(&mut report, ctx)?;
+            }
             report
         }
-        Some(Err(e)) => {
-            ctx.out.note(format_args!(
-                "{}; searching registry.json instead",
-                e.message
-            ));
-            search_registry(&args, ctx, mcp_tools, &query, &opts)?
-        }
-        None => search_registry(&args, ctx, mcp_tools, &query, &opts)?,
     };
-    if args.file.is_none() {
-        withhold_denied(&mut report, ctx)?;
-    }
     // Said on stderr as they were found; named in the JSON answer too.
     report.notes = mcp_notes;
     match ctx.output {
@@ -198,36 +188,67 @@ fn withhold_denied(report: &mut atip::search::SearchReport, ctx: &Ctx) -> Result
     Ok(())
 }
 
-/// Searches the compiled catalog's index; only the records of the hits are read. A hit
-/// whose metadata file no longer verifies is left out, as `atip exec` would refuse it.
-fn search_compiled(
-    c: &atip::catalog::Compiled,
+/// The default selection (every registered command that needs no human, inferred ones
+/// included) searched exactly as `atip mcp serve`'s search tool searches it: one engine
+/// over the compiled catalog's index, reading only the hits, leaving out what the policy
+/// denies outright (any rule, as `atip exec` would refuse it) and what no longer
+/// verifies, the next hits taking their places. `None` when the catalog cannot be read
+/// lazily (or there is no registry): the caller compiles the registry instead.
+fn search_offered(
     ctx: &Ctx,
     query: &str,
     opts: &SearchOptions,
-) -> Result<(Vec<String>, atip::search::SearchReport), AtipError> {
-    let (rows, index) = c.search_index()?;
-    let mut hits = index.search(query, opts.limit, opts.explain);
-    let mut damaged: std::collections::HashMap<u32, Option<String>> = Default::default();
-    hits.retain(|h| {
-        let row = rows[h.doc] as usize;
-        let doc = c.rows()[row].doc.to_native();
-        let why = damaged
-            .entry(doc)
-            .or_insert_with(|| c.damaged(&ctx.dirs, row));
-        why.is_none()
-    });
-    for why in damaged.values().flatten() {
+) -> Result<Option<atip::search::SearchReport>, AtipError> {
+    let cwd = std::env::current_dir().map_err(|e| AtipError::usage(e.to_string()))?;
+    let policy = atip::exec::policy::Policy::load(None, &ctx.dirs.config, &cwd)?;
+    let settings = atip::exec::Settings {
+        include_inferred: true,
+        ..Default::default()
+    };
+    let Ok(engine) = atip::exec::Engine::load(&ctx.dirs, policy, settings, None, None) else {
+        return Ok(None);
+    };
+    let Some(found) = engine.search_offered(query, opts.limit, opts.explain) else {
+        return Ok(None);
+    };
+    for n in &engine.notes {
+        ctx.out.note(n);
+    }
+    ctx.out.warnings(&engine.catalog_warnings());
+    let found = match found {
+        Ok(found) => found,
+        Err(e) => {
+            ctx.out.note(format_args!(
+                "{}; searching registry.json instead",
+                e.message
+            ));
+            return Ok(None);
+        }
+    };
+    for why in &found.unreadable {
         ctx.out.warn(format_args!(
             "left out of the results: {why}; `atip scan` writes it again"
         ));
     }
-    let mut found = std::collections::HashMap::new();
-    for h in &hits {
-        found.insert(h.doc, c.tool(rows[h.doc] as usize)?);
+    if !found.withheld.is_empty() {
+        ctx.out.info(format_args!(
+            "{} result(s) withheld: the policy denies them outright ({})",
+            found.withheld.len(),
+            found.withheld.join(", ")
+        ));
     }
-    let report = atip::search::report(query, hits, opts, |doc| (&found[&doc], None));
-    Ok((c.warnings(), report))
+    let (tools, hits): (Vec<_>, Vec<_>) = found
+        .hits
+        .into_iter()
+        .enumerate()
+        .map(|(i, (t, mut h))| {
+            h.doc = i;
+            (t, h)
+        })
+        .unzip();
+    Ok(Some(atip::search::report(query, hits, opts, |doc| {
+        (tools[doc], None)
+    })))
 }
 
 /// Reads and compiles the selection (a file, chosen tools, interactive commands, MCP

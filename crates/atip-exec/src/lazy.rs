@@ -117,6 +117,11 @@ impl Lazy {
             .count()
     }
 
+    /// The compiled catalog's warnings (documents skipped when it was compiled).
+    pub(super) fn compiled_warnings(&self) -> Vec<String> {
+        self.compiled.warnings()
+    }
+
     /// Names of the selected tools, for closest-name suggestions.
     pub(super) fn names(&self) -> impl Iterator<Item = &str> {
         self.compiled
@@ -155,32 +160,38 @@ impl Lazy {
     /// The selected tools that need no human, ranked for `query` by the catalog's
     /// search index (built over every readable document, so an unselected document's
     /// terms count in the weights), best first; `keep` drops tools the caller does not
-    /// serve. At most `limit`.
+    /// serve, and the next ones take their places. At most `limit`.
     pub(super) fn search(
         &self,
         query: &str,
         limit: usize,
-        keep: impl Fn(&FlatTool) -> bool,
-    ) -> Result<Vec<crate::search::Found<'_>>, AtipError> {
+        explain: bool,
+        mut keep: impl FnMut(&FlatTool) -> bool,
+    ) -> Result<Vec<(&FlatTool, crate::search::Hit)>, AtipError> {
         let (rows, index) = self
             .index
             .get_or_init(|| self.compiled.search_index())
             .as_ref()
             .map_err(Clone::clone)?;
-        let mut out = Vec::new();
-        for hit in index.search(query, index.len(), false) {
-            if out.len() >= limit {
-                break;
+        let mut failed = None;
+        let hits = index.search_kept(query, limit, explain, |doc| {
+            let row = rows[doc] as usize;
+            if failed.is_some() || !self.row_selected(row) {
+                return false;
             }
-            let row = rows[hit.doc] as usize;
-            if !self.row_selected(row) {
-                continue;
+            match self.at(row) {
+                Ok(tool) => keep(tool),
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
             }
-            let tool = self.at(row)?;
-            if keep(tool) {
-                out.push((tool, hit.score, hit.aliases));
-            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
         }
-        Ok(out)
+        hits.into_iter()
+            .map(|h| Ok((self.at(rows[h.doc] as usize)?, h)))
+            .collect()
     }
 }

@@ -113,6 +113,19 @@ impl Default for Settings {
     }
 }
 
+/// What [`Engine::search_offered`] found.
+#[derive(Debug)]
+pub struct Offered<'a> {
+    /// The commands offered, best first, each with its hit.
+    pub hits: Vec<(&'a FlatTool, crate::search::Hit)>,
+    /// Why tools that ranked were left out because their metadata no longer reads or
+    /// verifies (as `atip exec` would refuse them); `atip scan` writes them again.
+    pub unreadable: Vec<String>,
+    /// Commands that ranked but that the policy denies outright, by tool-call name: not
+    /// offered (a model could not call them), counted for `--verbose`.
+    pub withheld: Vec<String>,
+}
+
 /// What `exec` knows about one registered tool beyond its flattened commands.
 #[derive(Debug, Clone)]
 pub struct ToolInfo {
@@ -670,6 +683,15 @@ impl Engine {
         all
     }
 
+    /// The compiled catalog's own warnings (documents skipped when it was compiled), when
+    /// tools are read from it lazily.
+    pub fn catalog_warnings(&self) -> Vec<String> {
+        self.lazy
+            .as_ref()
+            .map(|l| l.compiled_warnings())
+            .unwrap_or_default()
+    }
+
     /// Whether tools are read from the compiled catalog as calls name them.
     pub fn is_lazy(&self) -> bool {
         self.lazy.is_some()
@@ -683,8 +705,45 @@ impl Engine {
         query: &str,
         limit: usize,
     ) -> Option<Result<Vec<crate::search::Found<'_>>, AtipError>> {
+        Some(self.search_offered(query, limit, false)?.map(|o| {
+            o.hits
+                .into_iter()
+                .map(|(t, h)| (t, h.score, h.aliases))
+                .collect()
+        }))
+    }
+
+    /// The `limit` best commands for `query` that this engine offers (selected, needing
+    /// no human, not denied outright by the policy), each with its hit (score, aliases,
+    /// reasons with `explain`): `atip search` and `atip mcp serve`'s search tool both
+    /// answer through here, so they answer alike. `None` when the engine does not read
+    /// the compiled catalog lazily.
+    pub fn search_offered(
+        &self,
+        query: &str,
+        limit: usize,
+        explain: bool,
+    ) -> Option<Result<Offered<'_>, AtipError>> {
         let lazy = self.lazy.as_ref()?;
-        Some(lazy.search(query, limit, |t| !self.denied_outright(t)))
+        let (mut unreadable, mut withheld) = (Vec::new(), Vec::new());
+        let hits = lazy.search(query, limit, explain, |t| match self.info(&t.tool) {
+            Some(Err(e)) => {
+                if !unreadable.contains(&e.message) {
+                    unreadable.push(e.message.clone());
+                }
+                false
+            }
+            _ if self.denied_outright(t) => {
+                withheld.push(t.name.clone());
+                false
+            }
+            _ => true,
+        });
+        Some(hits.map(|hits| Offered {
+            hits,
+            unreadable,
+            withheld,
+        }))
     }
 
     /// The flattened tool `name`, wherever it is held.

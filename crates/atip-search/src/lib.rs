@@ -625,6 +625,21 @@ impl SearchIndex {
 
     /// The `limit` best tools for `query`, best first (ties by position, so stable).
     pub fn search(&self, query: &str, limit: usize, explain: bool) -> Vec<Hit> {
+        self.search_kept(query, limit, explain, |_| true)
+    }
+
+    /// The `limit` best tools for `query` that `keep` admits (by position), best first:
+    /// the ranking is made once over every tool and `keep` asked in rank order until
+    /// `limit` are kept, so a withheld tool gives its place to the next one rather than
+    /// shortening the answer. Every caller that withholds (the policy's outright denials,
+    /// an unselected or damaged document) goes through here, so they all answer alike.
+    pub fn search_kept(
+        &self,
+        query: &str,
+        limit: usize,
+        explain: bool,
+        mut keep: impl FnMut(usize) -> bool,
+    ) -> Vec<Hit> {
         let (groups, corrected) = self.groups(query);
         let n = self.len();
         let mut scores = vec![0f32; n];
@@ -704,12 +719,12 @@ impl SearchIndex {
             }
         }
         let mut ranked: Vec<(usize, f32)> = by_family.into_values().map(|(s, d)| (d, s)).collect();
-        let order = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-        if ranked.len() > limit && limit > 0 {
-            ranked.select_nth_unstable_by(limit - 1, order);
-        }
-        ranked.truncate(limit);
-        ranked.sort_by(order);
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let ranked: Vec<(usize, f32)> = ranked
+            .into_iter()
+            .filter(|&(doc, _)| keep(doc))
+            .take(limit)
+            .collect();
         let aliases = self.aliases(&ranked[..ranked.len().min(ALIASED)]);
         ranked
             .into_iter()
