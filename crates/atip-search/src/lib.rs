@@ -610,6 +610,18 @@ impl SearchIndex {
                 }
             })
             .collect();
+        // Two query words an index term writes as one (`file name` → `filename`, `host
+        // name` → `hostname`): the compound joins both words' groups.
+        for i in 1..raw.len() {
+            let Some(id) = self.id(&format!("{}{}", raw[i - 1], raw[i])) else {
+                continue;
+            };
+            for g in &mut groups[i - 1..=i] {
+                if !g.terms.iter().any(|t| t.0 == id) {
+                    g.terms.push((id, 1.0, "compound"));
+                }
+            }
+        }
         for (short, span) in text::abbreviations_in(&corrected) {
             let Some(id) = self.id(short) else {
                 continue;
@@ -785,10 +797,13 @@ impl SearchIndex {
         } else if prefixes.iter().any(|p| title.starts_with(p)) {
             BOOST_PREFIX
         } else if self.t().title_words[doc].len() == 1
-            && corrected
+            && (corrected
                 .iter()
                 .chain(groups.iter().map(|g| &g.word))
-                .any(|w| *w == self.t().title_words[doc][0])
+                .any(|w| *w == self.t().title_words[doc][0] && !text::is_plain(w))
+                || groups.iter().flat_map(|g| &g.terms).any(|t| {
+                    t.2 == "compound" && self.term(t.0) == self.t().title_words[doc][0].as_str()
+                }))
         {
             // The task names the program (`compress with bzip2`).
             BOOST_PROGRAM
@@ -798,7 +813,7 @@ impl SearchIndex {
             has(w)
                 || g.terms
                     .iter()
-                    .any(|t| t.2 == "abbreviation" && has(self.term(t.0)))
+                    .any(|t| matches!(t.2, "abbreviation" | "compound") && has(self.term(t.0)))
         }) {
             BOOST_ALL_IN_NAME
         } else {
@@ -1168,6 +1183,50 @@ mod tests {
                 .len(),
             3
         );
+    }
+
+    #[test]
+    fn plain_words_do_not_name_programs_compounds_join_and_words_count_once() {
+        let metas = [
+            tool("last", "show a listing of last logged in users", &[]),
+            tool("tail", "output the last part of files", &[]),
+            tool("bzip2", "a block-sorting file compressor", &[]),
+            tool("gzip", "compress or expand files", &[]),
+            tool("hostname", "show or set the system's host name", &[]),
+            tool("uname", "print system information", &[]),
+            tool("sdiff", "side-by-side merge of file differences", &[]),
+            tool("paste", "merge lines of files", &[]),
+        ];
+        let c = Catalog::build(&metas, &FlattenOptions::default());
+        let ix = SearchIndex::build(c.tools());
+        let first = |q: &str| c.tools()[ix.search(q, 1, false)[0].doc].name.clone();
+        let named = |q: &str, program: &str| {
+            ix.search(q, 10, true)
+                .iter()
+                .find(|h| c.tools()[h.doc].name == program)
+                .is_some_and(|h| h.why.iter().any(|w| w.starts_with("program named")))
+        };
+        // `last` is an everyday word here, not the program; `bzip2` names its program.
+        assert!(!named("show the last lines of a file", "last"));
+        assert!(named("compress a file with bzip2", "bzip2"));
+        assert_eq!(first("compress a file with bzip2"), "bzip2");
+        // `host name` is the index's `hostname`, the program's name too.
+        assert_eq!(first("show the host name"), "hostname");
+        let why = ix.search("show the host name", 1, true)[0].why.join("; ");
+        assert!(why.contains("compound"), "{why}");
+        // `side by side` asks about sides once.
+        assert_eq!(first("merge lines of files side by side"), "paste");
+    }
+
+    #[test]
+    fn search_kept_gives_a_withheld_tools_place_to_the_next() {
+        let c = catalog();
+        let ix = SearchIndex::build(c.tools());
+        let all = ix.search("create a repository", 10, false);
+        assert!(all.len() >= 3, "{all:?}");
+        let first = all[0].doc;
+        let kept = ix.search_kept("create a repository", 2, false, |d| d != first);
+        assert_eq!(kept, all[1..3]);
     }
 
     #[test]

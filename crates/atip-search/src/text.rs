@@ -55,6 +55,9 @@ const VOCABULARY: &str = include_str!("vocabulary.txt");
 struct Vocabulary {
     synonyms: Vec<(String, Vec<&'static str>)>,
     phrases: Vec<([String; 2], String)>,
+    /// Everyday task words that are also some program's name (`last`, `time`, `file`):
+    /// such a word in a query does not by itself name that program.
+    plain: Vec<String>,
 }
 
 fn vocabulary() -> &'static Vocabulary {
@@ -67,6 +70,7 @@ fn parse_vocabulary(text: &'static str) -> Result<Vocabulary, String> {
     let mut v = Vocabulary {
         synonyms: Vec::new(),
         phrases: Vec::new(),
+        plain: Vec::new(),
     };
     for (n, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();
@@ -74,7 +78,14 @@ fn parse_vocabulary(text: &'static str) -> Result<Vocabulary, String> {
             continue;
         }
         let bad = |why: &str| format!("vocabulary.txt line {}: {why}: {line:?}", n + 1);
-        if let Some((phrase, word)) = line.split_once('=') {
+        if let Some(list) = line.strip_prefix("plain words:") {
+            // Kept as queries and titles are tokenized (`users` → `user`).
+            let list: Vec<Vec<String>> = list.split_whitespace().map(words).collect();
+            if list.is_empty() || list.iter().any(|w| w.len() != 1) {
+                return Err(bad("plain words are single words"));
+            }
+            v.plain.extend(list.into_iter().flatten());
+        } else if let Some((phrase, word)) = line.split_once('=') {
             let p: Vec<String> = words(phrase);
             let w = words(word);
             if p.len() != 2 || w.len() != 1 {
@@ -113,6 +124,13 @@ pub(crate) fn synonyms(word: &str) -> &'static [&'static str] {
         .iter()
         .find(|(w, _)| *w == word)
         .map_or(&[], |(_, s)| s.as_slice())
+}
+
+/// Whether `word` is an everyday task word that some program is also named, so that
+/// its use in a query does not name the program (`show the last lines` is not about
+/// `last`).
+pub(crate) fn is_plain(word: &str) -> bool {
+    vocabulary().plain.iter().any(|w| w == word)
 }
 
 /// `words` with the vocabulary's phrases joined (`log in` → `login`).
@@ -183,14 +201,18 @@ pub const STOPWORDS: &[&str] = &[
     "how", "do", "does", "can", "please", "some", "what", "which", "who",
 ];
 
-/// The words of a query, without stopwords (all of them when nothing else is left).
+/// The words of a query, without stopwords (all of them when nothing else is left),
+/// each once: `line by line` asks about lines once, not twice.
 pub(crate) fn query_words(query: &str) -> Vec<String> {
     let all = join_phrases(words(query));
-    let kept: Vec<String> = all
-        .iter()
-        .filter(|w| !STOPWORDS.contains(&w.as_str()))
-        .cloned()
-        .collect();
+    let mut kept: Vec<String> = Vec::new();
+    for w in &all {
+        // Compared as they are tokenized: `does` is `doe` by then, `this` `thi`.
+        let stop = STOPWORDS.iter().any(|s| *s == w || stem(s) == *w);
+        if !stop && !kept.contains(w) {
+            kept.push(w.clone());
+        }
+    }
     if kept.is_empty() { all } else { kept }
 }
 
@@ -300,6 +322,17 @@ mod tests {
         assert_eq!(root("compressor"), root("compress"));
         assert_ne!(root("file"), root("fill"));
         assert_eq!(synonyms("make"), ["create"]);
+        // Plain words are kept as queries tokenize them; program names that say their
+        // job are not plain.
+        assert!(is_plain("last") && is_plain(&words("users")[0]) && is_plain(&words("less")[0]));
+        assert!(!is_plain("sort") && !is_plain("bzip2"));
+        assert_eq!(
+            query_words("compare files line by line"),
+            ["compare", "file", "line"]
+        );
+        assert_eq!(query_words("how long does it take"), ["time", "take"]);
+        assert!(parse_vocabulary("plain words: two-words").is_err());
+        assert!(parse_vocabulary("plain words:").is_err());
         let t = terms("Create a pull request in a repository");
         assert!(t.contains(&"pr".to_string()) && t.contains(&"repo".to_string()));
     }
