@@ -597,20 +597,39 @@ const FLOORS_CLI: ((f64, f64), (f64, f64)) = ((0.73, 0.85), (0.68, 0.85));
 /// search` (the gate checks their top five agree), so its floors are the same.
 const FLOORS_MCP: ((f64, f64), (f64, f64)) = FLOORS_CLI;
 
-/// A configured MCP server is in every search (issue 31, item 6): with no cached tool
-/// list the answer names it (`notes`, and stderr) rather than dropping it silently;
-/// `--mcp-refresh` fetches the list from the real server; and the cache is not keyed on
-/// the expanded token, so rotating it keeps the server's tools in search.
+/// A configured MCP server is in every search (issue 31, item 6): a list missing from the
+/// cache is fetched from the real server (every missing list at once); a server that
+/// never answers is bounded by its `timeoutMs`, named in `notes` (and stderr), and its
+/// process stopped; an untrusted project file's server is named and never started; and
+/// the cache is not keyed on the expanded token, so rotating it keeps the server's tools.
 #[test]
 fn mcp_servers_are_in_every_search_and_a_rotated_token_keeps_their_tools() {
     let Some(bin) = crate::mcp_client::everything_bin() else {
         return;
     };
     let sb = Sandbox::new();
+    let pid_file = sb.path().join("hang.pid");
+    let hang = sb.script(
+        "bin/hang",
+        &format!(
+            "#!/bin/sh\necho $$ > '{}'\nexec tail -f /dev/null\n",
+            pid_file.display()
+        ),
+    );
     sb.write(
         "config/mcp.json",
-        json!({"mcpServers": {"everything": {"command": bin, "args": ["stdio"],
-            "env": {"API_TOKEN": "${EV_TOKEN}"}}}})
+        json!({"mcpServers": {
+            "everything": {"command": bin, "args": ["stdio"], "env": {"API_TOKEN": "${EV_TOKEN}"}},
+            "hang": {"command": hang, "timeoutMs": 1500}}})
+        .to_string(),
+    );
+    // A server that never answers (its stdout open, nothing written), and a repository's
+    // own server: untrusted, so it must never start.
+    let marker = sb.path().join("project-server-ran");
+    sb.write(
+        ".mcp.json",
+        json!({"mcpServers": {"proj": {"command": "sh",
+            "args": ["-c", format!("touch '{}'", marker.display())]}}})
         .to_string(),
     );
     std::fs::create_dir_all(sb.path().join("empty")).unwrap();
@@ -639,29 +658,38 @@ fn mcp_servers_are_in_every_search_and_a_rotated_token_keeps_their_tools() {
             });
         (v, found, String::from_utf8_lossy(&o.stderr).into_owned())
     };
+    // Nothing cached: both trusted servers are asked at once; everything answers, hang
+    // does not, and the search still returns.
     let (v, found, stderr) = search("token-one", &[]);
-    assert!(!found, "{v}");
+    assert!(found, "the missing list was not fetched: {v} {stderr}");
     let notes = v["notes"].to_string();
     assert!(
-        notes.contains("everything") && notes.contains("no cached tool list"),
+        notes.contains("MCP server hang left out") && notes.contains("1500 ms"),
         "{v}"
     );
-    assert!(
-        stderr.contains("MCP server everything left out"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("MCP server hang left out"), "{stderr}");
+    assert!(notes.contains(".mcp.json"), "the untrusted project file is not named: {v}");
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    common::assert_dead(pid);
+    assert!(!marker.exists(), "an untrusted project server was started");
 
-    let (v, found, _) = search("token-one", &["--mcp-refresh"]);
-    assert!(found, "{v}");
-    assert!(v.get("notes").is_none(), "{v}");
+    // The list is cached now: the next search connects to nothing for it.
+    std::fs::remove_file(&pid_file).unwrap();
+    let (v, found, _) = search("token-one", &["--no-mcp"]);
+    assert!(!found && v.get("notes").is_none(), "{v}");
     // The token rotates: the cached list is still this server's.
     let (v, found, stderr) = search("token-two", &[]);
     assert!(found, "rotating the token emptied search: {v} {stderr}");
-    assert!(v.get("notes").is_none(), "{v}");
+    assert!(!v["notes"].to_string().contains("everything"), "{v}");
     // No cache file is named after a secret's value.
     for e in walk(&sb.path().join("xdg-cache")) {
         assert!(!e.contains("token-"), "{e}");
     }
+    assert!(!marker.exists(), "an untrusted project server was started");
 }
 
 fn walk(dir: &Path) -> Vec<String> {

@@ -339,6 +339,88 @@ fn serve(args: ServeArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     Ok(ExitStatus::Success)
 }
 
+/// How long a search waits for a server's tool list when the server sets no
+/// `timeoutMs`: connect, handshake and `tools/list` together.
+const LIST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The tool lists of `specs` (configured, trusted servers: an untrusted project file's
+/// servers are never in the config's `servers`), fetched all at once, each bounded by its
+/// server's `timeoutMs` (else [`LIST_TIMEOUT`]) and stored in the cache. A server that
+/// fails or does not answer in time gets why, and its process is stopped when its
+/// fetch is dropped.
+fn fetch_lists<'s>(
+    specs: &[&'s atip::mcp::config::ServerSpec],
+    cache: &ToolCache,
+    ttl: Duration,
+    use_cache: bool,
+    ctx: &Ctx,
+) -> Vec<(&'s atip::mcp::config::ServerSpec, Result<Vec<rmcp::model::Tool>, String>)> {
+    if specs.is_empty() {
+        return Vec::new();
+    }
+    let fetch = |spec: atip::mcp::config::ServerSpec| {
+        let r = Remote {
+            config: McpConfig::default(),
+            cache: cache.clone(),
+            opts: ClientOptions {
+                quiet_server_stderr: true,
+                env: ctx.env.clone(),
+                ..ClientOptions::default()
+            },
+            ttl,
+            use_cache,
+        };
+        let limit = spec.timeout.unwrap_or(LIST_TIMEOUT);
+        async move {
+            let listed = tokio::time::timeout(limit, async {
+                let (l, s) = r.tools(&spec, None, true).await?;
+                if let Some(s) = s {
+                    s.close().await;
+                }
+                Ok::<_, AtipError>(l.cached.tools)
+            })
+            .await;
+            match listed {
+                Ok(Ok(tools)) => Ok(tools),
+                Ok(Err(e)) => Err(e.message),
+                Err(_) => Err(format!(
+                    "its tool list did not arrive within {} ms",
+                    limit.as_millis()
+                )),
+            }
+        }
+    };
+    let all = run_async(async {
+        let mut set = tokio::task::JoinSet::new();
+        for (i, spec) in specs.iter().enumerate() {
+            let f = fetch((*spec).clone());
+            set.spawn(async move { (i, f.await) });
+        }
+        let mut got: Vec<Option<Result<Vec<rmcp::model::Tool>, String>>> = vec![None; specs.len()];
+        while let Some(done) = set.join_next().await {
+            if let Ok((i, r)) = done {
+                got[i] = Some(r);
+            }
+        }
+        Ok(got)
+    });
+    let got = match all {
+        Ok(Some(got)) => got,
+        Ok(None) => vec![None; specs.len()],
+        Err(e) => vec![Some(Err(e.message)); specs.len()],
+    };
+    specs
+        .iter()
+        .zip(got)
+        .map(|(spec, r)| {
+            (
+                *spec,
+                r.unwrap_or_else(|| Err("its fetch was interrupted".into())),
+            )
+        })
+        .collect()
+}
+
 /// `toolSearch` of the MCP config (global mcp.json, then .mcp.json): the defaults of
 /// `atip search` and of search mode's search tool. A config that does not load gives
 /// the built-in defaults (its problems are reported where servers are used).
@@ -1243,10 +1325,10 @@ pub fn cached_flat_tools(
     }
     let cache = ToolCache::of(&ctx.dirs);
     let ttl = Duration::from_secs(config.cache.ttl_seconds);
-    let mut out = Vec::new();
+    let mut lists: std::collections::HashMap<&str, Vec<rmcp::model::Tool>> = Default::default();
+    let mut missing = Vec::new();
     for spec in config.servers.values() {
-        let cached = cache.read(spec);
-        let listed = match cached {
+        match cache.read(spec) {
             Some(c) if !refresh || c.age() <= ttl => {
                 if c.age() > ttl {
                     let note = format!(
@@ -1258,48 +1340,30 @@ pub fn cached_flat_tools(
                     ctx.out.note(&note);
                     notes.push(note);
                 }
-                Some(c.tools)
+                lists.insert(&spec.name, c.tools);
             }
-            _ if refresh => {
-                let r = Remote {
-                    config: McpConfig::default(),
-                    cache: cache.clone(),
-                    opts: ClientOptions {
-                        quiet_server_stderr: true,
-                        env: ctx.env.clone(),
-                        ..ClientOptions::default()
-                    },
-                    ttl,
-                    use_cache: config.cache.enabled,
-                };
-                let fetched = run_async(async {
-                    let (l, s) = r.tools(spec, None, true).await?;
-                    if let Some(s) = s {
-                        s.close().await;
-                    }
-                    Ok(l.cached.tools)
-                });
-                match fetched {
-                    Ok(t) => t,
-                    Err(e) => {
-                        let note = format!("MCP server {} left out: {}", spec.name, e.message);
-                        ctx.out.warn(&note);
-                        notes.push(note);
-                        None
-                    }
-                }
+            // Missing (or stale, with `--mcp-refresh`): fetched below, all at once.
+            _ => missing.push(spec),
+        }
+    }
+    for (spec, fetched) in fetch_lists(&missing, &cache, ttl, config.cache.enabled, ctx) {
+        match fetched {
+            Ok(tools) => {
+                lists.insert(&spec.name, tools);
             }
-            _ => {
+            Err(why) => {
                 let note = format!(
-                    "MCP server {} left out: no cached tool list (`--mcp-refresh` or `atip mcp tools {}` fetches it)",
+                    "MCP server {} left out: {why} (`atip mcp tools {}` fetches its list)",
                     spec.name, spec.name
                 );
-                ctx.out.note(&note);
+                ctx.out.warn(&note);
                 notes.push(note);
-                None
             }
-        };
-        for t in listed.unwrap_or_default() {
+        }
+    }
+    let mut out = Vec::new();
+    for spec in config.servers.values() {
+        for t in lists.remove(spec.name.as_str()).unwrap_or_default() {
             out.push((
                 spec.name.clone(),
                 tools::to_flat(&spec.name, &t, spec.trust_hints),

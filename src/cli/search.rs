@@ -43,8 +43,9 @@ pub struct Args {
     /// Leave out the tools of configured MCP servers.
     #[arg(long)]
     pub no_mcp: bool,
-    /// Fetch MCP tool lists that are missing from the cache or older than its TTL
-    /// (default: rank cached lists only, connecting to nothing).
+    /// Also fetch MCP tool lists older than the cache's TTL (lists missing from the
+    /// cache are always fetched, all servers at once, each bounded by its `timeoutMs`,
+    /// else 5 s; a server that fails is named in the answer's `notes`).
     #[arg(long, conflicts_with = "no_mcp")]
     pub mcp_refresh: bool,
 }
