@@ -204,6 +204,7 @@ fn search_offered(
     let policy = atip::exec::policy::Policy::load(None, &ctx.dirs.config, &cwd)?;
     let settings = atip::exec::Settings {
         include_inferred: true,
+        env: ctx.env.clone(),
         ..Default::default()
     };
     let Ok(engine) = atip::exec::Engine::load(&ctx.dirs, policy, settings, None, None) else {
@@ -215,7 +216,7 @@ fn search_offered(
     for n in &engine.notes {
         ctx.out.note(n);
     }
-    ctx.out.warnings(&engine.catalog_warnings());
+    ctx.out.warnings(engine.catalog_warnings());
     let found = match found {
         Ok(found) => found,
         Err(e) => {
