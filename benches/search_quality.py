@@ -14,6 +14,9 @@ A result answers a task when its tool, its tool-call name or one of its aliases 
 among the task's `want`. Tasks none of whose answers were registered are left out and
 counted. Then times whole-process `atip search` (median of --runs runs over the tasks).
 
+The ranking is measured with `runners.allow: ["*"]` (as the gate test does); the default
+policy's figures follow (it withholds command runners from both searchers).
+
 Usage: benches/search_quality.py [--atip BIN] [--runs N] [--show Q ...] [--misses]
 """
 import argparse, json, math, os, re, shutil, statistics, subprocess, sys, tempfile, time
@@ -145,21 +148,34 @@ class Mcp:
         return body["results"]
 
 
-mcp = Mcp()
-rows = {"atip search": {}, "mcp atip_search_tools": {}, "apropos-like baseline": {}}
+# The ranking is measured with command runners allowed (what the gate test does): the
+# default policy withholds them (ssh, env, python, …) from both searchers, which is the
+# policy's choice; its figures are printed too.
+rows = {"apropos-like baseline": {}}
 tops = {}
-for t in answerable:
-    q, want = t["q"], t["want"]
-    for label, f in (("atip search", cli), ("mcp atip_search_tools", mcp.search),
-                     ("apropos-like baseline", baseline)):
-        res = f(q)
-        rows[label][q] = rank_of(res, want)
-        if label == "atip search":
-            tops[q] = [r.get("name") for r in res[:3]]
-            if a.misses and not t.get("heldout") and rows[label][q] != 1:
-                print(f"miss {q!r} want {want} at {rows[label][q]}: {tops[q]}")
-mcp.p.stdin.close()
-mcp.p.wait(timeout=10)
+differ = 0
+os.makedirs(f"{tmp}/config", exist_ok=True)
+for policy, suffix in (('{"runners": {"allow": ["*"]}}', ""), ("{}", ", default policy")):
+    with open(f"{tmp}/config/policy.json", "w") as f:
+        f.write(policy)
+    mcp = Mcp()
+    c_label, m_label = f"atip search{suffix}", f"mcp atip_search_tools{suffix}"
+    rows[c_label], rows[m_label] = {}, {}
+    for t in answerable:
+        q, want = t["q"], t["want"]
+        c, m = cli(q), mcp.search(q)
+        rows[c_label][q], rows[m_label][q] = rank_of(c, want), rank_of(m, want)
+        differ += [r.get("name") for r in c[:5]] != [r.get("name") for r in m[:5]]
+        if not suffix:
+            rows["apropos-like baseline"][q] = rank_of(baseline(q), want)
+            tops[q] = [r.get("name") for r in c[:3]]
+            if a.misses and not t.get("heldout") and rows[c_label][q] != 1:
+                print(f"miss {q!r} want {want} at {rows[c_label][q]}: {tops[q]}")
+    mcp.p.stdin.close()
+    mcp.p.wait(timeout=10)
+with open(f"{tmp}/config/policy.json", "w") as f:
+    f.write('{"runners": {"allow": ["*"]}}')
+print(f"tasks whose top 5 differ between atip search and the MCP search tool: {differ}")
 
 print(f"registry: {len(registry)} tools; scan {scan_s:.2f} s; tasks {len(tasks)}, "
       f"answerable {len(answerable)}, held out {sum(1 for t in answerable if t.get('heldout'))}")
