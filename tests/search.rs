@@ -668,7 +668,10 @@ fn mcp_servers_are_in_every_search_and_a_rotated_token_keeps_their_tools() {
         "{v}"
     );
     assert!(stderr.contains("MCP server hang left out"), "{stderr}");
-    assert!(notes.contains(".mcp.json"), "the untrusted project file is not named: {v}");
+    assert!(
+        notes.contains(".mcp.json"),
+        "the untrusted project file is not named: {v}"
+    );
     let pid: i32 = std::fs::read_to_string(&pid_file)
         .unwrap()
         .trim()

@@ -354,7 +354,10 @@ fn fetch_lists<'s>(
     ttl: Duration,
     use_cache: bool,
     ctx: &Ctx,
-) -> Vec<(&'s atip::mcp::config::ServerSpec, Result<Vec<rmcp::model::Tool>, String>)> {
+) -> Vec<(
+    &'s atip::mcp::config::ServerSpec,
+    Result<Vec<rmcp::model::Tool>, String>,
+)> {
     if specs.is_empty() {
         return Vec::new();
     }
