@@ -499,10 +499,9 @@ struct Flat {
 
 impl Flat {
     fn new(tool: String, m: &crate::model::Metadata) -> Flat {
-        let tools = compile::flatten(m, &everything())
+        let tools = compile::flatten_params_only(m, &everything())
             .into_iter()
-            .map(|mut t| {
-                t.input_schema = serde_json::Value::Null;
+            .map(|t| {
                 let record = serde_json::to_vec(&t).expect("a flattened tool serializes");
                 (t, record)
             })

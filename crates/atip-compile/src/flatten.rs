@@ -15,6 +15,17 @@ use std::collections::HashSet;
 /// gets `_2`); use [`super::Catalog`] for uniqueness across several documents. Commands
 /// that need a human are dropped unless `opts.include_interactive`.
 pub fn flatten(meta: &Metadata, opts: &FlattenOptions) -> Vec<FlatTool> {
+    flatten_with(meta, opts, true)
+}
+
+/// [`flatten`] without the tools' [`FlatTool::input_schema`] (left `Null`): the compiled
+/// catalog stores the parameters only, and a document of ~1,700 commands would otherwise
+/// hold a second copy of every parameter's schema while it is written.
+pub fn flatten_params_only(meta: &Metadata, opts: &FlattenOptions) -> Vec<FlatTool> {
+    flatten_with(meta, opts, false)
+}
+
+fn flatten_with(meta: &Metadata, opts: &FlattenOptions, input_schema: bool) -> Vec<FlatTool> {
     let tool = meta.tool_name().unwrap_or("tool").to_string();
     let mut taken = HashSet::new();
     let mut out = Vec::new();
@@ -36,6 +47,7 @@ pub fn flatten(meta: &Metadata, opts: &FlattenOptions) -> Vec<FlatTool> {
             &[],
             &options,
             effects,
+            input_schema,
         );
         t.runner = meta
             .extra
@@ -59,6 +71,7 @@ pub fn flatten(meta: &Metadata, opts: &FlattenOptions) -> Vec<FlatTool> {
             entry.command.args(),
             &options,
             effects,
+            input_schema,
         );
         t.runner = meta.is_runner(&entry);
         t.about = about(meta, &entry);
@@ -102,6 +115,7 @@ fn build(
     args: &[Argument],
     options: &[&Opt],
     effects: Effects,
+    with_schema: bool,
 ) -> FlatTool {
     let title = if command.len() == 1 && command[0].is_empty() {
         tool.to_string()
@@ -195,7 +209,11 @@ fn build(
             guard: super::guard::ParamGuard::from_extra(&opt.extra),
         });
     }
-    let input_schema = object_schema(&params);
+    let input_schema = if with_schema {
+        object_schema(&params)
+    } else {
+        Value::Null
+    };
     // The description and its suffix state the worst case over the call conditions (a
     // model reads them before it picks arguments), and name what brings it.
     let (worst, flags) =
@@ -442,6 +460,35 @@ mod tests {
         let push = by("sorter_push");
         assert!(push.description.contains("Read-only unless --force."));
         assert!(crate::compile::formats::Annotations::of_tool(push).destructive_hint);
+    }
+
+    #[test]
+    fn params_only_is_flatten_without_the_input_schema() {
+        let m = meta(json!({
+            "atip": "0.6", "name": "gh", "version": "1", "description": "GitHub",
+            "globalOptions": [{"name": "repo", "flags": ["-R", "--repo"], "type": "string", "description": "Repo"}],
+            "commands": {
+                "pr": {"description": "PRs", "commands": {
+                    "list": {"description": "List", "arguments": [{"name": "state", "type": "enum",
+                        "enum": ["open", "closed"], "description": "State", "required": true}]},
+                    "view": {"description": "View", "options": [{"name": "web", "flags": ["--web"],
+                        "type": "boolean", "description": "Open"}]}}},
+                "status": {"description": "Status"}}
+        }));
+        let opts = FlattenOptions::default();
+        let full = flatten(&m, &opts);
+        let slim = flatten_params_only(&m, &opts);
+        assert_eq!(full.len(), 3);
+        assert!(full.iter().all(|t| t.input_schema.is_object()));
+        assert!(slim.iter().all(|t| t.input_schema.is_null()));
+        let nulled: Vec<FlatTool> = full
+            .into_iter()
+            .map(|mut t| {
+                t.input_schema = Value::Null;
+                t
+            })
+            .collect();
+        assert_eq!(slim, nulled);
     }
 
     #[test]

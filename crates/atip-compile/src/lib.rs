@@ -41,7 +41,7 @@ use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
-pub use flatten::flatten;
+pub use flatten::{flatten, flatten_params_only};
 
 /// The input schema of a flattened tool with these parameters (what flattening puts in
 /// [`FlatTool::input_schema`]): the compiled catalog stores the parameters only.
