@@ -84,6 +84,8 @@ pub use atip_model::model;
 #[doc(hidden)]
 pub use atip_model::schema;
 pub use atip_model::validate;
+/// The one async runtime and HTTP client factory.
+pub use atip_net as net;
 #[doc(hidden)]
 pub use atip_process as process;
 pub use atip_registry as registry;

@@ -123,7 +123,7 @@ fn read_prompt(arg: Option<String>) -> Result<String, AtipError> {
 
 /// The key and the variable it came from. Without `--base-url` (a hosted API) a key is
 /// required; a local server may need none.
-fn api_key(args: &Args) -> Result<Option<(String, String)>, AtipError> {
+fn api_key(args: &Args, env: &atip::env::Env) -> Result<Option<(String, String)>, AtipError> {
     let vars: Vec<String> = match &args.api_key_env {
         Some(v) => vec![v.clone()],
         None => args
@@ -134,8 +134,7 @@ fn api_key(args: &Args) -> Result<Option<(String, String)>, AtipError> {
             .collect(),
     };
     let found = vars.iter().find_map(|v| {
-        std::env::var(v)
-            .ok()
+        env.var(v)
             .filter(|k| !k.trim().is_empty())
             .map(|k| (v.clone(), k.trim().to_string()))
     });
@@ -216,7 +215,7 @@ fn selection(args: &Args, engine: &Engine) -> Result<Vec<FlatTool>, AtipError> {
 
 /// Runs `atip chat`; returns the exit code.
 pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
-    let key = api_key(&args)?;
+    let key = api_key(&args, &ctx.env)?;
     let base = base_url(&args, key.is_some())?;
     let prompt = read_prompt(args.prompt.clone())?;
     let mut redactor = Redactor::new().with_env_vars(

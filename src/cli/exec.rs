@@ -8,7 +8,7 @@ use atip::exec::{self, Confirmation, Engine, Foreign, Prepared, Settings, Via, a
 use atip::output::ExitStatus;
 use atip::output::{AtipError, ErrorCode, OutputFormat};
 use serde_json::{Value, json};
-use std::io::{IsTerminal, Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 
 // Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
@@ -118,16 +118,6 @@ fn read_input(path: &std::path::Path, what: &str) -> Result<String, AtipError> {
 
 /// Asks on the controlling terminal, only when stderr is one (never in a pipeline).
 pub(crate) fn prompt(p: &Prepared) -> Confirmation {
-    if !std::io::stderr().is_terminal() {
-        return Confirmation::Unavailable;
-    }
-    let Ok(mut tty) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/tty")
-    else {
-        return Confirmation::Unavailable;
-    };
     // Arguments come from the model: control characters escaped, so none can redraw
     // the question as another command.
     use atip::output::text::{escape_controls, shown_argv};
@@ -137,21 +127,7 @@ pub(crate) fn prompt(p: &Prepared) -> Confirmation {
         escape_controls(&p.decision.explain(Action::Confirm)),
         shown_argv(&p.shown_argv())
     );
-    if tty.write_all(question.as_bytes()).is_err() {
-        return Confirmation::Unavailable;
-    }
-    let mut line = String::new();
-    let mut byte = [0u8; 1];
-    while let Ok(1) = tty.read(&mut byte) {
-        if byte[0] == b'\n' {
-            break;
-        }
-        line.push(byte[0] as char);
-    }
-    match line.trim() {
-        "y" | "Y" | "yes" | "YES" | "Yes" => Confirmation::Yes,
-        _ => Confirmation::No,
-    }
+    super::ask::answer(&question)
 }
 
 /// Reads and parses the provider response of `--calls`.

@@ -16,7 +16,7 @@ use atip::output::ExitStatus;
 use atip::output::{AtipError, ErrorCode};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
-use std::io::{IsTerminal, Read, Write as _};
+use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -317,9 +317,11 @@ fn serve(args: ServeArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     match args.http {
         None => atip::mcp::serve_blocking(engine, scale, jobs, proxy)?,
         Some(addr) => {
-            let token = std::env::var(&args.token_env)
-                .ok()
-                .filter(|t| !t.is_empty());
+            let token = ctx
+                .env
+                .var(&args.token_env)
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned);
             atip::mcp::http::serve_blocking(
                 engine,
                 scale,
@@ -445,7 +447,7 @@ fn proxy_setup(args: &ServeArgs, ctx: &Ctx) -> Result<Option<atip::mcp::proxy::S
     if args.no_mcp {
         return Ok(None);
     }
-    if std::env::var_os(NESTED_ENV).is_some() {
+    if ctx.env.var_os(NESTED_ENV).is_some() {
         if !args.mcp_server.is_empty() {
             return Err(usage(format!(
                 "--mcp-server: this atip was started by another atip's MCP proxy ({NESTED_ENV} is set), which never proxies again"
@@ -510,15 +512,7 @@ pub(crate) fn block_on(
 
 /// Runs `fut` on a fresh current-thread runtime; `None` when Ctrl-C came first.
 fn run_async<T>(fut: impl Future<Output = Result<T, AtipError>>) -> Result<Option<T>, AtipError> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            AtipError::new(
-                ErrorCode::Internal,
-                format!("failed to start the async runtime: {e}"),
-            )
-        })?;
+    let rt = atip::net::runtime(atip::net::Threads::Current)?;
     let r = rt.block_on(async {
         tokio::select! {
             r = fut => r.map(Some),
@@ -703,7 +697,10 @@ async fn tools_cmd(a: ToolsArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let named = a.target.server.is_some()
         || a.target.url.is_some()
         || a.target.command.is_some()
-        || std::env::var(atip::mcp::remote::SERVER_ENV).is_ok_and(|s| !s.is_empty())
+        || ctx
+            .env
+            .var(atip::mcp::remote::SERVER_ENV)
+            .is_some_and(|s| !s.is_empty())
         || r.config.servers.len() == 1;
     let specs: Vec<ServerSpec> = if named {
         vec![r.select(a.target.server.as_deref())?.clone()]
@@ -873,16 +870,6 @@ fn read_args(a: &CallArgs) -> Result<serde_json::Map<String, Value>, AtipError> 
 
 /// Asks on the terminal, only when stderr is one. `call` is `SERVER TOOL {arguments}`.
 pub fn prompt(call: &str, d: &Decision) -> Confirmation {
-    if !std::io::stderr().is_terminal() {
-        return Confirmation::Unavailable;
-    }
-    let Ok(mut tty) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/tty")
-    else {
-        return Confirmation::Unavailable;
-    };
     // Names come from the server, arguments from the model: escaped.
     use atip::output::text::escape_controls;
     let q = format!(
@@ -890,22 +877,7 @@ pub fn prompt(call: &str, d: &Decision) -> Confirmation {
         escape_controls(call),
         escape_controls(&d.explain(Action::Confirm))
     );
-    if tty.write_all(q.as_bytes()).is_err() {
-        return Confirmation::Unavailable;
-    }
-    let mut line = String::new();
-    let mut byte = [0u8; 1];
-    while let Ok(1) = tty.read(&mut byte) {
-        if byte[0] == b'\n' {
-            break;
-        }
-        line.push(byte[0] as char);
-    }
-    if matches!(line.trim(), "y" | "Y" | "yes" | "Yes" | "YES") {
-        Confirmation::Yes
-    } else {
-        Confirmation::No
-    }
+    super::ask::answer(&q)
 }
 
 async fn call(a: CallArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
@@ -1178,15 +1150,7 @@ impl McpBatch {
         if !calls.iter().any(|c| tools::is_mcp_name(&c.name)) {
             return Ok(None);
         }
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| {
-                AtipError::new(
-                    ErrorCode::Internal,
-                    format!("failed to start the async runtime: {e}"),
-                )
-            })?;
+        let rt = atip::net::runtime(atip::net::Threads::Current)?;
         Ok(Some(McpBatch {
             rt,
             remote: exec_remote(ctx, !dry_run)?,

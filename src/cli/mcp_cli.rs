@@ -355,12 +355,11 @@ fn run(cli: McpCli, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
 }
 
 /// The document's config files: `--config-dir` (else `~/.mcp-cli`), then `./mcp-cli`.
-fn cli_paths(g: &Global) -> Result<(Option<PathBuf>, Option<PathBuf>), AtipError> {
+fn cli_paths(g: &Global, env: &Env) -> Result<(Option<PathBuf>, Option<PathBuf>), AtipError> {
     let cwd = std::env::current_dir()
         .map_err(|e| AtipError::new(ErrorCode::CwdUnavailable, e.to_string()))?;
     let global_dir = g.config_dir.clone().or_else(|| {
-        std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
+        env.non_empty("HOME")
             .map(|h| PathBuf::from(h).join(config::CLI_GLOBAL_DIR))
     });
     Ok((
@@ -371,9 +370,9 @@ fn cli_paths(g: &Global) -> Result<(Option<PathBuf>, Option<PathBuf>), AtipError
 
 /// Reads and merges the config files, trust applied; no printing.
 fn read_config(g: &Global, ctx: &Ctx) -> Result<McpConfig, AtipError> {
-    let (global, project) = cli_paths(g)?;
+    let (global, project) = cli_paths(g, &ctx.env)?;
     let store = TrustStore::load(&ctx.dirs.config)?;
-    let lookup = |n: &str| std::env::var(n).ok();
+    let lookup = |n: &str| ctx.env.var(n).map(str::to_owned);
     Loader { lookup: &lookup }.load_cli(global.as_deref(), project.as_deref(), &store)
 }
 

@@ -68,13 +68,13 @@ fn write(path: &Path, text: &str, mode: u32) -> Result<(), AtipError> {
 pub fn run(a: InstallArgs, add: bool, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let usage = |m: String| AtipError::new(ErrorCode::Usage, m);
     let env = Env {
-        home: std::env::var_os("HOME")
+        home: ctx
+            .env
+            .var_os("HOME")
             .map(PathBuf::from)
             .ok_or_else(|| usage("HOME is not set; give --config-file".into()))?,
-        xdg_config: std::env::var_os("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute()),
-        codex_home: std::env::var_os("CODEX_HOME").map(PathBuf::from),
+        xdg_config: ctx.env.absolute_path("XDG_CONFIG_HOME"),
+        codex_home: ctx.env.var_os("CODEX_HOME").map(PathBuf::from),
         cwd: std::env::current_dir().map_err(|e| usage(e.to_string()))?,
     };
     let path = match &a.config_file {

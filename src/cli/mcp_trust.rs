@@ -9,7 +9,7 @@ use atip::output::ExitStatus;
 use atip::output::{AtipError, ErrorCode};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
-use std::io::{IsTerminal, Read, Write as _};
+
 use std::path::{Path, PathBuf};
 
 /// `atip mcp trust`.
@@ -134,7 +134,7 @@ fn describe_servers(file: &ProjectFile) -> Vec<String> {
 pub fn read_config(ctx: &Ctx) -> Result<McpConfig, AtipError> {
     let paths = ConfigPaths::locate(&ctx.dirs.config, &cwd()?, &ctx.env);
     let store = TrustStore::load(&ctx.dirs.config)?;
-    let lookup = |n: &str| std::env::var(n).ok();
+    let lookup = |n: &str| ctx.env.var(n).map(str::to_owned);
     Loader { lookup: &lookup }.load(&paths, &store)
 }
 
@@ -191,16 +191,10 @@ pub fn note_untrusted(cfg: &McpConfig, ctx: &Ctx) {
 /// Asks on /dev/tty whether to trust `path`; records the answer `y`. `false` when there
 /// is no terminal to ask on.
 fn prompt_trust(path: &Path, ctx: &Ctx) -> Result<bool, AtipError> {
-    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+    use super::ask::{Needs, can_ask, confirm};
+    if !can_ask(Needs::StdinAndStderr) {
         return Ok(false);
     }
-    let Ok(mut tty) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/tty")
-    else {
-        return Ok(false);
-    };
     let file = read_file(path)?;
     if file.problem.is_some() {
         return Ok(false);
@@ -222,21 +216,7 @@ fn prompt_trust(path: &Path, ctx: &Ctx) -> Result<bool, AtipError> {
         );
     }
     q.push_str("Trust this exact file (any change asks again)? [y/N]: ");
-    if tty.write_all(q.as_bytes()).is_err() {
-        return Ok(false);
-    }
-    let mut line = Vec::new();
-    let mut byte = [0u8; 1];
-    while let Ok(1) = tty.read(&mut byte) {
-        if byte[0] == b'\n' {
-            break;
-        }
-        line.push(byte[0]);
-    }
-    if !matches!(
-        String::from_utf8_lossy(&line).trim(),
-        "y" | "Y" | "yes" | "Yes" | "YES"
-    ) {
+    if confirm(&q, Needs::StdinAndStderr) != Some(true) {
         return Ok(false);
     }
     let mut store = TrustStore::load(&ctx.dirs.config)?;
@@ -255,7 +235,7 @@ pub fn trust(a: TrustArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let mut store = TrustStore::load(&ctx.dirs.config)?;
     store.trust(&file, a.allow_env.clone())?;
     // Refuse content that would not load: trusting it would only move the error.
-    let lookup = |n: &str| std::env::var(n).ok();
+    let lookup = |n: &str| ctx.env.var(n).map(str::to_owned);
     let mut probe = McpConfig::default();
     Loader { lookup: &lookup }.merge_project(&mut probe, &file, &store)?;
     store.save()?;

@@ -1,5 +1,6 @@
 //! One file per subcommand: its clap arguments and a `run` that calls the library.
 pub mod agent;
+pub mod ask;
 pub mod chat;
 pub mod completions;
 pub mod diff;

@@ -318,7 +318,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
             let token = reg.auth.as_ref().map(|a| {
                 (
                     a.token_env_var.as_str(),
-                    std::env::var(&a.token_env_var).ok(),
+                    ctx.env.var(&a.token_env_var).map(str::to_owned),
                 )
             });
             let manifest = if no_check {

@@ -65,11 +65,8 @@ impl Client {
         redactor: Redactor,
         key_var: Option<String>,
     ) -> Result<Client, AtipError> {
-        atip_base::tls::use_ring();
-        let http = reqwest::blocking::Client::builder()
-            .user_agent(concat!("atip/", env!("CARGO_PKG_VERSION")))
+        let http = atip_net::blocking_client()
             .connect_timeout(Duration::from_secs(10))
-            .timeout(None)
             .build()
             .map_err(|e| {
                 AtipError::new(

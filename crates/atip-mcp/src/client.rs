@@ -327,8 +327,7 @@ impl Session {
                     })?;
                     map.insert(name, value);
                 }
-                atip_base::tls::use_ring();
-                let client = reqwest::Client::builder()
+                let client = atip_net::async_client()
                     .connect_timeout(timeout)
                     .build()
                     .map_err(|e| {

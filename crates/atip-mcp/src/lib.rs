@@ -948,18 +948,9 @@ pub fn serve_blocking(
     res
 }
 
-/// The runtime `atip mcp serve` runs on.
+/// The runtime `atip mcp serve` runs on (two workers: several clients at once).
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, AtipError> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            AtipError::new(
-                ErrorCode::Internal,
-                format!("failed to start the async runtime: {e}"),
-            )
-        })
+    atip_net::runtime(atip_net::Threads::Workers(2))
 }
 
 impl Server {

@@ -128,11 +128,8 @@ impl Http {
     /// A client whose requests each take at most `per_request`, all of them ending by
     /// `total` from now.
     pub fn new(per_request: Duration, total: Duration) -> Result<Http, String> {
-        atip_base::tls::use_ring();
-        let client = reqwest::blocking::Client::builder()
-            .user_agent(concat!("atip/", env!("CARGO_PKG_VERSION")))
+        let client = atip_net::blocking_client()
             .connect_timeout(per_request.min(Duration::from_secs(10)))
-            .timeout(None)
             .pool_max_idle_per_host(16)
             .build()
             .map_err(|e| format!("failed to set up the HTTP client: {e}"))?;

@@ -1,0 +1,81 @@
+//! atip's `net` layer: the one factory of the async runtime and of the HTTP clients.
+//!
+//! Every tokio runtime atip starts comes from [`runtime`], every HTTP client from
+//! [`blocking_client`] or [`async_client`]: TLS is ring's (installed here, see
+//! [`atip_base::tls`]), every request says it is atip's, and a second way to build
+//! either cannot creep back in (a test in `tests/layers.rs` fails when one appears
+//! outside this file). Callers add what is theirs (timeouts, pools) to the builder.
+
+use atip_base::output::{AtipError, ErrorCode};
+
+/// The `User-Agent` of every HTTP request atip sends.
+pub const USER_AGENT: &str = concat!("atip/", env!("CARGO_PKG_VERSION"));
+
+/// The threads a runtime runs its tasks on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Threads {
+    /// On the thread that blocks on it (one request or session at a time).
+    Current,
+    /// On this many worker threads (a server answering several clients).
+    Workers(usize),
+}
+
+/// A tokio runtime with I/O and timers enabled.
+pub fn runtime(threads: Threads) -> Result<tokio::runtime::Runtime, AtipError> {
+    let mut builder = match threads {
+        Threads::Current => tokio::runtime::Builder::new_current_thread(),
+        Threads::Workers(n) => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n.max(1));
+            b
+        }
+    };
+    builder.enable_all().build().map_err(|e| {
+        AtipError::new(
+            ErrorCode::Internal,
+            format!("failed to start the async runtime: {e}"),
+        )
+    })
+}
+
+/// A builder of a blocking HTTP client (remote registries, model endpoints): ring's
+/// TLS installed, atip's user agent, no overall timeout (the caller sets its own).
+pub fn blocking_client() -> reqwest::blocking::ClientBuilder {
+    atip_base::tls::use_ring();
+    reqwest::blocking::Client::builder()
+        .user_agent(USER_AGENT)
+        .timeout(None)
+}
+
+/// A builder of an async HTTP client (MCP over HTTP): ring's TLS installed, atip's
+/// user agent.
+pub fn async_client() -> reqwest::ClientBuilder {
+    atip_base::tls::use_ring();
+    reqwest::Client::builder().user_agent(USER_AGENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtimes_of_both_kinds_run_a_task() {
+        for threads in [Threads::Current, Threads::Workers(2)] {
+            let rt = runtime(threads).unwrap();
+            // A timer needs the time driver: `enable_all` must have turned it on.
+            let got = rt.block_on(tokio::time::timeout(
+                std::time::Duration::from_secs(60),
+                async { 7 },
+            ));
+            assert_eq!(got, Ok(7), "{threads:?}");
+        }
+    }
+
+    #[test]
+    fn clients_build_with_the_ring_provider() {
+        // Without a crypto provider installed, building a rustls client panics.
+        blocking_client().build().unwrap();
+        let rt = runtime(Threads::Current).unwrap();
+        rt.block_on(async { async_client().build().unwrap() });
+    }
+}
