@@ -63,10 +63,9 @@ mod tests {
         for threads in [Threads::Current, Threads::Workers(2)] {
             let rt = runtime(threads).unwrap();
             // A timer needs the time driver: `enable_all` must have turned it on.
-            let got = rt.block_on(tokio::time::timeout(
-                std::time::Duration::from_secs(60),
-                async { 7 },
-            ));
+            let got = rt.block_on(async {
+                tokio::time::timeout(std::time::Duration::from_secs(60), async { 7 }).await
+            });
             assert_eq!(got, Ok(7), "{threads:?}");
         }
     }
