@@ -481,6 +481,145 @@ mod tests {
         );
     }
 
+    /// Every other spec that names an error code beside an exit code says the exit code
+    /// the enum gives it: in a table with an `exit` (or `atip`) column, each code named
+    /// in a row exits with one of that cell's numbers (and is of the row's `category`,
+    /// when there is one); in prose, `` `code` (…exit N) `` says N.
+    #[test]
+    fn every_spec_naming_a_code_agrees_with_the_enum() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../spec");
+        let mut problems = Vec::new();
+        let mut checked = 0;
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "md"))
+            .filter(|p| !p.ends_with("exit-codes.md"))
+            // `mcp` (the mcp-cli document's command) exits with the document's own
+            // codes; its spec maps atip's codes onto them in a table of its own.
+            .filter(|p| !p.ends_with("mcp-cli.md"))
+            .collect();
+        files.sort();
+        for path in files {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            checked += spec_disagreements(&text, &file, &mut problems);
+        }
+        assert!(
+            checked > 30,
+            "the checks found only {checked} codes to check"
+        );
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+
+    /// The error codes named in backticks in `s`.
+    fn named_codes(s: &str) -> Vec<ErrorCode> {
+        s.split('`')
+            .skip(1)
+            .step_by(2)
+            .filter_map(ErrorCode::from_name)
+            .collect()
+    }
+
+    /// Checks one spec's tables and prose; returns how many code mentions it checked.
+    fn spec_disagreements(text: &str, file: &str, problems: &mut Vec<String>) -> usize {
+        let mut checked = 0;
+        let cells = |l: &str| -> Vec<String> {
+            l.trim()
+                .trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect()
+        };
+        let mut columns: Option<(usize, Option<usize>)> = None;
+        let mut lines = text.lines().peekable();
+        while let Some(line) = lines.next() {
+            if !line.trim_start().starts_with('|') {
+                columns = None;
+            } else if lines
+                .peek()
+                .is_some_and(|n| n.trim_start().starts_with("|---"))
+            {
+                // A header: which column holds atip's exit code, which the category.
+                let head = cells(line);
+                let exit = head
+                    .iter()
+                    .position(|h| matches!(h.to_lowercase().as_str(), "exit" | "atip"));
+                let category = head.iter().position(|h| h.eq_ignore_ascii_case("category"));
+                columns = exit.map(|e| (e, category));
+                lines.next();
+                continue;
+            } else if let Some((exit, category)) = columns {
+                let row = cells(line);
+                let Some(cell) = row.get(exit) else { continue };
+                let numbers: Vec<u8> = cell
+                    .split(',')
+                    .filter_map(|n| n.trim().parse().ok())
+                    .collect();
+                if numbers.is_empty() {
+                    continue;
+                }
+                for code in named_codes(line) {
+                    checked += 1;
+                    if !numbers.contains(&code.exit_code()) {
+                        problems.push(format!(
+                            "{file}: `{code}` exits {}, the row says {cell}: {line}",
+                            code.exit_code()
+                        ));
+                    }
+                    if let Some(c) = category.and_then(|c| row.get(c))
+                        && Category::ALL.iter().any(|k| k.as_str() == c.as_str())
+                        && code.category().as_str() != c
+                    {
+                        problems.push(format!(
+                            "{file}: `{code}` is {}, the row says {c}: {line}",
+                            code.category().as_str()
+                        ));
+                    }
+                }
+            }
+            // Prose: `code` (…exit N).
+            for (i, part) in line.split('`').enumerate().skip(1).step_by(2) {
+                let Some(code) = ErrorCode::from_name(part) else {
+                    continue;
+                };
+                let after = line.split('`').nth(i + 1).unwrap_or("");
+                let Some(paren) = after.strip_prefix(" (") else {
+                    continue;
+                };
+                let inside = paren.split(')').next().unwrap_or("");
+                let Some(n) = inside
+                    .split("exit ")
+                    .nth(1)
+                    .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+                    .and_then(|d| d.parse::<u8>().ok())
+                else {
+                    continue;
+                };
+                checked += 1;
+                if n != code.exit_code() {
+                    problems.push(format!(
+                        "{file}: `{code}` exits {}, the text says {n}: {line}",
+                        code.exit_code()
+                    ));
+                }
+            }
+        }
+        checked
+    }
+
+    #[test]
+    fn a_spec_that_disagrees_is_caught() {
+        let mut p = Vec::new();
+        let text = "| code | category | exit |\n|---|---|---|\n| `tool_not_found` | input | 75 |\n\nA timeout is `mcp_timeout` (exit 130).\n";
+        assert_eq!(spec_disagreements(text, "x.md", &mut p), 2);
+        assert_eq!(p.len(), 2, "{p:?}");
+        let mut ok = Vec::new();
+        let good = "| atip | when |\n|---|---|\n| 66 | `tool_not_found` |\n";
+        assert_eq!(spec_disagreements(good, "y.md", &mut ok), 1);
+        assert!(ok.is_empty(), "{ok:?}");
+    }
+
     #[test]
     fn categories_have_distinct_exit_codes() {
         let mut seen = std::collections::HashSet::new();
