@@ -322,28 +322,40 @@ fn snapshots_of_doctor_validate_lint_diff_registry_export_exec_and_mcp() {
     insta::assert_snapshot!("mcp_servers", w.text(None, &["mcp", "servers"]));
 }
 
-/// `atip mcp tools` of a real (small, Python) MCP server, at 80 and 50 columns.
+/// `atip mcp tools` and `atip mcp describe` of a real (small, Python) MCP server, at 80
+/// and 50 columns; every line fits.
 #[test]
 fn snapshot_of_mcp_tools() {
     let Some(sb) = crate::mcp_client::sandbox("ok") else {
         return;
     };
-    for cols in [80, 50] {
+    let text = |cols: usize, args: &[&str]| {
         let out = sb
             .atip()
             .env("ATIP_CACHE_DIR", sb.path().join("cache"))
             .env("COLUMNS", cols.to_string())
             .current_dir(sb.path().join("proj"))
-            .args(["--output", "text", "mcp", "tools", "--no-cache"])
+            .args(["--output", "text", "mcp"])
+            .args(args)
             .stdin(Stdio::null())
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_fits(&text, cols, &args.join(" "));
+        text
+    };
+    for cols in [80, 50] {
         insta::assert_snapshot!(
             format!("mcp_tools_{cols}"),
-            String::from_utf8(out.stdout).unwrap()
+            text(cols, &["tools", "--no-cache"])
         );
     }
+    insta::assert_snapshot!("mcp_describe_echo_80", text(80, &["describe", "echo"]));
+    insta::assert_snapshot!(
+        "mcp_describe_write_note_50",
+        text(50, &["describe", "write_note"])
+    );
 }
 
 #[test]

@@ -784,52 +784,20 @@ async fn describe(a: DescribeArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     if ctx.output.is_json() {
         ctx.out.json(&v)?;
     } else {
-        let mut out = String::new();
-        let _ = writeln!(out, "{} ({})", esc(&tool.name), esc(&spec.name));
-        if let Some(t) = &tool.title {
-            let _ = writeln!(out, "title: {}", esc(t));
-        }
-        let _ = writeln!(
-            out,
-            "call as: {}",
-            esc(&tools::flat_name(&spec.name, &tool.name))
-        );
-        let _ = writeln!(
-            out,
-            "description: {}",
-            esc_lines(tool.description.as_deref().unwrap_or(""))
-        );
-        let _ = writeln!(
-            out,
-            "input schema: {}",
-            serde_json::to_string_pretty(&tools::input_schema(&tool)).unwrap_or_default()
-        );
-        if let Some(o) = &tool.output_schema {
-            let _ = writeln!(
-                out,
-                "output schema: {}",
-                serde_json::to_string_pretty(&**o).unwrap_or_default()
-            );
-        }
-        if let Some(an) = &tool.annotations {
-            let _ = writeln!(
-                out,
-                "annotations: {}",
-                serde_json::to_string(an).unwrap_or_default()
-            );
-        }
-        let why = decision.explain(decision.action);
-        let _ = writeln!(
-            out,
-            "policy: {}{}",
-            decision.action,
-            if why.is_empty() {
-                String::new()
-            } else {
-                format!(" ({why})")
-            }
-        );
-        ctx.out.text(&out)?;
+        let d = super::mcp_text::Described {
+            server: &spec.name,
+            call_as: tools::flat_name(&spec.name, &tool.name),
+            action: decision.action.to_string(),
+            why: decision.explain(decision.action),
+            trust_hints: spec.trust_hints,
+        };
+        ctx.out.text(&super::mcp_text::describe(
+            &tool,
+            &d,
+            ctx.out.verbosity() == atip::output::Verbosity::Verbose,
+            ctx.width,
+            atip::output::term::Style::new(ctx.out.stdout_color()),
+        ))?;
     }
     Ok(ExitStatus::Success)
 }

@@ -118,3 +118,150 @@ pub fn tools(listed: &[Listed<'_>], failed: usize, width: Option<usize>, style: 
     let _ = writeln!(t, "{}", style.paint(Some(Paint::Dim), &count));
     t
 }
+
+/// What `mcp describe` shows of one tool, besides the tool itself.
+pub struct Described<'a> {
+    /// The server's name.
+    pub server: &'a str,
+    /// The name atip's tools call it by (`mcp__SERVER__TOOL`).
+    pub call_as: String,
+    /// The policy's action for a call, in words (`allow`, `confirm`, `deny`).
+    pub action: String,
+    /// Why, when a rule applied.
+    pub why: String,
+    /// Whether the server's annotations are believed.
+    pub trust_hints: bool,
+}
+
+/// One tool of a server as a page: name, title, how to call it, effects and the
+/// policy's verdict, the description, the parameters as a table; the schemas and
+/// annotations as JSON with `verbose`.
+pub fn describe(
+    tool: &rmcp::model::Tool,
+    d: &Described<'_>,
+    verbose: bool,
+    width: Option<usize>,
+    style: Style,
+) -> String {
+    let mut t = String::new();
+    let fit = |s: &str| width.map_or_else(|| s.to_string(), |w| term::cut(s, w));
+    let head = format!(
+        "{} ({})",
+        term::one_line(&tool.name),
+        term::one_line(d.server)
+    );
+    let _ = writeln!(t, "{}", style.paint(Some(Paint::Bold), &fit(&head)));
+    if let Some(title) = &tool.title {
+        t.push_str(&term::wrap("title: ", title, width, 7));
+    }
+    let _ = writeln!(
+        t,
+        "{}",
+        fit(&format!("call as: {}", term::one_line(&d.call_as)))
+    );
+    let effects = tools::to_flat(d.server, tool, d.trust_hints)
+        .effects
+        .summary();
+    let _ = writeln!(
+        t,
+        "effects: {}",
+        style.paint(term::effects_paint(&effects), &fit(&effects))
+    );
+    let policy = if d.why.is_empty() {
+        d.action.clone()
+    } else {
+        format!("{} ({})", d.action, d.why)
+    };
+    t.push_str(&term::wrap("policy: ", &policy, width, 8));
+    if let Some(desc) = tool.description.as_deref().filter(|s| !s.trim().is_empty()) {
+        t.push('\n');
+        for para in desc.lines().filter(|l| !l.trim().is_empty()) {
+            t.push_str(&term::wrap("", para, width, 0));
+        }
+    }
+    let schema = tools::input_schema(tool);
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(serde_json::Value::as_str).collect())
+        .unwrap_or_default();
+    let mut table = Table::new(Some(&["PARAMETER", "TYPE", "REQUIRED", "DESCRIPTION"]))
+        .indent(2)
+        .flex(3)
+        .shrink(1, 12);
+    for (name, p) in schema["properties"].as_object().into_iter().flatten() {
+        table.row(vec![
+            Cell::painted(term::one_line(name), Some(Paint::Bold)),
+            Cell::new(type_of(p)),
+            Cell::new(if required.contains(&name.as_str()) {
+                "yes"
+            } else {
+                "no"
+            }),
+            Cell::new(term::one_line(p["description"].as_str().unwrap_or(""))),
+        ]);
+    }
+    t.push('\n');
+    if table.is_empty() {
+        let _ = writeln!(t, "No parameters.");
+    } else {
+        let _ = writeln!(t, "{}", style.paint(Some(Paint::Bold), "Parameters"));
+        t.push_str(&table.render(width, style));
+    }
+    if verbose {
+        let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
+        let _ = writeln!(
+            t,
+            "\ninput schema: {}",
+            atip::output::text::escape_controls_keep_lines(&pretty(&schema))
+        );
+        if let Some(o) = &tool.output_schema {
+            let v = serde_json::Value::Object((**o).clone());
+            let _ = writeln!(
+                t,
+                "output schema: {}",
+                atip::output::text::escape_controls_keep_lines(&pretty(&v))
+            );
+        }
+        if let Some(a) = &tool.annotations {
+            let v = serde_json::to_value(a).unwrap_or_default();
+            let _ = writeln!(t, "annotations: {}", term::one_line(&v.to_string()));
+        }
+    } else if tool.output_schema.is_some() || tool.annotations.is_some() {
+        t.push('\n');
+        t.push_str(&term::wrap(
+            "",
+            "The input and output schemas and the annotations as JSON: run again with --verbose",
+            width,
+            0,
+        ));
+    }
+    t
+}
+
+/// A parameter's type in a few words: `string`, `array of string`, `one of: a, b`.
+fn type_of(p: &serde_json::Value) -> String {
+    if let Some(values) = p["enum"].as_array() {
+        let words: Vec<String> = values
+            .iter()
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+            .collect();
+        return term::one_line(&format!("one of: {}", words.join(", ")));
+    }
+    match p["type"].as_str() {
+        Some("array") => match p["items"]["type"].as_str() {
+            Some(item) => format!("array of {item}"),
+            None => "array".into(),
+        },
+        Some(t) => t.to_string(),
+        None => p["type"]
+            .as_array()
+            .map(|ts| {
+                ts.iter()
+                    .filter_map(serde_json::Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            })
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "any".into()),
+    }
+}
