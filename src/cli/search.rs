@@ -213,6 +213,9 @@ fn search_offered(
     let Some(found) = engine.search_offered(query, opts.limit, opts.explain) else {
         return Ok(None);
     };
+    for n in &engine.compiled_notes {
+        ctx.out.info(n);
+    }
     for n in &engine.notes {
         ctx.out.note(n);
     }

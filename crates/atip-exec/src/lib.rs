@@ -174,16 +174,17 @@ impl ToolInfo {
     }
 }
 
-/// The compiled catalog (`crate::catalog::load`), keeping only the notes of a catalog
-/// that was refused (a missing one compiled afresh is not worth telling).
+/// The compiled catalog (`crate::catalog::load`). The notes of a catalog that was
+/// refused go to `notes`; those of a missing one compiled afresh, worth telling only
+/// with `--verbose`, to `compiled`.
 fn open_catalog(
     dirs: &Dirs,
     notes: &mut Vec<String>,
+    compiled: &mut Vec<String>,
 ) -> Result<Option<crate::catalog::Compiled>, AtipError> {
-    crate::catalog::load(dirs, &mut |n| {
-        if let crate::catalog::Note::Rejected(m) = n {
-            notes.push(m);
-        }
+    crate::catalog::load(dirs, &mut |n| match n {
+        crate::catalog::Note::Rejected(m) => notes.push(m),
+        crate::catalog::Note::Compiled(m) => compiled.push(m),
     })
 }
 
@@ -236,8 +237,9 @@ fn lazy_from_catalog(
     dirs: &Dirs,
     include_inferred: bool,
     notes: &mut Vec<String>,
+    compiled: &mut Vec<String>,
 ) -> Result<Option<lazy::Lazy>, AtipError> {
-    Ok(open_catalog(dirs, notes)?
+    Ok(open_catalog(dirs, notes, compiled)?
         .and_then(|compiled| lazy::Lazy::new(dirs, compiled, include_inferred)))
 }
 
@@ -279,6 +281,8 @@ pub struct Engine {
     pub warnings: Vec<String>,
     /// Notes from loading (a compiled catalog that had to be compiled again).
     pub notes: Vec<String>,
+    /// Notes worth a `--verbose` line: a missing catalog compiled afresh.
+    pub compiled_notes: Vec<String>,
 }
 
 /// Where a call came from, for the audit log.
@@ -517,15 +521,19 @@ impl Engine {
         }
         // Every tool, for a server or a batch: from the compiled catalog, each tool read
         // when a call first names it.
+        let mut compiled = Vec::new();
         if only.is_none()
             && focus.is_none()
-            && let Some(lazy) = lazy_from_catalog(dirs, settings.include_inferred, &mut notes)?
+            && let Some(lazy) =
+                lazy_from_catalog(dirs, settings.include_inferred, &mut notes, &mut compiled)?
         {
             let found = Found {
                 lazy: Some(lazy),
                 ..Found::default()
             };
-            return Engine::assemble(dirs, policy, settings, found, notes);
+            let mut engine = Engine::assemble(dirs, policy, settings, found, notes)?;
+            engine.compiled_notes = compiled;
+            return Ok(engine);
         }
         // The same selection (sorted by name, unknown names an error) as `atip export`,
         // so flattened names match what export printed.
@@ -648,6 +656,7 @@ impl Engine {
             cwd: current_dir()?,
             warnings: found.warnings,
             notes,
+            compiled_notes: Vec::new(),
         })
     }
 
