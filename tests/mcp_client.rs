@@ -584,9 +584,16 @@ fn explicit_stdio_mode_needs_no_config() {
 #[test]
 fn mcp_tools_join_search_and_exec() {
     let Some(sb) = sandbox("ok") else { return };
-    // Before any list is cached, search connects to nothing and finds no MCP tool.
+    // Before any list is cached, search fetches the missing list of a server of the
+    // user's own config (bounded by its timeout) and finds its tool.
     let o = run(&sb, &["search", "echo", "message", "--output", "json"]);
-    assert_ne!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(
+        json_out(&o)["results"][0]["name"],
+        "mcp__fake__echo",
+        "{}",
+        show(&o)
+    );
     let o = run(
         &sb,
         &[
