@@ -335,6 +335,7 @@ fn serve(args: ServeArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
                     header_timeout: args.header_timeout,
                 },
                 proxy,
+                super::signals::install(super::signals::Mode::Now),
             )?
         }
     }
@@ -513,10 +514,13 @@ pub(crate) fn block_on(
 /// Runs `fut` on a fresh current-thread runtime; `None` when Ctrl-C came first.
 fn run_async<T>(fut: impl Future<Output = Result<T, AtipError>>) -> Result<Option<T>, AtipError> {
     let rt = atip::net::runtime(atip::net::Threads::Current)?;
+    // The run's one cancel token (cli::signals), set by SIGINT, SIGTERM or SIGHUP; a
+    // command that installed no handler yet winds down.
+    let cancel = super::signals::install(super::signals::Mode::WindDown);
     let r = rt.block_on(async {
         tokio::select! {
             r = fut => r.map(Some),
-            _ = tokio::signal::ctrl_c() => Ok(None),
+            _ = atip::net::cancelled(cancel) => Ok(None),
         }
     });
     rt.shutdown_timeout(Duration::from_millis(500));

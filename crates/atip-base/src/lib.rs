@@ -1,7 +1,8 @@
-//! atip's `base` layer: `output`, `atomic`, `digest`, `dirs`, `env`, `units`, `timestamp`, `similar`, `statat`, `archive`, `tls`.
+//! atip's `base` layer: `output`, `atomic`, `cancel`, `digest`, `dirs`, `env`, `units`, `timestamp`, `similar`, `statat`, `archive`, `tls`.
 
 pub mod archive;
 pub mod atomic;
+pub mod cancel;
 pub mod digest;
 pub mod dirs;
 pub mod env;

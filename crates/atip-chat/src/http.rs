@@ -10,8 +10,7 @@
 use crate::exec::redact::Redactor;
 use crate::output::{AtipError, ErrorCode};
 use serde_json::{Value, json};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
 /// Longest wait for a server's `Retry-After` that is still worth it.
@@ -34,7 +33,7 @@ pub struct Client {
     /// Name of the variable the key came from, for hints.
     key_var: Option<String>,
     /// Set (by a SIGINT handler) to give up at once: `interrupted`.
-    pub interrupt: Option<Arc<AtomicBool>>,
+    pub interrupt: Option<atip_base::cancel::Cancel>,
 }
 
 /// How often a wait looks at the interrupt flag.

@@ -49,7 +49,7 @@ use crate::dirs::Dirs;
 use crate::env::Env;
 use crate::model::Metadata;
 use crate::output::{Applicability, AtipError, ErrorCode, SuggestedAction, Suggestion};
-use crate::process::{Exit, Spawn};
+use crate::process::{Cancel, Exit, Spawn};
 use crate::registry::{FileStamp, Index};
 use audit::{AuditLog, AuditRecord};
 use policy::{Action, CallFacts, Decision, Policy};
@@ -58,7 +58,6 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -1344,7 +1343,7 @@ impl Engine {
         &self,
         p: &Prepared,
         confirmed: bool,
-        cancel: Option<Arc<AtomicBool>>,
+        cancel: Option<Cancel>,
         via: &Via,
         call_id: Option<&str>,
     ) -> Result<ExecResult, AtipError> {
@@ -1483,7 +1482,7 @@ impl Engine {
 
     /// The child process to start: program, argv, caps, working directory, and the
     /// environment variables the tool authenticates with or the policy passes.
-    fn spawn_for(&self, p: &Prepared, cancel: Option<Arc<AtomicBool>>) -> Spawn {
+    fn spawn_for(&self, p: &Prepared, cancel: Option<Cancel>) -> Spawn {
         let mut spawn = Spawn::new(&p.info.program, p.argv.clone(), p.timeout);
         spawn.stdout_cap = self.settings.stdout_cap;
         spawn.stderr_cap = self.settings.stderr_cap;
@@ -1590,7 +1589,7 @@ pub struct BatchOptions {
     /// No call runs past this instant: each call's timeout is cut to the time left.
     pub deadline: Option<std::time::Instant>,
     /// Set (e.g. by a SIGINT handler) to kill running calls with their process groups.
-    pub cancel: Option<Arc<AtomicBool>>,
+    pub cancel: Option<Cancel>,
 }
 
 impl BatchOptions {

@@ -141,7 +141,8 @@ impl Backoff {
     }
 }
 
-/// Serves until Ctrl-C or SIGTERM.
+/// Serves until `cancel` is set (the binary's signal handler sets it on SIGINT, SIGTERM
+/// or SIGHUP).
 #[allow(clippy::too_many_arguments)]
 pub fn serve_blocking(
     engine: Engine,
@@ -152,6 +153,7 @@ pub fn serve_blocking(
     token_env: &str,
     limits: Limits,
     proxy: Option<super::proxy::Setup>,
+    cancel: crate::process::Cancel,
 ) -> Result<(), AtipError> {
     let sock: SocketAddr = addr.parse().map_err(|e| {
         usage(format!(
@@ -215,7 +217,7 @@ pub fn serve_blocking(
         let token = Arc::new(token);
         let connections = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
         let mut backoff = Backoff::default();
-        let mut stop = Box::pin(shutdown_signal());
+        let mut stop = Box::pin(atip_net::cancelled(cancel));
         loop {
             // A free connection slot first: at the cap, new connections wait in the
             // kernel's backlog rather than costing a task and a descriptor each.
@@ -499,19 +501,6 @@ impl SessionManager for Capped {
         self.touch(id);
         let s = self.inner.resume(id, last_event_id).await?;
         Ok(self.tracked(id, s))
-    }
-}
-
-async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = async {
-            match term.as_mut() {
-                Some(t) => { t.recv().await; }
-                None => std::future::pending::<()>().await,
-            }
-        } => {}
     }
 }
 

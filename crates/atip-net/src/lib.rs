@@ -54,6 +54,19 @@ pub fn async_client() -> reqwest::ClientBuilder {
     reqwest::Client::builder().user_agent(USER_AGENT)
 }
 
+/// How often [`cancelled`] looks at the token.
+const CANCEL_POLL: std::time::Duration = std::time::Duration::from_millis(25);
+
+/// Resolves once `token` is set: what an async wait selects on to stop when the run is
+/// cancelled (the signal handler sets the token; nothing async listens for signals).
+pub async fn cancelled(token: atip_base::cancel::Cancel) {
+    let mut tick = tokio::time::interval(CANCEL_POLL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    while !atip_base::cancel::is_set(Some(&token)) {
+        tick.tick().await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,6 +81,25 @@ mod tests {
             });
             assert_eq!(got, Ok(7), "{threads:?}");
         }
+    }
+
+    #[test]
+    fn cancelled_resolves_once_the_token_is_set_and_not_before() {
+        let rt = runtime(Threads::Current).unwrap();
+        let token = atip_base::cancel::token();
+        let setter = token.clone();
+        let order = rt.block_on(async move {
+            let wait = tokio::spawn(cancelled(token));
+            // On this one thread the wait runs at each yield: it must keep waiting.
+            for _ in 0..10 {
+                tokio::task::yield_now().await;
+            }
+            let early = wait.is_finished();
+            setter.store(true, std::sync::atomic::Ordering::SeqCst);
+            wait.await.unwrap();
+            early
+        });
+        assert!(!order, "resolved before the token was set");
     }
 
     #[test]

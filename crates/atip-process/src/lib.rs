@@ -21,6 +21,7 @@ pub(crate) use crate as process;
 pub mod server;
 mod sys;
 
+pub use atip_base::cancel::Cancel;
 pub use atip_base::env::Env;
 
 use std::ffi::{OsStr, OsString};
@@ -32,7 +33,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// Default stdout cap for `--agent` probes: room for a kubectl-sized document.
@@ -73,7 +74,7 @@ pub struct Spawn {
     /// Bytes written to stdin before it is closed; `None` = /dev/null.
     pub stdin: Option<Vec<u8>>,
     /// Set from another thread to kill the group early.
-    pub cancel: Option<Arc<AtomicBool>>,
+    pub cancel: Option<Cancel>,
     /// Grace between SIGTERM and SIGKILL.
     pub kill_grace: Duration,
     /// The executable, already opened and checked by the caller: the child runs this
@@ -878,6 +879,7 @@ mod tests {
     //! The supervision loop without a pidfd (the path other Unixes and old kernels take);
     //! the integration tests in tests/process.rs cover the rest.
     use super::*;
+    use std::sync::atomic::AtomicBool;
 
     pub(super) static NO_PIDFD: AtomicBool = AtomicBool::new(false);
 

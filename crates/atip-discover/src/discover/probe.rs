@@ -10,12 +10,10 @@ use super::report::{FailReason, ReportDiagnostic};
 use crate::process::{self, Exit, Spawn};
 use crate::validate::{Kind, Severity, check_bytes};
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 /// A flag that, once set, kills running probes and stops new ones.
-pub type Cancel = Arc<AtomicBool>;
+pub use crate::process::Cancel;
 
 /// How a probe's child runs: the scan's cancel flag and the run's environment, which
 /// the child inherits (its allowlisted variables).
