@@ -19,6 +19,7 @@ mod effects_table;
 mod exec;
 mod export;
 mod export_props;
+mod functions;
 mod infer_quality;
 mod infer_scan;
 mod layers;
