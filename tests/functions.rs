@@ -30,7 +30,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ("src/cli/scan.rs", "render", 346),
     ("crates/atip-discover/src/infer/roff.rs", "control", 279),
     ("src/cli/registry.rs", "run", 249),
-    ("crates/atip-exec/src/policy.rs", "evaluate", 222),
     ("crates/atip-discover/src/discover.rs", "resolve_names", 210),
     ("crates/atip-discover/src/infer/roff.rs", "mdoc_inline", 208),
     ("crates/atip-discover/src/remote/sync.rs", "catalog", 191),
@@ -48,44 +47,75 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ("crates/atip-chat/src/lib.rs", "run", 134),
     ("crates/atip-mcp/src/config.rs", "merge_scoped", 133),
     ("crates/atip-compile/src/flatten.rs", "build", 132),
-    ("crates/atip-exec/src/lib.rs", "load", 130),
-    ("crates/atip-discover/src/discover/paths.rs", "enumerate", 127),
+    (
+        "crates/atip-discover/src/discover/paths.rs",
+        "enumerate",
+        127,
+    ),
     ("crates/atip-model/src/validate/fast.rs", "keywords", 125),
     ("src/cli/agent.rs", "effects_table", 125),
     ("crates/atip-process/src/lib.rs", "run", 121),
-    ("crates/atip-model/src/validate/rules.rs", "check_version_features", 120),
-    ("crates/atip-discover/src/infer/convert.rs", "positional", 118),
+    (
+        "crates/atip-model/src/validate/rules.rs",
+        "check_version_features",
+        120,
+    ),
+    (
+        "crates/atip-discover/src/infer/convert.rs",
+        "positional",
+        118,
+    ),
     ("crates/atip-lint/src/diff.rs", "diff", 118),
-    ("crates/atip-discover/src/infer/convert.rs", "read_value", 117),
-    ("crates/atip-exec/src/lib.rs", "run_batch_with", 115),
+    (
+        "crates/atip-discover/src/infer/convert.rs",
+        "read_value",
+        117,
+    ),
     ("crates/atip-discover/src/remote/fetch.rs", "get", 114),
     ("crates/atip-compile/src/lib.rs", "add_docs", 112),
     ("crates/atip-discover/src/infer/roff.rs", "render_into", 112),
     ("crates/atip-registry/src/doctor.rs", "check_entry", 111),
     ("src/cli/lint.rs", "run", 110),
-    ("crates/atip-exec/src/policy.rs", "new", 108),
-    ("crates/atip-model/src/validate/rules.rs", "from_schema_error", 108),
+    (
+        "crates/atip-model/src/validate/rules.rs",
+        "from_schema_error",
+        108,
+    ),
     ("src/cli/mcp_install.rs", "run", 108),
     ("crates/atip-model/src/validate/locate.rs", "scan", 107),
-    ("crates/atip-exec/src/argv.rs", "build", 106),
     ("crates/atip-lint/src/diff.rs", "effects", 106),
     ("src/cli/sync.rs", "run", 106),
-    ("crates/atip-discover/src/discover/shims.rs", "load_patterns", 105),
+    (
+        "crates/atip-discover/src/discover/shims.rs",
+        "load_patterns",
+        105,
+    ),
     ("crates/atip-discover/src/discover/tooli.rs", "command", 105),
     ("crates/atip-lint/src/lint/rules.rs", "effects_rules", 105),
-    ("crates/atip-model/src/validate/rules/commands.rs", "check_arguments", 105),
+    (
+        "crates/atip-model/src/validate/rules/commands.rs",
+        "check_arguments",
+        105,
+    ),
     ("crates/atip-model/src/validate/view.rs", "document", 105),
     ("src/cli/chat.rs", "run", 105),
     ("src/cli/get.rs", "command_section", 103),
     ("crates/atip-search/src/lib.rs", "search", 102),
-    ("crates/atip-discover/src/discover/shims.rs", "shim_verdict", 101),
+    (
+        "crates/atip-discover/src/discover/shims.rs",
+        "shim_verdict",
+        101,
+    ),
     ("crates/atip-mcp/src/lib.rs", "with_proxy", 101),
     ("crates/atip-discover/src/remote/sync.rs", "shim", 100),
-    ("crates/atip-exec/src/lib.rs", "run", 97),
     ("crates/atip-model/src/validate/fast/anchored.rs", "new", 96),
     ("crates/atip-discover/src/remote/sync.rs", "fetch_shims", 94),
     ("crates/atip-lint/src/from_clap.rs", "build", 94),
-    ("crates/atip-model/src/validate/rules/commands.rs", "check_options", 94),
+    (
+        "crates/atip-model/src/validate/rules/commands.rs",
+        "check_options",
+        94,
+    ),
     ("src/cli/mcp_cli.rs", "tool_search", 94),
     ("crates/atip-registry/src/store.rs", "commit", 93),
     ("crates/atip-discover/src/infer/convert.rs", "parse_tag", 92),
@@ -94,15 +124,26 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ("crates/atip-catalog/src/lib.rs", "write_records", 90),
     ("crates/atip-lint/src/diff/load.rs", "load", 89),
     ("crates/atip-base/src/output/term.rs", "render", 88),
-    ("crates/atip-discover/src/discover/shims.rs", "load_shims", 88),
-    ("crates/atip-discover/src/discover/sign.rs", "evidence_reader", 88),
+    (
+        "crates/atip-discover/src/discover/shims.rs",
+        "load_shims",
+        88,
+    ),
+    (
+        "crates/atip-discover/src/discover/sign.rs",
+        "evidence_reader",
+        88,
+    ),
     ("crates/atip-lint/src/diff.rs", "param", 88),
     ("crates/atip-discover/src/infer/source.rs", "save", 87),
     ("src/cli/mcp.rs", "cached_flat_tools", 86),
-    ("crates/atip-model/src/validate/rules/commands.rs", "check_param", 85),
+    (
+        "crates/atip-model/src/validate/rules/commands.rs",
+        "check_param",
+        85,
+    ),
     ("crates/atip-compile/src/strict.rs", "gemini_node", 84),
     ("crates/atip-lint/src/diff.rs", "options", 83),
-    ("crates/atip-exec/src/lib.rs", "prepare", 82),
     ("src/cli/scan.rs", "run", 82),
     ("src/cli/search.rs", "run", 81),
 ];
@@ -186,7 +227,11 @@ fn code_only(src: &str) -> Vec<u8> {
                 // A char literal ('x', '\n', '\u{..}', '"') or a lifetime ('a): a literal
                 // closes within a few bytes, a lifetime does not close at all.
                 let len = if b.get(i + 1) == Some(&b'\\') {
-                    b[i + 2..].iter().take(12).position(|&c| c == b'\'').map(|n| n + 3)
+                    b[i + 2..]
+                        .iter()
+                        .take(12)
+                        .position(|&c| c == b'\'')
+                        .map(|n| n + 3)
                 } else {
                     let ch = src[i + 1..].chars().next().map_or(1, char::len_utf8);
                     (b.get(i + 1 + ch) == Some(&b'\'')).then_some(ch + 2)
@@ -233,7 +278,10 @@ fn functions_in(file: &Path, src: &str) -> Vec<Function> {
             continue;
         }
         let name_start = at + 3 + code[at + 3..].iter().take_while(|c| **c == b' ').count();
-        let name_len = code[name_start..].iter().take_while(|&&c| is_ident(c)).count();
+        let name_len = code[name_start..]
+            .iter()
+            .take_while(|&&c| is_ident(c))
+            .count();
         if name_len == 0 {
             continue; // a `fn(..)` pointer type
         }
@@ -369,7 +417,15 @@ fn no_function_over_the_limit_without_a_reason() {
     let bare: Vec<String> = over
         .iter()
         .filter(|f| !f.reasoned && known(f).is_none_or(|at_most| f.lines > at_most))
-        .map(|f| format!("{}:{} {} ({} lines)", f.file.display(), f.line, f.name, f.lines))
+        .map(|f| {
+            format!(
+                "{}:{} {} ({} lines)",
+                f.file.display(),
+                f.line,
+                f.name,
+                f.lines
+            )
+        })
         .collect();
     assert!(
         bare.is_empty(),

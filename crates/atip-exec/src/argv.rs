@@ -40,6 +40,75 @@ fn unusable(property: &str, why: &str) -> AtipError {
     )
 }
 
+/// An `x-atip-terminator` option: its flag, its items, then the terminator
+/// (`-exec PROGRAM ARG… ;`); nothing when there are no items. An item that is the
+/// terminator or `+` would end the command early: refused.
+fn push_terminated(
+    argv: &mut Vec<String>,
+    p: &Param,
+    flag: &str,
+    end: &str,
+    items: &[&Value],
+) -> Result<(), AtipError> {
+    if items.is_empty() {
+        return Ok(());
+    }
+    argv.push(flag.to_owned());
+    for item in items {
+        let text = scalar_text(item)
+            .ok_or_else(|| unusable(&p.property, "nested values are not supported"))?;
+        if text == end || text == "+" {
+            return Err(unusable(
+                &p.property,
+                &format!(
+                    "an item {text:?} would end {flag}'s command early and the items after it would be read as options"
+                ),
+            ));
+        }
+        argv.push(text);
+    }
+    argv.push(end.to_owned());
+    Ok(())
+}
+
+/// An option, once per item: a boolean is its bare flag when true; a value starting with
+/// `-` is joined as `--flag=value` (refused for an option with only a short flag), any
+/// other is the flag then the value.
+fn push_option(
+    argv: &mut Vec<String>,
+    p: &Param,
+    flag: &str,
+    items: &[&Value],
+) -> Result<(), AtipError> {
+    for item in items {
+        if p.kind == ParamType::Boolean {
+            match item {
+                Value::Bool(true) => argv.push(flag.to_owned()),
+                Value::Bool(false) => {}
+                _ => return Err(unusable(&p.property, "expected true or false")),
+            }
+            continue;
+        }
+        let text = scalar_text(item)
+            .ok_or_else(|| unusable(&p.property, "nested values are not supported"))?;
+        if text.starts_with('-') {
+            if !flag.starts_with("--") {
+                return Err(unusable(
+                    &p.property,
+                    &format!(
+                        "the value starts with '-' and {flag} has no long form to attach it to"
+                    ),
+                ));
+            }
+            argv.push(format!("{flag}={text}"));
+        } else {
+            argv.push(flag.to_owned());
+            argv.push(text);
+        }
+    }
+    Ok(())
+}
+
 /// The arguments after the program, for a call of `command` with `args`.
 pub fn build(
     command: &[String],
@@ -62,65 +131,18 @@ pub fn build(
             v => vec![v],
         };
         match &p.origin {
-            ParamOrigin::Option { flag, .. } if p.guard.terminator.is_some() => {
-                let end = p.guard.terminator.as_deref().unwrap_or(";");
-                if items.is_empty() {
-                    continue;
-                }
-                argv.push(flag.clone());
-                for item in items {
-                    let text = scalar_text(item)
-                        .ok_or_else(|| unusable(&p.property, "nested values are not supported"))?;
-                    if text == end || text == "+" {
-                        return Err(unusable(
-                            &p.property,
-                            &format!(
-                                "an item {text:?} would end {flag}'s command early and the items after it would be read as options"
-                            ),
-                        ));
-                    }
-                    argv.push(text);
-                }
-                argv.push(end.to_string());
-            }
-            ParamOrigin::Option { flag, .. } => {
-                let is_bool = p.kind == ParamType::Boolean;
-                for item in items {
-                    if is_bool {
-                        match item {
-                            Value::Bool(true) => argv.push(flag.clone()),
-                            Value::Bool(false) => {}
-                            _ => return Err(unusable(&p.property, "expected true or false")),
-                        }
-                        continue;
-                    }
-                    let text = scalar_text(item)
-                        .ok_or_else(|| unusable(&p.property, "nested values are not supported"))?;
-                    if text.starts_with('-') {
-                        if !flag.starts_with("--") {
-                            return Err(unusable(
-                                &p.property,
-                                &format!(
-                                    "the value starts with '-' and {flag} has no long form to attach it to"
-                                ),
-                            ));
-                        }
-                        argv.push(format!("{flag}={text}"));
-                    } else {
-                        argv.push(flag.clone());
-                        argv.push(text);
-                    }
-                }
-            }
+            ParamOrigin::Option { flag, .. } => match p.guard.terminator.as_deref() {
+                Some(end) => push_terminated(&mut argv, p, flag, end, &items)?,
+                None => push_option(&mut argv, p, flag, &items)?,
+            },
             ParamOrigin::Argument { index, .. } => {
-                let mut texts = Vec::new();
-                for item in items {
-                    texts.push(
-                        scalar_text(item).ok_or_else(|| {
-                            unusable(&p.property, "nested values are not supported")
-                        })?,
-                    );
-                }
+                let texts = items
+                    .into_iter()
+                    .map(|item| {
+                        scalar_text(item)
+                            .ok_or_else(|| unusable(&p.property, "nested values are not supported"))
+                    })
+                    .collect::<Result<Vec<String>, AtipError>>()?;
                 if p.guard.leading {
                     if let Some(t) = texts.iter().find(|t| t.starts_with('-')) {
                         return Err(unusable(

@@ -481,6 +481,91 @@ fn current_dir() -> Result<PathBuf, AtipError> {
     })
 }
 
+/// One registry document read, or why it could not be.
+type ReadDocument = (String, Result<Metadata, crate::registry::RegistryError>);
+
+/// Reads the entries' documents, in the entries' order.
+fn read_documents(dirs: &Dirs, entries: &[(String, crate::registry::Entry)]) -> Vec<ReadDocument> {
+    use rayon::prelude::*;
+    let read_one = |(name, entry): &(String, crate::registry::Entry)| -> ReadDocument {
+        (name.clone(), Index::read_metadata(dirs, entry))
+    };
+    // Threads pay off only for many documents; rayon's idle workers spin, which costs
+    // more than reading a handful of files.
+    if entries.len() > 8 {
+        entries.par_iter().map(read_one).collect()
+    } else {
+        entries.iter().map(read_one).collect()
+    }
+}
+
+/// The documents an engine offers and what it knows of each tool: an unreadable document
+/// is skipped with a warning (and named, so a call to it says why), and a second document
+/// naming an already offered tool is skipped, since running the wrong executable is worse
+/// than not offering it. The catalog is left empty for the caller to build.
+fn collect_tools(
+    read: Vec<ReadDocument>,
+    entries: &[(String, crate::registry::Entry)],
+) -> (Vec<Metadata>, Found) {
+    let mut metas: Vec<Metadata> = Vec::new();
+    let mut found = Found::default();
+    for ((name, r), (_, entry)) in read.into_iter().zip(entries) {
+        let mut meta = match r {
+            Ok(m) => m,
+            Err(e) => {
+                found.warnings.push(format!("skipped {name}: {e}"));
+                found.unreadable.push((name.clone(), e.to_atip()));
+                continue;
+            }
+        };
+        if meta.tool_name().is_none() {
+            meta.name = Some(name.clone());
+        }
+        let tool_name = meta.tool_name().unwrap_or(&name).to_string();
+        if found.tools.contains_key(&tool_name) {
+            found.warnings.push(format!(
+                "skipped {name}: its metadata names tool {tool_name:?}, already provided by another registry entry"
+            ));
+            continue;
+        }
+        found.tools.insert(tool_name, ToolInfo::of(&meta, entry));
+        metas.push(meta);
+    }
+    (metas, found)
+}
+
+/// For one call by name, the catalog of only the documents that can produce that name, or
+/// None when the name is not among them (the full catalog then gives the closest-name
+/// suggestions). Every flattened name starts with its tool's own root name (then `_`), and
+/// `_N` suffixes only append, so any document whose names could collide with the wanted
+/// one is among these, in the same relative order: the name means the same command as in
+/// the full catalog.
+fn focused_catalog(metas: &[Metadata], want: &str, opts: &FlattenOptions) -> Option<Catalog> {
+    let subset: Vec<Metadata> = metas
+        .iter()
+        .filter(|m| {
+            let root = names::tool_name(m.tool_name().unwrap_or(""), &[String::new()]);
+            want == root
+                || want
+                    .strip_prefix(root.as_str())
+                    .is_some_and(|rest| rest.starts_with('_'))
+        })
+        .cloned()
+        .collect();
+    // A handful of documents: flatten them on this thread. `Catalog::build` uses rayon,
+    // whose global pool would start a spinning thread per core for one call.
+    let build = || Catalog::build(&subset, opts);
+    let c = match rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .use_current_thread()
+        .build()
+    {
+        Ok(pool) if subset.len() <= 8 => pool.install(build),
+        _ => build(),
+    };
+    c.get(want).is_some().then_some(c)
+}
+
 /// How a confirmation request was answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Confirmation {
@@ -504,7 +589,6 @@ impl Engine {
         only: Option<&[String]>,
         focus: Option<&str>,
     ) -> Result<Engine, AtipError> {
-        use rayon::prelude::*;
         // One call by name: the compiled catalog has it, without reading every document.
         let mut notes = Vec::new();
         if only.is_none()
@@ -544,90 +628,15 @@ impl Engine {
         if only.is_none() && focus.is_none() && !settings.include_inferred {
             crate::compile::source::drop_inferred(&mut entries);
         }
-        let read_one = |(name, entry): &(String, crate::registry::Entry)| -> (String, Result<Metadata, crate::registry::RegistryError>) {
-            (name.clone(), Index::read_metadata(dirs, entry))
-        };
-        // Threads pay off only for many documents; rayon's idle workers spin, which
-        // costs more than reading a handful of files.
-        let read: Vec<(String, Result<Metadata, crate::registry::RegistryError>)> =
-            if entries.len() > 8 {
-                entries.par_iter().map(read_one).collect()
-            } else {
-                entries.iter().map(read_one).collect()
-            };
-        let mut metas: Vec<Metadata> = Vec::new();
-        let mut tools: HashMap<String, ToolInfo> = HashMap::new();
-        let mut warnings = Vec::new();
-        let mut unreadable = Vec::new();
-        for ((name, r), (_, entry)) in read.into_iter().zip(&entries) {
-            let mut meta = match r {
-                Ok(m) => m,
-                Err(e) => {
-                    warnings.push(format!("skipped {name}: {e}"));
-                    unreadable.push((name.clone(), e.to_atip()));
-                    continue;
-                }
-            };
-            if meta.tool_name().is_none() {
-                meta.name = Some(name.clone());
-            }
-            let tool_name = meta.tool_name().unwrap_or(&name).to_string();
-            if tools.contains_key(&tool_name) {
-                // Two entries describing a tool of the same name: running the wrong
-                // executable is worse than not offering the second one.
-                warnings.push(format!(
-                    "skipped {name}: its metadata names tool {tool_name:?}, already provided by another registry entry"
-                ));
-                continue;
-            }
-            tools.insert(tool_name, ToolInfo::of(&meta, entry));
-            metas.push(meta);
-        }
+        let read = read_documents(dirs, &entries);
+        let (metas, mut found) = collect_tools(read, &entries);
         let opts = FlattenOptions {
             include_interactive: true,
             commands: None,
         };
-        // One call by name: flatten only the documents that can produce that name. Every
-        // flattened name starts with its tool's own root name (then `_`), and `_N`
-        // suffixes only append, so any document whose names could collide with the
-        // wanted one is among these, in the same relative order: the name means the same
-        // command as in the full catalog. Unknown names fall back to the full catalog,
-        // for the closest-name suggestions.
-        let focused = focus.and_then(|want| {
-            let subset: Vec<Metadata> = metas
-                .iter()
-                .filter(|m| {
-                    let root = names::tool_name(m.tool_name().unwrap_or(""), &[String::new()]);
-                    want == root
-                        || want
-                            .strip_prefix(root.as_str())
-                            .is_some_and(|rest| rest.starts_with('_'))
-                })
-                .cloned()
-                .collect();
-            // A handful of documents: flatten them on this thread. `Catalog::build` uses
-            // rayon, whose global pool would start a spinning thread per core for one call.
-            let build = || Catalog::build(&subset, &opts);
-            let c = match rayon::ThreadPoolBuilder::new()
-                .num_threads(1)
-                .use_current_thread()
-                .build()
-            {
-                Ok(pool) if subset.len() <= 8 => pool.install(build),
-                _ => build(),
-            };
-            c.get(want).is_some().then_some(c)
-        });
-        let catalog = match focused {
+        found.catalog = match focus.and_then(|want| focused_catalog(&metas, want, &opts)) {
             Some(c) => c,
             None => Catalog::build(&metas, &opts),
-        };
-        let found = Found {
-            catalog,
-            tools,
-            unreadable,
-            lazy: None,
-            warnings,
         };
         Engine::assemble(dirs, policy, settings, found, notes)
     }
@@ -998,15 +1007,7 @@ impl Engine {
             .map(|r| r.action)
             .max()
             .unwrap_or(Action::Allow);
-        let timeout = self.settings.timeout.unwrap_or_else(|| {
-            tool.effects
-                .duration
-                .as_ref()
-                .and_then(|d| d.timeout.as_deref())
-                .and_then(|t| crate::units::parse_duration(t).ok())
-                .filter(|d| !d.is_zero())
-                .unwrap_or(DEFAULT_TIMEOUT)
-        });
+        let timeout = self.timeout_for(&tool);
         Ok(Prepared {
             tool,
             info,
@@ -1017,6 +1018,20 @@ impl Engine {
             decision,
             timeout,
             redactor,
+        })
+    }
+
+    /// The timeout of a call of `tool`: `--timeout`, else the command's own
+    /// `duration.timeout` (zero or unreadable means unstated), else [`DEFAULT_TIMEOUT`].
+    fn timeout_for(&self, tool: &FlatTool) -> Duration {
+        self.settings.timeout.unwrap_or_else(|| {
+            tool.effects
+                .duration
+                .as_ref()
+                .and_then(|d| d.timeout.as_deref())
+                .and_then(|t| crate::units::parse_duration(t).ok())
+                .filter(|d| !d.is_zero())
+                .unwrap_or(DEFAULT_TIMEOUT)
         })
     }
 
@@ -1376,20 +1391,7 @@ impl Engine {
             .hint("the registered executable is missing or not executable; run `atip scan`")
         })?;
         let ms = outcome.elapsed.as_millis() as u64;
-        let stdout = shown_stream(
-            p,
-            &outcome.stdout,
-            outcome.stdout_truncated,
-            "stdout",
-            spawn.stdout_cap,
-        );
-        let stderr = shown_stream(
-            p,
-            &outcome.stderr,
-            outcome.stderr_truncated,
-            "stderr",
-            spawn.stderr_cap,
-        );
+        let (stdout, stderr) = shown_streams(p, &outcome, &spawn);
         let (exit_code, signal) = match outcome.exit {
             Exit::Code(c) => (Some(c), None),
             Exit::Signal(s) => (None, Some(s)),
@@ -1404,14 +1406,9 @@ impl Engine {
                 return Err(e);
             }
         };
-        let json = if outcome.stdout_truncated {
-            None
-        } else {
-            let t = stdout.trim();
-            (t.starts_with('{') || t.starts_with('['))
-                .then(|| serde_json::from_str::<Value>(t).ok())
-                .flatten()
-        };
+        let json = (!outcome.stdout_truncated)
+            .then(|| stdout_json(&stdout))
+            .flatten();
         record(
             if signal.is_some() { "signal" } else { "exited" },
             exit_code,
@@ -1521,6 +1518,35 @@ fn open_executable(path: &Path) -> std::io::Result<std::fs::File> {
 
 /// A captured stream as the result shows it: UTF-8 (lossy), redacted, with a marker when
 /// it was cut at its cap.
+/// Standard output as JSON when it is a whole JSON object or array (a result's
+/// `data.json`, so a model need not parse text).
+fn stdout_json(stdout: &str) -> Option<Value> {
+    let t = stdout.trim();
+    (t.starts_with('{') || t.starts_with('['))
+        .then(|| serde_json::from_str::<Value>(t).ok())
+        .flatten()
+}
+
+/// Both streams of a run as a result shows them ([`shown_stream`]).
+fn shown_streams(p: &Prepared, outcome: &process::Outcome, spawn: &Spawn) -> (String, String) {
+    (
+        shown_stream(
+            p,
+            &outcome.stdout,
+            outcome.stdout_truncated,
+            "stdout",
+            spawn.stdout_cap,
+        ),
+        shown_stream(
+            p,
+            &outcome.stderr,
+            outcome.stderr_truncated,
+            "stderr",
+            spawn.stderr_cap,
+        ),
+    )
+}
+
 fn shown_stream(p: &Prepared, bytes: &[u8], truncated: bool, stream: &str, cap: usize) -> String {
     let s = String::from_utf8_lossy(bytes);
     let mut s = p.redactor.redact(&s).into_owned();
@@ -1649,60 +1675,36 @@ pub fn run_batch_with(
     confirm: &mut dyn FnMut(&Prepared) -> Confirmation,
     mut foreign: Option<&mut dyn Foreign>,
 ) -> Vec<CallOutcome> {
-    let via = &opts.via;
     let max = engine.policy.limits().max_calls;
     let mut slots: Vec<Option<CallOutcome>> = vec![None; list.len()];
     let mut runnable: Vec<(usize, Job)> = Vec::new();
+    // Every call is checked (and confirmed) before any runs, in input order.
     for (i, call) in list.iter().enumerate() {
-        let fail = |e: AtipError| {
-            Some(CallOutcome {
-                envelope: error_envelope(Some(&call.name), &e),
-                failed: true,
-            })
+        let checked = if i >= max {
+            Err(AtipError::new(
+                ErrorCode::CallBudgetExceeded,
+                format!(
+                    "only {max} tool calls are run per response; this is call {}",
+                    i + 1
+                ),
+            )
+            .hint("split the work over several turns, or raise limits.maxCalls in the policy"))
+        } else {
+            check_call(engine, i, call, &opts.via, confirm, foreign.as_deref_mut())
         };
-        if i >= max {
-            slots[i] = fail(
-                AtipError::new(
-                    ErrorCode::CallBudgetExceeded,
-                    format!(
-                        "only {max} tool calls are run per response; this is call {}",
-                        i + 1
-                    ),
-                )
-                .hint("split the work over several turns, or raise limits.maxCalls in the policy"),
-            );
-            continue;
-        }
-        let raw = match &call.arguments {
-            calls::RawArgs::Text(t) => args::parse_text(t),
-            calls::RawArgs::Value(v) => args::into_object(v.clone()),
-        };
-        if let Some(f) = foreign.as_deref_mut().filter(|f| f.claims(&call.name)) {
-            match raw.and_then(|r| f.check(i, call, r)) {
-                Ok(()) => runnable.push((i, Job::Foreign)),
-                Err(e) => slots[i] = fail(e),
-            }
-            continue;
-        }
-        let prepared = raw.and_then(|r| engine.prepare(&call.name, r));
-        let p = match prepared {
-            Ok(p) => p,
+        match checked {
+            Ok(job) => runnable.push((i, job)),
             Err(e) => {
-                slots[i] = fail(e);
-                continue;
+                slots[i] = Some(CallOutcome {
+                    envelope: error_envelope(Some(&call.name), &e),
+                    failed: true,
+                })
             }
-        };
-        match p.decision.action {
-            Action::Allow => runnable.push((i, Job::Local(Box::new(p), false))),
-            Action::Deny => slots[i] = fail(engine.refuse(&p, None, via, call.id.as_deref())),
-            Action::Confirm => match confirm(&p) {
-                Confirmation::Yes => runnable.push((i, Job::Local(Box::new(p), true))),
-                answer => slots[i] = fail(engine.refuse(&p, Some(answer), via, call.id.as_deref())),
-            },
         }
     }
+    // Then they run in groups: a run of parallel-safe calls together, every other call
+    // alone, so side effects keep their order.
     let parallel = |j: &Job| matches!(j, Job::Local(p, _) if p.parallel_safe());
-    let jobs = opts.jobs.max(1);
     let mut k = 0;
     while k < runnable.len() {
         let mut end = k + 1;
@@ -1712,42 +1714,7 @@ pub fn run_batch_with(
             }
         }
         let group = &runnable[k..end];
-        let results: Vec<(usize, CallOutcome)> =
-            if group.len() == 1 || jobs == 1 || !overlap_safe(group) {
-                group
-                    .iter()
-                    .map(|(i, job)| {
-                        let out = match job {
-                            Job::Local(p, c) => settle(engine, p, *c, list[*i].id.as_deref(), opts),
-                            Job::Foreign => match foreign.as_deref_mut() {
-                                Some(f) => f.run(*i, &list[*i]),
-                                None => unreachable!("a foreign job needs its runner"),
-                            },
-                        };
-                        (*i, out)
-                    })
-                    .collect()
-            } else {
-                let next = std::sync::atomic::AtomicUsize::new(0);
-                let out = Mutex::new(Vec::new());
-                std::thread::scope(|s| {
-                    for _ in 0..jobs.min(group.len()) {
-                        s.spawn(|| {
-                            loop {
-                                let j = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                                let Some((i, job)) = group.get(j) else { break };
-                                let Job::Local(p, c) = job else {
-                                    unreachable!("foreign jobs run alone")
-                                };
-                                let r = settle(engine, p, *c, list[*i].id.as_deref(), opts);
-                                out.lock().unwrap_or_else(|e| e.into_inner()).push((*i, r));
-                            }
-                        });
-                    }
-                });
-                out.into_inner().unwrap_or_else(|e| e.into_inner())
-            };
-        for (i, r) in results {
+        for (i, r) in run_group(engine, list, opts, group, foreign.as_deref_mut()) {
             slots[i] = Some(r);
         }
         k = end;
@@ -1756,6 +1723,79 @@ pub fn run_batch_with(
         .into_iter()
         .map(|s| s.expect("every call settled"))
         .collect()
+}
+
+/// Checks call `i` of a batch: its arguments, then (for the engine's own tools) the
+/// policy's decision and, when the policy asks, a confirmation. The error settles the call.
+fn check_call(
+    engine: &Engine,
+    i: usize,
+    call: &calls::ToolCall,
+    via: &Via,
+    confirm: &mut dyn FnMut(&Prepared) -> Confirmation,
+    foreign: Option<&mut (dyn Foreign + '_)>,
+) -> Result<Job, AtipError> {
+    let raw = match &call.arguments {
+        calls::RawArgs::Text(t) => args::parse_text(t),
+        calls::RawArgs::Value(v) => args::into_object(v.clone()),
+    };
+    if let Some(f) = foreign.filter(|f| f.claims(&call.name)) {
+        return raw.and_then(|r| f.check(i, call, r)).map(|()| Job::Foreign);
+    }
+    let p = raw.and_then(|r| engine.prepare(&call.name, r))?;
+    match p.decision.action {
+        Action::Allow => Ok(Job::Local(Box::new(p), false)),
+        Action::Deny => Err(engine.refuse(&p, None, via, call.id.as_deref())),
+        Action::Confirm => match confirm(&p) {
+            Confirmation::Yes => Ok(Job::Local(Box::new(p), true)),
+            answer => Err(engine.refuse(&p, Some(answer), via, call.id.as_deref())),
+        },
+    }
+}
+
+/// Runs one group of checked calls: one by one, or on up to `opts.jobs` threads when the
+/// group may overlap ([`overlap_safe`]). Foreign calls always form a group of their own.
+fn run_group(
+    engine: &Engine,
+    list: &[calls::ToolCall],
+    opts: &BatchOptions,
+    group: &[(usize, Job)],
+    mut foreign: Option<&mut (dyn Foreign + '_)>,
+) -> Vec<(usize, CallOutcome)> {
+    let jobs = opts.jobs.max(1);
+    if group.len() == 1 || jobs == 1 || !overlap_safe(group) {
+        return group
+            .iter()
+            .map(|(i, job)| {
+                let out = match job {
+                    Job::Local(p, c) => settle(engine, p, *c, list[*i].id.as_deref(), opts),
+                    Job::Foreign => match foreign.as_deref_mut() {
+                        Some(f) => f.run(*i, &list[*i]),
+                        None => unreachable!("a foreign job needs its runner"),
+                    },
+                };
+                (*i, out)
+            })
+            .collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let out = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..jobs.min(group.len()) {
+            s.spawn(|| {
+                loop {
+                    let j = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let Some((i, job)) = group.get(j) else { break };
+                    let Job::Local(p, c) = job else {
+                        unreachable!("foreign jobs run alone")
+                    };
+                    let r = settle(engine, p, *c, list[*i].id.as_deref(), opts);
+                    out.lock().unwrap_or_else(|e| e.into_inner()).push((*i, r));
+                }
+            });
+        }
+    });
+    out.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Whether the calls of a group may run at once: each call's paths are checked right
@@ -1800,3 +1840,6 @@ fn settle(
         },
     }
 }
+
+#[cfg(test)]
+mod engine_tests;

@@ -446,6 +446,42 @@ impl Compiled {
     }
 }
 
+/// The rules that applied to a call so far; a rule whose action is allow is no hit.
+#[derive(Default)]
+struct Hits(Vec<RuleHit>);
+
+impl Hits {
+    fn hit(&mut self, rule: &str, action: Action, reason: String) {
+        if action != Action::Allow {
+            self.0.push(RuleHit {
+                rule: rule.into(),
+                action,
+                reason,
+            });
+        }
+    }
+}
+
+/// An approving `when` rule (`by`) lifts the confirm of the effect rules whose trigger
+/// the metadata states; a destructiveness left unstated is unknown and still asks.
+/// Returns what was lifted, for the decision's `approved`.
+fn lift_approved(rules: &mut Vec<RuleHit>, by: &str, e: &Effects) -> Vec<String> {
+    let mut approved = Vec::new();
+    rules.retain(|r| {
+        let liftable = r.action == Action::Confirm
+            && match r.rule.as_str() {
+                "effects.billable" | "effects.filesystemDelete" | "effects.network" => true,
+                "effects.destructive" => e.destructive.is_some(),
+                _ => false,
+            };
+        if liftable {
+            approved.push(format!("{} (lifted by {by})", r.rule));
+        }
+        !liftable
+    });
+    approved
+}
+
 /// One rule that applied to a call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RuleHit {
@@ -530,6 +566,72 @@ pub struct CallFacts<'a> {
     pub runner: Option<String>,
 }
 
+/// The checks of a policy file that need nothing compiled, in the order its errors are
+/// reported: its version, the names in `env.pass`, the two trust floors (returned), the
+/// effect fields `when` rules name, and no `when` allow without fields.
+fn check_fields(file: &PolicyFile) -> Result<(TrustLevel, Vouch), AtipError> {
+    if file.version != 1 {
+        return Err(AtipError::new(
+            ErrorCode::PolicyInvalid,
+            format!("unsupported policy version {} (expected 1)", file.version),
+        ));
+    }
+    if let Some(bad) = file
+        .env
+        .pass
+        .iter()
+        .find(|n| n.is_empty() || n.contains(['=', '\0']))
+    {
+        return Err(AtipError::new(
+            ErrorCode::PolicyInvalid,
+            format!("invalid environment variable name {bad:?} in env.pass"),
+        ));
+    }
+    let trust_floor = TrustLevel::parse_floor(&file.trust.minimum).ok_or_else(|| {
+        AtipError::new(
+            ErrorCode::PolicyInvalid,
+            format!(
+                "unknown trust.minimum {:?}: expected a derived trust level, {}",
+                file.trust.minimum,
+                TrustLevel::FLOORS.join(", ")
+            ),
+        )
+        .hint("trust.minimum acts on the level atip derives, not on the tool's own trust.source; use trust.vouch to require who vouches (see spec/policy.md)")
+    })?;
+    let vouch_floor = Vouch::parse(&file.trust.vouch).ok_or_else(|| {
+        AtipError::new(
+            ErrorCode::PolicyInvalid,
+            format!(
+                "unknown trust.vouch {:?}: expected {}",
+                file.trust.vouch,
+                Vouch::ALL.join(", ")
+            ),
+        )
+    })?;
+    for (i, w) in file.when.iter().enumerate() {
+        if let Some(bad) = w
+            .effects
+            .keys()
+            .find(|k| !EFFECT_FIELDS.contains(&k.as_str()))
+        {
+            return Err(AtipError::new(
+                ErrorCode::PolicyInvalid,
+                format!(
+                    "unknown effect field {bad:?} in when[{i}].effects: expected {}",
+                    EFFECT_FIELDS.join(", ")
+                ),
+            ));
+        }
+        if w.effects.is_empty() && w.action == Action::Allow {
+            return Err(AtipError::new(
+                ErrorCode::PolicyInvalid,
+                format!("when[{i}] allows with no effects named: it would approve every call"),
+            ));
+        }
+    }
+    Ok((trust_floor, vouch_floor))
+}
+
 impl Policy {
     /// Compiles a policy file; `base` resolves relative path roots.
     pub fn new(
@@ -537,65 +639,7 @@ impl Policy {
         source: Option<PathBuf>,
         base: &Path,
     ) -> Result<Policy, AtipError> {
-        if file.version != 1 {
-            return Err(AtipError::new(
-                ErrorCode::PolicyInvalid,
-                format!("unsupported policy version {} (expected 1)", file.version),
-            ));
-        }
-        if let Some(bad) = file
-            .env
-            .pass
-            .iter()
-            .find(|n| n.is_empty() || n.contains(['=', '\0']))
-        {
-            return Err(AtipError::new(
-                ErrorCode::PolicyInvalid,
-                format!("invalid environment variable name {bad:?} in env.pass"),
-            ));
-        }
-        let trust_floor = TrustLevel::parse_floor(&file.trust.minimum).ok_or_else(|| {
-            AtipError::new(
-                ErrorCode::PolicyInvalid,
-                format!(
-                    "unknown trust.minimum {:?}: expected a derived trust level, {}",
-                    file.trust.minimum,
-                    TrustLevel::FLOORS.join(", ")
-                ),
-            )
-            .hint("trust.minimum acts on the level atip derives, not on the tool's own trust.source; use trust.vouch to require who vouches (see spec/policy.md)")
-        })?;
-        let vouch_floor = Vouch::parse(&file.trust.vouch).ok_or_else(|| {
-            AtipError::new(
-                ErrorCode::PolicyInvalid,
-                format!(
-                    "unknown trust.vouch {:?}: expected {}",
-                    file.trust.vouch,
-                    Vouch::ALL.join(", ")
-                ),
-            )
-        })?;
-        for (i, w) in file.when.iter().enumerate() {
-            if let Some(bad) = w
-                .effects
-                .keys()
-                .find(|k| !EFFECT_FIELDS.contains(&k.as_str()))
-            {
-                return Err(AtipError::new(
-                    ErrorCode::PolicyInvalid,
-                    format!(
-                        "unknown effect field {bad:?} in when[{i}].effects: expected {}",
-                        EFFECT_FIELDS.join(", ")
-                    ),
-                ));
-            }
-            if w.effects.is_empty() && w.action == Action::Allow {
-                return Err(AtipError::new(
-                    ErrorCode::PolicyInvalid,
-                    format!("when[{i}] allows with no effects named: it would approve every call"),
-                ));
-            }
-        }
+        let (trust_floor, vouch_floor) = check_fields(&file)?;
         let globs = |pats: &[String], field: &str| -> Result<GlobSet, AtipError> {
             Compiled::new(
                 &Lists {
@@ -608,17 +652,11 @@ impl Policy {
         };
         let runners_allow = globs(&file.runners.allow, "runners.allow")?;
         let runner_commands = globs(&file.runners.commands, "runners.commands")?;
-        let mut roots = Vec::new();
-        let raw_roots = if file.paths.roots.is_empty() {
-            vec![PathBuf::from(".")]
-        } else {
-            file.paths.roots.clone()
+        // No roots named: the working directory is the one root.
+        let roots = match file.paths.roots.as_slice() {
+            [] => vec![resolve_path(&base.join("."))],
+            named => named.iter().map(|r| resolve_path(&base.join(r))).collect(),
         };
-        for r in raw_roots {
-            let abs = base.join(&r);
-            let canon = resolve_path(&abs);
-            roots.push(canon);
-        }
         Ok(Policy {
             tools: Compiled::new(&file.tools, "tools")?,
             commands: Compiled::new(&file.commands, "commands")?,
@@ -755,7 +793,6 @@ impl Policy {
             .collect()
     }
 
-    /// Decides on one call.
     /// Whether `runners.allow` lets this program run as a command runner (by a name it
     /// answers to, its path, the tool or the command path).
     pub(crate) fn runner_allowed(
@@ -773,17 +810,43 @@ impl Policy {
             .any(|s| self.runners_allow.is_match(s))
     }
 
+    /// Decides on one call: every rule that asks for more than allow, in a fixed order
+    /// (lists, effects, `when`, trust, runners, interactive), then the strictest action.
     pub fn evaluate(&self, f: &CallFacts<'_>) -> Decision {
-        let mut rules = Vec::new();
-        let mut hit = |rule: &str, action: Action, reason: String| {
-            if action != Action::Allow {
-                rules.push(RuleHit {
-                    rule: rule.into(),
-                    action,
-                    reason,
-                });
-            }
+        let mut hits = Hits::default();
+        self.list_hits(f, &mut hits);
+        self.effect_hits(f, &mut hits);
+        let approving = self.when_hits(f.effects, &mut hits);
+        self.trust_hits(f, &mut hits);
+        self.runner_hits(f, &mut hits);
+        if f.effects.needs_human() && !f.allow_interactive {
+            hits.hit(
+                "interactive",
+                Action::Deny,
+                "the command needs a terminal, prompts, or required/password stdin; pass --allow-interactive".into(),
+            );
+        }
+        let mut rules = hits.0;
+        let approved = match approving {
+            Some(by) => lift_approved(&mut rules, &by, f.effects),
+            None => Vec::new(),
         };
+        let action = rules
+            .iter()
+            .map(|r| r.action)
+            .max()
+            .unwrap_or(Action::Allow);
+        Decision {
+            action,
+            rules,
+            conditions: Vec::new(),
+            approved,
+        }
+    }
+
+    /// The `tools`, `commands` and `programs` lists: a deny pattern that matches, or an
+    /// allow list that does not.
+    fn list_hits(&self, f: &CallFacts<'_>, hits: &mut Hits) {
         let registered = f.program.to_str().unwrap_or("");
         let resolved = f.program_resolved.map(|p| p.to_str().unwrap_or(""));
         // For `programs`, an allow must match what runs: the resolved file when the
@@ -812,7 +875,7 @@ impl Policy {
         ];
         for (c, field, subjects, allow_subjects) in lists {
             if subjects.iter().any(|s| c.deny.is_match(s)) {
-                hit(
+                hits.hit(
                     &format!("{field}.deny"),
                     Action::Deny,
                     format!("{} matches a deny pattern", subjects.join(" / ")),
@@ -821,13 +884,18 @@ impl Policy {
             if let Some(allow) = &c.allow
                 && !allow_subjects.iter().any(|s| allow.is_match(s))
             {
-                hit(
+                hits.hit(
                     &format!("{field}.allow"),
                     Action::Deny,
                     format!("{} matches no allow pattern", allow_subjects.join(" / ")),
                 );
             }
         }
+    }
+
+    /// The `effects` rules: destructive (stated or not stated), billable, deletes files,
+    /// network, and effects that are unknown.
+    fn effect_hits(&self, f: &CallFacts<'_>, hits: &mut Hits) {
         let e = f.effects;
         let rules_cfg = &self.file.effects;
         if e.possibly_destructive() {
@@ -838,24 +906,24 @@ impl Policy {
                     "the metadata does not state destructive: false, so the command may be destructive"
                 }
             };
-            hit("effects.destructive", rules_cfg.destructive, why.into());
+            hits.hit("effects.destructive", rules_cfg.destructive, why.into());
         }
         if e.is_billable() {
-            hit(
+            hits.hit(
                 "effects.billable",
                 rules_cfg.billable,
                 "the command may incur charges".into(),
             );
         }
         if e.deletes_files() {
-            hit(
+            hits.hit(
                 "effects.filesystemDelete",
                 rules_cfg.filesystem_delete,
                 "the command deletes files".into(),
             );
         }
         if e.network == Some(true) {
-            hit(
+            hits.hit(
                 "effects.network",
                 rules_cfg.network,
                 "the command uses the network".into(),
@@ -867,8 +935,14 @@ impl Policy {
             } else {
                 "the metadata states no effects for the command"
             };
-            hit("effects.unknown", rules_cfg.unknown, why.into());
+            hits.hit("effects.unknown", rules_cfg.unknown, why.into());
         }
+    }
+
+    /// The `when` rules. A deny or confirm rule applies when every field it names matches
+    /// or is not stated (unknown is never safe); an allow rule only when every field is
+    /// stated and matches. Returns the first applying allow rule, which approves.
+    fn when_hits(&self, e: &Effects, hits: &mut Hits) -> Option<String> {
         let mut approving = None;
         for (i, w) in self.file.when.iter().enumerate() {
             let label = w.origin.clone().unwrap_or_else(|| format!("when[{i}]"));
@@ -889,7 +963,7 @@ impl Policy {
                     Action::Deny => "when.deny",
                     _ => "when.confirm",
                 };
-                hit(
+                hits.hit(
                     rule,
                     w.action,
                     format!(
@@ -898,10 +972,16 @@ impl Policy {
                 );
             }
         }
+        approving
+    }
+
+    /// The `trust` floors: compromised is always denied; a derived level or a voucher
+    /// below the policy's minimum gets `trust.below`.
+    fn trust_hits(&self, f: &CallFacts<'_>, hits: &mut Hits) {
         if f.trust.level == TrustLevel::Compromised {
-            hit("trust.compromised", Action::Deny, f.trust.why.clone());
+            hits.hit("trust.compromised", Action::Deny, f.trust.why.clone());
         } else if f.trust.level < self.trust_floor {
-            hit(
+            hits.hit(
                 "trust.minimum",
                 self.file.trust.below,
                 format!(
@@ -913,7 +993,7 @@ impl Policy {
             );
         }
         if f.trust.vouch < self.vouch_floor {
-            hit(
+            hits.hit(
                 "trust.vouch",
                 self.file.trust.below,
                 format!(
@@ -923,76 +1003,47 @@ impl Policy {
                 ),
             );
         }
+    }
+
+    /// atip itself is never run; a command runner (as the caller found it, by
+    /// `runners.programs`, or by `runners.commands`) is denied unless `runners.allow`
+    /// names it.
+    fn runner_hits(&self, f: &CallFacts<'_>, hits: &mut Hits) {
         if f.is_self {
-            hit(
+            hits.hit(
                 "runners.self",
                 Action::Deny,
                 "the program is atip itself; atip never runs atip".into(),
             );
-        } else {
-            let runner = f.runner.clone().or_else(|| {
-                if let Some(n) = f
-                    .program_names
-                    .iter()
-                    .find(|n| self.file.runners.programs.contains(n))
-                {
-                    Some(format!("{n} is listed in runners.programs"))
-                } else if self.runner_commands.is_match(f.command_path) {
-                    Some(format!("{} matches runners.commands", f.command_path))
-                } else {
-                    None
-                }
-            });
-            if let Some(why) = runner
-                && !self.runner_allowed(f.program_names, f.program, f.tool, f.command_path)
+            return;
+        }
+        let runner = f.runner.clone().or_else(|| {
+            if let Some(n) = f
+                .program_names
+                .iter()
+                .find(|n| self.file.runners.programs.contains(n))
             {
-                hit(
-                    "runners",
-                    Action::Deny,
-                    format!(
-                        "{why}; a command runner is denied unless the policy allows it (runners.allow: [{:?}])",
-                        f.program_names
-                            .first()
-                            .map(String::as_str)
-                            .unwrap_or(f.tool)
-                    ),
-                );
+                Some(format!("{n} is listed in runners.programs"))
+            } else if self.runner_commands.is_match(f.command_path) {
+                Some(format!("{} matches runners.commands", f.command_path))
+            } else {
+                None
             }
-        }
-        if e.needs_human() && !f.allow_interactive {
-            hit(
-                "interactive",
+        });
+        if let Some(why) = runner
+            && !self.runner_allowed(f.program_names, f.program, f.tool, f.command_path)
+        {
+            hits.hit(
+                "runners",
                 Action::Deny,
-                "the command needs a terminal, prompts, or required/password stdin; pass --allow-interactive".into(),
+                format!(
+                    "{why}; a command runner is denied unless the policy allows it (runners.allow: [{:?}])",
+                    f.program_names
+                        .first()
+                        .map(String::as_str)
+                        .unwrap_or(f.tool)
+                ),
             );
-        }
-        // An approving `when` rule lifts the confirm of the effect rules whose trigger
-        // the metadata states; a destructiveness left unstated is unknown and still asks.
-        let mut approved = Vec::new();
-        if let Some(by) = approving {
-            rules.retain(|r| {
-                let liftable = r.action == Action::Confirm
-                    && match r.rule.as_str() {
-                        "effects.billable" | "effects.filesystemDelete" | "effects.network" => true,
-                        "effects.destructive" => e.destructive.is_some(),
-                        _ => false,
-                    };
-                if liftable {
-                    approved.push(format!("{} (lifted by {by})", r.rule));
-                }
-                !liftable
-            });
-        }
-        let action = rules
-            .iter()
-            .map(|r| r.action)
-            .max()
-            .unwrap_or(Action::Allow);
-        Decision {
-            action,
-            rules,
-            conditions: Vec::new(),
-            approved,
         }
     }
 
