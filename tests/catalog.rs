@@ -499,7 +499,7 @@ fn query() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: crate::common::proptest_cases(24), ..ProptestConfig::default() })]
 
     #[test]
     fn the_catalog_answers_as_the_json_path(

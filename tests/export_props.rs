@@ -223,7 +223,7 @@ const JSON_FORMATS: [Format; 5] = [
 ];
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: crate::common::proptest_cases(32), ..ProptestConfig::default() })]
 
     #[test]
     fn every_export_is_valid_and_checked(metas in prop::collection::vec(metadata(), 1..3), interactive in any::<bool>()) {

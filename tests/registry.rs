@@ -1577,7 +1577,7 @@ fn step_strategy() -> impl proptest::strategy::Strategy<Value = Step> {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: crate::common::proptest_cases(24), ..Default::default() })]
 
     /// The registry after any sequence of scans equals a model of the merge rule:
     /// found tools are upserted (Unchanged only keeps an existing entry), other

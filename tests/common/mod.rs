@@ -154,3 +154,12 @@ pub fn skip(what: &str) {
 pub fn skip_optional(what: &str) {
     eprintln!("SKIPPED (optional): {what}");
 }
+
+/// Property-test cases: `default`, sized so a debug build runs the property in a few
+/// seconds, or `ATIP_PROPTEST_CASES` for a deeper run (e.g. `ATIP_PROPTEST_CASES=2000`).
+pub fn proptest_cases(default: u32) -> u32 {
+    std::env::var("ATIP_PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}

@@ -15,9 +15,6 @@
 //! checked against its CRC-32 first.
 
 // The layers below, under the module names this code was written with (`crate::output`, …).
-/// This crate is the `catalog` layer: `crate::catalog::…` paths name its own items.
-#[allow(unused_imports)]
-pub(crate) use crate as catalog;
 #[allow(unused_imports)]
 pub(crate) use atip_base::{archive, atomic, digest, dirs, output};
 #[allow(unused_imports)]

@@ -12,9 +12,6 @@
 //! nothing except through the engine.
 
 // The layers below, under the module names this code was written with (`crate::output`, …).
-/// This crate is the `chat` layer: `crate::chat::…` paths name its own items.
-#[allow(unused_imports)]
-pub(crate) use crate as chat;
 #[allow(unused_imports)]
 pub(crate) use atip_base::{output, timestamp};
 #[allow(unused_imports)]

@@ -440,7 +440,7 @@ mod tests {
         // No condition: read-only as before, in the suffix and the hints.
         let plain = by("sorter_plain");
         assert_eq!(plain.description, "Sort lines [READ-ONLY]");
-        assert!(crate::compile::formats::Annotations::of_tool(plain).read_only_hint);
+        assert!(crate::formats::Annotations::of_tool(plain).read_only_hint);
         // A written file: the worst case overwrites one, so neither read-only nor safe.
         let out = by("sorter_out");
         assert!(
@@ -453,13 +453,13 @@ mod tests {
             "{}",
             out.description
         );
-        let a = crate::compile::formats::Annotations::of_tool(out);
+        let a = crate::formats::Annotations::of_tool(out);
         assert!(!a.read_only_hint && a.destructive_hint);
         // The base effects exec starts from stay the command's own.
         assert!(out.effects.is_read_only());
         let push = by("sorter_push");
         assert!(push.description.contains("Read-only unless --force."));
-        assert!(crate::compile::formats::Annotations::of_tool(push).destructive_hint);
+        assert!(crate::formats::Annotations::of_tool(push).destructive_hint);
     }
 
     #[test]

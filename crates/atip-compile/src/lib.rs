@@ -12,9 +12,6 @@
 //! model-facing schema.
 
 // The layers below, under the module names this code was written with (`crate::output`, …).
-/// This crate is the `compile` layer: `crate::compile::…` paths name its own items.
-#[allow(unused_imports)]
-pub(crate) use crate as compile;
 #[allow(unused_imports)]
 pub(crate) use atip_base::{digest, dirs, output, similar};
 #[allow(unused_imports)]

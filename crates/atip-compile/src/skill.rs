@@ -322,7 +322,7 @@ mod tests {
                 {"name":"all","flags":["--all"],"type":"boolean","default":false,"description":"Everything"},
                 {"name":"style","flags":["--style"],"type":"enum","description":""}]}}}"#,
         );
-        let tools = crate::compile::flatten(&m, &Default::default());
+        let tools = crate::flatten(&m, &Default::default());
         let text = render(&m, &tools);
         assert!(
             text.contains("- `-s, --state <open|closed>`: Filter by state. Default: `open`."),

@@ -357,55 +357,12 @@ pub fn scan(
         // Running probes were killed with their groups; nothing is written.
         return Err(ScanError::Interrupted);
     }
-    let probed = if opts.dry_run {
-        0
-    } else {
-        works
-            .iter()
-            .filter(|w| w.probe_now.is_some() && w.rec.probe.is_some())
-            .count()
-    };
-    if opts.probe == ProbeMode::All && !opts.dry_run {
-        warnings.push(format!(
-            "--probe all ran {probed} executable(s) with --agent, ATIP or not"
-        ));
-    }
-    // What a dry run would have run.
-    let plan_report: Option<Vec<PlannedProbe>> = opts.dry_run.then(|| {
-        works
-            .iter()
-            .flat_map(|w| {
-                let convert = w.convert_now.then_some(ProbeWhy::Convert);
-                w.probe_now
-                    .into_iter()
-                    .chain(convert)
-                    .map(|why| PlannedProbe {
-                        name: w.exe.name.clone(),
-                        path: w.exe.path.clone(),
-                        why,
-                    })
-            })
-            .collect()
-    });
-    let converted_now = if opts.dry_run {
-        0
-    } else {
-        works
-            .iter()
-            .filter(|w| w.convert_now && w.rec.convert.is_some())
-            .count()
-    };
-    let unstored: HashMap<String, Arc<[u8]>> = works
-        .iter_mut()
-        .flat_map(|w| std::mem::take(&mut w.unstored))
-        .collect();
-    if !unstored.is_empty() {
-        warnings.push(format!(
-            "{} native answer(s) could not be stored in {}; they are used from memory",
-            unstored.len(),
-            cache::cache_dir(&dirs.data).display()
-        ));
-    }
+    let Examined {
+        probed,
+        converted: converted_now,
+        would_probe: plan_report,
+        unstored,
+    } = Examined::of(&mut works, dirs, opts, &mut warnings);
 
     phases.done("examine and probe");
     // The metadata sources, and the registry as it is.
@@ -475,16 +432,14 @@ pub fn scan(
             .filter(|(_, _, i)| works[*i].unreadable.is_none())
             .map(|(n, _, _)| n.as_str())
             .collect();
-        inf.src.look_up(readable, &tool_files);
-        phases.done("man-page lookup");
-        if inf.src.has_pending() {
-            cpu_pool.install(|| inf.src.infer_pending());
-        }
-        phases.done("man-page inference");
-        // Every page is read: the manual's index is not needed any more.
-        if let Err(m) = inf.src.save_listings() {
-            warnings.push(format!("failed to save the inference cache: {m}"));
-        }
+        read_man_pages(
+            inf,
+            readable,
+            &tool_files,
+            &cpu_pool,
+            &mut phases,
+            &mut warnings,
+        );
     }
     phases.done("man-page listings saved");
     // Remote registries: catalogs now (cache or conditional requests), shims after
@@ -547,14 +502,12 @@ pub fn scan(
     // 7. Commit.
     let scanned_dirs: Vec<PathBuf> = scan_dirs.iter().map(|d| d.canonical.clone()).collect();
     let (registry_info, removed) = if opts.dry_run {
-        (
-            RegistryInfo {
-                path: dirs.registry_file(),
-                written: false,
-                corrupt_backup: None,
-            },
-            Vec::new(),
-        )
+        let unwritten = RegistryInfo {
+            path: dirs.registry_file(),
+            written: false,
+            corrupt_backup: None,
+        };
+        (unwritten, Vec::new())
     } else {
         resolved.send(
             dirs,
@@ -597,20 +550,7 @@ pub fn scan(
     // 9. Report.
     let no_sign = works.iter().filter(|w| w.no_sign).count();
     let apps_waiting = works.iter().filter(|w| w.app_waiting).count();
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for d in &skipped_dirs {
-        *counts.entry(enum_name(&d.reason)).or_default() += 1;
-    }
-    for f in &skipped_files {
-        *counts.entry(enum_name(&f.reason)).or_default() += 1;
-    }
-    if no_sign > 0 {
-        counts.insert("no-sign".into(), no_sign);
-    }
-    let mut evidence: BTreeMap<String, usize> = BTreeMap::new();
-    for w in &works {
-        *evidence.entry(evidence_class(w).into()).or_default() += 1;
-    }
+    let counts = skip_counts(&skipped_dirs, &skipped_files, no_sign);
     failed.sort_by(|a, b| a.name.cmp(&b.name));
     let tools: Vec<ToolReport> = tool_reports.into_values().collect();
     let hints = hints(
@@ -625,34 +565,17 @@ pub fn scan(
     rejected.extend(installed.rejected.iter().cloned());
     let mut shim_dirs_report = shim_set.dirs.clone();
     shim_dirs_report.extend(installed.dirs.iter().cloned());
-    let mut sources: BTreeMap<String, usize> = BTreeMap::new();
-    for t in &tools {
-        *sources.entry(resolve::source_name(t.source)).or_default() += 1;
-    }
-    sources.insert("none".into(), names.len().saturating_sub(tools.len()));
     let summary = Summary {
         dirs: scan_dirs.len(),
-        executables: works.len(),
         names: names.len(),
         probed,
         converted: converted_now,
-        cached: works.iter().filter(|w| w.cached).count(),
-        new: tools.iter().filter(|t| t.status == ToolStatus::New).count(),
-        updated: tools
-            .iter()
-            .filter(|t| t.status == ToolStatus::Updated)
-            .count(),
-        unchanged: tools
-            .iter()
-            .filter(|t| t.status == ToolStatus::Unchanged)
-            .count(),
         kept: kept.len(),
         removed: removed.len(),
         failed: failed.len(),
         skipped: skipped_dirs.len() + skipped_files.len() + no_sign,
         no_sign,
-        evidence,
-        sources,
+        ..summarize(&works, &tools, names.len())
     };
     phases.done("report");
     Ok(ScanReport {
@@ -688,20 +611,164 @@ pub fn scan(
             rejected_patterns: patterns.rejected,
         },
         would_probe: plan_report,
-        explain: opts.explain.as_ref().map(|n| {
-            explanation.unwrap_or_else(|| Explanation {
-                name: n.clone(),
-                path: None,
-                evidence: vec![format!(
-                    "no executable named {n:?} on the scanned PATH (or it was skipped: see `skipped`)"
-                )],
-                candidates: Vec::new(),
-                outcome: "not registered".into(),
-            })
-        }),
+        explain: opts
+            .explain
+            .as_ref()
+            .map(|n| explanation.unwrap_or_else(|| not_found(n))),
         warnings,
         hints,
     })
+}
+
+/// What examining the executables (phases 3-4) did, as the report counts it.
+struct Examined {
+    /// Executables run with `--agent` now (0 in a dry run).
+    probed: usize,
+    /// Framework manifests converted now (0 in a dry run).
+    converted: usize,
+    /// What a dry run would have run.
+    would_probe: Option<Vec<PlannedProbe>>,
+    /// Native answers the cache could not store, by key: used from memory.
+    unstored: HashMap<String, Arc<[u8]>>,
+}
+
+impl Examined {
+    /// Counts what the examination ran (warning when `--probe all` ran everything) and
+    /// takes the answers that could not be stored out of the work items.
+    fn of(
+        works: &mut [Work],
+        dirs: &Dirs,
+        opts: &ScanOptions,
+        warnings: &mut Vec<String>,
+    ) -> Examined {
+        let ran = |pred: &dyn Fn(&Work) -> bool| {
+            if opts.dry_run {
+                0
+            } else {
+                works.iter().filter(|w| pred(w)).count()
+            }
+        };
+        let probed = ran(&|w| w.probe_now.is_some() && w.rec.probe.is_some());
+        let converted = ran(&|w| w.convert_now && w.rec.convert.is_some());
+        if opts.probe == ProbeMode::All && !opts.dry_run {
+            warnings.push(format!(
+                "--probe all ran {probed} executable(s) with --agent, ATIP or not"
+            ));
+        }
+        let would_probe = opts.dry_run.then(|| {
+            works
+                .iter()
+                .flat_map(|w| {
+                    let convert = w.convert_now.then_some(ProbeWhy::Convert);
+                    w.probe_now
+                        .into_iter()
+                        .chain(convert)
+                        .map(|why| PlannedProbe {
+                            name: w.exe.name.clone(),
+                            path: w.exe.path.clone(),
+                            why,
+                        })
+                })
+                .collect()
+        });
+        let unstored: HashMap<String, Arc<[u8]>> = works
+            .iter_mut()
+            .flat_map(|w| std::mem::take(&mut w.unstored))
+            .collect();
+        if !unstored.is_empty() {
+            warnings.push(format!(
+                "{} native answer(s) could not be stored in {}; they are used from memory",
+                unstored.len(),
+                cache::cache_dir(&dirs.data).display()
+            ));
+        }
+        Examined {
+            probed,
+            converted,
+            would_probe,
+            unstored,
+        }
+    }
+}
+
+/// Finds and reads the man pages of `names` (only where the inference cache is not
+/// current), infers on the CPU pool, and saves the manual's listings: every page is read,
+/// so the index is not needed any more.
+fn read_man_pages(
+    inf: &mut inferred::Inferred,
+    names: Vec<&str>,
+    tool_files: &registry::FileList,
+    cpu_pool: &LazyPool,
+    phases: &mut Phases,
+    warnings: &mut Vec<String>,
+) {
+    inf.src.look_up(names, tool_files);
+    phases.done("man-page lookup");
+    if inf.src.has_pending() {
+        cpu_pool.install(|| inf.src.infer_pending());
+    }
+    phases.done("man-page inference");
+    if let Err(m) = inf.src.save_listings() {
+        warnings.push(format!("failed to save the inference cache: {m}"));
+    }
+}
+
+/// The report's count of what was skipped, by reason.
+fn skip_counts(
+    dirs: &[paths::DirSkip],
+    files: &[FileSkip],
+    no_sign: usize,
+) -> BTreeMap<String, usize> {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for d in dirs {
+        *counts.entry(enum_name(&d.reason)).or_default() += 1;
+    }
+    for f in files {
+        *counts.entry(enum_name(&f.reason)).or_default() += 1;
+    }
+    if no_sign > 0 {
+        counts.insert("no-sign".into(), no_sign);
+    }
+    counts
+}
+
+/// The summary's counts that follow from the work items and the registered tools: by
+/// status, by evidence class and by source (`none`: names nothing describes). The
+/// caller fills in the rest.
+fn summarize(works: &[Work], tools: &[ToolReport], names: usize) -> Summary {
+    let mut evidence: BTreeMap<String, usize> = BTreeMap::new();
+    for w in works {
+        *evidence.entry(evidence_class(w).into()).or_default() += 1;
+    }
+    let mut sources: BTreeMap<String, usize> = BTreeMap::new();
+    for t in tools {
+        *sources.entry(resolve::source_name(t.source)).or_default() += 1;
+    }
+    sources.insert("none".into(), names.saturating_sub(tools.len()));
+    let status = |s: ToolStatus| tools.iter().filter(|t| t.status == s).count();
+    Summary {
+        executables: works.len(),
+        cached: works.iter().filter(|w| w.cached).count(),
+        new: status(ToolStatus::New),
+        updated: status(ToolStatus::Updated),
+        unchanged: status(ToolStatus::Unchanged),
+        evidence,
+        sources,
+        ..Summary::default()
+    }
+}
+
+/// `--explain`'s answer for a name the scan did not meet.
+fn not_found(name: &str) -> Explanation {
+    Explanation {
+        name: name.to_owned(),
+        path: None,
+        evidence: vec![format!(
+            "no executable named {name:?} on the scanned PATH (or it was skipped: see `skipped`)"
+        )],
+        candidates: Vec::new(),
+        outcome: "not registered".into(),
+    }
 }
 
 /// What the previous scan left: the registry's index, the scan cache, and the listing of
@@ -1032,25 +1099,14 @@ fn resolve_names<'p>(
     let exe_names: HashSet<&str> = names.iter().map(|(n, _, _)| n.as_str()).collect();
     let exists = |n: &str| exe_names.contains(n);
     let mut out = Resolved::default();
-    let Resolved {
-        found,
-        tool_reports,
-        failed,
-        tool_records,
-        winners,
-        fresh,
-        kept,
-        explanation,
-        applied_shims,
-        unreadable,
-    } = &mut out;
     for (n, (name, path, i)) in names.iter().enumerate() {
         let w = &works[*i];
+        // An executable's first name is its primary one; the others are its aliases.
         let primary = n < works.len();
         let explaining = opts.explain.as_deref() == Some(name.as_str());
         if let Some(m) = &w.unreadable {
             if primary {
-                unreadable.push(FileSkip {
+                out.unreadable.push(FileSkip {
                     name: name.clone(),
                     path: path.clone(),
                     reason: FileSkipReason::Unreadable,
@@ -1058,43 +1114,12 @@ fn resolve_names<'p>(
                 });
             }
             if explaining {
-                *explanation = Some(explain(name, path, w, primary, &[], None, Some(m)));
+                out.explanation = Some(explain(name, path, w, primary, &[], None, Some(m)));
             }
             continue;
         }
-        if primary
-            && let Some(ProbeRecord::Failed {
-                reason,
-                message,
-                diagnostics,
-                ..
-            }) = &w.rec.probe
-        {
-            failed.push(FailedTool {
-                name: name.clone(),
-                path: path.clone(),
-                reason: *reason,
-                message: message.clone(),
-                cached: w.cached,
-                diagnostics: diagnostics.clone(),
-            });
-        }
-        if primary
-            && let Some(ProbeRecord::Failed {
-                reason,
-                message,
-                diagnostics,
-                ..
-            }) = &w.rec.convert
-        {
-            failed.push(FailedTool {
-                name: name.clone(),
-                path: path.clone(),
-                reason: *reason,
-                message: format!("converting its framework manifest: {message}"),
-                cached: !w.convert_now,
-                diagnostics: diagnostics.clone(),
-            });
+        if primary {
+            out.failed.extend(failed_examinations(name, path, w));
         }
         let subj = subject(name, path, w);
         let mut candidates = Vec::new();
@@ -1104,7 +1129,7 @@ fn resolve_names<'p>(
         let stored = previous.index.and_then(|i| i.tools.get(name));
         let resolution = resolve::choose(candidates, stored, failures);
         if explaining {
-            *explanation = Some(explain(
+            out.explanation = Some(explain(
                 name,
                 path,
                 w,
@@ -1117,43 +1142,14 @@ fn resolve_names<'p>(
         let winner = match resolution.outcome {
             Outcome::Nothing => continue,
             Outcome::Kept { entry, why } => {
-                kept.push(name.clone());
-                // Remembered as sent before, so the next scan finds it unchanged.
-                if let Some(r) = previous.cache.tools.get(name) {
-                    tool_records.insert(name.clone(), r.clone());
-                }
-                tool_reports.insert(
-                    name.clone(),
-                    ToolReport {
-                        name: name.clone(),
-                        path: entry.path.clone(),
-                        source: entry.source,
-                        shim: None,
-                        trust: entry.trust.clone(),
-                        status: ToolStatus::Kept,
-                        patterns: Vec::new(),
-                        warnings: vec![format!("kept from the previous scan: {why}")],
-                    },
-                );
-                found.push(Found {
-                    name: name.clone(),
-                    path: entry.path.clone(),
-                    hash: entry.hash.clone(),
-                    source: entry.source,
-                    shim_registry: entry.shim_registry.clone(),
-                    trust: entry.trust.clone(),
-                    fingerprint: entry.fingerprint,
-                    vouched_by: None,
-                    meta: FoundMeta::Unchanged,
-                });
+                out.keep(name, &entry, &why, previous);
                 continue;
             }
             Outcome::Winner(c) => c,
         };
         // Pinned when known (see `hash_wanted`). Metadata bound to the bytes always is:
         // not hashed then is only possible in a dry run's planning of a probe.
-        let hash = w.rec.sha256.clone();
-        if hash.is_none() && (winner.by_hash || binds_bytes(winner.source)) {
+        if w.rec.sha256.is_none() && (winner.by_hash || binds_bytes(winner.source)) {
             continue;
         }
         let applied: Vec<&PatternFile> = patterns
@@ -1161,36 +1157,111 @@ fn resolve_names<'p>(
             .iter()
             .filter(|p| p.applies_to(name, &exists))
             .collect();
+        out.add_winner(name, path, w, winner, applied, stored, previous, opts);
+    }
+    out
+}
+
+/// The failed probe and the failed framework-manifest conversion of an executable, as
+/// the report's failures.
+fn failed_examinations(name: &str, path: &std::path::Path, w: &Work) -> Vec<FailedTool> {
+    let failure = |rec: &Option<ProbeRecord>| match rec {
+        Some(ProbeRecord::Failed {
+            reason,
+            message,
+            diagnostics,
+            ..
+        }) => Some((*reason, message.clone(), diagnostics.clone())),
+        _ => None,
+    };
+    let probe = failure(&w.rec.probe).map(|(reason, message, diagnostics)| FailedTool {
+        name: name.to_owned(),
+        path: path.to_owned(),
+        reason,
+        message,
+        cached: w.cached,
+        diagnostics,
+    });
+    let convert = failure(&w.rec.convert).map(|(reason, message, diagnostics)| FailedTool {
+        name: name.to_owned(),
+        path: path.to_owned(),
+        reason,
+        message: format!("converting its framework manifest: {message}"),
+        cached: !w.convert_now,
+        diagnostics,
+    });
+    probe.into_iter().chain(convert).collect()
+}
+
+impl<'p> Resolved<'p> {
+    /// A name kept from the previous scan as it was (the source that gave it failed):
+    /// sent unchanged, reported as kept, and remembered as sent before so the next scan
+    /// finds it unchanged.
+    fn keep(&mut self, name: &str, entry: &registry::Entry, why: &str, previous: &Previous<'_>) {
+        self.kept.push(name.to_owned());
+        if let Some(r) = previous.cache.tools.get(name) {
+            self.tool_records.insert(name.to_owned(), r.clone());
+        }
+        self.tool_reports.insert(
+            name.to_owned(),
+            ToolReport {
+                name: name.to_owned(),
+                path: entry.path.clone(),
+                source: entry.source,
+                shim: None,
+                trust: entry.trust.clone(),
+                status: ToolStatus::Kept,
+                patterns: Vec::new(),
+                warnings: vec![format!("kept from the previous scan: {why}")],
+            },
+        );
+        self.found.push(Found {
+            name: name.to_owned(),
+            path: entry.path.clone(),
+            hash: entry.hash.clone(),
+            source: entry.source,
+            shim_registry: entry.shim_registry.clone(),
+            trust: entry.trust.clone(),
+            fingerprint: entry.fingerprint,
+            vouched_by: None,
+            meta: FoundMeta::Unchanged,
+        });
+    }
+
+    /// A name's winner: reported, remembered, and sent, as unchanged when the registry
+    /// already holds exactly it (else its document is composed later, as fresh).
+    #[allow(clippy::too_many_arguments)]
+    fn add_winner(
+        &mut self,
+        name: &str,
+        path: &std::path::Path,
+        w: &Work,
+        winner: Candidate,
+        applied: Vec<&'p PatternFile>,
+        stored: Option<&registry::Entry>,
+        previous: &Previous<'_>,
+        opts: &ScanOptions,
+    ) {
         if matches!(
             winner.source,
             Source::Shim | Source::ShimHash | Source::Override | Source::Remote
         ) {
-            *applied_shims += 1;
+            self.applied_shims += 1;
         }
         let record = ToolRecord {
             key: composition_key(&winner.identity, &applied),
-            path: path.clone(),
-            hash: hash.clone(),
+            path: path.to_owned(),
+            hash: w.rec.sha256.clone(),
             source: winner.source,
         };
         let unchanged = !opts.refresh
             && previous.cache.tools.get(name) == Some(&record)
-            && stored.is_some_and(|e| {
-                e.path == record.path
-                    && e.hash == record.hash
-                    && e.source == record.source
-                    // A deleted or damaged metadata file is written again from the document.
-                    && e
-                        .metadata
-                        .strip_prefix(registry::TOOLS_DIR)
-                        .and_then(|r| r.strip_prefix('/'))
-                        .is_some_and(|file| previous.tool_files.has_intact(file))
-            });
-        tool_reports.insert(
-            name.clone(),
+            && stored.is_some_and(|e| previous.holds(e, &record));
+        self.tool_reports.insert(
+            name.to_owned(),
             ToolReport {
-                name: name.clone(),
-                path: path.clone(),
+                name: name.to_owned(),
+                path: path.to_owned(),
                 source: winner.source,
                 shim: winner.origin.clone(),
                 trust: winner.trust.clone(),
@@ -1205,11 +1276,10 @@ fn resolve_names<'p>(
                 warnings: winner.warnings.clone(),
             },
         );
-        tool_records.insert(name.clone(), record);
-        found.push(Found {
-            name: name.clone(),
-            path: path.clone(),
-            hash,
+        self.found.push(Found {
+            name: name.to_owned(),
+            path: path.to_owned(),
+            hash: record.hash.clone(),
             vouched_by: Some(winner.vouch.unwrap_or_else(|| {
                 registry::Vouch::derive(
                     winner.source,
@@ -1223,12 +1293,27 @@ fn resolve_names<'p>(
             fingerprint: Some(w.exe.fingerprint.into()),
             meta: FoundMeta::Unchanged,
         });
+        self.tool_records.insert(name.to_owned(), record);
         if !unchanged {
-            fresh.insert(name.clone());
+            self.fresh.insert(name.to_owned());
         }
-        winners.insert(name.clone(), (winner, applied));
+        self.winners.insert(name.to_owned(), (winner, applied));
     }
-    out
+}
+
+impl Previous<'_> {
+    /// Whether the stored entry `e` is what `record` would send: same path, hash and
+    /// source, and its metadata file still intact (a deleted or damaged one is written
+    /// again from the document).
+    fn holds(&self, e: &registry::Entry, record: &ToolRecord) -> bool {
+        e.path == record.path
+            && e.hash == record.hash
+            && e.source == record.source
+            && e.metadata
+                .strip_prefix(registry::TOOLS_DIR)
+                .and_then(|r| r.strip_prefix('/'))
+                .is_some_and(|file| self.tool_files.has_intact(file))
+    }
 }
 
 /// The composition key of a winner and the pattern files merged into its document: the

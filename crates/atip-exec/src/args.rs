@@ -676,7 +676,18 @@ mod tests {
         })
     }
 
+    /// Property-test cases: 64 (a debug build runs them in about a second), or
+    /// `ATIP_PROPTEST_CASES` for a deeper run.
+    fn proptest_cases() -> u32 {
+        std::env::var("ATIP_PROPTEST_CASES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(64)
+    }
+
     proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(proptest_cases()))]
+
         /// Whatever the arguments, `certainly_valid` is never sure of a call jsonschema
         /// would reject.
         #[test]

@@ -223,7 +223,7 @@ fn hosts_of(shape: &str, value: &str) -> Vec<String> {
                     let a = a.trim();
                     a.strip_prefix('[')
                         .and_then(|x| x.strip_suffix(']'))
-                        .map_or_else(|| a.to_ascii_lowercase(), crate::exec::policy::host_text)
+                        .map_or_else(|| a.to_ascii_lowercase(), crate::policy::host_text)
                 }));
             }
             out

@@ -14,9 +14,6 @@
 //! through `process`.
 
 // The layers below, under the module names this code was written with (`crate::output`, …).
-/// This crate is the `exec` layer: `crate::exec::…` paths name its own items.
-#[allow(unused_imports)]
-pub(crate) use crate as exec;
 #[allow(unused_imports)]
 pub(crate) use atip_base::{digest, dirs, env, output, similar, timestamp, units};
 #[allow(unused_imports)]

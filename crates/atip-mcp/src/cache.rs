@@ -120,7 +120,7 @@ impl ToolCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::config::Transport;
+    use crate::config::Transport;
 
     fn spec(cmd: &str) -> ServerSpec {
         ServerSpec {

@@ -1231,9 +1231,9 @@ mod tests {
         assert_eq!(missing, ["NOPE"]);
     }
 
-    fn project(bytes: Value, problem: Option<&str>) -> crate::mcp::trust::ProjectFile {
+    fn project(bytes: Value, problem: Option<&str>) -> crate::trust::ProjectFile {
         let bytes = serde_json::to_vec(&bytes).unwrap();
-        crate::mcp::trust::ProjectFile {
+        crate::trust::ProjectFile {
             path: "/p/.mcp.json".into(),
             canonical: "/p/.mcp.json".into(),
             sha256: crate::digest::sha256_hex(&bytes),
@@ -1243,8 +1243,8 @@ mod tests {
     }
 
     fn with_project(
-        file: &crate::mcp::trust::ProjectFile,
-        store: &crate::mcp::trust::TrustStore,
+        file: &crate::trust::ProjectFile,
+        store: &crate::trust::TrustStore,
     ) -> McpConfig {
         let mut cfg = load(&[(
             "/g/mcp.json",
@@ -1259,7 +1259,7 @@ mod tests {
 
     #[test]
     fn a_project_file_is_used_only_when_trusted_and_expands_only_allowed_names() {
-        use crate::mcp::trust::{TrustStatus, TrustStore};
+        use crate::trust::{TrustStatus, TrustStore};
         let doc = json!({"mcpServers": {
             "a": {"command": "evil-a"},
             "b": {"command": "b", "args": ["${TOKEN}", "${HOME}", "${workspaceFolder}"]},
@@ -1337,7 +1337,7 @@ mod tests {
             json!({"strictEnv": true, "mcpServers": {"b": {"command": "b", "args": ["${TOKEN}"]}}}),
             None,
         );
-        let mut store = crate::mcp::trust::TrustStore::default();
+        let mut store = crate::trust::TrustStore::default();
         store.trust(&file, Vec::new()).unwrap();
         let mut cfg = McpConfig::default();
         let e = Loader { lookup: &env }
@@ -1394,7 +1394,7 @@ mod tests {
 
     #[test]
     fn per_server_protocol() {
-        use crate::mcp::client::{ClientOptions, Protocol};
+        use crate::client::{ClientOptions, Protocol};
         let cfg = load(&[(
             "/g/mcp.json",
             json!({"mcpServers": {"a": {"command": "x", "protocol": "legacy"}, "b": {"command": "y"}}}),

@@ -19,9 +19,6 @@
 //! confirmation, budget and audit.
 
 // The layers below, under the module names this code was written with (`crate::output`, …).
-/// This crate is the `mcp` layer: `crate::mcp::…` paths name its own items.
-#[allow(unused_imports)]
-pub(crate) use crate as mcp;
 #[allow(unused_imports)]
 pub(crate) use atip_base::{atomic, digest, dirs, env, output, timestamp, units};
 #[allow(unused_imports)]

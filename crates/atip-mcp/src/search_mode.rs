@@ -331,7 +331,7 @@ mod tests {
         };
         let flat = ["a", "b", "c"]
             .iter()
-            .map(|n| crate::mcp::tools::to_flat("s", &tool(n), true))
+            .map(|n| crate::tools::to_flat("s", &tool(n), true))
             .collect();
         let f = Finder::new(
             flat,

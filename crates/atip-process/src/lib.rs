@@ -14,9 +14,6 @@
 //! atip calls `std::process::Command`. The normative description is `spec/process.md`.
 
 // The layers below, under the module names this code was written with (`crate::output`, …).
-/// This crate is the `process` layer: `crate::process::…` paths name its own items.
-#[allow(unused_imports)]
-pub(crate) use crate as process;
 
 pub mod server;
 mod sys;

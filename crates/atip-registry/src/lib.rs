@@ -12,9 +12,6 @@
 //! files are named by the sha256 of their contents, never by a tool's name.
 
 // The layers below, under the module names this code was written with (`crate::output`, …).
-/// This crate is the `registry` layer: `crate::registry::…` paths name its own items.
-#[allow(unused_imports)]
-pub(crate) use crate as registry;
 #[allow(unused_imports)]
 pub(crate) use atip_base::{atomic, digest, dirs, env, output, similar, timestamp, units};
 #[allow(unused_imports)]
