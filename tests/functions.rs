@@ -62,7 +62,7 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     (
         "crates/atip-discover/src/infer/convert.rs",
         "positional",
-        118,
+        134,
     ),
     ("crates/atip-lint/src/diff.rs", "diff", 118),
     (
