@@ -51,7 +51,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
         "enumerate",
         127,
     ),
-    ("crates/atip-model/src/validate/fast.rs", "keywords", 125),
     ("src/cli/agent.rs", "effects_table", 125),
     ("crates/atip-process/src/lib.rs", "run", 121),
     (
@@ -75,11 +74,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ("crates/atip-discover/src/infer/roff.rs", "render_into", 112),
     ("crates/atip-registry/src/doctor.rs", "check_entry", 111),
     ("src/cli/lint.rs", "run", 110),
-    (
-        "crates/atip-model/src/validate/rules.rs",
-        "from_schema_error",
-        108,
-    ),
     ("src/cli/mcp_install.rs", "run", 108),
     ("crates/atip-model/src/validate/locate.rs", "scan", 107),
     ("crates/atip-lint/src/diff.rs", "effects", 106),

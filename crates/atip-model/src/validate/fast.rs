@@ -760,6 +760,8 @@ impl Compiler<'_> {
         index
     }
 
+    // Long because: one flat match with an arm per JSON Schema keyword the fast path
+    // compiles; a keyword it does not know makes the node unsure (jsonschema decides).
     fn keywords(&mut self, doc: Doc, pointer: &str, root: &Value) -> Option<Keywords> {
         let schema = root.pointer(pointer)?.as_object()?;
         let sub = |c: &mut Self, key: &str| c.node(doc, format!("{pointer}/{}", escape(key)));

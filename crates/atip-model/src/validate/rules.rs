@@ -390,6 +390,8 @@ fn short<'a, J: Json<'a>>(value: J) -> String {
 }
 
 /// Turns one schema error into diagnostics (several for `additionalProperties`).
+// Long because: one flat match with an arm per jsonschema error kind, each with its own
+// rule id and message.
 pub(crate) fn from_schema_error(error: &jsonschema::ValidationError<'_>) -> Vec<Diagnostic> {
     use jsonschema::error::ValidationErrorKind as K;
     let pointer = error.instance_path().as_str().to_string();
