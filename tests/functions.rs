@@ -28,9 +28,7 @@ const REASON: &str = "Long because:";
 const UNSPLIT: &[(&str, &str, usize)] = &[
     ("crates/atip-discover/src/discover.rs", "scan", 309),
     ("src/cli/scan.rs", "render", 346),
-    ("crates/atip-discover/src/infer/roff.rs", "control", 279),
     ("src/cli/registry.rs", "run", 249),
-    ("crates/atip-discover/src/infer/roff.rs", "mdoc_inline", 208),
     ("crates/atip-discover/src/remote/sync.rs", "catalog", 191),
     ("crates/atip-discover/src/remote/build.rs", "plan", 167),
     ("crates/atip-mcp/src/client.rs", "connect", 167),

@@ -560,20 +560,49 @@ fn opening_punct(s: &str) -> bool {
     matches!(s, "(" | "[")
 }
 
-/// Renders an mdoc macro line's arguments (the macro name first) to text.
-fn mdoc_inline(args: &[String], strings: &HashMap<String, String>, mark: bool, nm: &str) -> String {
-    let mut out = String::new();
-    // `Ns` / opening punctuation suppress the next space.
-    let mut glue = true;
-    let push = |out: &mut String, text: &str, glue: &mut bool| {
+/// The text of an mdoc line as it is rendered: words joined by spaces, except after
+/// opening punctuation or `Ns` (`glue`) and before closing punctuation.
+struct MdocText {
+    out: String,
+    glue: bool,
+}
+
+impl MdocText {
+    fn push(&mut self, text: &str) {
         if text.is_empty() {
             return;
         }
-        if !*glue && !closing_punct(text) && !out.is_empty() && !out.ends_with(' ') {
-            out.push(' ');
+        if !self.glue && !closing_punct(text) && !self.out.is_empty() && !self.out.ends_with(' ') {
+            self.out.push(' ');
         }
-        out.push_str(text);
-        *glue = opening_punct(text);
+        self.out.push_str(text);
+        self.glue = opening_punct(text);
+    }
+
+    fn push_all(&mut self, words: &[&String]) {
+        for w in words {
+            self.push(w);
+        }
+    }
+
+    /// An opening delimiter: the next word follows it without a space.
+    fn open(&mut self, o: &str) {
+        self.push(o);
+        self.glue = true;
+    }
+
+    /// A closing delimiter, right after the last word.
+    fn close(&mut self, c: &str) {
+        self.out.push_str(c);
+        self.glue = false;
+    }
+}
+
+/// Renders an mdoc macro line's arguments (the macro name first) to text.
+fn mdoc_inline(args: &[String], strings: &HashMap<String, String>, mark: bool, nm: &str) -> String {
+    let mut t = MdocText {
+        out: String::new(),
+        glue: true,
     };
     let mut i = 0;
     // Closers to emit at the end of the line (for `Op`, `Dq`… enclosing the rest).
@@ -582,7 +611,7 @@ fn mdoc_inline(args: &[String], strings: &HashMap<String, String>, mark: bool, n
         let a = args[i].as_str();
         i += 1;
         if !(mdoc_callable(a) || (i == 1 && a.len() == 2)) {
-            push(&mut out, &render(a, strings, false), &mut glue);
+            t.push(&render(a, strings, false));
             continue;
         }
         // The words this macro takes: up to the next callable macro.
@@ -594,70 +623,65 @@ fn mdoc_inline(args: &[String], strings: &HashMap<String, String>, mark: bool, n
             .iter()
             .map(|w| render(w, strings, false))
             .collect();
-        let (lead, trail): (Vec<&String>, Vec<&String>) = {
-            // Trailing punctuation is printed after the macro's formatting.
-            let mut n = words.len();
-            while n > 0 && closing_punct(&words[n - 1]) {
-                n -= 1;
-            }
-            (words[..n].iter().collect(), words[n..].iter().collect())
+        // Trailing punctuation is printed after the macro's formatting.
+        let mut n = words.len();
+        while n > 0 && closing_punct(&words[n - 1]) {
+            n -= 1;
+        }
+        let lead: Vec<&String> = words[..n].iter().collect();
+        let trail: Vec<&String> = words[n..].iter().collect();
+        let next = args.get(i).map(String::as_str);
+        let m = MdocMacro {
+            name: a,
+            lead: &lead,
+            next,
+            mark,
+            nm,
         };
-        match a {
-            "Fl" => {
-                if lead.is_empty() {
-                    push(&mut out, "-", &mut glue);
-                    if i < args.len() && !closing_punct(&args[i]) {
-                        glue = true;
-                    }
-                }
-                for w in &lead {
-                    if closing_punct(w) || w.as_str() == "|" {
-                        push(&mut out, w, &mut glue);
-                    } else {
-                        push(&mut out, &format!("-{w}"), &mut glue);
-                    }
-                }
-            }
-            "Ar" => {
-                if lead.is_empty() {
-                    push(
-                        &mut out,
-                        if mark {
-                            "\u{E000}file\u{E001} ..."
-                        } else {
-                            "file ..."
-                        },
-                        &mut glue,
-                    );
-                }
-                for w in &lead {
-                    if mark && !closing_punct(w) && w.as_str() != "|" && w.as_str() != "..." {
-                        push(&mut out, &format!("{OPEN}{w}{CLOSE}"), &mut glue);
-                    } else {
-                        push(&mut out, w, &mut glue);
-                    }
-                }
-            }
-            "Nm" => {
-                let text = if lead.is_empty() {
-                    nm.to_owned()
-                } else {
-                    join(&lead)
-                };
-                push(&mut out, &text, &mut glue);
-            }
-            "Ns" => glue = true,
-            "Ta" => push(&mut out, "\t", &mut glue),
-            "Xr" => {
-                let text = match lead.as_slice() {
-                    [n, s, ..] => format!("{n}({s})"),
-                    [n] => n.to_string(),
-                    [] => String::new(),
-                };
-                push(&mut out, &text, &mut glue);
-            }
+        if let Some(closer) = m.render(&mut t, trail.is_empty()) {
+            closers.push(closer);
+            continue;
+        }
+        t.push_all(&trail);
+    }
+    while let Some(c) = closers.pop() {
+        t.out.push_str(c);
+    }
+    t.out
+}
+
+/// One callable mdoc macro of a line and the words it takes.
+struct MdocMacro<'a> {
+    name: &'a str,
+    /// Its words before any trailing punctuation.
+    lead: &'a [&'a String],
+    /// The line's next argument (a macro), if any.
+    next: Option<&'a str>,
+    /// Mark placeholders (`Ar`, `Va`…) for the option parser.
+    mark: bool,
+    /// The page's name, for a bare `Nm`.
+    nm: &'a str,
+}
+
+impl MdocMacro<'_> {
+    /// Renders the macro into `t`. An enclosure with no words of its own (`Op`, `Dq`…)
+    /// encloses the rest of the line: its closer is returned, for the line's end.
+    fn render(&self, t: &mut MdocText, no_trail: bool) -> Option<&'static str> {
+        let lead = self.lead;
+        match self.name {
+            "Fl" => self.flags(t),
+            "Ar" => self.placeholders(t),
+            "Nm" if lead.is_empty() => t.push(self.nm),
+            "Nm" => t.push(&join(lead)),
+            "Ns" => t.glue = true,
+            "Ta" => t.push("\t"),
+            "Xr" => t.push(&match lead {
+                [n, s, ..] => format!("{n}({s})"),
+                [n] => n.to_string(),
+                [] => String::new(),
+            }),
             "Op" | "Dq" | "Qq" | "Sq" | "Pq" | "Aq" | "Bq" | "Brq" | "Ql" => {
-                let (o, c) = match a {
+                let (o, c) = match self.name {
                     "Op" | "Bq" => ("[", "]"),
                     "Dq" | "Qq" => ("\"", "\""),
                     "Sq" | "Ql" => ("'", "'"),
@@ -665,109 +689,92 @@ fn mdoc_inline(args: &[String], strings: &HashMap<String, String>, mark: bool, n
                     "Aq" => ("<", ">"),
                     _ => ("{", "}"),
                 };
-                push(&mut out, o, &mut glue);
-                glue = true;
-                if lead.is_empty() && trail.is_empty() && i < args.len() {
-                    // Encloses the rest of the line.
-                    closers.push(c);
-                    continue;
+                t.open(o);
+                if lead.is_empty() && no_trail && self.next.is_some() {
+                    return Some(c);
                 }
-                for w in &lead {
-                    push(&mut out, w, &mut glue);
-                }
-                out.push_str(c);
-                glue = false;
+                t.push_all(lead);
+                t.close(c);
             }
             "Oo" | "Bo" => {
-                push(&mut out, "[", &mut glue);
-                glue = true;
-                for w in &lead {
-                    push(&mut out, w, &mut glue);
-                }
+                t.open("[");
+                t.push_all(lead);
             }
-            "Oc" | "Bc" => {
-                out.push(']');
-                glue = false;
-            }
-            "Do" | "Qo" => {
-                push(&mut out, "\"", &mut glue);
-                glue = true;
-            }
-            "Dc" | "Qc" => {
-                out.push('"');
-                glue = false;
-            }
-            "Po" => {
-                push(&mut out, "(", &mut glue);
-                glue = true;
-            }
-            "Pc" => {
-                out.push(')');
-                glue = false;
-            }
-            "So" => {
-                push(&mut out, "'", &mut glue);
-                glue = true;
-            }
-            "Sc" => {
-                out.push('\'');
-                glue = false;
-            }
-            "Ao" => {
-                push(&mut out, "<", &mut glue);
-                glue = true;
-            }
-            "Ac" => {
-                out.push('>');
-                glue = false;
-            }
+            "Oc" | "Bc" => t.close("]"),
+            "Do" | "Qo" => t.open("\""),
+            "Dc" | "Qc" => t.close("\""),
+            "Po" => t.open("("),
+            "Pc" => t.close(")"),
+            "So" => t.open("'"),
+            "Sc" => t.close("'"),
+            "Ao" => t.open("<"),
+            "Ac" => t.close(">"),
             "Pf" => {
-                if let Some(w) = lead.first() {
-                    push(&mut out, w, &mut glue);
-                    glue = true;
-                    for w in &lead[1..] {
-                        push(&mut out, w, &mut glue);
-                    }
+                if let Some((first, others)) = lead.split_first() {
+                    t.open(first);
+                    t.push_all(others);
                 }
             }
-            "Ux" => push(&mut out, "UNIX", &mut glue),
+            "Ux" => t.push("UNIX"),
             "Bx" | "Bsx" | "Nx" | "Fx" | "Ox" | "Dx" => {
-                let base = match a {
+                t.push(match self.name {
                     "Bx" => "BSD",
                     "Bsx" => "BSD/OS",
                     "Nx" => "NetBSD",
                     "Fx" => "FreeBSD",
                     "Ox" => "OpenBSD",
                     _ => "DragonFly",
-                };
-                push(&mut out, base, &mut glue);
-                for w in &lead {
-                    push(&mut out, w, &mut glue);
-                }
+                });
+                t.push_all(lead);
             }
-            "Xo" | "Xc" | "Fo" | "Fc" | "Eo" | "Ec" | "Es" | "En" => {
-                for w in &lead {
-                    push(&mut out, w, &mut glue);
-                }
-            }
+            "Xo" | "Xc" | "Fo" | "Fc" | "Eo" | "Ec" | "Es" | "En" => t.push_all(lead),
             _ => {
-                let text = join(&lead);
-                let italic = matches!(a, "Va" | "Fa" | "Em") && mark;
+                let text = join(lead);
+                let italic = matches!(self.name, "Va" | "Fa" | "Em") && self.mark;
                 if italic && !text.is_empty() {
-                    push(&mut out, &format!("{OPEN}{text}{CLOSE}"), &mut glue);
+                    t.push(&format!("{OPEN}{text}{CLOSE}"));
                 } else {
-                    push(&mut out, &text, &mut glue);
+                    t.push(&text);
                 }
             }
         }
-        for w in trail {
-            push(&mut out, w, &mut glue);
+        None
+    }
+
+    /// `Fl`: each word a flag (`-word`); bare, a lone `-` glued to what follows.
+    fn flags(&self, t: &mut MdocText) {
+        if self.lead.is_empty() {
+            t.push("-");
+            if self.next.is_some_and(|n| !closing_punct(n)) {
+                t.glue = true;
+            }
+        }
+        for w in self.lead {
+            if closing_punct(w) || w.as_str() == "|" {
+                t.push(w);
+            } else {
+                t.push(&format!("-{w}"));
+            }
         }
     }
-    while let Some(c) = closers.pop() {
-        out.push_str(c);
+
+    /// `Ar`: each word a placeholder (marked for the option parser); bare, `file ...`.
+    fn placeholders(&self, t: &mut MdocText) {
+        if self.lead.is_empty() {
+            t.push(if self.mark {
+                "\u{E000}file\u{E001} ..."
+            } else {
+                "file ..."
+            });
+        }
+        for w in self.lead {
+            if self.mark && !closing_punct(w) && w.as_str() != "|" && w.as_str() != "..." {
+                t.push(&format!("{OPEN}{w}{CLOSE}"));
+            } else {
+                t.push(w);
+            }
+        }
     }
-    out
 }
 
 fn join(words: &[&String]) -> String {
@@ -1172,139 +1179,41 @@ impl Parser {
         self.add_text(&text);
     }
 
+    /// One control line: a request or macro, dispatched by name to the step that
+    /// handles it. Requests with no effect on the text that matters are ignored.
     fn control(&mut self, line: &str) {
         let line = strip_comment(line);
         let (name, rest) = request(line);
         let name = name.to_owned();
         match name.as_str() {
-            "" | "\\\"" => {}
-            "if" => {
+            "" | "\\\"" | "TH" | "Dt" | "UR" => {}
+            "if" | "ie" => {
                 let (taken, r) = condition(rest, &self.strings);
-                let r = r.to_owned();
-                self.conditional(taken, &r);
-            }
-            "ie" => {
-                let (taken, r) = condition(rest, &self.strings);
-                self.last_ie.push(taken);
+                if name == "ie" {
+                    self.last_ie.push(taken);
+                }
                 let r = r.to_owned();
                 self.conditional(taken, &r);
             }
             "el" => {
                 let taken = !self.last_ie.pop().unwrap_or(true);
-                let r = rest.to_owned();
-                self.conditional(taken, &r);
+                self.conditional(taken, &rest.to_owned());
             }
-            "de" | "de1" | "am" | "am1" | "ig" => {
-                let args = split_args(rest);
-                let end = if name == "ig" {
-                    args.first().cloned().unwrap_or_else(|| ".".to_owned())
-                } else {
-                    args.get(1).cloned().unwrap_or_else(|| ".".to_owned())
-                };
-                self.skip_until = Some(end);
-            }
-            "ds" | "ds1" => {
-                let r = rest.trim_start();
-                let end = r.find([' ', '\t']).unwrap_or(r.len());
-                let key = r[..end].to_owned();
-                let mut value = r[end..].trim_start_matches([' ', '\t']);
-                value = value.strip_prefix('"').unwrap_or(value);
-                self.strings.insert(key, value.to_owned());
-            }
-            "TH" | "Dt" => {}
-            "SH" | "Sh" => {
-                let text = if self.set == MacroSet::Mdoc {
-                    mdoc_inline(&split_args(rest), &self.strings, false, "")
-                } else {
-                    split_args(rest)
-                        .iter()
-                        .map(|a| render(a, &self.strings, false))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                };
-                self.new_section(text);
-            }
-            "SS" | "Ss" => {
-                self.break_all();
-                self.rs_depth = 0;
-                let text = split_args(rest)
-                    .iter()
-                    .map(|a| render(a, &self.strings, false))
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                self.section()
-                    .blocks
-                    .push(Block::Sub(text.trim().to_owned()));
-            }
-            "PP" | "P" | "LP" | "Pp" | "Lp" | "HP" => {
-                if self.item.is_some_and(|(_, d)| self.rs_depth > d)
-                    || (self.set == MacroSet::Mdoc && self.item.is_some())
-                {
-                    // Inside an item's indented body: a paragraph of the body.
-                    self.add_text("\n");
-                    self.break_para();
-                } else {
-                    self.break_all();
-                }
-            }
-            "sp" | "Sp" | "br" => {
-                if self.item.is_some() {
-                    if self.pending == Pending::None && !self.xo {
-                        self.add_text("\n");
-                    }
-                } else {
-                    self.break_para();
-                }
-            }
-            "TP" | "TQ" => {
-                let depth = self.rs_depth;
-                if name == "TQ" {
-                    // Always an alias of the open item.
-                    if let Some((idx, _)) = self.item
-                        && let Some(Block::Item { tags, .. }) = self.section().blocks.get_mut(idx)
-                    {
-                        tags.push(String::new());
-                        self.pending = Pending::TpTag;
-                        return;
-                    }
-                }
-                self.start_item(None, depth);
-                self.pending = Pending::TpTag;
-            }
-            "IP" => {
-                let args = split_args(rest);
-                let tag = args.first().map(|a| render(a, &self.strings, true));
-                match tag {
-                    Some(t) if !t.trim().is_empty() => {
-                        let depth = self.rs_depth;
-                        self.start_item(Some(t), depth);
-                    }
-                    _ => {
-                        // An untagged indented paragraph: goes on with the open item, or
-                        // makes a one-line paragraph before it (`.HP` style) its tag.
-                        if self.para_to_item() {
-                        } else if self.item.is_some() {
-                            self.add_text("\n");
-                        } else {
-                            self.break_para();
-                        }
-                    }
-                }
-            }
+            "de" | "de1" | "am" | "am1" | "ig" => self.skip_definition(&name, rest),
+            "ds" | "ds1" => self.define_string(rest),
+            "SH" | "Sh" => self.section_heading(rest),
+            "SS" | "Ss" => self.subsection(rest),
+            "PP" | "P" | "LP" | "Pp" | "Lp" | "HP" => self.paragraph(),
+            "sp" | "Sp" | "br" => self.line_break(),
+            "TP" | "TQ" => self.tagged_paragraph(name == "TQ"),
+            "IP" => self.indented_paragraph(rest),
             "RS" => {
                 // DocBook/Asciidoctor: a one-line paragraph followed by an indented
                 // block is a tag and its body.
                 self.para_to_item();
                 self.rs_depth += 1;
             }
-            "RE" => {
-                self.rs_depth = self.rs_depth.saturating_sub(1);
-                if let Some((_, d)) = self.item
-                    && self.rs_depth <= d
-                {
-                    self.break_all();
-                }
-            }
+            "RE" => self.relative_end(),
             "nf" | "EX" | "Vb" => self.nofill = true,
             "fi" | "EE" | "Ve" => self.nofill = false,
             "PD" | "ne" | "in" | "ti" | "ll" | "ad" | "na" | "hy" | "nh" | "nr" | "ft" | "ps"
@@ -1319,136 +1228,254 @@ impl Parser {
             | "In" | "Fd" | "Ft" | "Fn" | "Bt" | "Ud" | "Hf" | "Sm" => {
                 self.man_extra(&name, rest);
             }
-            "UR" => {}
-            "Bd" => {
-                if rest.contains("-literal") || rest.contains("-unfilled") {
-                    self.nofill = true;
-                }
-                if self.item.is_none() {
-                    self.break_para();
-                }
-            }
-            "Bl" => {
-                let tags = !(rest.contains("-bullet")
-                    || rest.contains("-dash")
-                    || rest.contains("-hyphen")
-                    || rest.contains("-enum")
-                    || rest.contains("-item"));
-                self.lists.push(tags);
-                self.para = None;
-            }
-            "El" => {
-                self.lists.pop();
-                self.xo = false;
-                self.pending = Pending::None;
-                self.item = None;
-                self.para = None;
-            }
-            "It" => {
-                let depth = self.lists.len().saturating_sub(1);
-                let takes_tag = self.lists.last().copied().unwrap_or(true);
-                let args = split_args(rest);
-                let ends_xo = args.last().is_some_and(|a| a == "Xo");
-                let tag = if takes_tag {
-                    mdoc_inline(
-                        &args,
-                        &self.strings,
-                        true,
-                        self.name.as_deref().unwrap_or(""),
-                    )
-                } else {
-                    String::new()
-                };
-                // A new `.It` never merges into the previous item for mdoc: `-compact`
-                // lists put each option on its own `.It`.
-                self.item = None;
-                self.start_item(Some(tag), depth);
-                self.xo = ends_xo && takes_tag;
-            }
-            "Xc" => {
-                if self.xo {
-                    let args = split_args(rest);
-                    if !args.is_empty() {
-                        let text = mdoc_inline(
-                            &args,
-                            &self.strings,
-                            true,
-                            self.name.as_deref().unwrap_or(""),
-                        );
-                        self.add_text(&text);
-                    }
-                }
-                self.xo = false;
-            }
-            "Nd" => {
-                let text = mdoc_inline(&split_args(rest), &self.strings, false, "");
-                self.name_description = Some(text.clone());
-                self.add_text(&format!("- {text}"));
-            }
-            "Nm" if self.name.is_none() => {
-                let args = split_args(rest);
-                if let Some(n) = args.first() {
-                    self.name = Some(render(n, &self.strings, false));
-                }
-                let text = mdoc_inline(
-                    &std::iter::once("Nm".to_owned())
-                        .chain(args)
-                        .collect::<Vec<_>>(),
-                    &self.strings,
-                    true,
-                    self.name.as_deref().unwrap_or(""),
-                );
-                self.mdoc_line(&text, true);
-            }
+            "Bd" => self.mdoc_display(rest),
+            "Bl" => self.mdoc_list(rest),
+            "El" => self.mdoc_list_end(),
+            "It" => self.mdoc_item(rest),
+            "Xc" => self.mdoc_extended_end(rest),
+            "Nd" => self.mdoc_description(rest),
+            "Nm" if self.name.is_none() => self.mdoc_first_name(rest),
             "D1" | "Dl" => {
-                let text = mdoc_inline(
-                    &split_args(rest),
-                    &self.strings,
-                    false,
-                    self.name.as_deref().unwrap_or(""),
-                );
+                let text = mdoc_inline(&split_args(rest), &self.strings, false, self.page_name());
                 self.add_text(&text);
             }
             _ if self.set == MacroSet::Mdoc && mdoc_callable(&name) => {
                 let args: Vec<String> = std::iter::once(name.clone())
                     .chain(split_args(rest))
                     .collect();
-                let mark = true;
-                let text = mdoc_inline(
-                    &args,
-                    &self.strings,
-                    mark,
-                    self.name.as_deref().unwrap_or(""),
-                );
+                let text = mdoc_inline(&args, &self.strings, true, self.page_name());
                 self.mdoc_line(&text, name == "Nm");
             }
             "B" | "I" | "SM" | "SB" | "BR" | "RB" | "BI" | "IB" | "RI" | "IR" | "CW" | "CR" => {
-                let mark = true;
                 let args = split_args(rest);
-                if args.is_empty() {
-                    // `.B` alone sets the next line's font; the next line is the text.
-                    return;
+                // `.B` alone sets the next line's font; the next line is the text.
+                if !args.is_empty() {
+                    let text = man_font_line(&name, &args, &self.strings, true);
+                    self.add_text(&text);
                 }
-                let text = man_font_line(&name, &args, &self.strings, mark);
-                self.add_text(&text);
+            }
+            _ => self.unknown_macro(&name, rest),
+        }
+    }
+
+    /// The page's name (mdoc `.Nm`), or empty before it is known.
+    fn page_name(&self) -> &str {
+        self.name.as_deref().unwrap_or("")
+    }
+
+    /// `.de`/`.am`/`.ig`: a macro definition or an ignored block; its lines are skipped
+    /// up to the end marker (`..` unless named).
+    fn skip_definition(&mut self, name: &str, rest: &str) {
+        let args = split_args(rest);
+        let end = if name == "ig" {
+            args.first()
+        } else {
+            args.get(1)
+        };
+        self.skip_until = Some(end.cloned().unwrap_or_else(|| ".".to_owned()));
+    }
+
+    /// `.ds NAME VALUE`: a string for `\*(NAME` (a leading `"` keeps leading blanks).
+    fn define_string(&mut self, rest: &str) {
+        let r = rest.trim_start();
+        let end = r.find([' ', '\t']).unwrap_or(r.len());
+        let key = r[..end].to_owned();
+        let value = r[end..].trim_start_matches([' ', '\t']);
+        let value = value.strip_prefix('"').unwrap_or(value);
+        self.strings.insert(key, value.to_owned());
+    }
+
+    /// `.SH`/`.Sh`: a new section.
+    fn section_heading(&mut self, rest: &str) {
+        let text = if self.set == MacroSet::Mdoc {
+            mdoc_inline(&split_args(rest), &self.strings, false, "")
+        } else {
+            split_args(rest)
+                .iter()
+                .map(|a| render(a, &self.strings, false))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        self.new_section(text);
+    }
+
+    /// `.SS`/`.Ss`: a subsection heading, which ends any open item or indent.
+    fn subsection(&mut self, rest: &str) {
+        self.break_all();
+        self.rs_depth = 0;
+        let text = split_args(rest)
+            .iter()
+            .map(|a| render(a, &self.strings, false))
+            .collect::<Vec<_>>()
+            .join(" ");
+        self.section()
+            .blocks
+            .push(Block::Sub(text.trim().to_owned()));
+    }
+
+    /// `.PP` and its kin: a paragraph of an item's indented body, else the end of the
+    /// paragraph and of any item.
+    fn paragraph(&mut self) {
+        if self.item.is_some_and(|(_, d)| self.rs_depth > d)
+            || (self.set == MacroSet::Mdoc && self.item.is_some())
+        {
+            self.add_text("\n");
+            self.break_para();
+        } else {
+            self.break_all();
+        }
+    }
+
+    /// `.sp`/`.br`: a line break inside an item, else the end of the paragraph.
+    fn line_break(&mut self) {
+        if self.item.is_some() {
+            if self.pending == Pending::None && !self.xo {
+                self.add_text("\n");
+            }
+        } else {
+            self.break_para();
+        }
+    }
+
+    /// `.TP` starts an item whose tag is the next line; `.TQ` adds another tag (an
+    /// alias) to the open item.
+    fn tagged_paragraph(&mut self, alias: bool) {
+        if alias
+            && let Some((idx, _)) = self.item
+            && let Some(Block::Item { tags, .. }) = self.section().blocks.get_mut(idx)
+        {
+            tags.push(String::new());
+            self.pending = Pending::TpTag;
+            return;
+        }
+        let depth = self.rs_depth;
+        self.start_item(None, depth);
+        self.pending = Pending::TpTag;
+    }
+
+    /// `.IP TAG`: an item with that tag. Untagged, an indented paragraph: it goes on
+    /// with the open item, or makes a one-line paragraph before it (`.HP` style) its tag.
+    fn indented_paragraph(&mut self, rest: &str) {
+        let args = split_args(rest);
+        match args.first().map(|a| render(a, &self.strings, true)) {
+            Some(t) if !t.trim().is_empty() => {
+                let depth = self.rs_depth;
+                self.start_item(Some(t), depth);
             }
             _ => {
-                // Unknown macro (a page's own): its arguments are likely text.
-                if self.set == MacroSet::Man {
-                    let args = split_args(rest);
-                    if !args.is_empty() && name.chars().all(|c| c.is_ascii_alphabetic()) {
-                        let mark = true;
-                        let text = args
-                            .iter()
-                            .map(|a| render(a, &self.strings, mark))
-                            .collect::<Vec<_>>()
-                            .join(" ");
-                        if name.chars().next().is_some_and(|c| c.is_ascii_uppercase()) {
-                            self.add_text(&text);
-                        }
-                    }
+                if self.para_to_item() {
+                } else if self.item.is_some() {
+                    self.add_text("\n");
+                } else {
+                    self.break_para();
                 }
             }
+        }
+    }
+
+    /// `.RE`: one indent less; back at or above the open item's depth, the item ends.
+    fn relative_end(&mut self) {
+        self.rs_depth = self.rs_depth.saturating_sub(1);
+        if let Some((_, d)) = self.item
+            && self.rs_depth <= d
+        {
+            self.break_all();
+        }
+    }
+
+    /// mdoc `.Bd`: a display block; literal or unfilled ones are no-fill.
+    fn mdoc_display(&mut self, rest: &str) {
+        if rest.contains("-literal") || rest.contains("-unfilled") {
+            self.nofill = true;
+        }
+        if self.item.is_none() {
+            self.break_para();
+        }
+    }
+
+    /// mdoc `.Bl`: a list; bullet, dash, enumerated and plain item lists take no tags.
+    fn mdoc_list(&mut self, rest: &str) {
+        let tags = !["-bullet", "-dash", "-hyphen", "-enum", "-item"]
+            .iter()
+            .any(|k| rest.contains(k));
+        self.lists.push(tags);
+        self.para = None;
+    }
+
+    /// mdoc `.El`: the end of a list and of its open item.
+    fn mdoc_list_end(&mut self) {
+        self.lists.pop();
+        self.xo = false;
+        self.pending = Pending::None;
+        self.item = None;
+        self.para = None;
+    }
+
+    /// mdoc `.It`: an item of the open list, its tag the line's macros (a tag ending in
+    /// `Xo` goes on until `.Xc`). A new `.It` never merges into the previous item:
+    /// `-compact` lists put each option on its own `.It`.
+    fn mdoc_item(&mut self, rest: &str) {
+        let depth = self.lists.len().saturating_sub(1);
+        let takes_tag = self.lists.last().copied().unwrap_or(true);
+        let args = split_args(rest);
+        let ends_xo = args.last().is_some_and(|a| a == "Xo");
+        let tag = if takes_tag {
+            mdoc_inline(&args, &self.strings, true, self.page_name())
+        } else {
+            String::new()
+        };
+        self.item = None;
+        self.start_item(Some(tag), depth);
+        self.xo = ends_xo && takes_tag;
+    }
+
+    /// mdoc `.Xc`: the end of an extended tag, with the line's last words of it.
+    fn mdoc_extended_end(&mut self, rest: &str) {
+        if self.xo {
+            let args = split_args(rest);
+            if !args.is_empty() {
+                let text = mdoc_inline(&args, &self.strings, true, self.page_name());
+                self.add_text(&text);
+            }
+        }
+        self.xo = false;
+    }
+
+    /// mdoc `.Nd`: the one-line description of NAME.
+    fn mdoc_description(&mut self, rest: &str) {
+        let text = mdoc_inline(&split_args(rest), &self.strings, false, "");
+        self.name_description = Some(text.clone());
+        self.add_text(&format!("- {text}"));
+    }
+
+    /// The first mdoc `.Nm` with an argument names the page; later bare `.Nm`s repeat it.
+    fn mdoc_first_name(&mut self, rest: &str) {
+        let args = split_args(rest);
+        if let Some(n) = args.first() {
+            self.name = Some(render(n, &self.strings, false));
+        }
+        let args: Vec<String> = std::iter::once("Nm".to_owned()).chain(args).collect();
+        let text = mdoc_inline(&args, &self.strings, true, self.page_name());
+        self.mdoc_line(&text, true);
+    }
+
+    /// A macro atip does not know (a page's own): in a man page, the arguments of a
+    /// capitalised one are likely text.
+    fn unknown_macro(&mut self, name: &str, rest: &str) {
+        if self.set != MacroSet::Man {
+            return;
+        }
+        let args = split_args(rest);
+        if !args.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphabetic())
+            && name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        {
+            let text = args
+                .iter()
+                .map(|a| render(a, &self.strings, true))
+                .collect::<Vec<_>>()
+                .join(" ");
+            self.add_text(&text);
         }
     }
 
