@@ -1839,6 +1839,59 @@ A bullet.
     }
 
     #[test]
+    fn mdoc_delimiters_glue_and_enclose() {
+        let line = |args: &[&str]| {
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            mdoc_inline(&args, &no_strings(), false, "tool")
+        };
+        // An enclosure with no words of its own encloses the rest of the line.
+        assert_eq!(line(&["Op", "Fl", "v", "Ar", "n"]), "[-v n]");
+        assert_eq!(line(&["Dq", "quoted", "text"]), "\"quoted text\"");
+        assert_eq!(line(&["Oo", "Fl", "a", "Oc"]), "[-a]");
+        assert_eq!(line(&["Pf", "(", "Ar", "x", ")"]), "(x)");
+        // Trailing punctuation follows the macro's text without a space.
+        assert_eq!(line(&["Xr", "ls", "1", ","]), "ls(1),");
+        assert_eq!(line(&["Fl", "o", "Ns", "Ar", "file"]), "-ofile");
+        // A bare `Fl` is a dash glued to what follows; a bare `Ar` and `Nm` have defaults.
+        assert_eq!(line(&["Fl", "Ar", "x"]), "-x");
+        assert_eq!(line(&["Fl"]), "-");
+        assert_eq!(line(&["Ar"]), "file ...");
+        assert_eq!(line(&["Nm"]), "tool");
+        assert_eq!(line(&["Bx", "4.4"]), "BSD 4.4");
+        // Marked placeholders, for the option parser.
+        let marked = mdoc_inline(
+            &["Ar".to_string(), "n".to_string()],
+            &no_strings(),
+            true,
+            "",
+        );
+        assert_eq!(marked, format!("{OPEN}n{CLOSE}"));
+    }
+
+    #[test]
+    fn unknown_macros_and_ignored_blocks() {
+        let src = "\
+.TH T 1
+.SH DESCRIPTION
+.ig
+.SH HIDDEN
+..
+.Custom shown words
+.lower hidden words
+.de XX
+.SH ALSO HIDDEN
+..
+";
+        let page = parse(src);
+        assert_eq!(
+            blocks(&page, "DESCRIPTION"),
+            [Block::Text("shown words".into())]
+        );
+        assert!(page.section(&["HIDDEN"]).is_none());
+        assert!(page.section(&["ALSO HIDDEN"]).is_none());
+    }
+
+    #[test]
     fn oversized_pages_are_cut_on_a_char_boundary() {
         let mut src = ".TH T 1\n.SH DESCRIPTION\n".to_string();
         while src.len() <= MAX_PAGE {
