@@ -37,13 +37,9 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ("src/cli/exec.rs", "run", 152),
     ("crates/atip-mcp/src/http.rs", "serve_blocking", 150),
     ("crates/atip-process/src/lib.rs", "supervise", 147),
-    ("crates/atip-compile/src/strict.rs", "strict_node", 138),
-    ("crates/atip-discover/src/discover.rs", "explain", 138),
-    ("crates/atip-compile/src/strict.rs", "check_tool", 137),
     ("src/cli/get.rs", "render_page", 135),
     ("crates/atip-chat/src/lib.rs", "run", 134),
     ("crates/atip-mcp/src/config.rs", "merge_scoped", 133),
-    ("crates/atip-compile/src/flatten.rs", "build", 132),
     (
         "crates/atip-discover/src/discover/paths.rs",
         "enumerate",

@@ -235,6 +235,15 @@ fn check_tool(
             format!("tool name {name:?} is used twice"),
         );
     }
+    check_description(c, def, &base);
+    check_root_schema(c, format, def, schema_key, &base);
+    if format == Format::Mcp {
+        check_annotations(c, tool, &ptr);
+    }
+}
+
+/// A tool's description: present, not empty, and within [`MAX_DESCRIPTION`] characters.
+fn check_description(c: &mut Checker, def: &Value, base: &str) {
     match def.get("description") {
         Some(Value::String(d)) => {
             if d.chars().count() > MAX_DESCRIPTION {
@@ -261,6 +270,11 @@ fn check_tool(
             "description is missing",
         ),
     }
+}
+
+/// A tool's input schema: present (Gemini may leave it out), an object at the root, and
+/// valid for the format: OpenAI strict mode's rules, Gemini's subset, or JSON Schema.
+fn check_root_schema(c: &mut Checker, format: Format, def: &Value, schema_key: &str, base: &str) {
     let sptr = format!("{base}/{schema_key}");
     match def.get(schema_key) {
         None if format == Format::Gemini => {}
@@ -298,30 +312,32 @@ fn check_tool(
             }
         }
     }
-    if format == Format::Mcp {
-        match tool.get("annotations") {
-            Some(Value::Object(a)) => {
-                for key in [
-                    "readOnlyHint",
-                    "destructiveHint",
-                    "idempotentHint",
-                    "openWorldHint",
-                ] {
-                    if !a.get(key).is_some_and(Value::is_boolean) {
-                        c.bad(
-                            &format!("{ptr}/annotations/{key}"),
-                            "mcp-annotations",
-                            format!("{key} must be a boolean"),
-                        );
-                    }
+}
+
+/// MCP's four tool annotations, each a boolean.
+fn check_annotations(c: &mut Checker, tool: &Value, ptr: &str) {
+    match tool.get("annotations") {
+        Some(Value::Object(a)) => {
+            for key in [
+                "readOnlyHint",
+                "destructiveHint",
+                "idempotentHint",
+                "openWorldHint",
+            ] {
+                if !a.get(key).is_some_and(Value::is_boolean) {
+                    c.bad(
+                        &format!("{ptr}/annotations/{key}"),
+                        "mcp-annotations",
+                        format!("{key} must be a boolean"),
+                    );
                 }
             }
-            _ => c.bad(
-                &format!("{ptr}/annotations"),
-                "mcp-annotations",
-                "annotations are missing",
-            ),
         }
+        _ => c.bad(
+            &format!("{ptr}/annotations"),
+            "mcp-annotations",
+            "annotations are missing",
+        ),
     }
 }
 
@@ -489,37 +505,7 @@ fn strict_node(c: &mut Checker, node: &Value, ptr: &str, depth: usize, stats: &m
         );
     }
     if let Some(Value::Array(values)) = o.get("enum") {
-        stats.enum_values += values.len();
-        stats.chars += values
-            .iter()
-            .map(|v| v.as_str().map_or(v.to_string().len(), str::len))
-            .sum::<usize>();
-        let nullable = types.iter().any(|t| t == "null");
-        if nullable && !values.contains(&Value::Null) {
-            c.bad(
-                &format!("{ptr}/enum"),
-                "strict-nullable-enum",
-                "a nullable enum must list null",
-            );
-        }
-        for (i, v) in values.iter().enumerate() {
-            let ok = types.is_empty()
-                || types.iter().any(|t| match t.as_str() {
-                    "string" => v.is_string(),
-                    "integer" => v.is_i64() || v.is_u64(),
-                    "number" => v.is_number(),
-                    "boolean" => v.is_boolean(),
-                    "null" => v.is_null(),
-                    _ => false,
-                });
-            if !ok {
-                c.bad(
-                    &format!("{ptr}/enum/{i}"),
-                    "strict-enum-type",
-                    format!("enum value {v} does not match the type"),
-                );
-            }
-        }
+        strict_enum(c, values, &types, ptr, stats);
     }
     if types.iter().any(|t| t == "array") {
         match o.get("items") {
@@ -533,53 +519,101 @@ fn strict_node(c: &mut Checker, node: &Value, ptr: &str, depth: usize, stats: &m
         }
     }
     if types.iter().any(|t| t == "object") {
-        if o.get("additionalProperties") != Some(&Value::Bool(false)) {
+        strict_object(c, o, ptr, depth, stats);
+    }
+}
+
+/// Strict mode's rules for an enum: a nullable one lists null, and every value has the
+/// schema's type.
+fn strict_enum(c: &mut Checker, values: &[Value], types: &[String], ptr: &str, stats: &mut Stats) {
+    stats.enum_values += values.len();
+    stats.chars += values
+        .iter()
+        .map(|v| v.as_str().map_or(v.to_string().len(), str::len))
+        .sum::<usize>();
+    let nullable = types.iter().any(|t| t == "null");
+    if nullable && !values.contains(&Value::Null) {
+        c.bad(
+            &format!("{ptr}/enum"),
+            "strict-nullable-enum",
+            "a nullable enum must list null",
+        );
+    }
+    for (i, v) in values.iter().enumerate() {
+        let ok = types.is_empty()
+            || types.iter().any(|t| match t.as_str() {
+                "string" => v.is_string(),
+                "integer" => v.is_i64() || v.is_u64(),
+                "number" => v.is_number(),
+                "boolean" => v.is_boolean(),
+                "null" => v.is_null(),
+                _ => false,
+            });
+        if !ok {
             c.bad(
-                ptr,
-                "strict-additional-properties",
-                "every object needs additionalProperties: false",
+                &format!("{ptr}/enum/{i}"),
+                "strict-enum-type",
+                format!("enum value {v} does not match the type"),
             );
         }
-        let props = o.get("properties").and_then(Value::as_object);
-        let required: HashSet<&str> = o
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        if let Some(props) = props {
-            stats.properties += props.len();
-            for (name, s) in props {
-                stats.chars += name.len();
-                let p = format!("{ptr}/properties/{}", escape(name));
-                if !required.contains(name.as_str()) {
-                    c.bad(
-                        &p,
-                        "strict-required",
-                        format!("property {name:?} is not listed in required"),
-                    );
-                }
-                if !names::is_valid_property(name)
-                    && !name
-                        .chars()
-                        .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-')
-                {
-                    c.bad(
-                        &p,
-                        "property-name",
-                        format!("property name {name:?} is not an identifier"),
-                    );
-                }
-                strict_node(c, s, &p, depth + 1, stats);
-            }
-        }
-        for r in &required {
-            if props.is_none_or(|p| !p.contains_key(*r)) {
+    }
+}
+
+/// Strict mode's rules for an object: closed (`additionalProperties: false`), every
+/// property required and named as an identifier, `required` naming only properties.
+fn strict_object(
+    c: &mut Checker,
+    o: &serde_json::Map<String, Value>,
+    ptr: &str,
+    depth: usize,
+    stats: &mut Stats,
+) {
+    if o.get("additionalProperties") != Some(&Value::Bool(false)) {
+        c.bad(
+            ptr,
+            "strict-additional-properties",
+            "every object needs additionalProperties: false",
+        );
+    }
+    let props = o.get("properties").and_then(Value::as_object);
+    let required: HashSet<&str> = o
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if let Some(props) = props {
+        stats.properties += props.len();
+        for (name, s) in props {
+            stats.chars += name.len();
+            let p = format!("{ptr}/properties/{}", escape(name));
+            if !required.contains(name.as_str()) {
                 c.bad(
-                    &format!("{ptr}/required"),
+                    &p,
                     "strict-required",
-                    format!("required lists {r:?}, which is not a property"),
+                    format!("property {name:?} is not listed in required"),
                 );
             }
+            if !names::is_valid_property(name)
+                && !name
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-')
+            {
+                c.bad(
+                    &p,
+                    "property-name",
+                    format!("property name {name:?} is not an identifier"),
+                );
+            }
+            strict_node(c, s, &p, depth + 1, stats);
+        }
+    }
+    for r in &required {
+        if props.is_none_or(|p| !p.contains_key(*r)) {
+            c.bad(
+                &format!("{ptr}/required"),
+                "strict-required",
+                format!("required lists {r:?}, which is not a property"),
+            );
         }
     }
 }

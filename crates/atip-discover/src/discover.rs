@@ -1662,7 +1662,41 @@ fn explain(
     if let Some(h) = w.rec.help {
         ev.push(format!("--help mentions --agent: {h}"));
     }
-    ev.push(match (&w.probe_now, &w.rec.probe) {
+    ev.push(probe_evidence(w));
+    ev.extend(tooli_evidence(w));
+    if let Some(s) = &w.rec.sha256 {
+        ev.push(format!("content hash {s}"));
+    }
+    let mut candidates = Vec::new();
+    let won = |c: &Candidate| report::ExplainedCandidate {
+        source: c.source,
+        origin: c.origin.clone(),
+        by_hash: c.by_hash,
+        trust: c.trust.clone(),
+        won: true,
+        why: None,
+    };
+    if let Some(Outcome::Winner(c)) = outcome {
+        candidates.push(won(c));
+    }
+    for (c, why) in losers {
+        let mut e = won(c);
+        e.won = false;
+        e.why = Some(why.clone());
+        candidates.push(e);
+    }
+    Explanation {
+        name: name.to_owned(),
+        path: Some(path.to_path_buf()),
+        evidence: ev,
+        candidates,
+        outcome: outcome_line(outcome),
+    }
+}
+
+/// `--explain`'s line on the `--agent` probe: would run, answered, failed, or not run.
+fn probe_evidence(w: &Work) -> String {
+    match (&w.probe_now, &w.rec.probe) {
         (Some(why), _) if w.rec.probe.is_none() => {
             format!("would probe ({why:?}); not run (dry run)")
         }
@@ -1683,77 +1717,60 @@ fn explain(
         (None, None) if w.no_sign => "not probed: no sign of supporting ATIP".into(),
         (None, None) => "not probed".into(),
         (Some(_), None) => "not probed".into(),
-    });
-    if let Some(app) = w.rec.app.as_ref().and_then(AppRecord::tooli) {
-        ev.push(format!(
-            "a Tooli app: package {} {} ({}) requires tooli; entry point {}:{}, interpreter {}",
-            app.package,
-            app.version,
-            app.dist.display(),
-            app.module,
-            app.attr,
-            app.interpreter.display()
-        ));
-        ev.push(match (&w.rec.convert, w.convert_now) {
-            (Some(ProbeRecord::Native { doc, .. }), now) => format!(
-                "converted its Tooli manifest (document sha256 {doc}){}",
-                if now { "" } else { ", cached" }
-            ),
-            (
-                Some(ProbeRecord::Failed {
-                    reason, message, ..
-                }),
-                _,
-            ) => {
-                format!("conversion failed, {}: {message}", reason.as_str())
-            }
-            (None, true) => "would convert its Tooli manifest; not run (dry run)".into(),
-            (None, false) => "not converted: not allowed (probe.allow or --convert)".into(),
-        });
     }
-    if let Some(s) = &w.rec.sha256 {
-        ev.push(format!("content hash {s}"));
-    }
-    let mut candidates = Vec::new();
-    let won = |c: &Candidate| report::ExplainedCandidate {
-        source: c.source,
-        origin: c.origin.clone(),
-        by_hash: c.by_hash,
-        trust: c.trust.clone(),
-        won: true,
-        why: None,
+}
+
+/// `--explain`'s lines on a Tooli app, when the file is one: what it is, and whether
+/// its manifest was converted.
+fn tooli_evidence(w: &Work) -> Vec<String> {
+    let Some(app) = w.rec.app.as_ref().and_then(AppRecord::tooli) else {
+        return Vec::new();
     };
-    let outcome_line = match outcome {
+    let what = format!(
+        "a Tooli app: package {} {} ({}) requires tooli; entry point {}:{}, interpreter {}",
+        app.package,
+        app.version,
+        app.dist.display(),
+        app.module,
+        app.attr,
+        app.interpreter.display()
+    );
+    let converted = match (&w.rec.convert, w.convert_now) {
+        (Some(ProbeRecord::Native { doc, .. }), now) => format!(
+            "converted its Tooli manifest (document sha256 {doc}){}",
+            if now { "" } else { ", cached" }
+        ),
+        (
+            Some(ProbeRecord::Failed {
+                reason, message, ..
+            }),
+            _,
+        ) => {
+            format!("conversion failed, {}: {message}", reason.as_str())
+        }
+        (None, true) => "would convert its Tooli manifest; not run (dry run)".into(),
+        (None, false) => "not converted: not allowed (probe.allow or --convert)".into(),
+    };
+    vec![what, converted]
+}
+
+/// `--explain`'s outcome: registered from which source, kept, or not registered.
+fn outcome_line(outcome: Option<&Outcome>) -> String {
+    match outcome {
         None => "not registered: the file could not be read".to_owned(),
         Some(Outcome::Nothing) => "not registered: no source offers metadata".to_owned(),
-        Some(Outcome::Winner(c)) => {
-            candidates.push(won(c));
-            format!(
-                "registered from {} ({})",
-                resolve::source_name(c.source),
-                c.origin
-                    .as_ref()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_else(|| "its --agent answer".into())
-            )
-        }
+        Some(Outcome::Winner(c)) => format!(
+            "registered from {} ({})",
+            resolve::source_name(c.source),
+            c.origin
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "its --agent answer".into())
+        ),
         Some(Outcome::Kept { entry, why }) => format!(
             "kept the stored {} entry: {why}",
             resolve::source_name(entry.source)
         ),
-    };
-    for (c, why) in losers {
-        let mut e = won(c);
-        e.won = false;
-        e.why = Some(why.clone());
-        candidates.push(e);
-    }
-    Explanation {
-        name: name.to_owned(),
-        path: Some(path.to_path_buf()),
-        evidence: ev,
-        candidates,
-        outcome: outcome_line,
     }
 }
 

@@ -1197,7 +1197,7 @@ impl Parser {
             }
             "el" => {
                 let taken = !self.last_ie.pop().unwrap_or(true);
-                self.conditional(taken, &rest.to_owned());
+                self.conditional(taken, rest);
             }
             "de" | "de1" | "am" | "am1" | "ig" => self.skip_definition(&name, rest),
             "ds" | "ds1" => self.define_string(rest),
