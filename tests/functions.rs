@@ -420,7 +420,8 @@ fn no_function_over_the_limit_without_a_reason() {
         bare.is_empty(),
         "functions over {LIMIT} lines without a `// {REASON} …` comment beside them, new or \
          longer than UNSPLIT allows (split them into named steps, or write why they stay \
-         long):\n{}",
+         long; a listed function that must grow for now gets its figure in UNSPLIT raised, \
+         with the reason in the commit message):\n{}",
         bare.join("\n")
     );
     let stale: Vec<String> = UNSPLIT
