@@ -57,7 +57,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
         "check_version_features",
         120,
     ),
-    ("crates/atip-lint/src/diff.rs", "diff", 118),
     (
         "crates/atip-discover/src/infer/convert.rs",
         "read_value",

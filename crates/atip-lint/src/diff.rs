@@ -140,36 +140,8 @@ pub(crate) fn diff(old: &Metadata, new: &Metadata) -> Vec<Change> {
         .iter()
         .filter(|e| !old_by.contains_key(&key(e)))
         .collect();
-    let mut renamed: Vec<(&CommandEntry<'_>, &CommandEntry<'_>)> = Vec::new();
-    let mut used: HashSet<String> = HashSet::new();
-    for r in &removed {
-        let parent = &r.path[..r.path.len() - 1];
-        let candidates: Vec<&&CommandEntry<'_>> = added
-            .iter()
-            .filter(|a| &a.path[..a.path.len() - 1] == parent && !used.contains(&key(a)))
-            .filter(|a| {
-                signature(a).is_some_and(|s| Some(s) == signature(r))
-                    || a.command.description.trim() == r.command.description.trim()
-            })
-            .collect();
-        if let [only] = candidates.as_slice() {
-            used.insert(key(only));
-            renamed.push((r, only));
-        }
-    }
+    let (renamed, used) = renames(&removed, &added);
     let renamed_old: HashSet<String> = renamed.iter().map(|(o, _)| key(o)).collect();
-    let renamed_or_removed = |path: &[&str]| {
-        (1..path.len()).any(|n| {
-            let k = path[..n].join("\u{1f}");
-            !new_by.contains_key(&k) || renamed_old.contains(&k)
-        })
-    };
-    let renamed_or_added = |path: &[&str]| {
-        (1..path.len()).any(|n| {
-            let k = path[..n].join("\u{1f}");
-            !old_by.contains_key(&k) || used.contains(&k)
-        })
-    };
 
     globals(&mut d, old, new);
     if old_entries.is_empty() && new_entries.is_empty() {
@@ -187,39 +159,22 @@ pub(crate) fn diff(old: &Metadata, new: &Metadata) -> Vec<Change> {
             command_pair(&mut d, old, new, o, n, &command);
         } else if let Some((_, n)) = renamed.iter().find(|(r, _)| key(r) == k) {
             let new_command = full(tool, &n.path);
-            d.push(
-                Class::Breaking,
-                "command-renamed",
-                &command,
-                None,
-                format!("was renamed to `{new_command}`"),
-                Some(Value::from(command.clone())),
-                Some(Value::from(new_command.clone())),
-            );
+            d.renamed(&command, &new_command);
             command_pair(&mut d, old, new, o, n, &new_command);
-        } else if !renamed_or_removed(&o.path) {
-            let subs = o.command.subcommands().count();
-            let with = if subs > 0 {
-                format!(
-                    " (with its {subs} subcommand{})",
-                    if subs == 1 { "" } else { "s" }
-                )
-            } else {
-                String::new()
-            };
+        } else if !under_changed(&o.path, &new_by, &renamed_old) {
             d.push(
                 Class::Breaking,
                 "command-removed",
                 &command,
                 None,
-                format!("was removed{with}"),
+                removed_message(o),
                 None,
                 None,
             );
         }
     }
     for n in &added {
-        if used.contains(&key(n)) || renamed_or_added(&n.path) {
+        if used.contains(&key(n)) || under_changed(&n.path, &old_by, &used) {
             continue;
         }
         d.push(
@@ -233,6 +188,71 @@ pub(crate) fn diff(old: &Metadata, new: &Metadata) -> Vec<Change> {
         );
     }
     d.out
+}
+
+/// Whether an ancestor of `path` is missing from `other` (the other document's commands)
+/// or in `moved` (renamed): the command is then reported with its ancestor, not alone.
+fn under_changed<V>(path: &[&str], other: &BTreeMap<String, V>, moved: &HashSet<String>) -> bool {
+    (1..path.len()).any(|n| {
+        let k = path[..n].join("\u{1f}");
+        !other.contains_key(&k) || moved.contains(&k)
+    })
+}
+
+/// `was removed`, with how many subcommands went with it.
+fn removed_message(o: &CommandEntry<'_>) -> String {
+    match o.command.subcommands().count() {
+        0 => "was removed".to_owned(),
+        1 => "was removed (with its 1 subcommand)".to_owned(),
+        n => format!("was removed (with its {n} subcommands)"),
+    }
+}
+
+impl Differ<'_> {
+    /// `command-renamed`: breaking, old and new command path as values.
+    fn renamed(&mut self, command: &str, new_command: &str) {
+        self.push(
+            Class::Breaking,
+            "command-renamed",
+            command,
+            None,
+            format!("was renamed to `{new_command}`"),
+            Some(Value::from(command)),
+            Some(Value::from(new_command)),
+        );
+    }
+}
+
+/// A command pair (removed, added) and the keys of the added ones taken: the renames. A
+/// removed command is renamed to an added one under the same parent when exactly one
+/// such command has its (non-empty) signature or its description.
+#[allow(clippy::type_complexity)]
+fn renames<'e, 'm>(
+    removed: &[&'e CommandEntry<'m>],
+    added: &[&'e CommandEntry<'m>],
+) -> (
+    Vec<(&'e CommandEntry<'m>, &'e CommandEntry<'m>)>,
+    HashSet<String>,
+) {
+    let key = |e: &CommandEntry<'_>| e.path.join("\u{1f}");
+    let mut renamed = Vec::new();
+    let mut used: HashSet<String> = HashSet::new();
+    for r in removed {
+        let parent = &r.path[..r.path.len() - 1];
+        let candidates: Vec<&&CommandEntry<'m>> = added
+            .iter()
+            .filter(|a| &a.path[..a.path.len() - 1] == parent && !used.contains(&key(a)))
+            .filter(|a| {
+                signature(a).is_some_and(|s| Some(s) == signature(r))
+                    || a.command.description.trim() == r.command.description.trim()
+            })
+            .collect();
+        if let [only] = candidates.as_slice() {
+            used.insert(key(only));
+            renamed.push((*r, **only));
+        }
+    }
+    (renamed, used)
 }
 
 fn globals(d: &mut Differ<'_>, old: &Metadata, new: &Metadata) {
