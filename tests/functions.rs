@@ -32,9 +32,10 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ("crates/atip-discover/src/remote/sync.rs", "catalog", 191),
     ("crates/atip-discover/src/remote/build.rs", "plan", 167),
     ("crates/atip-mcp/src/client.rs", "connect", 167),
+    ("src/cli/exec.rs", "run", 160),
     ("crates/atip-discover/src/remote/build.rs", "build", 159),
     ("crates/atip-mcp/src/config.rs", "server", 159),
-    ("src/cli/exec.rs", "run", 152),
+    ("crates/atip-mcp/src/config.rs", "merge_scoped", 159),
     ("crates/atip-mcp/src/http.rs", "serve_blocking", 150),
     ("crates/atip-process/src/lib.rs", "supervise", 147),
     ("src/cli/get.rs", "render_page", 135),
@@ -44,7 +45,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
         "positional",
         134,
     ),
-    ("crates/atip-mcp/src/config.rs", "merge_scoped", 133),
     (
         "crates/atip-discover/src/discover/paths.rs",
         "enumerate",
@@ -62,14 +62,16 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
         "read_value",
         117,
     ),
+    ("src/cli/lint.rs", "run", 115),
     ("crates/atip-discover/src/remote/fetch.rs", "get", 114),
     ("crates/atip-compile/src/lib.rs", "add_docs", 112),
     ("crates/atip-discover/src/infer/roff.rs", "render_into", 112),
     ("crates/atip-registry/src/doctor.rs", "check_entry", 111),
-    ("src/cli/lint.rs", "run", 111),
     ("src/cli/mcp_install.rs", "run", 108),
+    ("crates/atip-search/src/lib.rs", "search_kept", 108),
     ("crates/atip-model/src/validate/locate.rs", "scan", 107),
     ("src/cli/sync.rs", "run", 107),
+    ("src/cli/findings.rs", "render", 107),
     ("crates/atip-lint/src/diff.rs", "effects", 106),
     ("src/cli/chat.rs", "run", 106),
     (
@@ -86,7 +88,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ),
     ("crates/atip-model/src/validate/view.rs", "document", 105),
     ("src/cli/get.rs", "command_section", 103),
-    ("crates/atip-search/src/lib.rs", "search", 102),
     (
         "crates/atip-discover/src/discover/shims.rs",
         "shim_verdict",
@@ -94,6 +95,7 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ),
     ("crates/atip-mcp/src/lib.rs", "with_proxy", 101),
     ("crates/atip-discover/src/remote/sync.rs", "shim", 100),
+    ("src/cli/doctor.rs", "render", 98),
     ("crates/atip-model/src/validate/fast/anchored.rs", "new", 96),
     ("crates/atip-discover/src/remote/sync.rs", "fetch_shims", 94),
     ("crates/atip-lint/src/from_clap.rs", "build", 94),
@@ -122,7 +124,8 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ),
     ("crates/atip-lint/src/diff.rs", "param", 88),
     ("crates/atip-discover/src/infer/source.rs", "save", 87),
-    ("src/cli/mcp.rs", "cached_flat_tools", 87),
+    ("src/cli/validate.rs", "run", 87),
+    ("src/cli/scan.rs", "run", 86),
     (
         "crates/atip-model/src/validate/rules/commands.rs",
         "check_param",
@@ -131,9 +134,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ("crates/atip-compile/src/strict.rs", "gemini_node", 84),
     ("src/main.rs", "main", 84),
     ("crates/atip-lint/src/diff.rs", "options", 83),
-    ("src/cli/scan.rs", "run", 83),
-    ("src/cli/search.rs", "run", 81),
-    ("src/cli/validate.rs", "run", 81),
 ];
 
 /// One function found in a source file.
