@@ -38,6 +38,7 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ("crates/atip-mcp/src/config.rs", "merge_scoped", 159),
     ("crates/atip-mcp/src/http.rs", "serve_blocking", 150),
     ("crates/atip-process/src/lib.rs", "supervise", 147),
+    ("crates/atip-compile/src/flatten.rs", "build", 137),
     ("src/cli/get.rs", "render_page", 135),
     ("crates/atip-chat/src/lib.rs", "run", 134),
     (
@@ -94,6 +95,7 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
         101,
     ),
     ("crates/atip-mcp/src/lib.rs", "with_proxy", 101),
+    ("src/cli/mcp_text.rs", "describe", 101),
     ("crates/atip-discover/src/remote/sync.rs", "shim", 100),
     ("src/cli/doctor.rs", "render", 98),
     ("crates/atip-model/src/validate/fast/anchored.rs", "new", 96),
@@ -129,6 +131,11 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     (
         "crates/atip-model/src/validate/rules/commands.rs",
         "check_param",
+        85,
+    ),
+    (
+        "crates/atip-base/src/output/error.rs",
+        "spec_disagreements",
         85,
     ),
     ("crates/atip-compile/src/strict.rs", "gemini_node", 84),
