@@ -677,7 +677,9 @@ mod tests {
     }
 
     /// Property-test cases: 64 (a debug build runs them in about a second), or
-    /// `ATIP_PROPTEST_CASES` for a deeper run.
+    /// `ATIP_PROPTEST_CASES` for a deeper run. (Marked test-only on its own too, so the
+    /// env-read check in tests/layers.rs sees it as test code.)
+    #[cfg(test)]
     fn proptest_cases() -> u32 {
         std::env::var("ATIP_PROPTEST_CASES")
             .ok()
