@@ -36,7 +36,7 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ("crates/atip-discover/src/remote/build.rs", "build", 159),
     ("crates/atip-mcp/src/config.rs", "server", 159),
     ("crates/atip-mcp/src/config.rs", "merge_scoped", 159),
-    ("crates/atip-mcp/src/http.rs", "serve_blocking", 150),
+    ("crates/atip-mcp/src/http.rs", "serve_blocking", 151),
     ("crates/atip-process/src/lib.rs", "supervise", 147),
     ("crates/atip-compile/src/flatten.rs", "build", 137),
     ("src/cli/get.rs", "render_page", 135),
