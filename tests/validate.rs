@@ -3,7 +3,7 @@
 use crate::common;
 
 use common::{Sandbox, show};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -827,7 +827,10 @@ fn validate_of_atip_data_dir_checks_what_atip_stored() {
     // A stored document changed after the scan, still valid JSON: reported with its path.
     let victim = stored[0].clone();
     let text = std::fs::read_to_string(&victim).unwrap();
-    let changed = text.replacen("\"description\":\"", "\"description\":\"Changed: ", 1);
+    // Stored documents are compact or pretty-printed by source: change the parsed value.
+    let mut doc: Value = serde_json::from_str(&text).unwrap();
+    doc["description"] = json!(format!("Changed: {}", doc["description"]));
+    let changed = serde_json::to_string(&doc).unwrap();
     assert_ne!(text, changed);
     std::fs::write(&victim, changed).unwrap();
     // Another one cut short.
