@@ -82,7 +82,7 @@ fn unknown_server(name: &str, config: &McpConfig) -> AtipError {
 
 impl Remote {
     /// The server to talk to: `--server`, else `ATIP_MCP_SERVER` (of the run's
-    /// environment, [`ClientOptions::env`](crate::mcp::client::ClientOptions::env)), else
+    /// environment, [`ClientOptions::env`](crate::client::ClientOptions::env)), else
     /// `defaultServer`, else the only one configured.
     pub fn select(&self, name: Option<&str>) -> Result<&ServerSpec, AtipError> {
         let env = self
