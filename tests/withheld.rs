@@ -104,6 +104,20 @@ fn denied_tools_and_commands_are_not_offered() {
         let (names, out) = search(&sb, "widgets");
         assert_eq!(names, ["alpha_inspect"], "{policy}: {out}");
         assert!(out.contains("2 result(s) withheld"), "{policy}: {out}");
+        // Never silently: the JSON answer says so too, without --verbose.
+        let quiet = sb
+            .atip()
+            .args(["search", "--output", "json", "--no-mcp", "widgets"])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&quiet.stdout).unwrap();
+        assert!(
+            v["notes"][0]
+                .as_str()
+                .is_some_and(|n| n.starts_with("2 result(s) withheld")),
+            "{policy}: {}",
+            show(&quiet)
+        );
         // Asked by name, still not offered.
         let (names, out) = search(&sb, "polish");
         assert!(!names.iter().any(|x| x == "beta_polish"), "{policy}: {out}");

@@ -128,8 +128,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
             report
         }
     };
-    // Said on stderr as they were found; named in the JSON answer too.
-    report.notes = mcp_notes;
+    // Said on stderr as they were found; named in the JSON answer too, MCP servers
+    // first, then what the policy withheld.
+    report.notes.splice(0..0, mcp_notes);
     match ctx.output {
         Json => ctx.out.json(&report)?,
         Jsonl => ctx.out.json_lines(&report.results)?,
@@ -182,9 +183,11 @@ fn withhold_denied(report: &mut atip::search::SearchReport, ctx: &Ctx) -> Result
     });
     let withheld = before - report.results.len();
     if withheld > 0 {
-        ctx.out.info(format_args!(
+        let note = format!(
             "{withheld} result(s) withheld: the policy denies them (tools, commands or programs lists)"
-        ));
+        );
+        ctx.out.info(&note);
+        report.notes.push(note);
     }
     Ok(())
 }
@@ -235,12 +238,16 @@ fn search_offered(
             "left out of the results: {why}; `atip scan` writes it again"
         ));
     }
-    if !found.withheld.is_empty() {
-        ctx.out.info(format_args!(
+    // Never dropped silently: the answer names what the policy kept out of it.
+    let withheld = (!found.withheld.is_empty()).then(|| {
+        format!(
             "{} result(s) withheld: the policy denies them outright ({})",
             found.withheld.len(),
             found.withheld.join(", ")
-        ));
+        )
+    });
+    if let Some(note) = &withheld {
+        ctx.out.info(note);
     }
     let (tools, hits): (Vec<_>, Vec<_>) = found
         .hits
@@ -251,9 +258,9 @@ fn search_offered(
             (t, h)
         })
         .unzip();
-    Ok(Some(atip::search::report(query, hits, opts, |doc| {
-        (tools[doc], None)
-    })))
+    let mut report = atip::search::report(query, hits, opts, |doc| (tools[doc], None));
+    report.notes.extend(withheld);
+    Ok(Some(report))
 }
 
 /// Reads and compiles the selection (a file, chosen tools, interactive commands, MCP

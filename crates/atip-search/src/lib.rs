@@ -897,7 +897,8 @@ pub struct SearchReport {
     /// Whether results or schemas were dropped to stay under the byte cap.
     pub truncated: bool,
     /// What the answer may lack: configured MCP servers whose tools are not in it (no
-    /// cached list, a stale one, an untrusted project file), each named with why.
+    /// cached list, a stale one, an untrusted project file), each named with why, then
+    /// the results the policy withheld.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
