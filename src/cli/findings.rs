@@ -90,17 +90,7 @@ impl Findings {
         } else {
             ("✓", Paint::Green)
         };
-        let line = format!(
-            "checked {} document{}: {} valid, {} invalid ({} error{}, {} warning{})",
-            summary.files,
-            plural(summary.files),
-            summary.valid,
-            summary.invalid,
-            summary.errors,
-            plural(summary.errors),
-            summary.warnings,
-            plural(summary.warnings)
-        );
+        let line = summary.line();
         let line = fit(&format!("{mark} {line}"), width);
         let _ = writeln!(t, "{}", style.paint(Some(paint), &line));
         // Many findings: which rules made them, most first.
@@ -192,8 +182,4 @@ impl Findings {
 
 fn fit(s: &str, width: Option<usize>) -> String {
     width.map_or_else(|| s.to_string(), |w| term::cut(s, w))
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }

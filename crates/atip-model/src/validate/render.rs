@@ -121,18 +121,7 @@ impl<W: Write> Printer<W> {
     /// Writes what comes after the last document.
     pub fn end(&mut self, summary: &Summary) -> io::Result<()> {
         match self.format {
-            Format::Text { .. } | Format::Github => writeln!(
-                self.out,
-                "checked {} document{}: {} valid, {} invalid ({} error{}, {} warning{})",
-                summary.files,
-                plural(summary.files),
-                summary.valid,
-                summary.invalid,
-                summary.errors,
-                plural(summary.errors),
-                summary.warnings,
-                plural(summary.warnings)
-            )?,
+            Format::Text { .. } | Format::Github => writeln!(self.out, "{}", summary.line())?,
             Format::Json => self
                 .out
                 .write_all(if self.first { b"]\n" } else { b"\n]\n" })?,
@@ -141,10 +130,6 @@ impl<W: Write> Printer<W> {
         }
         self.out.flush()
     }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 /// Moves a byte index down to a char boundary.

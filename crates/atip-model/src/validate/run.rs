@@ -172,6 +172,22 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// The totals in words, as every text form of a run ends (or, for a person, starts).
+    pub fn line(&self) -> String {
+        let s = |n: usize| if n == 1 { "" } else { "s" };
+        format!(
+            "checked {} document{}: {} valid, {} invalid ({} error{}, {} warning{})",
+            self.files,
+            s(self.files),
+            self.valid,
+            self.invalid,
+            self.errors,
+            s(self.errors),
+            self.warnings,
+            s(self.warnings)
+        )
+    }
+
     fn add(&mut self, r: &FileReport) {
         self.files += 1;
         if r.valid {
