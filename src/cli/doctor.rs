@@ -65,7 +65,7 @@ pub(crate) fn render(
     style: Style,
 ) -> String {
     let mut t = String::new();
-    let fit = |s: &str| width.map_or_else(|| s.to_string(), |w| term::cut(s, w));
+    let fit = |s: &str| term::fit(s, width);
     let tools = term::plural(r.tools, "tool", "tools");
     if r.healthy {
         let line = fit(&format!("✓ {tools} checked, no problems"));

@@ -91,7 +91,7 @@ impl Findings {
             ("✓", Paint::Green)
         };
         let line = summary.line();
-        let line = fit(&format!("{mark} {line}"), width);
+        let line = term::fit(&format!("{mark} {line}"), width);
         let _ = writeln!(t, "{}", style.paint(Some(paint), &line));
         // Many findings: which rules made them, most first.
         let total: usize = self.by_rule.iter().map(|(_, n)| n).sum();
@@ -108,7 +108,7 @@ impl Findings {
             if rest > 0 {
                 let _ = write!(line, " and {}", term::plural(rest, "other", "others"));
             }
-            let _ = writeln!(t, "{}", fit(&line, width));
+            let _ = writeln!(t, "{}", term::fit(&line, width));
         }
         if self.verbose {
             if !self.rendered.is_empty() {
@@ -133,7 +133,7 @@ impl Findings {
             let _ = writeln!(
                 t,
                 "{}",
-                style.paint(Some(Paint::Bold), &fit(&term::one_line(path), width))
+                style.paint(Some(Paint::Bold), &term::fit(&term::one_line(path), width))
             );
             let mut table = Table::new(None).indent(2).flex(3).shrink(2, 12);
             for r in &self.rows[i..i + n] {
@@ -155,7 +155,7 @@ impl Findings {
             let _ = writeln!(
                 t,
                 "{}",
-                fit(
+                term::fit(
                     &format!(
                         "and {} more {}",
                         term::count(self.more),
@@ -178,8 +178,4 @@ impl Findings {
         ));
         t
     }
-}
-
-fn fit(s: &str, width: Option<usize>) -> String {
-    width.map_or_else(|| s.to_string(), |w| term::cut(s, w))
 }

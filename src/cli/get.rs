@@ -139,7 +139,11 @@ pub(crate) fn render_page(
         title.push(' ');
         title.push_str(&term::one_line(v));
     }
-    let _ = writeln!(t, "{}", style.paint(Some(Paint::Bold), &fit(&title, width)));
+    let _ = writeln!(
+        t,
+        "{}",
+        style.paint(Some(Paint::Bold), &term::fit(&title, width))
+    );
     t.push_str(&wrap(&m.description, width, 0));
     let mut facts = Table::new(None).indent(2).flex(1);
     let source = format!(
@@ -209,7 +213,7 @@ pub(crate) fn render_page(
         for (c, line) in runnable.iter().zip(rows.lines()) {
             let _ = writeln!(t, "{line}");
             let about = format!("      {}", term::one_line(&c.command.description));
-            let _ = writeln!(t, "{}", fit(about.trim_end(), width));
+            let _ = writeln!(t, "{}", term::fit(about.trim_end(), width));
         }
         if !m.global_opts().is_empty() {
             heading(&mut t, "GLOBAL OPTIONS");
@@ -224,7 +228,7 @@ pub(crate) fn render_page(
             let _ = writeln!(
                 t,
                 "\n{}",
-                style.paint(Some(Paint::Dim), &fit(&example, width))
+                style.paint(Some(Paint::Dim), &term::fit(&example, width))
             );
         }
     }
@@ -279,7 +283,11 @@ fn command_section(
             format!("COMMAND {}", term::one_line(&path))
         },
     );
-    let _ = writeln!(t, "{}", fit(&format!("  {}", usage(tool, m, c)), width));
+    let _ = writeln!(
+        t,
+        "{}",
+        term::fit(&format!("  {}", usage(tool, m, c)), width)
+    );
     if !path.is_empty() || c.command.description != m.description {
         t.push_str(&wrap(&c.command.description, width, 2));
     }
@@ -312,11 +320,11 @@ fn command_section(
         "  {}",
         style.paint(
             term::effects_paint(&summary),
-            &fit(&summary, width.map(|w| w.saturating_sub(2)))
+            &term::fit(&summary, width.map(|w| w.saturating_sub(2)))
         )
     );
     for line in effect_words(&effects) {
-        let _ = writeln!(t, "{}", fit(&format!("  {line}"), width));
+        let _ = writeln!(t, "{}", term::fit(&format!("  {line}"), width));
     }
     // Per-call conditions: parameters whose value changes what the call may do.
     let mut conditions = Table::new(None).indent(2).flex(1);
@@ -519,14 +527,6 @@ fn with_default(
 /// A word as a shell would need it typed (quoted when it has spaces).
 fn shown(word: &str) -> String {
     atip::output::text::shown_arg(word)
-}
-
-/// One line cut to the width.
-fn fit(s: &str, width: Option<usize>) -> String {
-    match width {
-        Some(w) => term::cut(s, w),
-        None => s.to_string(),
-    }
 }
 
 /// Prose wrapped at word boundaries to the width (a word longer than a line is cut),

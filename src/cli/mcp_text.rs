@@ -144,7 +144,7 @@ pub fn describe(
     style: Style,
 ) -> String {
     let mut t = String::new();
-    let fit = |s: &str| width.map_or_else(|| s.to_string(), |w| term::cut(s, w));
+    let fit = |s: &str| term::fit(s, width);
     let head = format!(
         "{} ({})",
         term::one_line(&tool.name),

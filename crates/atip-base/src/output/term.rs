@@ -33,6 +33,11 @@ pub fn width(s: &str) -> usize {
     UnicodeWidthStr::width(s)
 }
 
+/// One line cut to the terminal's width, or whole when there is none (piped output).
+pub fn fit(s: &str, width: Option<usize>) -> String {
+    width.map_or_else(|| s.to_string(), |w| cut(s, w))
+}
+
 /// `s` cut to at most `max` columns, ending in `…` when anything was cut off.
 pub fn cut(s: &str, max: usize) -> String {
     if width(s) <= max {
