@@ -7,7 +7,7 @@ use crate::Ctx;
 use atip::compile::guard::ParamGuard;
 use atip::model::{Argument, CommandEntry, Effects, Metadata, Opt, ParamType};
 use atip::output::ExitStatus;
-use atip::output::term::{self, Cell, Paint, Style, Table};
+use atip::output::term::{self, Cell, Paint, Style, Table, fit};
 use atip::output::{AtipError, ErrorCode, OutputFormat};
 use atip::registry::query::{self, StoredTool};
 use std::fmt::Write as _;
@@ -139,11 +139,7 @@ pub(crate) fn render_page(
         title.push(' ');
         title.push_str(&term::one_line(v));
     }
-    let _ = writeln!(
-        t,
-        "{}",
-        style.paint(Some(Paint::Bold), &term::fit(&title, width))
-    );
+    let _ = writeln!(t, "{}", style.paint(Some(Paint::Bold), &fit(&title, width)));
     t.push_str(&wrap(&m.description, width, 0));
     let mut facts = Table::new(None).indent(2).flex(1);
     let source = format!(
@@ -213,7 +209,7 @@ pub(crate) fn render_page(
         for (c, line) in runnable.iter().zip(rows.lines()) {
             let _ = writeln!(t, "{line}");
             let about = format!("      {}", term::one_line(&c.command.description));
-            let _ = writeln!(t, "{}", term::fit(about.trim_end(), width));
+            let _ = writeln!(t, "{}", fit(about.trim_end(), width));
         }
         if !m.global_opts().is_empty() {
             heading(&mut t, "GLOBAL OPTIONS");
@@ -228,7 +224,7 @@ pub(crate) fn render_page(
             let _ = writeln!(
                 t,
                 "\n{}",
-                style.paint(Some(Paint::Dim), &term::fit(&example, width))
+                style.paint(Some(Paint::Dim), &fit(&example, width))
             );
         }
     }
@@ -283,11 +279,7 @@ fn command_section(
             format!("COMMAND {}", term::one_line(&path))
         },
     );
-    let _ = writeln!(
-        t,
-        "{}",
-        term::fit(&format!("  {}", usage(tool, m, c)), width)
-    );
+    let _ = writeln!(t, "{}", fit(&format!("  {}", usage(tool, m, c)), width));
     if !path.is_empty() || c.command.description != m.description {
         t.push_str(&wrap(&c.command.description, width, 2));
     }
@@ -320,11 +312,11 @@ fn command_section(
         "  {}",
         style.paint(
             term::effects_paint(&summary),
-            &term::fit(&summary, width.map(|w| w.saturating_sub(2)))
+            &fit(&summary, width.map(|w| w.saturating_sub(2)))
         )
     );
     for line in effect_words(&effects) {
-        let _ = writeln!(t, "{}", term::fit(&format!("  {line}"), width));
+        let _ = writeln!(t, "{}", fit(&format!("  {line}"), width));
     }
     // Per-call conditions: parameters whose value changes what the call may do.
     let mut conditions = Table::new(None).indent(2).flex(1);
