@@ -285,4 +285,36 @@ fn a_borrowed_table_name_is_not_believed() {
         .unwrap();
     assert_ne!(out.status.code(), Some(0), "{}", show(&out));
     assert!(!marker.exists(), "the borrowed name ran: {}", show(&out));
+
+    // Nor do the exported hints believe the table: a host that runs read-only tools
+    // without asking must not be told this one is.
+    let out = sb
+        .atip()
+        .args(["export", "--format", "mcp", "--tools", "nl"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools = v["tools"].as_array().unwrap();
+    assert!(!tools.is_empty(), "{v}");
+    for t in tools {
+        let a = &t["annotations"];
+        assert_eq!(a["readOnlyHint"], false, "{t}");
+        assert_eq!(a["destructiveHint"], true, "{t}");
+    }
+    // And search describes its effects as unknown, not read-only.
+    let out = sb
+        .atip()
+        .args([
+            "--output",
+            "json",
+            "search",
+            "number lines",
+            "--format",
+            "mcp",
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(!said.contains("\"readOnlyHint\":true"), "{said}");
 }

@@ -114,7 +114,7 @@ pub fn selected_tools(
 /// Reads one entry's metadata; a document without a `name` takes its registry name.
 pub fn read_entry(dirs: &Dirs, name: &str, entry: &Entry) -> Result<Metadata, String> {
     let m = Index::read_metadata(dirs, entry).map_err(|e| e.to_string())?;
-    Ok(named(m, name))
+    Ok(vouched(named(m, name), entry))
 }
 
 /// [`read_entry`] for a document a writer holds in memory (its file may not be written
@@ -132,7 +132,21 @@ pub fn parse_entry(
         }
         .to_string()
     })?;
-    Ok(named(m, name))
+    Ok(vouched(named(m, name), entry))
+}
+
+/// Effects nobody vouches for are unknown: a document inferred from a manual page holds
+/// atip's table effects for its program's name, but unless the scan found that program
+/// where only root can put one (`Vouch::Curated`), a program of one's own could have
+/// borrowed the name. Export hints, the catalog and search then say "unknown", as exec
+/// decides (spec/infer.md, "Curated effects").
+fn vouched(mut m: Metadata, entry: &Entry) -> Metadata {
+    if entry.source == crate::registry::Source::Inferred
+        && entry.vouch() != crate::registry::Vouch::Curated
+    {
+        m.forget_effects();
+    }
+    m
 }
 
 fn named(mut m: Metadata, name: &str) -> Metadata {

@@ -740,6 +740,21 @@ impl Metadata {
             .or_else(|| self.binary.as_ref()?.version.as_deref())
     }
 
+    /// Drops every stated effect (the tool's and each command's at every depth), so
+    /// what the document says they do becomes unknown: for a document whose effects
+    /// nobody vouches for. Conditions on options only add to a command's effects, so
+    /// they stay.
+    pub fn forget_effects(&mut self) {
+        fn forget(commands: &mut Option<Commands>) {
+            for c in commands.iter_mut().flat_map(|c| c.values_mut()) {
+                c.effects = None;
+                forget(&mut c.commands);
+            }
+        }
+        self.effects = None;
+        forget(&mut self.commands);
+    }
+
     /// Top-level commands, empty when there are none.
     pub fn top_commands(&self) -> impl Iterator<Item = (&String, &Command)> {
         self.commands.iter().flat_map(|c| c.iter())
@@ -1240,6 +1255,17 @@ mod tests {
                 "": {"description": "Run with no subcommand"}
             }
         })
+    }
+
+    #[test]
+    fn forgotten_effects_are_gone_at_every_depth() {
+        let mut m = Metadata::from_value(sample()).unwrap();
+        assert!(m.effects.is_some());
+        m.forget_effects();
+        assert!(m.effects.is_none());
+        assert!(m.walk().iter().all(|c| c.command.effects.is_none()));
+        let pr = &m.commands.as_ref().unwrap()["pr"];
+        assert!(pr.commands.as_ref().unwrap()["close"].effects.is_none());
     }
 
     #[test]
