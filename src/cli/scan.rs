@@ -126,67 +126,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     use OutputFormat::{Json, Jsonl, Text};
     limit_malloc_arenas();
     ctx.output.require("scan", &[Text, Json, Jsonl])?;
-    if args.jobs == Some(0) {
-        return Err(AtipError::usage("--jobs must be at least 1"));
-    }
-    if args.timeout.is_zero() {
-        return Err(AtipError::usage("--timeout must be more than 0"));
-    }
-    if args.probe == ProbeMode::All && !args.dry_run {
-        ctx.out.warn(
-            "--probe all runs EVERY executable on PATH with --agent, including programs that know nothing of ATIP; prefer --probe auto or --probe help",
-        );
-    }
-    let opts = ScanOptions {
-        path: args.path,
-        allow_dirs: args.allow_dir,
-        shim_dirs: args.shims,
-        builtin_shims: !args.no_builtin_shims,
-        probe: args.probe,
-        timeout: args.timeout,
-        jobs: args.jobs.unwrap_or_else(discover::default_jobs),
-        skip: args.skip,
-        refresh: args.refresh,
-        dry_run: args.dry_run,
-        cancel: Some(interrupt_flag()),
-        after_commit: Some(std::sync::Arc::new(atip::catalog::OnCommit)),
-        explain: args.explain,
-        infer: !args.no_infer,
-        convert: args.convert,
-        manpath: None,
-        env: ctx.env.clone(),
-        remote: atip::remote::sync::RemoteOptions {
-            refresh: args.refresh,
-            offline: args.offline || ctx.env.flag("ATIP_OFFLINE"),
-            ..Default::default()
-        },
-    };
-    let quiet = ctx.out.verbosity() == Verbosity::Quiet;
-    let report = if !quiet && ctx.out.stderr_escapes(&ctx.env) {
-        let bar = indicatif::ProgressBar::new(0).with_style(
-            indicatif::ProgressStyle::with_template("probing {pos}/{len} {wide_msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        discover::scan(&ctx.dirs, &opts, &Bar(bar)).map_err(|e| e.to_atip())?
-    } else if !quiet && std::io::stderr().is_terminal() {
-        discover::scan(&ctx.dirs, &opts, &PlainProgress(&ctx.out)).map_err(|e| e.to_atip())?
-    } else {
-        discover::scan(&ctx.dirs, &opts, &discover::NoProgress).map_err(|e| e.to_atip())?
-    };
-    let code = if report.source_failures.is_empty() {
-        ExitStatus::Success
-    } else {
-        // In JSON the report's `sourceFailures` says it; in text, stderr says it too.
-        if !ctx.output.is_json() {
-            for f in &report.source_failures {
-                ctx.out.stderr(&format!(
-                    "error: metadata source {} failed: {}; the tools it provided before were kept\n",
-                    f.source, f.message
-                ));
-            }
-        }
-        ExitStatus::Failure
-    };
+    check_args(&args, ctx)?;
+    let opts = scan_options(args, ctx);
+    let report = scan_with_progress(&opts, ctx)?;
+    let code = source_failures(&report, ctx);
     if let Some(ex) = &report.explain {
         if ctx.output.is_json() {
             ctx.out.json(ex)?;
@@ -209,6 +152,85 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     Ok(code)
 }
 
+/// Refuses what cannot work (no jobs, no time) and warns of `--probe all`.
+fn check_args(args: &Args, ctx: &Ctx) -> Result<(), AtipError> {
+    if args.jobs == Some(0) {
+        return Err(AtipError::usage("--jobs must be at least 1"));
+    }
+    if args.timeout.is_zero() {
+        return Err(AtipError::usage("--timeout must be more than 0"));
+    }
+    if args.probe == ProbeMode::All && !args.dry_run {
+        ctx.out.warn(
+            "--probe all runs EVERY executable on PATH with --agent, including programs that know nothing of ATIP; prefer --probe auto or --probe help",
+        );
+    }
+    Ok(())
+}
+
+/// The library's options from the flags and the run context.
+fn scan_options(args: Args, ctx: &Ctx) -> ScanOptions {
+    ScanOptions {
+        path: args.path,
+        allow_dirs: args.allow_dir,
+        shim_dirs: args.shims,
+        builtin_shims: !args.no_builtin_shims,
+        probe: args.probe,
+        timeout: args.timeout,
+        jobs: args.jobs.unwrap_or_else(discover::default_jobs),
+        skip: args.skip,
+        refresh: args.refresh,
+        dry_run: args.dry_run,
+        cancel: Some(interrupt_flag()),
+        after_commit: Some(std::sync::Arc::new(atip::catalog::OnCommit)),
+        explain: args.explain,
+        infer: !args.no_infer,
+        convert: args.convert,
+        manpath: None,
+        env: ctx.env.clone(),
+        remote: atip::remote::sync::RemoteOptions {
+            refresh: args.refresh,
+            offline: args.offline || ctx.env.flag("ATIP_OFFLINE"),
+            ..Default::default()
+        },
+    }
+}
+
+/// The scan, with a progress bar on a terminal that takes escapes, one plain line on one
+/// that does not, and nothing when quiet or piped.
+fn scan_with_progress(opts: &ScanOptions, ctx: &Ctx) -> Result<ScanReport, AtipError> {
+    let quiet = ctx.out.verbosity() == Verbosity::Quiet;
+    let report = if !quiet && ctx.out.stderr_escapes(&ctx.env) {
+        let bar = indicatif::ProgressBar::new(0).with_style(
+            indicatif::ProgressStyle::with_template("probing {pos}/{len} {wide_msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        discover::scan(&ctx.dirs, opts, &Bar(bar))
+    } else if !quiet && std::io::stderr().is_terminal() {
+        discover::scan(&ctx.dirs, opts, &PlainProgress(&ctx.out))
+    } else {
+        discover::scan(&ctx.dirs, opts, &discover::NoProgress)
+    };
+    report.map_err(|e| e.to_atip())
+}
+
+/// The exit status the metadata sources decide: a failure when one failed (in JSON the
+/// report's `sourceFailures` says it; in text, stderr says it too).
+fn source_failures(report: &ScanReport, ctx: &Ctx) -> ExitStatus {
+    if report.source_failures.is_empty() {
+        return ExitStatus::Success;
+    }
+    if !ctx.output.is_json() {
+        for f in &report.source_failures {
+            ctx.out.stderr(&format!(
+                "error: metadata source {} failed: {}; the tools it provided before were kept\n",
+                f.source, f.message
+            ));
+        }
+    }
+    ExitStatus::Failure
+}
+
 /// Names are listed when there are at most this many of a kind, else counted.
 const FEW: usize = 6;
 
@@ -216,212 +238,233 @@ const FEW: usize = 6;
 /// the last scan, what needs attention, then the hints. `verbose` adds every tool, every
 /// failure and everything skipped.
 pub(crate) fn render(r: &ScanReport, verbose: bool, width: Option<usize>, style: Style) -> String {
-    let s = &r.summary;
-    let mut t = String::new();
-    let fit = |line: &str| match width {
-        Some(w) => term::cut(line, w),
-        None => line.to_string(),
+    let mut p = Page {
+        t: String::new(),
+        width,
+        style,
     };
-    let bold = |x: &str| style.paint(Some(Paint::Bold), x);
-    let dim = |x: &str| style.paint(Some(Paint::Dim), x);
     if r.dry_run {
-        let _ = writeln!(
-            t,
-            "{}",
-            bold(&fit("Dry run: nothing probed, nothing written."))
-        );
+        p.line(&p.paint(Paint::Bold, "Dry run: nothing probed, nothing written."));
         if let Some(plan) = &r.would_probe {
-            let _ = writeln!(
-                t,
-                "{}",
-                fit(&format!(
-                    "Would run with --agent: {}",
-                    if plan.is_empty() {
-                        "nothing".to_string()
-                    } else {
-                        term::plural(plan.len(), "executable", "executables")
-                    }
-                ))
-            );
-            let mut table = Table::new(None).indent(2).flex(1);
-            let shown = if verbose { plan.len() } else { FEW };
-            for p in plan.iter().take(shown) {
-                let why = match p.why {
-                    ProbeWhy::Sign => "shows an ATIP sign",
-                    ProbeWhy::Allowlist => "on the config allowlist",
-                    ProbeWhy::Help => "--help checked first",
-                    ProbeWhy::All => "--probe all",
-                    ProbeWhy::Convert => "a Tooli app: its manifest would be converted",
-                };
-                table.row(vec![
-                    Cell::painted(term::one_line(&p.name), Some(Paint::Bold)),
-                    Cell::painted(
-                        term::one_line(&p.path.display().to_string()),
-                        Some(Paint::Dim),
-                    ),
-                    Cell::new(why),
-                ]);
-            }
-            t.push_str(&table.render(width, style));
-            if plan.len() > shown {
-                let _ = writeln!(
-                    t,
-                    "{}",
-                    dim(&fit(&format!(
-                        "  and {} more (--verbose lists them)",
-                        term::count(plan.len() - shown)
-                    )))
-                );
-            }
+            p.probe_plan(plan, verbose);
         }
     }
-    let ran = if s.probed + s.converted == 0 {
-        "nothing run".to_string()
-    } else {
-        format!(
-            "{} run",
-            term::plural(s.probed + s.converted, "program", "programs")
-        )
-    };
-    let _ = writeln!(
-        t,
-        "{}",
-        fit(&format!(
+    p.totals(r);
+    p.tools_by_source(r);
+    if !r.dry_run {
+        p.changes(r);
+    }
+    p.remotes(r);
+    p.needs_attention(&attention(r), verbose);
+    if verbose {
+        verbose_details(&mut p.t, r, width, style);
+    }
+    if !r.hints.is_empty() {
+        p.t.push('\n');
+    }
+    for h in &r.hints {
+        p.t.push_str(&wrap_hint(h, width, style));
+    }
+    if !r.dry_run && !r.tools.is_empty() && !verbose {
+        let next = p.paint(
+            Paint::Dim,
+            "Next: atip list · atip search QUERY · atip get NAME · atip scan --verbose",
+        );
+        p.t.push('\n');
+        p.line(&next);
+    }
+    p.t
+}
+
+/// The scan's page as it is written: the text so far, the terminal's width and the style.
+struct Page {
+    t: String,
+    width: Option<usize>,
+    style: Style,
+}
+
+impl Page {
+    /// One line, given whole (already cut and painted).
+    fn line(&mut self, line: &str) {
+        self.t.push_str(line);
+        self.t.push('\n');
+    }
+
+    /// `line` cut to the width, then painted: the order every one-line message uses.
+    fn paint(&self, paint: Paint, line: &str) -> String {
+        self.style.paint(Some(paint), &term::fit(line, self.width))
+    }
+
+    /// A heading after a blank line (headings are not cut: they are short).
+    fn heading(&mut self, paint: Paint, title: &str) {
+        let title = self.style.paint(Some(paint), title);
+        let _ = writeln!(self.t, "\n{title}");
+    }
+
+    fn table(&mut self, table: &Table) {
+        self.t.push_str(&table.render(self.width, self.style));
+    }
+
+    /// `--dry-run`: what would run with `--agent` and why, the first few unless `verbose`.
+    fn probe_plan(&mut self, plan: &[discover::report::PlannedProbe], verbose: bool) {
+        let what = if plan.is_empty() {
+            "nothing".to_string()
+        } else {
+            term::plural(plan.len(), "executable", "executables")
+        };
+        self.line(&term::fit(
+            &format!("Would run with --agent: {what}"),
+            self.width,
+        ));
+        let mut table = Table::new(None).indent(2).flex(1);
+        let shown = if verbose { plan.len() } else { FEW };
+        for p in plan.iter().take(shown) {
+            table.row(vec![
+                Cell::painted(term::one_line(&p.name), Some(Paint::Bold)),
+                Cell::painted(
+                    term::one_line(&p.path.display().to_string()),
+                    Some(Paint::Dim),
+                ),
+                Cell::new(probe_why(p.why)),
+            ]);
+        }
+        self.table(&table);
+        if plan.len() > shown {
+            let more = format!(
+                "  and {} more (--verbose lists them)",
+                term::count(plan.len() - shown)
+            );
+            self.line(&self.paint(Paint::Dim, &more));
+        }
+    }
+
+    /// What was looked at, what was run, how many tools the registry holds and where.
+    fn totals(&mut self, r: &ScanReport) {
+        let s = &r.summary;
+        let ran = if s.probed + s.converted == 0 {
+            "nothing run".to_string()
+        } else {
+            format!(
+                "{} run",
+                term::plural(s.probed + s.converted, "program", "programs")
+            )
+        };
+        let scanned = format!(
             "Scanned {}: {}, {}; {ran}.",
             term::plural(s.dirs, "directory", "directories"),
             term::plural(s.executables, "executable", "executables"),
             term::plural(s.names, "name", "names"),
-        ))
-    );
-    let registered = r.tools.len();
-    let where_ = if r.dry_run {
-        "would be in the registry".to_string()
-    } else if r.registry.written {
-        format!("in the registry (written): {}", r.registry.path.display())
-    } else {
-        format!("in the registry (unchanged): {}", r.registry.path.display())
-    };
-    let _ = writeln!(
-        t,
-        "{}",
-        fit(&format!(
-            "{} {where_}",
-            term::plural(registered, "tool", "tools")
-        ))
-    );
-    if let Some(b) = &r.registry.corrupt_backup {
-        let _ = writeln!(
-            t,
-            "{}",
-            style.paint(
-                Some(Paint::Yellow),
-                &fit(&format!(
-                    "The old registry was corrupt; moved to {}.",
-                    b.display()
-                ))
-            )
         );
+        self.line(&term::fit(&scanned, self.width));
+        let where_ = if r.dry_run {
+            "would be in the registry".to_string()
+        } else if r.registry.written {
+            format!("in the registry (written): {}", r.registry.path.display())
+        } else {
+            format!("in the registry (unchanged): {}", r.registry.path.display())
+        };
+        let tools = term::plural(r.tools.len(), "tool", "tools");
+        self.line(&term::fit(&format!("{tools} {where_}"), self.width));
+        if let Some(b) = &r.registry.corrupt_backup {
+            let moved = format!("The old registry was corrupt; moved to {}.", b.display());
+            self.line(&self.paint(Paint::Yellow, &moved));
+        }
     }
 
-    // Tools by source, most first.
-    let mut by_source: std::collections::BTreeMap<atip::registry::Source, usize> =
-        Default::default();
-    for tool in &r.tools {
-        *by_source.entry(tool.source).or_default() += 1;
-    }
-    let mut sources: Vec<_> = by_source.into_iter().collect();
-    sources.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    if !sources.is_empty() {
-        let _ = writeln!(t, "\n{}", bold("Tools by source"));
-        let mut table = Table::new(None).indent(2).flex(2);
-        for (source, n) in &sources {
-            table.row(vec![
-                Cell::new(super::words::source_word(*source)),
-                Cell::new(format!("{:>5}", term::count(*n))),
-                Cell::painted(super::words::source_meaning(*source), Some(Paint::Dim)),
-            ]);
+    /// The tools by source, most first, and how many names have no description.
+    fn tools_by_source(&mut self, r: &ScanReport) {
+        let mut by_source: std::collections::BTreeMap<atip::registry::Source, usize> =
+            Default::default();
+        for tool in &r.tools {
+            *by_source.entry(tool.source).or_default() += 1;
         }
-        t.push_str(&table.render(width, style));
-    }
-    let undescribed = s.sources.get("none").copied().unwrap_or(0);
-    if undescribed > 0 {
-        let _ = writeln!(
-            t,
-            "{}",
-            dim(&fit(&format!(
+        let mut sources: Vec<_> = by_source.into_iter().collect();
+        sources.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        if !sources.is_empty() {
+            let title = self.style.paint(Some(Paint::Bold), "Tools by source");
+            let _ = writeln!(self.t, "\n{title}");
+            let mut table = Table::new(None).indent(2).flex(2);
+            for (source, n) in &sources {
+                table.row(vec![
+                    Cell::new(super::words::source_word(*source)),
+                    Cell::new(format!("{:>5}", term::count(*n))),
+                    Cell::painted(super::words::source_meaning(*source), Some(Paint::Dim)),
+                ]);
+            }
+            self.table(&table);
+        }
+        let undescribed = r.summary.sources.get("none").copied().unwrap_or(0);
+        if undescribed > 0 {
+            let line = format!(
                 "  {} without a description (no ATIP answer, shim or man page)",
                 term::plural(undescribed, "name", "names")
-            )))
-        );
+            );
+            self.line(&self.paint(Paint::Dim, &line));
+        }
     }
 
-    // What changed since the last scan.
-    let names_with = |status: ToolStatus| -> Vec<&str> {
-        r.tools
-            .iter()
-            .filter(|x| x.status == status)
-            .map(|x| x.name.as_str())
-            .collect()
-    };
-    let changes = [
-        ("new", names_with(ToolStatus::New)),
-        ("changed", names_with(ToolStatus::Updated)),
-        (
-            "removed",
-            r.removed.iter().map(String::as_str).collect::<Vec<_>>(),
-        ),
-        ("kept (their source failed)", names_with(ToolStatus::Kept)),
-    ];
-    if !r.dry_run {
-        let unchanged = s.unchanged;
+    /// What changed since the last scan: one line when nothing did or everything is new,
+    /// else a table of the kinds of change with their names when few.
+    fn changes(&mut self, r: &ScanReport) {
+        let names_with = |status: ToolStatus| -> Vec<&str> {
+            r.tools
+                .iter()
+                .filter(|x| x.status == status)
+                .map(|x| x.name.as_str())
+                .collect()
+        };
+        let changes = [
+            ("new", names_with(ToolStatus::New)),
+            ("changed", names_with(ToolStatus::Updated)),
+            (
+                "removed",
+                r.removed.iter().map(String::as_str).collect::<Vec<_>>(),
+            ),
+            ("kept (their source failed)", names_with(ToolStatus::Kept)),
+        ];
+        let unchanged = r.summary.unchanged;
         let all_new = changes[0].1.len() == r.tools.len()
             && changes[1..].iter().all(|(_, v)| v.is_empty())
             && unchanged == 0;
+        let since = self.style.paint(Some(Paint::Bold), "Since the last scan:");
         if all_new && changes[0].1.len() > FEW {
             // A first scan: a table of one row would say less than this line.
-            let _ = writeln!(
-                t,
-                "\n{} all {} are new.",
-                bold("Since the last scan:"),
-                term::plural(r.tools.len(), "tool", "tools")
-            );
-        } else if changes.iter().all(|(_, v)| v.is_empty()) {
-            let _ = writeln!(t, "\n{} nothing changed.", bold("Since the last scan:"));
-        } else {
-            let _ = writeln!(t, "\n{}", bold("Since the last scan"));
-            let mut table = Table::new(None).indent(2).flex(2);
-            for (what, names) in &changes {
-                if names.is_empty() {
-                    continue;
-                }
-                let list = if names.len() <= FEW {
-                    term::some_names(names, FEW)
-                } else {
-                    String::new()
-                };
-                table.row(vec![
-                    Cell::new(*what),
-                    Cell::new(format!("{:>5}", term::count(names.len()))),
-                    Cell::new(list),
-                ]);
-            }
-            if unchanged > 0 {
-                table.row(vec![
-                    Cell::painted("unchanged", Some(Paint::Dim)),
-                    Cell::painted(format!("{:>5}", term::count(unchanged)), Some(Paint::Dim)),
-                    Cell::new(""),
-                ]);
-            }
-            t.push_str(&table.render(width, style));
+            let tools = term::plural(r.tools.len(), "tool", "tools");
+            let _ = writeln!(self.t, "\n{since} all {tools} are new.");
+            return;
         }
+        if changes.iter().all(|(_, v)| v.is_empty()) {
+            let _ = writeln!(self.t, "\n{since} nothing changed.");
+            return;
+        }
+        self.heading(Paint::Bold, "Since the last scan");
+        let mut table = Table::new(None).indent(2).flex(2);
+        for (what, names) in changes.iter().filter(|(_, names)| !names.is_empty()) {
+            let list = if names.len() <= FEW {
+                term::some_names(names, FEW)
+            } else {
+                String::new()
+            };
+            table.row(vec![
+                Cell::new(*what),
+                Cell::new(format!("{:>5}", term::count(names.len()))),
+                Cell::new(list),
+            ]);
+        }
+        if unchanged > 0 {
+            table.row(vec![
+                Cell::painted("unchanged", Some(Paint::Dim)),
+                Cell::painted(format!("{:>5}", term::count(unchanged)), Some(Paint::Dim)),
+                Cell::new(""),
+            ]);
+        }
+        self.table(&table);
     }
 
-    // Remote registries, one line each.
-    for reg in &r.remote {
-        let _ = writeln!(
-            t,
-            "{}",
-            fit(&format!(
+    /// Remote registries, one line each.
+    fn remotes(&mut self, r: &ScanReport) {
+        for reg in &r.remote {
+            let line = format!(
                 "Remote registry {}: {} used ({} signed by a trusted key), {} refused, {}{}",
                 term::one_line(&reg.name),
                 term::count(reg.used),
@@ -429,91 +472,19 @@ pub(crate) fn render(r: &ScanReport, verbose: bool, width: Option<usize>, style:
                 term::count(reg.refused.len()),
                 term::plural(reg.requests as usize, "request", "requests"),
                 if reg.offline { ", offline" } else { "" },
-            ))
-        );
+            );
+            self.line(&term::fit(&line, self.width));
+        }
     }
 
-    // What needs a person's attention.
-    let mut attention: Vec<(String, String)> = Vec::new();
-    for f in &r.source_failures {
-        attention.push((
-            "source failed".into(),
-            format!(
-                "{}: {}",
-                term::one_line(&f.source),
-                term::one_line(&f.message)
-            ),
-        ));
-    }
-    for f in &r.failed {
-        attention.push((
-            "probe failed".into(),
-            format!(
-                "{} ({}): {}{}",
-                term::one_line(&f.name),
-                kebab!(f.reason),
-                term::one_line(&f.message),
-                if f.cached { " (cached)" } else { "" }
-            ),
-        ));
-    }
-    for x in r.shims.rejected.iter().chain(&r.shims.rejected_patterns) {
-        attention.push((
-            "refused file".into(),
-            format!(
-                "{}: {}",
-                term::one_line(&x.path.display().to_string()),
-                term::one_line(&x.message)
-            ),
-        ));
-    }
-    for reg in &r.remote {
-        if let Some(e) = &reg.error {
-            attention.push((
-                "remote failed".into(),
-                format!("{}: {}", term::one_line(&reg.name), term::one_line(e)),
-            ));
+    /// The table of what needs a person's attention, failures in red; the first few
+    /// unless `verbose`.
+    fn needs_attention(&mut self, attention: &[(&str, String)], verbose: bool) {
+        if attention.is_empty() {
+            return;
         }
-        for refused in &reg.refused {
-            attention.push((
-                "remote refused".into(),
-                format!(
-                    "{}: {}",
-                    term::one_line(&reg.name),
-                    term::one_line(&format!("{refused:?}"))
-                ),
-            ));
-        }
-    }
-    for d in &r.skipped.dirs {
-        let reason = kebab!(d.reason);
-        if matches!(
-            reason.as_str(),
-            "world-writable" | "foreign-owner" | "unreadable"
-        ) {
-            attention.push((
-                "dir skipped".into(),
-                format!("{} ({reason})", term::one_line(&d.path)),
-            ));
-        }
-    }
-    for tool in &r.tools {
-        for w in &tool.warnings {
-            attention.push((
-                "warning".into(),
-                format!("{}: {}", term::one_line(&tool.name), term::one_line(w)),
-            ));
-        }
-    }
-    if !attention.is_empty() {
-        let _ = writeln!(
-            t,
-            "\n{}",
-            style.paint(
-                Some(Paint::Yellow),
-                &format!("Needs attention ({})", term::count(attention.len()))
-            )
-        );
+        let title = format!("Needs attention ({})", term::count(attention.len()));
+        self.heading(Paint::Yellow, &title);
         let shown = if verbose { attention.len() } else { FEW };
         let mut table = Table::new(None).indent(2).flex(1);
         for (what, detail) in attention.iter().take(shown) {
@@ -522,44 +493,87 @@ pub(crate) fn render(r: &ScanReport, verbose: bool, width: Option<usize>, style:
             } else {
                 Some(Paint::Yellow)
             };
-            table.row(vec![
-                Cell::painted(what.clone(), paint),
-                Cell::new(detail.clone()),
-            ]);
+            table.row(vec![Cell::painted(*what, paint), Cell::new(detail.clone())]);
         }
-        t.push_str(&table.render(width, style));
+        self.table(&table);
         if attention.len() > shown {
-            let _ = writeln!(
-                t,
-                "{}",
-                dim(&fit(&format!(
-                    "  and {} more: atip scan --verbose",
-                    term::count(attention.len() - shown)
-                )))
+            let more = format!(
+                "  and {} more: atip scan --verbose",
+                term::count(attention.len() - shown)
             );
+            self.line(&self.paint(Paint::Dim, &more));
         }
     }
+}
 
-    if verbose {
-        verbose_details(&mut t, r, width, style);
+/// Why `--dry-run` would run an executable with `--agent`, in words.
+fn probe_why(why: ProbeWhy) -> &'static str {
+    match why {
+        ProbeWhy::Sign => "shows an ATIP sign",
+        ProbeWhy::Allowlist => "on the config allowlist",
+        ProbeWhy::Help => "--help checked first",
+        ProbeWhy::All => "--probe all",
+        ProbeWhy::Convert => "a Tooli app: its manifest would be converted",
     }
+}
 
-    if !r.hints.is_empty() {
-        t.push('\n');
-    }
-    for h in &r.hints {
-        t.push_str(&wrap_hint(h, width, style));
-    }
-    if !r.dry_run && registered > 0 && !verbose {
-        let _ = writeln!(
-            t,
-            "\n{}",
-            dim(&fit(
-                "Next: atip list · atip search QUERY · atip get NAME · atip scan --verbose"
-            ))
+/// What needs a person's attention, as (kind, detail): failed sources, probes and
+/// remotes, refused files, skipped unsafe directories and the tools' own warnings.
+fn attention(r: &ScanReport) -> Vec<(&'static str, String)> {
+    let mut attention: Vec<(&'static str, String)> = Vec::new();
+    for f in &r.source_failures {
+        let detail = format!(
+            "{}: {}",
+            term::one_line(&f.source),
+            term::one_line(&f.message)
         );
+        attention.push(("source failed", detail));
     }
-    t
+    for f in &r.failed {
+        let detail = format!(
+            "{} ({}): {}{}",
+            term::one_line(&f.name),
+            kebab!(f.reason),
+            term::one_line(&f.message),
+            if f.cached { " (cached)" } else { "" }
+        );
+        attention.push(("probe failed", detail));
+    }
+    for x in r.shims.rejected.iter().chain(&r.shims.rejected_patterns) {
+        let detail = format!(
+            "{}: {}",
+            term::one_line(&x.path.display().to_string()),
+            term::one_line(&x.message)
+        );
+        attention.push(("refused file", detail));
+    }
+    for reg in &r.remote {
+        let name = term::one_line(&reg.name);
+        if let Some(e) = &reg.error {
+            attention.push(("remote failed", format!("{name}: {}", term::one_line(e))));
+        }
+        for refused in &reg.refused {
+            let detail = format!("{name}: {}", term::one_line(&format!("{refused:?}")));
+            attention.push(("remote refused", detail));
+        }
+    }
+    for d in &r.skipped.dirs {
+        let reason = kebab!(d.reason);
+        if matches!(
+            reason.as_str(),
+            "world-writable" | "foreign-owner" | "unreadable"
+        ) {
+            let detail = format!("{} ({reason})", term::one_line(&d.path));
+            attention.push(("dir skipped", detail));
+        }
+    }
+    for tool in &r.tools {
+        for w in &tool.warnings {
+            let detail = format!("{}: {}", term::one_line(&tool.name), term::one_line(w));
+            attention.push(("warning", detail));
+        }
+    }
+    attention
 }
 
 /// `--verbose`: every tool with its status, and every skipped directory and count.
