@@ -31,14 +31,12 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ("crates/atip-discover/src/remote/sync.rs", "catalog", 191),
     ("crates/atip-discover/src/remote/build.rs", "plan", 167),
     ("crates/atip-mcp/src/client.rs", "connect", 167),
-    ("src/cli/exec.rs", "run", 160),
     ("crates/atip-discover/src/remote/build.rs", "build", 159),
     ("crates/atip-mcp/src/config.rs", "server", 159),
     ("crates/atip-mcp/src/config.rs", "merge_scoped", 159),
     ("crates/atip-mcp/src/http.rs", "serve_blocking", 151),
     ("crates/atip-process/src/lib.rs", "supervise", 147),
     ("crates/atip-compile/src/flatten.rs", "build", 137),
-    ("src/cli/get.rs", "render_page", 135),
     ("crates/atip-chat/src/lib.rs", "run", 134),
     (
         "crates/atip-discover/src/infer/convert.rs",
@@ -87,7 +85,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
         105,
     ),
     ("crates/atip-model/src/validate/view.rs", "document", 105),
-    ("src/cli/get.rs", "command_section", 103),
     (
         "crates/atip-discover/src/discover/shims.rs",
         "shim_verdict",

@@ -168,18 +168,34 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     // SIGINT, SIGTERM, SIGHUP: running calls are killed with their groups (cli::signals).
     let cancel = super::signals::install(super::signals::Mode::WindDown);
     let (policy, settings) = args.run.resolve(ctx)?;
-    let focus = if args.calls.is_none() {
-        args.name.as_deref()
-    } else {
-        None
-    };
     // A batch parsed before the registry is read: one made only of MCP calls
     // (mcp__SERVER__TOOL) needs no registry at all.
     let batch = match &args.calls {
         Some(path) => Some(parse_calls(path, &args)?),
         None => None,
     };
-    let only_mcp = batch.as_ref().is_some_and(|(_, list)| {
+    let batch_calls = batch.as_ref().map(|(_, list)| list.as_slice());
+    let engine = load_engine(&args, (policy, settings), batch_calls, ctx)?;
+    match batch {
+        Some((shape, list)) => run_calls(&engine, shape, &list, &args, cancel, ctx),
+        None => run_one(&engine, &args, cancel, ctx),
+    }
+}
+
+/// The engine under the resolved policy: focused on the named tool for one call, without
+/// the registry for a batch made only of MCP calls. Its notes and warnings go to stderr.
+fn load_engine(
+    args: &Args,
+    (policy, settings): (Policy, Settings),
+    batch: Option<&[calls::ToolCall]>,
+    ctx: &Ctx,
+) -> Result<Engine, AtipError> {
+    let focus = if args.calls.is_none() {
+        args.name.as_deref()
+    } else {
+        None
+    };
+    let only_mcp = batch.is_some_and(|list| {
         !list.is_empty() && list.iter().all(|c| atip::mcp::tools::is_mcp_name(&c.name))
     });
     let no_tools: &[String] = &[];
@@ -194,85 +210,106 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         ctx.out.note(n);
     }
     ctx.out.warnings(&engine.warnings);
-    let yes = args.yes;
-    let mut confirm = |p: &Prepared| if yes { Confirmation::Yes } else { prompt(p) };
+    Ok(engine)
+}
 
-    if let Some((shape, list)) = batch {
-        // Flattened MCP names (mcp__SERVER__TOOL) go to their servers, under the same policy.
-        let mut mcp = super::mcp::McpBatch::for_calls(
-            &list,
-            yes,
-            args.dry_run,
-            args.run.policy.as_deref(),
-            args.run.max_output,
-            ctx,
-        )?;
-        if args.dry_run {
-            let reports: Vec<Value> = list
-                .iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    let raw = match &c.arguments {
-                        calls::RawArgs::Text(t) => args::parse_text(t),
-                        calls::RawArgs::Value(v) => args::into_object(v.clone()),
-                    };
-                    if let Some(m) = mcp.as_mut().filter(|m| m.claims(&c.name)) {
-                        return match raw.and_then(|r| m.check(i, c, r)) {
-                            Ok(()) => m.reports.remove(&i).unwrap_or(Value::Null),
-                            Err(e) => exec::error_envelope(Some(&c.name), &e),
-                        };
-                    }
-                    match raw.and_then(|r| engine.prepare(&c.name, r)) {
-                        Ok(p) => {
-                            let mut r = p.dry_run_report();
-                            r["id"] = c.id.clone().map(Value::from).unwrap_or(Value::Null);
-                            with_translation(&mut r, &engine.policy);
-                            r
-                        }
-                        Err(e) => exec::error_envelope(Some(&c.name), &e),
-                    }
-                })
-                .collect();
-            if let Some(m) = mcp {
-                m.finish();
-            }
-            ctx.out.json(&reports)?;
-            return Ok(ExitStatus::Success);
-        }
-        let outcomes = exec::run_batch_with(
-            &engine,
-            &list,
-            &exec::BatchOptions {
-                cancel: Some(cancel),
-                ..exec::BatchOptions::exec(args.jobs as usize)
-            },
-            &mut confirm,
-            mcp.as_mut().map(|m| m as &mut dyn Foreign),
-        );
+/// `--yes` confirms every call the policy wants confirmed; else the person is asked.
+fn confirmer(yes: bool) -> impl FnMut(&Prepared) -> Confirmation {
+    move |p: &Prepared| if yes { Confirmation::Yes } else { prompt(p) }
+}
+
+/// `--calls`: every call of a provider response, flattened MCP names (mcp__SERVER__TOOL)
+/// going to their servers under the same policy; prints the tool-result messages.
+fn run_calls(
+    engine: &Engine,
+    shape: calls::Shape,
+    list: &[calls::ToolCall],
+    args: &Args,
+    cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ctx: &Ctx,
+) -> Result<ExitStatus, AtipError> {
+    let mut mcp = super::mcp::McpBatch::for_calls(
+        list,
+        args.yes,
+        args.dry_run,
+        args.run.policy.as_deref(),
+        args.run.max_output,
+        ctx,
+    )?;
+    if args.dry_run {
+        let reports: Vec<Value> = list
+            .iter()
+            .enumerate()
+            .map(|(i, c)| dry_run_call(engine, mcp.as_mut(), i, c))
+            .collect();
         if let Some(m) = mcp {
             m.finish();
         }
-        let envelopes: Vec<Value> = outcomes.iter().map(|o| o.envelope.clone()).collect();
-        let failed: Vec<bool> = outcomes.iter().map(|o| o.failed).collect();
-        ctx.out
-            .json(&calls::result_messages(shape, &list, &envelopes, &failed))?;
+        ctx.out.json(&reports)?;
         return Ok(ExitStatus::Success);
     }
+    let outcomes = exec::run_batch_with(
+        engine,
+        list,
+        &exec::BatchOptions {
+            cancel: Some(cancel),
+            ..exec::BatchOptions::exec(args.jobs as usize)
+        },
+        &mut confirmer(args.yes),
+        mcp.as_mut().map(|m| m as &mut dyn Foreign),
+    );
+    if let Some(m) = mcp {
+        m.finish();
+    }
+    let envelopes: Vec<Value> = outcomes.iter().map(|o| o.envelope.clone()).collect();
+    let failed: Vec<bool> = outcomes.iter().map(|o| o.failed).collect();
+    ctx.out
+        .json(&calls::result_messages(shape, list, &envelopes, &failed))?;
+    Ok(ExitStatus::Success)
+}
 
+/// The `--dry-run` report of call `i` of a batch: its server's when an MCP server claims
+/// it, else the engine's; an error envelope when it cannot be prepared.
+fn dry_run_call(
+    engine: &Engine,
+    mcp: Option<&mut super::mcp::McpBatch>,
+    i: usize,
+    c: &calls::ToolCall,
+) -> Value {
+    let raw = match &c.arguments {
+        calls::RawArgs::Text(t) => args::parse_text(t),
+        calls::RawArgs::Value(v) => args::into_object(v.clone()),
+    };
+    if let Some(m) = mcp.filter(|m| m.claims(&c.name)) {
+        return match raw.and_then(|r| m.check(i, c, r)) {
+            Ok(()) => m.reports.remove(&i).unwrap_or(Value::Null),
+            Err(e) => exec::error_envelope(Some(&c.name), &e),
+        };
+    }
+    match raw.and_then(|r| engine.prepare(&c.name, r)) {
+        Ok(p) => {
+            let mut r = p.dry_run_report();
+            r["id"] = c.id.clone().map(Value::from).unwrap_or(Value::Null);
+            with_translation(&mut r, &engine.policy);
+            r
+        }
+        Err(e) => exec::error_envelope(Some(&c.name), &e),
+    }
+}
+
+/// One named call: its arguments prepared, shown (`--dry-run`), refused or confirmed
+/// under policy, then run; its output and exit code are the command's.
+fn run_one(
+    engine: &Engine,
+    args: &Args,
+    cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ctx: &Ctx,
+) -> Result<ExitStatus, AtipError> {
     let name = args
         .name
         .as_deref()
         .expect("clap requires NAME without --calls");
-    let raw = if let Some(text) = &args.args {
-        args::parse_text(text)?
-    } else if let Some(path) = &args.args_file {
-        args::parse_text(&read_input(path, "arguments file")?)?
-    } else if args.args_stdin {
-        args::parse_text(&read_input(std::path::Path::new("-"), "arguments")?)?
-    } else {
-        serde_json::Map::new()
-    };
-    let prepared = engine.prepare(name, raw)?;
+    let prepared = engine.prepare(name, call_arguments(args)?)?;
     if args.dry_run {
         let mut r = prepared.dry_run_report();
         with_translation(&mut r, &engine.policy);
@@ -290,7 +327,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let confirmed = match prepared.decision.action {
         Action::Allow => false,
         Action::Deny => return Err(engine.refuse(&prepared, None, &Via::Exec, None)),
-        Action::Confirm => match confirm(&prepared) {
+        Action::Confirm => match confirmer(args.yes)(&prepared) {
             Confirmation::Yes => true,
             answer => return Err(engine.refuse(&prepared, Some(answer), &Via::Exec, None)),
         },
@@ -315,11 +352,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     Ok(result.exit_code())
 }
 
-/// `atip exec mcp__SERVER__TOOL`: an MCP server's tool, under the same policy.
-fn run_mcp(name: &str, args: &Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
-    // The call's server is killed with its group on SIGINT, SIGTERM or SIGHUP.
-    super::signals::install(super::signals::Mode::Now);
-    let raw = if let Some(text) = &args.args {
+/// The arguments of one named call: `--args`, `--args-file`, `--args-stdin`, or none.
+fn call_arguments(args: &Args) -> Result<serde_json::Map<String, Value>, AtipError> {
+    Ok(if let Some(text) = &args.args {
         args::parse_text(text)?
     } else if let Some(path) = &args.args_file {
         args::parse_text(&read_input(path, "arguments file")?)?
@@ -327,7 +362,14 @@ fn run_mcp(name: &str, args: &Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> 
         args::parse_text(&read_input(std::path::Path::new("-"), "arguments")?)?
     } else {
         serde_json::Map::new()
-    };
+    })
+}
+
+/// `atip exec mcp__SERVER__TOOL`: an MCP server's tool, under the same policy.
+fn run_mcp(name: &str, args: &Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
+    // The call's server is killed with its group on SIGINT, SIGTERM or SIGHUP.
+    super::signals::install(super::signals::Mode::Now);
+    let raw = call_arguments(args)?;
     super::mcp::exec_flat(
         name,
         raw,

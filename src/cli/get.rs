@@ -129,11 +129,49 @@ pub(crate) fn render_page(
     style: Style,
 ) -> String {
     let m = &tool.metadata;
-    let e = &tool.entry;
     let mut t = String::new();
-    let heading = |t: &mut String, title: &str| {
-        let _ = writeln!(t, "\n{}", style.paint(Some(Paint::Bold), title));
+    about_tool(&mut t, tool, width, style);
+    let walk = m.walk();
+    let in_view = |c: &&CommandEntry<'_>| {
+        c.command.is_runnable() && view.depth.is_none_or(|d| c.depth() <= d)
     };
+    let runnable: Vec<&CommandEntry<'_>> = walk.iter().filter(in_view).collect();
+    let chosen: Vec<&CommandEntry<'_>> = match view.commands {
+        Some(wanted) => walk
+            .iter()
+            .filter(|c| {
+                let p = c.path_string();
+                wanted
+                    .iter()
+                    .any(|w| p == *w || p.starts_with(&format!("{w} ")))
+            })
+            .filter(in_view)
+            .collect(),
+        None if runnable.len() <= FULL_PAGE_COMMANDS => runnable.clone(),
+        None => Vec::new(),
+    };
+    if chosen.is_empty() && !runnable.is_empty() {
+        commands_table(&mut t, tool, &runnable, width, style);
+    }
+    for c in &chosen {
+        command_section(&mut t, &tool.name, m, c, width, style);
+    }
+    if let Some(auth) = &m.authentication {
+        heading(&mut t, style, "AUTHENTICATION");
+        t.push_str(&authentication(auth).render(width, style));
+    }
+    t
+}
+
+/// A section's title, bold, after a blank line.
+fn heading(t: &mut String, style: Style, title: &str) {
+    let _ = writeln!(t, "\n{}", style.paint(Some(Paint::Bold), title));
+}
+
+/// The page's head: name and version, description, then the facts of its entry (source,
+/// trust, effects, path, homepage).
+fn about_tool(t: &mut String, tool: &StoredTool, width: Option<usize>, style: Style) {
+    let (m, e) = (&tool.metadata, &tool.entry);
     let mut title = term::one_line(&tool.name);
     if let Some(v) = m.tool_version() {
         title.push(' ');
@@ -169,93 +207,76 @@ pub(crate) fn render_page(
     }
     t.push('\n');
     t.push_str(&facts.render(width, style));
+}
 
-    let walk = m.walk();
-    let runnable: Vec<&CommandEntry<'_>> = walk
-        .iter()
-        .filter(|c| c.command.is_runnable())
-        .filter(|c| view.depth.is_none_or(|d| c.depth() <= d))
-        .collect();
-    let chosen: Vec<&CommandEntry<'_>> = match view.commands {
-        Some(wanted) => walk
-            .iter()
-            .filter(|c| {
-                let p = c.path_string();
-                wanted
-                    .iter()
-                    .any(|w| p == *w || p.starts_with(&format!("{w} ")))
-            })
-            .filter(|c| c.command.is_runnable())
-            .filter(|c| view.depth.is_none_or(|d| c.depth() <= d))
-            .collect(),
-        None if runnable.len() <= FULL_PAGE_COMMANDS => runnable.clone(),
-        None => Vec::new(),
-    };
-    if chosen.is_empty() && !runnable.is_empty() {
-        heading(
-            &mut t,
-            &format!("COMMANDS ({})", term::count(runnable.len())),
+/// A tool too large for one page: its commands one line each (usage and effects, the
+/// description under it), the global options, and how to see one command in full.
+fn commands_table(
+    t: &mut String,
+    tool: &StoredTool,
+    runnable: &[&CommandEntry<'_>],
+    width: Option<usize>,
+    style: Style,
+) {
+    let m = &tool.metadata;
+    let title = format!("COMMANDS ({})", term::count(runnable.len()));
+    heading(t, style, &title);
+    // Per command: its usage line and effects, then its description under it.
+    let mut table = Table::new(None).indent(2).shrink(1, 16).shrink(0, 24);
+    for c in runnable {
+        let effects = m.effective_effects(c).summary();
+        table.row(vec![
+            Cell::painted(usage(&tool.name, m, c), Some(Paint::Bold)),
+            Cell::painted(term::cut(&effects, 40), term::effects_paint(&effects)),
+        ]);
+    }
+    let rows = table.render(width, style);
+    for (c, line) in runnable.iter().zip(rows.lines()) {
+        let _ = writeln!(t, "{line}");
+        let about = format!("      {}", term::one_line(&c.command.description));
+        let _ = writeln!(t, "{}", fit(about.trim_end(), width));
+    }
+    if !m.global_opts().is_empty() {
+        heading(t, style, "GLOBAL OPTIONS");
+        t.push_str(&options_table(m.global_opts(), width, style));
+    }
+    if let Some(first) = runnable.iter().find(|c| !c.path_string().is_empty()) {
+        let example = format!(
+            "One command in full: atip get {} --commands {}",
+            shown(&tool.name),
+            shown(&first.path_string())
         );
-        // Per command: its usage line and effects, then its description under it.
-        let mut table = Table::new(None).indent(2).shrink(1, 16).shrink(0, 24);
-        for c in &runnable {
-            let effects = m.effective_effects(c).summary();
-            table.row(vec![
-                Cell::painted(usage(&tool.name, m, c), Some(Paint::Bold)),
-                Cell::painted(term::cut(&effects, 40), term::effects_paint(&effects)),
-            ]);
-        }
-        let rows = table.render(width, style);
-        for (c, line) in runnable.iter().zip(rows.lines()) {
-            let _ = writeln!(t, "{line}");
-            let about = format!("      {}", term::one_line(&c.command.description));
-            let _ = writeln!(t, "{}", fit(about.trim_end(), width));
-        }
-        if !m.global_opts().is_empty() {
-            heading(&mut t, "GLOBAL OPTIONS");
-            t.push_str(&options_table(m.global_opts(), width, style));
-        }
-        if let Some(first) = runnable.iter().find(|c| !c.path_string().is_empty()) {
-            let example = format!(
-                "One command in full: atip get {} --commands {}",
-                shown(&tool.name),
-                shown(&first.path_string())
-            );
-            let _ = writeln!(
-                t,
-                "\n{}",
-                style.paint(Some(Paint::Dim), &fit(&example, width))
-            );
-        }
+        let _ = writeln!(
+            t,
+            "\n{}",
+            style.paint(Some(Paint::Dim), &fit(&example, width))
+        );
     }
-    for c in &chosen {
-        command_section(&mut t, &tool.name, m, c, width, style);
-    }
-    if let Some(auth) = &m.authentication {
-        heading(&mut t, "AUTHENTICATION");
-        let mut table = Table::new(None).indent(2).flex(1);
-        let required = match auth.required {
-            Some(true) => "yes",
-            Some(false) => "no",
-            None => "not stated",
-        };
-        table.row(vec![Cell::new("required"), Cell::new(required)]);
-        for method in auth.methods.iter().flatten() {
-            let mut what = term::one_line(&method.kind);
-            if let Some(v) = &method.env_var {
-                let _ = write!(what, " ${}", term::one_line(v));
-            }
-            if let Some(d) = &method.description {
-                let _ = write!(what, ": {}", term::one_line(d));
-            }
-            table.row(vec![Cell::new("method"), Cell::new(what)]);
+}
+
+/// The tool's authentication: whether it is required, each method, the check command.
+fn authentication(auth: &atip::model::Authentication) -> Table {
+    let mut table = Table::new(None).indent(2).flex(1);
+    let required = match auth.required {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "not stated",
+    };
+    table.row(vec![Cell::new("required"), Cell::new(required)]);
+    for method in auth.methods.iter().flatten() {
+        let mut what = term::one_line(&method.kind);
+        if let Some(v) = &method.env_var {
+            let _ = write!(what, " ${}", term::one_line(v));
         }
-        if let Some(check) = &auth.check_command {
-            table.row(vec![Cell::new("check"), Cell::new(term::one_line(check))]);
+        if let Some(d) = &method.description {
+            let _ = write!(what, ": {}", term::one_line(d));
         }
-        t.push_str(&table.render(width, style));
+        table.row(vec![Cell::new("method"), Cell::new(what)]);
     }
-    t
+    if let Some(check) = &auth.check_command {
+        table.row(vec![Cell::new("check"), Cell::new(term::one_line(check))]);
+    }
+    table
 }
 
 /// One command in full: usage, description, arguments, options, effects.
@@ -267,24 +288,19 @@ fn command_section(
     width: Option<usize>,
     style: Style,
 ) {
-    let heading = |t: &mut String, title: &str| {
-        let _ = writeln!(t, "\n{}", style.paint(Some(Paint::Bold), title));
-    };
     let path = c.path_string();
-    heading(
-        t,
-        &if path.is_empty() {
-            "USAGE".to_string()
-        } else {
-            format!("COMMAND {}", term::one_line(&path))
-        },
-    );
+    let title = if path.is_empty() {
+        "USAGE".to_string()
+    } else {
+        format!("COMMAND {}", term::one_line(&path))
+    };
+    heading(t, style, &title);
     let _ = writeln!(t, "{}", fit(&format!("  {}", usage(tool, m, c)), width));
     if !path.is_empty() || c.command.description != m.description {
         t.push_str(&wrap(&c.command.description, width, 2));
     }
     if !c.command.args().is_empty() {
-        heading(t, "ARGUMENTS");
+        heading(t, style, "ARGUMENTS");
         let mut table = Table::new(None).indent(2).flex(1);
         for a in c.command.args() {
             table.row(vec![
@@ -300,11 +316,23 @@ fn command_section(
     }
     let opts = m.options_in_scope(c);
     if !opts.is_empty() {
-        heading(t, "OPTIONS");
+        heading(t, style, "OPTIONS");
         let owned: Vec<Opt> = opts.into_iter().cloned().collect();
         t.push_str(&options_table(&owned, width, style));
     }
-    heading(t, "EFFECTS");
+    effects_section(t, m, c, width, style);
+}
+
+/// A command's effects: the summary, what it states besides, then the per-call
+/// conditions (parameters whose value changes what the call may do).
+fn effects_section(
+    t: &mut String,
+    m: &Metadata,
+    c: &CommandEntry<'_>,
+    width: Option<usize>,
+    style: Style,
+) {
+    heading(t, style, "EFFECTS");
     let effects = m.effective_effects(c);
     let summary = effects.summary();
     let _ = writeln!(
@@ -318,7 +346,6 @@ fn command_section(
     for line in effect_words(&effects) {
         let _ = writeln!(t, "{}", fit(&format!("  {line}"), width));
     }
-    // Per-call conditions: parameters whose value changes what the call may do.
     let mut conditions = Table::new(None).indent(2).flex(1);
     let params = c
         .command
@@ -331,26 +358,7 @@ fn command_section(
                 .map(|o| (flag_word(o), ParamGuard::from_extra(&o.extra))),
         );
     for (name, g) in params {
-        let mut parts: Vec<String> = Vec::new();
-        if let Some(fx) = &g.effects {
-            let when = if g.effects_if.is_empty() {
-                String::new()
-            } else {
-                format!(" (values {})", g.effects_if.join(", "))
-            };
-            parts.push(format!("{}{when}", fx.summary()));
-        }
-        if g.writes.is_some() {
-            parts.push("writes the file it names (overwriting it is destructive)".into());
-        }
-        if g.runner || g.runner_unless.is_some() || !g.runner_if.is_empty() {
-            parts.push("may run another program".into());
-        }
-        if g.invalid.is_some() {
-            parts.push("malformed annotation: a call giving it is refused".into());
-        }
-        if !parts.is_empty() {
-            let text = parts.join("; ");
+        if let Some(text) = condition(&g) {
             let paint = term::effects_paint(&text);
             conditions.row(vec![
                 Cell::new(format!("with {}", term::one_line(&name))),
@@ -361,6 +369,29 @@ fn command_section(
     if !conditions.is_empty() {
         t.push_str(&conditions.render(width, style));
     }
+}
+
+/// What giving a parameter changes about a call, in words; `None` when nothing.
+fn condition(g: &ParamGuard) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(fx) = &g.effects {
+        let when = if g.effects_if.is_empty() {
+            String::new()
+        } else {
+            format!(" (values {})", g.effects_if.join(", "))
+        };
+        parts.push(format!("{}{when}", fx.summary()));
+    }
+    if g.writes.is_some() {
+        parts.push("writes the file it names (overwriting it is destructive)".into());
+    }
+    if g.runner || g.runner_unless.is_some() || !g.runner_if.is_empty() {
+        parts.push("may run another program".into());
+    }
+    if g.invalid.is_some() {
+        parts.push("malformed annotation: a call giving it is refused".into());
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// What an effects object states besides its summary, in words: files, resources,
