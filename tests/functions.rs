@@ -35,7 +35,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ("crates/atip-mcp/src/config.rs", "server", 159),
     ("crates/atip-mcp/src/config.rs", "merge_scoped", 159),
     ("crates/atip-mcp/src/http.rs", "serve_blocking", 151),
-    ("crates/atip-process/src/lib.rs", "supervise", 147),
     ("crates/atip-compile/src/flatten.rs", "build", 137),
     ("crates/atip-chat/src/lib.rs", "run", 134),
     (
@@ -49,7 +48,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
         127,
     ),
     ("src/cli/agent.rs", "effects_table", 125),
-    ("crates/atip-process/src/lib.rs", "run", 121),
     (
         "crates/atip-model/src/validate/rules.rs",
         "check_version_features",

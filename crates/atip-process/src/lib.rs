@@ -282,16 +282,37 @@ pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
         ),
     };
     let cwd: Option<&Path> = spawn.cwd.as_deref().or(temp_cwd.as_ref().map(|t| t.path()));
+    let child = start_child(spawn, &mut command(spawn, &program, cwd), &program)?;
+    let mut sup = Supervisor::new(child, spawn, start).map_err(io_err)?;
+    let result = sup.supervise().map_err(io_err);
+    drop(sup); // kills and reaps whatever is left, even on error
+    if let Some(dir) = temp_cwd {
+        remove_temp_dir(dir);
+    }
+    let (exit, stdout, stderr) = result?;
+    Ok(Outcome {
+        exit,
+        stdout_truncated: stdout.truncated,
+        stderr_truncated: stderr.truncated,
+        stdout: stdout.buf,
+        stderr: stderr.buf,
+        elapsed: start.elapsed(),
+    })
+}
 
+/// The child's command: the opened file itself when there is one, in `cwd`, with piped
+/// output, stdin piped only when there is input, the environment cleared to the
+/// allowlist and the spawn's own variables, and the setup that runs in the child.
+fn command(spawn: &Spawn, program: &Path, cwd: Option<&Path>) -> Command {
     let mut cmd = match &spawn.opened {
         // The very file that was checked, whatever the path names by now. The kernel
         // opens it through the descriptor atip holds, which the child inherits.
         Some(o) => {
             let mut cmd = Command::new(format!("/proc/self/fd/{}", o.file.as_raw_fd()));
-            cmd.arg0(&program);
+            cmd.arg0(program);
             cmd
         }
-        None => Command::new(&program),
+        None => Command::new(program),
     };
     if let Some(cwd) = cwd {
         cmd.current_dir(cwd);
@@ -322,41 +343,29 @@ pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
             cmd.pre_exec(move || sys::exec_opened_check(fd, &stat, script));
         }
     }
-    let child = {
-        // No termination sweep (`kill_started_groups`) runs between the fork and the
-        // group's registration, so no child escapes it.
-        let _gate = groups::spawning();
-        let child = spawn_retrying(&mut cmd).map_err(|source| {
-            if spawn.opened.is_some() && source.raw_os_error() == Some(sys::CHANGED_ERRNO) {
-                ProcessError::Changed {
-                    program: program.clone(),
-                }
-            } else {
-                ProcessError::Spawn {
-                    program: program.clone(),
-                    source,
-                }
-            }
-        })?;
-        groups::register(child.id() as libc::pid_t);
-        child
-    };
+    cmd
+}
 
-    let mut sup = Supervisor::new(child, spawn, start).map_err(io_err)?;
-    let result = sup.supervise().map_err(io_err);
-    drop(sup); // kills and reaps whatever is left, even on error
-    if let Some(dir) = temp_cwd {
-        remove_temp_dir(dir);
-    }
-    let (exit, stdout, stderr) = result?;
-    Ok(Outcome {
-        exit,
-        stdout_truncated: stdout.truncated,
-        stderr_truncated: stderr.truncated,
-        stdout: stdout.buf,
-        stderr: stderr.buf,
-        elapsed: start.elapsed(),
-    })
+/// Starts the child and registers its group; an opened file that changed since its
+/// check is [`ProcessError::Changed`].
+fn start_child(spawn: &Spawn, cmd: &mut Command, program: &Path) -> Result<Child, ProcessError> {
+    // No termination sweep (`kill_started_groups`) runs between the fork and the
+    // group's registration, so no child escapes it.
+    let _gate = groups::spawning();
+    let child = spawn_retrying(cmd).map_err(|source| {
+        if spawn.opened.is_some() && source.raw_os_error() == Some(sys::CHANGED_ERRNO) {
+            ProcessError::Changed {
+                program: program.to_owned(),
+            }
+        } else {
+            ProcessError::Spawn {
+                program: program.to_owned(),
+                source,
+            }
+        }
+    })?;
+    groups::register(child.id() as libc::pid_t);
+    Ok(child)
 }
 
 fn is_cancelled(spawn: &Spawn) -> bool {
@@ -495,6 +504,20 @@ impl Feed<'_> {
     }
 }
 
+/// Where the end of one child stands.
+struct Phase {
+    /// Set once atip starts killing: the reason reported instead of the status.
+    verdict: Option<Exit>,
+    /// When SIGKILL follows the SIGTERM of a verdict.
+    kill_at: Option<Instant>,
+    /// When SIGKILL was sent.
+    killed_at: Option<Instant>,
+    /// When the direct child was seen to have exited.
+    exited_at: Option<Instant>,
+    /// The poll slice while no pidfd tells of the exit.
+    fallback: Duration,
+}
+
 /// Watches one child until it has exited and its pipes are drained or abandoned.
 struct Supervisor<'a> {
     child: Option<Child>,
@@ -541,140 +564,26 @@ impl<'a> Supervisor<'a> {
     fn supervise(&mut self) -> io::Result<(Exit, Capture, Capture)> {
         let deadline = self.start.checked_add(self.spawn.timeout);
         let mut scratch = vec![0u8; CHUNK];
-        // Set once atip starts killing: the reason reported instead of the status.
-        let mut verdict: Option<Exit> = None;
-        let mut kill_at: Option<Instant> = None;
-        let mut killed_at: Option<Instant> = None;
-        let mut exited_at: Option<Instant> = None;
-        let mut fallback = Duration::from_millis(1);
-
+        let mut phase = Phase {
+            verdict: None,
+            kill_at: None,
+            killed_at: None,
+            exited_at: None,
+            fallback: Duration::from_millis(1),
+        };
         loop {
             let now = Instant::now();
-            if exited_at.is_none() && sys::exited_unreaped(self.pid)? {
-                // The direct child is gone: nothing of its group may outlive it.
-                sys::kill_group(self.pid, libc::SIGKILL);
-                if verdict.is_some() {
-                    sys::signal_session(self.pid, libc::SIGKILL);
-                }
-                exited_at = Some(now);
-                self.feed.pipe = None;
+            if self.advance(&mut phase, now, deadline)? {
+                break;
             }
-            if let Some(at) = exited_at {
-                if !self.out.open() && !self.err.open() {
-                    break;
-                }
-                if now >= at + DRAIN_WINDOW {
-                    // A descendant still holds a pipe: it goes, wherever it moved, and
-                    // so does anything else left in the tool's session.
-                    let held: Vec<u64> = [&self.out.pipe, &self.err.pipe]
-                        .into_iter()
-                        .flatten()
-                        .filter_map(sys::pipe_inode)
-                        .collect();
-                    sys::signal_pipe_writers(&held, libc::SIGKILL);
-                    sys::signal_session(self.pid, libc::SIGKILL);
-                    break;
-                }
-            } else {
-                if verdict.is_none() {
-                    let why = if is_cancelled(self.spawn) {
-                        Some(Exit::Cancelled)
-                    } else if deadline.is_some_and(|d| now >= d) {
-                        Some(Exit::TimedOut)
-                    } else {
-                        None
-                    };
-                    if let Some(why) = why {
-                        verdict = Some(why);
-                        sys::kill_group(self.pid, libc::SIGTERM);
-                        sys::signal_session(self.pid, libc::SIGTERM);
-                        kill_at = Some(later(now, self.spawn.kill_grace));
-                        self.feed.pipe = None;
-                    }
-                }
-                if killed_at.is_none() && kill_at.is_some_and(|k| now >= k) {
-                    sys::kill_group(self.pid, libc::SIGKILL);
-                    sys::signal_session(self.pid, libc::SIGKILL);
-                    killed_at = Some(now);
-                }
-                if killed_at.is_some_and(|k| now >= k + KILL_WAIT) {
-                    break; // unkillable for now; Drop reaps it in the background
-                }
-            }
-
-            // Pipes are read before the deadline and after the child's exit (drain
-            // window), never while a killed child is dying: the result must not wait
-            // on output.
-            let reading = exited_at.is_some() || verdict.is_none();
-            let mut fds: Vec<libc::pollfd> = Vec::with_capacity(4);
-            let mut slots = [usize::MAX; 4]; // out, err, stdin, pidfd
-            let mut add = |slot: usize, fd: i32, events: i16| {
-                slots[slot] = fds.len();
-                fds.push(libc::pollfd {
-                    fd,
-                    events,
-                    revents: 0,
-                });
-            };
-            if reading {
-                if let Some(p) = &self.out.pipe {
-                    add(0, p.as_raw_fd(), libc::POLLIN);
-                }
-                if let Some(p) = &self.err.pipe {
-                    add(1, p.as_raw_fd(), libc::POLLIN);
-                }
-            }
-            if let Some(p) = &self.feed.pipe {
-                add(2, p.as_raw_fd(), libc::POLLOUT);
-            }
-            if exited_at.is_none()
-                && let Some(p) = &self.pidfd
-            {
-                add(3, p.as_raw_fd(), libc::POLLIN);
-            }
-
-            let mut wake: Option<Instant> = None;
-            let mut sooner = |t: Instant| wake = Some(wake.map_or(t, |w| w.min(t)));
-            match (exited_at, verdict, killed_at) {
-                (Some(at), _, _) => sooner(at + DRAIN_WINDOW),
-                (None, None, _) => {
-                    if let Some(d) = deadline {
-                        sooner(d);
-                    }
-                    if self.spawn.cancel.is_some() {
-                        sooner(now + CANCEL_SLICE);
-                    }
-                }
-                (None, Some(_), None) => sooner(kill_at.unwrap_or(now)),
-                (None, Some(_), Some(k)) => sooner(k + KILL_WAIT),
-            }
-            if exited_at.is_none() && self.pidfd.is_none() {
-                sooner(now + fallback);
-                fallback = (fallback * 2).min(FALLBACK_SLICE);
-            }
-            let wait = wake.map_or(Duration::from_secs(3600), |w| {
-                w.saturating_duration_since(Instant::now())
-            });
-            sys::poll(&mut fds, wait)?;
-
-            let ready = |slot: usize| slots[slot] != usize::MAX && fds[slots[slot]].revents != 0;
-            if ready(0) {
-                self.out.drain(&mut scratch)?;
-            }
-            if ready(1) {
-                self.err.drain(&mut scratch)?;
-            }
-            if ready(2) {
-                self.feed.pump();
-            }
+            self.wait(&mut phase, now, deadline, &mut scratch)?;
         }
-
-        let status = if exited_at.is_some() {
+        let status = if phase.exited_at.is_some() {
             self.reap()?
         } else {
             None
         };
-        let exit = match (verdict, status) {
+        let exit = match (phase.verdict, status) {
             (Some(why), _) => why,
             (None, Some(status)) => exit_of(status),
             // No verdict means the loop ended on the child's exit, so a status exists;
@@ -684,6 +593,159 @@ impl<'a> Supervisor<'a> {
         let out = std::mem::replace(&mut self.out, Capture::empty(0));
         let err = std::mem::replace(&mut self.err, Capture::empty(0));
         Ok((exit, out, err))
+    }
+
+    /// Moves the end along at `now`: notes the child's exit (killing what is left of its
+    /// group), then waits for the pipes to drain; before that, sends SIGTERM on a timeout
+    /// or cancel and SIGKILL after the grace. True when supervision is over.
+    fn advance(
+        &mut self,
+        phase: &mut Phase,
+        now: Instant,
+        deadline: Option<Instant>,
+    ) -> io::Result<bool> {
+        if phase.exited_at.is_none() && sys::exited_unreaped(self.pid)? {
+            // The direct child is gone: nothing of its group may outlive it.
+            sys::kill_group(self.pid, libc::SIGKILL);
+            if phase.verdict.is_some() {
+                sys::signal_session(self.pid, libc::SIGKILL);
+            }
+            phase.exited_at = Some(now);
+            self.feed.pipe = None;
+        }
+        if let Some(at) = phase.exited_at {
+            return Ok(self.drained_or_abandoned(at, now));
+        }
+        if phase.verdict.is_none() {
+            let why = if is_cancelled(self.spawn) {
+                Some(Exit::Cancelled)
+            } else if deadline.is_some_and(|d| now >= d) {
+                Some(Exit::TimedOut)
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                phase.verdict = Some(why);
+                sys::kill_group(self.pid, libc::SIGTERM);
+                sys::signal_session(self.pid, libc::SIGTERM);
+                phase.kill_at = Some(later(now, self.spawn.kill_grace));
+                self.feed.pipe = None;
+            }
+        }
+        if phase.killed_at.is_none() && phase.kill_at.is_some_and(|k| now >= k) {
+            sys::kill_group(self.pid, libc::SIGKILL);
+            sys::signal_session(self.pid, libc::SIGKILL);
+            phase.killed_at = Some(now);
+        }
+        // Unkillable for now past KILL_WAIT; Drop reaps it in the background.
+        Ok(phase.killed_at.is_some_and(|k| now >= k + KILL_WAIT))
+    }
+
+    /// After the child's exit (at `at`): done when both pipes are closed; once the drain
+    /// window has passed, a descendant still holding a pipe goes, wherever it moved, and
+    /// so does anything else left in the tool's session.
+    fn drained_or_abandoned(&self, at: Instant, now: Instant) -> bool {
+        if !self.out.open() && !self.err.open() {
+            return true;
+        }
+        if now >= at + DRAIN_WINDOW {
+            let held: Vec<u64> = [&self.out.pipe, &self.err.pipe]
+                .into_iter()
+                .flatten()
+                .filter_map(sys::pipe_inode)
+                .collect();
+            sys::signal_pipe_writers(&held, libc::SIGKILL);
+            sys::signal_session(self.pid, libc::SIGKILL);
+            return true;
+        }
+        false
+    }
+
+    /// Sleeps until a pipe is ready, the child exits or the next step of the end is due,
+    /// then reads the output and feeds stdin.
+    fn wait(
+        &mut self,
+        phase: &mut Phase,
+        now: Instant,
+        deadline: Option<Instant>,
+        scratch: &mut [u8],
+    ) -> io::Result<()> {
+        let (mut fds, slots) = self.poll_set(phase);
+        sys::poll(&mut fds, self.wake_in(phase, now, deadline))?;
+        let ready = |slot: usize| slots[slot] != usize::MAX && fds[slots[slot]].revents != 0;
+        if ready(0) {
+            self.out.drain(scratch)?;
+        }
+        if ready(1) {
+            self.err.drain(scratch)?;
+        }
+        if ready(2) {
+            self.feed.pump();
+        }
+        Ok(())
+    }
+
+    /// What to poll, and where each of out, err, stdin and the pidfd sits in it
+    /// (`usize::MAX`: not polled). Pipes are read before the deadline and after the
+    /// child's exit (drain window), never while a killed child is dying: the result must
+    /// not wait on output.
+    fn poll_set(&self, phase: &Phase) -> (Vec<libc::pollfd>, [usize; 4]) {
+        let reading = phase.exited_at.is_some() || phase.verdict.is_none();
+        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(4);
+        let mut slots = [usize::MAX; 4]; // out, err, stdin, pidfd
+        let mut add = |slot: usize, fd: i32, events: i16| {
+            slots[slot] = fds.len();
+            fds.push(libc::pollfd {
+                fd,
+                events,
+                revents: 0,
+            });
+        };
+        if reading {
+            if let Some(p) = &self.out.pipe {
+                add(0, p.as_raw_fd(), libc::POLLIN);
+            }
+            if let Some(p) = &self.err.pipe {
+                add(1, p.as_raw_fd(), libc::POLLIN);
+            }
+        }
+        if let Some(p) = &self.feed.pipe {
+            add(2, p.as_raw_fd(), libc::POLLOUT);
+        }
+        if phase.exited_at.is_none()
+            && let Some(p) = &self.pidfd
+        {
+            add(3, p.as_raw_fd(), libc::POLLIN);
+        }
+        (fds, slots)
+    }
+
+    /// How long the poll may sleep: until the next step of the end is due, a cancel check,
+    /// or (without a pidfd to tell of the exit) a slice that doubles up to
+    /// [`FALLBACK_SLICE`].
+    fn wake_in(&self, phase: &mut Phase, now: Instant, deadline: Option<Instant>) -> Duration {
+        let mut wake: Option<Instant> = None;
+        let mut sooner = |t: Instant| wake = Some(wake.map_or(t, |w| w.min(t)));
+        match (phase.exited_at, phase.verdict, phase.killed_at) {
+            (Some(at), _, _) => sooner(at + DRAIN_WINDOW),
+            (None, None, _) => {
+                if let Some(d) = deadline {
+                    sooner(d);
+                }
+                if self.spawn.cancel.is_some() {
+                    sooner(now + CANCEL_SLICE);
+                }
+            }
+            (None, Some(_), None) => sooner(phase.kill_at.unwrap_or(now)),
+            (None, Some(_), Some(k)) => sooner(k + KILL_WAIT),
+        }
+        if phase.exited_at.is_none() && self.pidfd.is_none() {
+            sooner(now + phase.fallback);
+            phase.fallback = (phase.fallback * 2).min(FALLBACK_SLICE);
+        }
+        wake.map_or(Duration::from_secs(3600), |w| {
+            w.saturating_duration_since(Instant::now())
+        })
     }
 
     /// Collects the exit status of a child known to have exited.
