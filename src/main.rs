@@ -282,68 +282,8 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
-    let verbosity = if cli.flags.quiet {
-        Verbosity::Quiet
-    } else if cli.flags.verbose {
-        Verbosity::Verbose
-    } else {
-        Verbosity::Normal
-    };
-    let color = cli.flags.color.with_env(&env);
-    let out = Printer::new(cli.flags.output, verbosity, color);
-    // What the library says while it works reaches stderr through the same printer style.
-    if log::set_boxed_logger(Box::new(atip::output::PrinterLog(Printer::new(
-        cli.flags.output,
-        verbosity,
-        color,
-    ))))
-    .is_ok()
-    {
-        log::set_max_level(log::LevelFilter::Debug);
-    }
-    let ctx = Ctx {
-        output: out.format(),
-        out,
-        dirs: Dirs::resolve(
-            cli.flags.data_dir.as_deref(),
-            cli.flags.config_dir.as_deref(),
-            cli.flags.state_dir.as_deref(),
-            &env,
-        ),
-        width: atip::output::term::stdout_width(&env),
-        env,
-    };
-    let result: Result<ExitStatus, AtipError> = match cli.command {
-        _ if cli.flags.agent => {
-            cli::agent::run(cli.flags.commands.as_deref(), cli.flags.depth, &ctx.out)
-        }
-        Some(Command::Validate(args)) => cli::validate::run(args, &ctx),
-        Some(Command::Diff(args)) => cli::diff::run(args, &ctx),
-        Some(Command::Lint(args)) => cli::lint::run(args, &ctx),
-        Some(Command::Scan(args)) => cli::scan::run(args, &ctx),
-        Some(Command::Sync(args)) => cli::sync::run(args, &ctx),
-        Some(Command::Registry(args)) => cli::registry::run(args, &ctx),
-        Some(Command::List(args)) => cli::list::run(args, &ctx),
-        Some(Command::Get(args)) => cli::get::run(args, &ctx),
-        Some(Command::Doctor(args)) => cli::doctor::run(args, &ctx),
-        Some(Command::Export(args)) => cli::export::run(args, &ctx),
-        Some(Command::Search(args)) => cli::search::run(args, &ctx),
-        Some(Command::Exec(args)) => cli::exec::run(args, &ctx),
-        Some(Command::Mcp(args)) => cli::mcp::run(*args, &ctx),
-        Some(Command::Chat(args)) => cli::chat::run(args, &ctx),
-        Some(Command::Completions(args)) => {
-            cli::completions::run(args, <Cli as clap::CommandFactory>::command(), &ctx)
-        }
-        Some(Command::Man(args)) => {
-            cli::man::run(args, <Cli as clap::CommandFactory>::command(), &ctx)
-        }
-        None => {
-            use clap::CommandFactory;
-            ctx.out.stderr(&Cli::command().render_help().to_string());
-            Ok(ExitStatus::Error(atip::output::Category::Usage))
-        }
-    };
-    let status = match result {
+    let ctx = context(&cli.flags, env);
+    let status = match dispatch(cli, &ctx) {
         Ok(status) => status,
         Err(e) => {
             ctx.out.error(&e);
@@ -353,6 +293,77 @@ fn main() -> ExitCode {
     // Ended by SIGINT, SIGTERM or SIGHUP: nothing atip started outlives it, and the
     // status says which signal (128 + its number).
     ExitCode::from(cli::signals::finish().unwrap_or(status))
+}
+
+/// The run context from the global flags and the environment: the printer (and the
+/// library's log through the same style), the directories and the terminal's width.
+fn context(flags: &Flags, env: Env) -> Ctx {
+    let verbosity = if flags.quiet {
+        Verbosity::Quiet
+    } else if flags.verbose {
+        Verbosity::Verbose
+    } else {
+        Verbosity::Normal
+    };
+    let color = flags.color.with_env(&env);
+    let out = Printer::new(flags.output, verbosity, color);
+    // What the library says while it works reaches stderr through the same printer style.
+    if log::set_boxed_logger(Box::new(atip::output::PrinterLog(Printer::new(
+        flags.output,
+        verbosity,
+        color,
+    ))))
+    .is_ok()
+    {
+        log::set_max_level(log::LevelFilter::Debug);
+    }
+    Ctx {
+        output: out.format(),
+        out,
+        dirs: Dirs::resolve(
+            flags.data_dir.as_deref(),
+            flags.config_dir.as_deref(),
+            flags.state_dir.as_deref(),
+            &env,
+        ),
+        width: atip::output::term::stdout_width(&env),
+        env,
+    }
+}
+
+/// Runs the command the line names (`--agent`: atip's own metadata; none: the help, a
+/// usage error).
+fn dispatch(cli: Cli, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
+    match cli.command {
+        _ if cli.flags.agent => {
+            cli::agent::run(cli.flags.commands.as_deref(), cli.flags.depth, &ctx.out)
+        }
+        Some(Command::Validate(args)) => cli::validate::run(args, ctx),
+        Some(Command::Diff(args)) => cli::diff::run(args, ctx),
+        Some(Command::Lint(args)) => cli::lint::run(args, ctx),
+        Some(Command::Scan(args)) => cli::scan::run(args, ctx),
+        Some(Command::Sync(args)) => cli::sync::run(args, ctx),
+        Some(Command::Registry(args)) => cli::registry::run(args, ctx),
+        Some(Command::List(args)) => cli::list::run(args, ctx),
+        Some(Command::Get(args)) => cli::get::run(args, ctx),
+        Some(Command::Doctor(args)) => cli::doctor::run(args, ctx),
+        Some(Command::Export(args)) => cli::export::run(args, ctx),
+        Some(Command::Search(args)) => cli::search::run(args, ctx),
+        Some(Command::Exec(args)) => cli::exec::run(args, ctx),
+        Some(Command::Mcp(args)) => cli::mcp::run(*args, ctx),
+        Some(Command::Chat(args)) => cli::chat::run(args, ctx),
+        Some(Command::Completions(args)) => {
+            cli::completions::run(args, <Cli as clap::CommandFactory>::command(), ctx)
+        }
+        Some(Command::Man(args)) => {
+            cli::man::run(args, <Cli as clap::CommandFactory>::command(), ctx)
+        }
+        None => {
+            use clap::CommandFactory;
+            ctx.out.stderr(&Cli::command().render_help().to_string());
+            Ok(ExitStatus::Error(atip::output::Category::Usage))
+        }
+    }
 }
 
 /// A command line clap rejected: `--help`/`--version` print as usual; anything else is a

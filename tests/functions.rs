@@ -47,7 +47,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
         "enumerate",
         127,
     ),
-    ("src/cli/agent.rs", "effects_table", 125),
     (
         "crates/atip-model/src/validate/rules.rs",
         "check_version_features",
@@ -58,7 +57,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
         "read_value",
         117,
     ),
-    ("src/cli/lint.rs", "run", 115),
     ("crates/atip-discover/src/remote/fetch.rs", "get", 114),
     ("crates/atip-compile/src/lib.rs", "add_docs", 112),
     ("crates/atip-discover/src/infer/roff.rs", "render_into", 112),
@@ -67,7 +65,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ("crates/atip-search/src/lib.rs", "search_kept", 108),
     ("crates/atip-model/src/validate/locate.rs", "scan", 107),
     ("src/cli/sync.rs", "run", 107),
-    ("src/cli/findings.rs", "render", 107),
     ("crates/atip-lint/src/diff.rs", "effects", 106),
     ("src/cli/chat.rs", "run", 106),
     (
@@ -89,9 +86,7 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
         101,
     ),
     ("crates/atip-mcp/src/lib.rs", "with_proxy", 101),
-    ("src/cli/mcp_text.rs", "describe", 101),
     ("crates/atip-discover/src/remote/sync.rs", "shim", 100),
-    ("src/cli/doctor.rs", "render", 98),
     ("crates/atip-model/src/validate/fast/anchored.rs", "new", 96),
     ("crates/atip-discover/src/remote/sync.rs", "fetch_shims", 94),
     ("crates/atip-lint/src/from_clap.rs", "build", 94),
@@ -120,7 +115,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ),
     ("crates/atip-lint/src/diff.rs", "param", 88),
     ("crates/atip-discover/src/infer/source.rs", "save", 87),
-    ("src/cli/validate.rs", "run", 87),
     (
         "crates/atip-model/src/validate/rules/commands.rs",
         "check_param",
@@ -132,7 +126,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
         85,
     ),
     ("crates/atip-compile/src/strict.rs", "gemini_node", 84),
-    ("src/main.rs", "main", 84),
     ("crates/atip-lint/src/diff.rs", "options", 83),
 ];
 

@@ -42,6 +42,8 @@ fn read_only() -> Effects {
 /// unknown here, so `destructive`, `reversible`, `idempotent` and `network` are left
 /// unsaid (unknown, which consumers treat as possibly destructive) rather than claimed
 /// safe. They are also marked as command runners ([`RUNNERS`]).
+// Long because: a data table, one entry per atip command, each with the comment that says
+// why its effects are what they are; split up, the commands could no longer be compared.
 pub fn effects_table() -> Vec<(&'static [&'static str], Effects)> {
     vec![
         (

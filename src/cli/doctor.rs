@@ -64,31 +64,7 @@ pub(crate) fn render(
     width: Option<usize>,
     style: Style,
 ) -> String {
-    let mut t = String::new();
-    let fit = |s: &str| term::fit(s, width);
-    let tools = term::plural(r.tools, "tool", "tools");
-    if r.healthy {
-        let line = fit(&format!("✓ {tools} checked, no problems"));
-        let _ = writeln!(t, "{}", style.paint(Some(Paint::Green), &line));
-    } else {
-        let mut affected: Vec<&str> = r
-            .problems
-            .iter()
-            .filter_map(|p| p.tool.as_deref())
-            .collect();
-        affected.dedup();
-        let line = fit(&format!(
-            "✗ {} in {} of {tools} checked",
-            term::plural(r.problems.len(), "problem", "problems"),
-            term::count(affected.len()),
-        ));
-        let _ = writeln!(t, "{}", style.paint(Some(Paint::Red), &line));
-    }
-    let registry = fit(&format!(
-        "  registry: {}",
-        term::one_line(&r.registry.to_string_lossy())
-    ));
-    let _ = writeln!(t, "{}", style.paint(Some(Paint::Dim), &registry));
+    let mut t = headline(r, width, style);
     for n in &r.notes {
         t.push_str(&term::wrap("  note: ", n, width, 8));
     }
@@ -96,11 +72,11 @@ pub(crate) fn render(
         return t;
     }
     t.push('\n');
-    let who = |p: &doctor::Problem| term::one_line(p.tool.as_deref().unwrap_or("registry"));
     if verbose {
         for p in &r.problems {
             let head = format!("✗ {}: {}", who(p), what(p.check));
-            let _ = writeln!(t, "{}", style.paint(Some(Paint::Red), &fit(&head)));
+            let head = style.paint(Some(Paint::Red), &term::fit(&head, width));
+            let _ = writeln!(t, "{head}");
             t.push_str(&term::wrap_whole("    ", &p.message, width, 4));
             t.push_str(&term::wrap_whole("    fix: ", &p.fix, width, 9));
         }
@@ -118,16 +94,59 @@ pub(crate) fn render(
     }
     t.push_str(&table.render(width, style));
     if r.problems.len() > SHOWN {
-        let _ = writeln!(
-            t,
-            "{}",
-            fit(&format!(
-                "and {} more",
-                term::count(r.problems.len() - SHOWN)
-            ))
-        );
+        let more = format!("and {} more", term::count(r.problems.len() - SHOWN));
+        let _ = writeln!(t, "{}", term::fit(&more, width));
     }
-    // Each fix once, with the tools it is for.
+    what_to_do(&mut t, r, width, style);
+    t.push('\n');
+    t.push_str(&term::wrap(
+        "",
+        "Every problem in full with its fix: run again with --verbose",
+        width,
+        0,
+    ));
+    t
+}
+
+/// Whose problem it is: the tool's name, or the registry's.
+fn who(p: &doctor::Problem) -> String {
+    term::one_line(p.tool.as_deref().unwrap_or("registry"))
+}
+
+/// The verdict (how many tools were checked; the problems and how many tools they touch)
+/// and the registry checked.
+fn headline(r: &DoctorReport, width: Option<usize>, style: Style) -> String {
+    let mut t = String::new();
+    let tools = term::plural(r.tools, "tool", "tools");
+    if r.healthy {
+        let line = term::fit(&format!("✓ {tools} checked, no problems"), width);
+        let _ = writeln!(t, "{}", style.paint(Some(Paint::Green), &line));
+    } else {
+        let mut affected: Vec<&str> = r
+            .problems
+            .iter()
+            .filter_map(|p| p.tool.as_deref())
+            .collect();
+        affected.dedup();
+        let line = format!(
+            "✗ {} in {} of {tools} checked",
+            term::plural(r.problems.len(), "problem", "problems"),
+            term::count(affected.len()),
+        );
+        let line = term::fit(&line, width);
+        let _ = writeln!(t, "{}", style.paint(Some(Paint::Red), &line));
+    }
+    let registry = format!(
+        "  registry: {}",
+        term::one_line(&r.registry.to_string_lossy())
+    );
+    let registry = term::fit(&registry, width);
+    let _ = writeln!(t, "{}", style.paint(Some(Paint::Dim), &registry));
+    t
+}
+
+/// "What to do": each fix once, with the tools it is for.
+fn what_to_do(t: &mut String, r: &DoctorReport, width: Option<usize>, style: Style) {
     let mut fixes: Vec<(&str, Vec<String>)> = Vec::new();
     for p in &r.problems {
         match fixes.iter_mut().find(|(f, _)| *f == p.fix) {
@@ -147,12 +166,4 @@ pub(crate) fn render(
     if fixes.len() > SHOWN {
         let _ = writeln!(t, "  and {} more", term::count(fixes.len() - SHOWN));
     }
-    t.push('\n');
-    t.push_str(&term::wrap(
-        "",
-        "Every problem in full with its fix: run again with --verbose",
-        width,
-        0,
-    ));
-    t
 }

@@ -4,10 +4,63 @@
 //! full, with its source line, a caret under the value and the hint. JSON, SARIF and
 //! GitHub output are the library's printers, unchanged.
 
+use crate::Ctx;
 use atip::output::term::{self, Cell, Paint, Style, Table};
-use atip::validate::Severity;
+use atip::output::{AtipError, OutputFormat};
+use atip::validate::render::Format;
 use atip::validate::run::{FileReport, Summary};
+use atip::validate::{Input, Severity};
+use std::ffi::OsString;
 use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// The inputs of `validate` and `lint`: the paths (`-` is standard input, at most once),
+/// then `--exec TOOL` with its arguments.
+pub fn inputs(
+    paths: &[PathBuf],
+    exec: Option<&OsString>,
+    exec_arg: &[OsString],
+) -> Result<Vec<Input>, AtipError> {
+    let mut inputs: Vec<Input> = Vec::new();
+    for p in paths {
+        if p.as_os_str() == "-" {
+            if inputs.iter().any(|i| matches!(i, Input::Stdin)) {
+                return Err(AtipError::usage(
+                    "`-` (standard input) is given more than once",
+                ));
+            }
+            inputs.push(Input::Stdin);
+        } else {
+            inputs.push(Input::Path(p.clone()));
+        }
+    }
+    if let Some(program) = exec {
+        inputs.push(Input::Exec {
+            program: program.clone(),
+            args: exec_arg.to_vec(),
+        });
+    }
+    Ok(inputs)
+}
+
+/// The findings printer's format for `--output` of `atip COMMAND` (markdown is not one
+/// they print).
+pub fn format(ctx: &Ctx, command: &str) -> Result<Format, AtipError> {
+    Ok(match ctx.output {
+        OutputFormat::Json => Format::Json,
+        OutputFormat::Jsonl => Format::Jsonl,
+        OutputFormat::Sarif => Format::Sarif,
+        OutputFormat::Github => Format::Github,
+        OutputFormat::Markdown => {
+            return Err(AtipError::usage(format!(
+                "atip {command} prints text, json, jsonl, sarif or github, not markdown"
+            )));
+        }
+        OutputFormat::Text | OutputFormat::Auto => Format::Text {
+            color: ctx.out.stdout_color(),
+        },
+    })
+}
 
 /// Findings shown as lines without `--verbose`; the rest are counted.
 const SHOWN: usize = 20;
@@ -93,21 +146,7 @@ impl Findings {
         let line = summary.line();
         let line = term::fit(&format!("{mark} {line}"), width);
         let _ = writeln!(t, "{}", style.paint(Some(paint), &line));
-        // Many findings: which rules made them, most first.
-        let total: usize = self.by_rule.iter().map(|(_, n)| n).sum();
-        if self.by_rule.len() > 1 && total > SHOWN {
-            let mut rules = self.by_rule.clone();
-            rules.sort_by_key(|r| std::cmp::Reverse(r.1));
-            let shown: Vec<String> = rules
-                .iter()
-                .take(4)
-                .map(|(r, n)| format!("{r} {}", term::count(*n)))
-                .collect();
-            let rest = rules.len().saturating_sub(4);
-            let mut line = format!("  by rule: {}", shown.join(", "));
-            if rest > 0 {
-                let _ = write!(line, " and {}", term::plural(rest, "other", "others"));
-            }
+        if let Some(line) = self.by_rule_line() {
             let _ = writeln!(t, "{}", term::fit(&line, width));
         }
         if self.verbose {
@@ -121,22 +160,56 @@ impl Findings {
         if self.rows.is_empty() {
             return t;
         }
-        // Each document's name once, its findings under it.
-        let mut i = 0;
-        while i < self.rows.len() {
-            let path = &self.rows[i].path;
-            let n = self.rows[i..]
-                .iter()
-                .take_while(|r| &r.path == path)
-                .count();
+        self.rows_by_document(&mut t, width, style);
+        if self.more > 0 {
+            let findings = if self.more == 1 {
+                "finding"
+            } else {
+                "findings"
+            };
+            let more = format!("and {} more {findings}", term::count(self.more));
+            let _ = writeln!(t, "{}", term::fit(&more, width));
+        }
+        t.push('\n');
+        t.push_str(&term::wrap(
+            "",
+            "Every finding in full, with its source line and how to fix it: run again with --verbose",
+            width,
+            0,
+        ));
+        t
+    }
+
+    /// With many findings from several rules: which rules made them, most first (four
+    /// named, the rest counted).
+    fn by_rule_line(&self) -> Option<String> {
+        let total: usize = self.by_rule.iter().map(|(_, n)| n).sum();
+        if self.by_rule.len() <= 1 || total <= SHOWN {
+            return None;
+        }
+        let mut rules = self.by_rule.clone();
+        rules.sort_by_key(|r| std::cmp::Reverse(r.1));
+        let shown: Vec<String> = rules
+            .iter()
+            .take(4)
+            .map(|(r, n)| format!("{r} {}", term::count(*n)))
+            .collect();
+        let rest = rules.len().saturating_sub(4);
+        let mut line = format!("  by rule: {}", shown.join(", "));
+        if rest > 0 {
+            let _ = write!(line, " and {}", term::plural(rest, "other", "others"));
+        }
+        Some(line)
+    }
+
+    /// The kept rows: each document's name once, its findings in a table under it.
+    fn rows_by_document(&self, t: &mut String, width: Option<usize>, style: Style) {
+        for rows in self.rows.chunk_by(|a, b| a.path == b.path) {
+            let path = term::fit(&term::one_line(&rows[0].path), width);
             t.push('\n');
-            let _ = writeln!(
-                t,
-                "{}",
-                style.paint(Some(Paint::Bold), &term::fit(&term::one_line(path), width))
-            );
+            let _ = writeln!(t, "{}", style.paint(Some(Paint::Bold), &path));
             let mut table = Table::new(None).indent(2).flex(3).shrink(2, 12);
-            for r in &self.rows[i..i + n] {
+            for r in rows {
                 let paint = match r.severity {
                     Severity::Error => Paint::Red,
                     Severity::Warning => Paint::Yellow,
@@ -149,33 +222,6 @@ impl Findings {
                 ]);
             }
             t.push_str(&table.render(width, style));
-            i += n;
         }
-        if self.more > 0 {
-            let _ = writeln!(
-                t,
-                "{}",
-                term::fit(
-                    &format!(
-                        "and {} more {}",
-                        term::count(self.more),
-                        if self.more == 1 {
-                            "finding"
-                        } else {
-                            "findings"
-                        }
-                    ),
-                    width
-                )
-            );
-        }
-        t.push('\n');
-        t.push_str(&term::wrap(
-            "",
-            "Every finding in full, with its source line and how to fix it: run again with --verbose",
-            width,
-            0,
-        ));
-        t
     }
 }

@@ -107,55 +107,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     if args.list_rules {
         return list_rules(ctx);
     }
-    let mut inputs: Vec<Input> = Vec::new();
-    for p in &args.paths {
-        if p.as_os_str() == "-" {
-            if inputs.iter().any(|i| matches!(i, Input::Stdin)) {
-                return Err(usage("`-` (standard input) is given more than once"));
-            }
-            inputs.push(Input::Stdin);
-        } else {
-            inputs.push(Input::Path(p.clone()));
-        }
-    }
-    if let Some(program) = &args.exec {
-        inputs.push(Input::Exec {
-            program: program.clone(),
-            args: args.exec_arg.clone(),
-        });
-    }
-    if inputs.is_empty() && !args.registry {
-        return Err(usage(
-            "nothing to lint: give files, directories, `-`, --exec TOOL or --registry",
-        )
-        .hint("e.g. `atip lint shims/`, `atip lint --exec mytool` or `atip lint --registry`"));
-    }
-    let config_error = |e: atip::lint::config::ConfigError| {
-        AtipError::new(ErrorCode::ConfigInvalid, e.to_string())
-            .hint("see spec/lint.md for the .atip-lint.json format")
-    };
-    let config = if args.no_config {
-        Config::default()
-    } else if let Some(path) = &args.config {
-        Config::load(path).map_err(config_error)?
-    } else {
-        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-        Config::discover(&cwd).map_err(config_error)?
-    };
-    let format = match ctx.output {
-        OutputFormat::Json => Format::Json,
-        OutputFormat::Jsonl => Format::Jsonl,
-        OutputFormat::Sarif => Format::Sarif,
-        OutputFormat::Github => Format::Github,
-        OutputFormat::Markdown => {
-            return Err(usage(
-                "atip lint prints text, json, jsonl, sarif or github, not markdown",
-            ));
-        }
-        OutputFormat::Text | OutputFormat::Auto => Format::Text {
-            color: ctx.out.stdout_color(),
-        },
-    };
+    let inputs = inputs(&args)?;
+    let config = config(&args)?;
+    let format = super::findings::format(ctx, "lint")?;
     let verbose = ctx.out.verbosity() == atip::output::Verbosity::Verbose;
     let opts = Options {
         read: atip::validate::Options {
@@ -172,13 +126,73 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
             _ => None,
         },
     };
-    if let Format::Text { color } = format {
-        // For a person: the totals first, then the findings (crate::cli::findings).
+    let run = Run {
+        inputs: &inputs,
+        config: &config,
+        opts: &opts,
+        registry: args.registry,
+    };
+    let totals = match format {
+        Format::Text { color } => run.for_a_person(ctx, verbose, color)?,
+        format => run.printed(ctx, format)?,
+    };
+    Ok(finish(&args, ctx, &totals))
+}
+
+/// The inputs the arguments name: paths, `-` (once), and `--exec TOOL`; none at all
+/// (without `--registry`) is a usage error.
+fn inputs(args: &Args) -> Result<Vec<Input>, AtipError> {
+    let inputs = super::findings::inputs(&args.paths, args.exec.as_ref(), &args.exec_arg)?;
+    if inputs.is_empty() && !args.registry {
+        return Err(usage(
+            "nothing to lint: give files, directories, `-`, --exec TOOL or --registry",
+        )
+        .hint("e.g. `atip lint shims/`, `atip lint --exec mytool` or `atip lint --registry`"));
+    }
+    Ok(inputs)
+}
+
+/// The lint config: none with `--no-config`, the `--config` file, else the nearest
+/// `.atip-lint.json` from the working directory up.
+fn config(args: &Args) -> Result<Config, AtipError> {
+    let config_error = |e: atip::lint::config::ConfigError| {
+        AtipError::new(ErrorCode::ConfigInvalid, e.to_string())
+            .hint("see spec/lint.md for the .atip-lint.json format")
+    };
+    if args.no_config {
+        Ok(Config::default())
+    } else if let Some(path) = &args.config {
+        Config::load(path).map_err(config_error)
+    } else {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        Config::discover(&cwd).map_err(config_error)
+    }
+}
+
+/// What one lint run covers: the inputs, then the registry's documents with `--registry`.
+struct Run<'a> {
+    inputs: &'a [Input],
+    config: &'a Config,
+    opts: &'a Options,
+    registry: bool,
+}
+
+impl Run<'_> {
+    /// For a person: the totals first, then the findings (crate::cli::findings).
+    fn for_a_person(
+        &self,
+        ctx: &Ctx,
+        verbose: bool,
+        color: bool,
+    ) -> Result<atip::lint::LintSummary, AtipError> {
         let mut findings = super::findings::Findings::new(verbose);
-        let mut totals = lint_inputs(&inputs, &config, &opts, |l| findings.add(&l.report));
-        if args.registry {
-            let registered =
-                atip::lint::lint_registry(&ctx.dirs, &config, &opts, |l| findings.add(&l.report))?;
+        let mut totals = lint_inputs(self.inputs, self.config, self.opts, |l| {
+            findings.add(&l.report)
+        });
+        if self.registry {
+            let registered = atip::lint::lint_registry(&ctx.dirs, self.config, self.opts, |l| {
+                findings.add(&l.report)
+            })?;
             totals.merge(&registered);
         }
         ctx.out.text(&findings.render(
@@ -186,37 +200,45 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
             ctx.width,
             atip::output::term::Style::new(color),
         ))?;
-        return Ok(finish(&args, ctx, &totals));
+        Ok(totals)
     }
-    let mut printer =
-        Printer::new(std::io::BufWriter::new(ctx.out.stdout()), format).with_catalogues(CATALOGUES);
-    let mut write_error = None;
-    let mut note = |r: std::io::Result<()>| {
-        if let Err(e) = r
-            && write_error.is_none()
-        {
-            write_error = Some(e);
-        }
-    };
-    note(printer.begin());
-    let mut totals = lint_inputs(&inputs, &config, &opts, |l| note(printer.file(&l.report)));
-    if args.registry {
-        let registered =
-            atip::lint::lint_registry(&ctx.dirs, &config, &opts, |l| note(printer.file(&l.report)));
-        match registered {
-            Ok(r) => totals.merge(&r),
-            Err(e) => {
-                drop(printer);
-                return Err(e);
+
+    /// For a program: each file's findings streamed in `format` as they come, the totals
+    /// last; the first failure to write stdout is the error.
+    fn printed(&self, ctx: &Ctx, format: Format) -> Result<atip::lint::LintSummary, AtipError> {
+        let mut printer = Printer::new(std::io::BufWriter::new(ctx.out.stdout()), format)
+            .with_catalogues(CATALOGUES);
+        let mut write_error = None;
+        let mut note = |r: std::io::Result<()>| {
+            if let Err(e) = r
+                && write_error.is_none()
+            {
+                write_error = Some(e);
+            }
+        };
+        note(printer.begin());
+        let mut totals = lint_inputs(self.inputs, self.config, self.opts, |l| {
+            note(printer.file(&l.report))
+        });
+        if self.registry {
+            let registered = atip::lint::lint_registry(&ctx.dirs, self.config, self.opts, |l| {
+                note(printer.file(&l.report))
+            });
+            match registered {
+                Ok(r) => totals.merge(&r),
+                Err(e) => {
+                    drop(printer);
+                    return Err(e);
+                }
             }
         }
+        note(printer.end(&totals.summary));
+        drop(printer);
+        if let Some(e) = write_error {
+            return Err(atip::output::stdout_failed(e));
+        }
+        Ok(totals)
     }
-    note(printer.end(&totals.summary));
-    drop(printer);
-    if let Some(e) = write_error {
-        return Err(atip::output::stdout_failed(e));
-    }
-    Ok(finish(&args, ctx, &totals))
 }
 
 /// Says how many findings `--fix` fixed; the exit status the totals call for.

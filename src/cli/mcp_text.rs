@@ -180,6 +180,30 @@ pub fn describe(
         }
     }
     let schema = tools::input_schema(tool);
+    t.push('\n');
+    let table = parameters(&schema);
+    if table.is_empty() {
+        let _ = writeln!(t, "No parameters.");
+    } else {
+        let _ = writeln!(t, "{}", style.paint(Some(Paint::Bold), "Parameters"));
+        t.push_str(&table.render(width, style));
+    }
+    if verbose {
+        t.push_str(&as_json(tool, &schema));
+    } else if tool.output_schema.is_some() || tool.annotations.is_some() {
+        t.push('\n');
+        t.push_str(&term::wrap(
+            "",
+            "The input and output schemas and the annotations as JSON: run again with --verbose",
+            width,
+            0,
+        ));
+    }
+    t
+}
+
+/// A tool's parameters from its input schema: name, type, whether required, description.
+fn parameters(schema: &serde_json::Value) -> Table {
     let required: Vec<&str> = schema["required"]
         .as_array()
         .map(|r| r.iter().filter_map(serde_json::Value::as_str).collect())
@@ -200,40 +224,30 @@ pub fn describe(
             Cell::new(term::one_line(p["description"].as_str().unwrap_or(""))),
         ]);
     }
-    t.push('\n');
-    if table.is_empty() {
-        let _ = writeln!(t, "No parameters.");
-    } else {
-        let _ = writeln!(t, "{}", style.paint(Some(Paint::Bold), "Parameters"));
-        t.push_str(&table.render(width, style));
-    }
-    if verbose {
-        let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
+    table
+}
+
+/// `--verbose`: the input and output schemas, pretty-printed with control characters
+/// escaped, and the annotations on one line.
+fn as_json(tool: &rmcp::model::Tool, schema: &serde_json::Value) -> String {
+    let mut t = String::new();
+    let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
+    let _ = writeln!(
+        t,
+        "\ninput schema: {}",
+        atip::output::text::escape_controls_keep_lines(&pretty(schema))
+    );
+    if let Some(o) = &tool.output_schema {
+        let v = serde_json::Value::Object((**o).clone());
         let _ = writeln!(
             t,
-            "\ninput schema: {}",
-            atip::output::text::escape_controls_keep_lines(&pretty(&schema))
+            "output schema: {}",
+            atip::output::text::escape_controls_keep_lines(&pretty(&v))
         );
-        if let Some(o) = &tool.output_schema {
-            let v = serde_json::Value::Object((**o).clone());
-            let _ = writeln!(
-                t,
-                "output schema: {}",
-                atip::output::text::escape_controls_keep_lines(&pretty(&v))
-            );
-        }
-        if let Some(a) = &tool.annotations {
-            let v = serde_json::to_value(a).unwrap_or_default();
-            let _ = writeln!(t, "annotations: {}", term::one_line(&v.to_string()));
-        }
-    } else if tool.output_schema.is_some() || tool.annotations.is_some() {
-        t.push('\n');
-        t.push_str(&term::wrap(
-            "",
-            "The input and output schemas and the annotations as JSON: run again with --verbose",
-            width,
-            0,
-        ));
+    }
+    if let Some(a) = &tool.annotations {
+        let v = serde_json::to_value(a).unwrap_or_default();
+        let _ = writeln!(t, "annotations: {}", term::one_line(&v.to_string()));
     }
     t
 }

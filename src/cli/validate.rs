@@ -5,7 +5,7 @@
 
 use crate::Ctx;
 use atip::output::ExitStatus;
-use atip::output::{AtipError, ErrorCode, OutputFormat};
+use atip::output::{AtipError, ErrorCode};
 use atip::validate::render::{Format, Printer};
 use atip::validate::{Input, Kind, Options, check_inputs};
 use std::ffi::OsString;
@@ -60,28 +60,7 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 
 /// Runs `atip validate`; returns the exit code.
 pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
-    let mut inputs: Vec<Input> = Vec::new();
-    let mut stdin_seen = false;
-    for p in &args.paths {
-        if p.as_os_str() == "-" {
-            if stdin_seen {
-                return Err(AtipError::new(
-                    ErrorCode::Usage,
-                    "`-` (standard input) is given more than once",
-                ));
-            }
-            stdin_seen = true;
-            inputs.push(Input::Stdin);
-        } else {
-            inputs.push(Input::Path(p.clone()));
-        }
-    }
-    if let Some(program) = &args.exec {
-        inputs.push(Input::Exec {
-            program: program.clone(),
-            args: args.exec_arg.clone(),
-        });
-    }
+    let inputs = super::findings::inputs(&args.paths, args.exec.as_ref(), &args.exec_arg)?;
     if inputs.is_empty() {
         return Err(AtipError::new(
             ErrorCode::Usage,
@@ -89,20 +68,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         )
         .hint("e.g. `atip validate shims/` or `atip validate --exec mytool`"));
     }
-    let format = match ctx.output {
-        OutputFormat::Json => Format::Json,
-        OutputFormat::Jsonl => Format::Jsonl,
-        OutputFormat::Sarif => Format::Sarif,
-        OutputFormat::Github => Format::Github,
-        OutputFormat::Markdown => {
-            return Err(AtipError::usage(
-                "atip validate prints text, json, jsonl, sarif or github, not markdown",
-            ));
-        }
-        OutputFormat::Text | OutputFormat::Auto => Format::Text {
-            color: ctx.out.stdout_color(),
-        },
-    };
+    let format = super::findings::format(ctx, "validate")?;
     let verbose = ctx.out.verbosity() == atip::output::Verbosity::Verbose;
     let opts = Options {
         kind: args.kind,
@@ -116,7 +82,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         },
         env: ctx.env.clone(),
     };
-    if let Format::Text { color } = format {
+    let summary = if let Format::Text { color } = format {
         // For a person: the totals first, then the findings (crate::cli::findings).
         let mut findings = super::findings::Findings::new(verbose);
         let summary = check_inputs(&inputs, &opts, |report| findings.add(&report));
@@ -125,9 +91,22 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
             ctx.width,
             atip::output::term::Style::new(color),
         ))?;
-        notes(&summary, ctx);
-        return Ok(status(&summary, args.deny_warnings));
-    }
+        summary
+    } else {
+        printed(&inputs, &opts, format, ctx)?
+    };
+    notes(&summary, ctx);
+    Ok(status(&summary, args.deny_warnings))
+}
+
+/// For a program: each file's findings streamed in `format` as they come, the totals
+/// last; the first failure to write stdout is the error.
+fn printed(
+    inputs: &[Input],
+    opts: &Options,
+    format: Format,
+    ctx: &Ctx,
+) -> Result<atip::validate::Summary, AtipError> {
     let mut printer = Printer::new(std::io::BufWriter::new(ctx.out.stdout()), format);
     let mut write_error = None;
     let mut note = |r: std::io::Result<()>| {
@@ -138,13 +117,12 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         }
     };
     note(printer.begin());
-    let summary = check_inputs(&inputs, &opts, |report| note(printer.file(&report)));
+    let summary = check_inputs(inputs, opts, |report| note(printer.file(&report)));
     note(printer.end(&summary));
     if let Some(e) = write_error {
         return Err(atip::output::stdout_failed(e));
     }
-    notes(&summary, ctx);
-    Ok(status(&summary, args.deny_warnings))
+    Ok(summary)
 }
 
 /// Notes on stderr about atip's own directories validate read.
