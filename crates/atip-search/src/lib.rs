@@ -50,6 +50,11 @@ const FIELD_B: [f32; FIELDS] = [0.5, 0.6, 0.75, 0.3];
 /// Within the name field: the tool's name when the command is a subcommand (`gh` of
 /// `gh pr create`) counts for less than the command's own path.
 const W_TOOL_OF_SUBCOMMAND: f32 = 0.5;
+/// A subcommand found for a task that shares no word with its tool (the tool's name and
+/// description, the parent commands' descriptions): its score is multiplied by this.
+/// `docker top` lists a container's processes; `list running processes` says nothing of
+/// containers, so the standalone `ps` and `top` come first.
+const OUT_OF_CONTEXT: f32 = 0.8;
 const W_PARAM_NAME: f32 = 1.0;
 const W_PARAM_DESCRIPTION: f32 = 0.8;
 const W_VARIANT: f32 = 0.9;
@@ -134,6 +139,9 @@ struct Tables {
     title_words: Vec<Vec<String>>,
     /// Title words joined by one space, for the exact and prefix boosts.
     titles: Vec<String>,
+    /// Per subcommand, the sorted term ids of its context: the tool's name and what the
+    /// command belongs to (`about`); empty for a tool without subcommands.
+    context: Vec<Vec<u32>>,
 }
 
 /// One tool that has a term, and the term's frequency in it: per field, normalised by the
@@ -248,6 +256,20 @@ impl IndexBuilder {
             }
             add_text(ix, &mut cache, pairs, &t.summary, F_DESCRIPTION, 1.0);
             add_text(ix, &mut cache, pairs, &t.about, F_ABOUT, 1.0);
+            let context = if bare {
+                Vec::new()
+            } else {
+                let mut c: Vec<u32> = pairs
+                    .iter()
+                    .filter(|&&(_, field, w)| {
+                        field == F_ABOUT || (field == F_NAME && w == W_TOOL_OF_SUBCOMMAND)
+                    })
+                    .map(|&(id, _, _)| id)
+                    .collect();
+                c.sort_unstable();
+                c.dedup();
+                c
+            };
             for p in &t.params {
                 let name = match &p.origin {
                     ParamOrigin::Argument { name, .. } | ParamOrigin::Option { name, .. } => name,
@@ -286,6 +308,7 @@ impl IndexBuilder {
             ix.tables.program.push(t.tool.clone());
             ix.tables.title_words.push(text::terms(&t.title));
             ix.tables.titles.push(text::words(&t.title).join(" "));
+            ix.tables.context.push(context);
         }
     }
 
@@ -455,6 +478,7 @@ impl SearchIndex {
             && t.family.iter().all(|f| (f.to_native() as usize) < docs)
             && t.title_words.len() == docs
             && t.titles.len() == docs
+            && t.context.len() == docs
             && t.sorted.iter().all(|i| (i.to_native() as usize) < terms);
         if !sound {
             return Err("its tables disagree".into());
@@ -712,9 +736,25 @@ impl SearchIndex {
                 }
             }
         }
+        let t = self.t();
+        // A subcommand is found in its tool's domain: one whose tool shares no word of
+        // the task counts for less.
+        for (doc, s) in scores.iter_mut().enumerate() {
+            let context = &t.context[doc];
+            if *s > 0.0
+                && !context.is_empty()
+                && !groups.iter().flat_map(|g| &g.terms).any(|&(id, _, how)| {
+                    // The task's own words, not their looser readings (`running` is
+                    // not about `run`ning containers).
+                    !matches!(how, "variant" | "synonym")
+                        && context.binary_search_by(|c| c.to_native().cmp(&id)).is_ok()
+                })
+            {
+                *s *= OUT_OF_CONTEXT;
+            }
+        }
         // Priors, then families: a family scores its best member and is shown as the
         // member the query names exactly, else its leader.
-        let t = self.t();
         let mut by_family: HashMap<u32, (f32, usize), FxBuild> = HashMap::default();
         for (doc, s) in scores.iter_mut().enumerate() {
             if *s <= 0.0 {
@@ -1217,6 +1257,41 @@ mod tests {
         assert!(why.contains("compound"), "{why}");
         // `side by side` asks about sides once.
         assert_eq!(first("merge lines of files side by side"), "paste");
+    }
+
+    #[test]
+    fn a_subcommand_outside_its_tools_domain_yields_to_standalone_programs() {
+        // The same command text twice: `docker top` and a standalone program.
+        let docker = Metadata::from_value(json!({"atip": "0.4", "name": "docker", "version": "1",
+            "description": "Docker CLI: build and manage containers",
+            "commands": {"top": {"description": "Display the running processes"},
+                         "ps": {"description": "List containers"}}}))
+        .unwrap();
+        let metas = [
+            docker,
+            tool("dtop", "Display the running processes", &[]),
+            tool("ls", "list directory contents", &[]),
+        ];
+        let c = Catalog::build(&metas, &FlattenOptions::default());
+        let ix = SearchIndex::build(c.tools());
+        let scores = |q: &str| {
+            let hits = ix.search(q, 10, false);
+            let of = |n: &str| {
+                hits.iter()
+                    .find(|h| c.tools()[h.doc].name == n)
+                    .unwrap()
+                    .score
+            };
+            (of("docker_top"), of("dtop"))
+        };
+        // Nothing of the task is docker's: the subcommand counts for less.
+        let (sub, standalone) = scores("display running processes");
+        assert!(sub < standalone * 0.9, "{sub} {standalone}");
+        // A task in docker's domain (its name, or a word of its description) keeps it.
+        let (sub, standalone) = scores("display running processes of a docker container");
+        assert!(sub > standalone, "{sub} {standalone}");
+        let (sub, standalone) = scores("display running processes in containers");
+        assert!(sub > standalone, "{sub} {standalone}");
     }
 
     #[test]

@@ -42,6 +42,7 @@ pub const ABBREVIATIONS: &[(&str, &[&str])] = &[
     ("stat", &["status"]),
     ("ver", &["version"]),
     ("fmt", &["format"]),
+    ("io", &["i", "o"]),
 ];
 
 /// How people name tasks, against the words command descriptions use: the curated task
@@ -333,6 +334,14 @@ mod tests {
         assert_eq!(query_words("how long does it take"), ["time", "take"]);
         assert!(parse_vocabulary("plain words: two-words").is_err());
         assert!(parse_vocabulary("plain words:").is_err());
+        // Everyday task words against manual-page words (vocabulary.txt).
+        assert!(synonyms("system").contains(&"machine"));
+        assert!(synonyms("full").contains(&"resolved"));
+        assert!(synonyms("part").contains(&"component"));
+        assert!(synonyms("executable").contains(&"permission"));
+        assert!(synonyms(&words("postgres")[0]).contains(&"postgresql"));
+        // `I/O` in a page is the `io` of a task.
+        assert!(terms("set process I/O scheduling priority").contains(&"io".to_string()));
         let t = terms("Create a pull request in a repository");
         assert!(t.contains(&"pr".to_string()) && t.contains(&"repo".to_string()));
     }
