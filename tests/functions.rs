@@ -62,7 +62,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ("crates/atip-discover/src/infer/roff.rs", "render_into", 112),
     ("crates/atip-registry/src/doctor.rs", "check_entry", 111),
     ("src/cli/mcp_install.rs", "run", 108),
-    ("crates/atip-search/src/lib.rs", "search_kept", 108),
     ("crates/atip-model/src/validate/locate.rs", "scan", 107),
     ("src/cli/sync.rs", "run", 107),
     ("crates/atip-lint/src/diff.rs", "effects", 106),

@@ -677,54 +677,8 @@ impl SearchIndex {
         mut keep: impl FnMut(usize) -> bool,
     ) -> Vec<Hit> {
         let (groups, corrected) = self.groups(query);
-        let n = self.len();
-        let mut scores = vec![0f32; n];
-        let mut best = vec![0f32; n];
-        let mut touched: Vec<u32> = Vec::new();
-        let mut matched = vec![0f32; n];
-        for g in &groups {
-            for &(id, w, _) in &g.terms {
-                let idf = self.idf(id).min(g.idf_cap);
-                for p in self.postings(id) {
-                    let (doc, tf) = (p.doc.to_native(), p.tf.to_native());
-                    if doc as usize >= n {
-                        continue;
-                    }
-                    let s = w * idf * Self::saturate(tf);
-                    let e = &mut best[doc as usize];
-                    if *e == 0.0 {
-                        touched.push(doc);
-                    }
-                    *e = e.max(s);
-                }
-            }
-            for doc in touched.drain(..) {
-                let b = best[doc as usize];
-                scores[doc as usize] += b;
-                best[doc as usize] = 0.0;
-                // A word met only in an option's text, or through a loose synonym,
-                // covers it in part.
-                matched[doc as usize] += (b / COVERED).min(1.0);
-            }
-        }
-        let q = corrected.join(" ");
-        let raw_q = text::query_words(query).join(" ");
-        let (q_prefix, raw_prefix) = (format!("{q} "), format!("{raw_q} "));
-        let mut boosts = vec![0f32; n];
-        if !q.is_empty() {
-            for doc in 0..n {
-                if scores[doc] > 0.0 {
-                    boosts[doc] = self.boost(
-                        doc,
-                        [&q, &raw_q],
-                        [&q_prefix, &raw_prefix],
-                        &groups,
-                        &corrected,
-                    );
-                    scores[doc] += boosts[doc];
-                }
-            }
-        }
+        let (mut scores, matched) = self.word_scores(&groups);
+        let boosts = self.add_boosts(query, &mut scores, &groups, &corrected);
         // Coverage: a tool that answers every word of the task outranks one that answers
         // a single word very well (`edit a text file`: an editor, not every `… edit`
         // subcommand).
@@ -736,43 +690,9 @@ impl SearchIndex {
                 }
             }
         }
-        let t = self.t();
-        // A subcommand is found in its tool's domain: one whose tool shares no word of
-        // the task counts for less.
-        for (doc, s) in scores.iter_mut().enumerate() {
-            let context = &t.context[doc];
-            if *s > 0.0
-                && !context.is_empty()
-                && !groups.iter().flat_map(|g| &g.terms).any(|&(id, _, how)| {
-                    // The task's own words, not their looser readings (`running` is
-                    // not about `run`ning containers).
-                    !matches!(how, "variant" | "synonym")
-                        && context.binary_search_by(|c| c.to_native().cmp(&id)).is_ok()
-                })
-            {
-                *s *= OUT_OF_CONTEXT;
-            }
-        }
-        // Priors, then families: a family scores its best member and is shown as the
-        // member the query names exactly, else its leader.
-        let mut by_family: HashMap<u32, (f32, usize), FxBuild> = HashMap::default();
-        for (doc, s) in scores.iter_mut().enumerate() {
-            if *s <= 0.0 {
-                continue;
-            }
-            *s *= t.prior[doc].to_native();
-            let lead = t.family[doc].to_native();
-            let e = by_family.entry(lead).or_insert((0.0, lead as usize));
-            if *s > e.0 {
-                e.0 = *s;
-            }
-            if boosts[doc] == BOOST_EXACT || boosts[doc] == BOOST_PROGRAM {
-                e.1 = doc;
-            }
-        }
-        let mut ranked: Vec<(usize, f32)> = by_family.into_values().map(|(s, d)| (d, s)).collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        let ranked: Vec<(usize, f32)> = ranked
+        self.out_of_context(&mut scores, &groups);
+        let ranked: Vec<(usize, f32)> = self
+            .by_family(&mut scores, &boosts)
             .into_iter()
             .filter(|&(doc, _)| keep(doc))
             .take(limit)
@@ -792,6 +712,117 @@ impl SearchIndex {
                 aliases: aliases.get(i).cloned().unwrap_or_default(),
             })
             .collect()
+    }
+
+    /// Per tool, the sum over query words of the word's best reading's BM25 score, and
+    /// how much of the task it covers: a word met only in an option's text, or through
+    /// a loose synonym, covers it in part.
+    fn word_scores(&self, groups: &[Group]) -> (Vec<f32>, Vec<f32>) {
+        let n = self.len();
+        let mut scores = vec![0f32; n];
+        let mut best = vec![0f32; n];
+        let mut touched: Vec<u32> = Vec::new();
+        let mut matched = vec![0f32; n];
+        for g in groups {
+            for &(id, w, _) in &g.terms {
+                let idf = self.idf(id).min(g.idf_cap);
+                for p in self.postings(id) {
+                    let (doc, tf) = (p.doc.to_native(), p.tf.to_native());
+                    if doc as usize >= n {
+                        continue;
+                    }
+                    let s = w * idf * Self::saturate(tf);
+                    let e = &mut best[doc as usize];
+                    if *e == 0.0 {
+                        touched.push(doc);
+                    }
+                    *e = e.max(s);
+                }
+            }
+            for doc in touched.drain(..) {
+                let b = best[doc as usize];
+                scores[doc as usize] += b;
+                best[doc as usize] = 0.0;
+                matched[doc as usize] += (b / COVERED).min(1.0);
+            }
+        }
+        (scores, matched)
+    }
+
+    /// Adds each found tool's name boost ([`SearchIndex::boost`]) to its score; returns
+    /// the boosts, by tool.
+    fn add_boosts(
+        &self,
+        query: &str,
+        scores: &mut [f32],
+        groups: &[Group],
+        corrected: &[String],
+    ) -> Vec<f32> {
+        let q = corrected.join(" ");
+        let raw_q = text::query_words(query).join(" ");
+        let (q_prefix, raw_prefix) = (format!("{q} "), format!("{raw_q} "));
+        let mut boosts = vec![0f32; scores.len()];
+        if q.is_empty() {
+            return boosts;
+        }
+        for (doc, s) in scores.iter_mut().enumerate() {
+            if *s > 0.0 {
+                boosts[doc] = self.boost(
+                    doc,
+                    [&q, &raw_q],
+                    [&q_prefix, &raw_prefix],
+                    groups,
+                    corrected,
+                );
+                *s += boosts[doc];
+            }
+        }
+        boosts
+    }
+
+    /// A subcommand is found in its tool's domain: one whose tool (its name, what the
+    /// command belongs to) shares no word of the task, as typed or as its typo, prefix,
+    /// compound or abbreviation, counts [`OUT_OF_CONTEXT`]. Its inflections and synonyms
+    /// are too loose a tie (`running` processes are not about `run`ning containers).
+    fn out_of_context(&self, scores: &mut [f32], groups: &[Group]) {
+        let t = self.t();
+        for (doc, s) in scores.iter_mut().enumerate() {
+            let context = &t.context[doc];
+            if *s > 0.0
+                && !context.is_empty()
+                && !groups.iter().flat_map(|g| &g.terms).any(|&(id, _, how)| {
+                    !matches!(how, "variant" | "synonym")
+                        && context.binary_search_by(|c| c.to_native().cmp(&id)).is_ok()
+                })
+            {
+                *s *= OUT_OF_CONTEXT;
+            }
+        }
+    }
+
+    /// Priors, then families: each found tool's score times its prior; a family scores
+    /// its best member and is shown as the member the query names exactly, else its
+    /// leader. Best first, ties by position.
+    fn by_family(&self, scores: &mut [f32], boosts: &[f32]) -> Vec<(usize, f32)> {
+        let t = self.t();
+        let mut by_family: HashMap<u32, (f32, usize), FxBuild> = HashMap::default();
+        for (doc, s) in scores.iter_mut().enumerate() {
+            if *s <= 0.0 {
+                continue;
+            }
+            *s *= t.prior[doc].to_native();
+            let lead = t.family[doc].to_native();
+            let e = by_family.entry(lead).or_insert((0.0, lead as usize));
+            if *s > e.0 {
+                e.0 = *s;
+            }
+            if boosts[doc] == BOOST_EXACT || boosts[doc] == BOOST_PROGRAM {
+                e.1 = doc;
+            }
+        }
+        let mut ranked: Vec<(usize, f32)> = by_family.into_values().map(|(s, d)| (d, s)).collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked
     }
 
     /// For each ranked tool, the other program names of its family, in index order.
