@@ -269,6 +269,7 @@ fn a_borrowed_table_name_is_not_believed() {
     let e = &reg["tools"]["nl"];
     assert_eq!(e["source"], "inferred", "{e}");
     assert_eq!(e["vouchedBy"], "inferred", "{e}");
+    assert_eq!(e["effects"], "unknown", "the index believed the table: {e}");
     let said = report.to_string();
     assert!(said.contains("are not vouched for"), "{said}");
 

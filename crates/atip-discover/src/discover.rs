@@ -1899,8 +1899,13 @@ fn compose(
         merged.push(b'\n');
         bytes = merged.into();
     }
-    let metadata =
+    let mut metadata =
         crate::model::Metadata::from_slice(&bytes).map_err(|e| format!("{}: {e}", shown()))?;
+    // The index's effects word follows what the policy believes: table effects that no
+    // root-owned program vouches for are unknown (`atip list --effects read-only`).
+    if winner.source == Source::Inferred && winner.vouch != Some(registry::Vouch::Curated) {
+        metadata.forget_effects();
+    }
     Ok((bytes, registry::MetaSummary::of(&metadata)))
 }
 
