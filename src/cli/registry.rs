@@ -10,8 +10,10 @@ use atip::remote::config::{self, Auth, RegistriesFile, RemoteRegistry};
 use atip::remote::fetch::FetchError;
 use atip::remote::manifest;
 use atip::remote::sign::{self, TrustedKey};
+use atip::output::Verbosity;
+use atip::output::term::{self, Cell, Paint, Style, Table};
 use serde_json::{Map, json};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 // Not a doc comment: help text is the `Command` variant's (main.rs), which this would override.
 // Publish shims as a static remote registry, or choose the registries this machine reads.
@@ -192,32 +194,9 @@ fn config_error(m: String) -> AtipError {
 pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     ctx.output
         .require("registry", &[OutputFormat::Text, OutputFormat::Json])?;
-    let json = ctx.output.is_json();
     let path = config::path(&ctx.dirs.config, &ctx.env);
     match args.command {
-        Sub::Keygen { keyfile } => {
-            let public = sign::keygen(&keyfile).map_err(|m| {
-                AtipError::new(ErrorCode::FileWriteFailed, m)
-                    .hint("choose a new file name; atip never replaces a key")
-            })?;
-            let pub_path = sign::public_path(&keyfile);
-            if json {
-                ctx.out.json(&json!({
-                    "secretKey": keyfile, "publicKeyFile": pub_path,
-                    "keyId": public.id, "publicKey": public.base64,
-                }))?;
-            } else {
-                ctx.out.text(&format!(
-                    "secret key {} (keep it secret, mode 0600)\npublic key {} (key id {})\n  {}\ntrust it on a machine with: atip registry add NAME URL --public-key {}\n",
-                    keyfile.display(),
-                    pub_path.display(),
-                    public.id,
-                    public.base64,
-                    public.base64
-                ))?;
-            }
-            Ok(ExitStatus::Success)
-        }
+        Sub::Keygen { keyfile } => keygen(&keyfile, ctx),
         Sub::Build {
             src,
             out,
@@ -227,8 +206,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
             binaries,
             generation,
             expires,
-        } => {
-            let report = build::build(&BuildOptions {
+        } => build_tree(
+            BuildOptions {
                 src,
                 out,
                 sign,
@@ -237,36 +216,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
                 binaries,
                 generation,
                 expires,
-            })
-            .map_err(build_error)?;
-            ctx.out.warnings(&report.warnings);
-            if json {
-                ctx.out.json(&report)?;
-            } else {
-                let mut t = String::new();
-                for s in &report.skipped {
-                    t.push_str(&format!("skipped {}: {}\n", s.path.display(), s.why));
-                }
-                t.push_str(&format!(
-                    "registry {} in {}: generation {} (expires {}), {} shim(s){}; {} file(s) written, {} unchanged, {} removed\n",
-                    report.name,
-                    report.out.display(),
-                    report.generation,
-                    report.expires,
-                    report.shims.len(),
-                    report
-                        .signed_by
-                        .as_ref()
-                        .map(|k| format!(", signed by key {k}"))
-                        .unwrap_or_else(|| ", unsigned".into()),
-                    report.written,
-                    report.unchanged,
-                    report.removed
-                ));
-                ctx.out.text(&t)?;
-            }
-            Ok(ExitStatus::Success)
-        }
+            },
+            ctx,
+        ),
         Sub::Add {
             name,
             url,
@@ -277,32 +229,14 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
             disabled,
             no_check,
         } => {
-            let mut file = RegistriesFile::load(&path).map_err(config_error)?;
-            if file.registries.iter().any(|r| r.name == name) {
-                return Err(AtipError::new(
-                    ErrorCode::RemoteRegistryExists,
-                    format!("registry {name:?} is already in {}", path.display()),
-                )
-                .hint(format!("`atip registry remove {name}` first to replace it")));
-            }
-            let mut keys = Vec::new();
-            for k in &public_keys {
-                let p = PathBuf::from(k);
-                let key = if p.is_file() {
-                    TrustedKey::read(&p)
-                } else {
-                    TrustedKey::parse(k)
-                }
-                .map_err(|m| AtipError::usage(format!("--public-key {k:?}: {m}")))?;
-                keys.push(key.base64);
-            }
+            let keys = read_keys(&public_keys)?;
             if require_signatures && keys.is_empty() {
                 return Err(AtipError::usage(
                     "--require-signatures needs at least one --public-key to check them with",
                 ));
             }
             let reg = RemoteRegistry {
-                name: name.clone(),
+                name,
                 url,
                 enabled: !disabled,
                 priority,
@@ -314,105 +248,327 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
                 public_keys: keys,
                 extra: Map::new(),
             };
-            reg.check().map_err(AtipError::usage)?;
-            let token = reg.auth.as_ref().map(|a| {
-                (
-                    a.token_env_var.as_str(),
-                    ctx.env.var(&a.token_env_var).map(str::to_owned),
-                )
-            });
-            let manifest = if no_check {
-                None
-            } else if let Some((var, None)) = &token {
-                ctx.out.note(format!(
-                    "manifest not checked: {var} is not set here (it is read at each sync)"
-                ));
-                None
-            } else {
-                let token = token.and_then(|(_, t)| t);
-                Some(check_manifest(
-                    &reg.url,
-                    token.as_deref(),
-                    &reg.public_keys,
-                    require_signatures,
-                    ctx,
-                )?)
-            };
-            file.registries.push(reg);
-            file.save(&path)
-                .map_err(|m| AtipError::new(ErrorCode::FileWriteFailed, m))?;
-            if json {
-                ctx.out
-                    .json(&json!({"added": name, "file": path, "manifest": manifest}))?;
-            } else {
-                let what = manifest.map_or(String::new(), |m| {
-                    format!(
-                        " ({}: {} shims, signatures {})",
-                        m.name,
-                        m.shims.map_or("?".into(), |n| n.to_string()),
-                        m.signatures
-                    )
-                });
-                ctx.out.text(&format!(
-                    "added registry {name}{what} to {}; `atip sync` fetches its shims\n",
-                    path.display()
-                ))?;
-            }
-            Ok(ExitStatus::Success)
+            add(reg, no_check, &path, ctx)
         }
-        Sub::List => {
-            let file = RegistriesFile::load(&path).map_err(config_error)?;
-            if json {
-                ctx.out
-                    .json(&json!({"file": path, "registries": file.registries}))?;
-            } else if file.registries.is_empty() {
-                ctx.out.text(&format!(
-                    "no remote registries in {}; add one with `atip registry add NAME URL`\n",
-                    path.display()
-                ))?;
-            } else {
-                ctx.out.text(&list_text(
-                    &file.registries,
-                    ctx.width,
-                    atip::output::term::Style::new(ctx.out.stdout_color()),
-                ))?;
-            }
-            Ok(ExitStatus::Success)
+        Sub::List => list(&path, ctx),
+        Sub::Remove { name } => remove(&name, &path, ctx),
+    }
+}
+
+/// The paint of text for a person on stdout.
+fn style(ctx: &Ctx) -> Style {
+    Style::new(ctx.out.stdout_color())
+}
+
+/// `registry keygen`: a new key pair; never replaces a file.
+fn keygen(keyfile: &Path, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
+    let public = sign::keygen(keyfile).map_err(|m| {
+        AtipError::new(ErrorCode::FileWriteFailed, m)
+            .hint("choose a new file name; atip never replaces a key")
+    })?;
+    let pub_path = sign::public_path(keyfile);
+    if ctx.output.is_json() {
+        ctx.out.json(&json!({
+            "secretKey": keyfile, "publicKeyFile": pub_path,
+            "keyId": public.id, "publicKey": public.base64,
+        }))?;
+    } else {
+        ctx.out.text(&keygen_text(
+            keyfile,
+            &pub_path,
+            &public,
+            ctx.width,
+            style(ctx),
+        ))?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// What `registry keygen` says: the key id first, the two files, the public key whole
+/// (it is copied), what to do next.
+fn keygen_text(
+    keyfile: &Path,
+    pub_path: &Path,
+    public: &TrustedKey,
+    width: Option<usize>,
+    style: Style,
+) -> String {
+    let mut t = style.paint(
+        Some(Paint::Bold),
+        &format!("✓ New signing key pair, key id {}", public.id),
+    );
+    t.push('\n');
+    t.push_str(&format!(
+        "  secret key  {} (mode 0600: keep it secret, it signs your registry)\n",
+        keyfile.display()
+    ));
+    t.push_str(&format!("  public key  {}\n", pub_path.display()));
+    t.push_str(&format!("              {}\n", public.base64));
+    t.push('\n');
+    t.push_str(&format!(
+        "Next: atip registry build SHIMS OUT --sign {}\n",
+        keyfile.display()
+    ));
+    t.push_str(&format!(
+        "      on each machine that reads it: atip registry add NAME URL --public-key {}\n",
+        pub_path.display()
+    ));
+    term::wrap_long_lines(&t, width)
+}
+
+/// `registry build`: the static tree from a directory of shims.
+fn build_tree(opts: BuildOptions, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
+    let report = build::build(&opts).map_err(build_error)?;
+    ctx.out.warnings(&report.warnings);
+    if ctx.output.is_json() {
+        ctx.out.json(&report)?;
+    } else {
+        let verbose = ctx.out.verbosity() >= Verbosity::Verbose;
+        ctx.out
+            .text(&build_text(&report, verbose, ctx.width, style(ctx)))?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// What `registry build` says: the registry, its shims and signature first; where it
+/// went and what changed on disk; shims left out (a few, or all with --verbose).
+fn build_text(
+    report: &build::BuildReport,
+    verbose: bool,
+    width: Option<usize>,
+    style: Style,
+) -> String {
+    let signed = match &report.signed_by {
+        Some(k) => format!("signed by key {k}"),
+        None => "unsigned".into(),
+    };
+    let mut t = style.paint(
+        Some(Paint::Bold),
+        &format!(
+            "✓ Registry {}: {}, {signed}",
+            term::one_line(&report.name),
+            term::plural(report.shims.len(), "shim", "shims")
+        ),
+    );
+    t.push('\n');
+    t.push_str(&format!(
+        "  generation {}, expires {}\n",
+        report.generation, report.expires
+    ));
+    t.push_str(&format!("  tree  {}\n", report.out.display()));
+    if let Some(url) = &report.url {
+        t.push_str(&format!("  url   {}\n", term::one_line(url)));
+    }
+    t.push_str(&format!(
+        "  files {} written, {} unchanged, {} removed\n",
+        term::count(report.written),
+        term::count(report.unchanged),
+        term::count(report.removed)
+    ));
+    let mut t = term::wrap_long_lines(&t, width);
+    if !report.skipped.is_empty() {
+        let shown = if verbose { usize::MAX } else { 6 };
+        t.push('\n');
+        t.push_str(&format!(
+            "Left out ({})\n",
+            term::plural(report.skipped.len(), "shim", "shims")
+        ));
+        let mut table = Table::new(None).indent(2).flex(1);
+        for s in report.skipped.iter().take(shown) {
+            table.row(vec![
+                Cell::new(s.path.display().to_string()),
+                Cell::new(term::one_line(&s.why)),
+            ]);
         }
-        Sub::Remove { name } => {
-            let mut file = RegistriesFile::load(&path).map_err(config_error)?;
-            let before = file.registries.len();
-            file.registries.retain(|r| r.name != name);
-            if file.registries.len() == before {
-                let known: Vec<&str> = file.registries.iter().map(|r| r.name.as_str()).collect();
-                return Err(AtipError::new(
-                    ErrorCode::RemoteRegistryNotFound,
-                    format!("no registry {name:?} in {}", path.display()),
-                )
-                .details(json!({"known": known})));
-            }
-            file.save(&path)
-                .map_err(|m| AtipError::new(ErrorCode::FileWriteFailed, m))?;
-            // Its last accepted generation goes too: a registry added again under this
-            // name starts afresh.
-            let floor = atip::remote::sync::floor_path(&ctx.dirs.state, &name);
-            if let Err(e) = std::fs::remove_file(&floor)
-                && e.kind() != std::io::ErrorKind::NotFound
-            {
-                ctx.out
-                    .warn(format_args!("failed to remove {}: {e}", floor.display()));
-            }
-            if json {
-                ctx.out.json(&json!({"removed": name, "file": path}))?;
-            } else {
-                ctx.out.text(&format!(
-                    "removed registry {name} from {}; its tools leave the registry at the next scan\n",
-                    path.display()
-                ))?;
-            }
-            Ok(ExitStatus::Success)
+        t.push_str(&table.render(if verbose { None } else { width }, style));
+        if report.skipped.len() > shown {
+            t.push_str(&format!(
+                "  and {} more: run again with --verbose\n",
+                term::count(report.skipped.len() - shown)
+            ));
         }
     }
+    t
+}
+
+/// The keys given to `registry add --public-key`: each a key or a .pub file.
+fn read_keys(given: &[String]) -> Result<Vec<String>, AtipError> {
+    let mut keys = Vec::new();
+    for k in given {
+        let p = PathBuf::from(k);
+        let key = if p.is_file() {
+            TrustedKey::read(&p)
+        } else {
+            TrustedKey::parse(k)
+        }
+        .map_err(|m| AtipError::usage(format!("--public-key {k:?}: {m}")))?;
+        keys.push(key.base64);
+    }
+    Ok(keys)
+}
+
+/// `registry add`: checks the entry (and, unless told not to, the manifest its URL
+/// serves), then saves it.
+fn add(
+    reg: RemoteRegistry,
+    no_check: bool,
+    path: &Path,
+    ctx: &Ctx,
+) -> Result<ExitStatus, AtipError> {
+    let mut file = RegistriesFile::load(path).map_err(config_error)?;
+    let name = reg.name.clone();
+    if file.registries.iter().any(|r| r.name == name) {
+        return Err(AtipError::new(
+            ErrorCode::RemoteRegistryExists,
+            format!("registry {name:?} is already in {}", path.display()),
+        )
+        .hint(format!("`atip registry remove {name}` first to replace it")));
+    }
+    reg.check().map_err(AtipError::usage)?;
+    let token = reg.auth.as_ref().map(|a| {
+        (
+            a.token_env_var.as_str(),
+            ctx.env.var(&a.token_env_var).map(str::to_owned),
+        )
+    });
+    let manifest = if no_check {
+        None
+    } else if let Some((var, None)) = &token {
+        ctx.out.note(format!(
+            "manifest not checked: {var} is not set here (it is read at each sync)"
+        ));
+        None
+    } else {
+        let token = token.and_then(|(_, t)| t);
+        Some(check_manifest(
+            &reg.url,
+            token.as_deref(),
+            &reg.public_keys,
+            reg.require_signatures,
+            ctx,
+        )?)
+    };
+    let text = add_text(&reg, manifest.as_ref(), path, ctx.width, style(ctx));
+    file.registries.push(reg);
+    file.save(path)
+        .map_err(|m| AtipError::new(ErrorCode::FileWriteFailed, m))?;
+    if ctx.output.is_json() {
+        ctx.out
+            .json(&json!({"added": name, "file": path, "manifest": manifest}))?;
+    } else {
+        ctx.out.text(&text)?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// What `registry add` says: the registry added, what its manifest said (or that it
+/// was not asked), how its shims are trusted, the file, what to do next.
+fn add_text(
+    reg: &RemoteRegistry,
+    manifest: Option<&manifest::Manifest>,
+    path: &Path,
+    width: Option<usize>,
+    style: Style,
+) -> String {
+    let mut t = style.paint(
+        Some(Paint::Bold),
+        &format!(
+            "✓ Added registry {}{}",
+            term::one_line(&reg.name),
+            if reg.enabled { "" } else { " (disabled)" }
+        ),
+    );
+    t.push('\n');
+    t.push_str(&format!("  url         {}\n", term::one_line(&reg.url)));
+    let served = match manifest {
+        Some(m) => format!(
+            "{} ({}, signatures {})",
+            term::one_line(&m.name),
+            m.shims.map_or("shims not counted".into(), |n| {
+                term::plural(usize::try_from(n).unwrap_or(usize::MAX), "shim", "shims")
+            }),
+            term::one_line(&m.signatures)
+        ),
+        None => "not checked".into(),
+    };
+    t.push_str(&format!("  manifest    {served}\n"));
+    let keys = reg.keys().map(|k| k.len()).unwrap_or(0);
+    let signatures = match (reg.require_signatures, keys) {
+        (true, n) => format!(
+            "required, by {}",
+            term::plural(n, "trusted key", "trusted keys")
+        ),
+        (false, 0) => "not checked (no --public-key)".into(),
+        (false, n) => format!(
+            "checked when present, {}",
+            term::plural(n, "trusted key", "trusted keys")
+        ),
+    };
+    t.push_str(&format!("  signatures  {signatures}\n"));
+    t.push_str(&format!("  saved in    {}\n", path.display()));
+    t.push('\n');
+    t.push_str("Next: atip sync (fetches its shims for the programs here)\n");
+    term::wrap_long_lines(&t, width)
+}
+
+/// `registry list`.
+fn list(path: &Path, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
+    let file = RegistriesFile::load(path).map_err(config_error)?;
+    if ctx.output.is_json() {
+        ctx.out
+            .json(&json!({"file": path, "registries": file.registries}))?;
+    } else if file.registries.is_empty() {
+        ctx.out.text(&term::wrap_long_lines(
+            &format!(
+                "no remote registries in {}; add one with `atip registry add NAME URL`\n",
+                path.display()
+            ),
+            ctx.width,
+        ))?;
+    } else {
+        ctx.out
+            .text(&list_text(&file.registries, ctx.width, style(ctx)))?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// `registry remove`: the entry and its last accepted generation.
+fn remove(name: &str, path: &Path, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
+    let mut file = RegistriesFile::load(path).map_err(config_error)?;
+    let before = file.registries.len();
+    file.registries.retain(|r| r.name != name);
+    if file.registries.len() == before {
+        let known: Vec<&str> = file.registries.iter().map(|r| r.name.as_str()).collect();
+        return Err(AtipError::new(
+            ErrorCode::RemoteRegistryNotFound,
+            format!("no registry {name:?} in {}", path.display()),
+        )
+        .details(json!({"known": known})));
+    }
+    file.save(path)
+        .map_err(|m| AtipError::new(ErrorCode::FileWriteFailed, m))?;
+    // Its last accepted generation goes too: a registry added again under this
+    // name starts afresh.
+    let floor = atip::remote::sync::floor_path(&ctx.dirs.state, name);
+    if let Err(e) = std::fs::remove_file(&floor)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        ctx.out
+            .warn(format_args!("failed to remove {}: {e}", floor.display()));
+    }
+    if ctx.output.is_json() {
+        ctx.out.json(&json!({"removed": name, "file": path}))?;
+    } else {
+        let mut t = style(ctx).paint(
+            Some(Paint::Bold),
+            &format!("✓ Removed registry {}", term::one_line(name)),
+        );
+        t.push('\n');
+        t.push_str(&format!("  from {}\n", path.display()));
+        t.push_str("  its tools leave the registry at the next `atip sync` or `atip scan`\n");
+        ctx.out.text(&term::wrap_long_lines(&t, ctx.width))?;
+    }
+    Ok(ExitStatus::Success)
 }
 
 /// The error of a registries.json that cannot be used.
@@ -422,12 +578,7 @@ pub fn registries_error(m: String) -> AtipError {
 
 /// `registry list` for a person: one row per registry, fitting the terminal (spec/cli.md,
 /// terminal output).
-fn list_text(
-    registries: &[RemoteRegistry],
-    width: Option<usize>,
-    style: atip::output::term::Style,
-) -> String {
-    use atip::output::term::{self, Cell, Paint, Table};
+fn list_text(registries: &[RemoteRegistry], width: Option<usize>, style: Style) -> String {
     let mut table = Table::new(Some(&[
         "NAME",
         "URL",

@@ -5,11 +5,14 @@
 //! source (`atip::remote::sync`).
 
 use crate::Ctx;
+use atip::discover::report::ScanReport;
 use atip::discover::{self, ProbeMode, ScanOptions};
 use atip::output::ExitStatus;
 use atip::output::{AtipError, ErrorCode, OutputFormat};
 use atip::remote::config::{self, RegistriesFile};
-use atip::remote::sync::{RegistrySync, RemoteOptions};
+use atip::output::Verbosity;
+use atip::output::term::{self, Cell, Paint, Style, Table};
+use atip::remote::sync::{CatalogStatus, RegistrySync, RemoteOptions};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -44,50 +47,165 @@ pub struct Args {
     probe: ProbeMode,
 }
 
-/// One registry's line of the text report.
-fn line(r: &RegistrySync) -> String {
-    let catalog = serde_json::to_value(r.catalog)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default();
-    let generation = match (r.generation, &r.expires) {
-        (Some(g), Some(e)) => format!(" (generation {g}, expires {e})"),
-        _ => String::new(),
+/// What became of a registry's catalog, in a few words.
+fn catalog_words(r: &RegistrySync) -> String {
+    let what = match r.catalog {
+        CatalogStatus::Fetched => "fetched",
+        CatalogStatus::NotModified => "not modified",
+        CatalogStatus::Fresh => "fresh in cache",
+        CatalogStatus::Cached => "from cache",
+        CatalogStatus::Failed => "failed",
     };
-    let mut t = format!(
-        "{} {}: catalog {catalog}{generation}{}, {} tool(s) listed; {} shim(s) wanted, {} used ({} signed by a trusted key); {} request(s), {} not modified, {} byte(s)\n",
-        r.name,
-        r.url,
-        if r.offline { " (offline)" } else { "" },
-        r.listed,
-        r.wanted,
-        r.used,
-        r.verified,
-        r.requests,
-        r.not_modified,
-        r.bytes
-    );
-    if let Some(m) = &r.catalog_refused {
-        t.push_str(&format!("  refused its catalog: {m}\n"));
+    let mut t = what.to_string();
+    if r.offline {
+        t.push_str(" (offline)");
     }
-    for s in &r.refused {
-        t.push_str(&format!("  refused {}: {}\n", s.hash, s.reason));
-    }
-    if let Some(e) = &r.error {
-        t.push_str(&format!("  error: {e}\n"));
+    if let Some(g) = r.generation {
+        t.push_str(&format!(", gen {g}"));
     }
     t
 }
 
-/// The text lines of the remote registries in a scan report.
-pub fn text(remote: &[RegistrySync]) -> String {
-    remote.iter().map(line).collect()
+/// Bytes as a person reads them: `512 B`, `12 KB`, `3.4 MB`.
+fn bytes(n: u64) -> String {
+    match n {
+        0..1_000 => format!("{n} B"),
+        1_000..1_000_000 => format!("{} KB", n.div_ceil(1_000)),
+        _ => format!("{:.1} MB", n as f64 / 1_000_000.0),
+    }
+}
+
+/// `atip sync` for a person: the verdict and count first, a table of the registries,
+/// then what needs attention (refused catalogs and shims, failures), a few unless
+/// `verbose`; with `verbose` also each registry's URL, expiry and traffic.
+fn text(
+    report: &ScanReport,
+    verbose: bool,
+    width: Option<usize>,
+    style: Style,
+) -> String {
+    let remote = &report.remote;
+    let from_remote = report
+        .tools
+        .iter()
+        .filter(|t| t.source == atip::registry::Source::Remote)
+        .count();
+    let trouble: Vec<String> = remote.iter().flat_map(attention).collect();
+    let (mark, paint) = if trouble.is_empty() {
+        ("✓", Paint::Bold)
+    } else {
+        ("✗", Paint::Red)
+    };
+    let mut t = style.paint(
+        Some(paint),
+        &format!(
+            "{mark} {} from {}",
+            term::plural(from_remote, "tool registered", "tools registered"),
+            term::plural(remote.len(), "remote registry", "remote registries")
+        ),
+    );
+    t.push('\n');
+    t.push_str(&term::wrap_long_lines(
+        &format!("  registry: {}\n", report.registry.path.display()),
+        width,
+    ));
+    t.push('\n');
+    let mut table = Table::new(Some(&["REGISTRY", "CATALOG", "TOOLS", "SHIMS USED", "SIGNED"]))
+        .flex(1)
+        .shrink(0, 8);
+    for r in remote {
+        let catalog = catalog_words(r);
+        let failed = r.catalog == CatalogStatus::Failed || r.catalog_refused.is_some();
+        table.row(vec![
+            Cell::painted(term::one_line(&r.name), Some(Paint::Bold)),
+            Cell::painted(catalog, failed.then_some(Paint::Red)),
+            Cell::new(term::count(r.listed)),
+            Cell::new(format!("{} of {}", term::count(r.used), term::count(r.wanted))),
+            Cell::new(term::count(r.verified)),
+        ]);
+    }
+    t.push_str(&table.render(width, style));
+    if verbose {
+        for r in remote {
+            t.push('\n');
+            t.push_str(&style.paint(Some(Paint::Bold), &term::one_line(&r.name)));
+            t.push('\n');
+            let mut d = format!("  url       {}\n", term::one_line(&r.url));
+            if let Some(e) = &r.expires {
+                d.push_str(&format!("  expires   {e}\n"));
+            }
+            d.push_str(&format!(
+                "  requests  {} ({} not modified), {}\n",
+                r.requests,
+                r.not_modified,
+                bytes(r.bytes)
+            ));
+            t.push_str(&term::wrap_long_lines(&d, width));
+        }
+    }
+    if !trouble.is_empty() {
+        t.push('\n');
+        t.push_str(&style.paint(Some(Paint::Bold), "Needs attention"));
+        t.push('\n');
+        let shown = if verbose { usize::MAX } else { 6 };
+        for line in trouble.iter().take(shown) {
+            if verbose {
+                t.push_str(&term::wrap_whole("  - ", line, width, 4));
+            } else {
+                t.push_str(&term::wrap("  - ", line, width, 4));
+            }
+        }
+        if trouble.len() > shown {
+            t.push_str(&format!(
+                "  and {} more: run again with --verbose\n",
+                term::count(trouble.len() - shown)
+            ));
+        }
+    }
+    t
+}
+
+/// What went wrong with one registry, one line each: a refused catalog, refused shims,
+/// the run's failure.
+fn attention(r: &RegistrySync) -> Vec<String> {
+    let name = term::one_line(&r.name);
+    let mut out = Vec::new();
+    if let Some(m) = &r.catalog_refused {
+        out.push(format!("{name}: refused its catalog: {m}"));
+    }
+    for s in &r.refused {
+        out.push(format!("{name}: refused {}: {}", s.hash, s.reason));
+    }
+    if let Some(e) = &r.error {
+        out.push(format!("{name}: {e}"));
+    }
+    out
 }
 
 /// Runs `atip sync`; returns the exit code.
 pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     ctx.output
         .require("sync", &[OutputFormat::Text, OutputFormat::Json])?;
+    let opts = options(args, ctx)?;
+    let report =
+        discover::scan(&ctx.dirs, &opts, &discover::NoProgress).map_err(|e| e.to_atip())?;
+    if ctx.output.is_json() {
+        ctx.out.json(&report)?;
+    } else {
+        let verbose = ctx.out.verbosity() >= Verbosity::Verbose;
+        ctx.out.text(&text(
+            &report,
+            verbose,
+            ctx.width,
+            Style::new(ctx.out.stdout_color()),
+        ))?;
+    }
+    ctx.out.warnings(&report.warnings);
+    outcome(&report)
+}
+
+/// The scan a sync is: the flags checked, the registries file read.
+fn options(args: Args, ctx: &Ctx) -> Result<ScanOptions, AtipError> {
     if args.jobs == 0 {
         return Err(AtipError::usage("--jobs must be at least 1"));
     }
@@ -105,7 +223,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         )
         .hint("add one with `atip registry add NAME URL`"));
     }
-    let opts = ScanOptions {
+    Ok(ScanOptions {
         path: args.path,
         allow_dirs: Vec::new(),
         shim_dirs: args.shims,
@@ -130,25 +248,12 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
             deadline: args.deadline,
             jobs: args.jobs,
         },
-    };
-    let report =
-        discover::scan(&ctx.dirs, &opts, &discover::NoProgress).map_err(|e| e.to_atip())?;
-    if ctx.output.is_json() {
-        ctx.out.json(&report)?;
-    } else {
-        let from_remote = report
-            .tools
-            .iter()
-            .filter(|t| t.source == atip::registry::Source::Remote)
-            .count();
-        ctx.out.text(&format!(
-            "{}{} tool(s) registered from remote registries in {}\n",
-            text(&report.remote),
-            from_remote,
-            report.registry.path.display()
-        ))?;
-    }
-    ctx.out.warnings(&report.warnings);
+    })
+}
+
+/// The exit of a finished sync: a refused catalog, a failed registry or refused shims
+/// are errors (the report is out already); a failed local source is a failure.
+fn outcome(report: &ScanReport) -> Result<ExitStatus, AtipError> {
     let rolled_back: Vec<String> = report
         .remote
         .iter()

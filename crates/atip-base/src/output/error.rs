@@ -389,11 +389,14 @@ impl AtipError {
         self.category.exit_code()
     }
 
-    /// The error as text lines: `error: MESSAGE`, then `  hint: …` and `  try: …`.
-    pub(crate) fn to_text(&self) -> String {
-        let mut text = format!("error: {}\n", self.message);
+    /// The error as text lines: `error: MESSAGE`, then `  hint: …` and `  try: …`, each
+    /// part wrapped to `width` columns when given (stderr's terminal), its continuation
+    /// lines under the part's text.
+    pub(crate) fn to_text_fitted(&self, width: Option<usize>) -> String {
+        use super::term::wrap_diagnostic;
+        let mut text = wrap_diagnostic("error: ", &self.message, width);
         if let Some(hint) = &self.hint {
-            text.push_str(&format!("  hint: {hint}\n"));
+            text.push_str(&wrap_diagnostic("  hint: ", hint, width));
         }
         if let Some(s) = &self.suggestion
             && let Some(example) = &s.example
@@ -402,7 +405,7 @@ impl AtipError {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
-            text.push_str(&format!("  try: {shown}\n"));
+            text.push_str(&wrap_diagnostic("  try: ", &shown, width));
         }
         text
     }
@@ -641,6 +644,6 @@ mod tests {
         assert_eq!(v["suggestion"]["applicability"], "maybe_incorrect");
         assert_eq!(v["suggestion"]["example"], "git");
         assert_eq!(e.exit_code(), 66);
-        assert!(e.to_text().contains("try: git"));
+        assert!(e.to_text_fitted(None).contains("try: git"));
     }
 }

@@ -207,12 +207,14 @@ impl Printer {
     pub fn error(&self, e: &AtipError) {
         if self.is_json() {
             eprint_all(&format!("{}\n", e.to_json_line()));
-        } else if self.stderr_color() {
-            let text = e.to_text();
-            let rest = text.strip_prefix("error:").unwrap_or(&text);
-            eprint_all(&format!("\x1b[1;31merror\x1b[0m:{rest}"));
         } else {
-            eprint_all(&e.to_text());
+            let text = e.to_text_fitted(super::term::stderr_width());
+            if self.stderr_color() {
+                let rest = text.strip_prefix("error:").unwrap_or(&text);
+                eprint_all(&format!("\x1b[1;31merror\x1b[0m:{rest}"));
+            } else {
+                eprint_all(&text);
+            }
         }
     }
 
@@ -221,11 +223,18 @@ impl Printer {
         eprint_all(text);
     }
 
+    /// `LABEL: MESSAGE`, wrapped to stderr's terminal (spec/cli.md, terminal output).
     fn label(&self, label: &str, color: &str, message: &str) {
+        let text = super::term::wrap_diagnostic(
+            &format!("{label}: "),
+            message,
+            super::term::stderr_width(),
+        );
         if self.stderr_color() {
-            eprint_all(&format!("\x1b[1;{color}m{label}\x1b[0m: {message}\n"));
+            let rest = text.strip_prefix(label).unwrap_or(&text);
+            eprint_all(&format!("\x1b[1;{color}m{label}\x1b[0m{rest}"));
         } else {
-            eprint_all(&format!("{label}: {message}\n"));
+            eprint_all(&text);
         }
     }
 }

@@ -19,6 +19,13 @@ pub fn stdout_width(env: &crate::env::Env) -> Option<usize> {
     })
 }
 
+/// The width diagnostics on stderr must fit: the terminal's columns when stderr is a
+/// terminal, else none. `COLUMNS` is not read here: stderr captured into a file or a pipe
+/// keeps whole lines, whatever width stdout was given.
+pub fn stderr_width() -> Option<usize> {
+    terminal_columns(libc::STDERR_FILENO)
+}
+
 /// The columns of the terminal `fd` is, when it is one and says so.
 fn terminal_columns(fd: libc::c_int) -> Option<usize> {
     // SAFETY: winsize is plain data, zero is a valid value; TIOCGWINSZ only fills it,
@@ -410,6 +417,39 @@ fn wrap_words(
     out
 }
 
+/// A diagnostic (`warning: …`, `  hint: …`) fitted to `max` columns (when given): each of
+/// its lines wrapped at words after `label` (on the first line) or as many spaces (on the
+/// others), continuation lines indented under the text. A word longer than a line (a
+/// path, a URL) stays whole on a line of its own, so that it can be copied. With no
+/// width the text is `label` + `text` as it is.
+pub fn wrap_diagnostic(label: &str, text: &str, max: Option<usize>) -> String {
+    let indent = width(label);
+    let Some(max) = max else {
+        let mut out = format!("{label}{text}");
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        return out;
+    };
+    let mut out = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let lead = if i == 0 {
+            label.to_string()
+        } else {
+            " ".repeat(indent)
+        };
+        if line.trim().is_empty() {
+            out.push('\n');
+            continue;
+        }
+        out.push_str(&wrap_whole(&lead, line, Some(max), indent));
+    }
+    if out.is_empty() {
+        out = format!("{label}\n");
+    }
+    out
+}
+
 /// Every line of `text` wider than `max` (when given) wrapped at words, its continuation
 /// lines indented two more than it: for prose reports whose lines are details that must
 /// stay whole (a long path stays on a line of its own).
@@ -434,6 +474,28 @@ pub fn wrap_long_lines(text: &str, max: Option<usize>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn diagnostics_wrap_under_their_text_and_keep_long_words_whole() {
+        let msg = "registry \"team\" signs its shims with minisign key ABCDEF; its signatures are checked only for keys you trust";
+        let text = wrap_diagnostic("note: ", msg, Some(40));
+        for l in text.lines() {
+            assert!(width(l) <= 40, "{l:?}");
+        }
+        assert!(text.starts_with("note: registry"), "{text}");
+        assert!(text.lines().skip(1).all(|l| l.starts_with("      ")), "{text}");
+        // Every word is still there, in order.
+        let words: Vec<&str> = text.split_whitespace().skip(1).collect();
+        assert_eq!(words.join(" "), msg);
+        // A path longer than the line is not cut.
+        let long = format!("failed to remove /{}", "x".repeat(60));
+        let text = wrap_diagnostic("warning: ", &long, Some(40));
+        assert!(text.contains(&"x".repeat(60)), "{text}");
+        // Lines of the message stay lines; no width: unchanged.
+        let text = wrap_diagnostic("error: ", "one\ntwo", Some(40));
+        assert_eq!(text, "error: one\n       two\n");
+        assert_eq!(wrap_diagnostic("note: ", "a  b", None), "note: a  b\n");
+    }
 
     #[test]
     fn cut_counts_columns_and_marks_the_cut() {
