@@ -12,7 +12,8 @@ use atip::compile::{FlatTool, FlattenOptions};
 use atip::exec::redact::Redactor;
 use atip::exec::{Confirmation, Engine, Prepared};
 use atip::output::ExitStatus;
-use atip::output::{AtipError, ErrorCode, OutputFormat};
+use atip::output::term;
+use atip::output::{AtipError, ErrorCode, OutputFormat, Verbosity};
 use atip::search::mode::{self, SearchMode};
 use std::io::Read;
 use std::path::PathBuf;
@@ -218,19 +219,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     let key = api_key(&args, &ctx.env)?;
     let base = base_url(&args, key.is_some())?;
     let prompt = read_prompt(args.prompt.clone())?;
-    let mut redactor = Redactor::new().with_env_vars(
-        &ctx.env,
-        Api::Openai
-            .key_vars()
-            .iter()
-            .chain(Api::Anthropic.key_vars())
-            .chain(Api::Gemini.key_vars())
-            .copied(),
-    );
-    if let Some((var, k)) = &key {
-        redactor.add_value(var, k.clone());
-    }
-
+    let redactor = redactor(key.as_ref(), ctx);
     let (policy, settings) = args.run.resolve(ctx)?;
     let filters_only = atip::compile::source::selected_tools(
         &ctx.dirs,
@@ -239,40 +228,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     )?;
     let engine = Engine::load(&ctx.dirs, policy, settings, filters_only.as_deref(), None)?;
     ctx.out.warnings(&engine.warnings);
-    let tools = selection(&args, &engine)?;
-    let search = match args.tool_search {
-        ToolSearch::On => true,
-        ToolSearch::Off => false,
-        ToolSearch::Auto => tools.len() > args.search_threshold,
-    };
-    if tools.is_empty() {
-        ctx.out.warn("no tools selected; the model gets none");
-    }
-    let offer = if search && !tools.is_empty() {
-        // Ranked as `atip search` ranks: with the machine's facts.
-        Offer::Search(Box::new(SearchMode::with_facts(
-            tools,
-            &atip::catalog::machine_facts(&ctx.dirs),
-        )))
-    } else {
-        Offer::Direct(tools)
-    };
-
-    let mut headers = args.provider.fixed_headers();
-    if let Some((_, k)) = &key {
-        headers.extend(args.provider.auth_headers(k));
-    }
-    let mut client = Client::new(
-        args.provider.url(&base, &args.model),
-        headers,
-        redactor.clone(),
-        key.as_ref().map(|(v, _)| v.clone()),
-    )?;
-    client.retries = args.retries;
-    // Tool calls run in their own sessions, out of reach of the terminal's Ctrl-C: the
-    // flag makes the loop kill them and stop, and no endpoint wait outlasts it.
-    client.interrupt = Some(super::signals::install(super::signals::Mode::WindDown));
-    client.request_timeout = args.request_timeout;
+    let offer = offer(&args, &engine, ctx)?;
+    let client = client(&args, &base, key.as_ref(), &redactor)?;
     let transcript = match &args.transcript {
         Some(p) => Some(Transcript::create(p, redactor.clone())?),
         None => None,
@@ -294,31 +251,182 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         redactor,
         transcript,
     };
+    // Calls a person confirmed (or --yes did), by name, for the transcript's decision.
+    let confirmed = std::cell::RefCell::new(Vec::<String>::new());
     let yes = args.yes;
     let mut confirm = |p: &Prepared| {
-        if yes {
+        let answer = if yes {
             Confirmation::Yes
         } else {
             crate::cli::exec::prompt(p)
+        };
+        if answer == Confirmation::Yes {
+            confirmed.borrow_mut().push(p.tool.name.clone());
         }
+        answer
     };
     let text = ctx.output == OutputFormat::Text;
+    let verbose = ctx.out.verbosity() >= Verbosity::Verbose;
+    let width = term::stderr_width();
     let mut log = |c: &atip::chat::CallRecord| {
         if text {
-            let what = match (c.status, &c.error, c.exit_code) {
-                ("skipped", _, _) => "not run (limit reached)".to_string(),
-                (_, Some(code), _) => format!("error {code}"),
-                (_, None, Some(code)) => format!("exit {code}"),
-                _ => "ok".to_string(),
-            };
-            ctx.out.stderr(&format!(
-                "atip chat: {}: {what} ({} ms)\n",
-                c.name, c.duration_ms
-            ));
+            let mut list = confirmed.borrow_mut();
+            let was_confirmed = list
+                .iter()
+                .position(|n| *n == c.name)
+                .map(|i| list.remove(i))
+                .is_some();
+            ctx.out
+                .stderr(&call_text(c, was_confirmed, yes, verbose, width));
         }
     };
     let report = chat.run(&prompt, &mut confirm, &mut log);
     render(&report, ctx)
+}
+
+/// Secrets kept out of every message and the transcript: the provider keys in the
+/// environment and the key in use.
+fn redactor(key: Option<&(String, String)>, ctx: &Ctx) -> Redactor {
+    let mut redactor = Redactor::new().with_env_vars(
+        &ctx.env,
+        Api::Openai
+            .key_vars()
+            .iter()
+            .chain(Api::Anthropic.key_vars())
+            .chain(Api::Gemini.key_vars())
+            .copied(),
+    );
+    if let Some((var, k)) = key {
+        redactor.add_value(var, k.clone());
+    }
+    redactor
+}
+
+/// What the model is offered: every selected tool, or the search and call tools.
+fn offer(args: &Args, engine: &Engine, ctx: &Ctx) -> Result<Offer, AtipError> {
+    let tools = selection(args, engine)?;
+    let search = match args.tool_search {
+        ToolSearch::On => true,
+        ToolSearch::Off => false,
+        ToolSearch::Auto => tools.len() > args.search_threshold,
+    };
+    if tools.is_empty() {
+        ctx.out.warn("no tools selected; the model gets none");
+    }
+    Ok(if search && !tools.is_empty() {
+        // Ranked as `atip search` ranks: with the machine's facts.
+        Offer::Search(Box::new(SearchMode::with_facts(
+            tools,
+            &atip::catalog::machine_facts(&ctx.dirs),
+        )))
+    } else {
+        Offer::Direct(tools)
+    })
+}
+
+/// The endpoint's client: its URL, key headers, retries, timeout, and the interrupt
+/// flag that stops the loop.
+fn client(
+    args: &Args,
+    base: &str,
+    key: Option<&(String, String)>,
+    redactor: &Redactor,
+) -> Result<Client, AtipError> {
+    let mut headers = args.provider.fixed_headers();
+    if let Some((_, k)) = key {
+        headers.extend(args.provider.auth_headers(k));
+    }
+    let mut client = Client::new(
+        args.provider.url(base, &args.model),
+        headers,
+        redactor.clone(),
+        key.map(|(v, _)| v.clone()),
+    )?;
+    client.retries = args.retries;
+    // Tool calls run in their own sessions, out of reach of the terminal's Ctrl-C: the
+    // flag makes the loop kill them and stop, and no endpoint wait outlasts it.
+    client.interrupt = Some(super::signals::install(super::signals::Mode::WindDown));
+    client.request_timeout = args.request_timeout;
+    Ok(client)
+}
+
+/// Lines of a call's output shown without --verbose.
+const OUTPUT_LINES: usize = 3;
+
+/// One call as a person follows it on stderr (spec/chat.md): what the model asked
+/// (tool and arguments, one line), the decision and how it ended, then the first lines
+/// of what the tool printed (or the error), cut to the terminal; `verbose` shows all
+/// of it, wrapped.
+fn call_text(
+    c: &atip::chat::CallRecord,
+    confirmed: bool,
+    yes: bool,
+    verbose: bool,
+    width: Option<usize>,
+) -> String {
+    use serde_json::Value;
+    let args = match &c.arguments {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    let asked = format!("atip chat: {} {}", c.name, args);
+    let mut t = if verbose {
+        term::wrap_whole("", &asked, width, 4)
+    } else {
+        format!("{}\n", term::fit(&term::one_line(&asked), width))
+    };
+    let decision = match (c.status, c.error.as_deref()) {
+        ("skipped", _) => "not run: a limit was reached".to_string(),
+        (_, Some("policy_denied")) => "refused by the policy".to_string(),
+        (_, Some("integrity_changed")) => {
+            "refused: the program changed since it was scanned".to_string()
+        }
+        (_, Some("confirmation_declined")) => "declined at the prompt".to_string(),
+        (_, Some("confirmation_required")) => {
+            "not run: needs confirmation (--yes, or a terminal to ask on)".to_string()
+        }
+        (_, Some(code)) => format!("error {code}"),
+        _ if confirmed && yes => "confirmed by --yes".to_string(),
+        _ if confirmed => "confirmed at the prompt".to_string(),
+        _ => "allowed by the policy".to_string(),
+    };
+    let ended = match (c.status, c.exit_code) {
+        ("skipped", _) => String::new(),
+        (_, Some(code)) => format!(" · exit {code} · {} ms", c.duration_ms),
+        (_, None) if c.error.is_none() => format!(" · {} ms", c.duration_ms),
+        _ => String::new(),
+    };
+    t.push_str(&term::fit(&format!("  {decision}{ended}"), width));
+    t.push('\n');
+    let shown = c
+        .result
+        .pointer("/data/stdout")
+        .or_else(|| c.result.pointer("/error/message"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let text = atip::output::text::escape_controls_keep_lines(shown);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let keep = if verbose { lines.len() } else { OUTPUT_LINES };
+    for l in lines.iter().take(keep) {
+        if verbose {
+            t.push_str(&term::wrap_whole("    ", l, width, 4));
+        } else {
+            t.push_str(&term::fit(&format!("    {l}"), width));
+            t.push('\n');
+        }
+    }
+    if lines.len() > keep {
+        t.push_str(&term::fit(
+            &format!(
+                "    … {} (--verbose shows every line)",
+                term::plural(lines.len() - keep, "more line", "more lines")
+            ),
+            width,
+        ));
+        t.push('\n');
+    }
+    t
 }
 
 fn render(report: &ChatReport, ctx: &Ctx) -> Result<ExitStatus, AtipError> {

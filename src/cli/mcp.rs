@@ -968,31 +968,17 @@ async fn ping(a: PingArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     if ctx.output.is_json() {
         ctx.out.json(&report)?;
     } else {
-        let field = |p: &str, or: &'static str| {
-            esc(info.pointer(p).and_then(Value::as_str).unwrap_or(or)).into_owned()
+        let ping = super::mcp_text::Ping {
+            server: &spec.name,
+            transport: spec.transport.kind(),
+            info: &info,
+            connect_ms: connect.as_millis(),
+            rtt_ms: rtt.as_secs_f64() * 1000.0,
         };
-        ctx.out.text(&format!(
-            "{}: {} {} (protocol {}), connected in {} ms, ping {:.2} ms\n",
-            esc(&spec.name),
-            field("/serverInfo/name", "?"),
-            field("/serverInfo/version", ""),
-            field("/protocolVersion", "?"),
-            connect.as_millis(),
-            rtt.as_secs_f64() * 1000.0
-        ))?;
-        let caps: Vec<&String> = info
-            .get("capabilities")
-            .and_then(Value::as_object)
-            .map(|m| m.keys().collect())
-            .unwrap_or_default();
-        ctx.out.text(&format!(
-            "capabilities: {}\n",
-            esc(&caps
-                .iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", "))
-        ))?;
+        let verbose = ctx.out.verbosity() >= atip::output::Verbosity::Verbose;
+        let style = atip::output::term::Style::new(ctx.out.stdout_color());
+        ctx.out
+            .text(&super::mcp_text::ping(&ping, verbose, ctx.width, style))?;
     }
     Ok(ExitStatus::Success)
 }
@@ -1011,23 +997,9 @@ fn import(a: ImportArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     if ctx.output.is_json() {
         ctx.out.json(&report)?;
     } else {
-        for n in &report.imported {
-            ctx.out.text(&format!(
-                "{} {n}\n",
-                if a.dry_run {
-                    "would import"
-                } else {
-                    "imported"
-                }
-            ))?;
-        }
-        for (n, why) in &report.skipped {
-            ctx.out.note(format_args!("skipped {n}: {why}"));
-        }
-        if !a.dry_run {
-            ctx.out
-                .note(format_args!("wrote {}", report.target.display()));
-        }
+        let style = atip::output::term::Style::new(ctx.out.stdout_color());
+        ctx.out
+            .text(&super::mcp_text::import(&report, ctx.width, style))?;
     }
     Ok(ExitStatus::Success)
 }

@@ -865,7 +865,39 @@ async fn tool_search(g: &Global, a: SearchArgs, ctx: &Ctx) -> Result<ExitStatus,
         s.close().await;
     }
     let list = &listing.cached.tools;
-    // atip's search index (BM25-like, stems, synonyms) scores within a tier.
+    let ranked = rank(&query, &spec, list, limit, a.explain);
+    let results: Vec<Value> = ranked
+        .iter()
+        .enumerate()
+        .map(|(rank, hit)| result_object(&list[hit.i], hit, rank < schemas, a.explain))
+        .collect();
+    let mut v = json!({"query": query, "server": spec.name, "results": results});
+    if ctx.output.is_json() {
+        cap_list(&mut v, "results", "inputSchema", max_output(g, &r.config));
+        return emit(&v, g, ctx).map(|_| code::OK);
+    }
+    ctx.out.text(&search_text(&v))?;
+    Ok(code::OK)
+}
+
+/// One ranked tool of a search: its place in the list, score, match, index evidence.
+struct Hit {
+    score: f64,
+    i: usize,
+    m: Match,
+    index_score: f32,
+    index_terms: Vec<String>,
+}
+
+/// The tools matching `query`, best first, at most `limit`: ranked by tier, and within
+/// a tier by atip's search index (BM25-like, stems, synonyms).
+fn rank(
+    query: &str,
+    spec: &ServerSpec,
+    list: &[rmcp::model::Tool],
+    limit: usize,
+    explain: bool,
+) -> Vec<Hit> {
     let flat: Vec<FlatTool> = list
         .iter()
         .map(|t| tools::to_flat(&spec.name, t, spec.trust_hints))
@@ -873,54 +905,58 @@ async fn tool_search(g: &Global, a: SearchArgs, ctx: &Ctx) -> Result<ExitStatus,
     let index = atip::search::SearchIndex::build(&flat);
     let mut indexed: Vec<(f32, Vec<String>)> = vec![(0.0, Vec::new()); list.len()];
     let mut hit = vec![false; list.len()];
-    for h in index.search(&query, list.len().max(1), a.explain) {
+    for h in index.search(query, list.len().max(1), explain) {
         if h.doc < list.len() {
             indexed[h.doc] = (h.score, h.why);
             hit[h.doc] = true;
         }
     }
-    let mut ranked: Vec<(f64, usize, Match)> = list
+    let mut ranked: Vec<Hit> = list
         .iter()
         .enumerate()
         .filter_map(|(i, t)| {
-            let m = tier(&query, t, hit[i])?;
+            let m = tier(query, t, hit[i])?;
             let s = f64::from(indexed[i].0.max(0.0));
             // Within a tier, the index score, squeezed below 1 so tiers never mix.
             let score = ((m.tier + s / (1.0 + s)) * 1000.0).round() / 1000.0;
-            Some((score, i, m))
+            Some(Hit {
+                score,
+                i,
+                m,
+                index_score: indexed[i].0,
+                index_terms: std::mem::take(&mut indexed[i].1),
+            })
         })
         .collect();
-    ranked.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)));
+    ranked.sort_by(|x, y| y.score.total_cmp(&x.score).then(x.i.cmp(&y.i)));
     ranked.truncate(limit);
-    let results: Vec<Value> = ranked
-        .iter()
-        .enumerate()
-        .map(|(rank, (score, i, m))| {
-            let t = &list[*i];
-            let mut o = Map::new();
-            o.insert("name".into(), json!(t.name));
-            o.insert("description".into(), json!(t.description));
-            o.insert("score".into(), json!(score));
-            o.insert("schemaIncluded".into(), json!(rank < schemas));
-            if rank < schemas {
-                o.insert("inputSchema".into(), tools::input_schema(t));
-            }
-            if a.explain {
-                o.insert(
-                    "explain".into(),
-                    json!({"match": m.how, "nameTerms": m.name_terms, "descriptionTerms": m.desc_terms,
-                           "indexScore": (f64::from(indexed[*i].0) * 1000.0).round() / 1000.0,
-                           "indexTerms": indexed[*i].1}),
-                );
-            }
-            Value::Object(o)
-        })
-        .collect();
-    let mut v = json!({"query": query, "server": spec.name, "results": results});
-    if ctx.output.is_json() {
-        cap_list(&mut v, "results", "inputSchema", max_output(g, &r.config));
-        return emit(&v, g, ctx).map(|_| code::OK);
+    ranked
+}
+
+/// A search result as the document shapes it.
+fn result_object(t: &rmcp::model::Tool, hit: &Hit, schema: bool, explain: bool) -> Value {
+    let mut o = Map::new();
+    o.insert("name".into(), json!(t.name));
+    o.insert("description".into(), json!(t.description));
+    o.insert("score".into(), json!(hit.score));
+    o.insert("schemaIncluded".into(), json!(schema));
+    if schema {
+        o.insert("inputSchema".into(), tools::input_schema(t));
     }
+    if explain {
+        let m = &hit.m;
+        o.insert(
+            "explain".into(),
+            json!({"match": m.how, "nameTerms": m.name_terms, "descriptionTerms": m.desc_terms,
+                   "indexScore": (f64::from(hit.index_score) * 1000.0).round() / 1000.0,
+                   "indexTerms": hit.index_terms}),
+        );
+    }
+    Value::Object(o)
+}
+
+/// The document's text output of a search: name, score, first line of the description.
+fn search_text(v: &Value) -> String {
     let mut out = String::new();
     for r in v["results"].as_array().into_iter().flatten() {
         let _ = writeln!(
@@ -938,8 +974,7 @@ async fn tool_search(g: &Global, a: SearchArgs, ctx: &Ctx) -> Result<ExitStatus,
             )
         );
     }
-    ctx.out.text(&out)?;
-    Ok(code::OK)
+    out
 }
 
 fn read_args(a: &CallArgs) -> Result<Map<String, Value>, AtipError> {
@@ -1140,12 +1175,21 @@ pub fn link(a: LinkArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         ctx.out
             .json(&json!({"link": link, "target": exe, "created": created}))?;
     } else {
-        ctx.out.text(&format!(
-            "{} {} -> {}\n",
-            if created { "linked" } else { "already linked" },
+        let head = if created {
+            "✓ Linked the mcp command to atip"
+        } else {
+            "✓ The mcp command is already atip"
+        };
+        let t = format!(
+            "{}\n  link    {}\n  to      {}\n\nNext: mcp --help (run it with {} on your PATH)\n",
+            atip::output::term::Style::new(ctx.out.stdout_color())
+                .paint(Some(atip::output::term::Paint::Bold), head),
             link.display(),
-            exe.display()
-        ))?;
+            exe.display(),
+            dir.display()
+        );
+        ctx.out
+            .text(&atip::output::term::wrap_long_lines(&t, ctx.width))?;
     }
     Ok(ExitStatus::Success)
 }

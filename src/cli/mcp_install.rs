@@ -112,7 +112,9 @@ pub fn run(a: InstallArgs, add: bool, ctx: &Ctx) -> Result<ExitStatus, AtipError
                 if add { "makes" } else { "undoes" }
             ));
         }
-        Some(_) => ctx.out.text(&done.text(ctx.width, ctx.out.stdout_color()))?,
+        Some(_) => ctx
+            .out
+            .text(&done.text(ctx.width, ctx.out.stdout_color()))?,
         None => {
             let why = if add {
                 "already has atip's entry"

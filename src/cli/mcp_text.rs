@@ -279,3 +279,134 @@ fn type_of(p: &serde_json::Value) -> String {
             .unwrap_or_else(|| "any".into()),
     }
 }
+
+/// What `atip mcp ping` learnt, for [`ping`].
+pub struct Ping<'a> {
+    /// The server's name in the config.
+    pub server: &'a str,
+    /// stdio or http.
+    pub transport: &'a str,
+    /// The server's `initialize` answer.
+    pub info: &'a serde_json::Value,
+    /// Time to connect and initialize.
+    pub connect_ms: u128,
+    /// Round trip of the ping, in milliseconds.
+    pub rtt_ms: f64,
+}
+
+/// `atip mcp ping` for a person: who answered first, then how fast, what it offers and
+/// (the first line of; whole with `verbose`) its instructions.
+pub fn ping(p: &Ping<'_>, verbose: bool, width: Option<usize>, style: Style) -> String {
+    let field = |ptr: &str| {
+        p.info
+            .pointer(ptr)
+            .and_then(serde_json::Value::as_str)
+            .map(term::one_line)
+    };
+    let who = [field("/serverInfo/name"), field("/serverInfo/version")]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut t = style.paint(
+        Some(Paint::Bold),
+        &format!(
+            "✓ {} answered: {}",
+            term::one_line(p.server),
+            if who.is_empty() { "(no name)" } else { &who }
+        ),
+    );
+    t.push('\n');
+    let mut d = format!(
+        "  protocol      {}\n",
+        field("/protocolVersion").unwrap_or_else(|| "?".into())
+    );
+    let _ = writeln!(d, "  transport     {}", p.transport);
+    let _ = writeln!(
+        d,
+        "  connected in  {} ms; ping {:.2} ms",
+        p.connect_ms, p.rtt_ms
+    );
+    let caps: Vec<String> = p
+        .info
+        .get("capabilities")
+        .and_then(serde_json::Value::as_object)
+        .map(|m| m.keys().map(|k| term::one_line(k)).collect())
+        .unwrap_or_default();
+    let _ = writeln!(
+        d,
+        "  capabilities  {}",
+        if caps.is_empty() {
+            "none".to_string()
+        } else {
+            caps.join(", ")
+        }
+    );
+    t.push_str(&term::wrap_long_lines(&d, width));
+    if let Some(i) = p
+        .info
+        .get("instructions")
+        .and_then(serde_json::Value::as_str)
+        && !i.trim().is_empty()
+    {
+        if verbose {
+            t.push_str("  instructions\n");
+            for line in atip::output::text::escape_controls_keep_lines(i).lines() {
+                t.push_str(&term::wrap_whole("    ", line, width, 4));
+            }
+        } else {
+            let first = format!("  instructions  {}", term::one_line(i));
+            t.push_str(&term::fit(&first, width));
+            t.push('\n');
+        }
+    }
+    t
+}
+
+/// `atip mcp import` for a person: how many servers came (or would come) from which
+/// file into which, their names, then those left out and why.
+pub fn import(r: &atip::mcp::import::ImportReport, width: Option<usize>, style: Style) -> String {
+    let verb = if r.dry_run {
+        "Would import"
+    } else {
+        "Imported"
+    };
+    let mut t = style.paint(
+        Some(Paint::Bold),
+        &format!(
+            "{} {verb} {}",
+            if r.imported.is_empty() { "!" } else { "✓" },
+            term::plural(r.imported.len(), "MCP server", "MCP servers")
+        ),
+    );
+    t.push('\n');
+    let mut d = String::new();
+    if !r.imported.is_empty() {
+        let _ = writeln!(d, "  servers  {}", term::some_names(&r.imported, 12));
+    }
+    let _ = writeln!(d, "  from     {}", r.source.display());
+    let _ = writeln!(
+        d,
+        "  into     {}{}",
+        r.target.display(),
+        if r.dry_run { " (nothing written)" } else { "" }
+    );
+    t.push_str(&term::wrap_long_lines(&d, width));
+    if !r.skipped.is_empty() {
+        t.push('\n');
+        t.push_str(&style.paint(
+            Some(Paint::Bold),
+            &format!("Left out ({})", term::count(r.skipped.len())),
+        ));
+        t.push('\n');
+        let mut table = Table::new(None).indent(2).flex(1).shrink(0, 12);
+        for (name, why) in &r.skipped {
+            table.row(vec![
+                Cell::painted(term::one_line(name), Some(Paint::Bold)),
+                Cell::new(term::one_line(why)),
+            ]);
+        }
+        t.push_str(&table.render(width, style));
+    }
+    t
+}

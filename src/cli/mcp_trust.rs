@@ -6,6 +6,7 @@ use crate::Ctx;
 use atip::mcp::config::{ConfigPaths, Loader, McpConfig};
 use atip::mcp::trust::{ProjectFile, TrustStatus, TrustStore};
 use atip::output::ExitStatus;
+use atip::output::term::{self, Cell, Paint, Style, Table};
 use atip::output::{AtipError, ErrorCode};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
@@ -247,14 +248,9 @@ pub fn trust(a: TrustArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
             "path": file.canonical, "sha256": file.sha256, "allowEnv": a.allow_env,
             "servers": servers, "notExpanded": not_allowed}}))?;
     } else {
-        ctx.out.text(&format!(
-            "trusted {} (sha256 {})\n",
-            printable(&file.canonical.display().to_string()),
-            file.sha256
-        ))?;
-        for line in describe_servers(&file) {
-            ctx.out.note(format_args!("{line}"));
-        }
+        let verbose = ctx.out.verbosity() >= atip::output::Verbosity::Verbose;
+        ctx.out
+            .text(&trusted_text(&file, servers.len(), verbose, ctx))?;
     }
     if !not_allowed.is_empty() {
         ctx.out.note(format_args!(
@@ -288,32 +284,94 @@ fn list(ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         .collect();
     if ctx.output.is_json() {
         ctx.out.json(&json!({"trusted": rows}))?;
+    } else if rows.is_empty() {
+        ctx.out.note("no project config is trusted");
     } else {
-        let mut out = String::new();
-        for r in &rows {
-            let _ = writeln!(
-                out,
-                "{}\t{}\t{}\t{}",
-                printable(r["path"].as_str().unwrap_or("")),
-                r["status"].as_str().unwrap_or(""),
-                &r["sha256"].as_str().unwrap_or("")
-                    [..16.min(r["sha256"].as_str().unwrap_or("").len())],
-                r["allowEnv"]
-                    .as_array()
-                    .map(|a| a
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .collect::<Vec<_>>()
-                        .join(","))
-                    .unwrap_or_default()
-            );
-        }
-        if rows.is_empty() {
-            ctx.out.note("no project config is trusted");
-        }
-        ctx.out.text(&out)?;
+        ctx.out.text(&list_text(&rows, ctx))?;
     }
     Ok(ExitStatus::Success)
+}
+
+/// The paint of stdout text.
+fn style(ctx: &Ctx) -> Style {
+    Style::new(ctx.out.stdout_color())
+}
+
+/// `mcp trust` for a person: the verdict, the file, its hash (short; whole with
+/// `verbose`), then each server it declares as written (nothing expanded).
+fn trusted_text(file: &ProjectFile, servers: usize, verbose: bool, ctx: &Ctx) -> String {
+    let mut t = style(ctx).paint(
+        Some(Paint::Bold),
+        &format!(
+            "✓ Trusted {} ({})",
+            printable(&file.path.display().to_string()),
+            term::plural(servers, "server", "servers")
+        ),
+    );
+    t.push('\n');
+    let sha = if verbose {
+        file.sha256.clone()
+    } else {
+        format!("{}…", &file.sha256[..16.min(file.sha256.len())])
+    };
+    let mut d = format!(
+        "  file    {}\n  sha256  {sha} (a change to the file needs trusting again)\n",
+        printable(&file.canonical.display().to_string())
+    );
+    let mut t2 = String::new();
+    for (i, line) in describe_servers(file).iter().enumerate() {
+        let lead = if i == 0 { "  runs    " } else { "          " };
+        let line = format!("{lead}{line}");
+        if verbose {
+            t2.push_str(&term::wrap_long_lines(&format!("{line}\n"), ctx.width));
+        } else {
+            t2.push_str(&term::fit(&line, ctx.width));
+            t2.push('\n');
+        }
+    }
+    d = term::wrap_long_lines(&d, ctx.width);
+    t.push_str(&d);
+    t.push_str(&t2);
+    t
+}
+
+/// `mcp trust --list` for a person: one row per trusted file with whether it is still
+/// as trusted, and a count.
+fn list_text(rows: &[Value], ctx: &Ctx) -> String {
+    let mut table = Table::new(Some(&["FILE", "STATUS", "SHA256", "ALLOWED ENV"]))
+        .flex(0)
+        .shrink(3, 12);
+    for r in rows {
+        let sha = r["sha256"].as_str().unwrap_or("");
+        let status = r["status"].as_str().unwrap_or("");
+        table.row(vec![
+            Cell::new(printable(r["path"].as_str().unwrap_or(""))),
+            Cell::painted(status, (status != "trusted").then_some(Paint::Yellow)),
+            Cell::new(&sha[..16.min(sha.len())]),
+            Cell::new(printable(
+                &r["allowEnv"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default(),
+            )),
+        ]);
+    }
+    let mut t = table.render(ctx.width, style(ctx));
+    t.push_str(&style(ctx).paint(
+        Some(Paint::Dim),
+        &term::plural(
+            rows.len(),
+            "trusted project config",
+            "trusted project configs",
+        ),
+    ));
+    t.push('\n');
+    t
 }
 
 /// `atip mcp untrust [PATH]`.
@@ -344,10 +402,15 @@ pub fn untrust(a: UntrustArgs, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         ctx.out
             .json(&json!({"untrusted": {"path": canonical, "removed": removed}}))?;
     } else if removed {
-        ctx.out.text(&format!(
-            "untrusted {}\n",
-            printable(&canonical.display().to_string())
-        ))?;
+        let mut t = style(ctx).paint(
+            Some(Paint::Bold),
+            &format!(
+                "✓ Untrusted {}",
+                printable(&canonical.display().to_string())
+            ),
+        );
+        t.push_str("\n  its servers are not started until it is trusted again\n");
+        ctx.out.text(&term::wrap_long_lines(&t, ctx.width))?;
     } else {
         ctx.out.note(format_args!(
             "{} was not trusted",

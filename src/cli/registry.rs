@@ -4,14 +4,14 @@
 
 use crate::Ctx;
 use atip::output::ExitStatus;
+use atip::output::Verbosity;
+use atip::output::term::{self, Cell, Paint, Style, Table};
 use atip::output::{AtipError, ErrorCode, OutputFormat};
 use atip::remote::build::{self, BuildError, BuildOptions};
 use atip::remote::config::{self, Auth, RegistriesFile, RemoteRegistry};
 use atip::remote::fetch::FetchError;
 use atip::remote::manifest;
 use atip::remote::sign::{self, TrustedKey};
-use atip::output::Verbosity;
-use atip::output::term::{self, Cell, Paint, Style, Table};
 use serde_json::{Map, json};
 use std::path::{Path, PathBuf};
 

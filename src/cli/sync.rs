@@ -8,10 +8,10 @@ use crate::Ctx;
 use atip::discover::report::ScanReport;
 use atip::discover::{self, ProbeMode, ScanOptions};
 use atip::output::ExitStatus;
-use atip::output::{AtipError, ErrorCode, OutputFormat};
-use atip::remote::config::{self, RegistriesFile};
 use atip::output::Verbosity;
 use atip::output::term::{self, Cell, Paint, Style, Table};
+use atip::output::{AtipError, ErrorCode, OutputFormat};
+use atip::remote::config::{self, RegistriesFile};
 use atip::remote::sync::{CatalogStatus, RegistrySync, RemoteOptions};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -78,12 +78,7 @@ fn bytes(n: u64) -> String {
 /// `atip sync` for a person: the verdict and count first, a table of the registries,
 /// then what needs attention (refused catalogs and shims, failures), a few unless
 /// `verbose`; with `verbose` also each registry's URL, expiry and traffic.
-fn text(
-    report: &ScanReport,
-    verbose: bool,
-    width: Option<usize>,
-    style: Style,
-) -> String {
+fn text(report: &ScanReport, verbose: bool, width: Option<usize>, style: Style) -> String {
     let remote = &report.remote;
     let from_remote = report
         .tools
@@ -110,9 +105,15 @@ fn text(
         width,
     ));
     t.push('\n');
-    let mut table = Table::new(Some(&["REGISTRY", "CATALOG", "TOOLS", "SHIMS USED", "SIGNED"]))
-        .flex(1)
-        .shrink(0, 8);
+    let mut table = Table::new(Some(&[
+        "REGISTRY",
+        "CATALOG",
+        "TOOLS",
+        "SHIMS USED",
+        "SIGNED",
+    ]))
+    .flex(1)
+    .shrink(0, 8);
     for r in remote {
         let catalog = catalog_words(r);
         let failed = r.catalog == CatalogStatus::Failed || r.catalog_refused.is_some();
@@ -120,7 +121,11 @@ fn text(
             Cell::painted(term::one_line(&r.name), Some(Paint::Bold)),
             Cell::painted(catalog, failed.then_some(Paint::Red)),
             Cell::new(term::count(r.listed)),
-            Cell::new(format!("{} of {}", term::count(r.used), term::count(r.wanted))),
+            Cell::new(format!(
+                "{} of {}",
+                term::count(r.used),
+                term::count(r.wanted)
+            )),
             Cell::new(term::count(r.verified)),
         ]);
     }

@@ -136,6 +136,10 @@ pub struct CallRecord {
     /// The atip error code, for `error`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The result sent back to the model (redacted), for the transcript a person reads
+    /// on stderr; not in the JSON report (`--transcript` keeps every message).
+    #[serde(skip)]
+    pub result: Value,
 }
 
 /// The result of a run: `--output json` prints it.
@@ -452,6 +456,7 @@ impl Chat<'_> {
                 .pointer("/error/code")
                 .and_then(Value::as_str)
                 .map(str::to_string),
+            result: env.clone(),
         }
     }
 

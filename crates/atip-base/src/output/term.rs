@@ -483,7 +483,10 @@ mod tests {
             assert!(width(l) <= 40, "{l:?}");
         }
         assert!(text.starts_with("note: registry"), "{text}");
-        assert!(text.lines().skip(1).all(|l| l.starts_with("      ")), "{text}");
+        assert!(
+            text.lines().skip(1).all(|l| l.starts_with("      ")),
+            "{text}"
+        );
         // Every word is still there, in order.
         let words: Vec<&str> = text.split_whitespace().skip(1).collect();
         assert_eq!(words.join(" "), msg);
