@@ -352,6 +352,7 @@ fn snapshot_of_mcp_tools() {
         );
     }
     insta::assert_snapshot!("mcp_describe_echo_80", text(80, &["describe", "echo"]));
+    insta::assert_snapshot!("mcp_ping_80", redact_ms(&text(80, &["ping"])));
     insta::assert_snapshot!(
         "mcp_describe_write_note_50",
         text(50, &["describe", "write_note"])
@@ -621,6 +622,58 @@ fn commands_fit_a_real_terminal_at_80_and_120_columns() {
             "exec --dry-run",
         ));
     }
+    // The setup commands that can run again and again: a registry build of the
+    // repository's shims (all left out: name-keyed), an install and an import as dry
+    // runs, the trusted project configs, a real exec.
+    let built = sb.path().join("built");
+    let built = built.to_str().unwrap();
+    sb.write("host/mcp.json", "{\n  \"mcpServers\": {}\n}\n");
+    let host = sb.path().join("host/mcp.json");
+    let host = host.to_str().unwrap();
+    sb.write(
+        "host/cursor.json",
+        json!({"mcpServers": {
+            "github": {"command": "github-mcp", "args": ["stdio"]},
+            "odd": {"transport": "carrier-pigeon"}
+        }})
+        .to_string(),
+    );
+    let cursor = sb.path().join("host/cursor.json");
+    let cursor = cursor.to_str().unwrap();
+    sb.write(
+        "proj/.mcp.json",
+        json!({"mcpServers": {"files": {"command": "mcp-server-filesystem",
+            "args": ["--root", "/srv/a/long/path/to/the/files/it/serves/and/then/some/more", "--read-only"]}}})
+        .to_string(),
+    );
+    let project = sb.path().join("proj/.mcp.json");
+    let project = project.to_str().unwrap();
+    let notes = sb.write("notes.txt", "one\ntwo\nthree\n");
+    let wc_args = json!({"lines": true, "file": [notes]}).to_string();
+    commands.extend([
+        (vec!["registry", "build", shims, built], "registry build"),
+        (
+            vec![
+                "mcp",
+                "install",
+                "--host",
+                "cursor",
+                "--config-file",
+                host,
+                "--dry-run",
+            ],
+            "mcp install --dry-run",
+        ),
+        (
+            vec!["mcp", "import", "cursor", "--from", cursor, "--dry-run"],
+            "mcp import --dry-run",
+        ),
+        (vec!["mcp", "trust", project], "mcp trust"),
+        (vec!["mcp", "trust", "--list"], "mcp trust --list"),
+    ]);
+    if names.contains(&"wc") {
+        commands.push((vec!["exec", "wc", "--args", &wc_args], "exec"));
+    }
     for cols in [80u16, 120] {
         for (args, what) in &commands {
             let (args, what) = (args.as_slice(), *what);
@@ -652,4 +705,311 @@ fn commands_fit_a_real_terminal_at_80_and_120_columns() {
             }
         }
     }
+    // Commands that change something run once each, at 80 columns, without colour.
+    let key = sb.path().join("keys/key");
+    std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+    let public = sb.path().join("keys/key.pub");
+    let links = sb.path().join("links");
+    std::fs::create_dir_all(&links).unwrap();
+    let once: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["registry", "keygen", key.to_str().unwrap()],
+            "registry keygen",
+        ),
+        (
+            vec![
+                "registry",
+                "add",
+                "team",
+                long,
+                "--no-check",
+                "--public-key",
+                public.to_str().unwrap(),
+            ],
+            "registry add",
+        ),
+        (vec!["registry", "remove", "team"], "registry remove"),
+        (
+            vec!["mcp", "install", "--host", "cursor", "--config-file", host],
+            "mcp install",
+        ),
+        (
+            vec![
+                "mcp",
+                "uninstall",
+                "--host",
+                "cursor",
+                "--config-file",
+                host,
+            ],
+            "mcp uninstall",
+        ),
+        (vec!["mcp", "untrust", project], "mcp untrust"),
+        (
+            vec!["mcp", "link-cli", "--dir", links.to_str().unwrap()],
+            "mcp link-cli",
+        ),
+    ];
+    for (args, what) in &once {
+        let plain = on_terminal(80, true, args);
+        assert!(!plain.contains('\x1b'), "{what} with NO_COLOR: {plain:?}");
+        assert_fits(&plain, 80, what);
+    }
+}
+
+/// A command run on a pseudo-terminal of `cols` columns, without colour: every line it
+/// writes (stdout and stderr) fits, and there is no escape sequence.
+fn fits_a_terminal(mut cmd: Command, cols: u16, what: &str) -> String {
+    cmd.env("NO_COLOR", "1").env("TERM", "xterm-256color");
+    let (text, code) = Pty::open(cols).run(cmd);
+    assert!(
+        code.is_some_and(|c| c <= 1),
+        "{what} exited {code:?}:\n{text}"
+    );
+    assert!(!text.contains('\x1b'), "{what} with NO_COLOR: {text:?}");
+    assert_fits(&text, cols.into(), what);
+    text
+}
+
+/// Every `N ms` (or `N.NN ms`) written as `N ms`: timings differ from run to run.
+fn redact_ms(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(" ms") {
+        let head = &rest[..at];
+        let digits = head
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .count();
+        let keep = head.len() - digits;
+        out.push_str(&head[..keep]);
+        out.push_str(if digits > 0 { "N ms" } else { " ms" });
+        rest = &rest[at + 3..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The key id and public key of the minisign key at `key`, as `[KEY ID]` and `[PUBLIC KEY]`.
+fn redact_key(text: &str, key: &Path) -> String {
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let mut lines = public.lines();
+    let id = lines
+        .next()
+        .and_then(|l| l.split_whitespace().last())
+        .unwrap()
+        .to_string();
+    let base64 = lines.next().unwrap().trim().to_string();
+    text.replace(&base64, "[PUBLIC KEY]")
+        .replace(&id, "[KEY ID]")
+}
+
+/// The commands that set things up, as a person sees them: registry keygen, build, add,
+/// remove; sync (and --verbose); mcp install (dry run, install, uninstall), trust (and
+/// --list), untrust, import, link-cli. Random parts (keys, ports, timings, paths) are
+/// redacted; every line fits 80 columns where a width is given.
+#[test]
+fn snapshots_of_registry_sync_and_mcp_setup() {
+    let w = World::new();
+    let p = |rel: &str| w.sb.path().join(rel).to_str().unwrap().to_string();
+    let text = |cols: Option<u16>, args: &[&str]| {
+        let t = redact_ms(&redact_key(&w.text(cols, args), &w.sb.path().join("key")));
+        if let Some(c) = cols {
+            assert_fits(&t, c.into(), &args.join(" "));
+        }
+        t
+    };
+    insta::assert_snapshot!(
+        "registry_keygen",
+        text(None, &["registry", "keygen", &p("key")])
+    );
+    // count is published (its binary given), tally has no binary here: left out.
+    let mut tally = count_shim();
+    tally["name"] = json!("tally");
+    tally["binary"]["name"] = json!("tally");
+    w.sb.write(
+        "src/count.json",
+        serde_json::to_vec_pretty(&count_shim()).unwrap(),
+    );
+    w.sb.write("src/tally.json", serde_json::to_vec_pretty(&tally).unwrap());
+    let build = [
+        "registry",
+        "build",
+        &p("src"),
+        &p("out"),
+        "--name",
+        "team",
+        "--sign",
+        &p("key"),
+        "--binary",
+        &p("bin/count"),
+        "--expires",
+        "2030-01-01T00:00:00Z",
+        "--url",
+        "https://tools.example.org/atip",
+    ];
+    insta::assert_snapshot!("registry_build", text(None, &build));
+    let server = crate::common::static_server::StaticServer::start(&w.sb.path().join("out"));
+    let add = text(
+        None,
+        &[
+            "registry",
+            "add",
+            "team",
+            &server.url,
+            "--public-key",
+            &p("key.pub"),
+        ],
+    );
+    insta::assert_snapshot!("registry_add", add.replace(&server.url, "[URL]"));
+    let sync = ["sync", "--path", &p("bin")];
+    insta::assert_snapshot!("sync", text(None, &sync).replace(&server.url, "[URL]"));
+    let verbose = ["--verbose", "sync", "--refresh", "--path", &p("bin")];
+    insta::assert_snapshot!(
+        "sync_verbose",
+        text(None, &verbose).replace(&server.url, "[URL]")
+    );
+    for cols in [80, 50] {
+        let c = w.atip(&["--verbose", "sync", "--path", &p("bin")]);
+        let shown = fits_a_terminal(c, cols, "sync --verbose");
+        assert!(shown.contains("1 tool registered"), "{shown}");
+    }
+    insta::assert_snapshot!(
+        "registry_remove",
+        text(None, &["registry", "remove", "team"])
+    );
+
+    w.sb.write("host/mcp.json", "{\n  \"mcpServers\": {}\n}\n");
+    let install = [
+        "mcp",
+        "install",
+        "--host",
+        "cursor",
+        "--config-file",
+        &p("host/mcp.json"),
+        "--program",
+        "/opt/atip/bin/atip",
+    ];
+    let dry: Vec<&str> = install.iter().copied().chain(["--dry-run"]).collect();
+    insta::assert_snapshot!("mcp_install_dry_run", text(Some(80), &dry));
+    insta::assert_snapshot!("mcp_install", text(None, &install));
+    insta::assert_snapshot!(
+        "mcp_uninstall",
+        text(
+            None,
+            &[
+                "mcp",
+                "uninstall",
+                "--host",
+                "cursor",
+                "--config-file",
+                &p("host/mcp.json")
+            ]
+        )
+    );
+
+    w.sb.write(
+        "proj/.mcp.json",
+        json!({"mcpServers": {
+            "files": {"command": "mcp-server-filesystem", "args": ["--root", "/srv/a/long/path/to/the/files/it/serves", "--read-only"]},
+            "web": {"url": "https://mcp.example.org/mcp", "headers": {"Authorization": "Bearer ${WEB_TOKEN}"}}
+        }})
+        .to_string(),
+    );
+    insta::assert_snapshot!(
+        "mcp_trust_80",
+        text(Some(80), &["mcp", "trust", "proj/.mcp.json"])
+    );
+    let list = text(None, &["mcp", "trust", "--list"]);
+    assert!(list.ends_with("1 trusted project config\n"), "{list}");
+    insta::assert_snapshot!(
+        "mcp_untrust",
+        text(None, &["mcp", "untrust", "proj/.mcp.json"])
+    );
+
+    w.sb.write(
+        "host/cursor.json",
+        json!({"mcpServers": {
+            "github": {"command": "github-mcp", "args": ["stdio"]},
+            "notes": {"url": "https://notes.example.org/mcp"},
+            "odd": {"transport": "carrier-pigeon"}
+        }})
+        .to_string(),
+    );
+    insta::assert_snapshot!(
+        "mcp_import_dry_run",
+        text(
+            None,
+            &[
+                "mcp",
+                "import",
+                "cursor",
+                "--from",
+                &p("host/cursor.json"),
+                "--dry-run"
+            ]
+        )
+    );
+    let atip = std::fs::canonicalize(env!("CARGO_BIN_EXE_atip")).unwrap();
+    std::fs::create_dir_all(w.sb.path().join("links")).unwrap();
+    insta::assert_snapshot!(
+        "mcp_link_cli",
+        text(None, &["mcp", "link-cli", "--dir", &p("links")])
+            .replace(atip.to_str().unwrap(), "[ATIP]")
+    );
+}
+
+/// `atip chat`'s transcript on stderr: what the model asked, the decision, the output
+/// cut to a few lines (all of it with --verbose).
+#[test]
+fn snapshot_of_a_chat_transcript() {
+    use crate::common::endpoint::{Api, Endpoint, Reply};
+    let sb = crate::common::tools::sandbox_with_t();
+    let api = Api::Openai;
+    let run = |verbose: bool, calls: &[(&str, &str, Value)]| {
+        let ep = Endpoint::start(vec![
+            Reply::ok(api.calls(calls)),
+            Reply::ok(api.text("The tool says ok.")),
+        ]);
+        let mut cmd = sb.atip();
+        if verbose {
+            cmd.arg("--verbose");
+        }
+        cmd.args(["--output", "text", "chat", "--provider", api.flag()])
+            .args(["--model", "test-model", "--base-url", &api.base(&ep)])
+            .arg("What does the tool say?")
+            .env(api.key_var(), "sk-test-0123456789abcdef")
+            .stdin(Stdio::null());
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        redact_ms(&format!("--- stdout\n{stdout}--- stderr\n{stderr}"))
+    };
+    let calls = [
+        ("call_1", "t_json", json!({})),
+        ("call_2", "t_delete", json!({"target": "the-database"})),
+        ("call_3", "t_fail", json!({})),
+    ];
+    insta::assert_snapshot!("chat_transcript_verbose", run(true, &calls));
+    let calls = [("call_1", "t_flood", json!({}))];
+    insta::assert_snapshot!("chat_transcript", run(false, &calls));
+    // On a terminal the transcript fits it: the long output lines are cut.
+    let calls = [
+        ("call_1", "t_flood", json!({})),
+        ("call_2", "t_json", json!({})),
+    ];
+    let ep = Endpoint::start(vec![
+        Reply::ok(api.calls(&calls)),
+        Reply::ok(api.text("The tool says ok.")),
+    ]);
+    let mut cmd = sb.atip();
+    cmd.args(["--output", "text", "chat", "--provider", api.flag()])
+        .args(["--model", "test-model", "--base-url", &api.base(&ep)])
+        .arg("What does the tool say?")
+        .env(api.key_var(), "sk-test-0123456789abcdef");
+    let shown = fits_a_terminal(cmd, 40, "chat");
+    assert!(shown.contains("line 0 of a long"), "{shown}");
+    assert!(shown.contains("The tool says ok."), "{shown}");
 }

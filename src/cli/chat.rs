@@ -399,11 +399,16 @@ fn call_text(
     };
     t.push_str(&term::fit(&format!("  {decision}{ended}"), width));
     t.push('\n');
-    let shown = c
-        .result
-        .pointer("/data/stdout")
-        .or_else(|| c.result.pointer("/error/message"))
-        .and_then(Value::as_str)
+    // What the tool printed; its stderr when stdout is empty (a failure says why there).
+    let text_at = |p: &str| {
+        c.result
+            .pointer(p)
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty())
+    };
+    let shown = text_at("/data/stdout")
+        .or_else(|| text_at("/data/stderr"))
+        .or_else(|| text_at("/error/message"))
         .unwrap_or("");
     let text = atip::output::text::escape_controls_keep_lines(shown);
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();

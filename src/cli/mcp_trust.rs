@@ -320,7 +320,7 @@ fn trusted_text(file: &ProjectFile, servers: usize, verbose: bool, ctx: &Ctx) ->
     );
     let mut t2 = String::new();
     for (i, line) in describe_servers(file).iter().enumerate() {
-        let lead = if i == 0 { "  runs    " } else { "          " };
+        let lead = if i == 0 { "  servers " } else { "          " };
         let line = format!("{lead}{line}");
         if verbose {
             t2.push_str(&term::wrap_long_lines(&format!("{line}\n"), ctx.width));

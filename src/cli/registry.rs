@@ -298,19 +298,19 @@ fn keygen_text(
         &format!("✓ New signing key pair, key id {}", public.id),
     );
     t.push('\n');
-    t.push_str(&format!(
-        "  secret key  {} (mode 0600: keep it secret, it signs your registry)\n",
-        keyfile.display()
-    ));
+    t.push_str(&format!("  secret key  {}\n", keyfile.display()));
+    t.push_str("              mode 0600: keep it secret, it signs your registry\n");
     t.push_str(&format!("  public key  {}\n", pub_path.display()));
     t.push_str(&format!("              {}\n", public.base64));
     t.push('\n');
+    t.push_str("Sign a registry with it:\n");
     t.push_str(&format!(
-        "Next: atip registry build SHIMS OUT --sign {}\n",
+        "  atip registry build SHIMS OUT --sign {}\n",
         keyfile.display()
     ));
+    t.push_str("Trust it on each machine that reads the registry:\n");
     t.push_str(&format!(
-        "      on each machine that reads it: atip registry add NAME URL --public-key {}\n",
+        "  atip registry add NAME URL --public-key {}\n",
         pub_path.display()
     ));
     term::wrap_long_lines(&t, width)
@@ -373,14 +373,13 @@ fn build_text(
             "Left out ({})\n",
             term::plural(report.skipped.len(), "shim", "shims")
         ));
-        let mut table = Table::new(None).indent(2).flex(1);
         for s in report.skipped.iter().take(shown) {
-            table.row(vec![
-                Cell::new(s.path.display().to_string()),
-                Cell::new(term::one_line(&s.why)),
-            ]);
+            t.push_str(&term::wrap_long_lines(
+                &format!("  {}\n", s.path.display()),
+                width,
+            ));
+            t.push_str(&term::wrap("    ", &s.why, width, 4));
         }
-        t.push_str(&table.render(if verbose { None } else { width }, style));
         if report.skipped.len() > shown {
             t.push_str(&format!(
                 "  and {} more: run again with --verbose\n",
