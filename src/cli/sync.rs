@@ -105,6 +105,35 @@ fn text(report: &ScanReport, verbose: bool, width: Option<usize>, style: Style) 
         width,
     ));
     t.push('\n');
+    t.push_str(&table(remote, width, style));
+    if verbose {
+        t.push_str(&details(remote, width, style));
+    }
+    if !trouble.is_empty() {
+        t.push('\n');
+        t.push_str(&style.paint(Some(Paint::Bold), "Needs attention"));
+        t.push('\n');
+        let shown = if verbose { usize::MAX } else { 6 };
+        for line in trouble.iter().take(shown) {
+            if verbose {
+                t.push_str(&term::wrap_whole("  - ", line, width, 4));
+            } else {
+                t.push_str(&term::wrap("  - ", line, width, 4));
+            }
+        }
+        if trouble.len() > shown {
+            t.push_str(&format!(
+                "  and {} more: run again with --verbose\n",
+                term::count(trouble.len() - shown)
+            ));
+        }
+    }
+    t
+}
+
+/// One row per registry: its catalog, the tools it lists, the shims used of those
+/// wanted, and how many were signed by a trusted key.
+fn table(remote: &[RegistrySync], width: Option<usize>, style: Style) -> String {
     let mut table = Table::new(Some(&[
         "REGISTRY",
         "CATALOG",
@@ -129,43 +158,27 @@ fn text(report: &ScanReport, verbose: bool, width: Option<usize>, style: Style) 
             Cell::new(term::count(r.verified)),
         ]);
     }
-    t.push_str(&table.render(width, style));
-    if verbose {
-        for r in remote {
-            t.push('\n');
-            t.push_str(&style.paint(Some(Paint::Bold), &term::one_line(&r.name)));
-            t.push('\n');
-            let mut d = format!("  url       {}\n", term::one_line(&r.url));
-            if let Some(e) = &r.expires {
-                d.push_str(&format!("  expires   {e}\n"));
-            }
-            d.push_str(&format!(
-                "  requests  {} ({} not modified), {}\n",
-                r.requests,
-                r.not_modified,
-                bytes(r.bytes)
-            ));
-            t.push_str(&term::wrap_long_lines(&d, width));
-        }
-    }
-    if !trouble.is_empty() {
+    table.render(width, style)
+}
+
+/// Each registry's URL, expiry and traffic (`--verbose`).
+fn details(remote: &[RegistrySync], width: Option<usize>, style: Style) -> String {
+    let mut t = String::new();
+    for r in remote {
         t.push('\n');
-        t.push_str(&style.paint(Some(Paint::Bold), "Needs attention"));
+        t.push_str(&style.paint(Some(Paint::Bold), &term::one_line(&r.name)));
         t.push('\n');
-        let shown = if verbose { usize::MAX } else { 6 };
-        for line in trouble.iter().take(shown) {
-            if verbose {
-                t.push_str(&term::wrap_whole("  - ", line, width, 4));
-            } else {
-                t.push_str(&term::wrap("  - ", line, width, 4));
-            }
+        let mut d = format!("  url       {}\n", term::one_line(&r.url));
+        if let Some(e) = &r.expires {
+            d.push_str(&format!("  expires   {e}\n"));
         }
-        if trouble.len() > shown {
-            t.push_str(&format!(
-                "  and {} more: run again with --verbose\n",
-                term::count(trouble.len() - shown)
-            ));
-        }
+        d.push_str(&format!(
+            "  requests  {} ({} not modified), {}\n",
+            r.requests,
+            r.not_modified,
+            bytes(r.bytes)
+        ));
+        t.push_str(&term::wrap_long_lines(&d, width));
     }
     t
 }
