@@ -7,9 +7,8 @@ use atip::output::ExitStatus;
 use atip::output::Verbosity;
 use atip::output::term::{self, Cell, Paint, Style, Table};
 use atip::output::{AtipError, ErrorCode, OutputFormat};
-use atip::remote::build::{self, BuildError, BuildOptions};
+use atip::remote::build::{self, BuildOptions};
 use atip::remote::config::{self, Auth, RegistriesFile, RemoteRegistry};
-use atip::remote::fetch::FetchError;
 use atip::remote::manifest;
 use atip::remote::sign::{self, TrustedKey};
 use serde_json::{Map, json};
@@ -109,27 +108,7 @@ fn check_manifest(
     require_signatures: bool,
     ctx: &Ctx,
 ) -> Result<manifest::Manifest, AtipError> {
-    let skip = "`--no-check` adds it without asking the server";
-    let m =
-        manifest::fetch(url, token, std::time::Duration::from_secs(10)).map_err(|e| match e {
-            manifest::ManifestError::Fetch(f @ FetchError::NotFound { .. }) => AtipError::new(
-                ErrorCode::RegistryManifestInvalid,
-                format!("{f}: no ATIP registry manifest there"),
-            )
-            .hint(format!(
-                "give the base URL of a tree made by `atip registry build` (it serves {}); {skip}",
-                atip::remote::MANIFEST_PATH
-            )),
-            manifest::ManifestError::Fetch(f) => {
-                AtipError::new(ErrorCode::RemoteRegistryUnreachable, f.to_string())
-                    .hint(format!("check the URL and the network; {skip}"))
-            }
-            manifest::ManifestError::Invalid(m) => {
-                AtipError::new(ErrorCode::RegistryManifestInvalid, m).hint(format!(
-                    "the URL must be the base of a tree made by `atip registry build`; {skip}"
-                ))
-            }
-        })?;
+    let m = manifest::fetch(url, token, std::time::Duration::from_secs(10))?;
     let given: Vec<String> = keys
         .iter()
         .filter_map(|k| TrustedKey::parse(k).ok().map(|t| t.id))
@@ -170,24 +149,6 @@ fn parse_expires(s: &str) -> Result<build::Expiry, String> {
         return Err("a catalog valid for 0 s expires as it is built".into());
     }
     Ok(build::Expiry::In(d))
-}
-
-fn build_error(e: BuildError) -> AtipError {
-    match &e {
-        BuildError::Usage(m) => AtipError::usage(m.clone()),
-        BuildError::Input(m) => AtipError::new(ErrorCode::InputUnreadable, m.clone()),
-        BuildError::Key(m) => AtipError::new(ErrorCode::SigningKeyInvalid, m.clone())
-            .hint("make a key with `atip registry keygen KEYFILE`"),
-        BuildError::Invalid(list) => AtipError::new(ErrorCode::MetadataInvalid, e.to_string())
-            .hint("fix the shims (`atip validate` shows every finding) and build again")
-            .details(json!({"refused": list})),
-        BuildError::Output(m) => AtipError::new(ErrorCode::FileWriteFailed, m.clone()),
-    }
-}
-
-fn config_error(m: String) -> AtipError {
-    AtipError::new(ErrorCode::RegistriesInvalid, m)
-        .hint("fix registries.json, e.g. {\"registries\": [{\"name\": \"team\", \"url\": \"https://example.org/atip\"}]}")
 }
 
 /// Runs `atip registry …`; returns the exit code.
@@ -262,10 +223,7 @@ fn style(ctx: &Ctx) -> Style {
 
 /// `registry keygen`: a new key pair; never replaces a file.
 fn keygen(keyfile: &Path, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
-    let public = sign::keygen(keyfile).map_err(|m| {
-        AtipError::new(ErrorCode::FileWriteFailed, m)
-            .hint("choose a new file name; atip never replaces a key")
-    })?;
+    let public = sign::keygen(keyfile)?;
     let pub_path = sign::public_path(keyfile);
     if ctx.output.is_json() {
         ctx.out.json(&json!({
@@ -318,7 +276,7 @@ fn keygen_text(
 
 /// `registry build`: the static tree from a directory of shims.
 fn build_tree(opts: BuildOptions, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
-    let report = build::build(&opts).map_err(build_error)?;
+    let report = build::build(&opts)?;
     ctx.out.warnings(&report.warnings);
     if ctx.output.is_json() {
         ctx.out.json(&report)?;
@@ -400,7 +358,7 @@ fn read_keys(given: &[String]) -> Result<Vec<String>, AtipError> {
         } else {
             TrustedKey::parse(k)
         }
-        .map_err(|m| AtipError::usage(format!("--public-key {k:?}: {m}")))?;
+        .map_err(|e| AtipError::usage(format!("--public-key {k:?}: {e}")))?;
         keys.push(key.base64);
     }
     Ok(keys)
@@ -414,7 +372,7 @@ fn add(
     path: &Path,
     ctx: &Ctx,
 ) -> Result<ExitStatus, AtipError> {
-    let mut file = RegistriesFile::load(path).map_err(config_error)?;
+    let mut file = RegistriesFile::load(path)?;
     let name = reg.name.clone();
     if file.registries.iter().any(|r| r.name == name) {
         return Err(AtipError::new(
@@ -423,7 +381,9 @@ fn add(
         )
         .hint(format!("`atip registry remove {name}` first to replace it")));
     }
-    reg.check().map_err(AtipError::usage)?;
+    // Here the entry comes from the flags, so what is wrong with it is a usage error,
+    // not a broken registries.json.
+    reg.check().map_err(|e| AtipError::usage(e.to_string()))?;
     let token = reg.auth.as_ref().map(|a| {
         (
             a.token_env_var.as_str(),
@@ -449,8 +409,7 @@ fn add(
     };
     let text = add_text(&reg, manifest.as_ref(), path, ctx.width, style(ctx));
     file.registries.push(reg);
-    file.save(path)
-        .map_err(|m| AtipError::new(ErrorCode::FileWriteFailed, m))?;
+    file.save(path)?;
     if ctx.output.is_json() {
         ctx.out
             .json(&json!({"added": name, "file": path, "manifest": manifest}))?;
@@ -512,7 +471,7 @@ fn add_text(
 
 /// `registry list`.
 fn list(path: &Path, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
-    let file = RegistriesFile::load(path).map_err(config_error)?;
+    let file = RegistriesFile::load(path)?;
     if ctx.output.is_json() {
         ctx.out
             .json(&json!({"file": path, "registries": file.registries}))?;
@@ -533,7 +492,7 @@ fn list(path: &Path, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
 
 /// `registry remove`: the entry and its last accepted generation.
 fn remove(name: &str, path: &Path, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
-    let mut file = RegistriesFile::load(path).map_err(config_error)?;
+    let mut file = RegistriesFile::load(path)?;
     let before = file.registries.len();
     file.registries.retain(|r| r.name != name);
     if file.registries.len() == before {
@@ -544,8 +503,7 @@ fn remove(name: &str, path: &Path, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         )
         .details(json!({"known": known})));
     }
-    file.save(path)
-        .map_err(|m| AtipError::new(ErrorCode::FileWriteFailed, m))?;
+    file.save(path)?;
     // Its last accepted generation goes too: a registry added again under this
     // name starts afresh.
     let floor = atip::remote::sync::floor_path(&ctx.dirs.state, name);
@@ -570,10 +528,6 @@ fn remove(name: &str, path: &Path, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     Ok(ExitStatus::Success)
 }
 
-/// The error of a registries.json that cannot be used.
-pub fn registries_error(m: String) -> AtipError {
-    config_error(m)
-}
 
 /// `registry list` for a person: one row per registry, fitting the terminal (spec/cli.md,
 /// terminal output).

@@ -211,7 +211,7 @@ fn scan_with_progress(opts: &ScanOptions, ctx: &Ctx) -> Result<ScanReport, AtipE
     } else {
         discover::scan(&ctx.dirs, opts, &discover::NoProgress)
     };
-    report.map_err(|e| e.to_atip())
+    report.map_err(AtipError::from)
 }
 
 /// The exit status the metadata sources decide: a failure when one failed (in JSON the

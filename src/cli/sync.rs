@@ -206,7 +206,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         .require("sync", &[OutputFormat::Text, OutputFormat::Json])?;
     let opts = options(args, ctx)?;
     let report =
-        discover::scan(&ctx.dirs, &opts, &discover::NoProgress).map_err(|e| e.to_atip())?;
+        discover::scan(&ctx.dirs, &opts, &discover::NoProgress).map_err(AtipError::from)?;
     if ctx.output.is_json() {
         ctx.out.json(&report)?;
     } else {
@@ -233,7 +233,7 @@ fn options(args: Args, ctx: &Ctx) -> Result<ScanOptions, AtipError> {
         ));
     }
     let path = config::path(&ctx.dirs.config, &ctx.env);
-    let file = RegistriesFile::load(&path).map_err(crate::cli::registry::registries_error)?;
+    let file = RegistriesFile::load(&path)?;
     if file.active().is_empty() {
         return Err(AtipError::new(
             ErrorCode::NoRegistries,

@@ -6,6 +6,7 @@ pub mod cancel;
 pub mod digest;
 pub mod dirs;
 pub mod env;
+pub mod fileio;
 pub mod output;
 pub mod similar;
 pub mod statat;

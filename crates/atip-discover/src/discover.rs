@@ -243,50 +243,73 @@ struct Work {
     app_waiting: bool,
 }
 
-fn build_globs(globs: &[String], what: &str) -> Result<globset::GlobSet, String> {
+fn build_globs(globs: &[String], what: &'static str) -> Result<globset::GlobSet, GlobError> {
     let mut b = globset::GlobSetBuilder::new();
     for g in globs {
-        b.add(globset::Glob::new(g).map_err(|e| format!("invalid {what} glob {g:?}: {e}"))?);
+        b.add(globset::Glob::new(g).map_err(|source| GlobError {
+            what,
+            glob: g.clone(),
+            source,
+        })?);
     }
-    b.build().map_err(|e| e.to_string())
+    // Every glob was compiled above; building the set only combines them.
+    b.build().map_err(|source| GlobError {
+        what,
+        glob: globs.join(" "),
+        source,
+    })
+}
+
+/// A glob (`--skip`, `probe.allow`) that does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid {what} glob {glob:?}: {source}")]
+pub struct GlobError {
+    /// Where it was given: `--skip`, `probe.allow`.
+    what: &'static str,
+    /// The glob.
+    glob: String,
+    /// Why it does not parse.
+    #[source]
+    source: globset::Error,
 }
 
 /// Why a scan could not complete.
 #[derive(Debug, thiserror::Error)]
 pub enum ScanError {
     /// `config.json` is unreadable or malformed.
-    #[error("{0}")]
-    Config(String),
-    /// A flag value is malformed (e.g. a `--skip` glob).
-    #[error("{0}")]
-    Usage(String),
+    #[error(transparent)]
+    Config(#[from] shims::ScanConfigError),
+    /// A `probe.allow` glob in `config.json` does not parse.
+    #[error("config.json: {0}")]
+    AllowGlob(#[source] GlobError),
+    /// A flag value is malformed (a `--skip` glob).
+    #[error(transparent)]
+    Usage(GlobError),
     /// `registries.json` is unreadable or malformed.
-    #[error("{0}")]
-    Registries(String),
+    #[error(transparent)]
+    Registries(#[from] crate::remote::sync::OpenError),
     /// The registry could not be written (or its lock was held too long).
     #[error(transparent)]
     Registry(#[from] registry::RegistryError),
-    /// Something atip itself got wrong.
-    #[error("{0}")]
-    Internal(String),
     /// Interrupted (the cancel flag was set): running probes were killed, nothing was
     /// written.
     #[error("scan interrupted; running probes were killed and nothing was written")]
     Interrupted,
 }
 
-impl ScanError {
-    /// The structured error the binary reports (exit 78, 2, 73/75 or 70).
-    pub fn to_atip(&self) -> AtipError {
-        match self {
-            ScanError::Config(m) => AtipError::new(ErrorCode::ConfigInvalid, m.clone())
-                .hint("fix config.json, e.g. {\"probe\": {\"allow\": [\"mytool\"]}}"),
-            ScanError::Usage(m) => AtipError::new(ErrorCode::Usage, m.clone()),
-            ScanError::Registries(m) => AtipError::new(ErrorCode::RegistriesInvalid, m.clone())
-                .hint("fix registries.json, or list its registries with `atip registry list`"),
+impl From<ScanError> for AtipError {
+    /// Exit 78 (config, registries), 2 (flags), 73/75 (registry write or lock) or 75
+    /// (interrupted).
+    fn from(e: ScanError) -> Self {
+        match e {
+            ScanError::Config(_) | ScanError::AllowGlob(_) => {
+                AtipError::new(ErrorCode::ConfigInvalid, e.to_string())
+                    .hint("fix config.json, e.g. {\"probe\": {\"allow\": [\"mytool\"]}}")
+            }
+            ScanError::Usage(_) => AtipError::new(ErrorCode::Usage, e.to_string()),
+            ScanError::Registries(e) => AtipError::from(e),
             ScanError::Registry(e) => e.to_atip(),
-            ScanError::Internal(m) => AtipError::new(ErrorCode::Internal, m.clone()),
-            ScanError::Interrupted => AtipError::new(ErrorCode::Interrupted, self.to_string())
+            ScanError::Interrupted => AtipError::new(ErrorCode::Interrupted, e.to_string())
                 .hint("run `atip scan` again; the registry is as it was"),
         }
     }
@@ -312,10 +335,9 @@ pub fn scan(
 ) -> Result<ScanReport, ScanError> {
     let mut phases = Phases::start();
     let mut warnings: Vec<String> = Vec::new();
-    let config = shims::load_config(&dirs.config).map_err(ScanError::Config)?;
+    let config = shims::load_config(&dirs.config)?;
     let skip = build_globs(&opts.skip, "--skip").map_err(ScanError::Usage)?;
-    let allow = build_globs(&config.allow, "probe.allow")
-        .map_err(|m| ScanError::Config(format!("config.json: {m}")))?;
+    let allow = build_globs(&config.allow, "probe.allow").map_err(ScanError::AllowGlob)?;
 
     // 1. Enumerate: directories, executables, the names of each file.
     let Enumeration {
@@ -452,8 +474,7 @@ pub fn scan(
         &dirs.state,
         &remote_opts,
         &opts.env,
-    )
-    .map_err(ScanError::Registries)?;
+    )?;
     warnings.append(&mut remote.warnings);
     let mut sources: Vec<&dyn MetadataSource> = vec![&native, &installed, &converted, &shim_set];
     if let Some(inf) = &inferred {

@@ -635,18 +635,62 @@ pub struct ScanConfig {
     pub allow: Vec<String>,
 }
 
+/// Why `config.json`'s scan settings cannot be used; the message names the file and,
+/// for a wrong value, its JSON pointer.
+#[derive(Debug, thiserror::Error)]
+pub enum ScanConfigError {
+    /// The file exists but cannot be read.
+    #[error("failed to read {}: {source}", path.display())]
+    Read {
+        /// `config.json`.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Not JSON.
+    #[error("failed to parse {}: {source}", path.display())]
+    Parse {
+        /// `config.json`.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// JSON, but not an object.
+    #[error("{} must hold a JSON object", .0.display())]
+    NotObject(PathBuf),
+    /// A member of the wrong type.
+    #[error("{}: {pointer} must be {expected}", path.display())]
+    Wrong {
+        /// `config.json`.
+        path: PathBuf,
+        /// Where in it, e.g. `/probe/allow/0`.
+        pointer: String,
+        /// What it must be.
+        expected: &'static str,
+    },
+}
+
 /// Reads `<config-dir>/config.json`; a missing file is an empty config.
-pub(crate) fn load_config(config_dir: &Path) -> Result<ScanConfig, String> {
+pub(crate) fn load_config(config_dir: &Path) -> Result<ScanConfig, ScanConfigError> {
     let path = config_dir.join("config.json");
     let bytes = match fs::read(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ScanConfig::default()),
-        Err(e) => return Err(format!("failed to read {}: {e}", path.display())),
+        Err(source) => return Err(ScanConfigError::Read { path, source }),
     };
-    let value: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("failed to parse {}: {e}", path.display()))?;
+    let value: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(source) => return Err(ScanConfigError::Parse { path, source }),
+    };
     let Some(obj) = value.as_object() else {
-        return Err(format!("{} must hold a JSON object", path.display()));
+        return Err(ScanConfigError::NotObject(path));
+    };
+    let wrong = |pointer: String, expected| ScanConfigError::Wrong {
+        path: path.clone(),
+        pointer,
+        expected,
     };
     let mut cfg = ScanConfig::default();
     match obj.get("probe") {
@@ -658,22 +702,22 @@ pub(crate) fn load_config(config_dir: &Path) -> Result<ScanConfig, String> {
                     match item.as_str() {
                         Some(s) if !s.is_empty() => cfg.allow.push(s.to_owned()),
                         _ => {
-                            return Err(format!(
-                                "{}: /probe/allow/{i} must be a non-empty string (a tool name or glob)",
-                                path.display()
+                            return Err(wrong(
+                                format!("/probe/allow/{i}"),
+                                "a non-empty string (a tool name or glob)",
                             ));
                         }
                     }
                 }
             }
             Some(_) => {
-                return Err(format!(
-                    "{}: /probe/allow must be an array of tool names or globs",
-                    path.display()
+                return Err(wrong(
+                    "/probe/allow".into(),
+                    "an array of tool names or globs",
                 ));
             }
         },
-        Some(_) => return Err(format!("{}: /probe must be an object", path.display())),
+        Some(_) => return Err(wrong("/probe".into(), "an object")),
     }
     Ok(cfg)
 }
@@ -753,12 +797,18 @@ mod tests {
             r#"{"probe": {"allow": "mytool"}}"#,
         )
         .unwrap();
-        assert!(load_config(t.path()).unwrap_err().contains("/probe/allow"));
-        fs::write(t.path().join("config.json"), "{").unwrap();
+        let e = load_config(t.path()).unwrap_err();
         assert!(
-            load_config(t.path())
-                .unwrap_err()
-                .contains("failed to parse")
+            matches!(&e, ScanConfigError::Wrong { pointer, .. } if pointer == "/probe/allow"),
+            "{e:?}"
         );
+        assert!(
+            e.to_string()
+                .ends_with("config.json: /probe/allow must be an array of tool names or globs")
+        );
+        fs::write(t.path().join("config.json"), "{").unwrap();
+        let e = load_config(t.path()).unwrap_err();
+        assert!(matches!(e, ScanConfigError::Parse { .. }), "{e:?}");
+        assert!(e.to_string().starts_with("failed to parse "));
     }
 }

@@ -15,9 +15,10 @@
 //!
 //! Must not write outside the output directory, and there only the files of the tree.
 
-use super::sign::{SigningKey, TrustedKey};
+use super::sign::{KeyError, SigningKey, TrustedKey};
 use super::{FORMAT, INDEX_PATH, MANIFEST_PATH, SHIMS_PATH, SIG_SUFFIX, is_hex64};
 use crate::discover::report::ReportDiagnostic;
+use crate::output::{AtipError, ErrorCode};
 use crate::validate::{Kind, Severity, check_bytes};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -145,21 +146,84 @@ pub struct Refused {
 /// Why a build wrote nothing (or stopped part-way while writing).
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
-    /// A flag value is wrong.
+    /// A flag value is wrong (the message names the flag and its value).
     #[error("{0}")]
     Usage(String),
-    /// The source directory or a binary cannot be read.
-    #[error("{0}")]
-    Input(String),
+    /// The source directory, a binary or the tree's catalog cannot be read.
+    #[error("failed to {what} {}: {source}", path.display())]
+    Read {
+        /// `read`, `hash --binary`.
+        what: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The source is not a directory.
+    #[error("{} is not a directory of shims", .0.display())]
+    NotADirectory(PathBuf),
+    /// Walking the source directory failed.
+    #[error("failed to list shims: {0}")]
+    List(#[source] walkdir::Error),
+    /// The tree's current catalog is not JSON, so the next generation is unknown.
+    #[error("{}: not a catalog ({source}); its generation cannot be read (remove it, and give --generation above the one machines have)", path.display())]
+    OldCatalog {
+        /// The catalog.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
     /// The signing key cannot be used.
-    #[error("{0}")]
-    Key(String),
+    #[error(transparent)]
+    Key(#[from] KeyError),
     /// Shims were refused; nothing was written.
     #[error("{} shim file(s) refused; nothing was written (first: {}: {})", .0.len(), .0[0].path.display(), .0[0].message)]
     Invalid(Vec<Refused>),
     /// The tree could not be written.
-    #[error("{0}")]
-    Output(String),
+    #[error("failed to {what} {}: {source}", path.display())]
+    Output {
+        /// `write`, `remove`.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl From<BuildError> for AtipError {
+    fn from(e: BuildError) -> AtipError {
+        let code = match &e {
+            BuildError::Usage(_) => ErrorCode::Usage,
+            BuildError::Read { .. }
+            | BuildError::NotADirectory(_)
+            | BuildError::List(_)
+            | BuildError::OldCatalog { .. } => ErrorCode::InputUnreadable,
+            BuildError::Key(_) => ErrorCode::SigningKeyInvalid,
+            BuildError::Invalid(_) => ErrorCode::MetadataInvalid,
+            BuildError::Output { .. } => ErrorCode::FileWriteFailed,
+        };
+        let err = AtipError::new(code, e.to_string());
+        match e {
+            BuildError::Key(k) => AtipError::from(k),
+            BuildError::Invalid(list) => err
+                .hint("fix the shims (`atip validate` shows every finding) and build again")
+                .details(serde_json::json!({ "refused": list })),
+            _ => err,
+        }
+    }
+}
+
+/// Why a shim source file was not read (said in its [`Refused`] entry).
+#[derive(Debug, thiserror::Error)]
+enum ShimFileError {
+    #[error("failed to read: {0}")]
+    Read(#[from] std::io::Error),
+    #[error("{size} bytes, over the {cap} byte limit of a shim")]
+    TooLarge { size: u64, cap: u64 },
 }
 
 /// One shim ready to publish.
@@ -186,13 +250,13 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
 /// Every `*.json` file under `src`, sorted, leaving out hidden directories and a
 /// previous tree's catalog.
 fn source_files(src: &Path) -> Result<Vec<PathBuf>, BuildError> {
-    let md = fs::metadata(src)
-        .map_err(|e| BuildError::Input(format!("failed to read {}: {e}", src.display())))?;
+    let md = fs::metadata(src).map_err(|source| BuildError::Read {
+        what: "read",
+        path: src.to_owned(),
+        source,
+    })?;
     if !md.is_dir() {
-        return Err(BuildError::Input(format!(
-            "{} is not a directory of shims",
-            src.display()
-        )));
+        return Err(BuildError::NotADirectory(src.to_owned()));
     }
     let mut out = Vec::new();
     let walk = walkdir::WalkDir::new(src)
@@ -200,7 +264,7 @@ fn source_files(src: &Path) -> Result<Vec<PathBuf>, BuildError> {
         .into_iter()
         .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
     for entry in walk {
-        let entry = entry.map_err(|e| BuildError::Input(format!("failed to list shims: {e}")))?;
+        let entry = entry.map_err(BuildError::List)?;
         let p = entry.path();
         if entry.file_type().is_file()
             && p.extension().is_some_and(|x| x == "json")
@@ -212,16 +276,15 @@ fn source_files(src: &Path) -> Result<Vec<PathBuf>, BuildError> {
     Ok(out)
 }
 
-fn read_capped(path: &Path) -> Result<Vec<u8>, String> {
-    let md = fs::metadata(path).map_err(|e| format!("failed to read: {e}"))?;
+fn read_capped(path: &Path) -> Result<Vec<u8>, ShimFileError> {
+    let md = fs::metadata(path)?;
     if md.len() > MAX_SHIM_BYTES {
-        return Err(format!(
-            "{} bytes, over the {} byte limit of a shim",
-            md.len(),
-            MAX_SHIM_BYTES
-        ));
+        return Err(ShimFileError::TooLarge {
+            size: md.len(),
+            cap: MAX_SHIM_BYTES,
+        });
     }
-    fs::read(path).map_err(|e| format!("failed to read: {e}"))
+    Ok(fs::read(path)?)
 }
 
 /// The catalog entry of a shim document.
@@ -259,8 +322,10 @@ fn plan(
             .and_then(|n| n.to_str())
             .ok_or_else(|| BuildError::Usage(format!("--binary {} has no file name", b.display())))?
             .to_owned();
-        let hash = crate::digest::sha256_file(b).map_err(|e| {
-            BuildError::Input(format!("failed to hash --binary {}: {e}", b.display()))
+        let hash = crate::digest::sha256_file(b).map_err(|source| BuildError::Read {
+            what: "hash --binary",
+            path: b.clone(),
+            source,
         })?;
         binaries.entry(name).or_default().push((b.clone(), hash));
     }
@@ -285,10 +350,10 @@ fn plan(
         let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let bytes = match read_capped(&path) {
             Ok(b) => b,
-            Err(m) => {
+            Err(e) => {
                 refused.push(Refused {
                     path,
-                    message: m,
+                    message: e.to_string(),
                     diagnostics: Vec::new(),
                 });
                 continue;
@@ -461,18 +526,19 @@ fn next_generation(
 ) -> Result<(u64, String), BuildError> {
     let path = out.join(INDEX_PATH);
     let prev: Option<Value> = match fs::read(&path) {
-        Ok(b) => Some(serde_json::from_slice(&b).map_err(|e| {
-            BuildError::Input(format!(
-                "{}: not a catalog ({e}); its generation cannot be read (remove it, and give --generation above the one machines have)",
-                path.display()
-            ))
-        })?),
+        Ok(b) => Some(
+            serde_json::from_slice(&b).map_err(|source| BuildError::OldCatalog {
+                path: path.clone(),
+                source,
+            })?,
+        ),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => {
-            return Err(BuildError::Input(format!(
-                "failed to read {}: {e}",
-                path.display()
-            )));
+        Err(source) => {
+            return Err(BuildError::Read {
+                what: "read",
+                path,
+                source,
+            });
         }
     };
     let prev_gen = prev
@@ -534,7 +600,7 @@ fn signature(
     bytes: &[u8],
     comment: &str,
     sig_path: &Path,
-) -> Result<String, String> {
+) -> Result<String, KeyError> {
     if let Ok(old) = fs::read_to_string(sig_path)
         && super::sign::verify(std::slice::from_ref(&key.public), bytes, &old, comment)
             == super::sign::Verdict::Signed(key.public.id.clone())
@@ -546,12 +612,7 @@ fn signature(
 
 /// Builds the tree. See the module documentation.
 pub fn build(opts: &BuildOptions) -> Result<BuildReport, BuildError> {
-    let key = opts
-        .sign
-        .as_deref()
-        .map(SigningKey::read)
-        .transpose()
-        .map_err(BuildError::Key)?;
+    let key = opts.sign.as_deref().map(SigningKey::read).transpose()?;
     if let Some(u) = &opts.url {
         let parsed = reqwest::Url::parse(u)
             .map_err(|e| BuildError::Usage(format!("--url {u:?} is not a URL: {e}")))?;
@@ -624,8 +685,7 @@ pub fn build(opts: &BuildOptions) -> Result<BuildReport, BuildError> {
         |files: &mut Vec<(PathBuf, Vec<u8>)>, rel: String, comment: String, bytes: &[u8]| {
             if let Some(k) = &key {
                 let sig_rel = format!("{rel}{SIG_SUFFIX}");
-                let text =
-                    signature(k, bytes, &comment, &out.join(&sig_rel)).map_err(BuildError::Key)?;
+                let text = signature(k, bytes, &comment, &out.join(&sig_rel))?;
                 files.push((PathBuf::from(sig_rel), text.into_bytes()));
             }
             Ok::<(), BuildError>(())
@@ -664,8 +724,10 @@ pub fn build(opts: &BuildOptions) -> Result<BuildReport, BuildError> {
             unchanged += 1;
             continue;
         }
-        super::write_replace(&target, bytes).map_err(|e| {
-            BuildError::Output(format!("failed to write {}: {e}", target.display()))
+        super::write_replace(&target, bytes).map_err(|source| BuildError::Output {
+            what: "write",
+            path: target.clone(),
+            source,
         })?;
         written += 1;
     }
@@ -683,8 +745,10 @@ pub fn build(opts: &BuildOptions) -> Result<BuildReport, BuildError> {
     stale.push(out.join(format!("{INDEX_PATH}{SIG_SUFFIX}")));
     for p in stale {
         if !keep.contains(&p) && p.is_file() {
-            fs::remove_file(&p).map_err(|e| {
-                BuildError::Output(format!("failed to remove {}: {e}", p.display()))
+            fs::remove_file(&p).map_err(|source| BuildError::Output {
+                what: "remove",
+                path: p.clone(),
+                source,
             })?;
             removed += 1;
         }

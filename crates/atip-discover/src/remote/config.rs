@@ -68,6 +68,136 @@ pub struct Auth {
     pub token_env_var: String,
 }
 
+/// What is wrong with `registries.json` or one of its entries; each message names the
+/// registry (and the file) it is about.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistriesError {
+    /// A name that cannot name a cache directory.
+    #[error(
+        "registry name {0:?}: use letters, digits, '.', '_' and '-' (at most 64, not starting with '.' or '-')"
+    )]
+    Name(String),
+    /// `url` does not parse.
+    #[error("registry {name:?}: url {url:?} is not a URL: {source}")]
+    Url {
+        /// The registry.
+        name: String,
+        /// Its `url`.
+        url: String,
+        /// Why it does not parse.
+        #[source]
+        source: url::ParseError,
+    },
+    /// `url` is not http(s).
+    #[error("registry {name:?}: url {url:?} is not http(s)")]
+    Scheme {
+        /// The registry.
+        name: String,
+        /// Its `url`.
+        url: String,
+    },
+    /// `auth.type` other than `bearer`.
+    #[error("registry {name:?}: auth.type {kind:?} is not supported (only \"bearer\")")]
+    AuthType {
+        /// The registry.
+        name: String,
+        /// Its `auth.type`.
+        kind: String,
+    },
+    /// `auth.tokenEnvVar` is empty.
+    #[error("registry {0:?}: auth.tokenEnvVar is empty")]
+    NoTokenVar(String),
+    /// A token would be sent in the clear to another machine.
+    #[error("registry {name:?}: a bearer token would travel over plain http to {host}; use https")]
+    PlainHttpToken {
+        /// The registry.
+        name: String,
+        /// The host it would go to.
+        host: String,
+    },
+    /// A `publicKeys` entry is not a minisign public key.
+    #[error("registry {name:?}: publicKeys entry {key:?}: {source}")]
+    PublicKey {
+        /// The registry.
+        name: String,
+        /// The entry.
+        key: String,
+        /// Why it is not a key.
+        #[source]
+        source: super::sign::KeyError,
+    },
+    /// The token variable a registry names is not set in this run's environment.
+    #[error("registry {name:?}: the token variable {var} is not set")]
+    TokenUnset {
+        /// The registry.
+        name: String,
+        /// The variable.
+        var: String,
+    },
+    /// The file cannot be read.
+    #[error("failed to read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not JSON of the right shape.
+    #[error("failed to parse {}: {source}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// An entry of the file is wrong.
+    #[error("{}: {source}", path.display())]
+    Entry {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with the entry.
+        #[source]
+        source: Box<RegistriesError>,
+    },
+    /// Two entries have the same name.
+    #[error("{}: registry {name:?} is listed twice", path.display())]
+    Duplicate {
+        /// The file.
+        path: PathBuf,
+        /// The name.
+        name: String,
+    },
+    /// The file's directory cannot be created.
+    #[error("failed to create {}: {source}", dir.display())]
+    CreateDir {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file cannot be written (the old one is untouched).
+    #[error(transparent)]
+    Write(#[from] crate::atomic::WriteError),
+}
+
+impl From<RegistriesError> for crate::output::AtipError {
+    /// A file that cannot be written is `file_write_failed`; everything else is
+    /// `registries_invalid` (exit 78).
+    fn from(e: RegistriesError) -> Self {
+        use crate::output::{AtipError, ErrorCode};
+        match e {
+            RegistriesError::CreateDir { .. } | RegistriesError::Write(_) => {
+                AtipError::new(ErrorCode::FileWriteFailed, e.to_string())
+            }
+            _ => AtipError::new(ErrorCode::RegistriesInvalid, e.to_string())
+                .hint("fix registries.json, e.g. {\"registries\": [{\"name\": \"team\", \"url\": \"https://example.org/atip\"}]}"),
+        }
+    }
+}
+
 fn yes() -> bool {
     true
 }
@@ -98,56 +228,52 @@ fn is_loopback(url: &reqwest::Url) -> bool {
 
 impl RemoteRegistry {
     /// What is wrong with this entry, if anything.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), RegistriesError> {
+        let name = || self.name.clone();
         if !is_valid_registry_name(&self.name) {
-            return Err(format!(
-                "registry name {:?}: use letters, digits, '.', '_' and '-' (at most 64, not starting with '.' or '-')",
-                self.name
-            ));
+            return Err(RegistriesError::Name(name()));
         }
-        let url = reqwest::Url::parse(&self.url).map_err(|e| {
-            format!(
-                "registry {:?}: url {:?} is not a URL: {e}",
-                self.name, self.url
-            )
+        let url = reqwest::Url::parse(&self.url).map_err(|source| RegistriesError::Url {
+            name: name(),
+            url: self.url.clone(),
+            source,
         })?;
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!(
-                "registry {:?}: url {:?} is not http(s)",
-                self.name, self.url
-            ));
+            return Err(RegistriesError::Scheme {
+                name: name(),
+                url: self.url.clone(),
+            });
         }
         if let Some(a) = &self.auth {
             if a.kind != "bearer" {
-                return Err(format!(
-                    "registry {:?}: auth.type {:?} is not supported (only \"bearer\")",
-                    self.name, a.kind
-                ));
+                return Err(RegistriesError::AuthType {
+                    name: name(),
+                    kind: a.kind.clone(),
+                });
             }
             if a.token_env_var.is_empty() {
-                return Err(format!(
-                    "registry {:?}: auth.tokenEnvVar is empty",
-                    self.name
-                ));
+                return Err(RegistriesError::NoTokenVar(name()));
             }
             if url.scheme() == "http" && !is_loopback(&url) {
-                return Err(format!(
-                    "registry {:?}: a bearer token would travel over plain http to {}; use https",
-                    self.name,
-                    url.host_str().unwrap_or("?")
-                ));
+                return Err(RegistriesError::PlainHttpToken {
+                    name: name(),
+                    host: url.host_str().unwrap_or("?").to_owned(),
+                });
             }
         }
         self.keys().map(|_| ())
     }
 
     /// The trusted keys, parsed.
-    pub fn keys(&self) -> Result<Vec<TrustedKey>, String> {
+    pub fn keys(&self) -> Result<Vec<TrustedKey>, RegistriesError> {
         self.public_keys
             .iter()
             .map(|k| {
-                TrustedKey::parse(k)
-                    .map_err(|e| format!("registry {:?}: publicKeys entry {k:?}: {e}", self.name))
+                TrustedKey::parse(k).map_err(|source| RegistriesError::PublicKey {
+                    name: self.name.clone(),
+                    key: k.clone(),
+                    source,
+                })
             })
             .collect()
     }
@@ -169,40 +295,56 @@ pub fn path(config_dir: &Path, env: &crate::env::Env) -> PathBuf {
 
 impl RegistriesFile {
     /// Reads and checks the file; a missing file is an empty list.
-    pub fn load(path: &Path) -> Result<RegistriesFile, String> {
+    pub fn load(path: &Path) -> Result<RegistriesFile, RegistriesError> {
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(RegistriesFile::default());
             }
-            Err(e) => return Err(format!("failed to read {}: {e}", path.display())),
+            Err(source) => {
+                return Err(RegistriesError::Read {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
         };
-        let file: RegistriesFile = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("failed to parse {}: {e}", path.display()))?;
+        let file: RegistriesFile =
+            serde_json::from_slice(&bytes).map_err(|source| RegistriesError::Parse {
+                path: path.to_owned(),
+                source,
+            })?;
         let mut seen = std::collections::HashSet::new();
         for r in &file.registries {
-            r.check().map_err(|m| format!("{}: {m}", path.display()))?;
+            r.check().map_err(|e| RegistriesError::Entry {
+                path: path.to_owned(),
+                source: Box::new(e),
+            })?;
             if !seen.insert(r.name.as_str()) {
-                return Err(format!(
-                    "{}: registry {:?} is listed twice",
-                    path.display(),
-                    r.name
-                ));
+                return Err(RegistriesError::Duplicate {
+                    path: path.to_owned(),
+                    name: r.name.clone(),
+                });
             }
         }
         Ok(file)
     }
 
     /// Writes the file atomically.
-    pub fn save(&self, path: &Path) -> Result<(), String> {
-        let mut bytes = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
+    pub fn save(&self, path: &Path) -> Result<(), RegistriesError> {
+        // Serializing strings, numbers and maps of JSON values cannot fail.
+        let mut bytes = serde_json::to_vec_pretty(self).expect("registries.json serializes");
         bytes.push(b'\n');
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|source| RegistriesError::CreateDir {
+                dir: dir.to_owned(),
+                source,
+            })?;
         }
-        crate::atomic::write_atomic(path, &bytes, crate::atomic::Options::SHARED)
-            .map_err(|e| e.to_string())
+        Ok(crate::atomic::write_atomic(
+            path,
+            &bytes,
+            crate::atomic::Options::SHARED,
+        )?)
     }
 
     /// The enabled registries, in the order they are consulted: priority, then file
@@ -269,7 +411,7 @@ mod tests {
             (r#"{"registries": 3}"#, "failed to parse"),
         ] {
             std::fs::write(&p, bad).unwrap();
-            let e = RegistriesFile::load(&p).unwrap_err();
+            let e = RegistriesFile::load(&p).unwrap_err().to_string();
             assert!(e.contains(what), "{bad}: {e}");
         }
     }

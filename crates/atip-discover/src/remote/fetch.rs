@@ -115,6 +115,11 @@ pub enum FetchError {
     },
 }
 
+/// The HTTP client could not be set up (TLS backend, system configuration).
+#[derive(Debug, thiserror::Error)]
+#[error("failed to set up the HTTP client: {0}")]
+pub struct ClientError(#[source] reqwest::Error);
+
 /// The client of one run, with its limits and counters.
 pub struct Http {
     client: reqwest::blocking::Client,
@@ -127,12 +132,12 @@ pub struct Http {
 impl Http {
     /// A client whose requests each take at most `per_request`, all of them ending by
     /// `total` from now.
-    pub fn new(per_request: Duration, total: Duration) -> Result<Http, String> {
+    pub fn new(per_request: Duration, total: Duration) -> Result<Http, ClientError> {
         let client = atip_net::blocking_client()
             .connect_timeout(per_request.min(Duration::from_secs(10)))
             .pool_max_idle_per_host(16)
             .build()
-            .map_err(|e| format!("failed to set up the HTTP client: {e}"))?;
+            .map_err(ClientError)?;
         Ok(Http {
             client,
             per_request,

@@ -34,33 +34,94 @@ pub struct Manifest {
 }
 
 /// Why no manifest could be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
     /// The request failed (unreachable, timeout, HTTP status, not found, too large).
-    Fetch(FetchError),
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    /// No HTTP client to ask with.
+    #[error(transparent)]
+    Client(#[from] super::fetch::ClientError),
     /// The file is there but is not a manifest atip can read.
-    Invalid(String),
+    #[error("{url}: {source}")]
+    Invalid {
+        /// Where it was fetched from.
+        url: String,
+        /// What is wrong with it.
+        #[source]
+        source: Invalid,
+    },
+    /// The server answered 304 to a request that had no validators.
+    #[error("{url}: 304 to an unconditional request")]
+    NotModified {
+        /// The manifest's URL.
+        url: String,
+    },
+}
+
+/// What makes a file not a manifest this atip reads.
+#[derive(Debug, thiserror::Error)]
+pub enum Invalid {
+    /// Not JSON.
+    #[error("not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// JSON, but not an object.
+    #[error("not a JSON object")]
+    NotObject,
+    /// Another format version.
+    #[error("atipRegistry is {0}; this atip reads format \"{FORMAT}\"")]
+    Format(Value),
+    /// No `atipRegistry` member.
+    #[error("no atipRegistry member: not an ATIP registry manifest")]
+    NotManifest,
+    /// No usable `name`.
+    #[error("name must be a non-empty string")]
+    NoName,
+}
+
+impl From<ManifestError> for crate::output::AtipError {
+    /// `atip registry add` checks the manifest: a URL with no manifest, or an unusable
+    /// one, is `registry_manifest_invalid`; one that cannot be reached is
+    /// `remote_registry_unreachable`.
+    fn from(e: ManifestError) -> Self {
+        use crate::output::{AtipError, ErrorCode};
+        let skip = "`--no-check` adds it without asking the server";
+        match e {
+            ManifestError::Fetch(f @ FetchError::NotFound { .. }) => AtipError::new(
+                ErrorCode::RegistryManifestInvalid,
+                format!("{f}: no ATIP registry manifest there"),
+            )
+            .hint(format!(
+                "give the base URL of a tree made by `atip registry build` (it serves {MANIFEST_PATH}); {skip}"
+            )),
+            ManifestError::Fetch(_) | ManifestError::Client(_) => {
+                AtipError::new(ErrorCode::RemoteRegistryUnreachable, e.to_string())
+                    .hint(format!("check the URL and the network; {skip}"))
+            }
+            ManifestError::Invalid { .. } | ManifestError::NotModified { .. } => {
+                AtipError::new(ErrorCode::RegistryManifestInvalid, e.to_string()).hint(format!(
+                    "the URL must be the base of a tree made by `atip registry build`; {skip}"
+                ))
+            }
+        }
+    }
 }
 
 /// Reads a manifest's bytes. Unknown members are ignored (a newer minor format may add
 /// some); a different `atipRegistry` format is refused.
-pub fn parse(bytes: &[u8]) -> Result<Manifest, String> {
-    let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
-    let obj = v.as_object().ok_or("not a JSON object")?;
+pub fn parse(bytes: &[u8]) -> Result<Manifest, Invalid> {
+    let v: Value = serde_json::from_slice(bytes).map_err(Invalid::NotJson)?;
+    let obj = v.as_object().ok_or(Invalid::NotObject)?;
     match obj.get("atipRegistry") {
         Some(Value::String(f)) if f == FORMAT => {}
-        Some(other) => {
-            return Err(format!(
-                "atipRegistry is {other}; this atip reads format \"{FORMAT}\""
-            ));
-        }
-        None => return Err("no atipRegistry member: not an ATIP registry manifest".into()),
+        Some(other) => return Err(Invalid::Format(other.clone())),
+        None => return Err(Invalid::NotManifest),
     }
     let name = obj
         .get("name")
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
-        .ok_or("name must be a non-empty string")?
+        .ok_or(Invalid::NoName)?
         .to_string();
     let trust = obj.get("trust").and_then(Value::as_object);
     let signatures = trust
@@ -97,15 +158,12 @@ pub fn fetch(
     timeout: Duration,
 ) -> Result<Manifest, ManifestError> {
     let url = format!("{}/{MANIFEST_PATH}", base_url.trim_end_matches('/'));
-    let http = Http::new(timeout, timeout).map_err(ManifestError::Invalid)?;
-    match http.get(&url, None, token, MAX_MANIFEST_BYTES) {
-        Ok(Response::Body { bytes, .. }) => {
-            parse(&bytes).map_err(|m| ManifestError::Invalid(format!("{url}: {m}")))
+    let http = Http::new(timeout, timeout)?;
+    match http.get(&url, None, token, MAX_MANIFEST_BYTES)? {
+        Response::Body { bytes, .. } => {
+            parse(&bytes).map_err(|source| ManifestError::Invalid { url, source })
         }
-        Ok(Response::NotModified { .. }) => Err(ManifestError::Invalid(format!(
-            "{url}: 304 to an unconditional request"
-        ))),
-        Err(e) => Err(ManifestError::Fetch(e)),
+        Response::NotModified { .. } => Err(ManifestError::NotModified { url }),
     }
 }
 
@@ -130,20 +188,23 @@ mod tests {
             (unsigned.signatures.as_str(), unsigned.signers.len()),
             ("none", 0)
         );
-        assert!(parse(b"<html>").unwrap_err().contains("not JSON"));
+        assert!(matches!(parse(b"<html>"), Err(Invalid::NotJson(_))));
         assert!(
             parse(br#"{"name": "t"}"#)
                 .unwrap_err()
+                .to_string()
                 .contains("no atipRegistry")
         );
         assert!(
             parse(br#"{"atipRegistry": "2", "name": "t"}"#)
                 .unwrap_err()
+                .to_string()
                 .contains("format \"1\"")
         );
         assert!(
             parse(br#"{"atipRegistry": "1"}"#)
                 .unwrap_err()
+                .to_string()
                 .contains("name")
         );
     }

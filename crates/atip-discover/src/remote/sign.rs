@@ -38,6 +38,119 @@ impl std::fmt::Debug for TrustedKey {
     }
 }
 
+/// Why a key could not be read, made or used. The message names the file and what was
+/// wrong with it; the cause (I/O, minisign) is kept as the source.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// Text that is not a minisign public key.
+    #[error("not a minisign public key ({0})")]
+    NotPublicKey(#[source] minisign::PError),
+    /// A key file could not be read.
+    #[error("failed to read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A key file's content is not usable.
+    #[error("{}: {source}", path.display())]
+    In {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        #[source]
+        source: Box<KeyError>,
+    },
+    /// A secret key file that is not a minisign secret key.
+    #[error("not a minisign secret key ({0})")]
+    NotSecretKey(#[source] minisign::PError),
+    /// A secret key that is encrypted (atip signs unattended, so it cannot ask for the
+    /// password).
+    #[error("not an unencrypted minisign secret key ({0}); make one with `atip registry keygen`")]
+    Encrypted(#[source] minisign::PError),
+    /// The public half of a secret key could not be derived.
+    #[error("{0}")]
+    NoPublicHalf(#[source] minisign::PError),
+    /// `keygen` would replace a key file.
+    #[error("{} already exists; atip never replaces a key", path.display())]
+    Exists {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Generating or encoding a key pair failed.
+    #[error("failed to {what}: {source}")]
+    Generate {
+        /// `generate a key pair`, `encode the secret key`.
+        what: &'static str,
+        /// Why.
+        #[source]
+        source: minisign::PError,
+    },
+    /// A key file could not be created or written.
+    #[error("failed to {what} {}: {source}", path.display())]
+    Write {
+        /// `create`, `write`.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Signing failed.
+    #[error("failed to sign ({comment}): {source}")]
+    Sign {
+        /// The trusted comment of the signature.
+        comment: String,
+        /// Why.
+        #[source]
+        source: minisign::PError,
+    },
+}
+
+impl KeyError {
+    /// This error, about the file at `path`.
+    fn in_file(self, path: &Path) -> KeyError {
+        KeyError::In {
+            path: path.to_owned(),
+            source: Box::new(self),
+        }
+    }
+
+    fn read(path: &Path, source: std::io::Error) -> KeyError {
+        KeyError::Read {
+            path: path.to_owned(),
+            source,
+        }
+    }
+
+    fn write(what: &'static str, path: &Path, source: std::io::Error) -> KeyError {
+        KeyError::Write {
+            what,
+            path: path.to_owned(),
+            source,
+        }
+    }
+}
+
+impl From<KeyError> for crate::output::AtipError {
+    /// Making a key (`keygen`) fails as an output error; reading or using one as
+    /// `signing_key_invalid`.
+    fn from(e: KeyError) -> Self {
+        use crate::output::{AtipError, ErrorCode};
+        match e {
+            KeyError::Exists { .. } | KeyError::Write { .. } | KeyError::Generate { .. } => {
+                AtipError::new(ErrorCode::FileWriteFailed, e.to_string())
+                    .hint("choose a new file name; atip never replaces a key")
+            }
+            _ => AtipError::new(ErrorCode::SigningKeyInvalid, e.to_string())
+                .hint("make a key with `atip registry keygen KEYFILE`"),
+        }
+    }
+}
+
 /// What a signature check found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -70,22 +183,20 @@ impl TrustedKey {
 
     /// Parses a public key: minisign's one-line base64 form, or the whole `.pub` file
     /// (a comment line, then the base64 line).
-    pub fn parse(text: &str) -> Result<TrustedKey, String> {
+    pub fn parse(text: &str) -> Result<TrustedKey, KeyError> {
         let line = text
             .lines()
             .map(str::trim)
             .rfind(|l| !l.is_empty() && !l.starts_with("untrusted comment:"))
             .unwrap_or("");
-        let key = minisign::PublicKey::from_base64(line)
-            .map_err(|e| format!("not a minisign public key ({e})"))?;
+        let key = minisign::PublicKey::from_base64(line).map_err(KeyError::NotPublicKey)?;
         Ok(TrustedKey::from_key(key))
     }
 
     /// Reads a public key file (`KEYFILE.pub`).
-    pub fn read(path: &Path) -> Result<TrustedKey, String> {
-        let text = fs::read_to_string(path)
-            .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
-        TrustedKey::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    pub fn read(path: &Path) -> Result<TrustedKey, KeyError> {
+        let text = fs::read_to_string(path).map_err(|e| KeyError::read(path, e))?;
+        TrustedKey::parse(&text).map_err(|e| e.in_file(path))
     }
 }
 
@@ -98,16 +209,22 @@ pub fn public_path(secret: &Path) -> PathBuf {
 
 /// Writes a new key pair: the secret key to `path` (mode 0600, never over an existing
 /// file) and the public key to `path.pub`. Returns the public key.
-pub fn keygen(path: &Path) -> Result<TrustedKey, String> {
+pub fn keygen(path: &Path) -> Result<TrustedKey, KeyError> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let pair = minisign::KeyPair::generate_unencrypted_keypair()
-        .map_err(|e| format!("failed to generate a key pair: {e}"))?;
+    let pair =
+        minisign::KeyPair::generate_unencrypted_keypair().map_err(|source| KeyError::Generate {
+            what: "generate a key pair",
+            source,
+        })?;
     let public = TrustedKey::from_key(pair.pk.clone());
     let sk_text = pair
         .sk
         .to_box(Some("atip registry secret key (unencrypted)"))
-        .map_err(|e| format!("failed to encode the secret key: {e}"))?
+        .map_err(|source| KeyError::Generate {
+            what: "encode the secret key",
+            source,
+        })?
         .into_string();
     let pk_text = format!(
         "untrusted comment: minisign public key: {}\n{}\n",
@@ -115,10 +232,7 @@ pub fn keygen(path: &Path) -> Result<TrustedKey, String> {
     );
     let pub_path = public_path(path);
     if pub_path.exists() {
-        return Err(format!(
-            "{} already exists; atip never replaces a key",
-            pub_path.display()
-        ));
+        return Err(KeyError::Exists { path: pub_path });
     }
     let mut f = fs::OpenOptions::new()
         .write(true)
@@ -127,37 +241,30 @@ pub fn keygen(path: &Path) -> Result<TrustedKey, String> {
         .open(path)
         .map_err(|e| {
             if e.kind() == std::io::ErrorKind::AlreadyExists {
-                format!(
-                    "{} already exists; atip never replaces a key",
-                    path.display()
-                )
+                KeyError::Exists {
+                    path: path.to_owned(),
+                }
             } else {
-                format!("failed to create {}: {e}", path.display())
+                KeyError::write("create", path, e)
             }
         })?;
     f.write_all(sk_text.as_bytes())
         .and_then(|_| f.sync_all())
-        .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
-    fs::write(&pub_path, pk_text)
-        .map_err(|e| format!("failed to write {}: {e}", pub_path.display()))?;
+        .map_err(|e| KeyError::write("write", path, e))?;
+    fs::write(&pub_path, pk_text).map_err(|e| KeyError::write("write", &pub_path, e))?;
     Ok(public)
 }
 
 impl SigningKey {
     /// Reads an unencrypted minisign secret key file.
-    pub(crate) fn read(path: &Path) -> Result<SigningKey, String> {
-        let text = fs::read_to_string(path)
-            .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
+    pub(crate) fn read(path: &Path) -> Result<SigningKey, KeyError> {
+        let text = fs::read_to_string(path).map_err(|e| KeyError::read(path, e))?;
         let boxed = minisign::SecretKeyBox::from_string(&text)
-            .map_err(|e| format!("{}: not a minisign secret key ({e})", path.display()))?;
-        let sk = minisign::SecretKey::from_unencrypted_box(boxed).map_err(|e| {
-            format!(
-                "{}: not an unencrypted minisign secret key ({e}); make one with `atip registry keygen`",
-                path.display()
-            )
-        })?;
+            .map_err(|e| KeyError::NotSecretKey(e).in_file(path))?;
+        let sk = minisign::SecretKey::from_unencrypted_box(boxed)
+            .map_err(|e| KeyError::Encrypted(e).in_file(path))?;
         let pk = minisign::PublicKey::from_secret_key(&sk)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+            .map_err(|e| KeyError::NoPublicHalf(e).in_file(path))?;
         Ok(SigningKey {
             sk,
             public: TrustedKey::from_key(pk),
@@ -166,7 +273,7 @@ impl SigningKey {
 
     /// Signs `bytes` with `comment` as the trusted comment ([`file_comment`],
     /// [`catalog_comment`]). Returns the `.minisig` file's text.
-    pub(crate) fn sign(&self, bytes: &[u8], comment: &str) -> Result<String, String> {
+    pub(crate) fn sign(&self, bytes: &[u8], comment: &str) -> Result<String, KeyError> {
         minisign::sign(
             Some(&self.public.key),
             &self.sk,
@@ -175,7 +282,10 @@ impl SigningKey {
             Some(&format!("signature from atip, key {}", self.public.id)),
         )
         .map(|b| b.into_string())
-        .map_err(|e| format!("failed to sign ({comment}): {e}"))
+        .map_err(|source| KeyError::Sign {
+            comment: comment.to_owned(),
+            source,
+        })
     }
 }
 
@@ -231,7 +341,13 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        assert!(keygen(&path).unwrap_err().contains("already exists"));
+        assert!(matches!(keygen(&path), Err(KeyError::Exists { .. })));
+        assert!(
+            keygen(&path)
+                .unwrap_err()
+                .to_string()
+                .ends_with("already exists; atip never replaces a key")
+        );
         let read_pub = TrustedKey::read(&public_path(&path)).unwrap();
         assert_eq!(read_pub.id, public.id);
         assert_eq!(TrustedKey::parse(&public.base64).unwrap().id, public.id);

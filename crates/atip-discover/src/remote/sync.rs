@@ -25,7 +25,7 @@
 //! `<state dir>/remote/<registry name>.json`.
 
 use super::build::MAX_SHIM_BYTES;
-use super::config::{RegistriesFile, RemoteRegistry};
+use super::config::{RegistriesError, RegistriesFile, RemoteRegistry};
 use super::fetch::{FetchError, Http, Response, Validators};
 use super::sign::{TrustedKey, Verdict, verify};
 use super::{INDEX_PATH, SHIMS_PATH, SIG_SUFFIX, is_hex64};
@@ -311,14 +311,132 @@ fn sha256_hex_of(v: &Value) -> Option<&str> {
         .filter(|h| is_hex64(h))
 }
 
+/// Why the registries could not be opened: a configuration error, not a registry that
+/// cannot be reached (that one is reported in [`RegistrySync::error`]).
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// `registries.json` (or a token variable it names) is not usable.
+    #[error(transparent)]
+    Registries(#[from] RegistriesError),
+    /// The generation last accepted from a registry is recorded in a file that does not
+    /// parse.
+    #[error("registry {name:?}: {} (the generation last accepted from it) is unreadable: {source}; remove it to accept the registry's current generation", path.display())]
+    Floor {
+        /// The registry.
+        name: String,
+        /// The state file.
+        path: PathBuf,
+        /// Why it does not parse.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// That file exists but cannot be read.
+    #[error("failed to read {}: {source}", path.display())]
+    FloorRead {
+        /// The state file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// No HTTP client.
+    #[error(transparent)]
+    Client(#[from] super::fetch::ClientError),
+}
+
+impl From<OpenError> for crate::output::AtipError {
+    /// Every way opening fails is `registries_invalid` (exit 78): the fix is in
+    /// `registries.json`, the environment, or atip's state dir.
+    fn from(e: OpenError) -> Self {
+        use crate::output::{AtipError, ErrorCode};
+        match e {
+            OpenError::Registries(e) => AtipError::from(e),
+            _ => AtipError::new(ErrorCode::RegistriesInvalid, e.to_string()),
+        }
+    }
+}
+
+/// Why a catalog, a shim or a signature from a registry was not used. The text goes
+/// into the sync report (`error`, `catalogRefused`, `refused[].reason`).
+#[derive(Debug, thiserror::Error)]
+enum Refusal {
+    #[error("the catalog is not JSON: {0}")]
+    CatalogNotJson(#[source] serde_json::Error),
+    #[error("the catalog has no \"tools\" object")]
+    CatalogNoTools,
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    #[error("{0}: unexpected 304")]
+    NotModified(String),
+    #[error("{0}: 304 to an unconditional request")]
+    Unconditional304(String),
+    #[error("bad signature: {0}")]
+    BadSignature(String),
+    #[error("signed by key {0}, which is not in this registry's publicKeys")]
+    UnknownSigner(String),
+    #[error("unsigned, and the registry requires signatures")]
+    Unsigned,
+    #[error(
+        "the catalog has no generation, expiry or registry name (an older atip built it): its publisher must rebuild it with `atip registry build`"
+    )]
+    NoGeneration,
+    #[error("the catalog's expiry {0:?} is not a time (YYYY-MM-DDTHH:MM:SSZ)")]
+    BadExpiry(String),
+    #[error(
+        "the catalog (generation {generation}) expired at {expires}: its publisher must rebuild it"
+    )]
+    Expired { generation: u64, expires: String },
+    #[error(
+        "the catalog is registry {registry:?}'s, but the one accepted at {accepted} was {was:?}'s"
+    )]
+    OtherRegistry {
+        registry: String,
+        accepted: String,
+        was: String,
+    },
+    #[error(
+        "generation {generation} is older than generation {floor} accepted at {accepted}: a rollback, refused"
+    )]
+    Rollback {
+        generation: u64,
+        floor: u64,
+        accepted: String,
+    },
+    #[error(
+        "generation {generation} differs from the generation {generation} accepted at {accepted}: a catalog is never changed without a new generation"
+    )]
+    Changed { generation: u64, accepted: String },
+    #[error("failed to record the accepted generation in {}: {source}", path.display())]
+    Record {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the catalog (generation {generation}) gives no digest for it")]
+    NoDigest { generation: u64 },
+    #[error(
+        "not the shim the catalog (generation {generation}) publishes for it: its sha256 is {doc}, the catalog's {want} (an older or altered copy)"
+    )]
+    WrongDigest {
+        generation: u64,
+        doc: String,
+        want: String,
+    },
+    #[error("not JSON")]
+    ShimNotJson,
+    #[error("wrong hash: binary.hash is {declared} but it was published as {name}")]
+    WrongHash { declared: String, name: String },
+    #[error("not a valid shim: {0}")]
+    InvalidShim(String),
+}
+
 /// What a catalog lists.
-fn parse_catalog(bytes: &[u8]) -> Result<Catalog, String> {
-    let v: Value =
-        serde_json::from_slice(bytes).map_err(|e| format!("the catalog is not JSON: {e}"))?;
+fn parse_catalog(bytes: &[u8]) -> Result<Catalog, Refusal> {
+    let v: Value = serde_json::from_slice(bytes).map_err(Refusal::CatalogNotJson)?;
     let tools = v
         .get("tools")
         .and_then(Value::as_object)
-        .ok_or("the catalog has no \"tools\" object")?;
+        .ok_or(Refusal::CatalogNoTools)?;
     let mut names = HashSet::new();
     let mut hashes = HashSet::new();
     for (name, versions) in tools {
@@ -362,25 +480,34 @@ enum Signed {
 }
 
 /// Why a catalog was not used.
+#[derive(Debug, thiserror::Error)]
 enum CatalogError {
     /// Refused by the forward-only rules ([`Reg::admit`]).
-    Refused(String),
-    /// Anything else: network, not JSON, signature.
-    Failed(String),
+    #[error("{url}: {reason}")]
+    Refused { url: String, reason: Refusal },
+    /// Anything else from the server: network, not JSON, signature.
+    #[error("{url}: {reason}")]
+    Failed { url: String, reason: Refusal },
+    /// The request itself failed, or the accepted generation could not be recorded.
+    #[error(transparent)]
+    Other(Refusal),
 }
 
 impl Reg {
-    fn new(cfg: &RemoteRegistry, cache: &Path, state_dir: &Path, env: &Env) -> Result<Reg, String> {
+    fn new(
+        cfg: &RemoteRegistry,
+        cache: &Path,
+        state_dir: &Path,
+        env: &Env,
+    ) -> Result<Reg, OpenError> {
         let keys = cfg.keys()?;
         let token = match &cfg.auth {
             Some(a) => Some(
                 env.var(&a.token_env_var)
                     .map(str::to_owned)
-                    .ok_or_else(|| {
-                        format!(
-                            "registry {:?}: the token variable {} is not set",
-                            cfg.name, a.token_env_var
-                        )
+                    .ok_or_else(|| RegistriesError::TokenUnset {
+                        name: cfg.name.clone(),
+                        var: a.token_env_var.clone(),
                     })?,
             ),
             None => None,
@@ -395,17 +522,23 @@ impl Reg {
                 ..State::default()
             });
         let floor_path = floor_path(state_dir, &cfg.name);
-        let floor = match std::fs::read(&floor_path) {
-            Ok(b) => Some(serde_json::from_slice::<Floor>(&b).map_err(|e| {
-                format!(
-                    "registry {:?}: {} (the generation last accepted from it) is unreadable: {e}; remove it to accept the registry's current generation",
-                    cfg.name,
-                    floor_path.display()
-                )
-            })?),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(format!("failed to read {}: {e}", floor_path.display())),
-        };
+        let floor =
+            match std::fs::read(&floor_path) {
+                Ok(b) => Some(serde_json::from_slice::<Floor>(&b).map_err(|source| {
+                    OpenError::Floor {
+                        name: cfg.name.clone(),
+                        path: floor_path.clone(),
+                        source,
+                    }
+                })?),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(source) => {
+                    return Err(OpenError::FloorRead {
+                        path: floor_path,
+                        source,
+                    });
+                }
+            };
         Ok(Reg {
             keys,
             token,
@@ -454,32 +587,30 @@ impl Reg {
         rel: &str,
         bytes: &[u8],
         comment: &str,
-    ) -> Result<(Signed, Option<String>), String> {
+    ) -> Result<(Signed, Option<String>), Refusal> {
         let url = self.cfg.url_of(&format!("{rel}{SIG_SUFFIX}"));
         let text = match http.get(&url, None, self.token.as_deref(), MAX_SIG_BYTES) {
             Ok(Response::Body { bytes, .. }) => String::from_utf8_lossy(&bytes).into_owned(),
-            Ok(Response::NotModified { .. }) => return Err(format!("{url}: unexpected 304")),
+            Ok(Response::NotModified { .. }) => return Err(Refusal::NotModified(url)),
             Err(FetchError::NotFound { .. }) => {
                 return self.judge(None, bytes, comment).map(|s| (s, None));
             }
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         };
         let s = self.judge(Some(&text), bytes, comment)?;
         Ok((s, Some(text)))
     }
 
     /// Applies the signature rules to a signature text (or its absence).
-    fn judge(&self, sig: Option<&str>, bytes: &[u8], comment: &str) -> Result<Signed, String> {
+    fn judge(&self, sig: Option<&str>, bytes: &[u8], comment: &str) -> Result<Signed, Refusal> {
         match sig.map(|t| verify(&self.keys, bytes, t, comment)) {
             Some(Verdict::Signed(id)) => Ok(Signed::By(id)),
-            Some(Verdict::Bad(m)) => Err(format!("bad signature: {m}")),
-            Some(Verdict::UnknownSigner(id)) if self.cfg.require_signatures => Err(format!(
-                "signed by key {id}, which is not in this registry's publicKeys"
-            )),
-            Some(Verdict::UnknownSigner(_)) => Ok(Signed::Unsigned),
-            None if self.cfg.require_signatures => {
-                Err("unsigned, and the registry requires signatures".into())
+            Some(Verdict::Bad(m)) => Err(Refusal::BadSignature(m)),
+            Some(Verdict::UnknownSigner(id)) if self.cfg.require_signatures => {
+                Err(Refusal::UnknownSigner(id))
             }
+            Some(Verdict::UnknownSigner(_)) => Ok(Signed::Unsigned),
+            None if self.cfg.require_signatures => Err(Refusal::Unsigned),
             None => Ok(Signed::Unsigned),
         }
     }
@@ -487,51 +618,49 @@ impl Reg {
     /// The forward-only rules: a catalog is used only with a generation and an expiry,
     /// before its expiry, naming the registry its predecessors named, and with a
     /// generation above the last accepted one (or equal to it with the same bytes).
-    fn admit(&self, cat: &Catalog, sha256: &str, now: u64) -> Result<(), String> {
+    fn admit(&self, cat: &Catalog, sha256: &str, now: u64) -> Result<(), Refusal> {
         let (Some(generation), Some(expires), Some(registry)) = (
             cat.generation,
             cat.expires.as_deref(),
             cat.registry.as_deref(),
         ) else {
-            return Err(
-                "the catalog has no generation, expiry or registry name (an older atip built it): its publisher must rebuild it with `atip registry build`"
-                    .into(),
-            );
+            return Err(Refusal::NoGeneration);
         };
         let Some(until) = crate::timestamp::parse_rfc3339_utc(expires) else {
-            return Err(format!(
-                "the catalog's expiry {expires:?} is not a time (YYYY-MM-DDTHH:MM:SSZ)"
-            ));
+            return Err(Refusal::BadExpiry(expires.to_owned()));
         };
         if until <= UNIX_EPOCH + Duration::from_secs(now) {
-            return Err(format!(
-                "the catalog (generation {generation}) expired at {expires}: its publisher must rebuild it"
-            ));
+            return Err(Refusal::Expired {
+                generation,
+                expires: expires.to_owned(),
+            });
         }
         let Some(f) = &self.floor else { return Ok(()) };
         if f.registry != registry {
-            return Err(format!(
-                "the catalog is registry {registry:?}'s, but the one accepted at {} was {:?}'s",
-                f.accepted, f.registry
-            ));
+            return Err(Refusal::OtherRegistry {
+                registry: registry.to_owned(),
+                accepted: f.accepted.clone(),
+                was: f.registry.clone(),
+            });
         }
         if generation < f.generation {
-            return Err(format!(
-                "generation {generation} is older than generation {} accepted at {}: a rollback, refused",
-                f.generation, f.accepted
-            ));
+            return Err(Refusal::Rollback {
+                generation,
+                floor: f.generation,
+                accepted: f.accepted.clone(),
+            });
         }
         if generation == f.generation && sha256 != f.sha256 {
-            return Err(format!(
-                "generation {generation} differs from the generation {generation} accepted at {}: a catalog is never changed without a new generation",
-                f.accepted
-            ));
+            return Err(Refusal::Changed {
+                generation,
+                accepted: f.accepted.clone(),
+            });
         }
         Ok(())
     }
 
     /// Records `cat` as the last accepted catalog (the state dir's [`Floor`]).
-    fn accept(&mut self, cat: &Catalog, sha256: &str, now: u64) -> Result<(), String> {
+    fn accept(&mut self, cat: &Catalog, sha256: &str, now: u64) -> Result<(), Refusal> {
         let floor = Floor {
             registry: cat.registry.clone().unwrap_or_default(),
             generation: cat.generation.unwrap_or(0),
@@ -553,11 +682,9 @@ impl Reg {
                     )
                     .map_err(|e| e.source)
                 })
-                .map_err(|e| {
-                    format!(
-                        "failed to record the accepted generation in {}: {e}",
-                        self.floor_path.display()
-                    )
+                .map_err(|source| Refusal::Record {
+                    path: self.floor_path.clone(),
+                    source,
                 })?;
             self.floor = Some(floor);
         }
@@ -617,7 +744,7 @@ impl Remote {
         state: &Path,
         opts: &RemoteOptions,
         env: &Env,
-    ) -> Result<Remote, String> {
+    ) -> Result<Remote, OpenError> {
         let file = RegistriesFile::load(&super::config::path(config_dir, env))?;
         let mut me = Remote::none();
         me.opts = opts.clone();
@@ -666,8 +793,8 @@ impl Remote {
                 if reg.floor.as_ref().is_some_and(|f| f.sha256 != sha) {
                     return None;
                 }
-                if let Err(m) = reg.admit(&cat, &sha, now) {
-                    cached_refusal = Some(format!("cached catalog: {m}"));
+                if let Err(e) = reg.admit(&cat, &sha, now) {
+                    cached_refusal = Some(format!("cached catalog: {e}"));
                     return None;
                 }
                 if reg.checks_signatures()
@@ -723,9 +850,7 @@ impl Remote {
                         reg.adopt(cat, CatalogStatus::NotModified);
                         Ok(())
                     }
-                    None => Err(CatalogError::Failed(format!(
-                        "{url}: 304 to an unconditional request"
-                    ))),
+                    None => Err(CatalogError::Other(Refusal::Unconditional304(url.clone()))),
                 }
             }
             Ok(Response::Body {
@@ -735,15 +860,22 @@ impl Remote {
             }) => {
                 reg.report.bytes += bytes.len() as u64;
                 let sha = sha_hex(&bytes);
+                let failed = |reason| CatalogError::Failed {
+                    url: url.clone(),
+                    reason,
+                };
                 let checked = parse_catalog(&bytes)
-                    .map_err(|m| CatalogError::Failed(format!("{url}: {m}")))
+                    .map_err(failed)
                     .and_then(|cat| {
                         reg.admit(&cat, &sha, now)
-                            .map_err(|m| CatalogError::Refused(format!("{url}: {m}")))?;
+                            .map_err(|reason| CatalogError::Refused {
+                                url: url.clone(),
+                                reason,
+                            })?;
                         let signed = if reg.checks_signatures() {
                             Some(
                                 reg.signature(http, INDEX_PATH, &bytes, &cat.comment())
-                                    .map_err(|m| CatalogError::Failed(format!("{url}: {m}")))?,
+                                    .map_err(failed)?,
                             )
                         } else {
                             None
@@ -751,7 +883,7 @@ impl Remote {
                         Ok((cat, signed))
                     })
                     .and_then(|(cat, signed)| {
-                        reg.accept(&cat, &sha, now).map_err(CatalogError::Failed)?;
+                        reg.accept(&cat, &sha, now).map_err(CatalogError::Other)?;
                         Ok((cat, signed))
                     });
                 match checked {
@@ -792,17 +924,14 @@ impl Remote {
                     Err(e) => Err(e),
                 }
             }
-            Err(e) => Err(CatalogError::Failed(e.to_string())),
+            Err(e) => Err(CatalogError::Other(e.into())),
         };
         reg.report.requests += http.requests.load(Ordering::Relaxed) - before;
         if let Err(e) = outcome {
-            let m = match e {
-                CatalogError::Refused(m) => {
-                    reg.report.catalog_refused = Some(m.clone());
-                    m
-                }
-                CatalogError::Failed(m) => m,
-            };
+            let m = e.to_string();
+            if let CatalogError::Refused { .. } = e {
+                reg.report.catalog_refused = Some(m.clone());
+            }
             match cached {
                 Some((_, s, cat)) => {
                     reg.adopt(cat, CatalogStatus::Cached);
@@ -959,33 +1088,33 @@ impl Remote {
 
     /// Whether a shim (sha256 hex `doc`) for `hex` is the one the registry's accepted
     /// catalog names: a shim of another generation is refused like a forged one.
-    fn check_digest(reg: &Reg, doc: &str, hex: &str) -> Result<(), String> {
+    fn check_digest(reg: &Reg, doc: &str, hex: &str) -> Result<(), Refusal> {
         let generation = reg.report.generation.unwrap_or(0);
         match reg.digests.get(hex) {
-            None => Err(format!(
-                "the catalog (generation {generation}) gives no digest for it"
-            )),
-            Some(want) if want != doc => Err(format!(
-                "not the shim the catalog (generation {generation}) publishes for it: its sha256 is {doc}, the catalog's {want} (an older or altered copy)"
-            )),
+            None => Err(Refusal::NoDigest { generation }),
+            Some(want) if want != doc => Err(Refusal::WrongDigest {
+                generation,
+                doc: doc.to_owned(),
+                want: want.clone(),
+            }),
             Some(_) => Ok(()),
         }
     }
 
     /// Verifies a shim's bytes for `hex`: valid shim, `binary.hash` = the name.
-    fn check_shim(bytes: &[u8], hex: &str) -> Result<Ready, String> {
+    fn check_shim(bytes: &[u8], hex: &str) -> Result<Ready, Refusal> {
         let doc = sha_hex(bytes);
         let name = format!("{hex}.json");
         let checked = check_bytes(bytes, Some(Kind::Shim), Some(&name));
         let Some(v) = checked.value.as_ref() else {
-            return Err("not JSON".into());
+            return Err(Refusal::ShimNotJson);
         };
         let declared = v.pointer("/binary/hash").and_then(Value::as_str);
         if declared != Some(format!("sha256:{hex}").as_str()) {
-            return Err(format!(
-                "wrong hash: binary.hash is {} but it was published as {name}",
-                declared.unwrap_or("missing")
-            ));
+            return Err(Refusal::WrongHash {
+                declared: declared.unwrap_or("missing").to_owned(),
+                name,
+            });
         }
         if !checked.is_valid() {
             let first = checked
@@ -994,7 +1123,7 @@ impl Remote {
                 .find(|d| d.severity == crate::validate::Severity::Error)
                 .map(|d| format!("{} at {}", d.message, d.pointer))
                 .unwrap_or_default();
-            return Err(format!("not a valid shim: {first}"));
+            return Err(Refusal::InvalidShim(first));
         }
         Ok(Ready {
             path: PathBuf::new(),
@@ -1115,8 +1244,8 @@ impl Remote {
                         out.write = Some((bytes, text));
                         out.ready = Some(ready);
                     }
-                    Err(m) => {
-                        out.refused = Some(m);
+                    Err(e) => {
+                        out.refused = Some(e.to_string());
                         // The previously verified copy stays in use.
                         out.ready = cached.map(|(ready, _)| ready);
                     }
