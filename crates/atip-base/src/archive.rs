@@ -76,24 +76,24 @@ where
     T::Archived: for<'a> CheckBytes<HighValidator<'a, rancor::Error>>,
 {
     /// Checks `bytes` as an archived `T`; the error says what is wrong with them.
-    pub fn new(bytes: AlignedVec) -> Result<Owned<T>, String> {
+    pub fn new(bytes: AlignedVec) -> Result<Owned<T>, ArchiveError> {
         Self::checked(Storage::Own(bytes))
     }
 
     /// Checks bytes `range` of `shared` as an archived `T`, used in place.
-    pub fn in_shared(shared: Shared, range: Range<usize>) -> Result<Owned<T>, String> {
+    pub fn in_shared(shared: Shared, range: Range<usize>) -> Result<Owned<T>, ArchiveError> {
         if (*shared).as_ref().get(range.clone()).is_none() {
-            return Err("out of bounds".into());
+            return Err(ArchiveError::OutOfBounds);
         }
         Self::checked(Storage::Part(shared, range))
     }
 
-    fn checked(bytes: Storage) -> Result<Owned<T>, String> {
+    fn checked(bytes: Storage) -> Result<Owned<T>, ArchiveError> {
         let slice = bytes.slice();
         if !(slice.as_ptr() as usize).is_multiple_of(ALIGN) {
-            return Err(format!("not aligned to {ALIGN} bytes"));
+            return Err(ArchiveError::Misaligned);
         }
-        rkyv::access::<T::Archived, rancor::Error>(slice).map_err(|e| e.to_string())?;
+        rkyv::access::<T::Archived, rancor::Error>(slice).map_err(ArchiveError::Invalid)?;
         Ok(Owned {
             bytes,
             _type: PhantomData,
@@ -137,14 +137,34 @@ pub fn read_aligned(
     Ok(buf)
 }
 
+/// Why bytes are not a usable archive.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    /// Shorter than its checksum.
+    #[error("the file is too short")]
+    TooShort,
+    /// The CRC-32 does not match.
+    #[error("its checksum does not match (damaged or truncated)")]
+    Checksum,
+    /// A section range past the end of the file.
+    #[error("out of bounds")]
+    OutOfBounds,
+    /// Not at an address the archived types need.
+    #[error("not aligned to {ALIGN} bytes")]
+    Misaligned,
+    /// The bytes are not a valid archive of the type.
+    #[error("{0}")]
+    Invalid(#[source] rancor::Error),
+}
+
 /// The archive of a cache file written as an archive followed by its CRC-32
 /// (little-endian): the scan and inference caches. The error says what is wrong.
-pub fn strip_crc(bytes: &[u8]) -> Result<&[u8], &'static str> {
+pub fn strip_crc(bytes: &[u8]) -> Result<&[u8], ArchiveError> {
     let Some((archive, crc)) = bytes.split_last_chunk::<4>() else {
-        return Err("the file is too short");
+        return Err(ArchiveError::TooShort);
     };
     if crc32fast::hash(archive) != u32::from_le_bytes(*crc) {
-        return Err("its checksum does not match (damaged or truncated)");
+        return Err(ArchiveError::Checksum);
     }
     Ok(archive)
 }

@@ -29,6 +29,37 @@ impl ReadError {
     }
 }
 
+/// A cache file could not be written. Caches are rebuilt when lost, so callers report
+/// this as a warning, never as the failure of what they were doing.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// Its directory could not be created.
+    #[error("failed to create {}: {source}", dir.display())]
+    CreateDir {
+        /// The directory.
+        dir: PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Encoding the archive failed.
+    #[error("failed to encode the cache: {0}")]
+    Encode(#[source] rkyv::rancor::Error),
+    /// Writing it failed (the old file is untouched).
+    #[error(transparent)]
+    Write(#[from] crate::atomic::WriteError),
+}
+
+impl CacheError {
+    /// A `map_err` adapter: creating directory `dir` failed.
+    pub fn create_dir(dir: &Path) -> impl Fn(std::io::Error) -> CacheError + '_ {
+        move |source| CacheError::CreateDir {
+            dir: dir.to_path_buf(),
+            source,
+        }
+    }
+}
+
 impl From<ReadError> for crate::output::AtipError {
     /// `input_not_found` or `input_unreadable` (exit 66), with the path in `details.path`.
     fn from(e: ReadError) -> Self {

@@ -845,12 +845,12 @@ impl Resolved<'_> {
                         checked_at: now.to_owned(),
                     }
                 }
-                Err(m) => {
+                Err(e) => {
                     self.failed.push(FailedTool {
                         name: f.name.clone(),
                         path: f.path.clone(),
                         reason: FailReason::Invalid,
-                        message: m,
+                        message: e.to_string(),
                         cached: false,
                         diagnostics: Vec::new(),
                     });
@@ -948,7 +948,7 @@ fn save_scan_cache(
     old_bytes: Option<&[u8]>,
     mut new: Cache,
     scan_dirs: &[paths::ScanDir],
-) -> Result<bool, String> {
+) -> Result<bool, atip_base::fileio::CacheError> {
     for w in works {
         if w.unreadable.is_none()
             && let Some(k) = w.exe.canonical.to_str()
@@ -1906,22 +1906,29 @@ fn enum_name<T: Serialize>(v: &T) -> String {
 fn compose(
     winner: &Candidate,
     applied: &[&PatternFile],
-) -> Result<(Arc<[u8]>, registry::MetaSummary), String> {
+) -> Result<(Arc<[u8]>, registry::MetaSummary), source::DocError> {
     let mut bytes = winner.doc.read()?;
     let shown = || match &winner.doc {
         source::Doc::File(p) | source::Doc::Checked { path: p, .. } => p.display().to_string(),
         source::Doc::Bytes(_) | source::Doc::Static(_) => winner.identity.clone(),
     };
     if !applied.is_empty() {
-        let mut value: serde_json::Value = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("failed to parse {}: {e}", shown()))?;
+        let mut value: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|source| source::DocError::Parse {
+                shown: shown(),
+                source,
+            })?;
         shims::merge_patterns(&mut value, applied);
-        let mut merged = serde_json::to_vec_pretty(&value).map_err(|e| e.to_string())?;
+        let mut merged = serde_json::to_vec_pretty(&value).expect("a JSON value serializes");
         merged.push(b'\n');
         bytes = merged.into();
     }
-    let mut metadata =
-        crate::model::Metadata::from_slice(&bytes).map_err(|e| format!("{}: {e}", shown()))?;
+    let mut metadata = crate::model::Metadata::from_slice(&bytes).map_err(|source| {
+        source::DocError::Metadata {
+            shown: shown(),
+            source,
+        }
+    })?;
     // The index's effects word follows what the policy believes: table effects that no
     // root-owned program vouches for are unknown (`atip list --effects read-only`).
     if winner.source == Source::Inferred && winner.vouch != Some(registry::Vouch::Curated) {

@@ -414,6 +414,17 @@ pub struct Hit {
     pub aliases: Vec<String>,
 }
 
+/// Why a stored search index cannot be used (the catalog then counts as corrupt).
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// Not a valid archive of the index.
+    #[error(transparent)]
+    Archive(#[from] crate::archive::ArchiveError),
+    /// Its tables do not agree in length, or an id points past a table.
+    #[error("its tables disagree")]
+    Disagree,
+}
+
 impl SearchIndex {
     /// Indexes every tool of the catalog.
     pub fn build(tools: &[FlatTool]) -> SearchIndex {
@@ -466,7 +477,7 @@ impl SearchIndex {
     pub fn from_shared(
         shared: crate::archive::Shared,
         range: std::ops::Range<usize>,
-    ) -> Result<SearchIndex, String> {
+    ) -> Result<SearchIndex, IndexError> {
         let tables = Owned::<Tables>::in_shared(shared, range)?;
         let t = tables.get();
         let terms = t.vocab.len();
@@ -481,7 +492,7 @@ impl SearchIndex {
             && t.context.len() == docs
             && t.sorted.iter().all(|i| (i.to_native() as usize) < terms);
         if !sound {
-            return Err("its tables disagree".into());
+            return Err(IndexError::Disagree);
         }
         Ok(SearchIndex {
             tables,

@@ -19,8 +19,10 @@ use super::framework::AppRecord;
 use super::paths::Fingerprint;
 use super::report::{FailReason, ReportDiagnostic};
 use super::sign::Sign;
+use crate::archive::ArchiveError;
 use crate::atomic;
 use crate::registry::Source;
+use atip_base::fileio::CacheError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -315,7 +317,7 @@ impl Cache {
     /// Writes the cache atomically unless its bytes are `before` (those it was read from);
     /// returns whether it wrote. Tool records whose path is not UTF-8 are left out (such a
     /// tool is sent fresh on the next scan).
-    pub fn save_unless(&mut self, data: &Path, before: Option<&[u8]>) -> Result<bool, String> {
+    pub fn save_unless(&mut self, data: &Path, before: Option<&[u8]>) -> Result<bool, CacheError> {
         self.tools.retain(|_, r| r.path.to_str().is_some());
         self.files.retain(|_, r| {
             r.app
@@ -329,15 +331,14 @@ impl Cache {
             self,
             rkyv::util::AlignedVec::<16>::with_capacity(capacity),
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(CacheError::Encode)?;
         let crc = crc32fast::hash(&bytes).to_le_bytes();
         if before.is_some_and(|b| b.split_last_chunk::<4>() == Some((&bytes[..], &crc))) {
             return Ok(false);
         }
         bytes.extend_from_slice(&crc);
         let dir = cache_dir(data);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(CacheError::create_dir(&dir))?;
         replace_file(&cache_file(data), &bytes)?;
         // The JSON cache of earlier versions is dead weight once this one exists.
         let _ = std::fs::remove_file(dir.join(OLD_JSON_FILE));
@@ -348,25 +349,26 @@ impl Cache {
 /// Checks and decodes a cache file's bytes: the archive, then its CRC-32 (little-endian).
 /// An archive that is not aligned as its types need (bytes not read by
 /// [`crate::archive::read_file`]) is copied into an aligned buffer first.
-fn decode(bytes: &[u8]) -> Result<Cache, String> {
+fn decode(bytes: &[u8]) -> Result<Cache, ArchiveError> {
     let archive = crate::archive::strip_crc(bytes)?;
     if (archive.as_ptr() as usize).is_multiple_of(crate::archive::ALIGN) {
-        return rkyv::from_bytes::<Cache, rkyv::rancor::Error>(archive).map_err(|e| e.to_string());
+        return rkyv::from_bytes::<Cache, rkyv::rancor::Error>(archive)
+            .map_err(ArchiveError::Invalid);
     }
     let mut aligned = rkyv::util::AlignedVec::<16>::with_capacity(archive.len());
     aligned.extend_from_slice(archive);
-    rkyv::from_bytes::<Cache, rkyv::rancor::Error>(&aligned).map_err(|e| e.to_string())
+    rkyv::from_bytes::<Cache, rkyv::rancor::Error>(&aligned).map_err(ArchiveError::Invalid)
 }
 
 /// Stores a raw native answer under its sha256; returns the hex.
-pub(crate) fn store_native_doc(data: &Path, doc: &[u8]) -> Result<String, String> {
+pub(crate) fn store_native_doc(data: &Path, doc: &[u8]) -> Result<String, CacheError> {
     let hex = crate::digest::sha256_hex(doc);
     let path = native_doc_file(data, &hex);
     if path.exists() {
         return Ok(hex);
     }
     let dir = atomic::parent_dir(&path);
-    std::fs::create_dir_all(dir).map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(CacheError::create_dir(dir))?;
     replace_file(&path, doc)?;
     Ok(hex)
 }
@@ -374,8 +376,8 @@ pub(crate) fn store_native_doc(data: &Path, doc: &[u8]) -> Result<String, String
 /// Replaces a cache file atomically without fsync ([`atomic::Options::CACHE`]): after
 /// a crash a cache file may be lost, which only makes the next scan cold, and skipping
 /// the syncs keeps a cold scan of a big PATH from waiting on the disk once per tool.
-fn replace_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    atomic::write_atomic(path, bytes, atomic::Options::CACHE).map_err(|e| e.to_string())
+fn replace_file(path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
+    Ok(atomic::write_atomic(path, bytes, atomic::Options::CACHE)?)
 }
 
 #[cfg(test)]

@@ -240,7 +240,7 @@ pub(crate) fn convert(
         )
     })?;
     let document = super::tooli::to_atip(&printed, name, app)
-        .map_err(|m| ProbeFailure::new(FailReason::Invalid, m))?;
+        .map_err(|e| ProbeFailure::new(FailReason::Invalid, e.to_string()))?;
     probe::judge(document, name)
 }
 

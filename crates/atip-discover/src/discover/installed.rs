@@ -135,7 +135,7 @@ impl Installed {
                 continue;
             }
             match verdict(&path, kind, old, new) {
-                Err(m) => self.fail(at, m),
+                Err(e) => self.fail(at, e.to_string()),
                 Ok(None) => {}
                 Ok(Some(ShimVerdict::Rejected {
                     message,
@@ -188,7 +188,7 @@ fn verdict(
     kind: Kind,
     old: &Cache,
     new: &mut Cache,
-) -> Result<Option<ShimVerdict>, String> {
+) -> Result<Option<ShimVerdict>, atip_base::fileio::ReadError> {
     let Ok(md) = fs::metadata(path) else {
         return Ok(None);
     };
@@ -200,7 +200,7 @@ fn verdict(
         new.put_shim(path, rec.clone());
         return Ok(Some(rec.verdict.clone()));
     }
-    let bytes = fs::read(path).map_err(|e| format!("failed to read {}: {e}", path.display()))?;
+    let bytes = fs::read(path).map_err(atip_base::fileio::ReadError::at(path))?;
     let file_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

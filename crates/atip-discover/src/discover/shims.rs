@@ -26,6 +26,7 @@ use super::source::{Candidate, Doc, MetadataSource, SourceFailure, Subject, trus
 use crate::digest::sha256_hex;
 use crate::registry::Source;
 use crate::validate::{Kind, Severity, check_bytes};
+use atip_base::fileio::ReadError;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -157,7 +158,7 @@ fn shim_verdict(
     hash_keyed: bool,
     old: &Cache,
     new: &mut Cache,
-) -> Result<Option<(ShimVerdict, Fingerprint)>, String> {
+) -> Result<Option<(ShimVerdict, Fingerprint)>, ReadError> {
     let Ok(md) = fs::metadata(path) else {
         return Ok(None);
     };
@@ -175,7 +176,7 @@ fn shim_verdict(
         .unwrap_or_default();
     let stem = file_name.strip_suffix(".json").unwrap_or(&file_name);
     let verdict = match fs::read(path) {
-        Err(e) => return Err(format!("failed to read {}: {e}", path.display())),
+        Err(e) => return Err(ReadError::at(path)(e)),
         Ok(bytes) => {
             let checked = check_bytes(&bytes, Some(Kind::Shim), Some(&file_name));
             let mut errors: Vec<ReportDiagnostic> = checked
@@ -318,8 +319,8 @@ pub(crate) fn load_shims(
                 let verdict = match shim_verdict(&path, hash_keyed, old, new) {
                     Ok(Some((v, _))) => v,
                     Ok(None) => continue,
-                    Err(m) => {
-                        shims.failures.push(fail(m));
+                    Err(e) => {
+                        shims.failures.push(fail(e.to_string()));
                         continue;
                     }
                 };

@@ -26,6 +26,7 @@
 
 use super::cache::FileRecord;
 use crate::registry::{Entry, Source};
+use atip_base::fileio::ReadError;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -52,26 +53,50 @@ pub enum Doc {
 impl Doc {
     /// The document's bytes (in-memory bytes are shared, not copied: a scan of a
     /// thousand inferred documents holds each once).
-    pub(crate) fn read(&self) -> Result<Arc<[u8]>, String> {
+    pub(crate) fn read(&self) -> Result<Arc<[u8]>, DocError> {
         match self {
-            Doc::File(p) => std::fs::read(p)
-                .map(Arc::from)
-                .map_err(|e| format!("failed to read {}: {e}", p.display())),
+            Doc::File(p) => Ok(std::fs::read(p).map(Arc::from).map_err(ReadError::at(p))?),
             Doc::Bytes(b) => Ok(b.clone()),
             Doc::Static(b) => Ok(Arc::from(*b)),
             Doc::Checked { path, sha } => {
-                let bytes = std::fs::read(path)
-                    .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
+                let bytes = std::fs::read(path).map_err(ReadError::at(path))?;
                 if crate::digest::sha256_hex(&bytes) != *sha {
-                    return Err(format!(
-                        "{} changed on disk (its sha256 is not its name)",
-                        path.display()
-                    ));
+                    return Err(DocError::Changed(path.clone()));
                 }
                 Ok(bytes.into())
             }
         }
     }
+}
+
+/// Why the winning document of a name could not be sent to the registry (the name then
+/// becomes a failure of the scan's report).
+#[derive(Debug, thiserror::Error)]
+pub enum DocError {
+    /// Its file could not be read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// A document kept by its sha256 no longer has it.
+    #[error("{} changed on disk (its sha256 is not its name)", .0.display())]
+    Changed(PathBuf),
+    /// Pattern files were to be merged in, but it is not JSON.
+    #[error("failed to parse {shown}: {source}")]
+    Parse {
+        /// The file, or the source's identity.
+        shown: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// It is not ATIP metadata.
+    #[error("{shown}: {source}")]
+    Metadata {
+        /// The file, or the source's identity.
+        shown: String,
+        /// What is wrong.
+        #[source]
+        source: crate::model::ModelError,
+    },
 }
 
 /// What the scan knows about one executable name when it asks the sources.

@@ -14,20 +14,32 @@ use serde_json::{Map, Value, json};
 /// Longest one-line description ATIP allows.
 const DESCRIPTION_MAX: usize = 200;
 
+/// Why a Tooli app's printed manifest gives no document.
+#[derive(Debug, thiserror::Error)]
+pub enum TooliError {
+    /// No `manifest` object in what the app printed.
+    #[error("the output holds no Tooli manifest object")]
+    NoManifest,
+    /// A `manifest_version` other than 3.x.
+    #[error("Tooli manifest version {0:?} is not supported (3.x is)")]
+    Version(String),
+    /// No `commands` list.
+    #[error("the Tooli manifest has no commands list")]
+    NoCommands,
+}
+
 /// Converts the printed manifest into ATIP metadata bytes registered as `name`.
-pub fn to_atip(printed: &Value, name: &str, app: &TooliApp) -> Result<Vec<u8>, String> {
+pub fn to_atip(printed: &Value, name: &str, app: &TooliApp) -> Result<Vec<u8>, TooliError> {
     let manifest = printed
         .get("manifest")
         .and_then(Value::as_object)
-        .ok_or("the output holds no Tooli manifest object")?;
+        .ok_or(TooliError::NoManifest)?;
     let manifest_version = manifest
         .get("manifest_version")
         .and_then(Value::as_str)
         .unwrap_or("");
     if manifest_version.split('.').next() != Some("3") {
-        return Err(format!(
-            "Tooli manifest version {manifest_version:?} is not supported (3.x is)"
-        ));
+        return Err(TooliError::Version(manifest_version.to_owned()));
     }
     let tool = manifest.get("tool").and_then(Value::as_object);
     let text = |k: &str| tool.and_then(|t| t.get(k)).and_then(Value::as_str);
@@ -45,7 +57,7 @@ pub fn to_atip(printed: &Value, name: &str, app: &TooliApp) -> Result<Vec<u8>, S
     for c in manifest
         .get("commands")
         .and_then(Value::as_array)
-        .ok_or("the Tooli manifest has no commands list")?
+        .ok_or(TooliError::NoCommands)?
     {
         let Some(cname) = c
             .get("name")
@@ -71,7 +83,7 @@ pub fn to_atip(printed: &Value, name: &str, app: &TooliApp) -> Result<Vec<u8>, S
             "packageVersion": app.version,
         },
     });
-    serde_json::to_vec_pretty(&doc).map_err(|e| e.to_string())
+    Ok(serde_json::to_vec_pretty(&doc).expect("a JSON value serializes"))
 }
 
 /// The first line of a text, trimmed and cut to [`DESCRIPTION_MAX`] characters.
@@ -389,7 +401,12 @@ mod tests {
     fn other_manifest_versions_and_shapes_are_refused() {
         let mut p = printed();
         p["manifest"]["manifest_version"] = json!("2.0");
-        assert!(to_atip(&p, "notes", &app()).unwrap_err().contains("2.0"));
+        assert!(
+            to_atip(&p, "notes", &app())
+                .unwrap_err()
+                .to_string()
+                .contains("2.0")
+        );
         assert!(to_atip(&json!({"x": 1}), "notes", &app()).is_err());
         let mut p = printed();
         p["manifest"].as_object_mut().unwrap().remove("commands");

@@ -14,6 +14,7 @@ use super::locate::{self, DirListing, ManIndex, PageRef, Stamp};
 use crate::archive::Owned;
 use crate::registry::FileList;
 use crate::statat::StatAt;
+use atip_base::fileio::CacheError;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsStr;
@@ -262,20 +263,17 @@ fn listed_doc(data: &Path, sha: &str, registry: &FileList, cache: &FileList) -> 
 
 /// Infers, serializes and validates the document of `name`. Any validator finding,
 /// warnings included, rejects it: inferred documents must be clean.
-fn make_offer(index: &ManIndex, page: &PageRef, name: &str) -> Result<Offer, String> {
-    let inf = super::infer_page(index, page, name).map_err(|e| e.to_string())?;
-    let mut bytes = serde_json::to_vec_pretty(&inf.document).map_err(|e| e.to_string())?;
+fn make_offer(index: &ManIndex, page: &PageRef, name: &str) -> Result<Offer, OfferError> {
+    let inf = super::infer_page(index, page, name)?;
+    let mut bytes = serde_json::to_vec_pretty(&inf.document).expect("a JSON value serializes");
     bytes.push(b'\n');
     // Only the verdict is needed (no value kept): clean documents take the quick path.
     let checked = crate::validate::check_with(&bytes, None, None, false);
     if let Some(d) = checked.diagnostics.first() {
-        return Err(format!(
-            "the document inferred from {} is invalid: {} at {}: {}",
-            page.path.display(),
-            d.rule,
-            d.pointer,
-            d.message
-        ));
+        return Err(OfferError::Invalid {
+            page: page.path.clone(),
+            finding: format!("{} at {}: {}", d.rule, d.pointer, d.message),
+        });
     }
     let sha = crate::digest::sha256_hex(&bytes);
     let record = InferRecord {
@@ -295,6 +293,17 @@ fn make_offer(index: &ManIndex, page: &PageRef, name: &str) -> Result<Offer, Str
         curated: inf.curated,
         warnings: inf.effects_warnings,
     })
+}
+
+/// Why a man page gave no document (said in the scan's warnings).
+#[derive(Debug, thiserror::Error)]
+enum OfferError {
+    /// The page could not be read.
+    #[error(transparent)]
+    Read(#[from] locate::ReadError),
+    /// The document made from it does not validate cleanly.
+    #[error("the document inferred from {} is invalid: {finding}", page.display())]
+    Invalid { page: PathBuf, finding: String },
 }
 
 /// A name's page and whether its recorded document is still current.
@@ -464,7 +473,7 @@ impl InferSource {
             return;
         }
         let index = self.index();
-        let results: Vec<(String, Result<Offer, String>)> = todo
+        let results: Vec<(String, Result<Offer, OfferError>)> = todo
             .par_iter()
             .with_max_len(1)
             .map(|(name, page)| (name.clone(), make_offer(index, page, name)))
@@ -474,8 +483,8 @@ impl InferSource {
                 Ok(o) => {
                     self.offers.insert(name, o);
                 }
-                Err(m) => {
-                    self.failed.insert(name, m);
+                Err(e) => {
+                    self.failed.insert(name, e.to_string());
                 }
             }
         }
@@ -507,7 +516,7 @@ impl InferSource {
     /// index (`man-dirs.json`, so the next scan lists only the directories that
     /// changed), and frees the index: call it once every page is read, before the
     /// commit, so the commit does not hold both.
-    pub fn save_listings(&mut self) -> Result<(), String> {
+    pub fn save_listings(&mut self) -> Result<(), CacheError> {
         let Some(index) = self.index.take() else {
             return Ok(());
         };
@@ -516,8 +525,7 @@ impl InferSource {
             listings: index.into_listings(),
         };
         let dir = self.data.join("cache");
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(CacheError::create_dir(&dir))?;
         write_atomic(
             &dirs_file(&self.data),
             &serde_json::to_vec(&listings).unwrap_or_default(),
@@ -526,9 +534,8 @@ impl InferSource {
 
     /// Writes the cache, and the documents made this scan that the registry does not
     /// hold (those that lost to another source) under `cache/inferred/<sha256>.json`.
-    /// Call it after the commit. Errors are returned as text (the scan reports them as
-    /// warnings).
-    pub fn save(mut self) -> Result<(), String> {
+    /// Call it after the commit. The scan reports an error as a warning.
+    pub fn save(mut self) -> Result<(), CacheError> {
         let docs = self.data.join("cache").join("inferred");
         let old = self.old.take();
         let old_archived = old.as_ref().map(Owned::get);
@@ -554,8 +561,7 @@ impl InferSource {
                 && stored_doc(&self.data, &o.sha).is_none()
             {
                 if !made_dir {
-                    std::fs::create_dir_all(&docs)
-                        .map_err(|e| format!("cannot create {}: {e}", docs.display()))?;
+                    std::fs::create_dir_all(&docs).map_err(CacheError::create_dir(&docs))?;
                     made_dir = true;
                 }
                 write_atomic(&cached_doc(&self.data, &o.sha), bytes)?;
@@ -599,7 +605,7 @@ impl InferSource {
             let _ = std::fs::remove_file(cache_file(&self.data));
             return Ok(());
         }
-        let archive = rkyv::to_bytes::<rkyv::rancor::Error>(&stored).map_err(|e| e.to_string())?;
+        let archive = rkyv::to_bytes::<rkyv::rancor::Error>(&stored).map_err(CacheError::Encode)?;
         if old
             .as_ref()
             .is_some_and(|o| o.bytes() == archive.as_slice())
@@ -609,8 +615,7 @@ impl InferSource {
         let mut bytes = archive.to_vec();
         bytes.extend_from_slice(&crc32fast::hash(&archive).to_le_bytes());
         let dir = self.data.join("cache");
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(CacheError::create_dir(&dir))?;
         write_atomic(&cache_file(&self.data), &bytes)?;
         let _ = std::fs::remove_file(dir.join(OLD_JSON_FILE));
         Ok(())
@@ -655,9 +660,12 @@ fn section_dirs(roots: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 /// Caches are atomic but not fsynced: a lost file after a crash only means a cold start.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    crate::atomic::write_atomic(path, bytes, crate::atomic::Options::CACHE)
-        .map_err(|e| e.to_string())
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
+    Ok(crate::atomic::write_atomic(
+        path,
+        bytes,
+        crate::atomic::Options::CACHE,
+    )?)
 }
 
 #[cfg(test)]
