@@ -528,7 +528,6 @@ fn remove(name: &str, path: &Path, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
     Ok(ExitStatus::Success)
 }
 
-
 /// `registry list` for a person: one row per registry, fitting the terminal (spec/cli.md,
 /// terminal output).
 fn list_text(registries: &[RemoteRegistry], width: Option<usize>, style: Style) -> String {
