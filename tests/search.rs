@@ -550,6 +550,57 @@ fn everyday_tasks_on_the_real_path_meet_the_floors() {
         "atip search and atip_search_tools answer differently:\n{}",
         differ.join("\n")
     );
+    // And `atip chat`'s search tool (over the same offer: inferred tools included)
+    // answers a model with the same five, in the same order.
+    use common::endpoint::{Api, Endpoint, Reply};
+    let chat = |q: &str| -> Vec<String> {
+        let api = Api::Openai;
+        let search = [("s1", "atip_search", json!({"query": q, "limit": 5}))];
+        let ep = Endpoint::start(vec![
+            Reply::ok(api.calls(&search)),
+            Reply::ok(api.text("done")),
+        ]);
+        let out = real(sb.atip())
+            .args(["--output", "json", "chat", "--provider", "openai"])
+            .args(["--model", "m", "--base-url", &api.base(&ep)])
+            .args(["--include-inferred", "find a tool"])
+            .env(api.key_var(), "sk-test-0123456789abcdef")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{q}: {}", show(&out));
+        let reqs = ep.requests();
+        let answer = &api.results(&reqs[1].body, &search)[0].content;
+        answer["results"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{q}: {answer}"))
+            .iter()
+            .map(|r| r["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let top5 = |r: Vec<Vec<String>>| -> Vec<String> {
+        r.into_iter().take(5).map(|n| n[1].clone()).collect()
+    };
+    let few = [
+        "count lines in a file",
+        "list running processes",
+        "create a tar archive",
+        "show memory usage",
+        "change file permissions",
+    ];
+    for q in few {
+        let answered = chat(q);
+        assert_eq!(
+            answered,
+            top5(cli(q)),
+            "{q}: atip chat and atip search differ"
+        );
+        assert_eq!(
+            answered,
+            top5(mcp(q)),
+            "{q}: atip chat and atip_search_tools differ"
+        );
+    }
 
     let mut report = String::new();
     let mut fails = Vec::new();
@@ -591,6 +642,20 @@ fn everyday_tasks_on_the_real_path_meet_the_floors() {
     }
     drop(stdin);
     let _ = child.wait();
+    // What the policy denies outright is withheld from chat's search as from `atip
+    // search`'s, the next hits taking its place.
+    sb.write(
+        "config/policy.json",
+        json!({"runners": {"allow": ["*"]}, "tools": {"deny": ["wc"]}}).to_string(),
+    );
+    let q = "count lines in a file";
+    let answered = chat(q);
+    assert!(!answered.iter().any(|n| n == "wc"), "{answered:?}");
+    assert_eq!(
+        answered,
+        top5(cli(q)),
+        "{q}: atip chat and atip search differ"
+    );
     eprintln!("{report}");
     assert!(fails.is_empty(), "{}", fails.join("\n"));
 }

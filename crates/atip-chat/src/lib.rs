@@ -396,6 +396,23 @@ impl Chat<'_> {
         (results, failed)
     }
 
+    /// Answers a search call. Over the engine's whole offer (its compiled catalog read
+    /// lazily, no command needing a human) the engine's own search answers, as it
+    /// answers `atip search` and `atip mcp serve`'s search tool: one ranking, the same
+    /// withholding. Otherwise (a selection, interactive tools allowed, an unreadable
+    /// catalog index) the selection's own index answers.
+    fn search(&self, mode: &SearchMode, args: &Map<String, Value>) -> Result<Value, AtipError> {
+        let (query, limit) = mode.query(args)?;
+        if self.engine.is_lazy()
+            && !self.engine.settings.allow_interactive
+            && let Some(Ok(offered)) = self.engine.search_offered(query, limit, false)
+        {
+            let found: Vec<&FlatTool> = offered.hits.iter().map(|(t, _)| *t).collect();
+            return Ok(mode.answer(query, &found));
+        }
+        mode.search(args)
+    }
+
     /// Answers a search, unwraps a call-tool call, or passes a direct call on.
     fn classify(&self, c: &ToolCall) -> Step {
         let fail = |e: AtipError| Step::Done(envelope(&c.name, &e), true);
@@ -406,7 +423,7 @@ impl Chat<'_> {
                     Err(e) => return fail(e),
                 };
                 if c.name == SEARCH_TOOL {
-                    return match mode.search(&a) {
+                    return match self.search(mode, &a) {
                         Ok(v) => Step::Done(v, false),
                         Err(e) => fail(e),
                     };

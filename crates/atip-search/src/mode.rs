@@ -133,8 +133,22 @@ impl SearchMode {
     }
 
     /// Answers a search call: `{query, limit?}` → `{query, results: [{name, title,
-    /// description, inputSchema?}], total}`, best first.
+    /// description, inputSchema?}], total}`, best first, ranked by this selection's own
+    /// index. A caller that holds the engine's search ranks through that instead
+    /// ([`SearchMode::query`], then [`SearchMode::answer`]).
     pub fn search(&self, args: &Map<String, Value>) -> Result<Value, AtipError> {
+        let (query, limit) = self.query(args)?;
+        let found: Vec<&FlatTool> = self
+            .index
+            .search(query, limit, false)
+            .into_iter()
+            .map(|hit| &self.tools[hit.doc])
+            .collect();
+        Ok(self.answer(query, &found))
+    }
+
+    /// The query and result limit of a search call, checked.
+    pub fn query<'a>(&self, args: &'a Map<String, Value>) -> Result<(&'a str, usize), AtipError> {
         let query = match args.get("query") {
             Some(Value::String(q)) if !q.trim().is_empty() => q.trim(),
             _ => {
@@ -166,13 +180,16 @@ impl SearchMode {
                 "the properties are \"query\" and \"limit\"",
             ));
         }
-        let results: Vec<Value> = self
-            .index
-            .search(query, limit, false)
-            .into_iter()
+        Ok((query, limit))
+    }
+
+    /// The search call's answer for `found`, best first: the first [`SCHEMAS`] with their
+    /// input schemas.
+    pub fn answer(&self, query: &str, found: &[&FlatTool]) -> Value {
+        let results: Vec<Value> = found
+            .iter()
             .enumerate()
-            .map(|(rank, hit)| {
-                let t = &self.tools[hit.doc];
+            .map(|(rank, t)| {
                 let mut r = json!({"name": t.name, "title": t.title, "description": t.description});
                 if rank < SCHEMAS {
                     r["inputSchema"] = t.input_schema.clone();
@@ -185,7 +202,7 @@ impl SearchMode {
             out["hint"] =
                 "nothing matched; try other words (a verb and an object work best)".into();
         }
-        Ok(out)
+        out
     }
 
     /// Unwraps a call-tool call: `{name, arguments}` → the tool's name and its arguments.
