@@ -34,7 +34,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ("crates/atip-mcp/src/config.rs", "server", 159),
     ("crates/atip-mcp/src/config.rs", "merge_scoped", 159),
     ("crates/atip-mcp/src/http.rs", "serve_blocking", 151),
-    ("crates/atip-compile/src/flatten.rs", "build", 137),
     ("crates/atip-chat/src/lib.rs", "run", 134),
     (
         "crates/atip-discover/src/infer/convert.rs",
@@ -57,7 +56,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
         117,
     ),
     ("crates/atip-discover/src/remote/fetch.rs", "get", 114),
-    ("crates/atip-compile/src/lib.rs", "add_docs", 112),
     ("crates/atip-discover/src/infer/roff.rs", "render_into", 112),
     ("crates/atip-registry/src/doctor.rs", "check_entry", 111),
     ("crates/atip-model/src/validate/locate.rs", "scan", 107),
@@ -119,7 +117,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
         "spec_disagreements",
         85,
     ),
-    ("crates/atip-compile/src/strict.rs", "gemini_node", 84),
     ("crates/atip-lint/src/diff.rs", "options", 83),
 ];
 

@@ -108,6 +108,9 @@ fn exported(command: &crate::model::Command) -> bool {
     command.commands.as_ref().is_none_or(|c| c.is_empty()) || !command.args().is_empty()
 }
 
+/// One command as a flat tool: its title and summary, a parameter per argument and
+/// option, the input schema when asked for, and the description with the worst case of
+/// its effects stated.
 fn build(
     tool: &str,
     command: Vec<String>,
@@ -129,40 +132,7 @@ fn build(
     let mut taken = HashSet::new();
     let mut params = Vec::with_capacity(args.len() + options.len());
     for (index, arg) in args.iter().enumerate() {
-        let property = names::unique(
-            names::property_name(&arg.name),
-            &mut taken,
-            names::MAX_PROPERTY,
-        );
-        let variadic = arg.is_variadic() && arg.kind != ParamType::Boolean;
-        let fallback = || format!("The {} argument.", arg.name);
-        let description = param_description(
-            &arg.description,
-            fallback,
-            &arg.kind,
-            None,
-            arg.default.as_ref(),
-        );
-        let schema = property_schema(
-            &arg.kind,
-            arg.values.as_deref(),
-            variadic,
-            &description,
-            arg.default.as_ref(),
-        );
-        params.push(Param {
-            property,
-            origin: ParamOrigin::Argument {
-                index,
-                name: arg.name.clone(),
-            },
-            kind: arg.kind.clone(),
-            required: arg.is_required(),
-            variadic,
-            description,
-            schema,
-            guard: super::guard::ParamGuard::from_extra(&arg.extra),
-        });
+        params.push(argument_param(index, arg, &mut taken));
     }
     // `--help` only prints usage and a boolean `--version` only the version: the call
     // would not do the command's work, so no agent needs them as parameters. A
@@ -173,63 +143,14 @@ fn build(
         _ => false,
     };
     for opt in options.iter().filter(|o| !prints_and_exits(o)) {
-        let property = names::unique(
-            names::property_name(&opt.name),
-            &mut taken,
-            names::MAX_PROPERTY,
-        );
-        let flag = opt.long_flag().unwrap_or(&opt.name).to_string();
-        let variadic = opt.is_variadic() && opt.kind != ParamType::Boolean;
-        let fallback = || format!("The {flag} option.");
-        let description = param_description(
-            &opt.description,
-            fallback,
-            &opt.kind,
-            opt.env_var.as_deref(),
-            opt.default.as_ref(),
-        );
-        let schema = property_schema(
-            &opt.kind,
-            opt.values.as_deref(),
-            variadic,
-            &description,
-            opt.default.as_ref(),
-        );
-        params.push(Param {
-            property,
-            origin: ParamOrigin::Option {
-                name: opt.name.clone(),
-                flag,
-            },
-            kind: opt.kind.clone(),
-            required: opt.is_required(),
-            variadic,
-            description,
-            schema,
-            guard: super::guard::ParamGuard::from_extra(&opt.extra),
-        });
+        params.push(option_param(opt, &mut taken));
     }
     let input_schema = if with_schema {
         object_schema(&params)
     } else {
         Value::Null
     };
-    // The description and its suffix state the worst case over the call conditions (a
-    // model reads them before it picks arguments), and name what brings it.
-    let (worst, flags) =
-        super::guard::worst_case(&effects, params.iter().map(|p| (p.shown_flag(), &p.guard)));
-    let safety = safety::suffix(&worst);
-    let summary_with = if flags.is_empty() || worst == effects {
-        summary.clone()
-    } else if effects.is_read_only() {
-        safety::join_sentences(&summary, &format!("Read-only unless {}.", flags.join(", ")))
-    } else {
-        safety::join_sentences(
-            &summary,
-            &format!("More effects with {}.", flags.join(", ")),
-        )
-    };
-    let full = safety::with_suffix(&summary_with, &safety, safety::MAX_DESCRIPTION);
+    let (safety, full) = described(&summary, &effects, &params);
     FlatTool {
         name: names::tool_name(tool, &command),
         tool: tool.to_string(),
@@ -244,6 +165,92 @@ fn build(
         runner: false,
         about: String::new(),
     }
+}
+
+/// The parameter of positional argument `index`, under a property name not yet `taken`.
+fn argument_param(index: usize, arg: &Argument, taken: &mut HashSet<String>) -> Param {
+    let property = names::unique(names::property_name(&arg.name), taken, names::MAX_PROPERTY);
+    let variadic = arg.is_variadic() && arg.kind != ParamType::Boolean;
+    let fallback = || format!("The {} argument.", arg.name);
+    let description = param_description(
+        &arg.description,
+        fallback,
+        &arg.kind,
+        None,
+        arg.default.as_ref(),
+    );
+    let schema = property_schema(
+        &arg.kind,
+        arg.values.as_deref(),
+        variadic,
+        &description,
+        arg.default.as_ref(),
+    );
+    Param {
+        property,
+        origin: ParamOrigin::Argument {
+            index,
+            name: arg.name.clone(),
+        },
+        kind: arg.kind.clone(),
+        required: arg.is_required(),
+        variadic,
+        description,
+        schema,
+        guard: super::guard::ParamGuard::from_extra(&arg.extra),
+    }
+}
+
+/// The parameter of an option, under a property name not yet `taken`.
+fn option_param(opt: &Opt, taken: &mut HashSet<String>) -> Param {
+    let property = names::unique(names::property_name(&opt.name), taken, names::MAX_PROPERTY);
+    let flag = opt.long_flag().unwrap_or(&opt.name).to_string();
+    let variadic = opt.is_variadic() && opt.kind != ParamType::Boolean;
+    let fallback = || format!("The {flag} option.");
+    let description = param_description(
+        &opt.description,
+        fallback,
+        &opt.kind,
+        opt.env_var.as_deref(),
+        opt.default.as_ref(),
+    );
+    let schema = property_schema(
+        &opt.kind,
+        opt.values.as_deref(),
+        variadic,
+        &description,
+        opt.default.as_ref(),
+    );
+    Param {
+        property,
+        origin: ParamOrigin::Option {
+            name: opt.name.clone(),
+            flag,
+        },
+        kind: opt.kind.clone(),
+        required: opt.is_required(),
+        variadic,
+        description,
+        schema,
+        guard: super::guard::ParamGuard::from_extra(&opt.extra),
+    }
+}
+
+/// The safety suffix and the full description. Both state the worst case over the call
+/// conditions (a model reads them before it picks arguments), and name what brings it.
+fn described(summary: &str, effects: &Effects, params: &[Param]) -> (String, String) {
+    let (worst, flags) =
+        super::guard::worst_case(effects, params.iter().map(|p| (p.shown_flag(), &p.guard)));
+    let safety = safety::suffix(&worst);
+    let summary_with = if flags.is_empty() || worst == *effects {
+        summary.to_string()
+    } else if effects.is_read_only() {
+        safety::join_sentences(summary, &format!("Read-only unless {}.", flags.join(", ")))
+    } else {
+        safety::join_sentences(summary, &format!("More effects with {}.", flags.join(", ")))
+    };
+    let full = safety::with_suffix(&summary_with, &safety, safety::MAX_DESCRIPTION);
+    (safety, full)
 }
 
 /// `{"type":"object","properties":…,"required":[…],"additionalProperties":false}`;

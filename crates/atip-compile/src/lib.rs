@@ -382,6 +382,15 @@ pub struct RenderedDoc {
     pub elements: Vec<Vec<u8>>,
 }
 
+/// What one batch of documents collects on its way out: skills, the tools waiting for
+/// the JSON list, and each document's part of that list.
+#[derive(Default)]
+struct Batch {
+    skills: Vec<(String, String)>,
+    pending: Vec<formats::ExportTool>,
+    parts: Vec<DocPart>,
+}
+
 /// One document's part of a batch, while [`Exporter::add_batch_rendered`] renders it.
 struct DocPart {
     /// The names its commands claimed, when all were their own.
@@ -527,107 +536,136 @@ impl<W: Write> Exporter<W> {
             .par_iter()
             .map(|m| flatten(m, &everything()))
             .collect();
-        let mut skills = Vec::new();
-        let mut pending: Vec<formats::ExportTool> = Vec::new();
-        let mut parts: Vec<DocPart> = Vec::new();
+        let mut batch = Batch::default();
         for (meta, tools) in metas.iter().zip(flat) {
-            // Its names are its own when they are distinct and none is taken yet (every
-            // command is kept here): then `claim_name` leaves each as it is.
-            let own = keep.is_some().then(|| {
-                let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-                let distinct = names.iter().collect::<HashSet<_>>().len() == names.len();
-                (distinct && !names.iter().any(|n| self.taken.contains(n))).then_some(names)
+            self.add_doc(meta, tools, keep.is_some(), &mut batch)?;
+        }
+        if batch.pending.is_empty() && keep.is_none() {
+            return Ok(batch.skills);
+        }
+        self.write_pending(&batch.pending, batch.parts, keep)?;
+        self.summary.tools += batch.pending.len();
+        Ok(batch.skills)
+    }
+
+    /// One document's flat tools: named, counted against the `--commands` filters, then
+    /// rendered as a skill, a prompt section, or kept in `batch` for the JSON list. With
+    /// `keep`, the document's part of the list is noted when its names are its own.
+    fn add_doc(
+        &mut self,
+        meta: &Metadata,
+        tools: Vec<FlatTool>,
+        keep: bool,
+        batch: &mut Batch,
+    ) -> std::io::Result<()> {
+        // Its names are its own when they are distinct and none is taken yet (every
+        // command is kept here): then `claim_name` leaves each as it is.
+        let own = keep.then(|| {
+            let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+            let distinct = names.iter().collect::<HashSet<_>>().len() == names.len();
+            (distinct && !names.iter().any(|n| self.taken.contains(n))).then_some(names)
+        });
+        let (kept, skipped) = assign_names(tools, &self.opts.flatten, &mut self.taken);
+        if let Some(names) = own {
+            let at = batch.pending.len();
+            batch.parts.push(DocPart {
+                names,
+                skipped: skipped.iter().map(|t| t.title.clone()).collect(),
+                elements: at..at + kept.len(),
             });
-            let (kept, skipped) = assign_names(tools, &self.opts.flatten, &mut self.taken);
-            if let Some(names) = own {
-                let at = pending.len();
-                parts.push(DocPart {
-                    names,
-                    skipped: skipped.iter().map(|t| t.title.clone()).collect(),
-                    elements: at..at + kept.len(),
-                });
+        }
+        self.note_matched(&kept, &skipped);
+        self.summary
+            .skipped
+            .extend(skipped.into_iter().map(|t| t.title));
+        if kept.is_empty() {
+            return Ok(());
+        }
+        match self.opts.format {
+            Format::Skill => {
+                self.summary.tools += kept.len();
+                batch
+                    .skills
+                    .push((skill::skill_name(meta), skill::render(meta, &kept)));
             }
-            if let Some(filters) = &self.opts.flatten.commands {
-                for (i, f) in filters.iter().enumerate() {
-                    if !self.matched[i] {
-                        let one = FlattenOptions {
-                            include_interactive: true,
-                            commands: Some(vec![f.clone()]),
-                        };
-                        self.matched[i] = kept
-                            .iter()
-                            .chain(&skipped)
-                            .any(|t| one.wants(&t.tool, &t.command));
-                    }
+            Format::Prompt => {
+                self.summary.tools += kept.len();
+                let refs: Vec<&FlatTool> = kept.iter().collect();
+                if let Some(out) = self.text.as_mut() {
+                    out.write_all(prompt::section(meta, &refs).as_bytes())?;
                 }
             }
-            self.summary
-                .skipped
-                .extend(skipped.into_iter().map(|t| t.title));
-            if kept.is_empty() {
-                continue;
-            }
-            match self.opts.format {
-                Format::Skill => {
-                    self.summary.tools += kept.len();
-                    skills.push((skill::skill_name(meta), skill::render(meta, &kept)));
+            _ => batch.pending.extend(match self.opts.strategy {
+                Strategy::Flat => formats::flat_owned(kept),
+                Strategy::Grouped => {
+                    formats::grouped_with(&kept, std::slice::from_ref(meta), &mut self.group_taken)
                 }
-                Format::Prompt => {
-                    self.summary.tools += kept.len();
-                    let refs: Vec<&FlatTool> = kept.iter().collect();
-                    if let Some(out) = self.text.as_mut() {
-                        out.write_all(prompt::section(meta, &refs).as_bytes())?;
-                    }
-                }
-                _ => pending.extend(match self.opts.strategy {
-                    Strategy::Flat => formats::flat_owned(kept),
-                    Strategy::Grouped => formats::grouped_with(
-                        &kept,
-                        std::slice::from_ref(meta),
-                        &mut self.group_taken,
-                    ),
-                }),
+            }),
+        }
+        Ok(())
+    }
+
+    /// Marks each `--commands` filter that one of these tools (kept or skipped) matches,
+    /// so a filter that matched nothing can be reported.
+    fn note_matched(&mut self, kept: &[FlatTool], skipped: &[FlatTool]) {
+        let Some(filters) = &self.opts.flatten.commands else {
+            return;
+        };
+        for (i, f) in filters.iter().enumerate() {
+            if !self.matched[i] {
+                let one = FlattenOptions {
+                    include_interactive: true,
+                    commands: Some(vec![f.clone()]),
+                };
+                self.matched[i] = kept
+                    .iter()
+                    .chain(skipped)
+                    .any(|t| one.wants(&t.tool, &t.command));
             }
         }
-        if pending.is_empty() && keep.is_none() {
-            return Ok(skills);
-        }
+    }
+
+    /// Writes the batch's tools to the JSON list: through the strict checker one by one,
+    /// else rendered in parallel; with `keep`, each document's rendered elements too.
+    fn write_pending(
+        &mut self,
+        pending: &[formats::ExportTool],
+        parts: Vec<DocPart>,
+        keep: Option<&mut Vec<Option<RenderedDoc>>>,
+    ) -> std::io::Result<()> {
+        use rayon::prelude::*;
         let format = self.opts.format;
         let list = self.list.as_mut().expect("JSON formats have a list writer");
-        match self.checker.as_mut() {
-            Some(c) => {
-                for t in &pending {
-                    let element = formats::element(t, format);
-                    c.tool(&list.next_pointer(), &element);
-                    list.push(&element)?;
-                }
+        if let Some(c) = self.checker.as_mut() {
+            for t in pending {
+                let element = formats::element(t, format);
+                c.tool(&list.next_pointer(), &element);
+                list.push(&element)?;
             }
-            None => {
-                let pad = list.pad();
-                let rendered = pending
-                    .par_iter()
-                    .map(|t| {
-                        let mut buf = Vec::with_capacity(4096);
-                        emit::write_element(&mut buf, t, format, pad)?;
-                        Ok(buf)
-                    })
-                    .collect::<std::io::Result<Vec<Vec<u8>>>>()?;
-                for bytes in &rendered {
-                    list.push_rendered(bytes)?;
-                }
-                if let Some(keep) = keep {
-                    keep.extend(parts.into_iter().map(|p| {
-                        p.names.map(|names| RenderedDoc {
-                            names,
-                            skipped: p.skipped,
-                            elements: rendered[p.elements].to_vec(),
-                        })
-                    }));
-                }
-            }
+            return Ok(());
         }
-        self.summary.tools += pending.len();
-        Ok(skills)
+        let pad = list.pad();
+        let rendered = pending
+            .par_iter()
+            .map(|t| {
+                let mut buf = Vec::with_capacity(4096);
+                emit::write_element(&mut buf, t, format, pad)?;
+                Ok(buf)
+            })
+            .collect::<std::io::Result<Vec<Vec<u8>>>>()?;
+        for bytes in &rendered {
+            list.push_rendered(bytes)?;
+        }
+        if let Some(keep) = keep {
+            keep.extend(parts.into_iter().map(|p| {
+                p.names.map(|names| RenderedDoc {
+                    names,
+                    skipped: p.skipped,
+                    elements: rendered[p.elements].to_vec(),
+                })
+            }));
+        }
+        Ok(())
     }
 
     /// Adds tools that are not registered commands (MCP servers' tools, already

@@ -634,31 +634,8 @@ fn gemini_node(c: &mut Checker, node: &Value, ptr: &str) {
             );
         }
     }
-    let ty = match o.get("type") {
-        Some(Value::String(t)) => {
-            if !GEMINI_TYPES.contains(&t.to_ascii_uppercase().as_str()) {
-                c.bad(
-                    &format!("{ptr}/type"),
-                    "gemini-type",
-                    format!("unknown type {t:?}"),
-                );
-            }
-            t.to_ascii_uppercase()
-        }
-        Some(_) => {
-            c.bad(
-                &format!("{ptr}/type"),
-                "gemini-type",
-                "type must be a single string, not a list",
-            );
-            return;
-        }
-        None => {
-            if !o.contains_key("anyOf") {
-                c.bad(ptr, "gemini-type", "type is missing");
-            }
-            String::new()
-        }
+    let Some(ty) = gemini_type(c, o, ptr) else {
+        return;
     };
     if let Some(values) = o.get("enum")
         && (ty != "STRING"
@@ -679,29 +656,65 @@ fn gemini_node(c: &mut Checker, node: &Value, ptr: &str) {
         }
     }
     if let Some(props) = o.get("properties").and_then(Value::as_object) {
-        if ty == "OBJECT" && props.is_empty() {
-            c.bad(
-                &format!("{ptr}/properties"),
-                "gemini-empty-object",
-                "an OBJECT needs at least one property",
-            );
-        }
-        for (name, s) in props {
-            let p = format!("{ptr}/properties/{}", escape(name));
-            if !names::is_valid_property(name) {
-                c.bad(
-                    &p,
-                    "property-name",
-                    format!("property name {name:?} must match ^[a-zA-Z_][a-zA-Z0-9_]{{0,63}}$"),
-                );
-            }
-            gemini_node(c, s, &p);
-        }
+        gemini_properties(c, props, &ty, ptr);
     }
     if let Some(Value::Array(branches)) = o.get("anyOf") {
         for (i, b) in branches.iter().enumerate() {
             gemini_node(c, b, &format!("{ptr}/anyOf/{i}"));
         }
+    }
+}
+
+/// The node's one type, upper-cased (empty when it is left to `anyOf`); `None` (after the
+/// finding) when it is a list, whose branches cannot be checked further.
+fn gemini_type(c: &mut Checker, o: &serde_json::Map<String, Value>, ptr: &str) -> Option<String> {
+    match o.get("type") {
+        Some(Value::String(t)) => {
+            if !GEMINI_TYPES.contains(&t.to_ascii_uppercase().as_str()) {
+                c.bad(
+                    &format!("{ptr}/type"),
+                    "gemini-type",
+                    format!("unknown type {t:?}"),
+                );
+            }
+            Some(t.to_ascii_uppercase())
+        }
+        Some(_) => {
+            c.bad(
+                &format!("{ptr}/type"),
+                "gemini-type",
+                "type must be a single string, not a list",
+            );
+            None
+        }
+        None => {
+            if !o.contains_key("anyOf") {
+                c.bad(ptr, "gemini-type", "type is missing");
+            }
+            Some(String::new())
+        }
+    }
+}
+
+/// An OBJECT's properties: at least one, identifier names, each a Gemini schema.
+fn gemini_properties(c: &mut Checker, props: &serde_json::Map<String, Value>, ty: &str, ptr: &str) {
+    if ty == "OBJECT" && props.is_empty() {
+        c.bad(
+            &format!("{ptr}/properties"),
+            "gemini-empty-object",
+            "an OBJECT needs at least one property",
+        );
+    }
+    for (name, s) in props {
+        let p = format!("{ptr}/properties/{}", escape(name));
+        if !names::is_valid_property(name) {
+            c.bad(
+                &p,
+                "property-name",
+                format!("property name {name:?} must match ^[a-zA-Z_][a-zA-Z0-9_]{{0,63}}$"),
+            );
+        }
+        gemini_node(c, s, &p);
     }
 }
 
