@@ -46,11 +46,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
         127,
     ),
     (
-        "crates/atip-model/src/validate/rules.rs",
-        "check_version_features",
-        120,
-    ),
-    (
         "crates/atip-discover/src/infer/convert.rs",
         "read_value",
         117,
@@ -58,7 +53,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ("crates/atip-discover/src/remote/fetch.rs", "get", 114),
     ("crates/atip-discover/src/infer/roff.rs", "render_into", 112),
     ("crates/atip-registry/src/doctor.rs", "check_entry", 111),
-    ("crates/atip-model/src/validate/locate.rs", "scan", 107),
     ("crates/atip-lint/src/diff.rs", "effects", 106),
     (
         "crates/atip-discover/src/discover/shims.rs",
@@ -68,26 +62,14 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ("crates/atip-discover/src/discover/tooli.rs", "command", 105),
     ("crates/atip-lint/src/lint/rules.rs", "effects_rules", 105),
     (
-        "crates/atip-model/src/validate/rules/commands.rs",
-        "check_arguments",
-        105,
-    ),
-    ("crates/atip-model/src/validate/view.rs", "document", 105),
-    (
         "crates/atip-discover/src/discover/shims.rs",
         "shim_verdict",
         101,
     ),
     ("crates/atip-mcp/src/lib.rs", "with_proxy", 101),
     ("crates/atip-discover/src/remote/sync.rs", "shim", 100),
-    ("crates/atip-model/src/validate/fast/anchored.rs", "new", 96),
     ("crates/atip-discover/src/remote/sync.rs", "fetch_shims", 94),
     ("crates/atip-lint/src/from_clap.rs", "build", 94),
-    (
-        "crates/atip-model/src/validate/rules/commands.rs",
-        "check_options",
-        94,
-    ),
     ("crates/atip-registry/src/store.rs", "commit", 93),
     ("crates/atip-discover/src/infer/convert.rs", "parse_tag", 92),
     ("crates/atip-mcp/src/import.rs", "import", 92),
@@ -107,11 +89,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ),
     ("crates/atip-lint/src/diff.rs", "param", 88),
     ("crates/atip-discover/src/infer/source.rs", "save", 87),
-    (
-        "crates/atip-model/src/validate/rules/commands.rs",
-        "check_param",
-        85,
-    ),
     (
         "crates/atip-base/src/output/error.rs",
         "spec_disagreements",

@@ -176,155 +176,168 @@ fn decode_key(text: &str, span: Range<usize>) -> String {
 /// Walks JSON text (assumed to have parsed), calling `visit` for every value and
 /// recording repeated keys when `dups` is given. Malformed text ends the walk early;
 /// it never panics.
-pub fn scan(text: &str, mut visit: impl FnMut(Visit<'_>), mut dups: Option<&mut Vec<Duplicate>>) {
+pub fn scan(text: &str, mut visit: impl FnMut(Visit<'_>), dups: Option<&mut Vec<Duplicate>>) {
     let b = text.as_bytes();
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut pointer = String::new();
-    let mut key: Option<Range<usize>> = None;
-    let mut i = skip_ws(b, 0);
-    // Expecting a value at `i`.
-    loop {
-        if i >= b.len() {
+    let mut w = Walker {
+        text,
+        stack: Vec::new(),
+        pointer: String::new(),
+        key: None,
+        i: skip_ws(b, 0),
+        dups,
+    };
+    // Expecting a value at `w.i`.
+    while w.i < b.len() {
+        let start = w.i;
+        let end = match b[start] {
+            b'{' | b'[' => start + 1,
+            b'"' => string_end(b, start),
+            _ => scalar_end(b, start).max(start + 1),
+        };
+        visit(Visit {
+            pointer: &w.pointer,
+            key: w.key.take(),
+            value: start..end,
+        });
+        if matches!(b[start], b'{' | b'[') {
+            match w.open() {
+                Opened::AtValue => continue,
+                Opened::Empty => {}
+                Opened::Malformed => return,
+            }
+        } else {
+            w.i = end;
+        }
+        if !w.next_value() {
             return;
-        }
-        let start = i;
-        match b[i] {
-            b'{' | b'[' => {
-                visit(Visit {
-                    pointer: &pointer,
-                    key: key.take(),
-                    value: start..start + 1,
-                });
-                let base = pointer.len();
-                stack.push(if b[i] == b'{' {
-                    Frame::Object {
-                        base,
-                        keys: dups.is_some().then(HashMap::new),
-                    }
-                } else {
-                    Frame::Array { base, index: 0 }
-                });
-                i = skip_ws(b, i + 1);
-                // Empty container, or first element.
-                if i < b.len() && (b[i] == b'}' || b[i] == b']') {
-                    stack.pop();
-                    pointer.truncate(base);
-                    i += 1;
-                } else {
-                    match stack.last_mut() {
-                        Some(Frame::Array { base, .. }) => {
-                            pointer.truncate(*base);
-                            pointer.push_str("/0");
-                            continue;
-                        }
-                        Some(Frame::Object { .. }) => {
-                            if !enter_member(
-                                text,
-                                &mut i,
-                                &mut stack,
-                                &mut pointer,
-                                &mut key,
-                                &mut dups,
-                            ) {
-                                return;
-                            }
-                            continue;
-                        }
-                        None => return,
-                    }
-                }
-            }
-            b'"' => {
-                i = string_end(b, i);
-                visit(Visit {
-                    pointer: &pointer,
-                    key: key.take(),
-                    value: start..i,
-                });
-            }
-            _ => {
-                i = scalar_end(b, i).max(i + 1);
-                visit(Visit {
-                    pointer: &pointer,
-                    key: key.take(),
-                    value: start..i,
-                });
-            }
-        }
-        // After a value: a separator or the end of containers.
-        loop {
-            i = skip_ws(b, i);
-            let Some(frame) = stack.last_mut() else {
-                return;
-            };
-            match (b.get(i), frame) {
-                (Some(b','), Frame::Array { base, index }) => {
-                    *index += 1;
-                    pointer.truncate(*base);
-                    pointer.push('/');
-                    pointer.push_str(&index.to_string());
-                    i = skip_ws(b, i + 1);
-                    break;
-                }
-                (Some(b','), Frame::Object { .. }) => {
-                    i = skip_ws(b, i + 1);
-                    if !enter_member(text, &mut i, &mut stack, &mut pointer, &mut key, &mut dups) {
-                        return;
-                    }
-                    break;
-                }
-                (Some(b'}' | b']'), Frame::Object { base, .. } | Frame::Array { base, .. }) => {
-                    pointer.truncate(*base);
-                    stack.pop();
-                    i += 1;
-                }
-                _ => return,
-            }
         }
     }
 }
 
-/// Reads `"key":` at `i`, sets the pointer and key span; false on malformed text.
-fn enter_member(
-    text: &str,
-    i: &mut usize,
-    stack: &mut [Frame],
-    pointer: &mut String,
-    key: &mut Option<Range<usize>>,
-    dups: &mut Option<&mut Vec<Duplicate>>,
-) -> bool {
-    let b = text.as_bytes();
-    if b.get(*i) != Some(&b'"') {
-        return false;
+/// The walk of [`scan`]: where it is in the text, the containers it is in, the pointer
+/// and key of the value at hand, and the repeated keys found so far.
+struct Walker<'t, 'd> {
+    text: &'t str,
+    stack: Vec<Frame>,
+    pointer: String,
+    key: Option<Range<usize>>,
+    i: usize,
+    dups: Option<&'d mut Vec<Duplicate>>,
+}
+
+/// What follows the opening bracket of a container.
+enum Opened {
+    /// Its first element or member's value is at `i`.
+    AtValue,
+    /// It was empty and is closed: a separator or a closing bracket follows.
+    Empty,
+    /// Malformed text: the walk ends.
+    Malformed,
+}
+
+impl Walker<'_, '_> {
+    /// Enters the container whose opening bracket is at `i`.
+    fn open(&mut self) -> Opened {
+        let b = self.text.as_bytes();
+        let base = self.pointer.len();
+        self.stack.push(if b[self.i] == b'{' {
+            Frame::Object {
+                base,
+                keys: self.dups.is_some().then(HashMap::new),
+            }
+        } else {
+            Frame::Array { base, index: 0 }
+        });
+        self.i = skip_ws(b, self.i + 1);
+        if self.i < b.len() && (b[self.i] == b'}' || b[self.i] == b']') {
+            self.stack.pop();
+            self.pointer.truncate(base);
+            self.i += 1;
+            return Opened::Empty;
+        }
+        let at_value = match self.stack.last() {
+            Some(&Frame::Array { base, .. }) => {
+                self.pointer.truncate(base);
+                self.pointer.push_str("/0");
+                true
+            }
+            Some(Frame::Object { .. }) => self.enter_member(),
+            None => false,
+        };
+        if at_value {
+            Opened::AtValue
+        } else {
+            Opened::Malformed
+        }
     }
-    let end = string_end(b, *i);
-    let span = *i..end;
-    let name = decode_key(text, span.clone());
-    let Some(Frame::Object { base, keys }) = stack.last_mut() else {
-        return false;
-    };
-    pointer.truncate(*base);
-    pointer.push('/');
-    pointer.push_str(&escape_token(&name));
-    if let (Some(keys), Some(out)) = (keys.as_mut(), dups.as_mut()) {
-        match keys.get(&name) {
-            Some(first) => out.push(Duplicate {
-                pointer: pointer.clone(),
-                key: span.clone(),
-                first: *first,
-            }),
-            None => {
-                keys.insert(name, span.start);
+
+    /// After a value: reads separators and closing brackets up to the next value (true)
+    /// or the end of the text or of the outermost container (false).
+    fn next_value(&mut self) -> bool {
+        let b = self.text.as_bytes();
+        loop {
+            self.i = skip_ws(b, self.i);
+            let Some(frame) = self.stack.last_mut() else {
+                return false;
+            };
+            match (b.get(self.i), frame) {
+                (Some(b','), Frame::Array { base, index }) => {
+                    *index += 1;
+                    self.pointer.truncate(*base);
+                    self.pointer.push('/');
+                    self.pointer.push_str(&index.to_string());
+                    self.i = skip_ws(b, self.i + 1);
+                    return true;
+                }
+                (Some(b','), Frame::Object { .. }) => {
+                    self.i = skip_ws(b, self.i + 1);
+                    return self.enter_member();
+                }
+                (Some(b'}' | b']'), Frame::Object { base, .. } | Frame::Array { base, .. }) => {
+                    self.pointer.truncate(*base);
+                    self.stack.pop();
+                    self.i += 1;
+                }
+                _ => return false,
             }
         }
     }
-    *key = Some(span);
-    *i = skip_ws(b, end);
-    if b.get(*i) != Some(&b':') {
-        return false;
+
+    /// Reads `"key":` at `i`, sets the pointer and key span; false on malformed text.
+    fn enter_member(&mut self) -> bool {
+        let b = self.text.as_bytes();
+        if b.get(self.i) != Some(&b'"') {
+            return false;
+        }
+        let end = string_end(b, self.i);
+        let span = self.i..end;
+        let name = decode_key(self.text, span.clone());
+        let Some(Frame::Object { base, keys }) = self.stack.last_mut() else {
+            return false;
+        };
+        self.pointer.truncate(*base);
+        self.pointer.push('/');
+        self.pointer.push_str(&escape_token(&name));
+        if let (Some(keys), Some(out)) = (keys.as_mut(), self.dups.as_mut()) {
+            match keys.get(&name) {
+                Some(first) => out.push(Duplicate {
+                    pointer: self.pointer.clone(),
+                    key: span.clone(),
+                    first: *first,
+                }),
+                None => {
+                    keys.insert(name, span.start);
+                }
+            }
+        }
+        self.key = Some(span);
+        self.i = skip_ws(b, end);
+        if b.get(self.i) != Some(&b':') {
+            return false;
+        }
+        self.i = skip_ws(b, self.i + 1);
+        true
     }
-    *i = skip_ws(b, *i + 1);
-    true
 }
 
 /// Diagnostics for every repeated key, with pointer and source position.

@@ -733,29 +733,13 @@ fn needs(minor: u32, since: u32, pointer: &str, what: &str, out: &mut Vec<Diagno
     }
 }
 
+/// What the document uses that its declared version `0.minor` does not have yet.
 fn check_version_features<'a, J: Json<'a>>(root: J, minor: u32, out: &mut Vec<Diagnostic>) {
     match root.get("atip") {
         Some(atip) if atip.is_object() => {
             needs(minor, 4, "/atip", "the object form of \"atip\"", out);
             if let Some(features) = atip.get("features").and_then(J::items) {
-                for (i, f) in features.enumerate() {
-                    let Some(id) = f.as_str() else { continue };
-                    let ptr = format!("/atip/features/{i}");
-                    match FEATURES.iter().find(|(name, _)| *name == id) {
-                        Some((_, since)) if *since > minor => out.push(Diagnostic::new(
-                            "feature-not-in-version",
-                            ptr,
-                            format!("feature \"{id}\" is from ATIP 0.{since}, but the document declares 0.{minor}"),
-                        )),
-                        Some(_) => {}
-                        None if id.starts_with("x-") => {}
-                        None => out.push(Diagnostic::new(
-                            "unknown-feature",
-                            ptr,
-                            format!("feature \"{id}\" is not one atip knows"),
-                        )),
-                    }
-                }
+                check_features(features, minor, out);
             }
             if let Some(min) = atip.get("minAgentVersion").and_then(J::as_str)
                 && let Some(v) = ProtocolVersion::parse(min)
@@ -775,6 +759,43 @@ fn check_version_features<'a, J: Json<'a>>(root: J, minor: u32, out: &mut Vec<Di
         )),
         _ => {}
     }
+    check_field_versions(root, minor, out);
+    if minor < 3 {
+        check_interactive_effects(root, minor, out);
+    }
+}
+
+/// `atip.features`: each one known (or `x-`) and not newer than the declared version.
+fn check_features<'a, J: Json<'a>>(
+    features: impl Iterator<Item = J>,
+    minor: u32,
+    out: &mut Vec<Diagnostic>,
+) {
+    for (i, f) in features.enumerate() {
+        let Some(id) = f.as_str() else { continue };
+        let ptr = format!("/atip/features/{i}");
+        match FEATURES.iter().find(|(name, _)| *name == id) {
+            Some((_, since)) if *since > minor => out.push(Diagnostic::new(
+                "feature-not-in-version",
+                ptr,
+                format!(
+                    "feature \"{id}\" is from ATIP 0.{since}, but the document declares 0.{minor}"
+                ),
+            )),
+            Some(_) => {}
+            None if id.starts_with("x-") => {}
+            None => out.push(Diagnostic::new(
+                "unknown-feature",
+                ptr,
+                format!("feature \"{id}\" is not one atip knows"),
+            )),
+        }
+    }
+}
+
+/// The fields each version added: `binary` (0.6), `trust` (0.4) and its integrity and
+/// provenance (0.5), partial discovery and pattern `executable` (0.3).
+fn check_field_versions<'a, J: Json<'a>>(root: J, minor: u32, out: &mut Vec<Diagnostic>) {
     if root.contains_key("binary") {
         needs(
             minor,
@@ -830,26 +851,28 @@ fn check_version_features<'a, J: Json<'a>>(root: J, minor: u32, out: &mut Vec<Di
             }
         }
     }
-    if minor < 3 {
-        let mut effects: Vec<(String, J)> = Vec::new();
-        if let Some(e) = root.get("effects") {
-            effects.push(("/effects".into(), e));
+}
+
+/// `effects.interactive` (0.3), at the root and in every command.
+fn check_interactive_effects<'a, J: Json<'a>>(root: J, minor: u32, out: &mut Vec<Diagnostic>) {
+    let mut effects: Vec<(String, J)> = Vec::new();
+    if let Some(e) = root.get("effects") {
+        effects.push(("/effects".into(), e));
+    }
+    for_each_command(root, |ptr, cmd| {
+        if let Some(e) = cmd.get("effects") {
+            effects.push((format!("{ptr}/effects"), e));
         }
-        for_each_command(root, |ptr, cmd| {
-            if let Some(e) = cmd.get("effects") {
-                effects.push((format!("{ptr}/effects"), e));
-            }
-        });
-        for (ptr, e) in effects {
-            if e.get("interactive").is_some() {
-                needs(
-                    minor,
-                    3,
-                    &format!("{ptr}/interactive"),
-                    "\"effects.interactive\"",
-                    out,
-                );
-            }
+    });
+    for (ptr, e) in effects {
+        if e.get("interactive").is_some() {
+            needs(
+                minor,
+                3,
+                &format!("{ptr}/interactive"),
+                "\"effects.interactive\"",
+                out,
+            );
         }
     }
 }

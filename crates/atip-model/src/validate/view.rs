@@ -175,6 +175,16 @@ enum Frame {
     Obj { start: usize, key: (Str, u64) },
 }
 
+/// What became of a value handed to its container ([`Parser::hand_up`]).
+enum Handed {
+    /// There was no container: this is the document.
+    Root(Node),
+    /// A comma: the container's next value comes.
+    More,
+    /// The container ended: it is the finished value.
+    Closed(Node),
+}
+
 struct Parser<'t> {
     text: &'t str,
     bytes: &'t [u8],
@@ -315,107 +325,131 @@ impl<'t> Parser<'t> {
         (self.peek()? == b).then(|| self.pos += 1)
     }
 
+    /// The whole text as one value (nothing but whitespace after it); `None` when it is
+    /// not JSON the fast path takes. Iterative: containers are a stack of [`Frame`]s.
     fn document(&mut self) -> Option<Node> {
         let mut stack: Vec<Frame> = Vec::new();
-        'value: loop {
-            self.skip_ws();
-            let mut value = match self.peek()? {
-                b'{' | b'[' if stack.len() >= MAX_NESTING => return None,
-                b'{' => {
-                    self.pos += 1;
-                    self.skip_ws();
-                    if self.peek()? == b'}' {
-                        self.pos += 1;
-                        Node::Obj { start: 0, len: 0 }
-                    } else {
-                        let key = self.key()?;
-                        stack.push(Frame::Obj {
-                            start: self.open_members.len(),
-                            key,
-                        });
-                        continue 'value;
-                    }
-                }
-                b'[' => {
-                    self.pos += 1;
-                    self.skip_ws();
-                    if self.peek()? == b']' {
-                        self.pos += 1;
-                        Node::Arr { start: 0, len: 0 }
-                    } else {
-                        stack.push(Frame::Arr {
-                            start: self.open_items.len(),
-                        });
-                        continue 'value;
-                    }
-                }
-                b'"' => Node::Str(self.string()?),
-                b't' => self.literal(b"true", Node::Bool(true))?,
-                b'f' => self.literal(b"false", Node::Bool(false))?,
-                b'n' => self.literal(b"null", Node::Null)?,
-                b'-' | b'0'..=b'9' => self.number()?,
-                _ => return None,
+        loop {
+            let Some(mut value) = self.value_or_open(&mut stack)? else {
+                continue;
             };
             // Hand the finished value to its container; close containers that end here.
             loop {
-                match stack.last_mut() {
-                    None => {
+                match self.hand_up(&mut stack, value)? {
+                    Handed::Root(value) => {
                         self.skip_ws();
                         return (self.pos == self.bytes.len()).then_some(value);
                     }
-                    Some(Frame::Arr { start }) => {
-                        let start = *start;
-                        self.open_items.push(value);
-                        self.skip_ws();
-                        match self.peek()? {
-                            b',' => {
-                                self.pos += 1;
-                                continue 'value;
-                            }
-                            b']' => {
-                                self.pos += 1;
-                                stack.pop();
-                                value = Node::Arr {
-                                    start: self.items.len() as u32,
-                                    len: (self.open_items.len() - start) as u32,
-                                };
-                                self.items.extend_from_slice(&self.open_items[start..]);
-                                self.open_items.truncate(start);
-                            }
-                            _ => return None,
-                        }
+                    Handed::More => break,
+                    Handed::Closed(container) => value = container,
+                }
+            }
+        }
+    }
+
+    /// The value at `pos`: a scalar or an empty container, whole (`Some(Some)`), or a
+    /// container opened onto `stack` whose first element comes next (`Some(None)`).
+    #[inline]
+    fn value_or_open(&mut self, stack: &mut Vec<Frame>) -> Option<Option<Node>> {
+        self.skip_ws();
+        let value = match self.peek()? {
+            b'{' | b'[' if stack.len() >= MAX_NESTING => return None,
+            b'{' => {
+                self.pos += 1;
+                self.skip_ws();
+                if self.peek()? != b'}' {
+                    let key = self.key()?;
+                    stack.push(Frame::Obj {
+                        start: self.open_members.len(),
+                        key,
+                    });
+                    return Some(None);
+                }
+                self.pos += 1;
+                Node::Obj { start: 0, len: 0 }
+            }
+            b'[' => {
+                self.pos += 1;
+                self.skip_ws();
+                if self.peek()? != b']' {
+                    stack.push(Frame::Arr {
+                        start: self.open_items.len(),
+                    });
+                    return Some(None);
+                }
+                self.pos += 1;
+                Node::Arr { start: 0, len: 0 }
+            }
+            b'"' => Node::Str(self.string()?),
+            b't' => self.literal(b"true", Node::Bool(true))?,
+            b'f' => self.literal(b"false", Node::Bool(false))?,
+            b'n' => self.literal(b"null", Node::Null)?,
+            b'-' | b'0'..=b'9' => self.number()?,
+            _ => return None,
+        };
+        Some(Some(value))
+    }
+
+    /// Gives a finished value to the innermost container, then reads what follows: a
+    /// comma (the next element or member's value comes), or the container's end (it is
+    /// closed and becomes the finished value).
+    #[inline]
+    fn hand_up(&mut self, stack: &mut Vec<Frame>, value: Node) -> Option<Handed> {
+        match stack.last_mut() {
+            None => Some(Handed::Root(value)),
+            Some(Frame::Arr { start }) => {
+                let start = *start;
+                self.open_items.push(value);
+                self.skip_ws();
+                match self.peek()? {
+                    b',' => {
+                        self.pos += 1;
+                        Some(Handed::More)
                     }
-                    Some(Frame::Obj { start, key }) => {
-                        let start = *start;
-                        self.open_members.push(Member {
-                            key: key.0,
-                            tag: key.1,
-                            value,
-                        });
-                        self.skip_ws();
-                        match self.peek()? {
-                            b',' => {
-                                self.pos += 1;
-                                self.skip_ws();
-                                *key = self.key()?;
-                                continue 'value;
-                            }
-                            b'}' => {
-                                self.pos += 1;
-                                stack.pop();
-                                if self.has_duplicates(&self.open_members[start..]) {
-                                    return None;
-                                }
-                                value = Node::Obj {
-                                    start: self.members.len() as u32,
-                                    len: (self.open_members.len() - start) as u32,
-                                };
-                                self.members.extend_from_slice(&self.open_members[start..]);
-                                self.open_members.truncate(start);
-                            }
-                            _ => return None,
-                        }
+                    b']' => {
+                        self.pos += 1;
+                        stack.pop();
+                        let value = Node::Arr {
+                            start: self.items.len() as u32,
+                            len: (self.open_items.len() - start) as u32,
+                        };
+                        self.items.extend_from_slice(&self.open_items[start..]);
+                        self.open_items.truncate(start);
+                        Some(Handed::Closed(value))
                     }
+                    _ => None,
+                }
+            }
+            Some(Frame::Obj { start, key }) => {
+                let start = *start;
+                self.open_members.push(Member {
+                    key: key.0,
+                    tag: key.1,
+                    value,
+                });
+                self.skip_ws();
+                match self.peek()? {
+                    b',' => {
+                        self.pos += 1;
+                        self.skip_ws();
+                        *key = self.key()?;
+                        Some(Handed::More)
+                    }
+                    b'}' => {
+                        self.pos += 1;
+                        stack.pop();
+                        if self.has_duplicates(&self.open_members[start..]) {
+                            return None;
+                        }
+                        let value = Node::Obj {
+                            start: self.members.len() as u32,
+                            len: (self.open_members.len() - start) as u32,
+                        };
+                        self.members.extend_from_slice(&self.open_members[start..]);
+                        self.open_members.truncate(start);
+                        Some(Handed::Closed(value))
+                    }
+                    _ => None,
                 }
             }
         }

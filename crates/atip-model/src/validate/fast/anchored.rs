@@ -81,6 +81,88 @@ fn escape_class(e: u8) -> Option<Class> {
     })
 }
 
+/// How often an element of the pattern occurs: once, at most once, any number of times.
+const ONE: u8 = 0;
+const OPTIONAL: u8 = 1;
+const MANY: u8 = 2;
+
+/// The class of the atom at `i` (a set, an escape, a plain character), moving `i` past it.
+fn atom(b: &[u8], i: &mut usize) -> Option<Class> {
+    Some(match b[*i] {
+        b'[' => {
+            let (class, end) = set(b, *i + 1)?;
+            *i = end + 1;
+            class
+        }
+        b'\\' => {
+            let class = escape_class(*b.get(*i + 1)?)?;
+            *i += 2;
+            class
+        }
+        c if c.is_ascii_alphanumeric() || b"-_:/=@#%&,;'\"<>~`!".contains(&c) => {
+            *i += 1;
+            bit(c)
+        }
+        _ => return None,
+    })
+}
+
+/// The bounds of the quantifier at `i` (`*`, `+`, `?`, `{n}`, `{n,}`, `{n,m}`; none is
+/// exactly once), moving `i` past it.
+fn quantifier(b: &[u8], i: &mut usize) -> Option<(usize, Option<usize>)> {
+    let quantifier = b.get(*i).copied();
+    if matches!(quantifier, Some(b'*' | b'+' | b'?')) {
+        *i += 1;
+    }
+    Some(match quantifier {
+        Some(b'*') => (0, None),
+        Some(b'+') => (1, None),
+        Some(b'?') => (0, Some(1)),
+        Some(b'{') => {
+            let close = *i + b[*i..].iter().position(|&c| c == b'}')?;
+            let inside = std::str::from_utf8(&b[*i + 1..close]).ok()?;
+            let number = |s: &str| -> Option<usize> {
+                (!s.is_empty() && s.bytes().all(|c| c.is_ascii_digit())).then(|| s.parse().ok())?
+            };
+            let bounds = match inside.split_once(',') {
+                None => (number(inside)?, Some(number(inside)?)),
+                Some((lo, "")) => (number(lo)?, None),
+                Some((lo, hi)) => (number(lo)?, Some(number(hi)?)),
+            };
+            *i = close + 1;
+            bounds
+        }
+        _ => (1, Some(1)),
+    })
+}
+
+/// The automaton of a sequence of elements (a class and how often it occurs): element
+/// `e` is bit `e` of the state, which bytes it accepts, whether it repeats or may be
+/// skipped.
+fn nfa(elements: &[(Class, u8)]) -> Nfa {
+    let mut accepts = Box::new([0u128; 128]);
+    let (mut many, mut skippable) = (0, 0);
+    for (e, &(class, times)) in elements.iter().enumerate() {
+        for (byte, mask) in accepts.iter_mut().enumerate() {
+            if class & (1 << byte) != 0 {
+                *mask |= 1 << e;
+            }
+        }
+        if times == MANY {
+            many |= 1 << e;
+        }
+        if times != ONE {
+            skippable |= 1 << e;
+        }
+    }
+    Nfa {
+        accepts,
+        many,
+        skippable,
+        done: 1 << elements.len(),
+    }
+}
+
 impl Anchored {
     /// The automaton for `pattern`, or `None` when it is outside the subset.
     pub fn new(pattern: &str) -> Option<Anchored> {
@@ -92,53 +174,10 @@ impl Anchored {
             return None;
         }
         let mut elements: Vec<(Class, u8)> = Vec::new();
-        const ONE: u8 = 0;
-        const OPTIONAL: u8 = 1;
-        const MANY: u8 = 2;
         let mut i = 0;
         while i < b.len() {
-            let class = match b[i] {
-                b'[' => {
-                    let (class, end) = set(b, i + 1)?;
-                    i = end + 1;
-                    class
-                }
-                b'\\' => {
-                    let class = escape_class(*b.get(i + 1)?)?;
-                    i += 2;
-                    class
-                }
-                c if c.is_ascii_alphanumeric() || b"-_:/=@#%&,;'\"<>~`!".contains(&c) => {
-                    i += 1;
-                    bit(c)
-                }
-                _ => return None,
-            };
-            let quantifier = b.get(i).copied();
-            if matches!(quantifier, Some(b'*' | b'+' | b'?')) {
-                i += 1;
-            }
-            let (min, max) = match quantifier {
-                Some(b'*') => (0, None),
-                Some(b'+') => (1, None),
-                Some(b'?') => (0, Some(1)),
-                Some(b'{') => {
-                    let close = i + b[i..].iter().position(|&c| c == b'}')?;
-                    let inside = std::str::from_utf8(&b[i + 1..close]).ok()?;
-                    let number = |s: &str| -> Option<usize> {
-                        (!s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()))
-                            .then(|| s.parse().ok())?
-                    };
-                    let bounds = match inside.split_once(',') {
-                        None => (number(inside)?, Some(number(inside)?)),
-                        Some((lo, "")) => (number(lo)?, None),
-                        Some((lo, hi)) => (number(lo)?, Some(number(hi)?)),
-                    };
-                    i = close + 1;
-                    bounds
-                }
-                _ => (1, Some(1)),
-            };
+            let class = atom(b, &mut i)?;
+            let (min, max) = quantifier(b, &mut i)?;
             // A second quantifier (lazy `*?`, possessive forms) is left to the regex.
             if matches!(b.get(i), Some(b'*' | b'+' | b'?' | b'{')) {
                 return None;
@@ -156,28 +195,7 @@ impl Anchored {
                 return None;
             }
         }
-        let mut accepts = Box::new([0u128; 128]);
-        let (mut many, mut skippable) = (0, 0);
-        for (e, &(class, times)) in elements.iter().enumerate() {
-            for (byte, mask) in accepts.iter_mut().enumerate() {
-                if class & (1 << byte) != 0 {
-                    *mask |= 1 << e;
-                }
-            }
-            if times == MANY {
-                many |= 1 << e;
-            }
-            if times != ONE {
-                skippable |= 1 << e;
-            }
-        }
-        let nfa = Nfa {
-            accepts,
-            many,
-            skippable,
-            done: 1 << elements.len(),
-        };
-        nfa.determinize()
+        nfa(&elements).determinize()
     }
 
     /// Whether the whole of `s` matches; `None` for a non-ASCII subject (where ECMA's

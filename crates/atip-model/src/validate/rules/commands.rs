@@ -204,28 +204,18 @@ fn check_options<'a, J: Json<'a>>(
         let before = scope.last().map(|e| e.in_scope).unwrap_or_default();
         let entry = Entry::new(name_of(opt), list(opt, "flags"), depth, position, before);
         let here = || entry.pointer(path);
-        if !entry.name.is_empty() {
-            let first = match index.as_mut() {
-                Some(ix) => match ix.names.entry(normalized(entry.name)) {
-                    std::collections::hash_map::Entry::Occupied(o) => Some(*o.get()),
-                    std::collections::hash_map::Entry::Vacant(v) => {
-                        v.insert(scope.len());
-                        None
-                    }
-                },
-                None => (inherited..scope.len()).find(|&i| same_name(scope[i].name, entry.name)),
-            };
-            if let Some(first) = first {
-                out.push(Diagnostic::new(
-                    "duplicate-name",
-                    format!("{}/name", here()),
-                    format!(
-                        "option name \"{}\" is already used by {}",
-                        entry.name,
-                        scope[first].pointer(path)
-                    ),
-                ));
-            }
+        if !entry.name.is_empty()
+            && let Some(first) = first_named(index.as_mut(), scope, inherited, entry.name)
+        {
+            out.push(Diagnostic::new(
+                "duplicate-name",
+                format!("{}/name", here()),
+                format!(
+                    "option name \"{}\" is already used by {}",
+                    entry.name,
+                    scope[first].pointer(path)
+                ),
+            ));
         }
         let flags: J::Items = entry.flags();
         // Only for a long list: building a HashSet costs a RandomState per option.
@@ -233,15 +223,7 @@ fn check_options<'a, J: Json<'a>>(
         for (k, flag) in flags.clone().enumerate() {
             let Some(flag) = flag.as_str() else { continue };
             let tag = entry.tags.get(k).copied().unwrap_or_else(|| key_tag(flag));
-            let repeated = match seen_here.as_mut() {
-                Some(seen) => !seen.insert(flag),
-                None if flags.len() <= TAGGED => entry.tags[..k]
-                    .iter()
-                    .zip(flags.clone())
-                    .any(|(&t, f)| t == tag && (flag.len() < 8 || f.as_str() == Some(flag))),
-                None => flags.clone().take(k).any(|f| f.as_str() == Some(flag)),
-            };
-            if repeated {
+            if listed_before(&entry, seen_here.as_mut(), k, flag, tag) {
                 out.push(Diagnostic::new(
                     "duplicate-flag",
                     format!("{}/flags/{k}", here()),
@@ -282,6 +264,48 @@ fn check_options<'a, J: Json<'a>>(
     }
 }
 
+/// Where the option named `name` (about to join the scope) was first declared among the
+/// command's own options: the index's answer (which learns the name), or a search from
+/// `inherited` on.
+fn first_named<'a, J: Json<'a>>(
+    index: Option<&mut Index<'a>>,
+    scope: &[Entry<'a, J>],
+    inherited: usize,
+    name: &'a str,
+) -> Option<usize> {
+    match index {
+        Some(ix) => match ix.names.entry(normalized(name)) {
+            std::collections::hash_map::Entry::Occupied(o) => Some(*o.get()),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(scope.len());
+                None
+            }
+        },
+        None => (inherited..scope.len()).find(|&i| same_name(scope[i].name, name)),
+    }
+}
+
+/// Whether flag `k` of the option (`flag`, its `tag`) is listed before in the same
+/// option: by the set `seen` for a long list, else by tags (whole strings compared only
+/// for short flags whose tags may collide), else by strings.
+fn listed_before<'a, J: Json<'a>>(
+    entry: &Entry<'a, J>,
+    seen: Option<&mut HashSet<&'a str>>,
+    k: usize,
+    flag: &'a str,
+    tag: u64,
+) -> bool {
+    let flags = entry.flags();
+    match seen {
+        Some(seen) => !seen.insert(flag),
+        None if flags.len() <= TAGGED => entry.tags[..k]
+            .iter()
+            .zip(flags)
+            .any(|(&t, f)| t == tag && (flag.len() < 8 || f.as_str() == Some(flag))),
+        None => flags.take(k).any(|f| f.as_str() == Some(flag)),
+    }
+}
+
 /// Whether inherited scope entry `i` is overridden: a later inherited option, or one of
 /// the command's own options, has the same name.
 fn shadowed<'a, J: Json<'a>>(
@@ -295,6 +319,9 @@ fn shadowed<'a, J: Json<'a>>(
         || own.any(|o| o.is_object() && name_of(o) == name)
 }
 
+/// Checks a command's positional arguments: each one's enum and default, names unique
+/// among the arguments and the options in scope, and their order (required before
+/// optional, nothing after a variadic one).
 fn check_arguments<'a, J: Json<'a>>(
     args: J::Items,
     path: &[&str],
@@ -304,17 +331,7 @@ fn check_arguments<'a, J: Json<'a>>(
     let mut seen_optional: Option<usize> = None;
     let mut seen_variadic: Option<usize> = None;
     let arg_ptr = |i: usize| format!("{}/arguments/{i}", command_pointer(path));
-    let large = args.len().saturating_mul(args.len() + scope.len()) > LINEAR_BUDGET;
-    // Hash indexes for a large command only (each HashMap costs a RandomState).
-    let mut arg_names: Option<HashMap<String, usize>> = large.then(HashMap::new);
-    let scope_names: Option<HashMap<String, usize>> = large.then(|| {
-        scope
-            .iter()
-            .enumerate()
-            .rev()
-            .map(|(i, e)| (normalized(e.name), i))
-            .collect()
-    });
+    let mut names = ArgNames::new(args.clone(), scope);
     for (i, a) in args.clone().enumerate() {
         if !a.is_object() {
             continue;
@@ -323,44 +340,24 @@ fn check_arguments<'a, J: Json<'a>>(
         let name = name_of(a);
         check_param(a, name, &here, out);
         if !name.is_empty() {
-            let earlier = match arg_names.as_mut() {
-                Some(arg_names) => {
-                    let key = normalized(name);
-                    match arg_names.get(&key) {
-                        Some(&j) => Some(j),
-                        None => {
-                            arg_names.insert(key, i);
-                            None
-                        }
-                    }
-                }
-                None => args
-                    .clone()
-                    .take(i)
-                    .position(|b| b.is_object() && same_name(name_of(b), name)),
-            };
-            let in_scope = match scope_names.as_ref() {
-                Some(names) => names.get(&normalized(name)).map(|&k| &scope[k]),
-                None => scope.iter().find(|o| same_name(o.name, name)),
-            };
-            if let Some(j) = earlier {
-                out.push(Diagnostic::new(
+            match names.clash(i, name) {
+                Some(Clash::Argument(j)) => out.push(Diagnostic::new(
                     "duplicate-name",
                     format!("{}/name", here()),
                     format!(
                         "argument name \"{name}\" is already used by {}/name",
                         arg_ptr(j)
                     ),
-                ));
-            } else if let Some(opt) = in_scope {
-                out.push(Diagnostic::new(
+                )),
+                Some(Clash::Option(opt)) => out.push(Diagnostic::new(
                     "duplicate-name",
                     format!("{}/name", here()),
                     format!(
                         "argument name \"{name}\" is also the name of option {}",
                         opt.pointer(path)
                     ),
-                ));
+                )),
+                None => {}
             }
         }
         let required = a.get("required").and_then(J::as_bool).unwrap_or(true);
@@ -398,6 +395,73 @@ fn check_arguments<'a, J: Json<'a>>(
         if !required && seen_optional.is_none() {
             seen_optional = Some(i);
         }
+    }
+}
+
+/// What an argument's name clashes with.
+enum Clash<'s, 'a, J: Json<'a>> {
+    /// An earlier argument, by index.
+    Argument(usize),
+    /// An option in scope.
+    Option(&'s Entry<'a, J>),
+}
+
+/// The names an argument's may clash with: the earlier arguments' and the options' in
+/// scope, hash-indexed for a large command only (each HashMap costs a RandomState).
+struct ArgNames<'s, 'a, J: Json<'a>> {
+    args: J::Items,
+    scope: &'s [Entry<'a, J>],
+    arg_names: Option<HashMap<String, usize>>,
+    scope_names: Option<HashMap<String, usize>>,
+}
+
+impl<'s, 'a, J: Json<'a>> ArgNames<'s, 'a, J> {
+    fn new(args: J::Items, scope: &'s [Entry<'a, J>]) -> Self {
+        let large = args.len().saturating_mul(args.len() + scope.len()) > LINEAR_BUDGET;
+        let scope_names = large.then(|| {
+            scope
+                .iter()
+                .enumerate()
+                .rev()
+                .map(|(i, e)| (normalized(e.name), i))
+                .collect()
+        });
+        ArgNames {
+            args,
+            scope,
+            arg_names: large.then(HashMap::new),
+            scope_names,
+        }
+    }
+
+    /// The clash of argument `i` named `name`: an earlier argument first, else an option.
+    fn clash(&mut self, i: usize, name: &str) -> Option<Clash<'s, 'a, J>> {
+        let earlier = match self.arg_names.as_mut() {
+            Some(arg_names) => {
+                let key = normalized(name);
+                match arg_names.get(&key) {
+                    Some(&j) => Some(j),
+                    None => {
+                        arg_names.insert(key, i);
+                        None
+                    }
+                }
+            }
+            None => self
+                .args
+                .clone()
+                .take(i)
+                .position(|b| b.is_object() && same_name(name_of(b), name)),
+        };
+        if let Some(j) = earlier {
+            return Some(Clash::Argument(j));
+        }
+        let scope = self.scope;
+        let in_scope = match self.scope_names.as_ref() {
+            Some(names) => names.get(&normalized(name)).map(|&k| &scope[k]),
+            None => scope.iter().find(|o| same_name(o.name, name)),
+        };
+        in_scope.map(Clash::Option)
     }
 }
 
@@ -443,48 +507,76 @@ fn check_param<'a, J: Json<'a>>(
             ));
         }
     }
-    let Some(default) = p.get("default").filter(|d| !d.is_null()) else {
-        return;
-    };
-    let variadic = p.get("variadic").and_then(J::as_bool).unwrap_or(false);
-    // A variadic or array default is checked item by item; anything else as one item.
-    let items = default
-        .items()
-        .filter(|_| variadic || kind == ParamType::Array);
-    let typed = kind.accepts(default)
-        || (variadic
-            && default
-                .items()
-                .is_some_and(|mut all| all.all(|v| kind.accepts(v))));
-    if !typed {
-        out.push(Diagnostic::new(
-            "default-type",
-            format!("{}/default", ptr()),
-            format!(
-                "default {} of \"{name}\" is not of type {type_name}",
-                short(default)
-            ),
-        ));
-        return;
+    if let Some(default) = p.get("default").filter(|d| !d.is_null()) {
+        let param = Param {
+            name,
+            kind: &kind,
+            type_name,
+            ptr,
+        };
+        param.check_default(p, default, values, out);
     }
-    if values.len() == 0 {
-        return;
-    }
-    let listed = |item: &J| values.clone().any(|v| v.same(*item));
-    let stray = match items {
-        Some(mut items) => items.find(|item| !listed(item)),
-        None => Some(default).filter(|d| !listed(d)),
-    };
-    if let Some(item) = stray {
-        out.push(Diagnostic::new(
-            "default-not-in-enum",
-            format!("{}/default", ptr()),
-            format!(
-                "default {} of \"{name}\" is not one of {}",
-                short(item),
-                short_list(&Value::Array(values.map(J::to_value).collect()))
-            ),
-        ));
+}
+
+/// One argument or option under [`check_param`]: what its findings name.
+struct Param<'p> {
+    name: &'p str,
+    kind: &'p ParamType,
+    type_name: &'p str,
+    ptr: &'p dyn Fn() -> String,
+}
+
+impl Param<'_> {
+    /// `p`'s default is of the type (item by item when variadic or an array) and, with an
+    /// enum, one of its `values`.
+    fn check_default<'a, J: Json<'a>>(
+        &self,
+        p: J,
+        default: J,
+        values: J::Items,
+        out: &mut Vec<Diagnostic>,
+    ) {
+        let (kind, name, type_name) = (self.kind, self.name, self.type_name);
+        let variadic = p.get("variadic").and_then(J::as_bool).unwrap_or(false);
+        // A variadic or array default is checked item by item; anything else as one item.
+        let items = default
+            .items()
+            .filter(|_| variadic || *kind == ParamType::Array);
+        let typed = kind.accepts(default)
+            || (variadic
+                && default
+                    .items()
+                    .is_some_and(|mut all| all.all(|v| kind.accepts(v))));
+        if !typed {
+            out.push(Diagnostic::new(
+                "default-type",
+                format!("{}/default", (self.ptr)()),
+                format!(
+                    "default {} of \"{name}\" is not of type {type_name}",
+                    short(default)
+                ),
+            ));
+            return;
+        }
+        if values.len() == 0 {
+            return;
+        }
+        let listed = |item: &J| values.clone().any(|v| v.same(*item));
+        let stray = match items {
+            Some(mut items) => items.find(|item| !listed(item)),
+            None => Some(default).filter(|d| !listed(d)),
+        };
+        if let Some(item) = stray {
+            out.push(Diagnostic::new(
+                "default-not-in-enum",
+                format!("{}/default", (self.ptr)()),
+                format!(
+                    "default {} of \"{name}\" is not one of {}",
+                    short(item),
+                    short_list(&Value::Array(values.map(J::to_value).collect()))
+                ),
+            ));
+        }
     }
 }
 
