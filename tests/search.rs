@@ -766,6 +766,107 @@ fn mcp_servers_are_in_every_search_and_a_rotated_token_keeps_their_tools() {
     assert!(!marker.exists(), "an untrusted project server was started");
 }
 
+/// A list past the cache's TTL is fetched again by a plain search (no flag), the same
+/// bounded way as a missing one; when the server then does not answer, the old list is
+/// used with a note naming it, and the stuck process is stopped.
+#[test]
+fn stale_mcp_lists_are_fetched_again_and_used_with_a_note_when_that_fails() {
+    let Some(bin) = crate::mcp_client::everything_bin() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let (starts, stuck, pid_file) = (
+        sb.path().join("starts"),
+        sb.path().join("stuck"),
+        sb.path().join("ev.pid"),
+    );
+    // One command (one cache key) that serves, or hangs once `stuck` exists.
+    let ev = sb.script(
+        "bin/ev",
+        &format!(
+            "#!/bin/sh\necho start >> '{starts}'\nif [ -e '{stuck}' ]; then echo $$ > '{pid}'; exec tail -f /dev/null; fi\nexec '{bin}' stdio\n",
+            starts = starts.display(),
+            stuck = stuck.display(),
+            pid = pid_file.display(),
+            bin = bin.display()
+        ),
+    );
+    sb.write(
+        "config/mcp.json",
+        json!({"mcpServers": {"ev": {"command": ev, "timeoutMs": 3000}}}).to_string(),
+    );
+    std::fs::create_dir_all(sb.path().join("empty")).unwrap();
+    let o = sb
+        .atip()
+        .args(["scan", "--path"])
+        .arg(sb.path().join("empty"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let search = || {
+        let mut c = sb.atip();
+        crate::mcp_client::with_node(&mut c);
+        let o = c
+            .args(["--output", "json", "search", "sum of two numbers"])
+            .output()
+            .unwrap();
+        let v: Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&o)));
+        let found = v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["server"] == "ev" && r["name"].as_str().unwrap().contains("sum"));
+        (v, found)
+    };
+    let started = || {
+        std::fs::read_to_string(&starts)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    // The cached list, made older than the TTL (300 s by default) by its own clock.
+    let age_cache = || {
+        let files: Vec<String> = walk(&sb.path().join("xdg-cache"))
+            .into_iter()
+            .filter(|f| f.ends_with(".json"))
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        let mut c: Value = serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
+        let at = c["fetchedAtMs"].as_u64().unwrap();
+        c["fetchedAtMs"] = json!(at - 3_600_000);
+        std::fs::write(&files[0], c.to_string()).unwrap();
+    };
+    let (v, found) = search();
+    assert!(found && started() == 1, "{v}");
+    // Fresh: used as it is, nothing started.
+    let (v, found) = search();
+    assert!(found && started() == 1, "{v}");
+    // Stale: fetched again without `--mcp-refresh`, and no note.
+    age_cache();
+    let (v, found) = search();
+    assert!(found && started() == 2, "{v}");
+    assert!(v.get("notes").is_none(), "{v}");
+    // Stale, and the server no longer answers: the old list, with a note; the process
+    // that hung is gone.
+    age_cache();
+    std::fs::write(&stuck, "").unwrap();
+    let (v, found) = search();
+    assert!(found && started() == 3, "the stale list was not used: {v}");
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("MCP server ev") && notes.contains("could not be fetched again"),
+        "{v}"
+    );
+    assert!(notes.contains("3000 ms") && notes.contains("old"), "{v}");
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    common::assert_dead(pid);
+}
+
 fn walk(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {

@@ -1210,10 +1210,12 @@ impl atip::exec::Foreign for McpBatch {
     }
 }
 
-/// The configured MCP servers' tools from the tool cache (fetched first with `refresh`
-/// when missing or older than the TTL), and what the answer lacks because of them: a
-/// note per server left out (no cached list, a failed fetch), used from a stale list, or
-/// configured in a project file not trusted. Never drops a server silently.
+/// The configured MCP servers' tools from the tool cache, and what the answer lacks
+/// because of them. Lists missing from the cache or older than its TTL (every list with
+/// `refresh`) are fetched, all at once and each bounded ([`fetch_lists`]); when a stale
+/// list cannot be fetched again, it is used as it is, with a note. A note names every
+/// server left out (no list at all), answered from an old list, or configured in a
+/// project file not trusted: a server is never dropped silently.
 pub fn cached_flat_tools(
     ctx: &Ctx,
     refresh: bool,
@@ -1237,40 +1239,45 @@ pub fn cached_flat_tools(
     let cache = ToolCache::of(&ctx.dirs);
     let ttl = Duration::from_secs(config.cache.ttl_seconds);
     let mut lists: std::collections::HashMap<&str, Vec<rmcp::model::Tool>> = Default::default();
-    let mut missing = Vec::new();
+    // Cached lists fetched again (stale, or all with `refresh`): the fallback.
+    let mut old: std::collections::HashMap<&str, atip::mcp::cache::CachedTools> =
+        Default::default();
+    let mut fetch = Vec::new();
     for spec in config.servers.values() {
         match cache.read(spec) {
-            Some(c) if !refresh || c.age() <= ttl => {
-                if c.age() > ttl {
-                    let note = format!(
-                        "MCP server {}: its tool list is {} s old (TTL {} s); `--mcp-refresh` fetches it again",
-                        spec.name,
-                        c.age().as_secs(),
-                        ttl.as_secs()
-                    );
-                    ctx.out.note(&note);
-                    notes.push(note);
-                }
+            Some(c) if !refresh && c.age() <= ttl => {
                 lists.insert(&spec.name, c.tools);
             }
-            // Missing (or stale, with `--mcp-refresh`): fetched below, all at once.
-            _ => missing.push(spec),
+            Some(c) => {
+                old.insert(&spec.name, c);
+                fetch.push(spec);
+            }
+            None => fetch.push(spec),
         }
     }
-    for (spec, fetched) in fetch_lists(&missing, &cache, ttl, config.cache.enabled, ctx) {
-        match fetched {
-            Ok(tools) => {
+    for (spec, fetched) in fetch_lists(&fetch, &cache, ttl, config.cache.enabled, ctx) {
+        let note = match (fetched, old.remove(spec.name.as_str())) {
+            (Ok(tools), _) => {
                 lists.insert(&spec.name, tools);
+                continue;
             }
-            Err(why) => {
+            (Err(why), Some(c)) => {
                 let note = format!(
-                    "MCP server {} left out: {why} (`atip mcp tools {}` fetches its list)",
-                    spec.name, spec.name
+                    "MCP server {}: its tool list could not be fetched again ({why}); the cached one, {} s old (TTL {} s), is used",
+                    spec.name,
+                    c.age().as_secs(),
+                    ttl.as_secs()
                 );
-                ctx.out.warn(&note);
-                notes.push(note);
+                lists.insert(&spec.name, c.tools);
+                note
             }
-        }
+            (Err(why), None) => format!(
+                "MCP server {} left out: {why} (`atip mcp tools {}` fetches its list)",
+                spec.name, spec.name
+            ),
+        };
+        ctx.out.warn(&note);
+        notes.push(note);
     }
     let mut out = Vec::new();
     for spec in config.servers.values() {

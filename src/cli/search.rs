@@ -43,9 +43,10 @@ pub struct Args {
     /// Leave out the tools of configured MCP servers.
     #[arg(long)]
     pub no_mcp: bool,
-    /// Also fetch MCP tool lists older than the cache's TTL (lists missing from the
-    /// cache are always fetched, all servers at once, each bounded by its `timeoutMs`,
-    /// else 5 s; a server that fails is named in the answer's `notes`).
+    /// Fetch every MCP tool list again, fresh ones too (lists missing from the cache or
+    /// older than its TTL are always fetched, all servers at once, each bounded by its
+    /// `timeoutMs`, else 5 s; a server that fails is named in the answer's `notes`, and
+    /// its cached list, if any, used).
     #[arg(long, conflicts_with = "no_mcp")]
     pub mcp_refresh: bool,
 }
