@@ -33,7 +33,8 @@ pub fn confirm(question: &str, needs: Needs) -> Option<bool> {
         .write(true)
         .open("/dev/tty")
         .ok()?;
-    tty.write_all(question.as_bytes()).ok()?;
+    tty.write_all(fitted(question, atip::output::term::stderr_width()).as_bytes())
+        .ok()?;
     Some(is_yes(&read_line(&mut tty)))
 }
 
@@ -48,6 +49,20 @@ pub fn answer(question: &str) -> atip::exec::Confirmation {
 }
 
 /// One line, read a byte at a time: nothing after the newline is consumed.
+/// The question with each of its whole lines wrapped at words to the terminal's
+/// `width` (continuation lines under themselves); the last, unfinished line (the prompt
+/// the answer is typed after) is left as it is.
+fn fitted(question: &str, width: Option<usize>) -> String {
+    let (lines, prompt) = match question.rfind('\n') {
+        Some(i) => question.split_at(i + 1),
+        None => ("", question),
+    };
+    format!(
+        "{}{prompt}",
+        atip::output::term::wrap_long_lines(lines, width)
+    )
+}
+
 fn read_line(from: &mut impl Read) -> Vec<u8> {
     let mut line = Vec::new();
     let mut byte = [0u8; 1];
@@ -71,6 +86,21 @@ fn is_yes(answer: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_question_fits_the_terminal_and_the_prompt_stays_on_its_line() {
+        let q = "atip: run `rm`?\n  effects.destructive (the command is destructive); effects.filesystemDelete (the command deletes files)\nConfirm [y/N]: ";
+        let shown = fitted(q, Some(40));
+        assert!(shown.ends_with("\nConfirm [y/N]: "), "{shown:?}");
+        for l in shown.lines() {
+            assert!(atip::output::term::width(l) <= 40, "{l:?}");
+        }
+        assert_eq!(
+            shown.split_whitespace().collect::<Vec<_>>(),
+            q.split_whitespace().collect::<Vec<_>>()
+        );
+        assert_eq!(fitted(q, None), q);
+    }
 
     #[test]
     fn only_yes_is_yes_and_one_line_is_read() {
