@@ -53,14 +53,12 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ("crates/atip-discover/src/remote/fetch.rs", "get", 114),
     ("crates/atip-discover/src/infer/roff.rs", "render_into", 112),
     ("crates/atip-registry/src/doctor.rs", "check_entry", 111),
-    ("crates/atip-lint/src/diff.rs", "effects", 106),
     (
         "crates/atip-discover/src/discover/shims.rs",
         "load_patterns",
         105,
     ),
     ("crates/atip-discover/src/discover/tooli.rs", "command", 105),
-    ("crates/atip-lint/src/lint/rules.rs", "effects_rules", 105),
     (
         "crates/atip-discover/src/discover/shims.rs",
         "shim_verdict",
@@ -69,13 +67,10 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ("crates/atip-mcp/src/lib.rs", "with_proxy", 101),
     ("crates/atip-discover/src/remote/sync.rs", "shim", 100),
     ("crates/atip-discover/src/remote/sync.rs", "fetch_shims", 94),
-    ("crates/atip-lint/src/from_clap.rs", "build", 94),
     ("crates/atip-registry/src/store.rs", "commit", 93),
     ("crates/atip-discover/src/infer/convert.rs", "parse_tag", 92),
     ("crates/atip-mcp/src/import.rs", "import", 92),
-    ("crates/atip-lint/src/from_clap.rs", "synthetic", 91),
     ("crates/atip-catalog/src/lib.rs", "write_records", 90),
-    ("crates/atip-lint/src/diff/load.rs", "load", 89),
     ("crates/atip-base/src/output/term.rs", "render", 88),
     (
         "crates/atip-discover/src/discover/shims.rs",
@@ -87,14 +82,12 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
         "evidence_reader",
         88,
     ),
-    ("crates/atip-lint/src/diff.rs", "param", 88),
     ("crates/atip-discover/src/infer/source.rs", "save", 87),
     (
         "crates/atip-base/src/output/error.rs",
         "spec_disagreements",
         85,
     ),
-    ("crates/atip-lint/src/diff.rs", "options", 83),
 ];
 
 /// One function found in a source file.

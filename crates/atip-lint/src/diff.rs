@@ -296,7 +296,6 @@ fn options(
     old_scope: &[&Opt],
     new_scope: &[&Opt],
 ) {
-    let mut renamed: Vec<(&Opt, &Opt)> = Vec::new();
     let gone: Vec<&Opt> = old
         .iter()
         .filter(|o| !new.iter().any(|n| n.name == o.name))
@@ -307,16 +306,8 @@ fn options(
         .filter(|n| !old.iter().any(|o| o.name == n.name))
         .filter(|n| !old_scope.iter().any(|o| o.name == n.name))
         .collect();
-    for o in &gone {
-        let shared: Vec<&&Opt> = fresh
-            .iter()
-            .filter(|n| !renamed.iter().any(|(_, r)| r.name == n.name))
-            .filter(|n| n.flags.iter().any(|f| o.flags.contains(f)))
-            .collect();
-        if let [only] = shared.as_slice() {
-            renamed.push((o, only));
-            continue;
-        }
+    let (renamed, removed) = renamed(&gone, &fresh);
+    for o in removed {
         d.push(
             Class::Breaking,
             "option-removed",
@@ -340,35 +331,57 @@ fn options(
         option_pair(d, command, o, n);
     }
     for n in &fresh {
-        if renamed.iter().any(|(_, r)| r.name == n.name) {
-            continue;
-        }
-        if n.is_required() {
-            d.push(
-                Class::Breaking,
-                "option-added-required",
-                command,
-                Some(opt_label(n)),
-                "was added as required: calls without it now fail".into(),
-                None,
-                None,
-            );
-        } else {
-            d.push(
-                Class::NonBreaking,
-                "option-added",
-                command,
-                Some(opt_label(n)),
-                "was added".into(),
-                None,
-                None,
-            );
+        if !renamed.iter().any(|(_, r)| r.name == n.name) {
+            option_added(d, command, n);
         }
     }
     for o in old {
         if let Some(n) = new.iter().find(|n| n.name == o.name) {
             option_pair(d, command, o, n);
         }
+    }
+}
+
+/// Which of the `gone` options were renamed: each whose flags are shared by exactly one
+/// `fresh` option not yet taken by a rename; the others were removed.
+fn renamed<'o>(gone: &[&'o Opt], fresh: &[&'o Opt]) -> (Vec<(&'o Opt, &'o Opt)>, Vec<&'o Opt>) {
+    let (mut renamed, mut removed): (Vec<(&Opt, &Opt)>, Vec<&Opt>) = (Vec::new(), Vec::new());
+    for &o in gone {
+        let shared: Vec<&&Opt> = fresh
+            .iter()
+            .filter(|n| !renamed.iter().any(|(_, r)| r.name == n.name))
+            .filter(|n| n.flags.iter().any(|f| o.flags.contains(f)))
+            .collect();
+        match shared.as_slice() {
+            [only] => renamed.push((o, only)),
+            _ => removed.push(o),
+        }
+    }
+    (renamed, removed)
+}
+
+/// A new option: breaking when required (calls without it now fail).
+fn option_added(d: &mut Differ<'_>, command: &str, n: &Opt) {
+    if n.is_required() {
+        d.push(
+            Class::Breaking,
+            "option-added-required",
+            command,
+            Some(opt_label(n)),
+            "was added as required: calls without it now fail".into(),
+            None,
+            None,
+        );
+    } else {
+        d.push(
+            Class::NonBreaking,
+            "option-added",
+            command,
+            Some(opt_label(n)),
+            "was added".into(),
+            None,
+            None,
+        );
     }
 }
 
@@ -508,6 +521,34 @@ fn param(d: &mut Differ<'_>, command: &str, label: &str, old: ParamFacts<'_>, ne
             Some(Value::from(nt.as_str())),
         );
     }
+    enum_values(d, command, label, (ov, nv), ot == nt);
+    if od != nd {
+        let show = |v: Option<&Value>| v.map_or("none".to_string(), Value::to_string);
+        d.push(
+            Class::Breaking,
+            "default-changed",
+            command,
+            Some(label.to_string()),
+            format!(
+                "default changed from {} to {}: calls that leave it out now do something else",
+                show(od),
+                show(nd)
+            ),
+            od.cloned(),
+            nd.cloned(),
+        );
+    }
+}
+
+/// A parameter's enum, old and new: each value removed (breaking) or added; with the
+/// type unchanged, an enum imposed (breaking) or lifted.
+fn enum_values(
+    d: &mut Differ<'_>,
+    command: &str,
+    label: &str,
+    (ov, nv): (Option<&[Value]>, Option<&[Value]>),
+    same_type: bool,
+) {
     match (ov, nv) {
         (Some(ov), Some(nv)) => {
             for v in ov.iter().filter(|v| !nv.contains(v)) {
@@ -533,7 +574,7 @@ fn param(d: &mut Differ<'_>, command: &str, label: &str, old: ParamFacts<'_>, ne
                 );
             }
         }
-        (None, Some(nv)) if ot == nt => d.push(
+        (None, Some(nv)) if same_type => d.push(
             Class::Breaking,
             "enum-values-restricted",
             command,
@@ -548,7 +589,7 @@ fn param(d: &mut Differ<'_>, command: &str, label: &str, old: ParamFacts<'_>, ne
             None,
             Some(Value::from(nv.to_vec())),
         ),
-        (Some(ov), None) if ot == nt => d.push(
+        (Some(ov), None) if same_type => d.push(
             Class::NonBreaking,
             "enum-values-lifted",
             command,
@@ -558,22 +599,6 @@ fn param(d: &mut Differ<'_>, command: &str, label: &str, old: ParamFacts<'_>, ne
             None,
         ),
         _ => {}
-    }
-    if od != nd {
-        let show = |v: Option<&Value>| v.map_or("none".to_string(), Value::to_string);
-        d.push(
-            Class::Breaking,
-            "default-changed",
-            command,
-            Some(label.to_string()),
-            format!(
-                "default changed from {} to {}: calls that leave it out now do something else",
-                show(od),
-                show(nd)
-            ),
-            od.cloned(),
-            nd.cloned(),
-        );
     }
 }
 
@@ -715,72 +740,56 @@ fn word(v: Option<bool>) -> &'static str {
     }
 }
 
+/// An effects field a diff compares: its rule, its name, how to read it, and whether
+/// `true` is a hazard (`destructive`) rather than a guarantee (`idempotent`).
+type Field = (
+    &'static str,
+    &'static str,
+    fn(&Effects) -> Option<bool>,
+    bool,
+);
+
+/// The effects fields compared, hazards first.
+const FIELDS: [Field; 9] = [
+    (
+        "effects-destructive",
+        "destructive",
+        |e| e.destructive,
+        true,
+    ),
+    (
+        "effects-writes",
+        "filesystem.write",
+        |e| e.filesystem.as_ref()?.write,
+        true,
+    ),
+    (
+        "effects-deletes",
+        "filesystem.delete",
+        |e| e.filesystem.as_ref()?.delete,
+        true,
+    ),
+    ("effects-network", "network", |e| e.network, true),
+    ("effects-subprocess", "subprocess", |e| e.subprocess, true),
+    (
+        "effects-billable",
+        "cost.billable",
+        |e| e.cost.as_ref()?.billable,
+        true,
+    ),
+    (
+        "effects-interactive",
+        "interactive",
+        |e| Some(e.interactive.as_ref()?.needs_human()),
+        true,
+    ),
+    ("effects-idempotent", "idempotent", |e| e.idempotent, false),
+    ("effects-reversible", "reversible", |e| e.reversible, false),
+];
+
+/// A command's effects, old and new: losing read-only, then each field that became less
+/// safe (breaking) or safer.
 fn effects(d: &mut Differ<'_>, command: &str, o: &Effects, n: &Effects) {
-    let fs = |e: &Effects, f: fn(&crate::model::FilesystemEffects) -> Option<bool>| {
-        e.filesystem.as_ref().and_then(f)
-    };
-    let billable = |e: &Effects| e.cost.as_ref().and_then(|c| c.billable);
-    let human = |e: &Effects| e.interactive.as_ref().map(|i| i.needs_human());
-    type Field = (&'static str, &'static str, Option<bool>, Option<bool>, bool);
-    let fields: [Field; 9] = [
-        (
-            "effects-destructive",
-            "destructive",
-            o.destructive,
-            n.destructive,
-            true,
-        ),
-        (
-            "effects-writes",
-            "filesystem.write",
-            fs(o, |f| f.write),
-            fs(n, |f| f.write),
-            true,
-        ),
-        (
-            "effects-deletes",
-            "filesystem.delete",
-            fs(o, |f| f.delete),
-            fs(n, |f| f.delete),
-            true,
-        ),
-        ("effects-network", "network", o.network, n.network, true),
-        (
-            "effects-subprocess",
-            "subprocess",
-            o.subprocess,
-            n.subprocess,
-            true,
-        ),
-        (
-            "effects-billable",
-            "cost.billable",
-            billable(o),
-            billable(n),
-            true,
-        ),
-        (
-            "effects-interactive",
-            "interactive",
-            human(o),
-            human(n),
-            true,
-        ),
-        (
-            "effects-idempotent",
-            "idempotent",
-            o.idempotent,
-            n.idempotent,
-            false,
-        ),
-        (
-            "effects-reversible",
-            "reversible",
-            o.reversible,
-            n.reversible,
-            false,
-        ),
-    ];
     if o.is_read_only() && !n.is_read_only() {
         d.push(
             Class::Effects,
@@ -792,7 +801,8 @@ fn effects(d: &mut Differ<'_>, command: &str, o: &Effects, n: &Effects) {
             Some(Value::from(n.summary())),
         );
     }
-    for (kind, field, ov, nv, is_hazard) in fields {
+    for (kind, field, read, is_hazard) in FIELDS {
+        let (ov, nv) = (read(o), read(n));
         let (before, after) = if is_hazard {
             (hazard(ov), hazard(nv))
         } else {

@@ -205,45 +205,8 @@ impl<'a> FromClap<'a> {
             .collect();
         let global_options: Vec<Opt> = root_globals.iter().map(|a| option(a)).collect();
 
-        let mut commands = Commands::new();
-        let own_root_args: Vec<&Arg> = cmd
-            .get_arguments()
-            .filter(|a| !a.is_global_set() && is_visible(a))
-            .filter(|a| !self.is_skipped_root_arg(a))
-            .collect();
-        if !own_root_args.is_empty() || visible_subcommands(&cmd).next().is_none() {
-            let mut root = command_from_args(&cmd, &own_root_args, &[name.as_str()]);
-            root.description = command_description(&cmd, &[name.as_str()]);
-            commands.insert(String::new(), root);
-        }
-        let mut path = vec![name.clone()];
-        for sub in visible_subcommands(&cmd) {
-            let key = sub.get_name().to_string();
-            let converted = convert_command(sub, &global_ids, &mut path);
-            commands.insert(key, converted);
-        }
-
-        let mut seen: BTreeSet<&[String]> = BTreeSet::new();
-        let mut features = self.features.clone();
-        for (path, effects) in &self.effects {
-            let shown = path.join(" ");
-            if !seen.insert(path.as_slice()) {
-                return Err(FromClapError::DuplicateEffectsPath { path: shown });
-            }
-            let target = lookup_mut(&mut commands, path)
-                .ok_or(FromClapError::UnknownEffectsPath { path: shown })?;
-            target.effects = Some(effects.clone());
-            if effects.interactive.is_some() {
-                push_unique(&mut features, "interactive-effects");
-            }
-        }
-        if self
-            .tool_effects
-            .as_ref()
-            .is_some_and(|e| e.interactive.is_some())
-        {
-            push_unique(&mut features, "interactive-effects");
-        }
+        let mut commands = self.commands(&cmd, &name, &global_ids);
+        let features = self.apply_effects(&mut commands)?;
 
         Ok(Metadata {
             atip: AtipField::Current(AtipObject {
@@ -270,6 +233,57 @@ impl<'a> FromClap<'a> {
             patterns: None,
             extra: Extra::new(),
         })
+    }
+
+    /// The commands: the root's own arguments as the command `""` (also when there are no
+    /// subcommands), then each visible subcommand, converted with its own.
+    fn commands(&self, cmd: &clap::Command, name: &str, global_ids: &BTreeSet<String>) -> Commands {
+        let mut commands = Commands::new();
+        let own_root_args: Vec<&Arg> = cmd
+            .get_arguments()
+            .filter(|a| !a.is_global_set() && is_visible(a))
+            .filter(|a| !self.is_skipped_root_arg(a))
+            .collect();
+        if !own_root_args.is_empty() || visible_subcommands(cmd).next().is_none() {
+            let mut root = command_from_args(cmd, &own_root_args, &[name]);
+            root.description = command_description(cmd, &[name]);
+            commands.insert(String::new(), root);
+        }
+        let mut path = vec![name.to_string()];
+        for sub in visible_subcommands(cmd) {
+            let key = sub.get_name().to_string();
+            let converted = convert_command(sub, global_ids, &mut path);
+            commands.insert(key, converted);
+        }
+        commands
+    }
+
+    /// Sets each command's effects from the table (a path named twice, or naming no
+    /// command, is an error); returns the features, with `interactive-effects` when any
+    /// effects (or the tool's) state interaction.
+    fn apply_effects(&self, commands: &mut Commands) -> Result<Vec<String>, FromClapError> {
+        let mut seen: BTreeSet<&[String]> = BTreeSet::new();
+        let mut features = self.features.clone();
+        for (path, effects) in &self.effects {
+            let shown = path.join(" ");
+            if !seen.insert(path.as_slice()) {
+                return Err(FromClapError::DuplicateEffectsPath { path: shown });
+            }
+            let target = lookup_mut(commands, path)
+                .ok_or(FromClapError::UnknownEffectsPath { path: shown })?;
+            target.effects = Some(effects.clone());
+            if effects.interactive.is_some() {
+                push_unique(&mut features, "interactive-effects");
+            }
+        }
+        if self
+            .tool_effects
+            .as_ref()
+            .is_some_and(|e| e.interactive.is_some())
+        {
+            push_unique(&mut features, "interactive-effects");
+        }
+        Ok(features)
     }
 
     fn is_skipped_root_arg(&self, arg: &Arg) -> bool {
@@ -635,6 +649,69 @@ mod tests {
     use serde_json::json;
     use std::path::PathBuf;
 
+    /// The fixture's `copy`: every kind of argument and option the conversion reads.
+    fn copy() -> ClapCommand {
+        ClapCommand::new("copy")
+            .about("Copy things")
+            .long_about("Copy things from one place to another.")
+            .arg(
+                Arg::new("source")
+                    .required(true)
+                    .value_parser(value_parser!(PathBuf))
+                    .help("Where from"),
+            )
+            .arg(
+                Arg::new("dest")
+                    .value_parser(value_parser!(PathBuf))
+                    .value_hint(ValueHint::DirPath)
+                    .num_args(1..)
+                    .help("Where to"),
+            )
+            .arg(
+                Arg::new("force")
+                    .short('f')
+                    .long("force")
+                    .visible_alias("overwrite")
+                    .action(ArgAction::SetTrue)
+                    .help("Overwrite"),
+            )
+            .arg(
+                Arg::new("no-sync")
+                    .long("no-sync")
+                    .action(ArgAction::SetFalse),
+            )
+            .arg(
+                Arg::new("jobs")
+                    .short('j')
+                    .long("jobs")
+                    .value_parser(value_parser!(u64))
+                    .default_value("4")
+                    .env("DEMO_JOBS")
+                    .help("Parallel jobs"),
+            )
+            .arg(
+                Arg::new("mode")
+                    .long("mode")
+                    .value_parser(["fast", "safe"])
+                    .default_value("safe")
+                    .required(true)
+                    .help("How to copy"),
+            )
+            .arg(
+                Arg::new("exclude")
+                    .long("exclude")
+                    .action(ArgAction::Append)
+                    .help("Skip matching names"),
+            )
+            .arg(Arg::new("secret").long("secret").hide(true))
+            .arg(
+                Arg::new("ratio")
+                    .long("ratio")
+                    .value_parser(value_parser!(f64)),
+            )
+            .arg(Arg::new("url").long("url").value_hint(ValueHint::Url))
+    }
+
     fn synthetic() -> ClapCommand {
         ClapCommand::new("demo")
             .version("3.1.4")
@@ -653,67 +730,7 @@ mod tests {
                     .action(ArgAction::SetTrue)
                     .help("Print metadata"),
             )
-            .subcommand(
-                ClapCommand::new("copy")
-                    .about("Copy things")
-                    .long_about("Copy things from one place to another.")
-                    .arg(
-                        Arg::new("source")
-                            .required(true)
-                            .value_parser(value_parser!(PathBuf))
-                            .help("Where from"),
-                    )
-                    .arg(
-                        Arg::new("dest")
-                            .value_parser(value_parser!(PathBuf))
-                            .value_hint(ValueHint::DirPath)
-                            .num_args(1..)
-                            .help("Where to"),
-                    )
-                    .arg(
-                        Arg::new("force")
-                            .short('f')
-                            .long("force")
-                            .visible_alias("overwrite")
-                            .action(ArgAction::SetTrue)
-                            .help("Overwrite"),
-                    )
-                    .arg(
-                        Arg::new("no-sync")
-                            .long("no-sync")
-                            .action(ArgAction::SetFalse),
-                    )
-                    .arg(
-                        Arg::new("jobs")
-                            .short('j')
-                            .long("jobs")
-                            .value_parser(value_parser!(u64))
-                            .default_value("4")
-                            .env("DEMO_JOBS")
-                            .help("Parallel jobs"),
-                    )
-                    .arg(
-                        Arg::new("mode")
-                            .long("mode")
-                            .value_parser(["fast", "safe"])
-                            .default_value("safe")
-                            .required(true)
-                            .help("How to copy"),
-                    )
-                    .arg(
-                        Arg::new("exclude")
-                            .long("exclude")
-                            .action(ArgAction::Append)
-                            .help("Skip matching names"),
-                    )
-                    .arg(Arg::new("secret").long("secret").hide(true))
-                    .arg(
-                        Arg::new("ratio")
-                            .long("ratio")
-                            .value_parser(value_parser!(f64)),
-                    )
-                    .arg(Arg::new("url").long("url").value_hint(ValueHint::Url)),
-            )
+            .subcommand(copy())
             .subcommand(
                 ClapCommand::new("remote")
                     .about("Manage remotes")

@@ -47,6 +47,55 @@ fn first_problem(report: &FileReport) -> String {
 
 /// Reads and validates one side.
 pub fn load(origin: &Origin, opts: &validate::Options) -> Result<Loaded, AtipError> {
+    let source = read(origin, opts)?;
+    let checked = validate::check_bytes(&source.bytes, Some(Kind::Metadata), None);
+    let report_of = |c: &validate::Checked| FileReport {
+        path: source.path.clone(),
+        kind: c.kind,
+        valid: c.is_valid(),
+        diagnostics: c.diagnostics.clone(),
+        missing: false,
+        source: None,
+        rendered: None,
+    };
+    // A shim is metadata plus `binary`: check it as what it is.
+    let checked = match checked.value.as_ref().map(Kind::detect) {
+        Some(Kind::Shim) => validate::check_bytes(&source.bytes, Some(Kind::Shim), None),
+        _ => checked,
+    };
+    if !checked.is_valid() {
+        let errors = checked.count(Severity::Error);
+        return Err(AtipError::new(
+            ErrorCode::MetadataInvalid,
+            format!(
+                "{} is not valid ATIP metadata ({errors} error{}); first: {}",
+                source.path,
+                if errors == 1 { "" } else { "s" },
+                first_problem(&report_of(&checked))
+            ),
+        )
+        .hint(format!(
+            "run `atip validate {}` for every finding",
+            source.path
+        ))
+        .details(json!({"path": source.path, "errors": errors})));
+    }
+    let value = checked.value.expect("check_bytes keeps the value");
+    let meta = Metadata::from_value(value).map_err(|e| {
+        AtipError::new(
+            ErrorCode::MetadataInvalid,
+            format!("{} cannot be read as metadata: {e}", source.path),
+        )
+    })?;
+    Ok(Loaded {
+        meta,
+        source: source.path,
+    })
+}
+
+/// The document's bytes from its origin; a directory, an input that cannot be read and a
+/// tool that breaks the `--agent` contract are errors with the code each calls for.
+fn read(origin: &Origin, opts: &validate::Options) -> Result<validate::run::Source, AtipError> {
     let input = match origin {
         Origin::File(p) => Input::Path(p.clone()),
         Origin::Stdin => Input::Stdin,
@@ -91,47 +140,5 @@ pub fn load(origin: &Origin, opts: &validate::Options) -> Result<Loaded, AtipErr
         )
         .hint("the tool must exit 0 and print one JSON document for --agent"));
     }
-    let checked = validate::check_bytes(&source.bytes, Some(Kind::Metadata), None);
-    let report_of = |c: &validate::Checked| FileReport {
-        path: source.path.clone(),
-        kind: c.kind,
-        valid: c.is_valid(),
-        diagnostics: c.diagnostics.clone(),
-        missing: false,
-        source: None,
-        rendered: None,
-    };
-    // A shim is metadata plus `binary`: check it as what it is.
-    let checked = match checked.value.as_ref().map(Kind::detect) {
-        Some(Kind::Shim) => validate::check_bytes(&source.bytes, Some(Kind::Shim), None),
-        _ => checked,
-    };
-    if !checked.is_valid() {
-        let errors = checked.count(Severity::Error);
-        return Err(AtipError::new(
-            ErrorCode::MetadataInvalid,
-            format!(
-                "{} is not valid ATIP metadata ({errors} error{}); first: {}",
-                source.path,
-                if errors == 1 { "" } else { "s" },
-                first_problem(&report_of(&checked))
-            ),
-        )
-        .hint(format!(
-            "run `atip validate {}` for every finding",
-            source.path
-        ))
-        .details(json!({"path": source.path, "errors": errors})));
-    }
-    let value = checked.value.expect("check_bytes keeps the value");
-    let meta = Metadata::from_value(value).map_err(|e| {
-        AtipError::new(
-            ErrorCode::MetadataInvalid,
-            format!("{} cannot be read as metadata: {e}", source.path),
-        )
-    })?;
-    Ok(Loaded {
-        meta,
-        source: source.path,
-    })
+    Ok(source)
 }

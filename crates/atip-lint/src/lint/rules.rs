@@ -325,61 +325,83 @@ fn effects_rules(
     out: &mut Vec<Finding>,
 ) {
     for (ptr, own, effective, who) in effects_objects(meta, entries) {
-        if *own == Effects::default() {
-            out.push(
+        effects_object(&ptr, own, &effective, &who, out);
+    }
+    effects_unstated(meta, tool, entries, out);
+}
+
+/// One effects object (`own`, of `who` at `ptr`; `effective` with what it inherits):
+/// empty, destructive without saying whether it can be undone, billable without saying
+/// it is not idempotent, contradicting itself.
+fn effects_object(
+    ptr: &str,
+    own: &Effects,
+    effective: &Effects,
+    who: &str,
+    out: &mut Vec<Finding>,
+) {
+    if *own == Effects::default() {
+        out.push(
+            finding(
+                "empty-effects",
+                ptr,
+                format!("the effects of {who} are an empty object: they state nothing"),
+            )
+            .fix(Fix::Remove {
+                pointer: ptr.to_string(),
+            }),
+        );
+    }
+    if own.destructive == Some(true) && effective.reversible.is_none() {
+        out.push(
+            finding(
+                "destructive-without-reversible",
+                format!("{ptr}/destructive"),
+                format!("{who} is destructive but does not say whether it can be undone"),
+            )
+            .fix(Fix::Set {
+                pointer: format!("{ptr}/reversible"),
+                value: json!(false),
+            }),
+        );
+    }
+    if own.cost.as_ref().and_then(|c| c.billable) == Some(true) {
+        match effective.idempotent {
+            None => out.push(
                 finding(
-                    "empty-effects",
-                    ptr.clone(),
-                    format!("the effects of {who} are an empty object: they state nothing"),
-                )
-                .fix(Fix::Remove {
-                    pointer: ptr.clone(),
-                }),
-            );
-        }
-        if own.destructive == Some(true) && effective.reversible.is_none() {
-            out.push(
-                finding(
-                    "destructive-without-reversible",
-                    format!("{ptr}/destructive"),
-                    format!("{who} is destructive but does not say whether it can be undone"),
+                    "billable-without-idempotent",
+                    format!("{ptr}/cost/billable"),
+                    format!("{who} is billable but does not say it is not idempotent"),
                 )
                 .fix(Fix::Set {
-                    pointer: format!("{ptr}/reversible"),
+                    pointer: format!("{ptr}/idempotent"),
                     value: json!(false),
                 }),
-            );
+            ),
+            Some(true) => out.push(
+                finding(
+                    "billable-without-idempotent",
+                    format!("{ptr}/cost/billable"),
+                    format!(
+                        "{who} is billable and claims to be idempotent: an agent would retry it and may be charged again"
+                    ),
+                )
+                .hint("set `idempotent: false` unless a retry is really free of charge"),
+            ),
+            Some(false) => {}
         }
-        if own.cost.as_ref().and_then(|c| c.billable) == Some(true) {
-            match effective.idempotent {
-                None => out.push(
-                    finding(
-                        "billable-without-idempotent",
-                        format!("{ptr}/cost/billable"),
-                        format!("{who} is billable but does not say it is not idempotent"),
-                    )
-                    .fix(Fix::Set {
-                        pointer: format!("{ptr}/idempotent"),
-                        value: json!(false),
-                    }),
-                ),
-                Some(true) => out.push(
-                    finding(
-                        "billable-without-idempotent",
-                        format!("{ptr}/cost/billable"),
-                        format!(
-                            "{who} is billable and claims to be idempotent: an agent would retry it and may be charged again"
-                        ),
-                    )
-                    .hint("set `idempotent: false` unless a retry is really free of charge"),
-                ),
-                Some(false) => {}
-            }
-        }
-        contradictions(&ptr, own, &effective, &who, out);
     }
-    // Runnable commands (or the tool itself, when it has no commands) whose
-    // destructiveness is unknown.
+    contradictions(ptr, own, effective, who, out);
+}
+
+/// Runnable commands (or the tool itself, when it has no commands) whose
+/// destructiveness is unknown.
+fn effects_unstated(
+    meta: &Metadata,
+    tool: &str,
+    entries: &[CommandEntry<'_>],
+    out: &mut Vec<Finding>,
+) {
     let unstated = |effects: &Effects| effects.destructive.is_none();
     if entries.is_empty() {
         let effects = meta.effects.clone().unwrap_or_default();
