@@ -53,6 +53,8 @@ pub use atip_base::digest;
 pub use atip_base::dirs;
 /// The run's environment snapshot: library code reads variables only from it.
 pub use atip_base::env;
+#[doc(hidden)]
+pub use atip_base::fileio;
 pub use atip_base::output;
 #[doc(hidden)]
 pub use atip_base::similar;

@@ -82,7 +82,7 @@ fn a_dependency_that_points_up_is_caught() {
 /// `src` without the items marked `#[cfg(test)]` (a test module, a test-only function):
 /// what a library ships. Braces are counted outside string and character literals and
 /// comments, which is enough for the code in this repository.
-fn shipped_code(src: &str) -> String {
+pub(crate) fn shipped_code(src: &str) -> String {
     let mut out = String::new();
     let mut lines = src.lines();
     while let Some(line) = lines.next() {
@@ -133,7 +133,7 @@ fn brace_balance(line: &str) -> i32 {
 }
 
 /// Every `.rs` file under `dir`, recursively.
-fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+pub(crate) fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
         if p.is_dir() {
@@ -172,7 +172,7 @@ fn shipped_uses(root: &Path, dirs: &[&str], needles: &[&str], allowed: &[&str]) 
 }
 
 /// The library crates' source directories (`crates/*/src`).
-fn library_sources(root: &Path) -> Vec<String> {
+pub(crate) fn library_sources(root: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(root.join("crates"))
         .unwrap()
         .map(|e| format!("crates/{}/src", e.unwrap().file_name().to_string_lossy()))

@@ -16,6 +16,7 @@ mod damaged;
 mod diff;
 mod effects;
 mod effects_table;
+mod errors;
 mod exec;
 mod export;
 mod export_props;

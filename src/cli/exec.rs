@@ -101,7 +101,7 @@ fn with_translation(report: &mut Value, policy: &Policy) {
     }
 }
 
-fn parse_size(s: &str) -> Result<usize, String> {
+fn parse_size(s: &str) -> Result<usize, atip::units::UnitError> {
     atip::units::parse_size(s).map(|v| v as usize)
 }
 

@@ -11,7 +11,7 @@ use atip::compile::{
 use atip::model::Metadata;
 use atip::output::ExitStatus;
 use atip::output::{AtipError, ErrorCode, Printer};
-use atip::registry::Entry;
+use atip::registry::{Entry, RegistryError};
 use rayon::prelude::*;
 use serde_json::json;
 use std::io::Write;
@@ -339,7 +339,7 @@ fn compile_all<W: Write>(
             }
             None => {
                 for batch in entries.chunks(BATCH) {
-                    let read: Vec<Result<Metadata, String>> = batch
+                    let read: Vec<Result<Metadata, RegistryError>> = batch
                         .par_iter()
                         .map(|(name, entry)| compile::source::read_entry(&ctx.dirs, name, entry))
                         .collect();
@@ -373,7 +373,7 @@ fn add_reusing<W: Write>(
         .par_iter()
         .map(|(_, e)| e.metadata_hex().and_then(|sha| store.load(sha)))
         .collect();
-    let mut read: Vec<Option<Result<Metadata, String>>> = batch
+    let mut read: Vec<Option<Result<Metadata, RegistryError>>> = batch
         .par_iter()
         .zip(&kept)
         .map(|((name, entry), k)| {
@@ -422,7 +422,7 @@ fn add_reusing<W: Write>(
 }
 
 /// An unreadable document: a warning now, and in the kept export's report.
-fn skip(ctx: &Ctx, warnings: &mut Vec<String>, name: &str, why: &str) {
+fn skip(ctx: &Ctx, warnings: &mut Vec<String>, name: &str, why: &RegistryError) {
     let w = format!("skipped {name}: {why}");
     ctx.out.warn(&w);
     warnings.push(w);

@@ -8,7 +8,7 @@ use atip::lint::config::Config;
 use atip::lint::rules::LINT_RULES;
 use atip::lint::{Options, lint_inputs};
 use atip::output::ExitStatus;
-use atip::output::{AtipError, ErrorCode, OutputFormat};
+use atip::output::{AtipError, OutputFormat};
 use atip::validate::Input;
 use atip::validate::render::{Format, Printer};
 use atip::validate::rules::{RULES, RuleInfo};
@@ -155,17 +155,13 @@ fn inputs(args: &Args) -> Result<Vec<Input>, AtipError> {
 /// The lint config: none with `--no-config`, the `--config` file, else the nearest
 /// `.atip-lint.json` from the working directory up.
 fn config(args: &Args) -> Result<Config, AtipError> {
-    let config_error = |e: atip::lint::config::ConfigError| {
-        AtipError::new(ErrorCode::ConfigInvalid, e.to_string())
-            .hint("see spec/lint.md for the .atip-lint.json format")
-    };
     if args.no_config {
         Ok(Config::default())
     } else if let Some(path) = &args.config {
-        Config::load(path).map_err(config_error)
+        Ok(Config::load(path)?)
     } else {
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-        Config::discover(&cwd).map_err(config_error)
+        Ok(Config::discover(&cwd)?)
     }
 }
 

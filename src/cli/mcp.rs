@@ -262,7 +262,7 @@ pub struct ImportArgs {
     dry_run: bool,
 }
 
-fn parse_size(s: &str) -> Result<usize, String> {
+fn parse_size(s: &str) -> Result<usize, atip::units::UnitError> {
     atip::units::parse_size(s).map(|v| v as usize)
 }
 

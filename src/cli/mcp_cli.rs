@@ -204,7 +204,7 @@ struct CallArgs {
     policy: Option<PathBuf>,
 }
 
-fn parse_size(s: &str) -> Result<usize, String> {
+fn parse_size(s: &str) -> Result<usize, atip::units::UnitError> {
     atip::units::parse_size(s).map(|v| v as usize)
 }
 

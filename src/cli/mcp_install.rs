@@ -40,10 +40,7 @@ fn backup_path(path: &Path) -> PathBuf {
 fn read(path: &Path) -> Result<Option<String>, AtipError> {
     match std::fs::read(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(AtipError::new(
-            ErrorCode::InputUnreadable,
-            format!("failed to read {}: {e}", path.display()),
-        )),
+        Err(e) => Err(atip::fileio::ReadError::at(path)(e).into()),
         Ok(b) => String::from_utf8(b).map(Some).map_err(|_| {
             AtipError::new(
                 ErrorCode::McpHostConfigInvalid,
@@ -62,7 +59,7 @@ fn write(path: &Path, text: &str, mode: u32) -> Result<(), AtipError> {
             durable: true,
         },
     )
-    .map_err(|e| AtipError::new(ErrorCode::FileWriteFailed, e.to_string()))
+    .map_err(AtipError::from)
 }
 
 /// Runs install (`add`) or uninstall.
@@ -143,20 +140,13 @@ fn config_path(a: &InstallArgs, ctx: &Ctx) -> Result<PathBuf, AtipError> {
     };
     let path = match &a.config_file {
         Some(p) => p.clone(),
-        None => a.host.location(a.scope, &env).map_err(usage)?,
+        None => a.host.location(a.scope, &env)?,
     };
     Ok(std::fs::canonicalize(&path).unwrap_or(path))
 }
 
 fn usage(m: String) -> AtipError {
     AtipError::new(ErrorCode::Usage, m)
-}
-
-fn invalid(path: &Path, m: String) -> AtipError {
-    AtipError::new(
-        ErrorCode::McpHostConfigInvalid,
-        format!("{}: {m}; it was not changed", path.display()),
-    )
 }
 
 /// The file with atip's entry added (`None`: it is there already).
@@ -171,7 +161,7 @@ fn installed(a: &InstallArgs, path: &Path, old: Option<&str>) -> Result<Option<S
         return Err(usage("--program must be an absolute path".into()));
     }
     let entry = a.host.entry(&program.to_string_lossy());
-    a.host.install(old, &entry).map_err(|m| invalid(path, m))
+    Ok(a.host.install(old, &entry).map_err(|e| e.in_file(path))?)
 }
 
 /// The file with atip's entry taken out (`None`: there is none), restored as the backup
@@ -188,7 +178,7 @@ fn uninstalled(
             let before = read(backup).ok().flatten();
             a.host
                 .uninstall(text, before.as_deref())
-                .map_err(|m| invalid(path, m))
+                .map_err(|e| e.in_file(path).into())
         }
     }
 }
@@ -204,11 +194,9 @@ fn apply(path: &Path, backup: &Path, old: Option<&str>, new: &str) -> Result<boo
         write(backup, o, mode)?;
     }
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            AtipError::new(
-                ErrorCode::FileWriteFailed,
-                format!("{}: {e}", dir.display()),
-            )
+        std::fs::create_dir_all(dir).map_err(|source| atip::atomic::WriteError {
+            path: dir.to_owned(),
+            source,
         })?;
     }
     write(path, new, mode)?;

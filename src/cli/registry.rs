@@ -144,7 +144,7 @@ fn parse_expires(s: &str) -> Result<build::Expiry, String> {
             .map(build::Expiry::At)
             .ok_or_else(|| format!("{s:?}: give a time as YYYY-MM-DDTHH:MM:SSZ (UTC)"));
     }
-    let d = atip::units::parse_duration(s)?;
+    let d = atip::units::parse_duration(s).map_err(|e| e.to_string())?;
     if d.is_zero() {
         return Err("a catalog valid for 0 s expires as it is built".into());
     }

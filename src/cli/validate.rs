@@ -50,11 +50,11 @@ pub struct Args {
     pub parse_only: bool,
 }
 
-fn parse_size(s: &str) -> Result<u64, String> {
+fn parse_size(s: &str) -> Result<u64, atip::units::UnitError> {
     atip::units::parse_size(s)
 }
 
-fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+fn parse_duration(s: &str) -> Result<std::time::Duration, atip::units::UnitError> {
     atip::units::parse_duration(s)
 }
 

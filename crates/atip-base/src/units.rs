@@ -3,16 +3,55 @@
 
 use std::time::Duration;
 
+/// A duration or size that does not parse; the message quotes it and says what is
+/// accepted. Clap takes it as a flag's value-parser error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnitError {
+    /// No number in front.
+    #[error("invalid {kind} '{text}': expected e.g. {example}")]
+    Number {
+        /// `duration` or `size`.
+        kind: &'static str,
+        /// The text given.
+        text: String,
+        /// What a good one looks like.
+        example: &'static str,
+    },
+    /// An unknown unit.
+    #[error("invalid {kind} unit '{unit}' in '{text}': use {units}")]
+    Unit {
+        /// `duration` or `size`.
+        kind: &'static str,
+        /// The unit given.
+        unit: String,
+        /// The text given.
+        text: String,
+        /// The units accepted.
+        units: &'static str,
+    },
+    /// Negative, too large, or not finite.
+    #[error("{kind} '{text}' is out of range")]
+    Range {
+        /// `duration` or `size`.
+        kind: &'static str,
+        /// The text given.
+        text: String,
+    },
+}
+
 /// Parses `500ms`, `2s`, `1.5s`, `3m`, `1h`, `30d`. A bare number is seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
+    const KIND: &str = "duration";
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("invalid duration '{text}': expected e.g. 2s or 500ms"))?;
+    let value: f64 = num.parse().map_err(|_| UnitError::Number {
+        kind: KIND,
+        text: text.to_owned(),
+        example: "2s or 500ms",
+    })?;
     let scale = match unit.trim() {
         "ms" => 0.001,
         "" | "s" => 1.0,
@@ -20,14 +59,20 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "h" => 3600.0,
         "d" => 86_400.0,
         other => {
-            return Err(format!(
-                "invalid duration unit '{other}' in '{text}': use ms, s, m, h or d"
-            ));
+            return Err(UnitError::Unit {
+                kind: KIND,
+                unit: other.to_owned(),
+                text: text.to_owned(),
+                units: "ms, s, m, h or d",
+            });
         }
     };
     let secs = value * scale;
     if !secs.is_finite() || !(0.0..=86_400.0 * 365.0).contains(&secs) {
-        return Err(format!("duration '{text}' is out of range"));
+        return Err(UnitError::Range {
+            kind: KIND,
+            text: text.to_owned(),
+        });
     }
     Ok(Duration::from_secs_f64(secs))
 }
@@ -43,27 +88,34 @@ pub fn format_duration(d: Duration) -> String {
 }
 
 /// Parses `4096`, `64KiB`, `64K`, `8MiB`, `8MB`, `1GiB` (binary multiples).
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, UnitError> {
+    const KIND: &str = "size";
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let value: u64 = num
-        .parse()
-        .map_err(|_| format!("invalid size '{text}': expected e.g. 64KiB or 8MiB"))?;
+    let value: u64 = num.parse().map_err(|_| UnitError::Number {
+        kind: KIND,
+        text: text.to_owned(),
+        example: "64KiB or 8MiB",
+    })?;
     let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kb" | "kib" => 1 << 10,
         "m" | "mb" | "mib" => 1 << 20,
         "g" | "gb" | "gib" => 1 << 30,
         other => {
-            return Err(format!(
-                "invalid size unit '{other}' in '{text}': use KiB, MiB or GiB"
-            ));
+            return Err(UnitError::Unit {
+                kind: KIND,
+                unit: other.to_owned(),
+                text: text.to_owned(),
+                units: "KiB, MiB or GiB",
+            });
         }
     };
-    value
-        .checked_mul(scale)
-        .ok_or_else(|| format!("size '{text}' is out of range"))
+    value.checked_mul(scale).ok_or_else(|| UnitError::Range {
+        kind: KIND,
+        text: text.to_owned(),
+    })
 }
 
 #[cfg(test)]

@@ -409,7 +409,7 @@ fn write_records<W: Write + Seek>(
     let mut searchable: Vec<u32> = Vec::new();
     let mut records = layout.section(out)?;
     for batch in entries.chunks(BATCH) {
-        let flat: Vec<(String, Result<Flat, String>)> = batch
+        let flat: Vec<(String, Result<Flat, crate::registry::RegistryError>)> = batch
             .par_iter()
             .map(|(name, entry)| {
                 let entry_json = serde_json::to_string(entry).expect("a registry entry serializes");
@@ -427,7 +427,7 @@ fn write_records<W: Write + Seek>(
             let first = rows.len() as u32;
             let (tool, tools, error, section) = match r {
                 Ok(flat) => (flat.tool, flat.tools, None, flat.section_prior),
-                Err(e) => ((*name).clone(), Vec::new(), Some(e), 1.0),
+                Err(e) => ((*name).clone(), Vec::new(), Some(e.to_string()), 1.0),
             };
             let known = machine.get(*name);
             let facts = Facts {

@@ -7,7 +7,7 @@
 use crate::dirs::Dirs;
 use crate::model::Metadata;
 use crate::output::{Applicability, AtipError, ErrorCode, SuggestedAction, Suggestion};
-use crate::registry::{Entry, Index};
+use crate::registry::{Entry, Index, RegistryError};
 use rayon::prelude::*;
 use serde_json::json;
 use std::path::Path;
@@ -112,8 +112,8 @@ pub fn selected_tools(
 }
 
 /// Reads one entry's metadata; a document without a `name` takes its registry name.
-pub fn read_entry(dirs: &Dirs, name: &str, entry: &Entry) -> Result<Metadata, String> {
-    let m = Index::read_metadata(dirs, entry).map_err(|e| e.to_string())?;
+pub fn read_entry(dirs: &Dirs, name: &str, entry: &Entry) -> Result<Metadata, RegistryError> {
+    let m = Index::read_metadata(dirs, entry)?;
     Ok(vouched(named(m, name), entry))
 }
 
@@ -124,13 +124,10 @@ pub fn parse_entry(
     name: &str,
     entry: &Entry,
     bytes: &[u8],
-) -> Result<Metadata, String> {
-    let m = Metadata::from_slice(bytes).map_err(|e| {
-        crate::registry::RegistryError::Parse {
-            path: entry.metadata_file(dirs).unwrap_or_default(),
-            message: e.to_string(),
-        }
-        .to_string()
+) -> Result<Metadata, RegistryError> {
+    let m = Metadata::from_slice(bytes).map_err(|e| RegistryError::Parse {
+        path: entry.metadata_file(dirs).unwrap_or_default(),
+        message: e.to_string(),
     })?;
     Ok(vouched(named(m, name), entry))
 }
@@ -160,7 +157,7 @@ fn named(mut m: Metadata, name: &str) -> Metadata {
 /// unreadable document is a warning, or an error when `only` named it.
 pub fn load_registry(dirs: &Dirs, only: Option<&[String]>) -> Result<Loaded, AtipError> {
     let entries = registry_entries(dirs, only)?;
-    let results: Vec<(&String, Result<Metadata, String>)> = entries
+    let results: Vec<(&String, Result<Metadata, RegistryError>)> = entries
         .par_iter()
         .map(|(name, entry)| (name, read_entry(dirs, name, entry)))
         .collect();
@@ -176,7 +173,7 @@ pub fn load_registry(dirs: &Dirs, only: Option<&[String]>) -> Result<Loaded, Ati
 }
 
 /// The error for a named tool whose metadata cannot be read.
-pub(crate) fn unreadable(name: &str, e: &str) -> AtipError {
+pub(crate) fn unreadable(name: &str, e: &RegistryError) -> AtipError {
     AtipError::new(ErrorCode::MetadataInvalid, format!("tool {name}: {e}"))
         .hint("run `atip scan` to refresh it, or `atip doctor`")
 }

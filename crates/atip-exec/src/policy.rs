@@ -1049,25 +1049,39 @@ impl Policy {
 
     /// Checks a file or directory argument: resolved against `cwd` with symlinks
     /// followed, it must lie inside one of the roots. Returns the resolved path.
-    pub(crate) fn check_path(&self, value: &str, cwd: &Path) -> Result<PathBuf, String> {
+    pub(crate) fn check_path(&self, value: &str, cwd: &Path) -> Result<PathBuf, PathRefused> {
         if value.is_empty() {
-            return Err("empty path".into());
+            return Err(PathRefused::Empty);
         }
         let resolved = resolve_path(&cwd.join(value));
         if self.roots.iter().any(|r| resolved.starts_with(r)) {
             Ok(resolved)
         } else {
-            Err(format!(
-                "{value:?} resolves to {} which is outside the allowed roots ({})",
-                resolved.display(),
-                self.roots
-                    .iter()
-                    .map(|r| r.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
+            Err(PathRefused::Outside {
+                value: value.to_owned(),
+                resolved,
+                roots: self.roots.clone(),
+            })
         }
     }
+}
+
+/// Why a path argument is refused (rule `path.outside_roots`).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PathRefused {
+    /// An empty string.
+    #[error("empty path")]
+    Empty,
+    /// Resolved (symlinks followed) outside every root.
+    #[error("{value:?} resolves to {} which is outside the allowed roots ({})", resolved.display(), roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", "))]
+    Outside {
+        /// The argument.
+        value: String,
+        /// Where it leads.
+        resolved: PathBuf,
+        /// The policy's roots.
+        roots: Vec<PathBuf>,
+    },
 }
 
 impl Policy {

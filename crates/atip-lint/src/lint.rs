@@ -303,6 +303,16 @@ pub fn lint_inputs(
     totals
 }
 
+/// Why a registered document could not be linted (said in its `input-unreadable`
+/// finding).
+#[derive(Debug, thiserror::Error)]
+enum RegisteredRead {
+    #[error(transparent)]
+    Registry(crate::registry::RegistryError),
+    #[error("{size} bytes, more than --max-size {max}")]
+    TooLarge { size: usize, max: u64 },
+}
+
 /// Lints every document the registry holds (`atip lint --registry`), in tool-name
 /// order. Each is read as the registry reads it (its hash checked against the entry) and
 /// reported as `NAME (tools/HEX.json)`; `--fix` never rewrites them (the files are named
@@ -319,14 +329,13 @@ pub fn lint_registry(
     for (name, entry) in entries {
         let shown = format!("{name} ({})", entry.metadata);
         let read = crate::registry::Index::read_document(dirs, &entry)
-            .map_err(|e| e.to_string())
+            .map_err(RegisteredRead::Registry)
             .and_then(|bytes| {
                 if bytes.len() as u64 > opts.read.max_size {
-                    Err(format!(
-                        "{} bytes, more than --max-size {}",
-                        bytes.len(),
-                        opts.read.max_size
-                    ))
+                    Err(RegisteredRead::TooLarge {
+                        size: bytes.len(),
+                        max: opts.read.max_size,
+                    })
                 } else {
                     Ok(bytes)
                 }

@@ -13,6 +13,7 @@
 //! the nonce and the exact call (tool name and canonical arguments). The server also
 //! remembers the nonces it issued (bounded, each for [`TTL`]); redeeming one removes it.
 
+use crate::output::{AtipError, ErrorCode};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -81,12 +82,23 @@ fn canonical(v: &Value) -> Value {
     }
 }
 
+/// The operating system gave no random bytes for the confirmation key.
+#[derive(Debug, thiserror::Error)]
+#[error("no random bytes for the confirmation key: {0}")]
+pub(crate) struct NoRandom(#[source] std::io::Error);
+
+impl From<NoRandom> for AtipError {
+    /// Internal (exit 70): every supported system has a random source.
+    fn from(e: NoRandom) -> Self {
+        AtipError::new(ErrorCode::Internal, e.to_string())
+    }
+}
+
 impl Tokens {
     /// A fresh key from the operating system's random source.
-    pub(crate) fn new() -> Result<Tokens, String> {
+    pub(crate) fn new() -> Result<Tokens, NoRandom> {
         let mut key = [0u8; 32];
-        atip_base::tls::random_bytes(&mut key)
-            .map_err(|_| "no random bytes for the confirmation key")?;
+        atip_base::tls::random_bytes(&mut key).map_err(NoRandom)?;
         Ok(Tokens {
             key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key),
             issued: Mutex::new(Issued::default()),

@@ -57,9 +57,98 @@ pub struct Env {
     pub cwd: PathBuf,
 }
 
+/// Why an agent host's config file cannot be edited. The file is left as it was.
+#[derive(Debug, thiserror::Error)]
+pub enum HostConfigError {
+    /// The host keeps no config in a project (`--scope project`).
+    #[error("Claude Desktop has no project config; use --scope user")]
+    NoProjectConfig,
+    /// Not JSON (with the place).
+    #[error("not valid JSON (line {}, column {}): {}", .0.line(), .0.column(), .0)]
+    JsonAt(#[source] serde_json::Error),
+    /// Not JSON (reading atip's entry back).
+    #[error("not valid JSON: {0}")]
+    Json(#[source] serde_json::Error),
+    /// atip's own entry in the file is not JSON.
+    #[error(transparent)]
+    Entry(serde_json::Error),
+    /// A JSON file whose top level is not an object.
+    #[error("the top level is not a JSON object")]
+    NotObject,
+    /// The host's servers key holds something other than an object.
+    #[error("\"{0}\" is not an object")]
+    ServersNotObject(String),
+    /// Not TOML (Codex).
+    #[error("not valid TOML: {0}")]
+    Toml(#[source] toml_edit::TomlError),
+    /// `mcp_servers.atip` is not a table.
+    #[error("mcp_servers.{ENTRY_NAME} is not a table")]
+    EntryNotTable,
+    /// `mcp_servers.atip` is written inline, not as its own table.
+    #[error("mcp_servers.{ENTRY_NAME} is not written as a [mcp_servers.{ENTRY_NAME}] table; {fix}")]
+    NotATable {
+        /// What the user can do.
+        fix: &'static str,
+    },
+    /// A bug: the edit made a file that does not parse.
+    #[error("internal: the edited file would not parse: {0}")]
+    EditBroke(#[source] Box<HostConfigError>),
+    /// A bug: the edited file does not read back as intended.
+    #[error("internal: {what}: {found}")]
+    ReadBack {
+        /// What went wrong.
+        what: &'static str,
+        /// What was read back (debug form).
+        found: String,
+    },
+}
+
+impl HostConfigError {
+    /// This error, about the file at `path`.
+    pub fn in_file(self, path: &std::path::Path) -> HostFileError {
+        HostFileError {
+            path: path.to_owned(),
+            source: self,
+        }
+    }
+}
+
+/// A [`HostConfigError`] with the file it is about.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}; it was not changed", path.display())]
+pub struct HostFileError {
+    /// The host's config file.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    #[source]
+    pub source: HostConfigError,
+}
+
+impl From<HostConfigError> for crate::output::AtipError {
+    /// A scope the host has not is a usage error; anything else about its file is
+    /// `mcp_host_config_invalid` (exit 78).
+    fn from(e: HostConfigError) -> Self {
+        use crate::output::{AtipError, ErrorCode};
+        match e {
+            HostConfigError::NoProjectConfig => AtipError::new(ErrorCode::Usage, e.to_string()),
+            _ => AtipError::new(ErrorCode::McpHostConfigInvalid, e.to_string()),
+        }
+    }
+}
+
+impl From<HostFileError> for crate::output::AtipError {
+    /// Classified as the bare error; the message names the file.
+    fn from(e: HostFileError) -> Self {
+        let message = e.to_string();
+        let mut err = crate::output::AtipError::from(e.source);
+        err.message = message;
+        err.details(serde_json::json!({ "path": e.path }))
+    }
+}
+
 impl Host {
     /// The documented config file of this host for `scope`.
-    pub fn location(self, scope: Scope, env: &Env) -> Result<PathBuf, String> {
+    pub fn location(self, scope: Scope, env: &Env) -> Result<PathBuf, HostConfigError> {
         let config = || {
             env.xdg_config
                 .clone()
@@ -77,7 +166,7 @@ impl Host {
                 config().join("Claude/claude_desktop_config.json")
             }
             (Host::ClaudeDesktop, Scope::Project) => {
-                return Err("Claude Desktop has no project config; use --scope user".into());
+                return Err(HostConfigError::NoProjectConfig);
             }
             (Host::Cursor, Scope::User) => env.home.join(".cursor/mcp.json"),
             (Host::Cursor, Scope::Project) => env.cwd.join(".cursor/mcp.json"),
@@ -118,7 +207,7 @@ impl Host {
     }
 
     /// atip's entry as `text` has it, to recognise an install (`Null` when absent).
-    fn entry_in(self, text: &str) -> Result<Value, String> {
+    fn entry_in(self, text: &str) -> Result<Value, HostConfigError> {
         if self == Host::Codex {
             let e = toml_entry(text)?.unwrap_or(Value::Null);
             // The TOML table holds command and args; the entry shape is the host's.
@@ -131,13 +220,17 @@ impl Host {
             return Ok(Value::Null);
         }
         let v: Value = serde_json::from_str(&drop_trailing_commas(&blank_comments(text)))
-            .map_err(|e| format!("not valid JSON: {e}"))?;
+            .map_err(HostConfigError::Json)?;
         Ok(v[self.servers_key()][ENTRY_NAME].clone())
     }
 
     /// The file with atip's entry added (or corrected); `None` when it is already there
     /// as it should be. `text` is `None` for a file that does not exist yet.
-    pub fn install(self, text: Option<&str>, entry: &Value) -> Result<Option<String>, String> {
+    pub fn install(
+        self,
+        text: Option<&str>,
+        entry: &Value,
+    ) -> Result<Option<String>, HostConfigError> {
         match self {
             Host::Codex => toml_install(text.unwrap_or(""), entry),
             _ => json_install(text, self.servers_key(), entry),
@@ -148,7 +241,11 @@ impl Host {
     /// file as it was before the last install, when kept: if installing into it gives
     /// exactly `text`, nothing else changed since and it is the answer, byte for byte
     /// (a servers key the install created goes away again with it).
-    pub fn uninstall(self, text: &str, backup: Option<&str>) -> Result<Option<String>, String> {
+    pub fn uninstall(
+        self,
+        text: &str,
+        backup: Option<&str>,
+    ) -> Result<Option<String>, HostConfigError> {
         if let Some(b) = backup
             && let Ok(Some(again)) = self.install(Some(b), &self.entry_in(text)?)
             && again == text
@@ -337,17 +434,12 @@ fn line_indent(s: &str, at: usize) -> Option<&str> {
 }
 
 /// The document checked and scanned: (comment-blanked text, top-level object).
-fn parse_json(text: &str) -> Result<(String, Obj), String> {
+fn parse_json(text: &str) -> Result<(String, Obj), HostConfigError> {
     let blank = blank_comments(text);
-    let value: Value = serde_json::from_str(&drop_trailing_commas(&blank)).map_err(|e| {
-        format!(
-            "not valid JSON (line {}, column {}): {e}",
-            e.line(),
-            e.column()
-        )
-    })?;
+    let value: Value =
+        serde_json::from_str(&drop_trailing_commas(&blank)).map_err(HostConfigError::JsonAt)?;
     if !value.is_object() {
-        return Err("the top level is not a JSON object".into());
+        return Err(HostConfigError::NotObject);
     }
     let open = skip_ws(blank.as_bytes(), 0);
     let top = object(&blank, open);
@@ -414,7 +506,11 @@ fn indent_unit<'a>(text: &'a str, top: &Obj) -> &'a str {
         .unwrap_or("  ")
 }
 
-fn json_install(text: Option<&str>, key: &str, entry: &Value) -> Result<Option<String>, String> {
+fn json_install(
+    text: Option<&str>,
+    key: &str,
+    entry: &Value,
+) -> Result<Option<String>, HostConfigError> {
     let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
         let mut servers = Map::new();
         servers.insert(ENTRY_NAME.into(), entry.clone());
@@ -431,7 +527,7 @@ fn json_install(text: Option<&str>, key: &str, entry: &Value) -> Result<Option<S
             insert_member(text, &top, unit, key, &Value::Object(servers))
         }
         Some(m) if blank.as_bytes()[m.value.start] != b'{' => {
-            return Err(format!("\"{key}\" is not an object"));
+            return Err(HostConfigError::ServersNotObject(key.to_owned()));
         }
         Some(m) => {
             let servers = object(&blank, m.value.start);
@@ -439,7 +535,7 @@ fn json_install(text: Option<&str>, key: &str, entry: &Value) -> Result<Option<S
                 Some(s) => {
                     let current: Value =
                         serde_json::from_str(&drop_trailing_commas(&blank[s.value.clone()]))
-                            .map_err(|e| e.to_string())?;
+                            .map_err(HostConfigError::Entry)?;
                     if &current == entry {
                         return Ok(None);
                     }
@@ -455,11 +551,11 @@ fn json_install(text: Option<&str>, key: &str, entry: &Value) -> Result<Option<S
             }
         }
     };
-    parse_json(&new).map_err(|e| format!("internal: the edited file would not parse: {e}"))?;
+    parse_json(&new).map_err(|e| HostConfigError::EditBroke(Box::new(e)))?;
     Ok(Some(new))
 }
 
-fn json_uninstall(text: &str, key: &str) -> Result<Option<String>, String> {
+fn json_uninstall(text: &str, key: &str) -> Result<Option<String>, HostConfigError> {
     if text.trim().is_empty() {
         return Ok(None);
     }
@@ -468,7 +564,7 @@ fn json_uninstall(text: &str, key: &str) -> Result<Option<String>, String> {
         return Ok(None);
     };
     if blank.as_bytes()[m.value.start] != b'{' {
-        return Err(format!("\"{key}\" is not an object"));
+        return Err(HostConfigError::ServersNotObject(key.to_owned()));
     }
     let servers = object(&blank, m.value.start);
     let Some(k) = servers.members.iter().position(|s| s.key == ENTRY_NAME) else {
@@ -488,7 +584,7 @@ fn json_uninstall(text: &str, key: &str) -> Result<Option<String>, String> {
         ms[k].key_start..ms[k + 1].key_start
     };
     let new = format!("{}{}", &text[..cut.start], &text[cut.end..]);
-    parse_json(&new).map_err(|e| format!("internal: the edited file would not parse: {e}"))?;
+    parse_json(&new).map_err(|e| HostConfigError::EditBroke(Box::new(e)))?;
     Ok(Some(new))
 }
 
@@ -497,8 +593,8 @@ fn json_uninstall(text: &str, key: &str) -> Result<Option<String>, String> {
 
 /// Parses with toml_edit (a real TOML parser: a malformed file is refused before any
 /// edit) and returns atip's entry, when there is one, as JSON.
-fn toml_entry(text: &str) -> Result<Option<Value>, String> {
-    let doc = toml_edit::Document::parse(text).map_err(|e| format!("not valid TOML: {e}"))?;
+fn toml_entry(text: &str) -> Result<Option<Value>, HostConfigError> {
+    let doc = toml_edit::Document::parse(text).map_err(HostConfigError::Toml)?;
     let Some(servers) = doc.get("mcp_servers") else {
         return Ok(None);
     };
@@ -506,7 +602,7 @@ fn toml_entry(text: &str) -> Result<Option<Value>, String> {
         return Ok(None);
     };
     let Some(table) = entry.as_table_like() else {
-        return Err(format!("mcp_servers.{ENTRY_NAME} is not a table"));
+        return Err(HostConfigError::EntryNotTable);
     };
     let mut m = Map::new();
     for (k, v) in table.iter() {
@@ -575,14 +671,14 @@ fn toml_table_range(text: &str) -> Option<Range<usize>> {
     start.map(|s| s..text.len())
 }
 
-fn toml_install(text: &str, entry: &Value) -> Result<Option<String>, String> {
+fn toml_install(text: &str, entry: &Value) -> Result<Option<String>, HostConfigError> {
     let current = toml_entry(text)?;
     let want = serde_json::json!({"command": entry["command"], "args": entry["args"]});
     let new = match current {
         Some(c) if c == want => return Ok(None),
         Some(_) => {
-            let r = toml_table_range(text).ok_or_else(|| {
-                format!("mcp_servers.{ENTRY_NAME} is not written as a [mcp_servers.{ENTRY_NAME}] table; change it by hand or remove it")
+            let r = toml_table_range(text).ok_or(HostConfigError::NotATable {
+                fix: "change it by hand or remove it",
             })?;
             // Keep the blank line that separated it from the next table.
             let trailing = &text[r.clone()];
@@ -604,18 +700,19 @@ fn toml_install(text: &str, entry: &Value) -> Result<Option<String>, String> {
     };
     match toml_entry(&new) {
         Ok(Some(c)) if c == want => Ok(Some(new)),
-        other => Err(format!(
-            "internal: the edited file does not read back as atip's entry: {other:?}"
-        )),
+        other => Err(HostConfigError::ReadBack {
+            what: "the edited file does not read back as atip's entry",
+            found: format!("{other:?}"),
+        }),
     }
 }
 
-fn toml_uninstall(text: &str) -> Result<Option<String>, String> {
+fn toml_uninstall(text: &str) -> Result<Option<String>, HostConfigError> {
     if toml_entry(text)?.is_none() {
         return Ok(None);
     }
-    let r = toml_table_range(text).ok_or_else(|| {
-        format!("mcp_servers.{ENTRY_NAME} is not written as a [mcp_servers.{ENTRY_NAME}] table; remove it by hand")
+    let r = toml_table_range(text).ok_or(HostConfigError::NotATable {
+        fix: "remove it by hand",
     })?;
     let before = &text[..r.start];
     let after = &text[r.end..];
@@ -631,9 +728,10 @@ fn toml_uninstall(text: &str) -> Result<Option<String>, String> {
     let new = format!("{before}{after}");
     match toml_entry(&new) {
         Ok(None) => Ok(Some(new)),
-        other => Err(format!(
-            "internal: the entry is still there after removal: {other:?}"
-        )),
+        other => Err(HostConfigError::ReadBack {
+            what: "the entry is still there after removal",
+            found: format!("{other:?}"),
+        }),
     }
 }
 

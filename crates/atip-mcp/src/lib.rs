@@ -281,7 +281,7 @@ impl Server {
         proxy: Option<Arc<proxy::Proxy>>,
         jobs: usize,
     ) -> Result<Server, AtipError> {
-        let tokens = confirm::Tokens::new().map_err(|e| AtipError::new(ErrorCode::Internal, e))?;
+        let tokens = confirm::Tokens::new()?;
         Ok(Server {
             engine,
             total: listing.total,
@@ -757,9 +757,9 @@ impl Server {
                 let args = request.arguments.clone().unwrap_or_default();
                 return Ok(match finder.search(&args) {
                     Ok(v) => CallToolResult::structured(v).into(),
-                    Err(why) => CallToolResult::structured_error(exec::error_envelope(
+                    Err(e) => CallToolResult::structured_error(exec::error_envelope(
                         Some(search_mode::SEARCH_TOOL),
-                        &AtipError::new(ErrorCode::ArgsInvalid, why),
+                        &AtipError::from(e),
                     ))
                     .into(),
                 });

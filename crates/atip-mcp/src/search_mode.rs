@@ -11,6 +11,7 @@
 
 use crate::compile::FlatTool;
 use crate::exec::Engine;
+use crate::output::AtipError;
 use crate::search::SearchIndex;
 use rmcp::model::{Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
@@ -199,6 +200,29 @@ impl Default for Ranked {
     }
 }
 
+/// Why a search-tool call gave no results.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SearchError {
+    /// No query.
+    #[error("\"query\" must be a non-empty string")]
+    Query,
+    /// `limit` or `schemas` out of range.
+    #[error("\"{0}\" must be a whole number from 0 to {MAX_LIMIT}")]
+    Number(&'static str),
+    /// The compiled catalog could not be searched.
+    #[error(transparent)]
+    Catalog(AtipError),
+}
+
+impl From<SearchError> for AtipError {
+    fn from(e: SearchError) -> Self {
+        match e {
+            SearchError::Catalog(e) => e,
+            _ => AtipError::new(crate::output::ErrorCode::ArgsInvalid, e.to_string()),
+        }
+    }
+}
+
 impl Finder {
     /// A finder over the served tools.
     pub fn new(tools: Vec<FlatTool>, defaults: SearchDefaults) -> Finder {
@@ -232,23 +256,23 @@ impl Finder {
     }
 
     /// Runs a search-tool call: `{query, limit?, schemas?}` → `{query, total, results}`.
-    pub(crate) fn search(&self, args: &Map<String, Value>) -> Result<Value, String> {
+    /// A bad argument is `args_invalid`; a catalog that cannot be searched keeps its own
+    /// code.
+    pub(crate) fn search(&self, args: &Map<String, Value>) -> Result<Value, SearchError> {
         let query = args
             .get("query")
             .and_then(Value::as_str)
             .map(str::trim)
             .filter(|q| !q.is_empty())
-            .ok_or("\"query\" must be a non-empty string")?;
-        let num = |k: &str, d: u64| -> Result<usize, String> {
+            .ok_or(SearchError::Query)?;
+        let num = |k: &'static str, d: u64| -> Result<usize, SearchError> {
             match args.get(k) {
                 None => Ok(d as usize),
                 Some(v) => v
                     .as_u64()
                     .filter(|n| *n <= MAX_LIMIT)
                     .map(|n| n as usize)
-                    .ok_or(format!(
-                        "\"{k}\" must be a whole number from 0 to {MAX_LIMIT}"
-                    )),
+                    .ok_or(SearchError::Number(k)),
             }
         };
         let limit = num("limit", self.defaults.limit.min(MAX_LIMIT as usize) as u64)?.max(1);
@@ -275,7 +299,7 @@ impl Finder {
                 engine
                     .search_compiled(query, limit)
                     .unwrap_or_else(|| Ok(Vec::new()))
-                    .map_err(|e| e.message)?,
+                    .map_err(SearchError::Catalog)?,
                 *total,
             ),
         };
@@ -372,7 +396,7 @@ mod tests {
         assert!(f.search(&Map::new()).is_err());
         let bad: Map<String, Value> =
             serde_json::from_value(json!({"query": "x", "limit": 1000})).unwrap();
-        assert!(f.search(&bad).unwrap_err().contains("limit"));
+        assert!(f.search(&bad).unwrap_err().to_string().contains("limit"));
         let ok: Map<String, Value> = serde_json::from_value(json!({"query": "x"})).unwrap();
         assert_eq!(f.search(&ok).unwrap()["results"], json!([]));
     }

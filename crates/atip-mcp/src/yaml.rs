@@ -16,27 +16,61 @@ use yaml_rust2::scanner::{Marker, TScalarStyle};
 /// Deepest nesting of mappings and sequences accepted.
 const MAX_DEPTH: usize = 64;
 
-/// Parses one YAML document into JSON values. `Err` is a one-line message with the place.
-pub fn parse(text: &str) -> Result<Value, String> {
+/// Why a YAML config cannot be read; every message names the place.
+#[derive(Debug, thiserror::Error)]
+pub enum YamlError {
+    /// Not YAML.
+    #[error("not valid YAML: {} at line {}, column {}", .0.info(), .0.marker().line(), .0.marker().col() + 1)]
+    Syntax(#[source] yaml_rust2::ScanError),
+    /// A key given twice in one mapping.
+    #[error("duplicate key {key:?} at {at}")]
+    DuplicateKey {
+        /// The key.
+        key: String,
+        /// Where its second value is.
+        at: Place,
+    },
+    /// A mapping or list used as a key.
+    #[error("a mapping key must be a plain name, not a mapping or list, at {0}")]
+    ComplexKey(Place),
+    /// Nested past [`MAX_DEPTH`].
+    #[error("nested deeper than {MAX_DEPTH} levels at {0}")]
+    TooDeep(Place),
+    /// An alias (`*name`).
+    #[error("YAML aliases (*name) are not accepted in an MCP config, at {0}")]
+    Alias(Place),
+    /// More than one document.
+    #[error("holds {0} YAML documents (separated by ---); a config is one")]
+    Documents(usize),
+}
+
+/// A line and column (1-based) in the YAML text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    /// Line.
+    pub line: usize,
+    /// Column.
+    pub column: usize,
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}, column {}", self.line, self.column)
+    }
+}
+
+/// Parses one YAML document into JSON values.
+pub fn parse(text: &str) -> Result<Value, YamlError> {
     let mut b = Builder::default();
     let mut parser = Parser::new_from_str(text);
-    if let Err(e) = parser.load(&mut b, true) {
-        return Err(format!(
-            "not valid YAML: {} at line {}, column {}",
-            e.info(),
-            e.marker().line(),
-            e.marker().col() + 1
-        ));
-    }
+    parser.load(&mut b, true).map_err(YamlError::Syntax)?;
     if let Some(e) = b.error {
         return Err(e);
     }
     match b.docs.len() {
         0 => Ok(Value::Null),
         1 => Ok(b.docs.pop().unwrap_or(Value::Null)),
-        n => Err(format!(
-            "holds {n} YAML documents (separated by ---); a config is one"
-        )),
+        n => Err(YamlError::Documents(n)),
     }
 }
 
@@ -50,11 +84,14 @@ enum Open {
 struct Builder {
     stack: Vec<Open>,
     docs: Vec<Value>,
-    error: Option<String>,
+    error: Option<YamlError>,
 }
 
-fn at(mark: &Marker) -> String {
-    format!("line {}, column {}", mark.line(), mark.col() + 1)
+fn at(mark: &Marker) -> Place {
+    Place {
+        line: mark.line(),
+        column: mark.col() + 1,
+    }
 }
 
 fn is_str_tag(tag: &Option<Tag>) -> bool {
@@ -84,9 +121,9 @@ fn scalar(text: String, style: TScalarStyle, tag: &Option<Tag>) -> Value {
 }
 
 impl Builder {
-    fn fail(&mut self, msg: String) {
+    fn fail(&mut self, e: YamlError) {
         if self.error.is_none() {
-            self.error = Some(msg);
+            self.error = Some(e);
         }
     }
 
@@ -98,8 +135,10 @@ impl Builder {
             Some(Open::Map(m, key)) => match key.take() {
                 Some(k) => {
                     if m.contains_key(&k) {
-                        let msg = format!("duplicate key {k:?} at {}", at(mark));
-                        self.fail(msg);
+                        self.fail(YamlError::DuplicateKey {
+                            key: k,
+                            at: at(mark),
+                        });
                     } else {
                         m.insert(k, v);
                     }
@@ -108,10 +147,7 @@ impl Builder {
                     Value::String(k) => *key = Some(k),
                     // Keys are names: `1: x` or `true: x` is read as the string.
                     Value::Number(_) | Value::Bool(_) | Value::Null => *key = Some(v.to_string()),
-                    _ => self.fail(format!(
-                        "a mapping key must be a plain name, not a mapping or list, at {}",
-                        at(mark)
-                    )),
+                    _ => self.fail(YamlError::ComplexKey(at(mark))),
                 },
             },
         }
@@ -119,10 +155,7 @@ impl Builder {
 
     fn open(&mut self, o: Open, mark: &Marker) {
         if self.stack.len() >= MAX_DEPTH {
-            self.fail(format!(
-                "nested deeper than {MAX_DEPTH} levels at {}",
-                at(mark)
-            ));
+            self.fail(YamlError::TooDeep(at(mark)));
         }
         self.stack.push(o);
     }
@@ -134,10 +167,7 @@ impl MarkedEventReceiver for Builder {
             return;
         }
         match ev {
-            Event::Alias(_) => self.fail(format!(
-                "YAML aliases (*name) are not accepted in an MCP config, at {}",
-                at(&mark)
-            )),
+            Event::Alias(_) => self.fail(YamlError::Alias(at(&mark))),
             Event::Scalar(text, style, _, tag) => {
                 // A key is taken as written: `on: x` names `on`, `01: x` names `01`.
                 let key_slot = matches!(self.stack.last(), Some(Open::Map(_, None)));
@@ -211,18 +241,24 @@ toolSearch:
     fn aliases_depth_duplicates_and_syntax_are_refused_with_the_place() {
         let bomb = "a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n";
         let e = parse(bomb).unwrap_err();
-        assert!(e.contains("aliases") && e.contains("line 2"), "{e}");
+        assert!(
+            matches!(e, YamlError::Alias(Place { line: 2, .. })),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("aliases") && e.to_string().contains("line 2"));
         let deep = format!("{}1{}", "[".repeat(100), "]".repeat(100));
-        assert!(parse(&deep).unwrap_err().contains("nested deeper"));
-        let e = parse("a: 1\na: 2\n").unwrap_err();
+        let e = parse(&deep).unwrap_err().to_string();
+        assert!(e.contains("nested deeper"), "{e}");
+        let e = parse("a: 1\na: 2\n").unwrap_err().to_string();
         assert!(e.contains("duplicate key \"a\""), "{e}");
         let e = parse("servers:\n  x: [1,\n").unwrap_err();
+        assert!(matches!(e, YamlError::Syntax(_)), "{e:?}");
+        let e = e.to_string();
         assert!(e.starts_with("not valid YAML") && e.contains("line"), "{e}");
-        assert!(
-            parse("a: 1\n---\nb: 2\n")
-                .unwrap_err()
-                .contains("2 YAML documents")
-        );
+        assert!(matches!(
+            parse("a: 1\n---\nb: 2\n"),
+            Err(YamlError::Documents(2))
+        ));
         assert_eq!(parse("").unwrap(), Value::Null);
         assert_eq!(parse("x: !!str 12\n").unwrap(), json!({"x": "12"}));
     }

@@ -69,7 +69,8 @@ impl SchemaName {
 }
 
 /// A schema that does not parse or compile: a bug in atip, caught by the unit tests.
-#[derive(Debug, thiserror::Error)]
+/// (The message is kept as text: the schema compiler's error borrows the schema.)
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("failed to compile schemas/{file}: {message}")]
 pub struct SchemaError {
     /// File under `schemas/`.
@@ -85,8 +86,8 @@ fn parse(name: SchemaName) -> Result<Value, SchemaError> {
     })
 }
 
-static METADATA_VALUE: LazyLock<Result<Value, String>> =
-    LazyLock::new(|| parse(SchemaName::Metadata).map_err(|e| e.to_string()));
+static METADATA_VALUE: LazyLock<Result<Value, SchemaError>> =
+    LazyLock::new(|| parse(SchemaName::Metadata));
 
 /// Compiles one schema (draft 2020-12, formats checked, no retrieval of remote
 /// documents: the only reference target, the metadata schema, is registered locally).
@@ -96,7 +97,7 @@ pub(crate) fn compile(name: SchemaName) -> Result<Validator, SchemaError> {
         message,
     };
     let schema = parse(name)?;
-    let metadata = METADATA_VALUE.as_ref().map_err(|e| err(e.clone()))?;
+    let metadata = METADATA_VALUE.as_ref().map_err(Clone::clone)?;
     let registry = jsonschema::Registry::new()
         .add(METADATA_SCHEMA_ID, metadata)
         .and_then(|b| b.prepare())
@@ -109,8 +110,8 @@ pub(crate) fn compile(name: SchemaName) -> Result<Validator, SchemaError> {
         .map_err(|e| err(e.to_string()))
 }
 
-static COMPILED: LazyLock<[Result<Validator, String>; 4]> =
-    LazyLock::new(|| SchemaName::ALL.map(|name| compile(name).map_err(|e| e.to_string())));
+static COMPILED: LazyLock<[Result<Validator, SchemaError>; 4]> =
+    LazyLock::new(|| SchemaName::ALL.map(compile));
 
 /// The compiled validator for a schema, built once per process.
 ///

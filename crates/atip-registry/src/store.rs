@@ -333,34 +333,52 @@ pub fn is_valid_hash(s: &str) -> bool {
         .is_some_and(crate::digest::is_hex64)
 }
 
-fn check_found(f: &Found) -> Result<(), String> {
+/// Why a found tool is not accepted into the registry (its `rejected[].reason`).
+#[derive(Debug, thiserror::Error)]
+enum FoundInvalid {
+    #[error(
+        "invalid tool name: use letters, digits, `_`, `.`, `+`, `-` (first a letter, digit or `_`), at most 255 bytes"
+    )]
+    Name,
+    #[error("path {} is not absolute", .0.display())]
+    Relative(PathBuf),
+    #[error("path {} is not UTF-8", .0.display())]
+    NotUtf8(PathBuf),
+    #[error("hash {0:?} is not sha256:<64 lowercase hex>")]
+    Hash(String),
+    #[error("neither a hash nor a fingerprint pins the executable")]
+    Unpinned,
+    #[error("trust {0:?} is not one of {list}", list = TRUST_SOURCES.join(", "))]
+    Trust(String),
+    #[error("checkedAt {0:?} is not an RFC 3339 time")]
+    CheckedAt(String),
+    #[error("metadata document is not JSON")]
+    NotJson,
+    #[error("metadata protocol version {0:?} is not 0.N")]
+    Protocol(String),
+}
+
+fn check_found(f: &Found) -> Result<(), FoundInvalid> {
     if !is_valid_name(&f.name) {
-        return Err(
-            "invalid tool name: use letters, digits, `_`, `.`, `+`, `-` (first a letter, digit or `_`), at most 255 bytes"
-                .into(),
-        );
+        return Err(FoundInvalid::Name);
     }
     if !f.path.is_absolute() {
-        return Err(format!("path {} is not absolute", f.path.display()));
+        return Err(FoundInvalid::Relative(f.path.clone()));
     }
     if f.path.to_str().is_none() {
-        return Err(format!("path {} is not UTF-8", f.path.display()));
+        return Err(FoundInvalid::NotUtf8(f.path.clone()));
     }
     match &f.hash {
         Some(h) if !is_valid_hash(h) => {
-            return Err(format!("hash {h:?} is not sha256:<64 lowercase hex>"));
+            return Err(FoundInvalid::Hash(h.clone()));
         }
         None if f.fingerprint.is_none() => {
-            return Err("neither a hash nor a fingerprint pins the executable".into());
+            return Err(FoundInvalid::Unpinned);
         }
         _ => {}
     }
     if !TRUST_SOURCES.contains(&f.trust.as_str()) {
-        return Err(format!(
-            "trust {:?} is not one of {}",
-            f.trust,
-            TRUST_SOURCES.join(", ")
-        ));
+        return Err(FoundInvalid::Trust(f.trust.clone()));
     }
     if let FoundMeta::Fresh {
         document,
@@ -369,14 +387,14 @@ fn check_found(f: &Found) -> Result<(), String> {
     } = &f.meta
     {
         if !is_rfc3339(checked_at) {
-            return Err(format!("checkedAt {checked_at:?} is not an RFC 3339 time"));
+            return Err(FoundInvalid::CheckedAt(checked_at.clone()));
         }
         if serde_json::from_slice::<serde::de::IgnoredAny>(document).is_err() {
-            return Err("metadata document is not JSON".into());
+            return Err(FoundInvalid::NotJson);
         }
         let v = summary.atip.as_str();
         if crate::model::ProtocolVersion::parse(v).is_none() {
-            return Err(format!("metadata protocol version {v:?} is not 0.N"));
+            return Err(FoundInvalid::Protocol(v.to_owned()));
         }
     }
     Ok(())
@@ -621,10 +639,10 @@ fn accept_found<'u>(update: &'u Update, report: &mut CommitReport) -> Vec<&'u Fo
     let mut valid: Vec<&Found> = Vec::with_capacity(update.found.len());
     let mut seen: HashSet<&str> = HashSet::new();
     for f in &update.found {
-        if let Err(reason) = check_found(f) {
+        if let Err(e) = check_found(f) {
             report.rejected.push(Rejected {
                 name: f.name.clone(),
-                reason,
+                reason: e.to_string(),
             });
         } else if !seen.insert(f.name.as_str()) {
             report.rejected.push(Rejected {

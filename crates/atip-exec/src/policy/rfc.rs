@@ -26,6 +26,43 @@ const RESTRICTABLE: [&str; 7] = [
     "filesystem.delete",
 ];
 
+/// What in an RFC-shaped policy atip cannot translate; every message names the field.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum RfcError {
+    #[error("a policy must be a JSON object")]
+    NotObject,
+    #[error(transparent)]
+    Format(serde_json::Error),
+    #[error("autoApprove is empty: it would approve every call")]
+    EmptyApprove,
+    #[error("delegation must be an object")]
+    DelegationNotObject,
+    #[error("delegation.{0} is not something atip can honour (it knows {list})", list = DELEGATION_KEYS.join(", "))]
+    DelegationKey(String),
+    #[error(
+        "delegation.allowedTools and tools.allow are both set: write one, so the allowed set is not the union of two lists"
+    )]
+    TwoAllowLists,
+    #[error("delegation.deniedCommands holds an empty command")]
+    EmptyCommand,
+    #[error("delegation.effectRestrictions.{0}: atip cannot restrict a call by {0} (it restricts {list})", list = RESTRICTABLE.join(", "))]
+    Unrestrictable(String),
+    #[error("{0} must be an object of effect fields")]
+    NotEffects(&'static str),
+    #[error("{what}.{key}: atip cannot honour this effect field (it knows {list})", list = EFFECT_FIELDS.map(|f| format!("effects.{f}")).join(", "))]
+    UnknownEffect { what: &'static str, key: String },
+    #[error("{what}.{key} must be true or false, not {value}")]
+    NotBool {
+        what: &'static str,
+        key: String,
+        value: Value,
+    },
+    #[error("{what} names {name} twice")]
+    Twice { what: &'static str, name: String },
+    #[error("{0} must be a list of strings")]
+    NotStrings(&'static str),
+}
+
 /// Whether the document uses one of the RFC's shapes.
 pub(super) fn is_rfc(v: &Value) -> bool {
     v.as_object()
@@ -34,15 +71,15 @@ pub(super) fn is_rfc(v: &Value) -> bool {
 
 /// Translates the RFC keys of `doc` (the rest is atip's own format and parsed as such)
 /// into one policy, with a line per translated field. Errors name the field.
-pub(super) fn translate(doc: Value) -> Result<(PolicyFile, Vec<String>), String> {
+pub(super) fn translate(doc: Value) -> Result<(PolicyFile, Vec<String>), RfcError> {
     let Value::Object(mut obj) = doc else {
-        return Err("a policy must be a JSON object".into());
+        return Err(RfcError::NotObject);
     };
     let delegation = obj.remove("delegation");
     let approve = obj.remove("autoApprove");
     let confirm = obj.remove("requireConfirmation");
     let mut file: PolicyFile =
-        serde_json::from_value(Value::Object(obj)).map_err(|e| e.to_string())?;
+        serde_json::from_value(Value::Object(obj)).map_err(RfcError::Format)?;
     let mut lines = Vec::new();
     if let Some(d) = delegation {
         delegate(&mut file, &mut lines, d)?;
@@ -50,7 +87,7 @@ pub(super) fn translate(doc: Value) -> Result<(PolicyFile, Vec<String>), String>
     if let Some(a) = approve {
         let fields = effect_map("autoApprove", a)?;
         if fields.is_empty() {
-            return Err("autoApprove is empty: it would approve every call".into());
+            return Err(RfcError::EmptyApprove);
         }
         lines.push(format!(
             "autoApprove {} → when {{effects: {}, action: allow}}: a call whose effects state all of these runs without asking (lifts the confirm of effects.destructive when stated, effects.billable, effects.filesystemDelete, effects.network; never a deny, never requireConfirmation)",
@@ -81,22 +118,17 @@ pub(super) fn translate(doc: Value) -> Result<(PolicyFile, Vec<String>), String>
 }
 
 /// §8.2: tools allowed, commands denied, effects taken away.
-fn delegate(file: &mut PolicyFile, lines: &mut Vec<String>, d: Value) -> Result<(), String> {
+fn delegate(file: &mut PolicyFile, lines: &mut Vec<String>, d: Value) -> Result<(), RfcError> {
     let Value::Object(d) = d else {
-        return Err("delegation must be an object".into());
+        return Err(RfcError::DelegationNotObject);
     };
     if let Some(bad) = d.keys().find(|k| !DELEGATION_KEYS.contains(&k.as_str())) {
-        return Err(format!(
-            "delegation.{bad} is not something atip can honour (it knows {})",
-            DELEGATION_KEYS.join(", ")
-        ));
+        return Err(RfcError::DelegationKey(bad.clone()));
     }
     if let Some(tools) = d.get("allowedTools") {
         let tools = strings("delegation.allowedTools", tools)?;
         if !file.tools.allow.is_empty() {
-            return Err(
-                "delegation.allowedTools and tools.allow are both set: write one, so the allowed set is not the union of two lists".into(),
-            );
+            return Err(RfcError::TwoAllowLists);
         }
         if tools.is_empty() {
             // An empty allow list means "no restriction" in atip's format; here it
@@ -114,7 +146,7 @@ fn delegate(file: &mut PolicyFile, lines: &mut Vec<String>, d: Value) -> Result<
         for c in strings("delegation.deniedCommands", cmds)? {
             let c = c.split_whitespace().collect::<Vec<_>>().join(" ");
             if c.is_empty() {
-                return Err("delegation.deniedCommands holds an empty command".into());
+                return Err(RfcError::EmptyCommand);
             }
             let below = format!("{c} *");
             lines.push(format!(
@@ -127,10 +159,7 @@ fn delegate(file: &mut PolicyFile, lines: &mut Vec<String>, d: Value) -> Result<
     if let Some(r) = d.get("effectRestrictions") {
         for (k, permitted) in effect_map("delegation.effectRestrictions", r.clone())? {
             if !RESTRICTABLE.contains(&k.as_str()) {
-                return Err(format!(
-                    "delegation.effectRestrictions.{k}: atip cannot restrict a call by {k} (it restricts {})",
-                    RESTRICTABLE.join(", ")
-                ));
+                return Err(RfcError::Unrestrictable(k));
             }
             if permitted {
                 lines.push(format!(
@@ -153,9 +182,9 @@ fn delegate(file: &mut PolicyFile, lines: &mut Vec<String>, d: Value) -> Result<
 
 /// `{"effects.idempotent": true, …}` → `{idempotent: true, …}`; the `effects.` prefix
 /// is optional, `cost.billable` is `billable`. Every value must be a boolean.
-fn effect_map(what: &str, v: Value) -> Result<BTreeMap<String, bool>, String> {
+fn effect_map(what: &'static str, v: Value) -> Result<BTreeMap<String, bool>, RfcError> {
     let Value::Object(m) = v else {
-        return Err(format!("{what} must be an object of effect fields"));
+        return Err(RfcError::NotEffects(what));
     };
     let mut out = BTreeMap::new();
     for (k, v) in m {
@@ -166,24 +195,28 @@ fn effect_map(what: &str, v: Value) -> Result<BTreeMap<String, bool>, String> {
             name
         };
         if !EFFECT_FIELDS.contains(&name) {
-            return Err(format!(
-                "{what}.{k}: atip cannot honour this effect field (it knows {})",
-                EFFECT_FIELDS.map(|f| format!("effects.{f}")).join(", ")
-            ));
+            return Err(RfcError::UnknownEffect { what, key: k });
         }
         let Value::Bool(b) = v else {
-            return Err(format!("{what}.{k} must be true or false, not {v}"));
+            return Err(RfcError::NotBool {
+                what,
+                key: k,
+                value: v,
+            });
         };
         if out.insert(name.to_string(), b).is_some() {
-            return Err(format!("{what} names {name} twice"));
+            return Err(RfcError::Twice {
+                what,
+                name: name.to_string(),
+            });
         }
     }
     Ok(out)
 }
 
 /// A list of strings, or an error naming `what`.
-fn strings(what: &str, v: &Value) -> Result<Vec<String>, String> {
-    let err = || format!("{what} must be a list of strings");
+fn strings(what: &'static str, v: &Value) -> Result<Vec<String>, RfcError> {
+    let err = || RfcError::NotStrings(what);
     v.as_array()
         .ok_or_else(err)?
         .iter()
@@ -236,7 +269,7 @@ mod tests {
                 "bogus",
             ),
         ] {
-            let e = translate(doc).unwrap_err();
+            let e = translate(doc).unwrap_err().to_string();
             assert!(e.contains(named), "{e}");
         }
         // An empty allow list allows nothing (atip's empty list would allow all).

@@ -73,6 +73,15 @@ pub enum ConfigError {
     },
 }
 
+impl From<ConfigError> for crate::output::AtipError {
+    /// `config_invalid` (exit 78), whether the file cannot be read or says something wrong.
+    fn from(e: ConfigError) -> Self {
+        use crate::output::{AtipError, ErrorCode};
+        AtipError::new(ErrorCode::ConfigInvalid, e.to_string())
+            .hint("see spec/lint.md for the .atip-lint.json format")
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct File {
