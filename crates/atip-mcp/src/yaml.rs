@@ -33,7 +33,7 @@ pub enum YamlError {
     /// A mapping or list used as a key.
     #[error("a mapping key must be a plain name, not a mapping or list, at {0}")]
     ComplexKey(Place),
-    /// Nested past [`MAX_DEPTH`].
+    /// Nested past the depth limit (64 levels).
     #[error("nested deeper than {MAX_DEPTH} levels at {0}")]
     TooDeep(Place),
     /// An alias (`*name`).
