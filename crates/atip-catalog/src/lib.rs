@@ -439,8 +439,7 @@ fn write_records<W: Write + Seek>(
                 let base = t.name.clone();
                 t.name = compile::claim_name(t.name, &mut taken);
                 if t.name != base {
-                    record.clear();
-                    serde_json::to_writer(&mut record, &t).expect("a flattened tool serializes");
+                    record = renamed(&record, &base, &t.name);
                 }
                 let needs_human = t.effects.needs_human();
                 if !needs_human {
@@ -495,20 +494,37 @@ struct Flat {
 }
 
 impl Flat {
+    /// Each tool's record is written as the tool is flattened; the tool is then kept
+    /// without its parameters' schemas, which only the record needs (the search index
+    /// reads names and texts): a document of ~1,700 commands held both whole was most
+    /// of a cold scan's heap peak.
     fn new(tool: String, m: &crate::model::Metadata) -> Flat {
-        let tools = compile::flatten_params_only(m, &everything())
-            .into_iter()
-            .map(|t| {
-                let record = serde_json::to_vec(&t).expect("a flattened tool serializes");
-                (t, record)
-            })
-            .collect();
+        let mut tools = Vec::new();
+        compile::flatten_params_only(m, &everything(), |mut t| {
+            let record = serde_json::to_vec(&t).expect("a flattened tool serializes");
+            for p in &mut t.params {
+                p.schema = serde_json::Value::Null;
+            }
+            tools.push((t, record));
+        });
         Flat {
             tool,
             tools,
             section_prior: facts::section_prior(m),
         }
     }
+}
+
+/// A tool's record with its name changed from `old` to `new` (claimed across the
+/// registry): the name is the record's first field ([`FlatTool`] declares it first), so
+/// only that prefix is rewritten; the kept tool has no parameter schemas to write again.
+fn renamed(record: &[u8], old: &str, new: &str) -> Vec<u8> {
+    let quoted = |n: &str| serde_json::to_vec(n).expect("a string serializes");
+    let head = [b"{\"name\":".as_slice(), &quoted(old)].concat();
+    let rest = record
+        .strip_prefix(head.as_slice())
+        .expect("a flattened tool's record starts with its name");
+    [b"{\"name\":".as_slice(), &quoted(new), rest].concat()
 }
 
 /// Whether two documents name the same tool (the JSON path names their commands
@@ -1294,4 +1310,47 @@ fn write(dirs: &Dirs, bytes: &[u8]) -> Result<(), RegistryError> {
         bytes,
         crate::atomic::Options::CACHE,
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_renamed_record_is_the_renamed_tool_serialized() {
+        let m = crate::model::Metadata::from_value(serde_json::json!({
+            "atip": "0.6", "name": "t\"q", "version": "1", "description": "T",
+            "commands": {"go": {"description": "Go", "options": [{"name": "n", "flags": ["-n"],
+                "type": "integer", "description": "N"}]}}
+        }))
+        .unwrap();
+        let mut tools = Vec::new();
+        compile::flatten_params_only(&m, &everything(), |t| tools.push(t));
+        let mut t = tools.pop().unwrap();
+        let record = serde_json::to_vec(&t).unwrap();
+        let old = t.name.clone();
+        t.name = "t_q_go_2".into();
+        assert_eq!(
+            renamed(&record, &old, &t.name),
+            serde_json::to_vec(&t).unwrap()
+        );
+    }
+
+    #[test]
+    fn kept_tools_lose_only_their_parameter_schemas() {
+        let m = crate::model::Metadata::from_value(serde_json::json!({
+            "atip": "0.6", "name": "t", "version": "1", "description": "T",
+            "commands": {"go": {"description": "Go", "options": [{"name": "n", "flags": ["-n"],
+                "type": "integer", "description": "N"}]}}
+        }))
+        .unwrap();
+        let flat = Flat::new("t".into(), &m);
+        let (kept, record) = &flat.tools[0];
+        let full: FlatTool = serde_json::from_slice(record).unwrap();
+        assert!(full.params[0].schema.is_object());
+        assert!(kept.params[0].schema.is_null());
+        let mut stripped = full.clone();
+        stripped.params[0].schema = serde_json::Value::Null;
+        assert_eq!(kept, &stripped);
+    }
 }

@@ -15,26 +15,35 @@ use std::collections::HashSet;
 /// gets `_2`); use [`super::Catalog`] for uniqueness across several documents. Commands
 /// that need a human are dropped unless `opts.include_interactive`.
 pub fn flatten(meta: &Metadata, opts: &FlattenOptions) -> Vec<FlatTool> {
-    flatten_with(meta, opts, true)
+    let mut out = Vec::new();
+    flatten_with(meta, opts, true, &mut |t| out.push(t));
+    out
 }
 
-/// [`flatten`] without the tools' [`FlatTool::input_schema`] (left `Null`): the compiled
-/// catalog stores the parameters only, and a document of ~1,700 commands would otherwise
-/// hold a second copy of every parameter's schema while it is written.
-pub fn flatten_params_only(meta: &Metadata, opts: &FlattenOptions) -> Vec<FlatTool> {
-    flatten_with(meta, opts, false)
+/// [`flatten`] without the tools' [`FlatTool::input_schema`] (left `Null`), handing each
+/// tool to `each` as it is made instead of collecting them: the compiled catalog stores
+/// the parameters only and keeps a lighter copy of each tool, so a document of ~1,700
+/// commands is never held whole as flattened tools while it is written (the peak of a
+/// scan that registers one, benches/README.md).
+pub fn flatten_params_only(meta: &Metadata, opts: &FlattenOptions, each: impl FnMut(FlatTool)) {
+    let mut each = each;
+    flatten_with(meta, opts, false, &mut each)
 }
 
-fn flatten_with(meta: &Metadata, opts: &FlattenOptions, input_schema: bool) -> Vec<FlatTool> {
+fn flatten_with(
+    meta: &Metadata,
+    opts: &FlattenOptions,
+    input_schema: bool,
+    out: &mut dyn FnMut(FlatTool),
+) {
     let tool = meta.tool_name().unwrap_or("tool").to_string();
     let mut taken = HashSet::new();
-    let mut out = Vec::new();
     let has_commands = meta.commands.as_ref().is_some_and(|c| !c.is_empty());
     let mut push = |mut t: FlatTool| {
         t.name = names::unique(t.name, &mut taken, names::MAX_NAME);
         if opts.wants(&t.tool, &t.command) && (opts.include_interactive || !t.effects.needs_human())
         {
-            out.push(t);
+            out(t);
         }
     };
     if !has_commands {
@@ -55,7 +64,7 @@ fn flatten_with(meta: &Metadata, opts: &FlattenOptions, input_schema: bool) -> V
             .and_then(serde_json::Value::as_bool)
             .unwrap_or(false);
         push(t);
-        return out;
+        return;
     }
     for entry in meta.walk() {
         if !exported(entry.command) {
@@ -77,7 +86,6 @@ fn flatten_with(meta: &Metadata, opts: &FlattenOptions, input_schema: bool) -> V
         t.about = about(meta, &entry);
         push(t);
     }
-    out
 }
 
 /// The tool's description and the command's ancestors' (outermost first): what the
@@ -484,7 +492,8 @@ mod tests {
         }));
         let opts = FlattenOptions::default();
         let full = flatten(&m, &opts);
-        let slim = flatten_params_only(&m, &opts);
+        let mut slim = Vec::new();
+        flatten_params_only(&m, &opts, |t| slim.push(t));
         assert_eq!(full.len(), 3);
         assert!(full.iter().all(|t| t.input_schema.is_object()));
         assert!(slim.iter().all(|t| t.input_schema.is_null()));

@@ -371,6 +371,10 @@ pub fn scan(
     phases.done("cache and plan");
     // 3-4. Classify each executable by its evidence and probe those that may be run.
     examine(&mut works, dirs, opts, progress, &pool);
+    // The probe threads are done: ending them now frees their stacks, read buffers and
+    // allocator arenas before the sources are loaded and the registry written (the
+    // scan's peak), instead of holding `--jobs` idle threads to the end.
+    drop(pool);
     if opts
         .cancel
         .as_ref()
@@ -535,7 +539,7 @@ pub fn scan(
             old_index.as_ref(),
             scanned_dirs,
             opts,
-            &now,
+            &cpu_pool,
             &mut warnings,
         )?
     };
@@ -823,6 +827,8 @@ struct Resolved<'p> {
     applied_shims: usize,
     /// Executables that could not be read or hashed (each once, by its first name).
     unreadable: Vec<FileSkip>,
+    /// When the fresh documents were checked (set by `compose_fresh`).
+    now: String,
 }
 
 impl Resolved<'_> {
@@ -830,6 +836,7 @@ impl Resolved<'_> {
     /// share one document (the registry stores it once, by content hash); a document
     /// that cannot be made turns its name into a failure.
     fn compose_fresh(&mut self, now: &str) {
+        self.now = now.to_owned();
         let mut dropped: HashSet<String> = HashSet::new();
         for f in self
             .found
@@ -875,7 +882,7 @@ impl Resolved<'_> {
         old_index: Option<&Index>,
         scanned_dirs: Vec<PathBuf>,
         opts: &ScanOptions,
-        now: &str,
+        cpu_pool: &LazyPool,
         warnings: &mut Vec<String>,
     ) -> Result<(RegistryInfo, Vec<String>), ScanError> {
         let update = Update {
@@ -884,8 +891,11 @@ impl Resolved<'_> {
         };
         // A warm rescan that changes nothing does not take the lock or re-read the index.
         let needed = old_index.is_none_or(|old| registry::commit_needed(old, &update));
+        // On the CPU pool: the catalog compiled after the commit flattens documents with
+        // rayon, and would otherwise start rayon's global pool beside this one.
         let commit = if needed {
-            commit(dirs, update, &self.winners, now, opts)?
+            let (winners, now) = (&self.winners, self.now.as_str());
+            cpu_pool.install(|| commit(dirs, update, winners, now, opts))?
         } else {
             registry::CommitReport::default()
         };
