@@ -610,6 +610,10 @@ fn commands_fit_a_real_terminal_at_80_and_120_columns() {
         (vec!["validate", shims], "validate"),
         (vec!["lint", "--no-config", shims], "lint"),
         (
+            vec!["--verbose", "lint", "--no-config", shims],
+            "lint --verbose",
+        ),
+        (
             vec!["diff", old.to_str().unwrap(), new.to_str().unwrap()],
             "diff",
         ),

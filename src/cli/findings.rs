@@ -152,8 +152,10 @@ impl Findings {
         if self.verbose {
             if !self.rendered.is_empty() {
                 t.push('\n');
-                t.push_str(self.rendered.trim_end());
-                t.push('\n');
+                t.push_str(&term::fit_snippets(self.rendered.trim_end(), width));
+                if !t.ends_with('\n') {
+                    t.push('\n');
+                }
             }
             return t;
         }

@@ -471,9 +471,95 @@ pub fn wrap_long_lines(text: &str, max: Option<usize>) -> String {
     out
 }
 
+/// `s` without its SGR colour sequences (`ESC [ … m`), as a person sees it.
+pub fn without_colour(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = rest.find("\x1b[") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        match after.find(|c: char| !(c.is_ascii_digit() || c == ';')) {
+            Some(end) if after[end..].starts_with('m') => rest = &after[end + 1..],
+            _ => {
+                out.push('\x1b');
+                rest = &rest[at + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// rustc-style diagnostics (`validate --verbose`) fitted to `max` columns: a quoted
+/// source line or the marks under it (`12 | …`, `   | ^^^`) is cut with `…`, since
+/// wrapping would break its columns; a message or help line wraps under itself. A line
+/// that does not fit loses its colour; one that fits keeps it. No width: unchanged.
+pub fn fit_snippets(text: &str, max: Option<usize>) -> String {
+    let Some(max) = max else {
+        return text.to_string();
+    };
+    let mut out = String::with_capacity(text.len());
+    for l in text.lines() {
+        if width(l) <= max {
+            out.push_str(l);
+            out.push('\n');
+            continue;
+        }
+        let plain = without_colour(l);
+        if width(&plain) <= max {
+            out.push_str(l);
+            out.push('\n');
+        } else if is_gutter_line(&plain) {
+            out.push_str(&cut(&plain, max));
+            out.push('\n');
+        } else {
+            out.push_str(&wrap_long_lines(&plain, Some(max)));
+        }
+    }
+    out
+}
+
+/// A snippet line: a line number or nothing, then the `|` gutter.
+fn is_gutter_line(l: &str) -> bool {
+    let t = l.trim_start();
+    let t = t.trim_start_matches(|c: char| c.is_ascii_digit());
+    t.trim_start().starts_with('|')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snippets_fit_with_source_lines_cut_and_messages_wrapped() {
+        let src = format!("12 |   \"description\": \"{}\"", "x".repeat(120));
+        let marks = format!("   |   {}", "^".repeat(100));
+        let title = format!(
+            "\x1b[1;31merror[too-long]\x1b[0m: {}",
+            "the description is longer than a model reads ".repeat(3)
+        );
+        let text = format!("{title}\n{src}\n{marks}\n  = help: short\n");
+        let fitted = fit_snippets(&text, Some(60));
+        for l in fitted.lines() {
+            assert!(width(l) <= 60, "{l:?}");
+        }
+        assert!(fitted.contains("12 |   \"description\""), "{fitted}");
+        assert!(
+            fitted
+                .lines()
+                .any(|l| l.ends_with('…') && l.starts_with("12 |"))
+        );
+        // The message wrapped: every word kept, colour dropped on that line only.
+        let words: Vec<&str> = fitted.split_whitespace().take(4).collect();
+        assert_eq!(words, ["error[too-long]:", "the", "description", "is"]);
+        assert!(!fitted.contains('\x1b'), "{fitted:?}");
+        assert!(fitted.ends_with("  = help: short\n"));
+        // A line that fits keeps its colour; no width: unchanged.
+        let short = "\x1b[31merror\x1b[0m: x\n";
+        assert_eq!(fit_snippets(short, Some(60)), short);
+        assert_eq!(fit_snippets(&text, None), text);
+        assert_eq!(without_colour("a\x1b[1;31mb\x1b[0mc\x1b"), "abc\x1b");
+    }
 
     #[test]
     fn diagnostics_wrap_under_their_text_and_keep_long_words_whole() {
