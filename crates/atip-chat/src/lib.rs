@@ -161,6 +161,20 @@ pub struct ChatReport {
     pub error: Option<AtipError>,
 }
 
+impl ChatReport {
+    /// Nothing done yet.
+    fn started() -> ChatReport {
+        ChatReport {
+            answer: None,
+            turns: 0,
+            calls: Vec::new(),
+            usage: Usage::default(),
+            stop_reason: StopReason::Answer,
+            error: None,
+        }
+    }
+}
+
 /// Everything one run uses.
 pub struct Chat<'a> {
     /// The engine every call goes through.
@@ -185,6 +199,16 @@ enum Step {
     Run(ToolCall),
 }
 
+/// Why a run ends when its model request fails: its time limit, an interrupt, or an
+/// error.
+fn stop_reason_of(e: &AtipError) -> StopReason {
+    match e.code {
+        ErrorCode::RunTimeout => StopReason::Timeout,
+        ErrorCode::Interrupted => StopReason::Interrupted,
+        _ => StopReason::Error,
+    }
+}
+
 impl Chat<'_> {
     /// Runs the loop for `prompt`. `confirm` answers calls the policy wants confirmed;
     /// `log` hears about each call as it settles.
@@ -194,39 +218,12 @@ impl Chat<'_> {
         confirm: &mut dyn FnMut(&Prepared) -> Confirmation,
         log: &mut dyn FnMut(&CallRecord),
     ) -> ChatReport {
-        let started = Instant::now();
-        let deadline = started + self.options.run_timeout;
-        let defs = self.offer.export_tools();
-        let tools = (!defs.is_empty()).then(|| self.options.api.tools(&defs));
-        let (mut conv, start) = Conversation::new(
-            self.options.api,
-            &self.options.model,
-            self.options.system.as_deref(),
-            prompt,
-            tools,
-            self.options.max_tokens,
-        );
-        if let Some(t) = self.transcript.as_mut() {
-            let names: Vec<String> = defs.iter().map(|d| d.name.clone()).collect();
-            t.header(
-                self.options.api.name(),
-                &self.options.model,
-                &self.client.shown_url(),
-                &names,
-            );
-            t.messages(0, &start);
-        }
+        let deadline = Instant::now() + self.options.run_timeout;
+        let mut conv = self.start(prompt);
         let via = Via::Chat {
             model: format!("{}/{}", self.options.api.name(), self.options.model),
         };
-        let mut report = ChatReport {
-            answer: None,
-            turns: 0,
-            calls: Vec::new(),
-            usage: Usage::default(),
-            stop_reason: StopReason::Answer,
-            error: None,
-        };
+        let mut report = ChatReport::started();
         let mut used = 0usize;
         let mut budget_told = false;
         let stop = loop {
@@ -239,11 +236,7 @@ impl Chat<'_> {
             let turn = report.turns + 1;
             let doc = match self.client.post(conv.body(), deadline) {
                 Ok(d) => d,
-                Err(e) if e.code == ErrorCode::RunTimeout => break (StopReason::Timeout, Some(e)),
-                Err(e) if e.code == ErrorCode::Interrupted => {
-                    break (StopReason::Interrupted, Some(e));
-                }
-                Err(e) => break (StopReason::Error, Some(e)),
+                Err(e) => break (stop_reason_of(&e), Some(e)),
             };
             report.turns = turn;
             let reply = match conv.read(&doc, turn) {
@@ -263,34 +256,7 @@ impl Chat<'_> {
                     (StopReason::Answer, None)
                 };
             }
-            let limit = if turn >= self.options.max_turns {
-                Some((
-                    StopReason::MaxTurns,
-                    AtipError::new(
-                        ErrorCode::TurnLimit,
-                        format!(
-                            "the model still wanted tools after {turn} turns (--max-turns {})",
-                            self.options.max_turns
-                        ),
-                    )
-                    .hint("raise --max-turns, or ask for less at once"),
-                ))
-            } else if used >= self.options.max_calls && budget_told {
-                Some((
-                    StopReason::MaxCalls,
-                    AtipError::new(
-                        ErrorCode::CallLimit,
-                        format!(
-                            "the model still wanted tools after {used} calls (--max-calls {})",
-                            self.options.max_calls
-                        ),
-                    )
-                    .hint("raise --max-calls, or ask for less at once"),
-                ))
-            } else {
-                None
-            };
-            if let Some((reason, error)) = limit {
+            if let Some((reason, error)) = self.limit(turn, used, budget_told) {
                 for c in &reply.calls {
                     let rec = self.record(turn, c, &c.name, "skipped", &Value::Null);
                     log(&rec);
@@ -321,6 +287,63 @@ impl Chat<'_> {
             t.end(report.stop_reason.as_str(), report.answer.as_deref());
         }
         report
+    }
+
+    /// The conversation for `prompt`, with the tools offered; the transcript, when
+    /// kept, starts with them and the first messages.
+    fn start(&mut self, prompt: &str) -> Conversation {
+        let defs = self.offer.export_tools();
+        let tools = (!defs.is_empty()).then(|| self.options.api.tools(&defs));
+        let (conv, start) = Conversation::new(
+            self.options.api,
+            &self.options.model,
+            self.options.system.as_deref(),
+            prompt,
+            tools,
+            self.options.max_tokens,
+        );
+        if let Some(t) = self.transcript.as_mut() {
+            let names: Vec<String> = defs.iter().map(|d| d.name.clone()).collect();
+            t.header(
+                self.options.api.name(),
+                &self.options.model,
+                &self.client.shown_url(),
+                &names,
+            );
+            t.messages(0, &start);
+        }
+        conv
+    }
+
+    /// The limit the model reached by asking for tools at `turn` after `used` calls
+    /// (the call budget counts once the model was told of it), if any.
+    fn limit(&self, turn: u32, used: usize, budget_told: bool) -> Option<(StopReason, AtipError)> {
+        if turn >= self.options.max_turns {
+            return Some((
+                StopReason::MaxTurns,
+                AtipError::new(
+                    ErrorCode::TurnLimit,
+                    format!(
+                        "the model still wanted tools after {turn} turns (--max-turns {})",
+                        self.options.max_turns
+                    ),
+                )
+                .hint("raise --max-turns, or ask for less at once"),
+            ));
+        }
+        (used >= self.options.max_calls && budget_told).then(|| {
+            (
+                StopReason::MaxCalls,
+                AtipError::new(
+                    ErrorCode::CallLimit,
+                    format!(
+                        "the model still wanted tools after {used} calls (--max-calls {})",
+                        self.options.max_calls
+                    ),
+                )
+                .hint("raise --max-calls, or ask for less at once"),
+            )
+        })
     }
 
     /// Settles every call of one response; returns the result envelopes and failure

@@ -333,118 +333,19 @@ pub fn scan(
     opts: &ScanOptions,
     progress: &dyn Progress,
 ) -> Result<ScanReport, ScanError> {
-    let mut phases = Phases::start();
-    let mut warnings: Vec<String> = Vec::new();
-    let config = shims::load_config(&dirs.config)?;
-    let skip = build_globs(&opts.skip, "--skip").map_err(ScanError::Usage)?;
-    let allow = build_globs(&config.allow, "probe.allow").map_err(ScanError::AllowGlob)?;
-
-    // 1. Enumerate: directories, executables, the names of each file.
-    let Enumeration {
-        dirs: scan_dirs,
-        skipped_dirs,
-        executables,
-        mut skipped_files,
-        aliases,
-    } = enumerate(opts, &skip, &mut warnings);
-
-    phases.done("enumerate");
-    // 2. Fingerprint and cache: what is already known of each file.
-    let (mut old_cache, old_cache_bytes) = if opts.refresh {
-        (Cache::empty(), None)
-    } else {
-        let loaded = Cache::load(&dirs.data);
-        warnings.extend(loaded.warning);
-        (loaded.cache, loaded.bytes)
+    let mut run = Run {
+        dirs,
+        opts,
+        phases: Phases::start(),
+        warnings: Vec::new(),
+        cpu_pool: LazyPool::new(cpu_jobs(opts.jobs)),
     };
-    let mut new_cache = Cache::empty();
-    // Each unchanged file's record moves from the old cache into its work item.
-    let mut works = plan(executables, &mut old_cache, &allow, dirs, opts);
-    let pool = LazyPool::new(opts.jobs);
-    let cpu_pool = LazyPool::new(
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2)
-            .min(opts.jobs.max(1)),
-    );
+    let mut ex = run.examine(progress)?;
+    // The metadata sources on this machine, and the registry as it is.
+    let (local, mut inferred) =
+        LocalSources::load(dirs, opts, &ex.scan_dirs, &mut ex.caches, &mut run.warnings);
 
-    phases.done("cache and plan");
-    // 3-4. Classify each executable by its evidence and probe those that may be run.
-    examine(&mut works, dirs, opts, progress, &pool);
-    // The probe threads are done: ending them now frees their stacks, read buffers and
-    // allocator arenas before the sources are loaded and the registry written (the
-    // scan's peak), instead of holding `--jobs` idle threads to the end.
-    drop(pool);
-    if opts
-        .cancel
-        .as_ref()
-        .is_some_and(|c| c.load(Ordering::Relaxed))
-    {
-        // Running probes were killed with their groups; nothing is written.
-        return Err(ScanError::Interrupted);
-    }
-    let Examined {
-        probed,
-        converted: converted_now,
-        would_probe: plan_report,
-        unstored,
-    } = Examined::of(&mut works, dirs, opts, &mut warnings);
-
-    phases.done("examine and probe");
-    // The metadata sources, and the registry as it is.
-    let layers = shims::shim_layers(&dirs.system_data, &dirs.data, &opts.shim_dirs, &dirs.config);
-    let shim_set = shims::load_shims(&layers, opts.builtin_shims, &old_cache, &mut new_cache);
-    let shim_dirs: Vec<PathBuf> = layers.iter().map(|(_, d)| d.clone()).collect();
-    let installed = Installed::load(
-        &scan_dirs
-            .iter()
-            .map(|d| d.canonical.clone())
-            .collect::<Vec<_>>(),
-        &dirs.system_data,
-        &shim_dirs,
-        &old_cache,
-        &mut new_cache,
-    );
-    let native = Native {
-        data: &dirs.data,
-        unstored: &unstored,
-    };
-    let converted = Converted {
-        data: &dirs.data,
-        unstored: &unstored,
-    };
-    let mut inferred = opts.infer.then(|| inferred::Inferred {
-        src: crate::infer::source::InferSource::open(
-            &dirs.data,
-            opts.manpath
-                .as_deref()
-                .or_else(|| opts.env.var_os("MANPATH")),
-            Some(&path_value(opts)),
-            opts.refresh,
-        ),
-    });
-    let patterns = shims::load_patterns(
-        &shims::pattern_dirs(&dirs.system_data, &dirs.data),
-        &old_cache,
-        &mut new_cache,
-    );
-    let old_index = match Index::load(dirs) {
-        Ok(i) => i,
-        Err(e) => {
-            warnings.push(format!("{e}; the registry will be rebuilt"));
-            None
-        }
-    };
-
-    phases.done("load sources and index");
-    // Every name an agent can type: each executable's first name, then its aliases.
-    let names: Vec<(String, PathBuf, usize)> = works
-        .iter()
-        .enumerate()
-        .map(|(i, w)| (w.exe.name.clone(), w.exe.path.clone(), i))
-        .chain(aliases.into_iter().map(|a| (a.name, a.path, a.of)))
-        .collect();
-
+    run.phases.done("load sources and index");
     // The registry's metadata files, listed once: whether each is still on disk decides
     // both whether a cached inferred document can be offered and whether an unchanged
     // entry's file must be written again.
@@ -453,23 +354,269 @@ pub fn scan(
     if let Some(inf) = inferred.as_mut()
         && !opts.dry_run
     {
-        let readable: Vec<&str> = names
-            .iter()
-            .filter(|(_, _, i)| works[*i].unreadable.is_none())
-            .map(|(n, _, _)| n.as_str())
-            .collect();
-        read_man_pages(
-            inf,
-            readable,
-            &tool_files,
-            &cpu_pool,
-            &mut phases,
-            &mut warnings,
-        );
+        let readable = readable_names(&ex.names, &ex.works);
+        let (phases, warnings) = (&mut run.phases, &mut run.warnings);
+        read_man_pages(inf, readable, &tool_files, &run.cpu_pool, phases, warnings);
     }
-    phases.done("man-page listings saved");
+    run.phases.done("man-page listings saved");
     // Remote registries: catalogs now (cache or conditional requests), shims after
-    // hashing, only for binaries no better source describes. A dry run requests nothing.
+    // hashing, only for binaries no better source describes.
+    let mut remote = open_remote(dirs, opts, &mut run.warnings)?;
+
+    run.phases.done("remote catalogs");
+    // 5. Hash the files some source may offer metadata for.
+    let unstored = &ex.examined.unstored;
+    let native = Native {
+        data: &dirs.data,
+        unstored,
+    };
+    let converted = Converted {
+        data: &dirs.data,
+        unstored,
+    };
+    let sources = local.sources(&native, &converted, inferred.as_ref(), &remote);
+    hash_wanted(&mut ex.works, &ex.names, &sources, &run.cpu_pool);
+
+    run.phases.done("hash");
+    // 5b. Fetch the remote shims of the hashed binaries that nothing better describes.
+    if !remote.is_empty() {
+        let wanted = remote_wanted(&remote, &ex.works, &ex.names, &sources);
+        remote.fetch_shims(&wanted);
+    }
+    let sources = local.sources(&native, &converted, inferred.as_ref(), &remote);
+    let failures: Vec<SourceFailure> = sources.iter().flat_map(|s| s.failures()).collect();
+
+    run.phases.done("remote shims");
+    // 6. Resolve each name's winner (in `resolve`, the one place) and what to send.
+    let previous = Previous {
+        index: local.old_index.as_ref(),
+        cache: &ex.caches.old,
+        tool_files: &tool_files,
+    };
+    let resolved = resolve_names(
+        &ex.names,
+        &ex.works,
+        &sources,
+        &failures,
+        &previous,
+        &local.patterns,
+        opts,
+    );
+    run.phases.done("resolve");
+    run.finish(ex, resolved, &local, inferred, &remote, failures)
+}
+
+/// One scan's settings and what it collects on the way (phase timings, warnings); the
+/// pool for the work that only computes.
+struct Run<'a> {
+    dirs: &'a Dirs,
+    opts: &'a ScanOptions,
+    phases: Phases,
+    warnings: Vec<String>,
+    cpu_pool: LazyPool,
+}
+
+/// What phases 1-4 leave: the executables examined and every name of them, what was
+/// skipped, and the scan cache.
+struct Examination {
+    scan_dirs: Vec<paths::ScanDir>,
+    skipped_dirs: Vec<paths::DirSkip>,
+    skipped_files: Vec<FileSkip>,
+    works: Vec<Work>,
+    /// Every name an agent can type, with the index of its work item.
+    names: Vec<(String, PathBuf, usize)>,
+    caches: Caches,
+    examined: Examined,
+}
+
+impl Run<'_> {
+    /// Phases 1-4: enumerate, fingerprint and cache, classify and probe.
+    fn examine(&mut self, progress: &dyn Progress) -> Result<Examination, ScanError> {
+        let (dirs, opts) = (self.dirs, self.opts);
+        let (skip, allow) = filters(dirs, opts)?;
+        // 1. Enumerate: directories, executables, the names of each file.
+        let Enumeration {
+            dirs: scan_dirs,
+            skipped_dirs,
+            executables,
+            skipped_files,
+            aliases,
+        } = enumerate(opts, &skip, &mut self.warnings);
+
+        self.phases.done("enumerate");
+        // 2. Fingerprint and cache: what is already known of each file. Each unchanged
+        // file's record moves from the old cache into its work item.
+        let mut caches = Caches::load(dirs, opts, &mut self.warnings);
+        let mut works = plan(executables, &mut caches.old, &allow, dirs, opts);
+
+        self.phases.done("cache and plan");
+        // 3-4. Classify each executable by its evidence and probe those that may be run.
+        // The probe pool ends with this statement: its threads' stacks, read buffers and
+        // allocator arenas are freed before the sources are loaded and the registry
+        // written (the scan's peak), instead of holding `--jobs` idle threads to the end.
+        examine(&mut works, dirs, opts, progress, &LazyPool::new(opts.jobs));
+        if cancelled(opts) {
+            // Running probes were killed with their groups; nothing is written.
+            return Err(ScanError::Interrupted);
+        }
+        let examined = Examined::of(&mut works, dirs, opts, &mut self.warnings);
+        self.phases.done("examine and probe");
+        Ok(Examination {
+            scan_dirs,
+            skipped_dirs,
+            skipped_files,
+            names: all_names(&works, aliases),
+            works,
+            caches,
+            examined,
+        })
+    }
+
+    /// Phases 6 (composing) to 9: compose the fresh documents, commit, save the caches,
+    /// report.
+    fn finish(
+        mut self,
+        ex: Examination,
+        mut resolved: Resolved<'_>,
+        local: &LocalSources,
+        inferred: Option<inferred::Inferred>,
+        remote: &Remote,
+        failures: Vec<SourceFailure>,
+    ) -> Result<ScanReport, ScanError> {
+        let (dirs, opts) = (self.dirs, self.opts);
+        let Examination {
+            scan_dirs,
+            skipped_dirs,
+            mut skipped_files,
+            works,
+            names,
+            caches,
+            examined,
+        } = ex;
+        skipped_files.append(&mut resolved.unreadable);
+        // Fresh documents for everything not unchanged.
+        let now = registry::rfc3339_now();
+        resolved.compose_fresh(&now);
+
+        self.phases.done("compose");
+        // 7. Commit (not in a dry run).
+        let (registry, removed) = if opts.dry_run {
+            (unwritten(dirs), Vec::new())
+        } else {
+            let scanned = scan_dirs.iter().map(|d| d.canonical.clone()).collect();
+            let index = local.old_index.as_ref();
+            resolved.send(
+                dirs,
+                index,
+                scanned,
+                opts,
+                &self.cpu_pool,
+                &mut self.warnings,
+            )?
+        };
+
+        self.phases.done("commit");
+        // 8. Save the caches (never in a dry run).
+        let tool_records = std::mem::take(&mut resolved.tool_records);
+        let warnings = &mut self.warnings;
+        caches.save(
+            dirs,
+            &works,
+            tool_records,
+            &scan_dirs,
+            opts.dry_run,
+            warnings,
+        );
+        if let Some(inf) = inferred {
+            finish_inference(inf, opts.dry_run, warnings);
+        }
+        self.phases.done("save caches");
+        // 9. Report.
+        let report = Finished {
+            dirs,
+            opts,
+            works: &works,
+            names: names.len(),
+            scan_dirs: scan_dirs.len(),
+            skipped_dirs,
+            skipped_files,
+            examined,
+            registry,
+            removed,
+            resolved,
+            remote,
+            failures,
+            local,
+            warnings: std::mem::take(&mut self.warnings),
+        }
+        .report();
+        self.phases.done("report");
+        Ok(report)
+    }
+}
+
+/// The registry's part of the report when nothing was committed (a dry run).
+fn unwritten(dirs: &Dirs) -> RegistryInfo {
+    RegistryInfo {
+        path: dirs.registry_file(),
+        written: false,
+        corrupt_backup: None,
+    }
+}
+
+/// The `--skip` globs (a usage error when malformed) and the config's `probe.allow`
+/// globs (a config error).
+fn filters(
+    dirs: &Dirs,
+    opts: &ScanOptions,
+) -> Result<(globset::GlobSet, globset::GlobSet), ScanError> {
+    let config = shims::load_config(&dirs.config)?;
+    let skip = build_globs(&opts.skip, "--skip").map_err(ScanError::Usage)?;
+    let allow = build_globs(&config.allow, "probe.allow").map_err(ScanError::AllowGlob)?;
+    Ok((skip, allow))
+}
+
+/// Threads of the pool that only computes: one per CPU, no more than `--jobs`.
+fn cpu_jobs(jobs: usize) -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .min(jobs.max(1))
+}
+
+/// The cancel flag is set (e.g. by SIGINT).
+fn cancelled(opts: &ScanOptions) -> bool {
+    opts.cancel
+        .as_ref()
+        .is_some_and(|c| c.load(Ordering::Relaxed))
+}
+
+/// Every name an agent can type: each executable's first name, then its aliases, with
+/// the index of its work item.
+fn all_names(works: &[Work], aliases: Vec<paths::Alias>) -> Vec<(String, PathBuf, usize)> {
+    works
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.exe.name.clone(), w.exe.path.clone(), i))
+        .chain(aliases.into_iter().map(|a| (a.name, a.path, a.of)))
+        .collect()
+}
+
+/// The names whose file could be read (man pages are looked up for these only).
+fn readable_names<'n>(names: &'n [(String, PathBuf, usize)], works: &[Work]) -> Vec<&'n str> {
+    names
+        .iter()
+        .filter(|(_, _, i)| works[*i].unreadable.is_none())
+        .map(|(n, _, _)| n.as_str())
+        .collect()
+}
+
+/// Opens the remote registries of `registries.json`; a dry run requests nothing.
+fn open_remote(
+    dirs: &Dirs,
+    opts: &ScanOptions,
+    warnings: &mut Vec<String>,
+) -> Result<Remote, ScanError> {
     let mut remote_opts = opts.remote.clone();
     remote_opts.offline |= opts.dry_run;
     let mut remote = Remote::open(
@@ -480,169 +627,248 @@ pub fn scan(
         &opts.env,
     )?;
     warnings.append(&mut remote.warnings);
-    let mut sources: Vec<&dyn MetadataSource> = vec![&native, &installed, &converted, &shim_set];
-    if let Some(inf) = &inferred {
-        sources.push(inf);
-    }
-    if !remote.is_empty() {
-        sources.push(&remote);
+    Ok(remote)
+}
+
+/// The scan cache before this scan (empty with `--refresh`) and the one it builds.
+struct Caches {
+    /// What the previous scan left; `plan` takes each unchanged file's record out.
+    old: Cache,
+    /// The old cache's bytes, so an unchanged cache is not written again.
+    old_bytes: Option<rkyv::util::AlignedVec>,
+    /// What this scan's sources record as they load.
+    new: Cache,
+}
+
+impl Caches {
+    fn load(dirs: &Dirs, opts: &ScanOptions, warnings: &mut Vec<String>) -> Caches {
+        let (old, old_bytes) = if opts.refresh {
+            (Cache::empty(), None)
+        } else {
+            let loaded = Cache::load(&dirs.data);
+            warnings.extend(loaded.warning);
+            (loaded.cache, loaded.bytes)
+        };
+        Caches {
+            old,
+            old_bytes,
+            new: Cache::empty(),
+        }
     }
 
-    phases.done("remote catalogs");
-    // 5. Hash the files some source may offer metadata for.
-    hash_wanted(&mut works, &names, &sources, &cpu_pool);
+    /// Phase 8: saves the scan cache (never in a dry run); a failure is a warning.
+    fn save(
+        self,
+        dirs: &Dirs,
+        works: &[Work],
+        tool_records: BTreeMap<String, ToolRecord>,
+        scan_dirs: &[paths::ScanDir],
+        dry_run: bool,
+        warnings: &mut Vec<String>,
+    ) {
+        if dry_run {
+            return;
+        }
+        let Caches {
+            old,
+            old_bytes,
+            new,
+        } = self;
+        if let Err(m) = save_scan_cache(
+            dirs,
+            works,
+            tool_records,
+            old,
+            old_bytes.as_deref(),
+            new,
+            scan_dirs,
+        ) {
+            warnings.push(format!("failed to save the scan cache: {m}"));
+        }
+    }
+}
 
-    phases.done("hash");
-    // 5b. Fetch the remote shims of the hashed binaries that nothing better describes.
-    if !remote.is_empty() {
-        let wanted = remote_wanted(&remote, &works, &names, &sources);
-        drop(sources);
-        remote.fetch_shims(&wanted);
-        sources = vec![&native, &installed, &converted, &shim_set];
-        if let Some(inf) = &inferred {
+/// The metadata sources read from this machine (shims, installed files, pattern files)
+/// and the registry's index as the previous scan left it. (Man pages are a source of
+/// their own: their cache is saved, consuming it, after the commit.)
+struct LocalSources {
+    shims: shims::Shims,
+    installed: Installed,
+    patterns: shims::Patterns,
+    old_index: Option<Index>,
+}
+
+impl LocalSources {
+    /// Loads them, and opens the man-page source when inference is on.
+    fn load(
+        dirs: &Dirs,
+        opts: &ScanOptions,
+        scan_dirs: &[paths::ScanDir],
+        caches: &mut Caches,
+        warnings: &mut Vec<String>,
+    ) -> (LocalSources, Option<inferred::Inferred>) {
+        let (old, new) = (&caches.old, &mut caches.new);
+        let layers =
+            shims::shim_layers(&dirs.system_data, &dirs.data, &opts.shim_dirs, &dirs.config);
+        let shims = shims::load_shims(&layers, opts.builtin_shims, old, new);
+        let shim_dirs: Vec<PathBuf> = layers.iter().map(|(_, d)| d.clone()).collect();
+        let canonical: Vec<PathBuf> = scan_dirs.iter().map(|d| d.canonical.clone()).collect();
+        let installed = Installed::load(&canonical, &dirs.system_data, &shim_dirs, old, new);
+        let inferred = opts.infer.then(|| inferred::Inferred {
+            src: crate::infer::source::InferSource::open(
+                &dirs.data,
+                opts.manpath
+                    .as_deref()
+                    .or_else(|| opts.env.var_os("MANPATH")),
+                Some(&path_value(opts)),
+                opts.refresh,
+            ),
+        });
+        let pattern_dirs = shims::pattern_dirs(&dirs.system_data, &dirs.data);
+        let patterns = shims::load_patterns(&pattern_dirs, old, new);
+        let old_index = Index::load(dirs).unwrap_or_else(|e| {
+            warnings.push(format!("{e}; the registry will be rebuilt"));
+            None
+        });
+        let local = LocalSources {
+            shims,
+            installed,
+            patterns,
+            old_index,
+        };
+        (local, inferred)
+    }
+
+    /// Every source that offers candidates, in the order `resolve` reads them; the
+    /// remote registries only when some are configured.
+    fn sources<'a>(
+        &'a self,
+        native: &'a Native<'a>,
+        converted: &'a Converted<'a>,
+        inferred: Option<&'a inferred::Inferred>,
+        remote: &'a Remote,
+    ) -> Vec<&'a dyn MetadataSource> {
+        let mut sources: Vec<&dyn MetadataSource> =
+            vec![native, &self.installed, converted, &self.shims];
+        if let Some(inf) = inferred {
             sources.push(inf);
         }
-        sources.push(&remote);
+        if !remote.is_empty() {
+            sources.push(remote);
+        }
+        sources
     }
-    let failures: Vec<SourceFailure> = sources.iter().flat_map(|s| s.failures()).collect();
 
-    phases.done("remote shims");
-    // 6. Resolve each name's winner (in `resolve`, the one place) and what to send.
-    let previous = Previous {
-        index: old_index.as_ref(),
-        cache: &old_cache,
-        tool_files: &tool_files,
-    };
-    let mut resolved = resolve_names(
-        &names, &works, &sources, &failures, &previous, &patterns, opts,
-    );
-    skipped_files.append(&mut resolved.unreadable);
-
-    phases.done("resolve");
-    // Fresh documents for everything not unchanged.
-    let now = registry::rfc3339_now();
-    resolved.compose_fresh(&now);
-
-    phases.done("compose");
-    // 7. Commit.
-    let scanned_dirs: Vec<PathBuf> = scan_dirs.iter().map(|d| d.canonical.clone()).collect();
-    let (registry_info, removed) = if opts.dry_run {
-        let unwritten = RegistryInfo {
-            path: dirs.registry_file(),
-            written: false,
-            corrupt_backup: None,
-        };
-        (unwritten, Vec::new())
-    } else {
-        resolved.send(
+    /// The report's account of shims and pattern files: directories looked at, files
+    /// valid, applied and refused.
+    fn shim_summary(&self, applied: usize) -> ShimSummary {
+        let mut rejected = self.shims.rejected.clone();
+        rejected.extend(self.installed.rejected.iter().cloned());
+        let mut dirs = self.shims.dirs.clone();
+        dirs.extend(self.installed.dirs.iter().cloned());
+        ShimSummary {
             dirs,
-            old_index.as_ref(),
-            scanned_dirs,
-            opts,
-            &cpu_pool,
-            &mut warnings,
-        )?
-    };
-    let Resolved {
-        tool_reports,
-        mut failed,
-        tool_records,
-        kept,
-        explanation,
-        applied_shims,
-        ..
-    } = resolved;
-
-    phases.done("commit");
-    // 8. Save the caches (never in a dry run).
-    if !opts.dry_run
-        && let Err(m) = save_scan_cache(
-            dirs,
-            &works,
-            tool_records,
-            old_cache,
-            old_cache_bytes.as_deref(),
-            new_cache,
-            &scan_dirs,
-        )
-    {
-        warnings.push(format!("failed to save the scan cache: {m}"));
-    }
-    if let Some(inf) = inferred.take() {
-        finish_inference(inf, opts.dry_run, &mut warnings);
-    }
-    phases.done("save caches");
-    // 9. Report.
-    let no_sign = works.iter().filter(|w| w.no_sign).count();
-    let apps_waiting = works.iter().filter(|w| w.app_waiting).count();
-    let counts = skip_counts(&skipped_dirs, &skipped_files, no_sign);
-    failed.sort_by(|a, b| a.name.cmp(&b.name));
-    let tools: Vec<ToolReport> = tool_reports.into_values().collect();
-    let hints = hints(
-        no_sign,
-        apps_waiting,
-        &failed,
-        !failures.is_empty(),
-        opts,
-        dirs,
-    );
-    let mut rejected = shim_set.rejected;
-    rejected.extend(installed.rejected.iter().cloned());
-    let mut shim_dirs_report = shim_set.dirs.clone();
-    shim_dirs_report.extend(installed.dirs.iter().cloned());
-    let summary = Summary {
-        dirs: scan_dirs.len(),
-        names: names.len(),
-        probed,
-        converted: converted_now,
-        kept: kept.len(),
-        removed: removed.len(),
-        failed: failed.len(),
-        skipped: skipped_dirs.len() + skipped_files.len() + no_sign,
-        no_sign,
-        ..summarize(&works, &tools, names.len())
-    };
-    phases.done("report");
-    Ok(ScanReport {
-        report_version: report::REPORT_VERSION,
-        dry_run: opts.dry_run,
-        probe: opts.probe,
-        timeout: crate::units::format_duration(opts.timeout),
-        registry: registry_info,
-        summary,
-        tools,
-        removed,
-        failed,
-        remote: remote.reports(),
-        source_failures: failures
-            .iter()
-            .map(|f| report::FailedSource {
-                source: f.source.to_owned(),
-                message: f.message.clone(),
-            })
-            .collect(),
-        skipped: Skipped {
-            dirs: skipped_dirs,
-            files: skipped_files,
-            no_sign,
-            counts,
-        },
-        shims: ShimSummary {
-            dirs: shim_dirs_report,
-            valid: shim_set.valid,
-            applied: applied_shims,
+            valid: self.shims.valid,
+            applied,
             rejected,
-            pattern_files: patterns.files.len(),
-            rejected_patterns: patterns.rejected,
-        },
-        would_probe: plan_report,
-        explain: opts
-            .explain
-            .as_ref()
-            .map(|n| explanation.unwrap_or_else(|| not_found(n))),
-        warnings,
-        hints,
-    })
+            pattern_files: self.patterns.files.len(),
+            rejected_patterns: self.patterns.rejected.clone(),
+        }
+    }
+}
+
+/// What the phases leave for the report (phase 9).
+struct Finished<'a> {
+    dirs: &'a Dirs,
+    opts: &'a ScanOptions,
+    works: &'a [Work],
+    /// Names met (first names and aliases).
+    names: usize,
+    /// Directories scanned.
+    scan_dirs: usize,
+    skipped_dirs: Vec<paths::DirSkip>,
+    skipped_files: Vec<FileSkip>,
+    examined: Examined,
+    registry: RegistryInfo,
+    removed: Vec<String>,
+    resolved: Resolved<'a>,
+    remote: &'a Remote,
+    failures: Vec<SourceFailure>,
+    local: &'a LocalSources,
+    warnings: Vec<String>,
+}
+
+impl Finished<'_> {
+    fn report(self) -> ScanReport {
+        let no_sign = self.works.iter().filter(|w| w.no_sign).count();
+        let apps_waiting = self.works.iter().filter(|w| w.app_waiting).count();
+        let Resolved {
+            tool_reports,
+            mut failed,
+            kept,
+            explanation,
+            applied_shims,
+            ..
+        } = self.resolved;
+        failed.sort_by(|a, b| a.name.cmp(&b.name));
+        let opts = self.opts;
+        let has_failures = !self.failures.is_empty();
+        let hints = hints(
+            no_sign,
+            apps_waiting,
+            &failed,
+            has_failures,
+            opts,
+            self.dirs,
+        );
+        let tools: Vec<ToolReport> = tool_reports.into_values().collect();
+        let summary = Summary {
+            dirs: self.scan_dirs,
+            names: self.names,
+            probed: self.examined.probed,
+            converted: self.examined.converted,
+            kept: kept.len(),
+            removed: self.removed.len(),
+            failed: failed.len(),
+            skipped: self.skipped_dirs.len() + self.skipped_files.len() + no_sign,
+            no_sign,
+            ..summarize(self.works, &tools, self.names)
+        };
+        ScanReport {
+            report_version: report::REPORT_VERSION,
+            dry_run: opts.dry_run,
+            probe: opts.probe,
+            timeout: crate::units::format_duration(opts.timeout),
+            registry: self.registry,
+            summary,
+            tools,
+            removed: self.removed,
+            failed,
+            remote: self.remote.reports(),
+            source_failures: self
+                .failures
+                .iter()
+                .map(|f| report::FailedSource {
+                    source: f.source.to_owned(),
+                    message: f.message.clone(),
+                })
+                .collect(),
+            shims: self.local.shim_summary(applied_shims),
+            skipped: Skipped {
+                counts: skip_counts(&self.skipped_dirs, &self.skipped_files, no_sign),
+                dirs: self.skipped_dirs,
+                files: self.skipped_files,
+                no_sign,
+            },
+            would_probe: self.examined.would_probe,
+            explain: opts
+                .explain
+                .as_ref()
+                .map(|n| explanation.unwrap_or_else(|| not_found(n))),
+            warnings: self.warnings,
+            hints,
+        }
+    }
 }
 
 /// What examining the executables (phases 3-4) did, as the report counts it.

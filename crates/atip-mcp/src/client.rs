@@ -230,173 +230,228 @@ fn client_info() -> ClientConfig {
     .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
 }
 
+/// The client side of a running session.
+type Service = RunningService<RoleClient, ClientConfig>;
+
+/// A session being started: what the steps of [`Session::connect`] share.
+struct Connecting<'a> {
+    spec: &'a ServerSpec,
+    opts: &'a ClientOptions,
+    log: Log,
+    /// The deadline of the whole start (spawn or connect, and initialization).
+    timeout: Duration,
+}
+
+impl Connecting<'_> {
+    /// Starts a stdio server (its own process group, stderr forwarded) and initializes
+    /// the session over its stdin and stdout.
+    async fn stdio(
+        &self,
+        command: &str,
+        args: &[String],
+        env: &[(String, String)],
+        cwd: Option<&std::path::Path>,
+    ) -> Result<
+        (
+            Service,
+            Option<GroupGuard>,
+            Option<tokio::task::JoinHandle<()>>,
+        ),
+        AtipError,
+    > {
+        let (spec, opts, log) = (self.spec, self.opts, &self.log);
+        log.verbose(format!("starting {}", spec.summary()));
+        let mut std_cmd = server_command(command, args, env, &opts.env, cwd);
+        if opts.mark_nested {
+            std_cmd.env(super::proxy::NESTED_ENV, "1");
+        }
+        let cmd = tokio::process::Command::from(std_cmd);
+        let (proc, stderr) = TokioChildProcess::builder(cmd)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                connect_error(
+                    spec,
+                    format!(
+                        "failed to start server {:?} ({}): {e}",
+                        spec.name,
+                        spec.summary()
+                    ),
+                    "check the server's command in the MCP config (it runs without a shell, on PATH)",
+                )
+            })?;
+        let group = proc.id().map(GroupGuard::new);
+        let stderr_task = stderr.map(|s| {
+            let log = log.clone();
+            let quiet = opts.quiet_server_stderr;
+            tokio::spawn(forward_stderr(s, log, quiet))
+        });
+        let traced = Traced {
+            inner: proc,
+            log: log.clone(),
+        };
+        let service = match tokio::time::timeout(
+            self.timeout,
+            client_info().serve_with_lifecycle(traced, opts.protocol_for(spec).lifecycle()),
+        )
+        .await
+        {
+            Err(_) => return Err(timeout_error(spec, "initialize", self.timeout)),
+            Ok(Err(e)) => {
+                // A server that dies at start says why on stderr: forward what it
+                // wrote before the error, which a user reads right above it.
+                if let Some(t) = stderr_task {
+                    let _ = tokio::time::timeout(Duration::from_millis(500), t).await;
+                }
+                return Err(connect_error(
+                    spec,
+                    format!(
+                        "server {:?} failed to initialize: {}",
+                        spec.name,
+                        escape_controls(&log.redactor.redact(&e.to_string()))
+                    ),
+                    "run with --verbose and look at the server's stderr above",
+                ));
+            }
+            Ok(Ok(s)) => s,
+        };
+        Ok((service, group, stderr_task))
+    }
+
+    /// Reaches a Streamable HTTP server and initializes the session.
+    async fn http(&self, url: &str, headers: &[(String, String)]) -> Result<Service, AtipError> {
+        use rmcp::transport::StreamableHttpClientTransport;
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        let (spec, opts, log) = (self.spec, self.opts, &self.log);
+        log.verbose(format!("connecting to {}", spec.summary()));
+        let (map, auth) = http_headers(spec, headers)?;
+        let client = atip_net::async_client()
+            .connect_timeout(self.timeout)
+            .build()
+            .map_err(|e| {
+                connect_error(
+                    spec,
+                    format!("failed to set up the HTTP client: {e}"),
+                    "this is a bug; please report it",
+                )
+            })?;
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(map);
+        if let Some(a) = auth {
+            config = config.auth_header(a);
+        }
+        let transport = StreamableHttpClientTransport::with_client(client, config);
+        let traced = Traced {
+            inner: transport,
+            log: log.clone(),
+        };
+        match tokio::time::timeout(
+            self.timeout,
+            client_info().serve_with_lifecycle(traced, opts.protocol_for(spec).lifecycle()),
+        )
+        .await
+        {
+            Err(_) => Err(timeout_error(spec, "initialize", self.timeout)),
+            Ok(Err(e)) => Err(connect_error(
+                spec,
+                format!(
+                    "failed to connect to server {:?} at {}: {}",
+                    spec.name,
+                    spec.summary(),
+                    escape_controls(&log.redactor.redact(&error_chain(&e)))
+                ),
+                "check the URL and headers, and that the server is running",
+            )),
+            Ok(Ok(s)) => Ok(s),
+        }
+    }
+}
+
+/// The configured headers of an HTTP server, checked: the custom ones, and the bearer
+/// token of `Authorization` apart (rmcp sends that header itself, from the value after
+/// `Bearer `).
+fn http_headers(
+    spec: &ServerSpec,
+    headers: &[(String, String)],
+) -> Result<
+    (
+        std::collections::HashMap<http::HeaderName, http::HeaderValue>,
+        Option<String>,
+    ),
+    AtipError,
+> {
+    let mut map = std::collections::HashMap::new();
+    let mut auth = None;
+    for (k, v) in headers {
+        if k.eq_ignore_ascii_case("authorization") {
+            auth = Some(v.strip_prefix("Bearer ").unwrap_or(v).to_string());
+            continue;
+        }
+        let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| {
+            AtipError::new(
+                ErrorCode::McpConfigInvalid,
+                format!("server {:?}: header name {k:?}: {e}", spec.name),
+            )
+        })?;
+        let value = http::HeaderValue::from_str(v).map_err(|_| {
+            AtipError::new(
+                ErrorCode::McpConfigInvalid,
+                format!(
+                    "server {:?}: the value of header {k:?} is not a valid header value",
+                    spec.name
+                ),
+            )
+        })?;
+        map.insert(name, value);
+    }
+    Ok((map, auth))
+}
+
 impl Session {
     /// Starts (stdio) or reaches (HTTP) the server and initializes the session.
     pub async fn connect(spec: &ServerSpec, opts: &ClientOptions) -> Result<Session, AtipError> {
-        let log = Log::new(spec, opts);
-        let timeout = deadline(spec, opts);
         let started = Instant::now();
+        let how = Connecting {
+            spec,
+            opts,
+            log: Log::new(spec, opts),
+            timeout: deadline(spec, opts),
+        };
         let (service, group, stderr_task) = match &spec.transport {
             Spec::Stdio {
                 command,
                 args,
                 env,
                 cwd,
-            } => {
-                log.verbose(format!("starting {}", spec.summary()));
-                let mut std_cmd = server_command(command, args, env, &opts.env, cwd.as_deref());
-                if opts.mark_nested {
-                    std_cmd.env(super::proxy::NESTED_ENV, "1");
-                }
-                let cmd = tokio::process::Command::from(std_cmd);
-                let (proc, stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .map_err(|e| {
-                        connect_error(
-                            spec,
-                            format!(
-                                "failed to start server {:?} ({}): {e}",
-                                spec.name,
-                                spec.summary()
-                            ),
-                            "check the server's command in the MCP config (it runs without a shell, on PATH)",
-                        )
-                    })?;
-                let group = proc.id().map(GroupGuard::new);
-                let stderr_task = stderr.map(|s| {
-                    let log = log.clone();
-                    let quiet = opts.quiet_server_stderr;
-                    tokio::spawn(forward_stderr(s, log, quiet))
-                });
-                let traced = Traced {
-                    inner: proc,
-                    log: log.clone(),
-                };
-                let service = match tokio::time::timeout(
-                    timeout,
-                    client_info().serve_with_lifecycle(traced, opts.protocol_for(spec).lifecycle()),
-                )
-                .await
-                {
-                    Err(_) => return Err(timeout_error(spec, "initialize", timeout)),
-                    Ok(Err(e)) => {
-                        // A server that dies at start says why on stderr: forward what it
-                        // wrote before the error, which a user reads right above it.
-                        if let Some(t) = stderr_task {
-                            let _ = tokio::time::timeout(Duration::from_millis(500), t).await;
-                        }
-                        return Err(connect_error(
-                            spec,
-                            format!(
-                                "server {:?} failed to initialize: {}",
-                                spec.name,
-                                escape_controls(&log.redactor.redact(&e.to_string()))
-                            ),
-                            "run with --verbose and look at the server's stderr above",
-                        ));
-                    }
-                    Ok(Ok(s)) => s,
-                };
-                (service, group, stderr_task)
-            }
-            Spec::Http { url, headers } => {
-                use rmcp::transport::StreamableHttpClientTransport;
-                use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-                log.verbose(format!("connecting to {}", spec.summary()));
-                let mut map = std::collections::HashMap::new();
-                let mut auth = None;
-                for (k, v) in headers {
-                    if k.eq_ignore_ascii_case("authorization") {
-                        // rmcp sends this header itself; it takes the value after `Bearer `.
-                        auth = Some(v.strip_prefix("Bearer ").unwrap_or(v).to_string());
-                        continue;
-                    }
-                    let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| {
-                        AtipError::new(
-                            ErrorCode::McpConfigInvalid,
-                            format!("server {:?}: header name {k:?}: {e}", spec.name),
-                        )
-                    })?;
-                    let value = http::HeaderValue::from_str(v).map_err(|_| {
-                        AtipError::new(ErrorCode::McpConfigInvalid, format!(
-                                "server {:?}: the value of header {k:?} is not a valid header value",
-                                spec.name
-                            ),
-                        )
-                    })?;
-                    map.insert(name, value);
-                }
-                let client = atip_net::async_client()
-                    .connect_timeout(timeout)
-                    .build()
-                    .map_err(|e| {
-                        connect_error(
-                            spec,
-                            format!("failed to set up the HTTP client: {e}"),
-                            "this is a bug; please report it",
-                        )
-                    })?;
-                let mut config =
-                    StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
-                if let Some(a) = auth {
-                    config = config.auth_header(a);
-                }
-                let transport = StreamableHttpClientTransport::with_client(client, config);
-                let traced = Traced {
-                    inner: transport,
-                    log: log.clone(),
-                };
-                let service = match tokio::time::timeout(
-                    timeout,
-                    client_info().serve_with_lifecycle(traced, opts.protocol_for(spec).lifecycle()),
-                )
-                .await
-                {
-                    Err(_) => return Err(timeout_error(spec, "initialize", timeout)),
-                    Ok(Err(e)) => {
-                        return Err(connect_error(
-                            spec,
-                            format!(
-                                "failed to connect to server {:?} at {}: {}",
-                                spec.name,
-                                spec.summary(),
-                                escape_controls(&log.redactor.redact(&error_chain(&e)))
-                            ),
-                            "check the URL and headers, and that the server is running",
-                        ));
-                    }
-                    Ok(Ok(s)) => s,
-                };
-                (service, None, None)
-            }
+            } => how.stdio(command, args, env, cwd.as_deref()).await?,
+            Spec::Http { url, headers } => (how.http(url, headers).await?, None, None),
         };
-        let connect_time = started.elapsed();
         let session = Session {
             service,
             spec: spec.clone(),
-            log,
-            timeout,
+            log: how.log,
+            timeout: how.timeout,
             group,
             stderr_task,
-            connect_time,
+            connect_time: started.elapsed(),
         };
-        if let Some(info) = session.service.peer_info() {
-            session.log.verbose(format!(
-                "initialized in {} ms: {} {} (protocol {})",
-                connect_time.as_millis(),
-                info.server_info
-                    .as_ref()
-                    .map(|i| i.name.as_str())
-                    .unwrap_or("?"),
-                info.server_info
-                    .as_ref()
-                    .map(|i| i.version.as_str())
-                    .unwrap_or(""),
-                info.protocol_version
-            ));
-        }
+        session.log_initialized();
         Ok(session)
+    }
+
+    /// The `--verbose` line of a finished initialization: how long it took and what the
+    /// server says it is.
+    fn log_initialized(&self) {
+        let Some(info) = self.service.peer_info() else {
+            return;
+        };
+        let server = info.server_info.as_ref();
+        self.log.verbose(format!(
+            "initialized in {} ms: {} {} (protocol {})",
+            self.connect_time.as_millis(),
+            server.map(|i| i.name.as_str()).unwrap_or("?"),
+            server.map(|i| i.version.as_str()).unwrap_or(""),
+            info.protocol_version
+        ));
     }
 
     /// What the server said about itself at initialization.

@@ -774,19 +774,7 @@ impl Loader<'_> {
             Some(Value::Bool(b)) => *b,
             Some(_) => return Err(config_error(path, "strictEnv must be true or false")),
         };
-        let folder = path
-            .parent()
-            .map(|d| {
-                if d.file_name()
-                    .is_some_and(|n| n == ".vscode" || n == ".cursor")
-                {
-                    d.parent().unwrap_or(d)
-                } else {
-                    d
-                }
-            })
-            .map(|d| d.display().to_string())
-            .unwrap_or_default();
+        let folder = workspace_folder(path);
         let lookup = |name: &str| -> Option<String> {
             if name == "workspaceFolder" {
                 return Some(folder.clone());
@@ -810,32 +798,74 @@ impl Loader<'_> {
             }
         }
         // Settings of a file that only adds servers are checked but not applied.
-        let mut settings = (
-            cfg.cache.clone(),
-            cfg.tool_search.clone(),
-            cfg.compact.clone(),
-            cfg.max_output,
-        );
-        let (cache, tool_search, compact, max_output) = if scope.settings {
-            (
-                &mut cfg.cache,
-                &mut cfg.tool_search,
-                &mut cfg.compact,
-                &mut cfg.max_output,
-            )
-        } else {
-            (
-                &mut settings.0,
-                &mut settings.1,
-                &mut settings.2,
-                &mut settings.3,
-            )
-        };
+        let mut settings = Settings::of(cfg);
+        settings.read(path, &doc)?;
+        if scope.settings {
+            settings.apply(cfg);
+        }
+        let top_timeout = doc
+            .get("timeoutMs")
+            .map(|v| {
+                v.as_u64()
+                    .map(Duration::from_millis)
+                    .ok_or_else(|| config_error(path, "timeoutMs must be a whole number"))
+            })
+            .transpose()?;
+        ctx.merge_servers(cfg, &doc, scope.keep_existing, top_timeout)?;
+        cfg.warnings.append(&mut ctx.warnings);
+        Ok(())
+    }
+}
+
+/// The folder `${workspaceFolder}` names for a file: its directory, or the one above
+/// when that is `.vscode` or `.cursor`.
+fn workspace_folder(path: &Path) -> String {
+    path.parent()
+        .map(|d| {
+            if d.file_name()
+                .is_some_and(|n| n == ".vscode" || n == ".cursor")
+            {
+                d.parent().unwrap_or(d)
+            } else {
+                d
+            }
+        })
+        .map(|d| d.display().to_string())
+        .unwrap_or_default()
+}
+
+/// The settings one file may set, read onto the values earlier files left.
+struct Settings {
+    cache: CacheSettings,
+    tool_search: ToolSearchSettings,
+    compact: CompactSettings,
+    max_output: Option<u64>,
+}
+
+impl Settings {
+    fn of(cfg: &McpConfig) -> Settings {
+        Settings {
+            cache: cfg.cache.clone(),
+            tool_search: cfg.tool_search.clone(),
+            compact: cfg.compact.clone(),
+            max_output: cfg.max_output,
+        }
+    }
+
+    fn apply(self, cfg: &mut McpConfig) {
+        cfg.cache = self.cache;
+        cfg.tool_search = self.tool_search;
+        cfg.compact = self.compact;
+        cfg.max_output = self.max_output;
+    }
+
+    /// Reads `compact`, `maxOutputBytes`, `cache` and `toolSearch` of `doc`.
+    fn read(&mut self, path: &Path, doc: &Map<String, Value>) -> Result<(), AtipError> {
         if let Some(c) = doc.get("compact") {
-            read_compact(path, c, compact)?;
+            read_compact(path, c, &mut self.compact)?;
         }
         if let Some(v) = doc.get("maxOutputBytes") {
-            *max_output = Some(v.as_u64().filter(|n| *n > 0).ok_or_else(|| {
+            self.max_output = Some(v.as_u64().filter(|n| *n > 0).ok_or_else(|| {
                 config_error(
                     path,
                     "maxOutputBytes must be a whole number of bytes above 0",
@@ -847,12 +877,12 @@ impl Loader<'_> {
                 .as_object()
                 .ok_or_else(|| config_error(path, "cache must be an object"))?;
             if let Some(v) = c.get("enabled") {
-                cache.enabled = v
+                self.cache.enabled = v
                     .as_bool()
                     .ok_or_else(|| config_error(path, "cache.enabled must be true or false"))?;
             }
             if let Some(v) = c.get("ttlSeconds") {
-                cache.ttl_seconds = v.as_u64().ok_or_else(|| {
+                self.cache.ttl_seconds = v.as_u64().ok_or_else(|| {
                     config_error(path, "cache.ttlSeconds must be a whole number of seconds")
                 })?;
             }
@@ -862,8 +892,8 @@ impl Loader<'_> {
                 .as_object()
                 .ok_or_else(|| config_error(path, "toolSearch must be an object"))?;
             for (key, slot) in [
-                ("defaultLimit", &mut tool_search.default_limit),
-                ("defaultSchemas", &mut tool_search.default_schemas),
+                ("defaultLimit", &mut self.tool_search.default_limit),
+                ("defaultSchemas", &mut self.tool_search.default_schemas),
             ] {
                 if let Some(v) = t.get(key) {
                     *slot = v.as_u64().ok_or_else(|| {
@@ -872,45 +902,6 @@ impl Loader<'_> {
                 }
             }
         }
-        let top_timeout = doc
-            .get("timeoutMs")
-            .map(|v| {
-                v.as_u64()
-                    .map(Duration::from_millis)
-                    .ok_or_else(|| config_error(path, "timeoutMs must be a whole number"))
-            })
-            .transpose()?;
-        for key in ["mcpServers", "servers"] {
-            let Some(servers) = doc.get(key) else {
-                continue;
-            };
-            let servers = servers
-                .as_object()
-                .ok_or_else(|| config_error(path, format!("{key} must be an object")))?;
-            for (name, entry) in servers {
-                if let Some(spec) = ctx.server(name, entry, key)? {
-                    let mut spec = spec;
-                    if spec.timeout.is_none() {
-                        spec.timeout = top_timeout;
-                    }
-                    // A project entry never replaces a global one: the name would
-                    // silently point at a server the user did not configure. (Under
-                    // `mcp`, a trusted project file may, as the mcp-cli document says.)
-                    if scope.keep_existing
-                        && let Some(global) = cfg.servers.get(name)
-                    {
-                        ctx.warnings.push(format!(
-                            "{}: {key}.{name} is ignored: the server {name:?} of {} keeps that name (rename one of them)",
-                            path.display(),
-                            global.origin
-                        ));
-                        continue;
-                    }
-                    cfg.servers.insert(name.clone(), spec);
-                }
-            }
-        }
-        cfg.warnings.append(&mut ctx.warnings);
         Ok(())
     }
 }
@@ -1041,6 +1032,47 @@ impl FileCtx<'_> {
         }
     }
 
+    /// Adds the servers of `mcpServers` and `servers` to `cfg`, by name; the file's
+    /// `timeoutMs` applies to those without their own.
+    fn merge_servers(
+        &mut self,
+        cfg: &mut McpConfig,
+        doc: &Map<String, Value>,
+        keep_existing: bool,
+        top_timeout: Option<Duration>,
+    ) -> Result<(), AtipError> {
+        let path = self.path;
+        for key in ["mcpServers", "servers"] {
+            let Some(servers) = doc.get(key) else {
+                continue;
+            };
+            let servers = servers
+                .as_object()
+                .ok_or_else(|| config_error(path, format!("{key} must be an object")))?;
+            for (name, entry) in servers {
+                let Some(mut spec) = self.server(name, entry, key)? else {
+                    continue;
+                };
+                if spec.timeout.is_none() {
+                    spec.timeout = top_timeout;
+                }
+                // A project entry never replaces a global one: the name would
+                // silently point at a server the user did not configure. (Under
+                // `mcp`, a trusted project file may, as the mcp-cli document says.)
+                if keep_existing && let Some(global) = cfg.servers.get(name) {
+                    self.warnings.push(format!(
+                        "{}: {key}.{name} is ignored: the server {name:?} of {} keeps that name (rename one of them)",
+                        path.display(),
+                        global.origin
+                    ));
+                    continue;
+                }
+                cfg.servers.insert(name.clone(), spec);
+            }
+        }
+        Ok(())
+    }
+
     fn server(
         &mut self,
         name: &str,
@@ -1052,17 +1084,7 @@ impl FileCtx<'_> {
         let obj = entry
             .as_object()
             .ok_or_else(|| config_error(self.path, format!("{at} must be an object")))?;
-        if name.is_empty()
-            || name.len() > 64
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
-        {
-            return Err(config_error(
-                self.path,
-                format!("server name {name:?}: use 1-64 letters, digits, '_', '-' or '.'"),
-            ));
-        }
+        check_server_name(self.path, name)?;
         if obj.get("disabled") == Some(&Value::Bool(true)) {
             self.warnings.push(format!(
                 "{}: {at} is disabled; skipped",
@@ -1070,68 +1092,10 @@ impl FileCtx<'_> {
             ));
             return Ok(None);
         }
-        let kind = obj
-            .get("transport")
-            .or_else(|| obj.get("type"))
-            .and_then(Value::as_str)
-            .map(str::to_ascii_lowercase);
-        let kind = match kind.as_deref() {
-            Some(k) => k.to_string(),
-            None if obj.contains_key("command") => "stdio".into(),
-            None if obj.contains_key("url") => "http".into(),
-            None => {
-                return Err(config_error(
-                    self.path,
-                    format!("{at} has neither \"command\" (stdio) nor \"url\" (http)"),
-                ));
-            }
-        };
         let mut secrets = Vec::new();
-        let transport = match kind.as_str() {
-            "stdio" => {
-                let command = obj.get("command").and_then(Value::as_str).ok_or_else(|| {
-                    config_error(self.path, format!("{at}.command must be a string"))
-                })?;
-                let command = self.expand(&format!("{at}.command"), command)?;
-                if command.trim().is_empty() {
-                    return Err(config_error(self.path, format!("{at}.command is empty")));
-                }
-                let args = self.strings(obj, "args", &at)?;
-                let env = self.pairs(obj, "env", &at, &mut secrets)?;
-                let cwd = match obj.get("cwd") {
-                    None | Some(Value::Null) => None,
-                    Some(Value::String(s)) => {
-                        Some(PathBuf::from(self.expand(&format!("{at}.cwd"), s)?))
-                    }
-                    Some(_) => {
-                        return Err(config_error(
-                            self.path,
-                            format!("{at}.cwd must be a string"),
-                        ));
-                    }
-                };
-                Transport::Stdio {
-                    command,
-                    args,
-                    env,
-                    cwd,
-                }
-            }
-            "http" | "streamable-http" | "streamablehttp" => {
-                let url = obj
-                    .get("url")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| config_error(self.path, format!("{at}.url must be a string")))?;
-                let url = self.expand(&format!("{at}.url"), url)?;
-                if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return Err(config_error(
-                        self.path,
-                        format!("{at}.url must start with http:// or https://"),
-                    ));
-                }
-                let headers = self.pairs(obj, "headers", &at, &mut secrets)?;
-                Transport::Http { url, headers }
-            }
+        let transport = match transport_kind(self.path, obj, &at)?.as_str() {
+            "stdio" => self.stdio(obj, &at, &mut secrets)?,
+            "http" | "streamable-http" | "streamablehttp" => self.http(obj, &at, &mut secrets)?,
             "sse" => {
                 self.warnings.push(format!(
                     "{}: {at} uses the legacy HTTP+SSE transport, which atip does not speak; skipped",
@@ -1146,43 +1110,9 @@ impl FileCtx<'_> {
                 ));
             }
         };
-        let timeout = obj
-            .get("timeoutMs")
-            .map(|v| {
-                v.as_u64().map(Duration::from_millis).ok_or_else(|| {
-                    config_error(self.path, format!("{at}.timeoutMs must be a whole number"))
-                })
-            })
-            .transpose()?;
-        let trust_hints = match obj.get("trustHints") {
-            None => true,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => {
-                return Err(config_error(
-                    self.path,
-                    format!("{at}.trustHints must be true or false"),
-                ));
-            }
-        };
-        let protocol = match obj.get("protocol") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(
-                <super::client::Protocol as clap::ValueEnum>::from_str(s, true).map_err(|_| {
-                    config_error(
-                        self.path,
-                        format!(
-                            "{at}.protocol must be \"auto\", \"legacy\" or \"modern\", not {s:?}"
-                        ),
-                    )
-                })?,
-            ),
-            Some(_) => {
-                return Err(config_error(
-                    self.path,
-                    format!("{at}.protocol must be a string (auto, legacy or modern)"),
-                ));
-            }
-        };
+        let timeout = timeout_ms(self.path, obj, &at)?;
+        let trust_hints = trust_hints(self.path, obj, &at)?;
+        let protocol = protocol(self.path, obj, &at)?;
         // The value of a secret-named variable is a secret wherever it was expanded (a
         // URL path, an argument), not only in a secret-named header or env entry.
         for (var, value) in self.expanded.drain(..) {
@@ -1199,6 +1129,146 @@ impl FileCtx<'_> {
             secrets,
             protocol,
         }))
+    }
+
+    /// A stdio server's command, arguments, environment and working directory, expanded.
+    fn stdio(
+        &mut self,
+        obj: &Map<String, Value>,
+        at: &str,
+        secrets: &mut Vec<(String, String)>,
+    ) -> Result<Transport, AtipError> {
+        let command = obj
+            .get("command")
+            .and_then(Value::as_str)
+            .ok_or_else(|| config_error(self.path, format!("{at}.command must be a string")))?;
+        let command = self.expand(&format!("{at}.command"), command)?;
+        if command.trim().is_empty() {
+            return Err(config_error(self.path, format!("{at}.command is empty")));
+        }
+        let args = self.strings(obj, "args", at)?;
+        let env = self.pairs(obj, "env", at, secrets)?;
+        let cwd = match obj.get("cwd") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(PathBuf::from(self.expand(&format!("{at}.cwd"), s)?)),
+            Some(_) => {
+                return Err(config_error(
+                    self.path,
+                    format!("{at}.cwd must be a string"),
+                ));
+            }
+        };
+        Ok(Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        })
+    }
+
+    /// An HTTP server's URL (http or https) and headers, expanded.
+    fn http(
+        &mut self,
+        obj: &Map<String, Value>,
+        at: &str,
+        secrets: &mut Vec<(String, String)>,
+    ) -> Result<Transport, AtipError> {
+        let url = obj
+            .get("url")
+            .and_then(Value::as_str)
+            .ok_or_else(|| config_error(self.path, format!("{at}.url must be a string")))?;
+        let url = self.expand(&format!("{at}.url"), url)?;
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(config_error(
+                self.path,
+                format!("{at}.url must start with http:// or https://"),
+            ));
+        }
+        let headers = self.pairs(obj, "headers", at, secrets)?;
+        Ok(Transport::Http { url, headers })
+    }
+}
+
+/// A server name is 1-64 letters, digits, `_`, `-` or `.`: it is typed on command lines
+/// and becomes part of tool names.
+fn check_server_name(path: &Path, name: &str) -> Result<(), AtipError> {
+    let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.';
+    if name.is_empty() || name.len() > 64 || !name.chars().all(valid) {
+        return Err(config_error(
+            path,
+            format!("server name {name:?}: use 1-64 letters, digits, '_', '-' or '.'"),
+        ));
+    }
+    Ok(())
+}
+
+/// A server's transport, lowercased: `transport` (or `type`), else `stdio` when it has a
+/// command and `http` when it has a URL.
+fn transport_kind(path: &Path, obj: &Map<String, Value>, at: &str) -> Result<String, AtipError> {
+    let kind = obj
+        .get("transport")
+        .or_else(|| obj.get("type"))
+        .and_then(Value::as_str)
+        .map(str::to_ascii_lowercase);
+    match kind {
+        Some(k) => Ok(k),
+        None if obj.contains_key("command") => Ok("stdio".into()),
+        None if obj.contains_key("url") => Ok("http".into()),
+        None => Err(config_error(
+            path,
+            format!("{at} has neither \"command\" (stdio) nor \"url\" (http)"),
+        )),
+    }
+}
+
+/// A server's own `timeoutMs`, if given.
+fn timeout_ms(
+    path: &Path,
+    obj: &Map<String, Value>,
+    at: &str,
+) -> Result<Option<Duration>, AtipError> {
+    obj.get("timeoutMs")
+        .map(|v| {
+            v.as_u64()
+                .map(Duration::from_millis)
+                .ok_or_else(|| config_error(path, format!("{at}.timeoutMs must be a whole number")))
+        })
+        .transpose()
+}
+
+/// Whether the server's own annotations may be shown as hints (`trustHints`, default
+/// true).
+fn trust_hints(path: &Path, obj: &Map<String, Value>, at: &str) -> Result<bool, AtipError> {
+    match obj.get("trustHints") {
+        None => Ok(true),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(config_error(
+            path,
+            format!("{at}.trustHints must be true or false"),
+        )),
+    }
+}
+
+/// The handshake the server is started with (`protocol`), if the file chooses one.
+fn protocol(
+    path: &Path,
+    obj: &Map<String, Value>,
+    at: &str,
+) -> Result<Option<super::client::Protocol>, AtipError> {
+    match obj.get("protocol") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => <super::client::Protocol as clap::ValueEnum>::from_str(s, true)
+            .map(Some)
+            .map_err(|_| {
+                config_error(
+                    path,
+                    format!("{at}.protocol must be \"auto\", \"legacy\" or \"modern\", not {s:?}"),
+                )
+            }),
+        Some(_) => Err(config_error(
+            path,
+            format!("{at}.protocol must be a string (auto, legacy or modern)"),
+        )),
     }
 }
 

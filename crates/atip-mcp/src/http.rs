@@ -155,20 +155,7 @@ pub fn serve_blocking(
     proxy: Option<super::proxy::Setup>,
     cancel: crate::process::Cancel,
 ) -> Result<(), AtipError> {
-    let sock: SocketAddr = addr.parse().map_err(|e| {
-        usage(format!(
-            "--http {addr:?} is not an address like 127.0.0.1:8808: {e}"
-        ))
-    })?;
-    let loopback = sock.ip().is_loopback();
-    if !loopback && token.is_none() {
-        return Err(usage(format!(
-            "--http {addr} is not a loopback address: a bearer token is required"
-        ))
-        .hint(format!(
-            "set {token_env} to a long random secret; clients send `Authorization: Bearer …`"
-        )));
-    }
+    let sock = listen_address(addr, token.is_some(), token_env)?;
     let (token, generated) = match token {
         Some(t) => (t, false),
         None => (generated_token()?, true),
@@ -183,17 +170,7 @@ pub fn serve_blocking(
             )
         })?;
         let bound = listener.local_addr().unwrap_or(sock);
-        let mut config = StreamableHttpServerConfig::default();
-        if loopback {
-            config.allowed_origins = vec![
-                "http://localhost:*".into(),
-                "http://127.0.0.1:*".into(),
-                "http://[::1]:*".into(),
-            ];
-        } else {
-            // The token guards the door; Host names are the deployment's own.
-            config = config.disable_allowed_hosts().enforce_origin_validation();
-        }
+        let config = service_config(sock.ip().is_loopback());
         let ct = config.cancellation_token.clone();
         log::info!(
             target: crate::output::RAW_LOG,
@@ -214,86 +191,139 @@ pub fn serve_blocking(
             Arc::new(Capped::new(limits.max_sessions)),
             config,
         );
-        let token = Arc::new(token);
-        let connections = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
-        let mut backoff = Backoff::default();
-        let mut stop = Box::pin(atip_net::cancelled(cancel));
-        loop {
-            // A free connection slot first: at the cap, new connections wait in the
-            // kernel's backlog rather than costing a task and a descriptor each.
-            let permit = tokio::select! {
-                p = connections.clone().acquire_owned() => match p {
-                    Ok(p) => p,
-                    Err(_) => break,
-                },
-                _ = &mut stop => break,
-            };
-            let (stream, _) = tokio::select! {
-                r = listener.accept() => match r {
-                    Ok(c) => c,
-                    Err(e) => {
-                        // EMFILE and friends last until something closes: wait, do not
-                        // spin, and say so once per burst.
-                        let (wait, warn) = backoff.failed();
-                        if warn {
-                            log::warn!(
-                                "MCP HTTP accept failed: {e}; retrying with backoff (up to {} s; \
-                                 further failures until a connection is accepted are not reported)",
-                                Backoff::MAX.as_secs()
-                            );
-                        }
-                        tokio::select! {
-                            _ = tokio::time::sleep(wait) => continue,
-                            _ = &mut stop => break,
-                        }
-                    }
-                },
-                _ = &mut stop => break,
-            };
-            if let Some(n) = backoff.succeeded() {
-                log::warn!("MCP HTTP accepting connections again after {n} failed accepts");
-            }
-            let service = service.clone();
-            let token = token.clone();
-            tokio::spawn(async move {
-                let _permit = permit;
-                let handler =
-                    hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                        let mut service = service.clone();
-                        let token = token.clone();
-                        async move {
-                            if req.uri().path() != ENDPOINT {
-                                return Ok::<_, std::convert::Infallible>(plain(
-                                    404,
-                                    "not found; the MCP endpoint is /mcp\n",
-                                ));
-                            }
-                            if !token_matches(req.headers().get(http::header::AUTHORIZATION), &token) {
-                                let mut r = plain(401, "missing or wrong bearer token\n");
-                                r.headers_mut().insert(
-                                    http::header::WWW_AUTHENTICATE,
-                                    http::HeaderValue::from_static("Bearer"),
-                                );
-                                return Ok(r);
-                            }
-                            use tower_service::Service;
-                            service.call(req).await
-                        }
-                    });
-                let io = hyper_util::rt::TokioIo::new(stream);
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .timer(hyper_util::rt::TokioTimer::new())
-                    .header_read_timeout(limits.header_timeout)
-                    .serve_connection(io, handler)
-                    .await;
-            });
-        }
+        accept_loop(listener, service, Arc::new(token), limits, cancel).await;
         ct.cancel();
         server.close_proxy().await;
         Ok(())
     });
     rt.shutdown_timeout(std::time::Duration::from_secs(2));
     res
+}
+
+/// The MCP service of one run: the server per session, sessions capped.
+type McpService = StreamableHttpService<Server, Capped>;
+
+/// The address to listen on; one that is not loopback needs a bearer token.
+fn listen_address(addr: &str, has_token: bool, token_env: &str) -> Result<SocketAddr, AtipError> {
+    let sock: SocketAddr = addr.parse().map_err(|e| {
+        usage(format!(
+            "--http {addr:?} is not an address like 127.0.0.1:8808: {e}"
+        ))
+    })?;
+    if !sock.ip().is_loopback() && !has_token {
+        return Err(usage(format!(
+            "--http {addr} is not a loopback address: a bearer token is required"
+        ))
+        .hint(format!(
+            "set {token_env} to a long random secret; clients send `Authorization: Bearer …`"
+        )));
+    }
+    Ok(sock)
+}
+
+/// On loopback, only local pages may call (Origin checked); elsewhere the token guards
+/// the door and Host names are the deployment's own.
+fn service_config(loopback: bool) -> StreamableHttpServerConfig {
+    let mut config = StreamableHttpServerConfig::default();
+    if loopback {
+        config.allowed_origins = vec![
+            "http://localhost:*".into(),
+            "http://127.0.0.1:*".into(),
+            "http://[::1]:*".into(),
+        ];
+    } else {
+        config = config.disable_allowed_hosts().enforce_origin_validation();
+    }
+    config
+}
+
+/// Accepts connections until `cancel` is set, each served on its own task, at most
+/// `limits.max_connections` at once.
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    service: McpService,
+    token: Arc<String>,
+    limits: Limits,
+    cancel: crate::process::Cancel,
+) {
+    let connections = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    let mut backoff = Backoff::default();
+    let mut stop = Box::pin(atip_net::cancelled(cancel));
+    loop {
+        // A free connection slot first: at the cap, new connections wait in the
+        // kernel's backlog rather than costing a task and a descriptor each.
+        let permit = tokio::select! {
+            p = connections.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+            _ = &mut stop => break,
+        };
+        let (stream, _) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(c) => c,
+                Err(e) => {
+                    // EMFILE and friends last until something closes: wait, do not
+                    // spin, and say so once per burst.
+                    let (wait, warn) = backoff.failed();
+                    if warn {
+                        log::warn!(
+                            "MCP HTTP accept failed: {e}; retrying with backoff (up to {} s; \
+                             further failures until a connection is accepted are not reported)",
+                            Backoff::MAX.as_secs()
+                        );
+                    }
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => continue,
+                        _ = &mut stop => break,
+                    }
+                }
+            },
+            _ = &mut stop => break,
+        };
+        if let Some(n) = backoff.succeeded() {
+            log::warn!("MCP HTTP accepting connections again after {n} failed accepts");
+        }
+        let (service, token) = (service.clone(), token.clone());
+        tokio::spawn(async move {
+            let _permit = permit;
+            let handler =
+                hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                    handle(req, service.clone(), token.clone())
+                });
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(limits.header_timeout)
+                .serve_connection(io, handler)
+                .await;
+        });
+    }
+}
+
+/// One HTTP request: only the MCP endpoint, and only with the bearer token, reaches
+/// the MCP service.
+async fn handle(
+    req: http::Request<hyper::body::Incoming>,
+    mut service: McpService,
+    token: Arc<String>,
+) -> Result<
+    http::Response<http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>>,
+    std::convert::Infallible,
+> {
+    if req.uri().path() != ENDPOINT {
+        return Ok(plain(404, "not found; the MCP endpoint is /mcp\n"));
+    }
+    if !token_matches(req.headers().get(http::header::AUTHORIZATION), &token) {
+        let mut r = plain(401, "missing or wrong bearer token\n");
+        r.headers_mut().insert(
+            http::header::WWW_AUTHENTICATE,
+            http::HeaderValue::from_static("Bearer"),
+        );
+        return Ok(r);
+    }
+    use tower_service::Service as _;
+    service.call(req).await
 }
 
 /// The session manager with a cap: rmcp's in-memory sessions, at most `max` of them.

@@ -120,20 +120,7 @@ pub fn import(
 ) -> Result<ImportReport, AtipError> {
     let (default_source, key) = host.location(cwd, env);
     let source = from.map(Path::to_path_buf).unwrap_or(default_source);
-    // Imported entries land in the global file, where every variable expands: a host
-    // file someone else could have written (a repository's `.vscode/mcp.json` in a
-    // shared directory, another account's file) is refused like an untrusted project.
-    if let Ok(f) = super::trust::ProjectFile::read(&source)
-        && let Some(problem) = &f.problem
-    {
-        return Err(bad(&source, format!("not imported: {problem}")));
-    }
-    let doc = read_object(&source, false)?;
-    let servers = match doc.get(key).or_else(|| doc.get("mcpServers")) {
-        Some(Value::Object(m)) => m.clone(),
-        Some(_) => return Err(bad(&source, format!("{key} must be an object"))),
-        None => Map::new(),
-    };
+    let servers = host_servers(&source, key)?;
     let mut out = read_object(target, true)?;
     let existing_key = if out.contains_key("servers") && !out.contains_key("mcpServers") {
         "servers"
@@ -166,23 +153,7 @@ pub fn import(
                 .push((name, "already in mcp.json (use --force to replace)".into()));
             continue;
         }
-        // The same checks as a real load, on this one entry.
-        let one = serde_json::json!({"mcpServers": {name.clone(): entry.clone()}});
-        let mut probe = McpConfig::default();
-        if let Err(e) = loader.merge_file(
-            &mut probe,
-            &source,
-            &serde_json::to_vec(&one).unwrap_or_default(),
-        ) {
-            report.skipped.push((name, e.message));
-            continue;
-        }
-        if !probe.servers.contains_key(&name) {
-            let why = probe
-                .warnings
-                .first()
-                .cloned()
-                .unwrap_or_else(|| "not usable".into());
+        if let Some(why) = unusable(&loader, &source, &name, &entry) {
             report.skipped.push((name, why));
             continue;
         }
@@ -200,6 +171,41 @@ pub fn import(
     out.insert(existing_key.into(), Value::Object(existing));
     write_atomic(target, &Value::Object(out))?;
     Ok(report)
+}
+
+/// The servers of the host's file (under `key`, else `mcpServers`). Imported entries
+/// land in the global file, where every variable expands: a host file someone else
+/// could have written (a repository's `.vscode/mcp.json` in a shared directory, another
+/// account's file) is refused like an untrusted project.
+fn host_servers(source: &Path, key: &str) -> Result<Map<String, Value>, AtipError> {
+    if let Ok(f) = super::trust::ProjectFile::read(source)
+        && let Some(problem) = &f.problem
+    {
+        return Err(bad(source, format!("not imported: {problem}")));
+    }
+    let doc = read_object(source, false)?;
+    match doc.get(key).or_else(|| doc.get("mcpServers")) {
+        Some(Value::Object(m)) => Ok(m.clone()),
+        Some(_) => Err(bad(source, format!("{key} must be an object"))),
+        None => Ok(Map::new()),
+    }
+}
+
+/// The same checks as a real load, on this one entry: why it cannot be used, if so.
+fn unusable(loader: &Loader<'_>, source: &Path, name: &str, entry: &Value) -> Option<String> {
+    let one = serde_json::json!({"mcpServers": {name: entry.clone()}});
+    let mut probe = McpConfig::default();
+    let bytes = serde_json::to_vec(&one).unwrap_or_default();
+    if let Err(e) = loader.merge_file(&mut probe, source, &bytes) {
+        return Some(e.message);
+    }
+    (!probe.servers.contains_key(name)).then(|| {
+        probe
+            .warnings
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "not usable".into())
+    })
 }
 
 /// Writes the client config owner-only (it may hold tokens), atomically.

@@ -159,69 +159,15 @@ impl Server {
                 );
             }
         }
-        let mut visible: Vec<_> = engine
-            .visible_tools()
-            .into_iter()
-            .filter(|t| !engine.denied_outright(t))
-            .cloned()
-            .collect();
-        // Taken, not cloned, and consumed one tool at a time: at registry scale the
-        // rendered list is the largest thing in memory, and a copy of it doubled the peak.
-        let mut rendered = formats::render(&formats::flat(&visible), Format::Mcp);
-        let list = match rendered.get_mut("tools").map(serde_json::Value::take) {
-            Some(serde_json::Value::Array(list)) => list,
-            _ => Vec::new(),
-        };
-        drop(rendered);
-        let mut tools = Vec::with_capacity(list.len());
-        for t in list {
-            tools.push(mcp_tool(t)?);
-        }
-        let proxy = match proxied {
-            Some(loaded) => {
-                let known: std::collections::HashSet<String> =
-                    tools.iter().map(|t| t.name.to_string()).collect();
-                for (t, f) in loaded.tools.into_iter().zip(loaded.flat) {
-                    if known.contains(t.name.as_ref()) {
-                        log::warn!(
-                            "MCP tool {} has a registered command's name too; the command is served",
-                            t.name
-                        );
-                        continue;
-                    }
-                    tools.push(t);
-                    visible.push(f);
-                }
-                Some(loaded.proxy)
-            }
-            None => None,
-        };
+        let (mut tools, mut visible) = registered_tools(&engine)?;
+        let proxy = proxied.map(|loaded| add_proxied(&mut tools, &mut visible, loaded));
         let index: HashMap<String, usize> = tools
             .iter()
             .enumerate()
             .map(|(i, t)| (t.name.to_string(), i))
             .collect();
         let (listed, finder) = if tools.len() > scale.threshold {
-            let mut listed = vec![
-                search_mode::search_tool(tools.len(), scale.defaults),
-                search_mode::call_tool(),
-            ];
-            for name in &scale.pinned {
-                match index.get(name) {
-                    Some(&i) => listed.push(tools[i].clone()),
-                    None => {
-                        log::warn!("pinned tool {name:?} is not served; ignored")
-                    }
-                }
-            }
-            (
-                listed,
-                Some(Arc::new(search_mode::Finder::with_facts(
-                    visible,
-                    scale.facts.clone(),
-                    scale.defaults,
-                ))),
-            )
+            search_listing(&tools, &index, visible, &scale)
         } else {
             (tools.clone(), None)
         };
@@ -591,6 +537,79 @@ impl Server {
         }
         CallToolResult::structured_error(exec::error_envelope(Some(&p.tool.name), &e))
     }
+}
+
+/// The registered commands the engine serves, as MCP tools and as flat tools (for
+/// search mode's index); those the policy denies whatever the arguments are left out.
+fn registered_tools(
+    engine: &Engine,
+) -> Result<(Vec<Tool>, Vec<crate::compile::FlatTool>), AtipError> {
+    let visible: Vec<crate::compile::FlatTool> = engine
+        .visible_tools()
+        .into_iter()
+        .filter(|t| !engine.denied_outright(t))
+        .cloned()
+        .collect();
+    // Taken, not cloned, and consumed one tool at a time: at registry scale the
+    // rendered list is the largest thing in memory, and a copy of it doubled the peak.
+    let mut rendered = formats::render(&formats::flat(&visible), Format::Mcp);
+    let list = match rendered.get_mut("tools").map(serde_json::Value::take) {
+        Some(serde_json::Value::Array(list)) => list,
+        _ => Vec::new(),
+    };
+    drop(rendered);
+    let mut tools = Vec::with_capacity(list.len());
+    for t in list {
+        tools.push(mcp_tool(t)?);
+    }
+    Ok((tools, visible))
+}
+
+/// Adds the proxied servers' tools after the registered ones; a registered command
+/// keeps its name (the MCP tool is dropped, with a warning).
+fn add_proxied(
+    tools: &mut Vec<Tool>,
+    visible: &mut Vec<crate::compile::FlatTool>,
+    loaded: proxy::Loaded,
+) -> Arc<proxy::Proxy> {
+    let known: std::collections::HashSet<String> =
+        tools.iter().map(|t| t.name.to_string()).collect();
+    for (t, f) in loaded.tools.into_iter().zip(loaded.flat) {
+        if known.contains(t.name.as_ref()) {
+            log::warn!(
+                "MCP tool {} has a registered command's name too; the command is served",
+                t.name
+            );
+            continue;
+        }
+        tools.push(t);
+        visible.push(f);
+    }
+    loaded.proxy
+}
+
+/// Search mode's listing: the search and call tools, then the pinned ones; and the
+/// index the search tool searches.
+fn search_listing(
+    tools: &[Tool],
+    index: &HashMap<String, usize>,
+    visible: Vec<crate::compile::FlatTool>,
+    scale: &search_mode::Scale,
+) -> (Vec<Tool>, Option<Arc<search_mode::Finder>>) {
+    let mut listed = vec![
+        search_mode::search_tool(tools.len(), scale.defaults),
+        search_mode::call_tool(),
+    ];
+    for name in &scale.pinned {
+        match index.get(name) {
+            Some(&i) => listed.push(tools[i].clone()),
+            None => {
+                log::warn!("pinned tool {name:?} is not served; ignored")
+            }
+        }
+    }
+    let finder = search_mode::Finder::with_facts(visible, scale.facts.clone(), scale.defaults);
+    (listed, Some(Arc::new(finder)))
 }
 
 /// One rendered MCP tool (an element of `formats::render`'s `tools`) as the MCP model's

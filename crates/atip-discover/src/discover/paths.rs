@@ -400,20 +400,24 @@ pub(crate) fn enumerate(
     me: &Identity,
     skip: &globset::GlobSet,
 ) -> Enumeration {
-    let mut out = Enumeration {
-        skipped_dirs,
-        ..Enumeration::default()
+    let mut walk = Walk {
+        out: Enumeration {
+            skipped_dirs,
+            ..Enumeration::default()
+        },
+        me,
+        skip,
+        names: HashMap::new(),
+        inodes: HashMap::new(),
+        stat: StatAt::new(),
+        links: LinkResolver::default(),
     };
-    let mut names: HashMap<String, PathBuf> = HashMap::new();
-    let mut inodes: HashMap<(u64, u64), usize> = HashMap::new();
     let mut kept = Vec::new();
-    let mut stat = StatAt::new();
-    let mut links = LinkResolver::default();
     for dir in dirs {
-        let rd = match fs::read_dir(&dir.canonical) {
-            Ok(rd) => rd,
+        let entries = match dir_entries(&dir.canonical) {
+            Ok(entries) => entries,
             Err(e) => {
-                out.skipped_dirs.push(DirSkip {
+                walk.out.skipped_dirs.push(DirSkip {
                     path: dir.given.display().to_string(),
                     reason: DirSkipReason::Unreadable,
                     detail: e.to_string(),
@@ -421,105 +425,119 @@ pub(crate) fn enumerate(
                 continue;
             }
         };
-        let mut entries: Vec<(OsString, bool)> = rd
-            .filter_map(Result::ok)
-            .filter_map(|e| {
-                let ft = e.file_type().ok()?;
-                // Directories, sockets and the like can never be run.
-                if ft.is_dir() || ft.is_socket() || ft.is_fifo() || ft.is_block_device() {
-                    return None;
-                }
-                Some((e.file_name(), ft.is_symlink()))
-            })
-            .collect();
-        entries.sort();
         for (file_name, is_link) in entries {
-            let path = dir.canonical.join(&file_name);
-            let Ok(md) = stat.status_in(&dir.canonical, &file_name) else {
-                continue; // dangling symlink or vanished: a shell would not run it either
-            };
-            if !md.is_file() || !me.may_execute(&md) {
-                continue;
-            }
-            let Some(name) = file_name.to_str().map(str::to_owned) else {
-                out.skipped_files.push(FileSkip {
-                    name: file_name.to_string_lossy().into_owned(),
-                    path,
-                    reason: FileSkipReason::InvalidName,
-                    detail: "the name is not UTF-8".into(),
-                });
-                continue;
-            };
-            if let Some(first) = names.get(&name) {
-                out.skipped_files.push(FileSkip {
-                    name,
-                    path,
-                    reason: FileSkipReason::Shadowed,
-                    detail: format!("the shell runs {}", first.display()),
-                });
-                continue;
-            }
-            names.insert(name.clone(), path.clone());
-            if md.mode & 0o002 != 0 {
-                out.skipped_files.push(FileSkip {
-                    name,
-                    path,
-                    reason: FileSkipReason::WorldWritable,
-                    detail: format!("mode {:o}: anyone may change it", md.mode & 0o7777),
-                });
-                continue;
-            }
-            if skip.is_match(&name) {
-                out.skipped_files.push(FileSkip {
-                    name,
-                    path,
-                    reason: FileSkipReason::SkipGlob,
-                    detail: String::new(),
-                });
-                continue;
-            }
-            if !is_valid_name(&name) {
-                out.skipped_files.push(FileSkip {
-                    name,
-                    path,
-                    reason: FileSkipReason::InvalidName,
-                    detail: "registry keys use letters, digits, `_`, `.`, `+`, `-`".into(),
-                });
-                continue;
-            }
-            let fingerprint = Fingerprint::of_status(&md);
-            if let Some(&of) = inodes.get(&(fingerprint.dev, fingerprint.ino)) {
-                out.aliases.push(Alias { name, path, of });
-                continue;
-            }
-            inodes.insert((fingerprint.dev, fingerprint.ino), out.executables.len());
-            let canonical = if is_link {
-                match links.resolve(&path) {
-                    Ok(c) => c,
-                    Err(e) => {
-                        out.skipped_files.push(FileSkip {
-                            name,
-                            path,
-                            reason: FileSkipReason::Unreadable,
-                            detail: e.to_string(),
-                        });
-                        continue;
-                    }
-                }
-            } else {
-                path.clone()
-            };
-            out.executables.push(Executable {
-                name,
-                path,
-                canonical,
-                fingerprint,
-            });
+            walk.entry(&dir.canonical, &file_name, is_link);
         }
         kept.push(dir);
     }
-    out.dirs = kept;
-    out
+    walk.out.dirs = kept;
+    walk.out
+}
+
+/// The entries of a directory that could be run (not directories, sockets, FIFOs or
+/// block devices), sorted, each with whether it is a symlink.
+fn dir_entries(dir: &Path) -> std::io::Result<Vec<(OsString, bool)>> {
+    let mut entries: Vec<(OsString, bool)> = fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let ft = e.file_type().ok()?;
+            if ft.is_dir() || ft.is_socket() || ft.is_fifo() || ft.is_block_device() {
+                return None;
+            }
+            Some((e.file_name(), ft.is_symlink()))
+        })
+        .collect();
+    entries.sort();
+    Ok(entries)
+}
+
+/// The state of [`enumerate`] as it goes through the directories in order.
+struct Walk<'a> {
+    out: Enumeration,
+    me: &'a Identity,
+    skip: &'a globset::GlobSet,
+    /// Each name met so far, with the path the shell runs for it.
+    names: HashMap<String, PathBuf>,
+    /// Each file met so far (device, inode), with its index in `out.executables`.
+    inodes: HashMap<(u64, u64), usize>,
+    stat: StatAt,
+    links: LinkResolver,
+}
+
+impl Walk<'_> {
+    fn skip_file(&mut self, name: String, path: PathBuf, reason: FileSkipReason, detail: String) {
+        self.out.skipped_files.push(FileSkip {
+            name,
+            path,
+            reason,
+            detail,
+        });
+    }
+
+    /// One directory entry: an executable (its first name), an alias of one met
+    /// before, skipped (with the reason), or nothing a shell would run.
+    fn entry(&mut self, dir: &Path, file_name: &OsStr, is_link: bool) {
+        let path = dir.join(file_name);
+        let Ok(md) = self.stat.status_in(dir, file_name) else {
+            return; // dangling symlink or vanished: a shell would not run it either
+        };
+        if !md.is_file() || !self.me.may_execute(&md) {
+            return;
+        }
+        let Some(name) = file_name.to_str().map(str::to_owned) else {
+            let shown = file_name.to_string_lossy().into_owned();
+            let detail = "the name is not UTF-8".into();
+            return self.skip_file(shown, path, FileSkipReason::InvalidName, detail);
+        };
+        if let Some(first) = self.names.get(&name) {
+            let detail = format!("the shell runs {}", first.display());
+            return self.skip_file(name, path, FileSkipReason::Shadowed, detail);
+        }
+        self.names.insert(name.clone(), path.clone());
+        if let Some((reason, detail)) = self.refusal(&name, &md) {
+            return self.skip_file(name, path, reason, detail);
+        }
+        let fingerprint = Fingerprint::of_status(&md);
+        let inode = (fingerprint.dev, fingerprint.ino);
+        if let Some(&of) = self.inodes.get(&inode) {
+            self.out.aliases.push(Alias { name, path, of });
+            return;
+        }
+        self.inodes.insert(inode, self.out.executables.len());
+        let canonical = if is_link {
+            match self.links.resolve(&path) {
+                Ok(c) => c,
+                Err(e) => {
+                    return self.skip_file(name, path, FileSkipReason::Unreadable, e.to_string());
+                }
+            }
+        } else {
+            path.clone()
+        };
+        self.out.executables.push(Executable {
+            name,
+            path,
+            canonical,
+            fingerprint,
+        });
+    }
+
+    /// Why an executable that owns its name is not scanned: anyone may change it, a
+    /// `--skip` glob matches it, or its name cannot be a registry key.
+    fn refusal(&self, name: &str, md: &Status) -> Option<(FileSkipReason, String)> {
+        if md.mode & 0o002 != 0 {
+            let detail = format!("mode {:o}: anyone may change it", md.mode & 0o7777);
+            return Some((FileSkipReason::WorldWritable, detail));
+        }
+        if self.skip.is_match(name) {
+            return Some((FileSkipReason::SkipGlob, String::new()));
+        }
+        if !is_valid_name(name) {
+            let detail = "registry keys use letters, digits, `_`, `.`, `+`, `-`".into();
+            return Some((FileSkipReason::InvalidName, detail));
+        }
+        None
+    }
 }
 
 /// Whether `path` lies directly in one of `dirs`.

@@ -170,81 +170,8 @@ fn shim_verdict(
         new.put_shim(path, rec.clone());
         return Ok(Some((rec.verdict.clone(), fp)));
     }
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let stem = file_name.strip_suffix(".json").unwrap_or(&file_name);
-    let verdict = match fs::read(path) {
-        Err(e) => return Err(ReadError::at(path)(e)),
-        Ok(bytes) => {
-            let checked = check_bytes(&bytes, Some(Kind::Shim), Some(&file_name));
-            let mut errors: Vec<ReportDiagnostic> = checked
-                .diagnostics
-                .iter()
-                .filter(|d| d.severity == Severity::Error)
-                .map(ReportDiagnostic::from)
-                .collect();
-            let value = checked.value.unwrap_or(Value::Null);
-            let bin_hash = value.pointer("/binary/hash").and_then(Value::as_str);
-            if hash_keyed {
-                let stem_ok = crate::digest::is_hex64(stem);
-                if !stem_ok {
-                    errors.push(diag(
-                        "shim-file-name",
-                        "",
-                        format!(
-                            "a content-addressed shim must be named <64 lowercase hex>.json, not {file_name}"
-                        ),
-                    ));
-                } else if bin_hash != Some(&format!("sha256:{stem}")) && errors.is_empty() {
-                    errors.push(diag(
-                        "shim-hash-mismatch",
-                        "/binary/hash",
-                        format!(
-                            "binary.hash {} does not equal the file name sha256:{stem}",
-                            bin_hash.unwrap_or("(missing)")
-                        ),
-                    ));
-                }
-            } else if !is_valid_name(stem) {
-                errors.push(diag(
-                    "shim-file-name",
-                    "",
-                    format!("{file_name} does not name a tool (NAME.json)"),
-                ));
-            }
-            if errors.is_empty() {
-                let tool = value
-                    .pointer("/binary/name")
-                    .or_else(|| value.get("name"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                ShimVerdict::Valid {
-                    tool,
-                    trust: value
-                        .pointer("/trust/source")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                    doc: sha256_hex(&bytes),
-                    warnings: checked
-                        .diagnostics
-                        .iter()
-                        .filter(|d| d.severity == Severity::Warning)
-                        .map(ReportDiagnostic::from)
-                        .collect(),
-                }
-            } else {
-                ShimVerdict::Rejected {
-                    message: errors
-                        .first()
-                        .map(|d| d.message.clone())
-                        .unwrap_or_default(),
-                    diagnostics: errors,
-                }
-            }
-        }
-    };
+    let bytes = fs::read(path).map_err(ReadError::at(path))?;
+    let verdict = judge_shim(path, &bytes, hash_keyed);
     new.put_shim(
         path,
         ShimRecord {
@@ -253,6 +180,107 @@ fn shim_verdict(
         },
     );
     Ok(Some((verdict, fp)))
+}
+
+/// Validates a shim file's bytes, and its name: `NAME.json` names a tool, a
+/// content-addressed one is named after its `binary.hash`.
+fn judge_shim(path: &Path, bytes: &[u8], hash_keyed: bool) -> ShimVerdict {
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let checked = check_bytes(bytes, Some(Kind::Shim), Some(&file_name));
+    let mut errors = errors_of(&checked);
+    let value = checked.value.as_ref().unwrap_or(&Value::Null);
+    errors.extend(file_name_error(
+        &file_name,
+        value,
+        hash_keyed,
+        errors.is_empty(),
+    ));
+    if !errors.is_empty() {
+        return rejected(errors);
+    }
+    let tool = value
+        .pointer("/binary/name")
+        .or_else(|| value.get("name"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    ShimVerdict::Valid {
+        tool,
+        trust: value
+            .pointer("/trust/source")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        doc: sha256_hex(bytes),
+        warnings: checked
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Warning)
+            .map(ReportDiagnostic::from)
+            .collect(),
+    }
+}
+
+/// What is wrong with a shim's file name, if anything. The hash of a content-addressed
+/// shim is compared only when the document is otherwise `valid`.
+fn file_name_error(
+    file_name: &str,
+    value: &Value,
+    hash_keyed: bool,
+    valid: bool,
+) -> Option<ReportDiagnostic> {
+    let stem = file_name.strip_suffix(".json").unwrap_or(file_name);
+    if !hash_keyed {
+        return (!is_valid_name(stem)).then(|| {
+            diag(
+                "shim-file-name",
+                "",
+                format!("{file_name} does not name a tool (NAME.json)"),
+            )
+        });
+    }
+    if !crate::digest::is_hex64(stem) {
+        return Some(diag(
+            "shim-file-name",
+            "",
+            format!(
+                "a content-addressed shim must be named <64 lowercase hex>.json, not {file_name}"
+            ),
+        ));
+    }
+    let bin_hash = value.pointer("/binary/hash").and_then(Value::as_str);
+    (bin_hash != Some(&format!("sha256:{stem}")) && valid).then(|| {
+        diag(
+            "shim-hash-mismatch",
+            "/binary/hash",
+            format!(
+                "binary.hash {} does not equal the file name sha256:{stem}",
+                bin_hash.unwrap_or("(missing)")
+            ),
+        )
+    })
+}
+
+/// The validator's errors.
+fn errors_of(checked: &crate::validate::Checked) -> Vec<ReportDiagnostic> {
+    checked
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(ReportDiagnostic::from)
+        .collect()
+}
+
+/// A file refused for these errors (the first one is its message).
+fn rejected(diagnostics: Vec<ReportDiagnostic>) -> ShimVerdict {
+    ShimVerdict::Rejected {
+        message: diagnostics
+            .first()
+            .map(|d| d.message.clone())
+            .unwrap_or_default(),
+        diagnostics,
+    }
 }
 
 /// The shim directories, lowest precedence first: (layer, directory). The built-in
@@ -316,56 +344,68 @@ pub(crate) fn load_shims(
                 }
             };
             for path in files {
-                let verdict = match shim_verdict(&path, hash_keyed, old, new) {
-                    Ok(Some((v, _))) => v,
-                    Ok(None) => continue,
-                    Err(e) => {
-                        shims.failures.push(fail(e.to_string()));
-                        continue;
-                    }
-                };
-                match verdict {
-                    ShimVerdict::Rejected {
-                        message,
-                        diagnostics,
-                    } => shims.rejected.push(RejectedFile {
-                        path,
-                        message,
-                        diagnostics,
-                    }),
-                    ShimVerdict::Valid {
-                        tool, trust, doc, ..
-                    } => {
-                        shims.valid += 1;
-                        let stem = path
-                            .file_stem()
-                            .map(|s| s.to_string_lossy().into_owned())
-                            .unwrap_or_default();
-                        let file = ShimFile {
-                            body: Doc::File(path.clone()),
-                            path: path.clone(),
-                            layer: *layer,
-                            dir: dir.clone(),
-                            tool: tool.clone(),
-                            trust,
-                            doc,
-                        };
-                        let map = match (hash_keyed, *layer == Layer::Override) {
-                            (false, false) => &mut shims.by_name,
-                            (true, false) => &mut shims.by_hash,
-                            (false, true) => &mut shims.override_by_name,
-                            (true, true) => &mut shims.override_by_hash,
-                        };
-                        map.insert(stem, file);
-                        if hash_keyed && let Some(t) = tool {
-                            shims.hash_names.insert(t);
-                        }
-                    }
+                match shim_verdict(&path, hash_keyed, old, new) {
+                    Ok(Some((v, _))) => shims.add(path, v, (*layer, dir), hash_keyed),
+                    Ok(None) => {}
+                    Err(e) => shims.failures.push(fail(e.to_string())),
                 }
             }
         }
     }
     shims
+}
+
+impl Shims {
+    /// Adds one shim file of `layer` (in `dir`) by its verdict: refused, or in the map
+    /// of its kind (by name or hash, override or not), replacing an earlier layer's.
+    fn add(
+        &mut self,
+        path: PathBuf,
+        verdict: ShimVerdict,
+        (layer, dir): (Layer, &PathBuf),
+        hash_keyed: bool,
+    ) {
+        let (tool, trust, doc) = match verdict {
+            ShimVerdict::Rejected {
+                message,
+                diagnostics,
+            } => {
+                self.rejected.push(RejectedFile {
+                    path,
+                    message,
+                    diagnostics,
+                });
+                return;
+            }
+            ShimVerdict::Valid {
+                tool, trust, doc, ..
+            } => (tool, trust, doc),
+        };
+        self.valid += 1;
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let file = ShimFile {
+            body: Doc::File(path.clone()),
+            path,
+            layer,
+            dir: dir.clone(),
+            tool: tool.clone(),
+            trust,
+            doc,
+        };
+        let map = match (hash_keyed, layer == Layer::Override) {
+            (false, false) => &mut self.by_name,
+            (true, false) => &mut self.by_hash,
+            (false, true) => &mut self.override_by_name,
+            (true, true) => &mut self.override_by_hash,
+        };
+        map.insert(stem, file);
+        if hash_keyed && let Some(t) = tool {
+            self.hash_names.insert(t);
+        }
+    }
 }
 
 /// The pattern dirs, lowest precedence first.
@@ -407,34 +447,9 @@ pub(crate) fn load_patterns(dirs: &[PathBuf], old: &Cache, new: &mut Cache) -> P
                     continue;
                 }
             };
-            let cached_ok = old.shim(&path, &fp).cloned();
-            let verdict = match cached_ok {
-                Some(rec) => rec.verdict,
-                None => {
-                    let checked = check_bytes(&bytes, Some(Kind::Pattern), None);
-                    if checked.is_valid() {
-                        ShimVerdict::Valid {
-                            tool: None,
-                            trust: None,
-                            doc: sha256_hex(&bytes),
-                            warnings: Vec::new(),
-                        }
-                    } else {
-                        let diagnostics: Vec<ReportDiagnostic> = checked
-                            .diagnostics
-                            .iter()
-                            .filter(|d| d.severity == Severity::Error)
-                            .map(ReportDiagnostic::from)
-                            .collect();
-                        ShimVerdict::Rejected {
-                            message: diagnostics
-                                .first()
-                                .map(|d| d.message.clone())
-                                .unwrap_or_default(),
-                            diagnostics,
-                        }
-                    }
-                }
+            let verdict = match old.shim(&path, &fp) {
+                Some(rec) => rec.verdict.clone(),
+                None => pattern_verdict(&bytes),
             };
             new.put_shim(
                 &path,
@@ -452,38 +467,56 @@ pub(crate) fn load_patterns(dirs: &[PathBuf], old: &Cache, new: &mut Cache) -> P
                     message,
                     diagnostics,
                 }),
-                ShimVerdict::Valid { .. } => {
-                    let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
-                        continue;
-                    };
-                    let (tool, patterns) = match value {
-                        Value::Array(items) => (None, items),
-                        Value::Object(mut obj) if obj.contains_key("patterns") => {
-                            let tool = obj.get("tool").and_then(Value::as_str).map(str::to_owned);
-                            match obj.remove("patterns") {
-                                Some(Value::Array(items)) => (tool, items),
-                                _ => (tool, Vec::new()),
-                            }
-                        }
-                        single @ Value::Object(_) => (None, vec![single]),
-                        _ => continue,
-                    };
-                    let stem = path
-                        .file_stem()
-                        .map(|s| s.to_string_lossy().into_owned())
-                        .unwrap_or_default();
-                    out.files.push(PatternFile {
-                        path,
-                        tool,
-                        stem,
-                        patterns,
-                        doc: sha256_hex(&bytes),
-                    });
-                }
+                ShimVerdict::Valid { .. } => out.files.extend(PatternFile::read(path, &bytes)),
             }
         }
     }
     out
+}
+
+/// Validates a pattern file's bytes.
+fn pattern_verdict(bytes: &[u8]) -> ShimVerdict {
+    let checked = check_bytes(bytes, Some(Kind::Pattern), None);
+    if !checked.is_valid() {
+        return rejected(errors_of(&checked));
+    }
+    ShimVerdict::Valid {
+        tool: None,
+        trust: None,
+        doc: sha256_hex(bytes),
+        warnings: Vec::new(),
+    }
+}
+
+impl PatternFile {
+    /// A valid pattern file's patterns: an array of them, an object with `patterns`
+    /// (and the `tool` they belong to), or one pattern.
+    fn read(path: PathBuf, bytes: &[u8]) -> Option<PatternFile> {
+        let value = serde_json::from_slice::<Value>(bytes).ok()?;
+        let (tool, patterns) = match value {
+            Value::Array(items) => (None, items),
+            Value::Object(mut obj) if obj.contains_key("patterns") => {
+                let tool = obj.get("tool").and_then(Value::as_str).map(str::to_owned);
+                match obj.remove("patterns") {
+                    Some(Value::Array(items)) => (tool, items),
+                    _ => (tool, Vec::new()),
+                }
+            }
+            single @ Value::Object(_) => (None, vec![single]),
+            _ => return None,
+        };
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Some(PatternFile {
+            path,
+            tool,
+            stem,
+            patterns,
+            doc: sha256_hex(bytes),
+        })
+    }
 }
 
 impl PatternFile {

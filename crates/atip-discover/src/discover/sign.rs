@@ -259,43 +259,13 @@ fn evidence_reader<R: Read>(mut reader: R) -> std::io::Result<(Sign, Halves)> {
         let mut kept = 0usize;
         let mut total = 0u64;
         let mut seen = Seen::default();
-        let mut binary = false;
-        let mut script = false;
+        let (mut binary, mut script) = (false, false);
         let mut first = true;
         loop {
-            let mut n = kept;
-            let mut eof = false;
-            while n < buf.len() {
-                let room = (buf.len() - n).min((SIGN_READ_CAP - total) as usize);
-                if room == 0 {
-                    eof = true;
-                    break;
-                }
-                match reader.read(&mut buf[n..n + room]) {
-                    Ok(0) => {
-                        eof = true;
-                        break;
-                    }
-                    Ok(k) => {
-                        n += k;
-                        total += k as u64;
-                    }
-                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
-            }
+            let (n, eof) = fill(&mut reader, &mut buf, kept, &mut total)?;
             let chunk = &buf[..n];
             if first {
-                binary = chunk.starts_with(b"\x7fELF")
-                    || [
-                        [0xfe, 0xed, 0xfa, 0xce],
-                        [0xfe, 0xed, 0xfa, 0xcf],
-                        [0xce, 0xfa, 0xed, 0xfe],
-                        [0xcf, 0xfa, 0xed, 0xfe],
-                        [0xca, 0xfe, 0xba, 0xbe],
-                    ]
-                    .iter()
-                    .any(|m| chunk.starts_with(m));
+                binary = is_binary(chunk);
                 script = chunk.starts_with(b"#!");
             }
             // A hit is judged once its context is in the buffer: not in the carried
@@ -339,6 +309,48 @@ fn evidence_reader<R: Read>(mut reader: R) -> std::io::Result<(Sign, Halves)> {
             first = false;
         }
     })
+}
+
+/// Fills `buf` after the `kept` bytes carried from the previous fill, reading no more
+/// than [`SIGN_READ_CAP`] bytes in all (`total` counts them). Returns the bytes in the
+/// buffer and whether the stream (or the cap) ended.
+fn fill<R: Read>(
+    reader: &mut R,
+    buf: &mut [u8],
+    kept: usize,
+    total: &mut u64,
+) -> std::io::Result<(usize, bool)> {
+    let mut n = kept;
+    while n < buf.len() {
+        let room = (buf.len() - n).min((SIGN_READ_CAP - *total) as usize);
+        if room == 0 {
+            return Ok((n, true));
+        }
+        match reader.read(&mut buf[n..n + room]) {
+            Ok(0) => return Ok((n, true)),
+            Ok(k) => {
+                n += k;
+                *total += k as u64;
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((n, false))
+}
+
+/// The file starts like a compiled executable (ELF, Mach-O, a universal binary).
+fn is_binary(head: &[u8]) -> bool {
+    head.starts_with(b"\x7fELF")
+        || [
+            [0xfe, 0xed, 0xfa, 0xce],
+            [0xfe, 0xed, 0xfa, 0xcf],
+            [0xce, 0xfa, 0xed, 0xfe],
+            [0xcf, 0xfa, 0xed, 0xfe],
+            [0xca, 0xfe, 0xba, 0xbe],
+        ]
+        .iter()
+        .any(|m| head.starts_with(m))
 }
 
 /// What the file at `path` shows.

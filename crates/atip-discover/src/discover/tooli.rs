@@ -115,50 +115,9 @@ fn command(tool: &str, cname: &str, c: &Value, params: Option<&Vec<Value>>) -> V
                 .find(|h| h.get("name").and_then(Value::as_str) == Some(pname))
         });
         let is_required = required.contains(&pname.as_str());
-        let kind = hint.and_then(|h| h.get("kind")).and_then(Value::as_str);
-        let has_default = hint
-            .and_then(|h| h.get("hasDefault"))
-            .and_then(Value::as_bool)
-            .unwrap_or(!is_required);
-        // Tooli's rule: a parameter marked Argument is positional, one marked Option is
-        // a flag; unmarked, a parameter without a default is positional.
-        let positional = match kind {
-            Some("argument") => true,
-            Some("option") => false,
-            _ => !has_default,
-        };
-        let (ty, values) = value_type(p);
-        let mut entry = Map::new();
-        entry.insert("name".into(), json!(pname));
-        entry.insert("type".into(), json!(ty));
-        entry.insert("description".into(), json!(describe(pname, p)));
-        if let Some(v) = values {
-            entry.insert("enum".into(), Value::Array(v));
-        }
-        if let Some(d) = p.get("default").filter(|d| !d.is_null()) {
-            entry.insert("default".into(), d.clone());
-        }
-        if positional {
-            entry.insert("required".into(), json!(is_required));
-            arguments.push(Value::Object(entry));
-        } else {
-            let flags: Vec<String> = hint
-                .and_then(|h| h.get("flags"))
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .filter(|f| f.starts_with('-') && f.len() > 1)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .filter(|f: &Vec<String>| !f.is_empty())
-                .unwrap_or_else(|| vec![format!("--{}", pname.replace('_', "-"))]);
-            entry.insert("flags".into(), json!(flags));
-            if is_required {
-                entry.insert("required".into(), json!(true));
-            }
-            options.push(Value::Object(entry));
+        match parameter(pname, p, hint, is_required) {
+            Param::Argument(a) => arguments.push(a),
+            Param::Option(o) => options.push(o),
         }
     }
     let mut out = Map::new();
@@ -188,6 +147,69 @@ fn command(tool: &str, cname: &str, c: &Value, params: Option<&Vec<Value>>) -> V
     if !examples.is_empty() {
         out.insert("examples".into(), json!(examples));
     }
+    if let Some(extra) = tooli_extra(c) {
+        out.insert("x-tooli".into(), extra);
+    }
+    Value::Object(out)
+}
+
+/// One parameter of a command, as ATIP writes it.
+enum Param {
+    Argument(Value),
+    Option(Value),
+}
+
+/// One manifest parameter (with the CLI hint of its name, if any) → an ATIP argument
+/// or option.
+fn parameter(pname: &str, p: &Value, hint: Option<&Value>, is_required: bool) -> Param {
+    let kind = hint.and_then(|h| h.get("kind")).and_then(Value::as_str);
+    let has_default = hint
+        .and_then(|h| h.get("hasDefault"))
+        .and_then(Value::as_bool)
+        .unwrap_or(!is_required);
+    // Tooli's rule: a parameter marked Argument is positional, one marked Option is
+    // a flag; unmarked, a parameter without a default is positional.
+    let positional = match kind {
+        Some("argument") => true,
+        Some("option") => false,
+        _ => !has_default,
+    };
+    let (ty, values) = value_type(p);
+    let mut entry = Map::new();
+    entry.insert("name".into(), json!(pname));
+    entry.insert("type".into(), json!(ty));
+    entry.insert("description".into(), json!(describe(pname, p)));
+    if let Some(v) = values {
+        entry.insert("enum".into(), Value::Array(v));
+    }
+    if let Some(d) = p.get("default").filter(|d| !d.is_null()) {
+        entry.insert("default".into(), d.clone());
+    }
+    if positional {
+        entry.insert("required".into(), json!(is_required));
+        return Param::Argument(Value::Object(entry));
+    }
+    let flags: Vec<String> = hint
+        .and_then(|h| h.get("flags"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .filter(|f| f.starts_with('-') && f.len() > 1)
+                .map(str::to_owned)
+                .collect()
+        })
+        .filter(|f: &Vec<String>| !f.is_empty())
+        .unwrap_or_else(|| vec![format!("--{}", pname.replace('_', "-"))]);
+    entry.insert("flags".into(), json!(flags));
+    if is_required {
+        entry.insert("required".into(), json!(true));
+    }
+    Param::Option(Value::Object(entry))
+}
+
+/// What Tooli says of a command that ATIP has no field for (`x-tooli`).
+fn tooli_extra(c: &Value) -> Option<Value> {
     let mut extra = Map::new();
     for (from, to) in [
         ("outputSchema", "outputSchema"),
@@ -197,10 +219,7 @@ fn command(tool: &str, cname: &str, c: &Value, params: Option<&Vec<Value>>) -> V
             extra.insert(to.into(), v.clone());
         }
     }
-    if !extra.is_empty() {
-        out.insert("x-tooli".into(), Value::Object(extra));
-    }
-    Value::Object(out)
+    (!extra.is_empty()).then_some(Value::Object(extra))
 }
 
 /// The description of a parameter: its schema `description`, else its `title`, else

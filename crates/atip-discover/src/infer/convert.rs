@@ -341,135 +341,180 @@ pub(crate) fn positional(form: &str, skip_words: &str) -> Vec<InferredArgument> 
     let mut args: Vec<InferredArgument> = Vec::new();
     let skip = skip_words.split_whitespace().count();
     let mut words = 0;
-    // A no-break space (pod2man writes `[\u{a0}-x\u{a0}]`) separates words like a blank.
-    let chars: Vec<char> = form
-        .chars()
-        .map(|c| if c == '\u{a0}' { ' ' } else { c })
-        .collect();
-    let mut i = 0;
-    let mut depth: usize = 0;
-    // Bracket depth at which an option group started (skipped until it closes).
-    let mut option_group: Option<usize> = None;
-    // Inside a word that began with a flag: `-m[-]<module>`, `-l[<octal>]` name the
-    // flag's value (written against it, no blank between), never an operand.
-    let mut after_flag = false;
-    while i < chars.len() {
-        let c = chars[i];
-        if matches!(c, ' ' | '\t' | '|') {
-            after_flag = false;
+    let mut form = SynopsisForm::new(form);
+    while let Some(token) = form.next_word() {
+        words += 1;
+        if words <= skip || form.option_group.is_some() || form.after_flag {
+            continue;
         }
-        match c {
-            '[' | '{' => {
-                depth += 1;
-                // `[-x …]`: an option group; so is `[[-e|-E] <code>]`, whose first
-                // word is a group of flags.
-                let mut j = i + 1;
-                while j < chars.len() && matches!(chars[j], ' ' | '[' | '{') {
-                    j += 1;
-                }
-                if option_group.is_none() && chars.get(j) == Some(&'-') {
-                    option_group = Some(depth);
-                }
-                i += 1;
-            }
-            ']' | '}' => {
-                if option_group == Some(depth) {
-                    option_group = None;
-                }
-                depth = depth.saturating_sub(1);
-                i += 1;
-            }
-            ' ' | '\t' | '|' => i += 1,
-            _ => {
-                let start = i;
-                let mut name = String::new();
-                if c == '<' {
-                    let mut j = i + 1;
-                    while j < chars.len() && chars[j] != '>' {
-                        j += 1;
-                    }
-                    name = chars[i + 1..j.min(chars.len())].iter().collect();
-                    i = (j + 1).min(chars.len());
-                } else {
-                    while i < chars.len()
-                        && !matches!(chars[i], ' ' | '\t' | '[' | ']' | '{' | '}' | '|')
-                    {
-                        i += 1;
-                    }
-                }
-                let token: String = chars[start..i].iter().collect();
-                words += 1;
-                if token.starts_with('-') {
-                    after_flag = true;
-                }
-                if words <= skip || option_group.is_some() || after_flag {
-                    continue;
-                }
-                let placeholder = if !name.is_empty() {
-                    Some(name)
-                } else if token.len() >= 2
-                    && token.trim_end_matches("...").chars().all(|c| {
-                        c.is_ascii_uppercase() || c == '_' || c == '-' || c.is_ascii_digit()
-                    })
-                    && token.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-                {
-                    Some(token.trim_end_matches("...").to_owned())
-                } else {
-                    None
-                };
-                let Some(raw) = placeholder else {
-                    // A literal word (a fixed keyword): not an argument.
-                    continue;
-                };
-                // `...` right after (possibly after closing brackets, blanks before them
-                // included: `[ <argument> ]...`).
-                let mut j = i;
-                while j < chars.len() && matches!(chars[j], ']' | '}' | ' ') {
-                    let next = chars[j..]
-                        .iter()
-                        .collect::<String>()
-                        .trim_start()
-                        .chars()
-                        .take(3)
-                        .collect::<String>();
-                    if chars[j] == ' ' && !(next == "..." || next.starts_with([']', '}'])) {
-                        break;
-                    }
-                    j += 1;
-                }
-                let rest: String = chars[j.min(chars.len())..].iter().take(4).collect();
-                let variadic = token.ends_with("...")
-                    || raw.ends_with("...")
-                    || rest.trim_start().starts_with("...");
-                if is_options_placeholder(&raw) {
-                    continue;
-                }
-                let name = sanitize(&raw.trim_end_matches("...").to_ascii_lowercase());
-                if name.is_empty() || args.iter().any(|a| same_name(&a.name, &name)) {
-                    continue;
-                }
-                let mut required = depth == 0;
-                if args.iter().any(|a| !a.required) {
-                    required = false;
-                }
-                let kind = match value_kind(&name) {
-                    "file" => "file",
-                    "directory" => "directory",
-                    _ => "string",
-                };
-                args.push(InferredArgument {
-                    name,
-                    kind,
-                    required,
-                    variadic,
-                });
-                if variadic {
-                    break;
-                }
-            }
+        let Some(raw) = placeholder(&token) else {
+            // A literal word (a fixed keyword): not an argument.
+            continue;
+        };
+        let variadic =
+            token.text.ends_with("...") || raw.ends_with("...") || form.ellipsis_follows();
+        if is_options_placeholder(&raw) {
+            continue;
+        }
+        let name = sanitize(&raw.trim_end_matches("...").to_ascii_lowercase());
+        if name.is_empty() || args.iter().any(|a| same_name(&a.name, &name)) {
+            continue;
+        }
+        // Once one operand is optional, those after it are too.
+        let required = form.depth == 0 && args.iter().all(|a| a.required);
+        let kind = match value_kind(&name) {
+            "file" => "file",
+            "directory" => "directory",
+            _ => "string",
+        };
+        args.push(InferredArgument {
+            name,
+            kind,
+            required,
+            variadic,
+        });
+        if variadic {
+            break;
         }
     }
     args
+}
+
+/// One word of a synopsis form: as written, and the name inside `<…>` when it is one.
+struct SynopsisWord {
+    text: String,
+    angled: Option<String>,
+}
+
+/// The placeholder a synopsis word names: `<name>`, or an upper-case word (`FILE...`);
+/// `None` for a literal keyword.
+fn placeholder(word: &SynopsisWord) -> Option<String> {
+    if let Some(name) = word.angled.as_ref().filter(|n| !n.is_empty()) {
+        return Some(name.clone());
+    }
+    let token = &word.text;
+    let upper = token
+        .trim_end_matches("...")
+        .chars()
+        .all(|c| c.is_ascii_uppercase() || c == '_' || c == '-' || c.is_ascii_digit());
+    (token.len() >= 2 && upper && token.chars().next().is_some_and(|c| c.is_ascii_uppercase()))
+        .then(|| token.trim_end_matches("...").to_owned())
+}
+
+/// A synopsis form read word by word, keeping track of the brackets around each word.
+struct SynopsisForm {
+    chars: Vec<char>,
+    i: usize,
+    /// Bracket depth (`[` and `{`) at the current word.
+    depth: usize,
+    /// Bracket depth at which an option group started (skipped until it closes).
+    option_group: Option<usize>,
+    /// Inside a word that began with a flag: `-m[-]<module>`, `-l[<octal>]` name the
+    /// flag's value (written against it, no blank between), never an operand.
+    after_flag: bool,
+}
+
+impl SynopsisForm {
+    fn new(form: &str) -> SynopsisForm {
+        // A no-break space (pod2man writes `[\u{a0}-x\u{a0}]`) separates words like a
+        // blank.
+        let chars = form
+            .chars()
+            .map(|c| if c == '\u{a0}' { ' ' } else { c })
+            .collect();
+        SynopsisForm {
+            chars,
+            i: 0,
+            depth: 0,
+            option_group: None,
+            after_flag: false,
+        }
+    }
+
+    /// The next word, past blanks, `|` and brackets (which update the depth).
+    fn next_word(&mut self) -> Option<SynopsisWord> {
+        while let Some(&c) = self.chars.get(self.i) {
+            if matches!(c, ' ' | '\t' | '|') {
+                self.after_flag = false;
+            }
+            match c {
+                '[' | '{' => self.open(),
+                ']' | '}' => {
+                    if self.option_group == Some(self.depth) {
+                        self.option_group = None;
+                    }
+                    self.depth = self.depth.saturating_sub(1);
+                    self.i += 1;
+                }
+                ' ' | '\t' | '|' => self.i += 1,
+                _ => return Some(self.word()),
+            }
+        }
+        None
+    }
+
+    /// An opening bracket. `[-x …]` opens an option group; so does `[[-e|-E] <code>]`,
+    /// whose first word is a group of flags.
+    fn open(&mut self) {
+        self.depth += 1;
+        let chars = &self.chars;
+        let mut j = self.i + 1;
+        while j < chars.len() && matches!(chars[j], ' ' | '[' | '{') {
+            j += 1;
+        }
+        if self.option_group.is_none() && chars.get(j) == Some(&'-') {
+            self.option_group = Some(self.depth);
+        }
+        self.i += 1;
+    }
+
+    /// The word starting here: `<…>` whole, else up to a blank, bracket or `|`.
+    fn word(&mut self) -> SynopsisWord {
+        let chars = &self.chars;
+        let start = self.i;
+        let mut angled = None;
+        if chars[start] == '<' {
+            let mut j = start + 1;
+            while j < chars.len() && chars[j] != '>' {
+                j += 1;
+            }
+            angled = Some(chars[start + 1..j.min(chars.len())].iter().collect());
+            self.i = (j + 1).min(chars.len());
+        } else {
+            while self.i < chars.len()
+                && !matches!(chars[self.i], ' ' | '\t' | '[' | ']' | '{' | '}' | '|')
+            {
+                self.i += 1;
+            }
+        }
+        let text: String = self.chars[start..self.i].iter().collect();
+        if text.starts_with('-') {
+            self.after_flag = true;
+        }
+        SynopsisWord { text, angled }
+    }
+
+    /// `...` comes right after the word just read (possibly after closing brackets,
+    /// blanks before them included: `[ <argument> ]...`).
+    fn ellipsis_follows(&self) -> bool {
+        let chars = &self.chars;
+        let mut j = self.i;
+        while j < chars.len() && matches!(chars[j], ']' | '}' | ' ') {
+            let next = chars[j..]
+                .iter()
+                .collect::<String>()
+                .trim_start()
+                .chars()
+                .take(3)
+                .collect::<String>();
+            if chars[j] == ' ' && !(next == "..." || next.starts_with([']', '}'])) {
+                break;
+            }
+            j += 1;
+        }
+        let rest: String = chars[j.min(chars.len())..].iter().take(4).collect();
+        rest.trim_start().starts_with("...")
+    }
 }
 
 /// Flags and names already taken in one command.
@@ -654,65 +699,22 @@ fn parse_tag(tag: &str) -> Vec<FlagSpec> {
     let chars: Vec<char> = tag.chars().collect();
     let mut out: Vec<FlagSpec> = Vec::new();
     let mut i = 0;
-    let skip_blank = |i: &mut usize| {
-        while *i < chars.len() && matches!(chars[*i], ' ' | '\t') {
-            *i += 1;
-        }
-    };
     loop {
-        skip_blank(&mut i);
-        // Separators between flags.
-        while i < chars.len() && matches!(chars[i], ',' | '|' | '/' | ';') {
-            i += 1;
-            skip_blank(&mut i);
-        }
-        if chars[i..].starts_with(&['o', 'r', ' ']) && !out.is_empty() {
-            i += 3;
-            skip_blank(&mut i);
-        }
+        skip_separators(&chars, &mut i, !out.is_empty());
         if i >= chars.len() || chars[i] != '-' {
             break;
         }
-        // The flag: dashes, then name characters.
-        let start = i;
-        while i < chars.len() && chars[i] == '-' && i - start < 2 {
-            i += 1;
-        }
-        let mut negatable = false;
-        if chars[i..].starts_with(&['[', 'n', 'o', '-', ']']) {
-            negatable = true;
-            i += 5;
-        } else if chars[i..].starts_with(&['[', 'n', 'o', ']']) {
-            negatable = true;
-            i += 4;
-        }
-        let name_start = i;
-        while i < chars.len() && flag_char(chars[i]) {
-            i += 1;
-        }
-        // Trailing punctuation belongs to the sentence, not the flag.
-        while i > name_start
-            && matches!(chars[i - 1], '.' | ':' | '?')
-            && !(i - name_start == 1 && chars[i - 1] == '?')
-        {
-            i -= 1;
-        }
-        let dashes: String = chars[start..name_start.min(start + 2)]
-            .iter()
-            .filter(|c| **c == '-')
-            .collect();
-        let name: String = chars[name_start..i].iter().collect();
-        if name.is_empty() && i < chars.len() && chars[i] == '<' && !negatable {
+        let Some((dashes, name, negatable)) = read_flag(&chars, &mut i) else {
+            break;
+        };
+        if name.is_empty() {
             // `-<NUM>`: a number typed as the flag; not a flag name. Skip it and its
             // separator.
             while i < chars.len() && chars[i] != '>' {
                 i += 1;
             }
-            i += 1;
+            i = (i + 1).min(chars.len());
             continue;
-        }
-        if name.is_empty() || name.chars().all(|c| c == '-') || name.starts_with('-') {
-            break;
         }
         let value = read_value(&chars, &mut i);
         let flag = format!("{dashes}{name}");
@@ -728,137 +730,197 @@ fn parse_tag(tag: &str) -> Vec<FlagSpec> {
         } else {
             out.push(FlagSpec { flag, value });
         }
-        // After a flag and its value: a separator, another flag, or the end.
-        let mut j = i;
-        while j < chars.len() && matches!(chars[j], ' ' | '\t') {
-            j += 1;
-        }
-        if j < chars.len()
-            && !matches!(chars[j], ',' | '|' | '/' | ';' | '-')
-            && !chars[j..].starts_with(&['o', 'r', ' '])
-        {
+        if !more_flags(&chars, i) {
             break;
         }
     }
     out
 }
 
-/// Reads the value after a flag: `=V`, `[=V]`, `<V>`, ` <V>`, ` V`, ` {a,b}`, ` [V]`.
-fn read_value(chars: &[char], i: &mut usize) -> Option<String> {
-    let n = chars.len();
-    if *i >= n {
+/// Moves `i` past blanks.
+fn skip_blank(chars: &[char], i: &mut usize) {
+    while *i < chars.len() && matches!(chars[*i], ' ' | '\t') {
+        *i += 1;
+    }
+}
+
+/// Moves `i` past blanks and the separators between flags (`,` `|` `/` `;`, and `or`
+/// after the first flag).
+fn skip_separators(chars: &[char], i: &mut usize, after_a_flag: bool) {
+    skip_blank(chars, i);
+    while *i < chars.len() && matches!(chars[*i], ',' | '|' | '/' | ';') {
+        *i += 1;
+        skip_blank(chars, i);
+    }
+    if chars[*i..].starts_with(&['o', 'r', ' ']) && after_a_flag {
+        *i += 3;
+        skip_blank(chars, i);
+    }
+}
+
+/// Reads the flag at `i` (on its first dash): its dashes, its name and whether it is
+/// written `--[no-]name`. An empty name means `-<NUM>` (then `i` is on the `<`); `None`
+/// means no flag name follows the dashes.
+fn read_flag(chars: &[char], i: &mut usize) -> Option<(String, String, bool)> {
+    let start = *i;
+    while *i < chars.len() && chars[*i] == '-' && *i - start < 2 {
+        *i += 1;
+    }
+    let mut negatable = false;
+    if chars[*i..].starts_with(&['[', 'n', 'o', '-', ']']) {
+        negatable = true;
+        *i += 5;
+    } else if chars[*i..].starts_with(&['[', 'n', 'o', ']']) {
+        negatable = true;
+        *i += 4;
+    }
+    let name_start = *i;
+    while *i < chars.len() && flag_char(chars[*i]) {
+        *i += 1;
+    }
+    // Trailing punctuation belongs to the sentence, not the flag.
+    while *i > name_start
+        && matches!(chars[*i - 1], '.' | ':' | '?')
+        && !(*i - name_start == 1 && chars[*i - 1] == '?')
+    {
+        *i -= 1;
+    }
+    let dashes: String = chars[start..name_start.min(start + 2)]
+        .iter()
+        .filter(|c| **c == '-')
+        .collect();
+    let name: String = chars[name_start..*i].iter().collect();
+    if name.is_empty() && *i < chars.len() && chars[*i] == '<' && !negatable {
+        return Some((dashes, name, false));
+    }
+    if name.is_empty() || name.chars().all(|c| c == '-') || name.starts_with('-') {
         return None;
     }
-    let take_group = |i: &mut usize, open: char, close: char| -> String {
-        let start = *i;
-        let mut depth = 0;
-        while *i < n {
-            if chars[*i] == open {
-                depth += 1;
-            } else if chars[*i] == close {
-                depth -= 1;
-                if depth == 0 {
-                    *i += 1;
-                    break;
-                }
-            }
-            *i += 1;
-        }
-        chars[start..*i].iter().collect()
-    };
-    let take_word = |i: &mut usize| -> String {
-        let start = *i;
-        while *i < n && !matches!(chars[*i], ' ' | '\t' | ',' | '|' | ';') {
-            if chars[*i] == '<' {
-                while *i < n && chars[*i] != '>' {
-                    *i += 1;
-                }
-            }
-            *i += 1;
-        }
-        chars[start..(*i).min(n)].iter().collect()
-    };
-    let clean = |s: String| -> Option<String> {
-        let s = s
-            .trim_matches(|c: char| c == '[' || c == ']' || c == '=' || c == ' ')
-            .to_owned();
-        if s.is_empty() { None } else { Some(s) }
-    };
+    Some((dashes, name, negatable))
+}
+
+/// After a flag and its value comes a separator, another flag, or the end; anything
+/// else ends the tag.
+fn more_flags(chars: &[char], i: usize) -> bool {
+    let mut j = i;
+    skip_blank(chars, &mut j);
+    j >= chars.len()
+        || matches!(chars[j], ',' | '|' | '/' | ';' | '-')
+        || chars[j..].starts_with(&['o', 'r', ' '])
+}
+
+/// Reads the value after a flag: `=V`, `[=V]`, `<V>`, ` <V>`, ` V`, ` {a,b}`, ` [V]`.
+fn read_value(chars: &[char], i: &mut usize) -> Option<String> {
+    if *i >= chars.len() {
+        return None;
+    }
     match chars[*i] {
         '=' => {
             *i += 1;
-            if *i < n && chars[*i] == '{' {
-                return clean(take_group(i, '{', '}'));
+            if *i < chars.len() && chars[*i] == '{' {
+                return clean_value(take_group(chars, i, '{', '}'));
             }
-            clean(take_word(i))
+            clean_value(take_word(chars, i))
         }
-        '[' => {
-            // `[=V]` or `[V]` attached.
-            clean(take_group(i, '[', ']'))
+        // `[=V]` or `[V]` attached.
+        '[' => clean_value(take_group(chars, i, '[', ']')),
+        '<' => clean_value(take_group(chars, i, '<', '>')),
+        ' ' | '\t' => spaced_value(chars, i),
+        _ => None,
+    }
+}
+
+/// The bracketed group at `i` (nested brackets of the same kind included), `i` moved
+/// past its close.
+fn take_group(chars: &[char], i: &mut usize, open: char, close: char) -> String {
+    let start = *i;
+    let mut depth = 0;
+    while *i < chars.len() {
+        if chars[*i] == open {
+            depth += 1;
+        } else if chars[*i] == close {
+            depth -= 1;
+            if depth == 0 {
+                *i += 1;
+                break;
+            }
         }
-        '<' => clean(take_group(i, '<', '>')),
-        ' ' | '\t' => {
-            let mut j = *i;
-            while j < n && matches!(chars[j], ' ' | '\t') {
-                j += 1;
+        *i += 1;
+    }
+    chars[start..*i].iter().collect()
+}
+
+/// The word at `i` up to a blank or separator (a `<…>` inside it whole).
+fn take_word(chars: &[char], i: &mut usize) -> String {
+    let n = chars.len();
+    let start = *i;
+    while *i < n && !matches!(chars[*i], ' ' | '\t' | ',' | '|' | ';') {
+        if chars[*i] == '<' {
+            while *i < n && chars[*i] != '>' {
+                *i += 1;
             }
-            if j >= n {
-                return None;
-            }
-            match chars[j] {
-                '<' | '{' => {
-                    *i = j;
-                    let (o, c) = if chars[j] == '<' {
-                        ('<', '>')
-                    } else {
-                        ('{', '}')
-                    };
-                    clean(take_group(i, o, c))
-                }
-                '[' if chars.get(j + 1).is_some_and(|c| *c != '-') => {
-                    *i = j;
-                    clean(take_group(i, '[', ']'))
-                }
-                c if c.is_ascii_alphabetic()
-                    || (c == '.'
-                        && chars.get(j + 1).is_some_and(|c| c.is_ascii_alphanumeric())) =>
-                {
-                    let mut k = j;
-                    while k < n && !matches!(chars[k], ' ' | '\t' | ',' | '|' | ';') {
-                        k += 1;
-                    }
-                    let word: String = chars[j..k].iter().collect();
-                    let upper = word.chars().all(|c| {
-                        c.is_ascii_uppercase()
-                            || c == '_'
-                            || c == '-'
-                            || c.is_ascii_digit()
-                            || c == '.'
-                    });
-                    let last = {
-                        let mut m = k;
-                        while m < n && matches!(chars[m], ' ' | '\t') {
-                            m += 1;
-                        }
-                        m >= n || matches!(chars[m], ',' | '|' | ';' | '-')
-                    };
-                    if upper
-                        || (last
-                            && word.len() <= 20
-                            && word
-                                .chars()
-                                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
-                    {
-                        *i = k;
-                        Some(word)
-                    } else {
-                        None
-                    }
-                }
-                _ => None,
-            }
+        }
+        *i += 1;
+    }
+    chars[start..(*i).min(n)].iter().collect()
+}
+
+/// A value without its brackets, `=` and blanks; `None` when nothing is left.
+fn clean_value(s: String) -> Option<String> {
+    let s = s
+        .trim_matches(|c: char| c == '[' || c == ']' || c == '=' || c == ' ')
+        .to_owned();
+    if s.is_empty() { None } else { Some(s) }
+}
+
+/// A value after blanks: ` <V>`, ` {a,b}`, ` [V]` (not ` [-x]`, another flag), or a
+/// bare word that names a value.
+fn spaced_value(chars: &[char], i: &mut usize) -> Option<String> {
+    let mut j = *i;
+    skip_blank(chars, &mut j);
+    match *chars.get(j)? {
+        c @ ('<' | '{') => {
+            *i = j;
+            let close = if c == '<' { '>' } else { '}' };
+            clean_value(take_group(chars, i, c, close))
+        }
+        '[' if chars.get(j + 1).is_some_and(|c| *c != '-') => {
+            *i = j;
+            clean_value(take_group(chars, i, '[', ']'))
+        }
+        c if c.is_ascii_alphabetic()
+            || (c == '.' && chars.get(j + 1).is_some_and(|c| c.is_ascii_alphanumeric())) =>
+        {
+            bare_value(chars, j, i)
         }
         _ => None,
+    }
+}
+
+/// The bare word at `j` as a flag's value: one in upper case (`SIZE`, `FILE.EXT`), or a
+/// short plain word that ends the flag (`-o file, …`). `i` moves past it when it is one.
+fn bare_value(chars: &[char], j: usize, i: &mut usize) -> Option<String> {
+    let n = chars.len();
+    let mut k = j;
+    while k < n && !matches!(chars[k], ' ' | '\t' | ',' | '|' | ';') {
+        k += 1;
+    }
+    let word: String = chars[j..k].iter().collect();
+    let upper = word
+        .chars()
+        .all(|c| c.is_ascii_uppercase() || c == '_' || c == '-' || c.is_ascii_digit() || c == '.');
+    let mut m = k;
+    skip_blank(chars, &mut m);
+    let last = m >= n || matches!(chars[m], ',' | '|' | ';' | '-');
+    let plain = word.len() <= 20
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if upper || (last && plain) {
+        *i = k;
+        Some(word)
+    } else {
+        None
     }
 }
 
@@ -1235,6 +1297,43 @@ fn scoped_options(own: &[InferredOption], global: &[InferredOption]) -> Vec<Infe
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tag_gives_its_flags_and_their_values() {
+        let spec = |flag: &str, value: Option<&str>| FlagSpec {
+            flag: flag.into(),
+            value: value.map(Into::into),
+        };
+        let cases = [
+            ("-a, --all", vec![spec("-a", None), spec("--all", None)]),
+            ("-n <min-len>", vec![spec("-n", Some("min-len"))]),
+            (
+                "--block-size=SIZE",
+                vec![spec("--block-size", Some("SIZE"))],
+            ),
+            (
+                "-o file, --output=file",
+                vec![spec("-o", Some("file")), spec("--output", Some("file"))],
+            ),
+            (
+                "--[no-]color",
+                vec![spec("--color", None), spec("--no-color", None)],
+            ),
+            (
+                "-v or --verbose",
+                vec![spec("-v", None), spec("--verbose", None)],
+            ),
+            ("--format {a,b}", vec![spec("--format", Some("{a,b}"))]),
+            ("-h. Prints help", vec![spec("-h", None)]),
+            // `-<NUM>` is a number, not a flag; unclosed, it ends the tag (no panic).
+            ("-<NUM>, -q", vec![spec("-q", None)]),
+            ("-<NUM", vec![]),
+            ("not a flag", vec![]),
+        ];
+        for (tag, want) in cases {
+            assert_eq!(parse_tag(tag), want, "{tag:?}");
+        }
+    }
 
     #[test]
     fn the_description_paragraph_is_kept_for_search() {

@@ -339,6 +339,8 @@ fn glyph(name: &str) -> &'static str {
     }
 }
 
+/// Renders `s` into `out`, escapes replaced by their text (fonts marked when `mark`);
+/// `depth` counts the string interpolations (`\*`) this call is inside of.
 fn render_into(
     s: &str,
     strings: &HashMap<String, String>,
@@ -351,50 +353,28 @@ fn render_into(
     let mut rest = s;
     while let Some(pos) = rest.find('\\') {
         out.push_str(&rest[..pos]);
-        rest = &rest[pos + 1..];
-        let esc = rest;
-        let Some(c) = esc.chars().next() else { break };
-        let after = &rest[c.len_utf8()..];
+        let esc = &rest[pos + 1..];
+        let Some(c) = esc.chars().next() else {
+            rest = esc;
+            break;
+        };
+        let after = &esc[c.len_utf8()..];
         rest = after;
+        if let Some(text) = plain_escape(c) {
+            out.push_str(text);
+            continue;
+        }
+        if let Some(r) = skip_argument(c, after) {
+            rest = r;
+            continue;
+        }
         match c {
-            '-' => out.push('-'),
-            'e' | 'E' | '\\' => out.push('\\'),
-            '&' | ')' | '%' | ':' | '/' | ',' | '|' | '^' | 'a' | 'c' | 'd' | 'u' | 'p' | 'r'
-            | 'z' | '{' | '}' => {}
-            ' ' | '~' | '0' => out.push(' '),
-            't' => out.push('\t'),
-            '\'' => out.push('\''),
-            '`' => out.push('`'),
-            '_' => out.push('_'),
-            '.' => out.push('.'),
             // A comment runs to the end of the line: nothing after it is text.
             '"' | '#' => {
                 rest = "";
                 break;
             }
-            '(' | '[' => {
-                let (name, r) = escape_name(esc);
-                if let Some(hex) = name.strip_prefix('u')
-                    && let Some(ch) = u32::from_str_radix(hex, 16).ok().and_then(char::from_u32)
-                {
-                    out.push(ch);
-                } else {
-                    out.push_str(glyph(name));
-                }
-                rest = r;
-            }
-            'C' => {
-                let (name, r) = delimited(after);
-                out.push_str(glyph(name));
-                rest = r;
-            }
-            'N' => {
-                let (num, r) = delimited(after);
-                if let Some(ch) = num.parse::<u32>().ok().and_then(char::from_u32) {
-                    out.push(ch);
-                }
-                rest = r;
-            }
+            '(' | '[' | 'C' | 'N' => rest = push_char(c, esc, out),
             'f' => {
                 let (name, r) = escape_name(after);
                 let new = font_named(name, *prev);
@@ -412,44 +392,95 @@ fn render_into(
                     out.push_str(builtin_string(name));
                 }
             }
-            'n' | 'g' | 'k' | 'm' | 'M' | 'V' | 'Y' | 'F' => {
-                let after = after.strip_prefix(['+', '-']).unwrap_or(after);
-                let (_, r) = escape_name(after);
-                rest = r;
-            }
-            's' => {
-                let a = after.strip_prefix(['+', '-']).unwrap_or(after);
-                rest = if a.starts_with(['(', '[']) {
-                    escape_name(a).1
-                } else if a.starts_with('\'') {
-                    delimited(a).1
-                } else {
-                    let digits = a
-                        .chars()
-                        .take_while(|c| c.is_ascii_digit())
-                        .count()
-                        .clamp(0, 2);
-                    &a[digits..]
-                };
-            }
             'h' => {
                 let (_, r) = delimited(after);
                 out.push(' ');
-                rest = r;
-            }
-            'w' | 'o' | 'v' | 'l' | 'L' | 'D' | 'X' | 'Z' | 'b' | 'R' | 'A' | 'B' | 'H' | 'S'
-            | 'x' => {
-                let (_, r) = delimited(after);
-                rest = r;
-            }
-            '$' => {
-                let (_, r) = escape_name(after);
                 rest = r;
             }
             other => out.push(other),
         }
     }
     out.push_str(rest);
+}
+
+/// A named or numbered character (`\(xx`, `\[name]`, `\[u00e9]`, `\C'name'`,
+/// `\N'233'`; `esc` starts at the escape's letter): pushes it, returns what follows.
+fn push_char<'a>(c: char, esc: &'a str, out: &mut String) -> &'a str {
+    let after = &esc[c.len_utf8()..];
+    match c {
+        'C' => {
+            let (name, r) = delimited(after);
+            out.push_str(glyph(name));
+            r
+        }
+        'N' => {
+            let (num, r) = delimited(after);
+            if let Some(ch) = num.parse::<u32>().ok().and_then(char::from_u32) {
+                out.push(ch);
+            }
+            r
+        }
+        _ => {
+            let (name, r) = escape_name(esc);
+            if let Some(hex) = name.strip_prefix('u')
+                && let Some(ch) = u32::from_str_radix(hex, 16).ok().and_then(char::from_u32)
+            {
+                out.push(ch);
+            } else {
+                out.push_str(glyph(name));
+            }
+            r
+        }
+    }
+}
+
+/// The text of an escape that takes no argument (empty for those that only affect
+/// layout); `None` when `c` is not one.
+fn plain_escape(c: char) -> Option<&'static str> {
+    Some(match c {
+        '-' => "-",
+        'e' | 'E' | '\\' => "\\",
+        '&' | ')' | '%' | ':' | '/' | ',' | '|' | '^' | 'a' | 'c' | 'd' | 'u' | 'p' | 'r' | 'z'
+        | '{' | '}' => "",
+        ' ' | '~' | '0' => " ",
+        't' => "\t",
+        '\'' => "'",
+        '`' => "`",
+        '_' => "_",
+        '.' => ".",
+        _ => return None,
+    })
+}
+
+/// For an escape whose argument gives no text (registers, sizes, motions, marks), what
+/// follows its argument; `None` when `c` is not one.
+fn skip_argument(c: char, after: &str) -> Option<&str> {
+    match c {
+        'n' | 'g' | 'k' | 'm' | 'M' | 'V' | 'Y' | 'F' => {
+            let after = after.strip_prefix(['+', '-']).unwrap_or(after);
+            Some(escape_name(after).1)
+        }
+        's' => {
+            let a = after.strip_prefix(['+', '-']).unwrap_or(after);
+            Some(if a.starts_with(['(', '[']) {
+                escape_name(a).1
+            } else if a.starts_with('\'') {
+                delimited(a).1
+            } else {
+                let digits = a
+                    .chars()
+                    .take_while(|c| c.is_ascii_digit())
+                    .count()
+                    .clamp(0, 2);
+                &a[digits..]
+            })
+        }
+        'w' | 'o' | 'v' | 'l' | 'L' | 'D' | 'X' | 'Z' | 'b' | 'R' | 'A' | 'B' | 'H' | 'S' | 'x' => {
+            Some(delimited(after).1)
+        }
+        '$' => Some(escape_name(after).1),
+        _ => None,
+    }
 }
 
 /// Strings groff and the macro packages predefine.
