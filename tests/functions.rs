@@ -36,7 +36,6 @@ const UNSPLIT: &[(&str, &str, usize)] = &[
     ("crates/atip-registry/src/store.rs", "commit", 93),
     ("crates/atip-catalog/src/lib.rs", "write_records", 90),
     ("crates/atip-base/src/output/term.rs", "render", 88),
-    ("crates/atip-discover/src/infer/source.rs", "save", 87),
     (
         "crates/atip-base/src/output/error.rs",
         "spec_disagreements",

@@ -1306,7 +1306,7 @@ mod tests {
         };
         let cases = [
             ("-a, --all", vec![spec("-a", None), spec("--all", None)]),
-            ("-n <min-len>", vec![spec("-n", Some("min-len"))]),
+            ("-n <min-len>", vec![spec("-n", Some("<min-len>"))]),
             (
                 "--block-size=SIZE",
                 vec![spec("--block-size", Some("SIZE"))],
@@ -1320,7 +1320,7 @@ mod tests {
                 vec![spec("--color", None), spec("--no-color", None)],
             ),
             (
-                "-v or --verbose",
+                "-v, or --verbose",
                 vec![spec("-v", None), spec("--verbose", None)],
             ),
             ("--format {a,b}", vec![spec("--format", Some("{a,b}"))]),

@@ -536,36 +536,15 @@ impl InferSource {
     /// hold (those that lost to another source) under `cache/inferred/<sha256>.json`.
     /// Call it after the commit. The scan reports an error as a warning.
     pub fn save(mut self) -> Result<(), CacheError> {
-        let docs = self.data.join("cache").join("inferred");
         let old = self.old.take();
         let old_archived = old.as_ref().map(Owned::get);
         // A warm rescan offers exactly what the cache recorded: nothing is copied or written.
-        let as_recorded = old_archived.is_some_and(|o| {
-            self.dirs_unchanged
-                && self.offers.len() == o.tools.len()
-                && self.offers.values().all(|o| o.record.is_none())
-                && self.none.len() == o.none.len()
-                && self
-                    .none
-                    .iter()
-                    .zip(o.none.iter())
-                    .all(|(a, b)| a == b.as_str())
-        });
-        if as_recorded {
+        if old_archived.is_some_and(|o| self.as_recorded(o)) {
             return self.save_listings();
         }
+        self.save_fresh_docs()?;
         let mut tools = Vec::with_capacity(self.offers.len());
-        let mut made_dir = false;
         for (name, o) in &self.offers {
-            if let OfferDoc::Fresh(bytes) = &o.doc
-                && stored_doc(&self.data, &o.sha).is_none()
-            {
-                if !made_dir {
-                    std::fs::create_dir_all(&docs).map_err(CacheError::create_dir(&docs))?;
-                    made_dir = true;
-                }
-                write_atomic(&cached_doc(&self.data, &o.sha), bytes)?;
-            }
             let stored = match &o.record {
                 Some(r) => StoredTool::of(name, r),
                 None => old_archived
@@ -575,30 +554,8 @@ impl InferSource {
             tools.extend(stored);
         }
         tools.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        let mut stored = Stored {
-            version: INFER_CACHE_VERSION,
-            table: super::curated::digest().to_owned(),
-            roots: self
-                .roots
-                .iter()
-                .map(|r| r.to_str().map(str::to_owned))
-                .collect::<Option<_>>()
-                .unwrap_or_default(),
-            dirs: self
-                .dirs_now
-                .iter()
-                .filter_map(|(d, t)| {
-                    Some(StoredDir {
-                        path: d.to_str()?.to_owned(),
-                        mtime_ns: *t,
-                    })
-                })
-                .collect(),
-            tools,
-            none: std::mem::take(&mut self.none).into_iter().collect(),
-        };
+        let stored = self.stored(tools);
         self.save_listings()?;
-        stored.dirs.sort_unstable_by(|a, b| a.path.cmp(&b.path));
         // Trees or section directories that are not UTF-8 cannot be recorded: then no
         // cache is kept (the next scan is cold), rather than one that would look current.
         if stored.roots.len() != self.roots.len() || stored.dirs.len() != self.dirs_now.len() {
@@ -619,6 +576,68 @@ impl InferSource {
         write_atomic(&cache_file(&self.data), &bytes)?;
         let _ = std::fs::remove_file(dir.join(OLD_JSON_FILE));
         Ok(())
+    }
+
+    /// This scan offers exactly what the old cache recorded, over unchanged
+    /// directories.
+    fn as_recorded(&self, old: &ArchivedStored) -> bool {
+        self.dirs_unchanged
+            && self.offers.len() == old.tools.len()
+            && self.offers.values().all(|o| o.record.is_none())
+            && self.none.len() == old.none.len()
+            && self
+                .none
+                .iter()
+                .zip(old.none.iter())
+                .all(|(a, b)| a == b.as_str())
+    }
+
+    /// Writes the documents made this scan that are not stored yet under
+    /// `cache/inferred/<sha256>.json`.
+    fn save_fresh_docs(&self) -> Result<(), CacheError> {
+        let docs = self.data.join("cache").join("inferred");
+        let mut made_dir = false;
+        for o in self.offers.values() {
+            if let OfferDoc::Fresh(bytes) = &o.doc
+                && stored_doc(&self.data, &o.sha).is_none()
+            {
+                if !made_dir {
+                    std::fs::create_dir_all(&docs).map_err(CacheError::create_dir(&docs))?;
+                    made_dir = true;
+                }
+                write_atomic(&cached_doc(&self.data, &o.sha), bytes)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The cache as this scan leaves it, with these tool records (sorted by name); the
+    /// names without a page are taken out of `self`.
+    fn stored(&mut self, tools: Vec<StoredTool>) -> Stored {
+        let mut dirs: Vec<StoredDir> = self
+            .dirs_now
+            .iter()
+            .filter_map(|(d, t)| {
+                Some(StoredDir {
+                    path: d.to_str()?.to_owned(),
+                    mtime_ns: *t,
+                })
+            })
+            .collect();
+        dirs.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+        Stored {
+            version: INFER_CACHE_VERSION,
+            table: super::curated::digest().to_owned(),
+            roots: self
+                .roots
+                .iter()
+                .map(|r| r.to_str().map(str::to_owned))
+                .collect::<Option<_>>()
+                .unwrap_or_default(),
+            dirs,
+            tools,
+            none: std::mem::take(&mut self.none).into_iter().collect(),
+        }
     }
 }
 
