@@ -26,13 +26,7 @@ const REASON: &str = "Long because:";
 /// long one, fails the check; an entry whose function is split (or gone) must be removed,
 /// so the list stays the true count of what is left to do.
 const UNSPLIT: &[(&str, &str, usize)] = &[
-    ("crates/atip-discover/src/remote/sync.rs", "catalog", 191),
-    ("crates/atip-discover/src/remote/build.rs", "plan", 167),
-    ("crates/atip-discover/src/remote/build.rs", "build", 159),
-    ("crates/atip-discover/src/remote/fetch.rs", "get", 114),
     ("crates/atip-registry/src/doctor.rs", "check_entry", 111),
-    ("crates/atip-discover/src/remote/sync.rs", "shim", 100),
-    ("crates/atip-discover/src/remote/sync.rs", "fetch_shims", 94),
     ("crates/atip-registry/src/store.rs", "commit", 93),
     ("crates/atip-catalog/src/lib.rs", "write_records", 90),
     ("crates/atip-base/src/output/term.rs", "render", 88),

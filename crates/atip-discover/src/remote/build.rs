@@ -314,7 +314,33 @@ fn plan(
     refused: &mut Vec<Refused>,
     skipped: &mut Vec<Skipped>,
 ) -> Result<Vec<Planned>, BuildError> {
-    // Binaries given for name-keyed shims, by file name.
+    let mut plan = Plan {
+        binaries: given_binaries(opts)?,
+        used_binaries: Default::default(),
+        planned: BTreeMap::new(),
+        refused,
+        skipped,
+    };
+    for path in source_files(&opts.src)? {
+        plan.file(path);
+    }
+    for (name, bins) in &plan.binaries {
+        if !plan.used_binaries.contains(name) {
+            return Err(BuildError::Usage(format!(
+                "--binary {}: no name-keyed shim for {name:?} in {}",
+                bins[0].0.display(),
+                opts.src.display()
+            )));
+        }
+    }
+    Ok(plan.planned.into_values().collect())
+}
+
+/// The binaries given for name-keyed shims (`--binary`), by file name, each with its
+/// `sha256:` hash.
+fn given_binaries(
+    opts: &BuildOptions,
+) -> Result<BTreeMap<String, Vec<(PathBuf, String)>>, BuildError> {
     let mut binaries: BTreeMap<String, Vec<(PathBuf, String)>> = BTreeMap::new();
     for b in &opts.binaries {
         let name = b
@@ -329,40 +355,63 @@ fn plan(
         })?;
         binaries.entry(name).or_default().push((b.clone(), hash));
     }
-    let mut used_binaries: std::collections::BTreeSet<String> = Default::default();
-    let mut planned: BTreeMap<String, Planned> = BTreeMap::new();
-    let mut add = |p: Planned, refused: &mut Vec<Refused>| match planned.get(&p.hex) {
-        Some(prev) if prev.bytes != p.bytes => refused.push(Refused {
-            path: p.shim.from.clone(),
-            message: format!(
-                "describes the same binary (sha256:{}) as {}, differently",
-                p.hex,
-                prev.shim.from.display()
-            ),
+    Ok(binaries)
+}
+
+/// The tree being planned: the shims to publish by binary hash, and what was refused
+/// or skipped on the way.
+struct Plan<'a> {
+    binaries: BTreeMap<String, Vec<(PathBuf, String)>>,
+    /// The names of `binaries` some name-keyed shim used.
+    used_binaries: std::collections::BTreeSet<String>,
+    planned: BTreeMap<String, Planned>,
+    refused: &'a mut Vec<Refused>,
+    skipped: &'a mut Vec<Skipped>,
+}
+
+impl Plan<'_> {
+    fn refuse(&mut self, path: PathBuf, message: String) {
+        self.refused.push(Refused {
+            path,
+            message,
             diagnostics: Vec::new(),
-        }),
-        Some(_) => {}
-        None => {
-            planned.insert(p.hex.clone(), p);
+        });
+    }
+
+    /// Adds a shim; another one for the same binary must have the same bytes.
+    fn add(&mut self, p: Planned) {
+        match self.planned.get(&p.hex) {
+            Some(prev) if prev.bytes != p.bytes => {
+                let message = format!(
+                    "describes the same binary (sha256:{}) as {}, differently",
+                    p.hex,
+                    prev.shim.from.display()
+                );
+                self.refuse(p.shim.from.clone(), message);
+            }
+            Some(_) => {}
+            None => {
+                self.planned.insert(p.hex.clone(), p);
+            }
         }
-    };
-    for path in source_files(&opts.src)? {
-        let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    }
+
+    /// One source file: read (capped), validated, then published under its own
+    /// `binary.hash`, or once per binary given for its name.
+    fn file(&mut self, path: PathBuf) {
+        let file_name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_owned();
         let bytes = match read_capped(&path) {
             Ok(b) => b,
-            Err(e) => {
-                refused.push(Refused {
-                    path,
-                    message: e.to_string(),
-                    diagnostics: Vec::new(),
-                });
-                continue;
-            }
+            Err(e) => return self.refuse(path, e.to_string()),
         };
-        let checked = check_bytes(&bytes, Some(Kind::Shim), Some(file_name));
+        let checked = check_bytes(&bytes, Some(Kind::Shim), Some(&file_name));
         if !checked.is_valid() {
             let diagnostics = err_diags(&checked);
-            refused.push(Refused {
+            self.refused.push(Refused {
                 path,
                 message: diagnostics
                     .first()
@@ -370,78 +419,60 @@ fn plan(
                     .unwrap_or_else(|| "not a valid shim".into()),
                 diagnostics,
             });
-            continue;
+            return;
         }
-        let Some(value) = checked.value else { continue };
+        let Some(value) = checked.value else { return };
+        let Some(h) = str_at(&value, "/binary/hash") else {
+            return self.name_keyed(path, &value, &file_name);
+        };
+        let hex = h.strip_prefix("sha256:").unwrap_or("").to_owned();
+        if !is_hex64(&hex) {
+            let message = format!("binary.hash {h:?} is not sha256:<64 lowercase hex>");
+            return self.refuse(path, message);
+        }
         let bundle_path = {
             let mut s = path.as_os_str().to_owned();
             s.push(".bundle");
             PathBuf::from(s)
         };
         let bundle = fs::read(&bundle_path).ok();
-        if let Some(h) = str_at(&value, "/binary/hash") {
-            let hex = h.strip_prefix("sha256:").unwrap_or("").to_owned();
-            if !is_hex64(&hex) {
-                refused.push(Refused {
-                    path,
-                    message: format!("binary.hash {h:?} is not sha256:<64 lowercase hex>"),
-                    diagnostics: Vec::new(),
-                });
-                continue;
-            }
-            let shim = describe(&value, &hex, &path, bundle.is_some());
-            add(
-                Planned {
-                    hex,
-                    bytes,
-                    shim,
-                    bundle,
-                },
-                refused,
-            );
-            continue;
-        }
-        // Name-keyed: published once per binary given for its name.
-        let tool = str_at(&value, "/binary/name")
-            .or_else(|| str_at(&value, "/name"))
+        let shim = describe(&value, &hex, &path, bundle.is_some());
+        self.add(Planned {
+            hex,
+            bytes,
+            shim,
+            bundle,
+        });
+    }
+
+    /// A name-keyed shim: published once per binary given for its name, with that
+    /// binary's hash (and name, version and platform where it does not say).
+    fn name_keyed(&mut self, path: PathBuf, value: &Value, file_name: &str) {
+        let tool = str_at(value, "/binary/name")
+            .or_else(|| str_at(value, "/name"))
             .map(str::to_owned)
             .unwrap_or_else(|| file_name.trim_end_matches(".json").to_owned());
-        let Some(bins) = binaries.get(&tool) else {
-            skipped.push(Skipped {
+        let Some(bins) = self.binaries.get(&tool).cloned() else {
+            self.skipped.push(Skipped {
                 path,
                 why: format!(
                     "a name-keyed shim for {tool:?} without binary.hash: give the binary it describes with --binary PATH"
                 ),
             });
-            continue;
+            return;
         };
-        used_binaries.insert(tool.clone());
-        for (bin, hash) in bins {
+        self.used_binaries.insert(tool.clone());
+        for (bin, hash) in &bins {
             let hex = hash.trim_start_matches("sha256:").to_owned();
-            let mut doc = value.clone();
-            let root_version = doc.get("version").cloned();
-            let Some(root) = doc.as_object_mut() else {
+            let Some(doc) = with_binary(value, &tool, hash) else {
                 continue;
             };
-            let binary = root
-                .entry("binary")
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let Some(b) = binary.as_object_mut() {
-                b.insert("hash".into(), json!(hash));
-                b.entry("name").or_insert_with(|| json!(tool));
-                if let Some(v) = root_version {
-                    b.entry("version").or_insert(v);
-                }
-                b.entry("platform")
-                    .or_insert_with(|| json!(super::local_platform()));
-            }
             let mut out = serde_json::to_vec_pretty(&doc).expect("a JSON value serializes");
             out.push(b'\n');
-            let name = format!("{hex}.json");
-            let again = check_bytes(&out, Some(Kind::Shim), Some(&name));
+            let again = check_bytes(&out, Some(Kind::Shim), Some(&format!("{hex}.json")));
             if !again.is_valid() {
                 let diagnostics = err_diags(&again);
-                refused.push(Refused {
+                self.refused.push(Refused {
                     path: path.clone(),
                     message: format!(
                         "with the hash of {}: {}",
@@ -456,27 +487,35 @@ fn plan(
                 continue;
             }
             let shim = describe(&doc, &hex, &path, false);
-            add(
-                Planned {
-                    hex,
-                    bytes: out,
-                    shim,
-                    bundle: None,
-                },
-                refused,
-            );
+            self.add(Planned {
+                hex,
+                bytes: out,
+                shim,
+                bundle: None,
+            });
         }
     }
-    for (name, bins) in &binaries {
-        if !used_binaries.contains(name) {
-            return Err(BuildError::Usage(format!(
-                "--binary {}: no name-keyed shim for {name:?} in {}",
-                bins[0].0.display(),
-                opts.src.display()
-            )));
+}
+
+/// A name-keyed shim document with `binary.hash` set, and `binary.name`, `version` and
+/// `platform` filled in where it does not say; `None` when it is not an object.
+fn with_binary(value: &Value, tool: &str, hash: &str) -> Option<Value> {
+    let mut doc = value.clone();
+    let root_version = doc.get("version").cloned();
+    let root = doc.as_object_mut()?;
+    let binary = root
+        .entry("binary")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Some(b) = binary.as_object_mut() {
+        b.insert("hash".into(), json!(hash));
+        b.entry("name").or_insert_with(|| json!(tool));
+        if let Some(v) = root_version {
+            b.entry("version").or_insert(v);
         }
+        b.entry("platform")
+            .or_insert_with(|| json!(super::local_platform()));
     }
-    Ok(planned.into_values().collect())
+    Some(doc)
 }
 
 /// The catalog without its generation and expiry: name → version → platform → hash,
@@ -620,18 +659,7 @@ pub fn build(opts: &BuildOptions) -> Result<BuildReport, BuildError> {
             return Err(BuildError::Usage(format!("--url {u:?} is not http(s)")));
         }
     }
-    let name = match &opts.name {
-        Some(n) => n.clone(),
-        None => fs::canonicalize(&opts.src)
-            .ok()
-            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .unwrap_or_else(|| "atip-registry".into()),
-    };
-    if !super::config::is_valid_registry_name(&name) {
-        return Err(BuildError::Usage(format!(
-            "registry name {name:?}: use letters, digits, '.', '_' and '-' (at most 64, not starting with '.' or '-')"
-        )));
-    }
+    let name = registry_name(opts)?;
     let mut refused = Vec::new();
     let mut skipped = Vec::new();
     let shims = plan(opts, &mut refused, &mut skipped)?;
@@ -653,6 +681,52 @@ pub fn build(opts: &BuildOptions) -> Result<BuildReport, BuildError> {
         m.insert("generation".into(), json!(generation));
         m.insert("expires".into(), json!(expires));
     }
+    let tree = Tree {
+        out: &opts.out,
+        key: key.as_ref(),
+        files: Vec::new(),
+    };
+    let index_comment = super::sign::catalog_comment(&name, generation, &expires);
+    let manifest = manifest(&name, opts, key.as_ref(), shims.len());
+    let files = tree.files(&shims, &index, &index_comment, &manifest)?;
+    let (written, unchanged) = write_tree(&opts.out, &files)?;
+    let removed = remove_stale(&opts.out, &files)?;
+    Ok(BuildReport {
+        out: opts.out.clone(),
+        name,
+        url: opts.url.clone(),
+        signed_by: key.map(|k| k.public.id.clone()),
+        generation,
+        expires,
+        warnings,
+        shims: shims.into_iter().map(|p| p.shim).collect(),
+        skipped,
+        written,
+        unchanged,
+        removed,
+    })
+}
+
+/// The registry's name: `--name`, else the source directory's; it must be a valid
+/// registry name.
+fn registry_name(opts: &BuildOptions) -> Result<String, BuildError> {
+    let name = match &opts.name {
+        Some(n) => n.clone(),
+        None => fs::canonicalize(&opts.src)
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "atip-registry".into()),
+    };
+    if !super::config::is_valid_registry_name(&name) {
+        return Err(BuildError::Usage(format!(
+            "registry name {name:?}: use letters, digits, '.', '_' and '-' (at most 64, not starting with '.' or '-')"
+        )));
+    }
+    Ok(name)
+}
+
+/// The tree's manifest: its name, URL, endpoints, and who signs it.
+fn manifest(name: &str, opts: &BuildOptions, key: Option<&SigningKey>, shims: usize) -> Value {
     let signers: Vec<&TrustedKey> = key.iter().map(|k| &k.public).collect();
     let mut manifest = Map::new();
     manifest.insert("atipRegistry".into(), json!(FORMAT));
@@ -676,49 +750,61 @@ pub fn build(opts: &BuildOptions) -> Result<BuildReport, BuildError> {
             "signers": signers.iter().map(|k| json!({"type": "minisign", "keyId": k.id, "publicKey": k.base64})).collect::<Vec<_>>(),
         }),
     );
-    manifest.insert("shims".into(), json!(shims.len()));
+    manifest.insert("shims".into(), json!(shims));
+    Value::Object(manifest)
+}
 
-    // Every file of the tree, then written where it differs.
-    let out = &opts.out;
-    let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
-    let sign_into =
-        |files: &mut Vec<(PathBuf, Vec<u8>)>, rel: String, comment: String, bytes: &[u8]| {
-            if let Some(k) = &key {
-                let sig_rel = format!("{rel}{SIG_SUFFIX}");
-                let text = signature(k, bytes, &comment, &out.join(&sig_rel))?;
-                files.push((PathBuf::from(sig_rel), text.into_bytes()));
+/// Every file of the tree being made (relative path, bytes), each signed file followed
+/// by its signature when a key is given.
+struct Tree<'a> {
+    out: &'a Path,
+    key: Option<&'a SigningKey>,
+    files: Vec<(PathBuf, Vec<u8>)>,
+}
+
+impl Tree<'_> {
+    /// The shims (with their bundles), the catalog and the manifest.
+    fn files(
+        mut self,
+        shims: &[Planned],
+        index: &Value,
+        index_comment: &str,
+        manifest: &Value,
+    ) -> Result<Vec<(PathBuf, Vec<u8>)>, BuildError> {
+        for p in shims {
+            let rel = format!("{SHIMS_PATH}/{}.json", p.hex);
+            self.sign(&rel, &super::sign::file_comment(&rel), &p.bytes)?;
+            if let Some(b) = &p.bundle {
+                self.files
+                    .push((PathBuf::from(format!("{rel}.bundle")), b.clone()));
             }
-            Ok::<(), BuildError>(())
-        };
-    for p in &shims {
-        let rel = format!("{SHIMS_PATH}/{}.json", p.hex);
-        sign_into(
-            &mut files,
-            rel.clone(),
-            super::sign::file_comment(&rel),
-            &p.bytes,
-        )?;
-        if let Some(b) = &p.bundle {
-            files.push((PathBuf::from(format!("{rel}.bundle")), b.clone()));
+            self.files.push((PathBuf::from(rel), p.bytes.clone()));
         }
-        files.push((PathBuf::from(rel), p.bytes.clone()));
+        let index_bytes = pretty(index);
+        self.sign(INDEX_PATH, index_comment, &index_bytes)?;
+        self.files.push((PathBuf::from(INDEX_PATH), index_bytes));
+        self.files
+            .push((PathBuf::from(MANIFEST_PATH), pretty(manifest)));
+        Ok(self.files)
     }
-    let index_bytes = pretty(&index);
-    sign_into(
-        &mut files,
-        INDEX_PATH.to_owned(),
-        super::sign::catalog_comment(&name, generation, &expires),
-        &index_bytes,
-    )?;
-    files.push((PathBuf::from(INDEX_PATH), index_bytes));
-    files.push((
-        PathBuf::from(MANIFEST_PATH),
-        pretty(&Value::Object(manifest)),
-    ));
 
+    /// The signature of the file at `rel`, when a key is given.
+    fn sign(&mut self, rel: &str, comment: &str, bytes: &[u8]) -> Result<(), BuildError> {
+        if let Some(k) = self.key {
+            let sig_rel = format!("{rel}{SIG_SUFFIX}");
+            let text = signature(k, bytes, comment, &self.out.join(&sig_rel))?;
+            self.files.push((PathBuf::from(sig_rel), text.into_bytes()));
+        }
+        Ok(())
+    }
+}
+
+/// Writes the files of the tree that differ from what is there. Returns how many were
+/// written and how many were already as they should be.
+fn write_tree(out: &Path, files: &[(PathBuf, Vec<u8>)]) -> Result<(usize, usize), BuildError> {
     let mut written = 0;
     let mut unchanged = 0;
-    for (rel, bytes) in &files {
+    for (rel, bytes) in files {
         let target = out.join(rel);
         if fs::read(&target).is_ok_and(|old| &old == bytes) {
             unchanged += 1;
@@ -731,7 +817,12 @@ pub fn build(opts: &BuildOptions) -> Result<BuildReport, BuildError> {
         })?;
         written += 1;
     }
-    // Stale shims, signatures and bundles of an earlier build.
+    Ok((written, unchanged))
+}
+
+/// Removes the shims, signatures and bundles of an earlier build that this tree no
+/// longer has. Returns how many.
+fn remove_stale(out: &Path, files: &[(PathBuf, Vec<u8>)]) -> Result<usize, BuildError> {
     let keep: std::collections::HashSet<PathBuf> = files.iter().map(|(r, _)| out.join(r)).collect();
     let mut removed = 0;
     let mut stale: Vec<PathBuf> = Vec::new();
@@ -753,18 +844,5 @@ pub fn build(opts: &BuildOptions) -> Result<BuildReport, BuildError> {
             removed += 1;
         }
     }
-    Ok(BuildReport {
-        out: out.clone(),
-        name,
-        url: opts.url.clone(),
-        signed_by: key.map(|k| k.public.id.clone()),
-        generation,
-        expires,
-        warnings,
-        shims: shims.into_iter().map(|p| p.shim).collect(),
-        skipped,
-        written,
-        unchanged,
-        removed,
-    })
+    Ok(removed)
 }

@@ -172,7 +172,7 @@ impl Http {
             req = req.bearer_auth(t);
         }
         self.requests.fetch_add(1, Ordering::Relaxed);
-        let transport = |e: reqwest::Error| {
+        let resp = req.send().map_err(|e| {
             if e.is_timeout() {
                 FetchError::Timeout {
                     url: url.into(),
@@ -184,41 +184,16 @@ impl Http {
                     message: chain(&e),
                 }
             }
-        };
-        let resp = req.send().map_err(transport)?;
-        let status = resp.status().as_u16();
+        })?;
         let fresh = fresh_for(
             resp.headers()
                 .get("cache-control")
                 .and_then(|v| v.to_str().ok()),
         );
-        match status {
+        match resp.status().as_u16() {
             304 => return Ok(Response::NotModified { fresh_for: fresh }),
             200 => {}
-            401 | 403 => {
-                return Err(FetchError::Auth {
-                    url: url.into(),
-                    status,
-                });
-            }
-            404 | 410 => {
-                return Err(FetchError::NotFound {
-                    url: url.into(),
-                    status,
-                });
-            }
-            _ => {
-                return Err(FetchError::Status {
-                    url: url.into(),
-                    status,
-                });
-            }
-        }
-        if resp.content_length().is_some_and(|n| n > cap) {
-            return Err(FetchError::TooLarge {
-                url: url.into(),
-                cap,
-            });
+            status => return Err(status_error(url, status)),
         }
         let header = |name: &str| {
             resp.headers()
@@ -230,37 +205,63 @@ impl Http {
             etag: header("etag"),
             last_modified: header("last-modified"),
         };
-        let mut bytes = Vec::new();
-        resp.take(cap + 1).read_to_end(&mut bytes).map_err(|e| {
-            // The blocking client reports its own timeout through the reader.
-            let timed_out = std::error::Error::source(&e)
-                .and_then(|s| s.downcast_ref::<reqwest::Error>())
-                .is_some_and(reqwest::Error::is_timeout)
-                || e.kind() == std::io::ErrorKind::TimedOut;
-            if timed_out {
-                FetchError::Timeout {
-                    url: url.into(),
-                    limit,
-                }
-            } else {
-                FetchError::Transport {
-                    url: url.into(),
-                    message: format!("failed to read the response: {e}"),
-                }
-            }
-        })?;
-        if bytes.len() as u64 > cap {
-            return Err(FetchError::TooLarge {
-                url: url.into(),
-                cap,
-            });
-        }
+        let bytes = read_body(resp, url, cap, limit)?;
         Ok(Response::Body {
             bytes,
             validators,
             fresh_for: fresh,
         })
     }
+}
+
+/// The error of an answer other than 200 and 304.
+fn status_error(url: &str, status: u16) -> FetchError {
+    let url = url.into();
+    match status {
+        401 | 403 => FetchError::Auth { url, status },
+        404 | 410 => FetchError::NotFound { url, status },
+        _ => FetchError::Status { url, status },
+    }
+}
+
+/// Reads a 200 answer's body, at most `cap` bytes (a larger one, announced or not, is
+/// an error).
+fn read_body(
+    resp: reqwest::blocking::Response,
+    url: &str,
+    cap: u64,
+    limit: Duration,
+) -> Result<Vec<u8>, FetchError> {
+    let too_large = || FetchError::TooLarge {
+        url: url.into(),
+        cap,
+    };
+    if resp.content_length().is_some_and(|n| n > cap) {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    resp.take(cap + 1).read_to_end(&mut bytes).map_err(|e| {
+        // The blocking client reports its own timeout through the reader.
+        let timed_out = std::error::Error::source(&e)
+            .and_then(|s| s.downcast_ref::<reqwest::Error>())
+            .is_some_and(reqwest::Error::is_timeout)
+            || e.kind() == std::io::ErrorKind::TimedOut;
+        if timed_out {
+            FetchError::Timeout {
+                url: url.into(),
+                limit,
+            }
+        } else {
+            FetchError::Transport {
+                url: url.into(),
+                message: format!("failed to read the response: {e}"),
+            }
+        }
+    })?;
+    if bytes.len() as u64 > cap {
+        return Err(too_large());
+    }
+    Ok(bytes)
 }
 
 /// An error and its causes on one line (reqwest's own message names only the outer one).

@@ -702,6 +702,266 @@ impl Reg {
     }
 }
 
+/// A cached catalog that passes today's rules: its bytes, its stamp and what it says.
+type CachedCatalog = (Vec<u8>, Stamp, Catalog);
+
+/// A signature's verdict, with its text when there is one.
+type Signature = (Signed, Option<String>);
+
+/// What [`Remote`] does for one registry: its catalog ([`Remote::catalog`]) and the
+/// shims fetched for it ([`Remote::fetch_shims`]).
+impl Reg {
+    /// The cached catalog, used only while it passes today's rules: the bytes last
+    /// accepted, still the accepted generation, unexpired, and its signature. With it,
+    /// why the rules refused the cached copy, when they did.
+    fn cached_catalog(&self, now: u64) -> (Option<CachedCatalog>, Option<String>) {
+        let path = self.dir.join("index.json");
+        let cached_sig =
+            std::fs::read_to_string(self.dir.join(format!("index.json{SIG_SUFFIX}"))).ok();
+        let mut refusal = None;
+        let cached = self
+            .state
+            .catalog
+            .as_ref()
+            .and_then(|s| read_cached(&path, s).map(|b| (b, s.clone())))
+            .and_then(|(b, s)| {
+                let cat = parse_catalog(&b).ok()?;
+                let sha = sha_hex(&b);
+                if self.floor.as_ref().is_some_and(|f| f.sha256 != sha) {
+                    return None;
+                }
+                if let Err(e) = self.admit(&cat, &sha, now) {
+                    refusal = Some(format!("cached catalog: {e}"));
+                    return None;
+                }
+                if self.checks_signatures()
+                    && self
+                        .judge(cached_sig.as_deref(), &b, &cat.comment())
+                        .is_err()
+                {
+                    return None;
+                }
+                Some((b, s, cat))
+            });
+        (cached, refusal)
+    }
+
+    /// Takes in one shim attempt: its counts, the files to cache, its stamp, why it was
+    /// refused or the registry failed, and the shim itself when it verified.
+    fn take_shim(&mut self, o: ShimOutcome) {
+        self.report.requests += o.requests;
+        self.report.not_modified += o.not_modified;
+        self.report.bytes += o.bytes;
+        if let Some((bytes, sig)) = &o.write {
+            let dir = self.dir.join("sha256");
+            let res =
+                super::write_replace(&dir.join(format!("{}.json", o.hex)), bytes).and_then(|_| {
+                    write_or_remove(
+                        &dir.join(format!("{}.json{SIG_SUFFIX}", o.hex)),
+                        sig.as_deref(),
+                    )
+                });
+            if let Err(e) = res {
+                self.report.error.get_or_insert(format!(
+                    "failed to cache shims in {}: {e}",
+                    self.dir.display()
+                ));
+            }
+        }
+        if let Some(st) = o.stamp {
+            self.state.shims.insert(o.hex.clone(), st);
+            self.state_dirty = true;
+        }
+        if let Some(m) = o.refused {
+            self.report.refused.push(RefusedShim {
+                hash: format!("sha256:{}", o.hex),
+                reason: m,
+            });
+        }
+        if let Some(m) = o.network {
+            self.report.error.get_or_insert(m.clone());
+            self.failed.get_or_insert(m);
+        }
+        if let Some(r) = o.ready {
+            self.report.used += 1;
+            if r.signer.is_some() {
+                self.report.verified += 1;
+            }
+            self.ready.insert(o.hex, r);
+        }
+    }
+
+    /// Offline: the cached catalog, or the registry failed this run.
+    fn offline_catalog(&mut self, cached: Option<CachedCatalog>, refusal: Option<String>) {
+        match cached {
+            Some((_, _, cat)) => self.adopt(cat, CatalogStatus::Cached),
+            None => {
+                let m =
+                    refusal.unwrap_or_else(|| "offline, and no catalog of it in the cache".into());
+                self.report.error = Some(m.clone());
+                self.failed = Some(m);
+            }
+        }
+    }
+
+    /// Asks the server for the catalog (a conditional request when one is cached) and
+    /// adopts what it answers once it passes the rules: the cached one on a 304 (taken
+    /// out of `cached`), else the new one, verified, accepted and cached.
+    fn fetch_catalog(
+        &mut self,
+        http: &Http,
+        cached: &mut Option<CachedCatalog>,
+        now: u64,
+    ) -> Result<(), CatalogError> {
+        let url = self.cfg.url_of(INDEX_PATH);
+        let got = http.get(
+            &url,
+            cached.as_ref().map(|(_, s, _)| s.validators()).as_ref(),
+            self.token.as_deref(),
+            MAX_CATALOG_BYTES,
+        );
+        match got {
+            Ok(Response::NotModified { fresh_for }) => {
+                self.report.not_modified += 1;
+                let Some((_, mut s, cat)) = cached.take() else {
+                    return Err(CatalogError::Other(Refusal::Unconditional304(url)));
+                };
+                s.checked = now;
+                s.max_age = fresh_for;
+                self.state.catalog = Some(s);
+                self.state_dirty = true;
+                self.adopt(cat, CatalogStatus::NotModified);
+                Ok(())
+            }
+            Ok(Response::Body {
+                bytes,
+                validators,
+                fresh_for,
+            }) => {
+                self.report.bytes += bytes.len() as u64;
+                let sha = sha_hex(&bytes);
+                let (cat, signed) = self.check_catalog(http, &url, &bytes, &sha, now)?;
+                let sig_text = signed.as_ref().and_then(|(_, t)| t.clone());
+                let signer = match signed {
+                    Some((Signed::By(id), _)) => Some(id),
+                    _ => None,
+                };
+                self.store_catalog(&bytes, sig_text.as_deref());
+                self.state.catalog = Some(Stamp {
+                    etag: validators.etag,
+                    last_modified: validators.last_modified,
+                    checked: now,
+                    sha256: sha,
+                    signer,
+                    max_age: fresh_for,
+                });
+                self.state_dirty = true;
+                self.adopt(cat, CatalogStatus::Fetched);
+                Ok(())
+            }
+            Err(e) => Err(CatalogError::Other(e.into())),
+        }
+    }
+
+    /// A fetched catalog through the rules: it parses, moves forward ([`Reg::admit`]),
+    /// carries a good signature where signatures are checked, and is recorded as the
+    /// last accepted one.
+    fn check_catalog(
+        &mut self,
+        http: &Http,
+        url: &str,
+        bytes: &[u8],
+        sha: &str,
+        now: u64,
+    ) -> Result<(Catalog, Option<Signature>), CatalogError> {
+        let failed = |reason: Refusal| CatalogError::Failed {
+            url: url.to_owned(),
+            reason,
+        };
+        let cat = parse_catalog(bytes).map_err(failed)?;
+        self.admit(&cat, sha, now)
+            .map_err(|reason| CatalogError::Refused {
+                url: url.to_owned(),
+                reason,
+            })?;
+        let signed = if self.checks_signatures() {
+            Some(
+                self.signature(http, INDEX_PATH, bytes, &cat.comment())
+                    .map_err(failed)?,
+            )
+        } else {
+            None
+        };
+        self.accept(&cat, sha, now).map_err(CatalogError::Other)?;
+        Ok((cat, signed))
+    }
+
+    /// Caches an accepted catalog with its signature (a stale one removed); a failure is
+    /// reported, and the catalog is still used.
+    fn store_catalog(&mut self, bytes: &[u8], sig_text: Option<&str>) {
+        let sig = self.dir.join(format!("index.json{SIG_SUFFIX}"));
+        let written = super::write_replace(&self.dir.join("index.json"), bytes)
+            .and_then(|_| write_or_remove(&sig, sig_text));
+        if let Err(e) = written {
+            self.report.error = Some(format!(
+                "failed to cache the catalog in {}: {e}",
+                self.dir.display()
+            ));
+        }
+    }
+
+    /// The server's catalog could not be used: the cached one is (reported), or the
+    /// registry failed this run. Either way its entries are kept: this run could not see
+    /// the registry.
+    fn catalog_failed(
+        &mut self,
+        e: CatalogError,
+        cached: Option<CachedCatalog>,
+        cached_refusal: Option<String>,
+    ) {
+        let m = e.to_string();
+        if let CatalogError::Refused { .. } = e {
+            self.report.catalog_refused = Some(m.clone());
+        }
+        let refused = self.report.catalog_refused.is_some();
+        let told = match cached {
+            Some((_, s, cat)) => {
+                self.adopt(cat, CatalogStatus::Cached);
+                let checked = UNIX_EPOCH + Duration::from_secs(s.checked);
+                format!(
+                    "{m}; using the cached catalog checked at {}",
+                    crate::registry::rfc3339(checked)
+                )
+            }
+            None => {
+                self.report.catalog = CatalogStatus::Failed;
+                match cached_refusal {
+                    Some(c) => format!("{m}; {c}"),
+                    None => m.clone(),
+                }
+            }
+        };
+        if refused {
+            self.report.catalog_refused = Some(told);
+        } else {
+            self.report.error = Some(told);
+        }
+        self.failed = Some(self.report.catalog_refused.clone().unwrap_or(m));
+    }
+}
+
+/// Writes `text` at `path`, or removes the file when there is none: a signature of an
+/// older copy must not stay beside a new one.
+fn write_or_remove(path: &Path, text: Option<&str>) -> std::io::Result<()> {
+    match text {
+        Some(t) => super::write_replace(path, t.as_bytes()),
+        None => match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        },
+    }
+}
+
 /// What one shim task produced.
 struct ShimOutcome {
     reg: usize,
@@ -714,6 +974,24 @@ struct ShimOutcome {
     requests: u64,
     not_modified: u64,
     bytes: u64,
+}
+
+impl ShimOutcome {
+    /// Nothing done yet for `hex` from registry `reg`.
+    fn new(reg: usize, hex: &str) -> ShimOutcome {
+        ShimOutcome {
+            reg,
+            hex: hex.to_owned(),
+            ready: None,
+            stamp: None,
+            write: None,
+            refused: None,
+            network: None,
+            requests: 0,
+            not_modified: 0,
+            bytes: 0,
+        }
+    }
 }
 
 impl Remote {
@@ -776,190 +1054,22 @@ impl Remote {
         let http = self.http.as_ref();
         let reg = &mut self.regs[i];
         reg.report.offline = http.is_none();
-        let path = reg.dir.join("index.json");
-        // A cached catalog is used only while it passes today's rules: signature, and
-        // still the accepted generation, unexpired.
-        let cached_sig =
-            std::fs::read_to_string(reg.dir.join(format!("index.json{SIG_SUFFIX}"))).ok();
-        let mut cached_refusal = None;
-        let cached = reg
-            .state
-            .catalog
-            .as_ref()
-            .and_then(|s| read_cached(&path, s).map(|b| (b, s.clone())))
-            .and_then(|(b, s)| {
-                let cat = parse_catalog(&b).ok()?;
-                let sha = sha_hex(&b);
-                if reg.floor.as_ref().is_some_and(|f| f.sha256 != sha) {
-                    return None;
-                }
-                if let Err(e) = reg.admit(&cat, &sha, now) {
-                    cached_refusal = Some(format!("cached catalog: {e}"));
-                    return None;
-                }
-                if reg.checks_signatures()
-                    && reg
-                        .judge(cached_sig.as_deref(), &b, &cat.comment())
-                        .is_err()
-                {
-                    return None;
-                }
-                Some((b, s, cat))
-            });
-        let Some(http) = http else {
-            match cached {
-                Some((_, _, cat)) => reg.adopt(cat, CatalogStatus::Cached),
-                None => {
-                    let m = cached_refusal
-                        .unwrap_or_else(|| "offline, and no catalog of it in the cache".into());
-                    reg.report.error = Some(m.clone());
-                    reg.failed = Some(m);
+        let (mut cached, cached_refusal) = reg.cached_catalog(now);
+        match http {
+            None => reg.offline_catalog(cached, cached_refusal),
+            Some(_) if !refresh && cached.as_ref().is_some_and(|(_, s, _)| s.fresh(now)) => {
+                if let Some((_, _, cat)) = cached {
+                    reg.adopt(cat, CatalogStatus::Fresh);
                 }
             }
-            reg.report.listed = reg.names.len();
-            return;
-        };
-        if let Some((_, s, _)) = &cached
-            && !refresh
-            && s.fresh(now)
-        {
-            if let Some((_, _, cat)) = cached {
-                reg.adopt(cat, CatalogStatus::Fresh);
-            }
-            reg.report.listed = reg.names.len();
-            return;
-        }
-        let url = reg.cfg.url_of(INDEX_PATH);
-        let before = http.requests.load(Ordering::Relaxed);
-        let got = http.get(
-            &url,
-            cached.as_ref().map(|(_, s, _)| s.validators()).as_ref(),
-            reg.token.as_deref(),
-            MAX_CATALOG_BYTES,
-        );
-        let mut cached = cached;
-        let outcome: Result<(), CatalogError> = match got {
-            Ok(Response::NotModified { fresh_for }) => {
-                reg.report.not_modified += 1;
-                match cached.take() {
-                    Some((_, mut s, cat)) => {
-                        s.checked = now;
-                        s.max_age = fresh_for;
-                        reg.state.catalog = Some(s);
-                        reg.state_dirty = true;
-                        reg.adopt(cat, CatalogStatus::NotModified);
-                        Ok(())
-                    }
-                    None => Err(CatalogError::Other(Refusal::Unconditional304(url.clone()))),
+            Some(http) => {
+                let before = http.requests.load(Ordering::Relaxed);
+                let outcome = reg.fetch_catalog(http, &mut cached, now);
+                reg.report.requests += http.requests.load(Ordering::Relaxed) - before;
+                if let Err(e) = outcome {
+                    reg.catalog_failed(e, cached, cached_refusal);
                 }
             }
-            Ok(Response::Body {
-                bytes,
-                validators,
-                fresh_for,
-            }) => {
-                reg.report.bytes += bytes.len() as u64;
-                let sha = sha_hex(&bytes);
-                let failed = |reason| CatalogError::Failed {
-                    url: url.clone(),
-                    reason,
-                };
-                let checked = parse_catalog(&bytes)
-                    .map_err(failed)
-                    .and_then(|cat| {
-                        reg.admit(&cat, &sha, now)
-                            .map_err(|reason| CatalogError::Refused {
-                                url: url.clone(),
-                                reason,
-                            })?;
-                        let signed = if reg.checks_signatures() {
-                            Some(
-                                reg.signature(http, INDEX_PATH, &bytes, &cat.comment())
-                                    .map_err(failed)?,
-                            )
-                        } else {
-                            None
-                        };
-                        Ok((cat, signed))
-                    })
-                    .and_then(|(cat, signed)| {
-                        reg.accept(&cat, &sha, now).map_err(CatalogError::Other)?;
-                        Ok((cat, signed))
-                    });
-                match checked {
-                    Ok((cat, signed)) => {
-                        let sig_text = signed.as_ref().and_then(|(_, t)| t.clone());
-                        let signer = match signed {
-                            Some((Signed::By(id), _)) => Some(id),
-                            _ => None,
-                        };
-                        let written = super::write_replace(&path, &bytes).and_then(|_| {
-                            let sig = reg.dir.join(format!("index.json{SIG_SUFFIX}"));
-                            match &sig_text {
-                                Some(t) => super::write_replace(&sig, t.as_bytes()),
-                                None => match std::fs::remove_file(&sig) {
-                                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-                                    _ => Ok(()),
-                                },
-                            }
-                        });
-                        if let Err(e) = written {
-                            reg.report.error = Some(format!(
-                                "failed to cache the catalog in {}: {e}",
-                                reg.dir.display()
-                            ));
-                        }
-                        reg.state.catalog = Some(Stamp {
-                            etag: validators.etag,
-                            last_modified: validators.last_modified,
-                            checked: now,
-                            sha256: sha,
-                            signer,
-                            max_age: fresh_for,
-                        });
-                        reg.state_dirty = true;
-                        reg.adopt(cat, CatalogStatus::Fetched);
-                        Ok(())
-                    }
-                    Err(e) => Err(e),
-                }
-            }
-            Err(e) => Err(CatalogError::Other(e.into())),
-        };
-        reg.report.requests += http.requests.load(Ordering::Relaxed) - before;
-        if let Err(e) = outcome {
-            let m = e.to_string();
-            if let CatalogError::Refused { .. } = e {
-                reg.report.catalog_refused = Some(m.clone());
-            }
-            match cached {
-                Some((_, s, cat)) => {
-                    reg.adopt(cat, CatalogStatus::Cached);
-                    let kept = format!(
-                        "using the cached catalog checked at {}",
-                        crate::registry::rfc3339(UNIX_EPOCH + Duration::from_secs(s.checked))
-                    );
-                    if reg.report.catalog_refused.is_some() {
-                        reg.report.catalog_refused = Some(format!("{m}; {kept}"));
-                    } else {
-                        reg.report.error = Some(format!("{m}; {kept}"));
-                    }
-                }
-                None => {
-                    reg.report.catalog = CatalogStatus::Failed;
-                    let m = match cached_refusal {
-                        Some(c) => format!("{m}; {c}"),
-                        None => m.clone(),
-                    };
-                    if reg.report.catalog_refused.is_some() {
-                        reg.report.catalog_refused = Some(m.clone());
-                    } else {
-                        reg.report.error = Some(m.clone());
-                    }
-                }
-            }
-            // Either way its entries are kept: this run could not see the registry.
-            reg.failed = Some(reg.report.catalog_refused.clone().unwrap_or(m));
         }
         reg.report.listed = reg.names.len();
     }
@@ -991,21 +1101,27 @@ impl Remote {
         for (_, regs) in &tasks {
             self.regs[regs[0]].report.wanted += 1;
         }
+        let mut results = self.run_shim_tasks(&tasks);
+        results.sort_by(|a, b| (a.reg, &a.hex).cmp(&(b.reg, &b.hex)));
+        for o in results {
+            self.regs[o.reg].take_shim(o);
+        }
+        self.save_states();
+    }
+
+    /// Runs the shim tasks on `--jobs` threads: each tries its registries in order
+    /// until one gives a shim that verifies. Returns every attempt's outcome.
+    fn run_shim_tasks(&self, tasks: &[(String, Vec<usize>)]) -> Vec<ShimOutcome> {
         let next = AtomicUsize::new(0);
         let results: Mutex<Vec<ShimOutcome>> = Mutex::new(Vec::new());
         let workers = self.opts.jobs.clamp(1, 64).min(tasks.len().max(1));
-        let me = &*self;
         std::thread::scope(|s| {
             for _ in 0..workers {
                 s.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some((hex, regs)) = tasks.get(i) else {
-                            break;
-                        };
+                    while let Some((hex, regs)) = tasks.get(next.fetch_add(1, Ordering::Relaxed)) {
                         let mut outs = Vec::new();
                         for &r in regs {
-                            let o = me.shim(r, hex);
+                            let o = self.shim(r, hex);
                             let done = o.ready.is_some();
                             outs.push(o);
                             if done {
@@ -1020,56 +1136,7 @@ impl Remote {
                 });
             }
         });
-        let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
-        results.sort_by(|a, b| (a.reg, &a.hex).cmp(&(b.reg, &b.hex)));
-        for o in results {
-            let reg = &mut self.regs[o.reg];
-            reg.report.requests += o.requests;
-            reg.report.not_modified += o.not_modified;
-            reg.report.bytes += o.bytes;
-            if let Some((bytes, sig)) = &o.write {
-                let path = reg.dir.join("sha256").join(format!("{}.json", o.hex));
-                let sig_path = reg
-                    .dir
-                    .join("sha256")
-                    .join(format!("{}.json{SIG_SUFFIX}", o.hex));
-                let res = super::write_replace(&path, bytes).and_then(|_| match sig {
-                    Some(t) => super::write_replace(&sig_path, t.as_bytes()),
-                    None => match std::fs::remove_file(&sig_path) {
-                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-                        _ => Ok(()),
-                    },
-                });
-                if let Err(e) = res {
-                    reg.report.error.get_or_insert(format!(
-                        "failed to cache shims in {}: {e}",
-                        reg.dir.display()
-                    ));
-                }
-            }
-            if let Some(st) = o.stamp {
-                reg.state.shims.insert(o.hex.clone(), st);
-                reg.state_dirty = true;
-            }
-            if let Some(m) = o.refused {
-                reg.report.refused.push(RefusedShim {
-                    hash: format!("sha256:{}", o.hex),
-                    reason: m,
-                });
-            }
-            if let Some(m) = o.network {
-                reg.report.error.get_or_insert(m.clone());
-                reg.failed.get_or_insert(m);
-            }
-            if let Some(r) = o.ready {
-                reg.report.used += 1;
-                if r.signer.is_some() {
-                    reg.report.verified += 1;
-                }
-                reg.ready.insert(o.hex, r);
-            }
-        }
-        self.save_states();
+        results.into_inner().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Writes every changed `state.json`.
@@ -1167,18 +1234,7 @@ impl Remote {
     /// One shim from one registry: cache, conditional request, verification.
     fn shim(&self, r: usize, hex: &str) -> ShimOutcome {
         let reg = &self.regs[r];
-        let mut out = ShimOutcome {
-            reg: r,
-            hex: hex.to_owned(),
-            ready: None,
-            stamp: None,
-            write: None,
-            refused: None,
-            network: None,
-            requests: 0,
-            not_modified: 0,
-            bytes: 0,
-        };
+        let mut out = ShimOutcome::new(r, hex);
         let cached = self.cached_shim(r, hex);
         let Some(http) = self.http.as_ref() else {
             out.ready = cached.map(|(ready, _)| ready);
@@ -1192,10 +1248,9 @@ impl Remote {
             return out;
         }
         let rel = format!("{SHIMS_PATH}/{hex}.json");
-        let url = reg.cfg.url_of(&rel);
         let before = http.requests.load(Ordering::Relaxed);
         let got = http.get(
-            &url,
+            &reg.cfg.url_of(&rel),
             cached.as_ref().map(|(_, s)| s.validators()).as_ref(),
             reg.token.as_deref(),
             MAX_SHIM_BYTES,
@@ -1203,7 +1258,7 @@ impl Remote {
         match got {
             Ok(Response::NotModified { fresh_for }) => {
                 out.not_modified += 1;
-                if let Some((ready, mut stamp)) = cached.clone() {
+                if let Some((ready, mut stamp)) = cached {
                     stamp.checked = self.now;
                     stamp.max_age = fresh_for;
                     out.stamp = Some(stamp);
@@ -1216,23 +1271,8 @@ impl Remote {
                 fresh_for,
             }) => {
                 out.bytes += bytes.len() as u64;
-                let verdict = Self::check_shim(&bytes, hex).and_then(|ready| {
-                    let (signed, text) = if reg.checks_signatures() {
-                        let comment = super::sign::file_comment(&rel);
-                        reg.signature(http, &rel, &bytes, &comment)?
-                    } else {
-                        (Signed::Unsigned, None)
-                    };
-                    Self::check_digest(reg, &ready.doc, hex)?;
-                    Ok((ready, signed, text))
-                });
-                match verdict {
-                    Ok((mut ready, signed, text)) => {
-                        ready.signer = match signed {
-                            Signed::By(id) => Some(id),
-                            Signed::Unsigned => None,
-                        };
-                        ready.path = reg.dir.join("sha256").join(format!("{hex}.json"));
+                match Self::verify_shim(reg, http, &rel, hex, &bytes) {
+                    Ok((ready, text)) => {
                         out.stamp = Some(Stamp {
                             etag: validators.etag,
                             last_modified: validators.last_modified,
@@ -1264,6 +1304,32 @@ impl Remote {
         }
         out.requests = http.requests.load(Ordering::Relaxed) - before;
         out
+    }
+
+    /// Verifies a fetched shim (`rel` in the registry) for `hex`: a valid shim for that
+    /// hash, with a good signature where signatures are checked, and the one the
+    /// catalog publishes. Returns it with its signature's text.
+    fn verify_shim(
+        reg: &Reg,
+        http: &Http,
+        rel: &str,
+        hex: &str,
+        bytes: &[u8],
+    ) -> Result<(Ready, Option<String>), Refusal> {
+        let mut ready = Self::check_shim(bytes, hex)?;
+        let (signed, text) = if reg.checks_signatures() {
+            let comment = super::sign::file_comment(rel);
+            reg.signature(http, rel, bytes, &comment)?
+        } else {
+            (Signed::Unsigned, None)
+        };
+        Self::check_digest(reg, &ready.doc, hex)?;
+        ready.signer = match signed {
+            Signed::By(id) => Some(id),
+            Signed::Unsigned => None,
+        };
+        ready.path = reg.dir.join("sha256").join(format!("{hex}.json"));
+        Ok((ready, text))
     }
 
     /// The verified shim for a binary hash (hex): from the first registry in priority
