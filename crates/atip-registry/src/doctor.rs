@@ -195,15 +195,31 @@ pub fn check(dirs: &Dirs) -> DoctorReport {
 }
 
 fn check_entry(dirs: &Dirs, name: &str, entry: &Entry) -> Vec<Problem> {
-    let mut out = Vec::new();
-    let mut problem = |check: Check, message: String, fix: String| {
-        out.push(Problem {
+    let mut found = Vec::new();
+    check_binary(entry, &mut |check, message, fix| {
+        found.push((check, message, fix))
+    });
+    // A metadata path outside the data dir is already reported by the schema check; it
+    // is never read.
+    if let Ok(meta) = entry.metadata_file(dirs) {
+        check_metadata_file(&meta, entry, &mut |check, message, fix| {
+            found.push((check, message, fix))
+        });
+    }
+    found
+        .into_iter()
+        .map(|(check, message, fix)| Problem {
             tool: Some(name.to_string()),
             check,
             message,
             fix,
         })
-    };
+        .collect()
+}
+
+/// The tool's program: still there, an executable file, and the one scanned (its sha256,
+/// or its stat when no hash was pinned).
+fn check_binary(entry: &Entry, problem: &mut dyn FnMut(Check, String, String)) {
     let bin = &entry.path;
     match std::fs::metadata(bin) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => problem(
@@ -254,10 +270,10 @@ fn check_entry(dirs: &Dirs, name: &str, entry: &Entry) -> Vec<Problem> {
             ),
         },
     }
-    let Ok(meta) = entry.metadata_file(dirs) else {
-        // Already reported by the schema check; never read outside the data dir.
-        return out;
-    };
+}
+
+/// The tool's stored metadata file: readable, named by its sha256, valid ATIP metadata.
+fn check_metadata_file(meta: &Path, entry: &Entry, problem: &mut dyn FnMut(Check, String, String)) {
     match std::fs::read(&meta) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => problem(
             Check::MetadataMissing,
@@ -303,7 +319,6 @@ fn check_entry(dirs: &Dirs, name: &str, entry: &Entry) -> Vec<Problem> {
             }
         }
     }
-    out
 }
 
 fn executable(path: &Path) -> bool {

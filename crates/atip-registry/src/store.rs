@@ -545,21 +545,7 @@ pub fn commit(
     opts: &CommitOptions,
 ) -> Result<CommitReport, RegistryError> {
     let data = &dirs.data;
-    fs::create_dir_all(data).map_err(|source| RegistryError::Write {
-        path: data.clone(),
-        source,
-    })?;
-    let lock = RegistryLock::acquire(data, opts.lock_timeout, opts.announce)?;
-    let mut report = CommitReport {
-        locked: lock.is_locked(),
-        ..CommitReport::default()
-    };
-    if !lock.is_locked() {
-        report.warnings.push(format!(
-            "the file system of {} does not support locking; wrote without the lock",
-            data.display()
-        ));
-    }
+    let (lock, mut report) = lock_data_dir(data, opts)?;
     let registry_path = dirs.registry_file();
     let (old, dropped_defects) = load_for_write(&registry_path, &mut report)?;
     let empty = IndexMap::new();
@@ -576,12 +562,7 @@ pub fn commit(
         &mut report,
     );
 
-    let same = !dropped_defects
-        && old.as_ref().is_some_and(|o| {
-            o.version == index.version
-                && o.agent == index.agent
-                && o.tools.iter().eq(index.tools.iter())
-        });
+    let same = !dropped_defects && old.as_ref().is_some_and(|o| same_index(o, &index));
     let registry_bytes = (!same).then(|| index_bytes(&index));
     // The catalog is compiled (from the documents in memory) while the files are
     // written: metadata files first, so registry.json never points at a missing file.
@@ -631,6 +612,36 @@ pub fn commit(
     }
     drop(lock);
     Ok(report)
+}
+
+/// Creates the data dir and takes the writer lock; on a file system without locking the
+/// commit goes on without it, with a warning in the report.
+fn lock_data_dir(
+    data: &Path,
+    opts: &CommitOptions,
+) -> Result<(RegistryLock, CommitReport), RegistryError> {
+    fs::create_dir_all(data).map_err(|source| RegistryError::Write {
+        path: data.to_path_buf(),
+        source,
+    })?;
+    let lock = RegistryLock::acquire(data, opts.lock_timeout, opts.announce)?;
+    let mut report = CommitReport {
+        locked: lock.is_locked(),
+        ..CommitReport::default()
+    };
+    if !lock.is_locked() {
+        report.warnings.push(format!(
+            "the file system of {} does not support locking; wrote without the lock",
+            data.display()
+        ));
+    }
+    Ok((lock, report))
+}
+
+/// Whether the merged index says what the stored one says: then `registry.json` is not
+/// written again.
+fn same_index(old: &Index, new: &Index) -> bool {
+    old.version == new.version && old.agent == new.agent && old.tools.iter().eq(new.tools.iter())
 }
 
 /// The found tools a commit accepts: each passes [`check_found`], and the first
