@@ -402,25 +402,13 @@ fn write_records<W: Write + Seek>(
     out: &mut W,
     to_index: std::sync::mpsc::SyncSender<(Vec<FlatTool>, Vec<Facts>)>,
 ) -> std::io::Result<Records> {
-    use rayon::prelude::*;
     let mut docs = Vec::with_capacity(entries.len());
     let mut rows: Vec<Row> = Vec::new();
     let mut taken = HashSet::new();
     let mut searchable: Vec<u32> = Vec::new();
     let mut records = layout.section(out)?;
     for batch in entries.chunks(BATCH) {
-        let flat: Vec<(String, Result<Flat, crate::registry::RegistryError>)> = batch
-            .par_iter()
-            .map(|(name, entry)| {
-                let entry_json = serde_json::to_string(entry).expect("a registry entry serializes");
-                let flat = match in_memory.get(entry.metadata.as_str()) {
-                    Some(bytes) => compile::source::parse_entry(dirs, name, entry, bytes),
-                    None => compile::source::read_entry(dirs, name, entry),
-                }
-                .map(|m| Flat::new(m.tool_name().unwrap_or(name).to_string(), &m));
-                (entry_json, flat)
-            })
-            .collect();
+        let flat = flatten_batch(dirs, batch, in_memory);
         let mut indexed = Vec::new();
         let mut indexed_facts = Vec::new();
         for ((name, entry), (entry_json, r)) in batch.iter().zip(flat) {
@@ -429,11 +417,7 @@ fn write_records<W: Write + Seek>(
                 Ok(flat) => (flat.tool, flat.tools, None, flat.section_prior),
                 Err(e) => ((*name).clone(), Vec::new(), Some(e.to_string()), 1.0),
             };
-            let known = machine.get(*name);
-            let facts = Facts {
-                prior: known.map_or(1.0, |k| k.prior) * section,
-                family: known.map_or_else(|| (*name).clone(), |k| k.family.clone()),
-            };
+            let facts = facts_of(name, machine.get(*name), section);
             let count = tools.len() as u32;
             for (mut t, mut record) in tools {
                 let base = t.name.clone();
@@ -481,6 +465,37 @@ fn write_records<W: Write + Seek>(
         rows,
         searchable,
     })
+}
+
+/// A batch of entries read (from memory when the commit holds the document) and
+/// flattened in parallel, each with its entry as JSON.
+fn flatten_batch(
+    dirs: &Dirs,
+    batch: &[(&String, &Entry)],
+    in_memory: &InMemory,
+) -> Vec<(String, Result<Flat, crate::registry::RegistryError>)> {
+    use rayon::prelude::*;
+    batch
+        .par_iter()
+        .map(|(name, entry)| {
+            let entry_json = serde_json::to_string(entry).expect("a registry entry serializes");
+            let flat = match in_memory.get(entry.metadata.as_str()) {
+                Some(bytes) => compile::source::parse_entry(dirs, name, entry, bytes),
+                None => compile::source::read_entry(dirs, name, entry),
+            }
+            .map(|m| Flat::new(m.tool_name().unwrap_or(name).to_string(), &m));
+            (entry_json, flat)
+        })
+        .collect()
+}
+
+/// The ranking facts of a document's tools: the machine's prior (1 when unknown) times
+/// the manual section's, and the family (the document's name when unknown).
+fn facts_of(name: &str, known: Option<&facts::EntryFacts>, section: f32) -> Facts {
+    Facts {
+        prior: known.map_or(1.0, |k| k.prior) * section,
+        family: known.map_or_else(|| name.to_string(), |k| k.family.clone()),
+    }
 }
 
 /// One document flattened off the writer's thread: its tool name, and each tool with its

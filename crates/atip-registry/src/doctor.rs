@@ -274,7 +274,7 @@ fn check_binary(entry: &Entry, problem: &mut dyn FnMut(Check, String, String)) {
 
 /// The tool's stored metadata file: readable, named by its sha256, valid ATIP metadata.
 fn check_metadata_file(meta: &Path, entry: &Entry, problem: &mut dyn FnMut(Check, String, String)) {
-    match std::fs::read(&meta) {
+    match std::fs::read(meta) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => problem(
             Check::MetadataMissing,
             format!("metadata file {} is gone", meta.display()),
