@@ -29,6 +29,6 @@ pub fn source_meaning(source: atip::registry::Source) -> &'static str {
         Source::Installed => "a metadata file installed beside the tool",
         Source::Converted => "converted from the tool's framework manifest",
         Source::Remote => "a shim from a remote registry",
-        Source::Inferred => "inferred from the man page; effects unknown",
+        Source::Inferred => "from its man page; effects from atip's table or unknown",
     }
 }
