@@ -524,16 +524,19 @@ mod tests {
             .collect()
     }
 
+    /// A markdown table row's cells, trimmed.
+    fn cells(l: &str) -> Vec<String> {
+        l.trim()
+            .trim_matches('|')
+            .split('|')
+            .map(|c| c.trim().to_string())
+            .collect()
+    }
+
     /// Checks one spec's tables and prose; returns how many code mentions it checked.
     fn spec_disagreements(text: &str, file: &str, problems: &mut Vec<String>) -> usize {
         let mut checked = 0;
-        let cells = |l: &str| -> Vec<String> {
-            l.trim()
-                .trim_matches('|')
-                .split('|')
-                .map(|c| c.trim().to_string())
-                .collect()
-        };
+        // In the table being read: the column of atip's exit code, and of the category.
         let mut columns: Option<(usize, Option<usize>)> = None;
         let mut lines = text.lines().peekable();
         while let Some(line) = lines.next() {
@@ -543,7 +546,6 @@ mod tests {
                 .peek()
                 .is_some_and(|n| n.trim_start().starts_with("|---"))
             {
-                // A header: which column holds atip's exit code, which the category.
                 let head = cells(line);
                 let exit = head
                     .iter()
@@ -553,59 +555,79 @@ mod tests {
                 lines.next();
                 continue;
             } else if let Some((exit, category)) = columns {
-                let row = cells(line);
-                let Some(cell) = row.get(exit) else { continue };
-                let numbers: Vec<u8> = cell
-                    .split(',')
-                    .filter_map(|n| n.trim().parse().ok())
-                    .collect();
-                if numbers.is_empty() {
-                    continue;
-                }
-                for code in named_codes(line) {
-                    checked += 1;
-                    if !numbers.contains(&code.exit_code()) {
-                        problems.push(format!(
-                            "{file}: `{code}` exits {}, the row says {cell}: {line}",
-                            code.exit_code()
-                        ));
-                    }
-                    if let Some(c) = category.and_then(|c| row.get(c))
-                        && Category::ALL.iter().any(|k| k.as_str() == c.as_str())
-                        && code.category().as_str() != c
-                    {
-                        problems.push(format!(
-                            "{file}: `{code}` is {}, the row says {c}: {line}",
-                            code.category().as_str()
-                        ));
-                    }
-                }
+                checked += row_disagreements(line, exit, category, file, problems);
             }
-            // Prose: `code` (…exit N).
-            for (i, part) in line.split('`').enumerate().skip(1).step_by(2) {
-                let Some(code) = ErrorCode::from_name(part) else {
-                    continue;
-                };
-                let after = line.split('`').nth(i + 1).unwrap_or("");
-                let Some(paren) = after.strip_prefix(" (") else {
-                    continue;
-                };
-                let inside = paren.split(')').next().unwrap_or("");
-                let Some(n) = inside
-                    .split("exit ")
-                    .nth(1)
-                    .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
-                    .and_then(|d| d.parse::<u8>().ok())
-                else {
-                    continue;
-                };
-                checked += 1;
-                if n != code.exit_code() {
-                    problems.push(format!(
-                        "{file}: `{code}` exits {}, the text says {n}: {line}",
-                        code.exit_code()
-                    ));
-                }
+            checked += prose_disagreements(line, file, problems);
+        }
+        checked
+    }
+
+    /// One table row: each code it names must exit with a number of its exit cell and
+    /// belong to its category cell.
+    fn row_disagreements(
+        line: &str,
+        exit: usize,
+        category: Option<usize>,
+        file: &str,
+        problems: &mut Vec<String>,
+    ) -> usize {
+        let row = cells(line);
+        let Some(cell) = row.get(exit) else { return 0 };
+        let numbers: Vec<u8> = cell
+            .split(',')
+            .filter_map(|n| n.trim().parse().ok())
+            .collect();
+        if numbers.is_empty() {
+            return 0;
+        }
+        let mut checked = 0;
+        for code in named_codes(line) {
+            checked += 1;
+            if !numbers.contains(&code.exit_code()) {
+                problems.push(format!(
+                    "{file}: `{code}` exits {}, the row says {cell}: {line}",
+                    code.exit_code()
+                ));
+            }
+            if let Some(c) = category.and_then(|c| row.get(c))
+                && Category::ALL.iter().any(|k| k.as_str() == c.as_str())
+                && code.category().as_str() != c
+            {
+                problems.push(format!(
+                    "{file}: `{code}` is {}, the row says {c}: {line}",
+                    code.category().as_str()
+                ));
+            }
+        }
+        checked
+    }
+
+    /// Prose: `code` (…exit N) must name the code's own exit status.
+    fn prose_disagreements(line: &str, file: &str, problems: &mut Vec<String>) -> usize {
+        let mut checked = 0;
+        for (i, part) in line.split('`').enumerate().skip(1).step_by(2) {
+            let Some(code) = ErrorCode::from_name(part) else {
+                continue;
+            };
+            let after = line.split('`').nth(i + 1).unwrap_or("");
+            let Some(paren) = after.strip_prefix(" (") else {
+                continue;
+            };
+            let inside = paren.split(')').next().unwrap_or("");
+            let Some(n) = inside
+                .split("exit ")
+                .nth(1)
+                .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|d| d.parse::<u8>().ok())
+            else {
+                continue;
+            };
+            checked += 1;
+            if n != code.exit_code() {
+                problems.push(format!(
+                    "{file}: `{code}` exits {}, the text says {n}: {line}",
+                    code.exit_code()
+                ));
             }
         }
         checked

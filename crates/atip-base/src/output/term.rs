@@ -5,7 +5,6 @@
 //!
 //! Must not decide what is shown; it only says how it fits and looks.
 
-use std::fmt::Write as _;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// The width text on stdout must fit: the terminal's columns when stdout is a terminal,
@@ -229,6 +228,22 @@ impl Table {
 
     /// The table's lines, each fitting `max` columns when given.
     pub fn render(&self, max: Option<usize>, style: Style) -> String {
+        let widths = self.column_widths(max);
+        let mut out = String::new();
+        if let Some(h) = &self.header {
+            let cells = h.iter().map(|s| (s.clone(), Some(Paint::Bold))).collect();
+            out.push_str(&self.line(&widths, cells, max, style));
+        }
+        for row in &self.rows {
+            let cells = row.iter().map(|c| (c.text.clone(), c.paint)).collect();
+            out.push_str(&self.line(&widths, cells, max, style));
+        }
+        out
+    }
+
+    /// Each column's width: its widest cell, then, when the table is wider than `max`,
+    /// the shrinking columns give way in the order given, each down to its floor.
+    fn column_widths(&self, max: Option<usize>) -> Vec<usize> {
         let ncols = self
             .rows
             .iter()
@@ -245,76 +260,69 @@ impl Table {
                 widths[i] = widths[i].max(width(&c.text));
             }
         }
-        if let Some(max) = max {
-            // Columns give way in the order given, each down to its floor.
-            for &(col, floor) in self.shrink.iter().filter(|(c, _)| *c < ncols) {
-                let total =
-                    self.indent + widths.iter().sum::<usize>() + 2 * ncols.saturating_sub(1);
-                if total <= max {
-                    break;
-                }
-                let floor = floor.min(widths[col]);
-                widths[col] = widths[col].saturating_sub(total - max).max(floor);
-            }
-        }
-        let mut out = String::new();
-        let line = |cells: Vec<(String, Option<Paint>)>, out: &mut String| {
-            // Lay the plain text out first: the cut must count columns, not escapes.
-            let mut plain = " ".repeat(self.indent);
-            let mut spans: Vec<(usize, usize, Option<Paint>)> = Vec::new();
-            let last = cells.len().saturating_sub(1);
-            for (i, (text, paint)) in cells.into_iter().enumerate() {
-                let text = cut(&text, widths[i]);
-                let start = plain.len();
-                plain.push_str(&text);
-                spans.push((start, plain.len(), paint));
-                if i < last {
-                    plain = pad(&plain, width(&plain) + widths[i] - width(&text) + 2);
-                }
-            }
-            let plain = plain.trim_end().to_string();
-            let (fitted, whole) = match max {
-                Some(m) if width(&plain) > m => {
-                    let c = cut(&plain, m);
-                    let kept = c.len() - '…'.len_utf8();
-                    (c, kept)
-                }
-                _ => {
-                    let n = plain.len();
-                    (plain, n)
-                }
-            };
-            // Paint each span that survived the cut whole; a cut one stays plain.
-            let mut painted = String::new();
-            let mut at = 0;
-            for (start, end, paint) in spans {
-                if end > whole {
-                    break;
-                }
-                if start >= end {
-                    continue;
-                }
-                painted.push_str(&fitted[at..start]);
-                painted.push_str(&style.paint(paint, &fitted[start..end]));
-                at = end;
-            }
-            painted.push_str(&fitted[at..]);
-            let _ = writeln!(out, "{painted}");
+        let Some(max) = max else {
+            return widths;
         };
-        if let Some(h) = &self.header {
-            let cells = h
-                .iter()
-                .map(|s| (s.clone(), Some(Paint::Bold)))
-                .collect::<Vec<_>>();
-            line(cells, &mut out);
+        for &(col, floor) in self.shrink.iter().filter(|(c, _)| *c < ncols) {
+            let total = self.indent + widths.iter().sum::<usize>() + 2 * ncols.saturating_sub(1);
+            if total <= max {
+                break;
+            }
+            let floor = floor.min(widths[col]);
+            widths[col] = widths[col].saturating_sub(total - max).max(floor);
         }
-        for row in &self.rows {
-            line(
-                row.iter().map(|c| (c.text.clone(), c.paint)).collect(),
-                &mut out,
-            );
+        widths
+    }
+
+    /// One row as a line: laid out plain first (the cut must count columns, not
+    /// escapes), cut to `max`, then each cell painted that survived the cut whole.
+    fn line(
+        &self,
+        widths: &[usize],
+        cells: Vec<(String, Option<Paint>)>,
+        max: Option<usize>,
+        style: Style,
+    ) -> String {
+        let mut plain = " ".repeat(self.indent);
+        let mut spans: Vec<(usize, usize, Option<Paint>)> = Vec::new();
+        let last = cells.len().saturating_sub(1);
+        for (i, (text, paint)) in cells.into_iter().enumerate() {
+            let text = cut(&text, widths[i]);
+            let start = plain.len();
+            plain.push_str(&text);
+            spans.push((start, plain.len(), paint));
+            if i < last {
+                plain = pad(&plain, width(&plain) + widths[i] - width(&text) + 2);
+            }
         }
-        out
+        let plain = plain.trim_end().to_string();
+        let (fitted, whole) = match max {
+            Some(m) if width(&plain) > m => {
+                let c = cut(&plain, m);
+                let kept = c.len() - '…'.len_utf8();
+                (c, kept)
+            }
+            _ => {
+                let n = plain.len();
+                (plain, n)
+            }
+        };
+        let mut painted = String::new();
+        let mut at = 0;
+        for (start, end, paint) in spans {
+            if end > whole {
+                break;
+            }
+            if start >= end {
+                continue;
+            }
+            painted.push_str(&fitted[at..start]);
+            painted.push_str(&style.paint(paint, &fitted[start..end]));
+            at = end;
+        }
+        painted.push_str(&fitted[at..]);
+        painted.push('\n');
+        painted
     }
 }
 
