@@ -462,6 +462,16 @@ pub fn wrap_diagnostic(label: &str, text: &str, max: Option<usize>) -> String {
 /// lines indented two more than it: for prose reports whose lines are details that must
 /// stay whole (a long path stays on a line of its own).
 pub fn wrap_long_lines(text: &str, max: Option<usize>) -> String {
+    each_long_line(text, max, |l, max| {
+        let body = l.trim_start();
+        let lead = &l[..l.len() - body.len()];
+        wrap_whole(lead, body, Some(max), width(lead) + 2)
+    })
+}
+
+/// `text` with every line wider than `max` replaced by what `fit` makes of it (lines
+/// ending in a newline); the lines that fit, and all of it without a width, unchanged.
+fn each_long_line(text: &str, max: Option<usize>, fit: impl Fn(&str, usize) -> String) -> String {
     let Some(max) = max else {
         return text.to_string();
     };
@@ -470,11 +480,9 @@ pub fn wrap_long_lines(text: &str, max: Option<usize>) -> String {
         if width(l) <= max {
             out.push_str(l);
             out.push('\n');
-            continue;
+        } else {
+            out.push_str(&fit(l, max));
         }
-        let body = l.trim_start();
-        let lead = &l[..l.len() - body.len()];
-        out.push_str(&wrap_whole(lead, body, Some(max), width(lead) + 2));
     }
     out
 }
@@ -503,28 +511,16 @@ pub fn without_colour(s: &str) -> String {
 /// wrapping would break its columns; a message or help line wraps under itself. A line
 /// that does not fit loses its colour; one that fits keeps it. No width: unchanged.
 pub fn fit_snippets(text: &str, max: Option<usize>) -> String {
-    let Some(max) = max else {
-        return text.to_string();
-    };
-    let mut out = String::with_capacity(text.len());
-    for l in text.lines() {
-        if width(l) <= max {
-            out.push_str(l);
-            out.push('\n');
-            continue;
-        }
+    each_long_line(text, max, |l, max| {
         let plain = without_colour(l);
         if width(&plain) <= max {
-            out.push_str(l);
-            out.push('\n');
+            format!("{l}\n")
         } else if is_gutter_line(&plain) {
-            out.push_str(&cut(&plain, max));
-            out.push('\n');
+            format!("{}\n", cut(&plain, max))
         } else {
-            out.push_str(&wrap_long_lines(&plain, Some(max)));
+            wrap_long_lines(&plain, Some(max))
         }
-    }
-    out
+    })
 }
 
 /// A snippet line: a line number or nothing, then the `|` gutter.
