@@ -262,8 +262,8 @@ fn file_name_error(
     })
 }
 
-/// The validator's errors.
-fn errors_of(checked: &crate::validate::Checked) -> Vec<ReportDiagnostic> {
+/// The validator's errors (its warnings left out), as a report lists them.
+pub(crate) fn errors_of(checked: &crate::validate::Checked) -> Vec<ReportDiagnostic> {
     checked
         .diagnostics
         .iter()

@@ -18,8 +18,9 @@
 use super::sign::{KeyError, SigningKey, TrustedKey};
 use super::{FORMAT, INDEX_PATH, MANIFEST_PATH, SHIMS_PATH, SIG_SUFFIX, is_hex64};
 use crate::discover::report::ReportDiagnostic;
+use crate::discover::shims::errors_of;
 use crate::output::{AtipError, ErrorCode};
-use crate::validate::{Kind, Severity, check_bytes};
+use crate::validate::{Kind, check_bytes};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -234,15 +235,6 @@ struct Planned {
     bundle: Option<Vec<u8>>,
 }
 
-fn err_diags(checked: &crate::validate::Checked) -> Vec<ReportDiagnostic> {
-    checked
-        .diagnostics
-        .iter()
-        .filter(|d| d.severity == Severity::Error)
-        .map(ReportDiagnostic::from)
-        .collect()
-}
-
 fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
     v.pointer(pointer).and_then(Value::as_str)
 }
@@ -410,7 +402,7 @@ impl Plan<'_> {
         };
         let checked = check_bytes(&bytes, Some(Kind::Shim), Some(&file_name));
         if !checked.is_valid() {
-            let diagnostics = err_diags(&checked);
+            let diagnostics = errors_of(&checked);
             self.refused.push(Refused {
                 path,
                 message: diagnostics
@@ -471,7 +463,7 @@ impl Plan<'_> {
             out.push(b'\n');
             let again = check_bytes(&out, Some(Kind::Shim), Some(&format!("{hex}.json")));
             if !again.is_valid() {
-                let diagnostics = err_diags(&again);
+                let diagnostics = errors_of(&again);
                 self.refused.push(Refused {
                     path: path.clone(),
                     message: format!(
