@@ -76,15 +76,19 @@ pub fn of_entries(entries: &[(&String, &Entry)], dpkg_root: &Path) -> HashMap<St
         })
         .collect();
     let mut uf = Families::new(entries.iter().map(|(n, _)| n.as_str()));
-    let mut by_file: HashMap<(u64, u64), &str> = HashMap::new();
-    for ((name, _), (id, _, execs)) in entries.iter().zip(&seen) {
+    let mut by_file: HashMap<(u64, u64), Vec<(&str, &Entry)>> = HashMap::new();
+    for ((name, entry), (id, _, execs)) in entries.iter().zip(&seen) {
         if let Some(id) = id {
-            match by_file.get(id) {
-                Some(other) => uf.join(name, other),
-                None => {
-                    by_file.insert(*id, name.as_str());
+            let same = by_file.entry(*id).or_default();
+            // A multi-call program (`pg_wrapper`, `systemctl` as `reboot`) is one file
+            // under names that each do something else: only the names whose
+            // documents describe the same program are one family.
+            for (other, e) in same.iter() {
+                if one_program(entry, e) {
+                    uf.join(name, other);
                 }
             }
+            same.push((name.as_str(), entry));
         }
         if let Some(target) = execs
             && target != name.as_str()
@@ -116,6 +120,43 @@ pub fn of_entries(entries: &[(&String, &Entry)], dpkg_root: &Path) -> HashMap<St
             };
             ((*name).clone(), facts)
         })
+        .collect()
+}
+
+/// Whether two registry entries for the same file describe one program, not two programs
+/// of one multi-call binary (`pg_wrapper` is `psql`, `dropdb`, `pg_dump` …; `systemctl`
+/// is also `reboot`): two descriptions inferred from manual pages are one program only
+/// when they are the same words (a page's NAME line names what it documents, so two
+/// pages that say different things are two programs); a description written by hand
+/// (a shim, the tool's own) and another are one program when more than half the
+/// shorter's words (stopwords aside) are in the other (`awk` "Pattern scanning and text
+/// processing language", `gawk` "pattern scanning and processing language"). A missing
+/// description is no evidence against.
+fn one_program(a: &Entry, b: &Entry) -> bool {
+    let (wa, wb) = (
+        description_words(&a.description),
+        description_words(&b.description),
+    );
+    if wa.is_empty() || wb.is_empty() {
+        return true;
+    }
+    if a.source == Source::Inferred && b.source == Source::Inferred {
+        return wa == wb;
+    }
+    let (short, long) = if wa.len() <= wb.len() {
+        (&wa, &wb)
+    } else {
+        (&wb, &wa)
+    };
+    2 * short.intersection(long).count() > short.len()
+}
+
+/// The words of a description, lower-case, stopwords aside.
+fn description_words(text: &str) -> std::collections::BTreeSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .filter(|w| !crate::search::STOPWORDS.contains(&w.as_str()))
         .collect()
 }
 
@@ -424,6 +465,50 @@ mod tests {
         assert_eq!(exec_target(b"#!/bin/sh\nexec grep -E foo\n"), None);
         assert_eq!(exec_target(b"\x7fELF exec grep \"$@\""), None);
         assert_eq!(exec_target(b"#!/bin/sh\nexec $(x) \"$@\"\n"), None);
+    }
+
+    fn entry(source: &str, description: &str) -> Entry {
+        serde_json::from_value(serde_json::json!({"path": "/usr/bin/x", "source": source,
+            "lastChecked": "2026-01-01T00:00:00Z", "description": description, "atip": "0.6",
+            "trust": "community", "effects": "", "commands": 1, "metadata": "tools/x.json"}))
+        .unwrap()
+    }
+
+    #[test]
+    fn names_of_one_file_are_one_program_only_when_described_alike() {
+        let inferred = |d| entry("inferred", d);
+        // `pg_wrapper` under two names: two manual pages, two programs.
+        assert!(!one_program(
+            &inferred("remove a PostgreSQL database"),
+            &inferred("PostgreSQL interactive terminal")
+        ));
+        assert!(!one_program(
+            &inferred("cluster a PostgreSQL database"),
+            &inferred("create a new PostgreSQL database")
+        ));
+        // One page under several names (`halt`, `poweroff`, `reboot`).
+        assert!(one_program(
+            &inferred("Halt, power-off or reboot the machine"),
+            &inferred("Halt, power off or reboot the machine")
+        ));
+        // A hand-written description against an inferred one: most words shared.
+        assert!(one_program(
+            &entry("shim", "Pattern scanning and text processing language"),
+            &inferred("pattern scanning and processing language")
+        ));
+        assert!(!one_program(
+            &entry(
+                "shim",
+                "Control systemd and its services: status, start, stop"
+            ),
+            &inferred("Halt, power-off or reboot the machine")
+        ));
+        assert!(!one_program(
+            &entry("shim", "Cargo, Rust's package manager: build, test, run"),
+            &entry("shim", "The Rust compiler: compile one crate")
+        ));
+        // No description: no evidence of two programs.
+        assert!(one_program(&inferred(""), &inferred("anything")));
     }
 
     #[test]

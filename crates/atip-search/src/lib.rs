@@ -21,7 +21,7 @@ pub mod mode;
 mod quality;
 mod text;
 
-pub use text::ABBREVIATIONS;
+pub use text::{ABBREVIATIONS, STOPWORDS};
 
 use crate::archive::Owned;
 use crate::compile::formats::{self, Format};
