@@ -661,9 +661,10 @@ fn everyday_tasks_on_the_real_path_meet_the_floors() {
 }
 
 /// Floors of the real-PATH gate, (top-1, top-3) for the held-out third then the tuning
-/// two thirds: what this ranking reaches (benches/README.md, Search quality), less a
-/// margin for the machine's PATH varying.
-const FLOORS_CLI: ((f64, f64), (f64, f64)) = ((0.77, 0.85), (0.75, 0.89));
+/// part: what this ranking reaches (benches/README.md, Search quality), less a margin for
+/// the machine's PATH varying. The tuning part grew from 138 to 223 tasks in session 19
+/// (75.3% / 90.6% reached on it), so its floors are of that harder set.
+const FLOORS_CLI: ((f64, f64), (f64, f64)) = ((0.77, 0.85), (0.73, 0.88));
 /// `atip mcp serve`'s search tool answers through the same engine search as `atip
 /// search` (the gate checks their top five agree), so its floors are the same.
 const FLOORS_MCP: ((f64, f64), (f64, f64)) = FLOORS_CLI;
@@ -735,7 +736,7 @@ fn mcp_servers_are_in_every_search_and_a_rotated_token_keeps_their_tools() {
     assert!(found, "the missing list was not fetched: {v} {stderr}");
     let notes = v["notes"].to_string();
     assert!(
-        notes.contains("MCP server hang left out") && notes.contains("1500 ms"),
+        notes.contains("MCP server hang left out") && notes.contains("1500ms"),
         "{v}"
     );
     assert!(stderr.contains("MCP server hang left out"), "{stderr}");
