@@ -10,6 +10,10 @@ TARGET (the registry is benches/gen_registry.py's: TOOLS tools x 20 commands, pl
   export  `atip export --format openai-strict` to a pipe, 500 tools: < 100 ms, < 50 MB
   export-first  the same, nothing kept: `exports/` (whole exports and the documents'
           renderings) is removed before every run, outside the timing
+  catalog  `atip search create bucket` with no catalog.bin: the search compiles the
+          catalog (reads, flattens and indexes every document, writes catalog.bin) first.
+          It is the catalog part of a commit that changes the registry. catalog.bin is
+          removed before every run, outside the timing
   export-change  the first export after one tool's document changed: registry.json
           alternates between two versions that differ in one document, and the kept
           whole exports are removed before every run (the renderings kept per document stay)
@@ -26,7 +30,8 @@ removed at the end; HOME and the real registry are never touched.
 import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TARGETS = {"search": (1000, 20, 50), "exec": (1000, 5, None), "mcp": (1000, 50, 50),
+TARGETS = {"search": (1000, 20, 50), "catalog": (1000, None, None), "exec": (1000, 5, None),
+           "mcp": (1000, 50, 50),
            "export": (500, 100, 50), "export-first": (500, 100, 50),
            "export-change": (500, 100, 50)}
 
@@ -91,6 +96,12 @@ def once_of(target, atip, env, cwd):
         return change
     if target == "search":
         return lambda: run([atip, "search", "create", "bucket", "--output", "json"], env, cwd)
+    if target == "catalog":
+        catalog = os.path.join(env["ATIP_DATA_DIR"], "catalog.bin")
+        def compile_first():
+            os.remove(catalog)
+            return run([atip, "search", "create", "bucket", "--output", "json"], env, cwd)
+        return compile_first
     if target == "export":
         return lambda: run([atip, "export", "--format", "openai-strict"], env, cwd)
     if target == "exec":

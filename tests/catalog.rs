@@ -600,6 +600,29 @@ fn a_catalog_with_resealed_damage_is_refused_not_followed() {
     }
 }
 
+/// The search index's posting lists (section 6) are not checked whole when a catalog is
+/// opened: each list a query reads is checked (CRC-32 in the index) first. Damage there
+/// makes that search fall back to registry.json and say so, with the same answer.
+#[test]
+fn a_damaged_posting_list_is_found_by_the_search_that_reads_it() {
+    let sb = sandbox();
+    let expected = compiled(&sb);
+    let mut bytes = std::fs::read(catalog_file(&sb)).unwrap();
+    let (at, len) = section_of(&bytes, 6);
+    assert!(len > 0);
+    for b in &mut bytes[at..at + len] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(catalog_file(&sb), &bytes).unwrap();
+    let (got, err) = search(&sb, "create bucket");
+    assert!(
+        err.contains("is corrupt (section 6: the posting list of term")
+            && err.contains("searching registry.json instead"),
+        "{err}"
+    );
+    assert_eq!(got, expected);
+}
+
 /// `atip export ARGS`: (stdout, stderr), exit 0.
 fn export(sb: &Sandbox, args: &[&str]) -> (Vec<u8>, String) {
     let out = sb.atip().arg("export").args(args).output().unwrap();

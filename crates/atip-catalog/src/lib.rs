@@ -78,13 +78,15 @@ const MAGIC: &[u8; 8] = b"ATIPCAT\0";
 const HEAD: usize = 8 + 4 + 4 + 32 + 4 + 4;
 /// Offset, length, CRC-32, zero.
 const ROW: usize = 8 + 8 + 4 + 4;
-const SECTIONS: usize = 6;
+const SECTIONS: usize = 7;
 const META: usize = 0;
 const TOOLS: usize = 1;
 const INDEX: usize = 2;
 const RECORDS: usize = 3;
 const DOCS: usize = 4;
 const NAMES: usize = 5;
+/// The search index's posting lists, each checked (CRC-32 in the index) when a query reads it.
+const POSTINGS: usize = 6;
 /// Count, zero: the start of the documents and names tables.
 const TABLE_HEAD: usize = 8;
 /// A document's entry: offset, length, CRC-32 of its postcard bytes.
@@ -373,6 +375,7 @@ pub fn build_into<W: Write + Seek>(
         (INDEX, search.bytes()),
         (DOCS, docs.as_slice()),
         (NAMES, names.as_slice()),
+        (POSTINGS, search.postings_bytes()),
     ] {
         let mut s = layout.section(out)?;
         s.write(out, body)?;
@@ -1122,15 +1125,30 @@ impl Compiled {
         }
     }
 
+    /// The error for damage found in the search index (by [`Compiled::search_index`], or
+    /// by a search that read a damaged posting list).
+    pub fn index_damaged(&self, e: &crate::search::IndexError) -> AtipError {
+        let section = match e {
+            crate::search::IndexError::Postings(_) => POSTINGS,
+            _ => INDEX,
+        };
+        self.opened
+            .error(&Unusable::Corrupt(format!("section {section}: {e}")))
+    }
+
     /// The search index of `atip search`'s default selection (every readable document,
     /// commands that need no human) and, per indexed position, its row.
     pub fn search_index(&self) -> Result<(Vec<u32>, SearchIndex), AtipError> {
         let o = &self.opened;
         section((*o.bytes).as_ref(), &o.sections, INDEX).map_err(|e| o.error(&e))?;
-        let s = o.sections[INDEX];
+        let [s, p] = [o.sections[INDEX], o.sections[POSTINGS]];
         let shared: crate::archive::Shared = o.bytes.clone();
-        let index = SearchIndex::from_shared(shared, s.at as usize..(s.at + s.len) as usize)
-            .map_err(|e| o.error(&Unusable::Corrupt(format!("section {INDEX}: {e}"))))?;
+        let index = SearchIndex::from_shared(
+            shared,
+            s.at as usize..(s.at + s.len) as usize,
+            p.at as usize..(p.at + p.len) as usize,
+        )
+        .map_err(|e| self.index_damaged(&e))?;
         let rows: Vec<u32> = self
             .rows
             .get()

@@ -22,7 +22,9 @@ use std::sync::OnceLock;
 pub(super) struct Lazy {
     compiled: Compiled,
     data: Dirs,
-    tools: Vec<OnceLock<Result<FlatTool, AtipError>>>,
+    /// Boxed: a search reads a handful of the tens of thousands of rows, and an unboxed
+    /// slot per row (~0.5 KB each) made start-up touch ~10 MB of memory at 20,000 rows.
+    tools: Vec<OnceLock<Box<Result<FlatTool, AtipError>>>>,
     infos: Vec<OnceLock<Result<ToolInfo, AtipError>>>,
     /// Tool name → its document.
     by_tool: HashMap<String, usize>,
@@ -75,7 +77,8 @@ impl Lazy {
 
     fn at(&self, row: usize) -> Result<&FlatTool, AtipError> {
         self.tools[row]
-            .get_or_init(|| self.compiled.tool(row))
+            .get_or_init(|| Box::new(self.compiled.tool(row)))
+            .as_ref()
             .as_ref()
             .map_err(Clone::clone)
     }
@@ -174,19 +177,21 @@ impl Lazy {
             .as_ref()
             .map_err(Clone::clone)?;
         let mut failed = None;
-        let hits = index.search_kept(query, limit, explain, |doc| {
-            let row = rows[doc] as usize;
-            if failed.is_some() || !self.row_selected(row) {
-                return false;
-            }
-            match self.at(row) {
-                Ok(tool) => keep(tool),
-                Err(e) => {
-                    failed = Some(e);
-                    false
+        let hits = index
+            .search_kept(query, limit, explain, |doc| {
+                let row = rows[doc] as usize;
+                if failed.is_some() || !self.row_selected(row) {
+                    return false;
                 }
-            }
-        });
+                match self.at(row) {
+                    Ok(tool) => keep(tool),
+                    Err(e) => {
+                        failed = Some(e);
+                        false
+                    }
+                }
+            })
+            .map_err(|e| self.compiled.index_damaged(&e))?;
         if let Some(e) = failed {
             return Err(e);
         }

@@ -109,6 +109,9 @@ type FxBuild = std::hash::BuildHasherDefault<Fx>;
 #[derive(Clone)]
 pub struct SearchIndex {
     tables: Owned<Tables>,
+    /// The posting lists, apart from the archive: a reader checks only the lists a query
+    /// reads (their CRC-32s are in [`Tables::lists`]), not every term's.
+    postings: Postings,
     /// Terms by root (`text::root`), built on the first query that needs it.
     roots: OnceLock<HashMap<String, Vec<u32>, FxBuild>>,
 }
@@ -126,8 +129,9 @@ struct Tables {
     vocab: Vec<String>,
     /// Term ids in term order: a word's id by binary search.
     sorted: Vec<u32>,
-    /// Per term id, the tools that have it, in tool order.
-    postings: Vec<Vec<Posting>>,
+    /// Per term id, where its posting list lies in [`SearchIndex::postings_bytes`]: the
+    /// tools that have the term, in tool order.
+    lists: Vec<ListAt>,
     /// Per tool, the factor its score is multiplied by: what the machine says about the
     /// program beside its text ([`Facts::prior`]).
     prior: Vec<f32>,
@@ -144,12 +148,74 @@ struct Tables {
     context: Vec<Vec<u32>>,
 }
 
-/// One tool that has a term, and the term's frequency in it: per field, normalised by the
+/// A term's posting list in the postings bytes: `count` postings of [`POSTING`] bytes from
+/// byte `at`, whose CRC-32 is `crc`. Each posting is a tool that has the term (`u32`,
+/// little-endian) and the term's frequency in it (`f32`): per field, normalised by the
 /// field's length and weighted, summed (BM25F).
 #[derive(Debug, Clone, Copy, rkyv::Archive, rkyv::Serialize)]
-struct Posting {
-    doc: u32,
-    tf: f32,
+struct ListAt {
+    at: u64,
+    count: u32,
+    crc: u32,
+}
+
+/// Bytes of one posting: tool (`u32`), frequency (`f32`), little-endian.
+const POSTING: usize = 8;
+
+/// The posting lists' bytes (see [`ListAt`]), built here or a part of a shared buffer (a
+/// section of a mapped catalog), and which lists were found sound.
+#[derive(Clone)]
+struct Postings {
+    bytes: PostingBytes,
+    /// Per term: 0 not checked yet, 1 sound, 2 damaged.
+    checked: std::sync::Arc<[std::sync::atomic::AtomicU8]>,
+}
+
+#[derive(Clone)]
+enum PostingBytes {
+    Own(std::sync::Arc<[u8]>),
+    Part(crate::archive::Shared, std::ops::Range<usize>),
+}
+
+impl Postings {
+    fn new(bytes: PostingBytes, terms: usize) -> Postings {
+        Postings {
+            bytes,
+            checked: (0..terms)
+                .map(|_| std::sync::atomic::AtomicU8::new(0))
+                .collect(),
+        }
+    }
+
+    fn all(&self) -> &[u8] {
+        match &self.bytes {
+            PostingBytes::Own(b) => b,
+            PostingBytes::Part(s, r) => (**s).as_ref().get(r.clone()).unwrap_or_default(),
+        }
+    }
+
+    /// The bytes of list `at`, or empty when they lie past the end (a damaged table:
+    /// [`SearchIndex::check_lists`] reports it before any search reads them).
+    fn list(&self, at: &ArchivedListAt) -> &[u8] {
+        let start = at.at.to_native();
+        let len = u64::from(at.count.to_native()) * POSTING as u64;
+        usize::try_from(start)
+            .ok()
+            .zip(usize::try_from(len).ok())
+            .and_then(|(s, l)| self.all().get(s..s.checked_add(l)?))
+            .unwrap_or_default()
+    }
+}
+
+/// The postings of one list, in tool order: (tool, frequency).
+fn postings_of(list: &[u8]) -> impl Iterator<Item = (u32, f32)> + '_ {
+    list.chunks_exact(POSTING).map(|p| {
+        let (doc, tf) = p.split_at(4);
+        (
+            u32::from_le_bytes(doc.try_into().expect("4 bytes")),
+            f32::from_le_bytes(tf.try_into().expect("4 bytes")),
+        )
+    })
 }
 
 /// What the registry says about a tool's program, beside its text: computed when the
@@ -331,29 +397,40 @@ impl IndexBuilder {
                 avg[f] += l[f] / n;
             }
         }
-        tables.postings = raw
+        // A tool's frequency of a term: per field, normalised by the field's length and
+        // weighted, summed (BM25F).
+        let weighted = |doc: u32, tf: [f32; FIELDS]| {
+            let len = &lengths[doc as usize];
+            let mut sum = 0.0;
+            for f in 0..FIELDS {
+                if tf[f] > 0.0 {
+                    let norm = if avg[f] > 0.0 {
+                        1.0 - FIELD_B[f] + FIELD_B[f] * len[f] / avg[f]
+                    } else {
+                        1.0
+                    };
+                    // Parameters count a term once: fifty options that
+                    // mention it are not fifty times the answer.
+                    let tf = if f == F_PARAMS { tf[f].min(1.0) } else { tf[f] };
+                    sum += FIELD_WEIGHT[f] * tf / norm.max(f32::EPSILON);
+                }
+            }
+            sum
+        };
+        let mut bytes = Vec::new();
+        tables.lists = raw
             .into_iter()
             .map(|list| {
-                list.into_iter()
-                    .map(|(doc, tf)| {
-                        let len = &lengths[doc as usize];
-                        let mut sum = 0.0;
-                        for f in 0..FIELDS {
-                            if tf[f] > 0.0 {
-                                let norm = if avg[f] > 0.0 {
-                                    1.0 - FIELD_B[f] + FIELD_B[f] * len[f] / avg[f]
-                                } else {
-                                    1.0
-                                };
-                                // Parameters count a term once: fifty options that
-                                // mention it are not fifty times the answer.
-                                let tf = if f == F_PARAMS { tf[f].min(1.0) } else { tf[f] };
-                                sum += FIELD_WEIGHT[f] * tf / norm.max(f32::EPSILON);
-                            }
-                        }
-                        Posting { doc, tf: sum }
-                    })
-                    .collect()
+                let at = bytes.len();
+                for (doc, tf) in list {
+                    bytes.extend_from_slice(&doc.to_le_bytes());
+                    bytes.extend_from_slice(&weighted(doc, tf).to_le_bytes());
+                }
+                ListAt {
+                    at: at as u64,
+                    count: ((bytes.len() - at) / POSTING) as u32,
+                    crc: crc32fast::hash(&bytes[at..]),
+                }
             })
             .collect();
         let mut leader: Vec<Option<u32>> = vec![None; families.len()];
@@ -380,8 +457,10 @@ impl IndexBuilder {
         let mut sorted: Vec<u32> = (0..tables.vocab.len() as u32).collect();
         sorted.sort_unstable_by(|&a, &b| tables.vocab[a as usize].cmp(&tables.vocab[b as usize]));
         tables.sorted = sorted;
+        let terms = tables.vocab.len();
         SearchIndex {
             tables: Owned::from_value(&tables),
+            postings: Postings::new(PostingBytes::Own(bytes.into()), terms),
             roots: OnceLock::new(),
         }
     }
@@ -423,6 +502,9 @@ pub enum IndexError {
     /// Its tables do not agree in length, or an id points past a table.
     #[error("its tables disagree")]
     Disagree,
+    /// A term's posting list lies past the end or fails its CRC-32.
+    #[error("the posting list of term {0} is damaged")]
+    Postings(u32),
 }
 
 impl SearchIndex {
@@ -471,19 +553,25 @@ impl SearchIndex {
     }
 
     /// The index archived by [`SearchIndex::bytes`] at `range` of `shared` (a catalog
-    /// section), checked first (rkyv's check, then that its tables agree in length and its
-    /// term order is a permutation's worth of ids): the error says what is wrong. Postings
-    /// are not walked here; a posting naming a tool past the end is skipped by the search.
+    /// section) with its posting lists ([`SearchIndex::postings_bytes`]) at `postings`,
+    /// checked first (rkyv's check, then that its tables agree in length and its term
+    /// order is a permutation's worth of ids): the error says what is wrong. Posting lists
+    /// are checked (bounds, CRC-32) by the search that reads them, each once; a posting
+    /// naming a tool past the end is skipped by the search.
     pub fn from_shared(
         shared: crate::archive::Shared,
         range: std::ops::Range<usize>,
+        postings: std::ops::Range<usize>,
     ) -> Result<SearchIndex, IndexError> {
-        let tables = Owned::<Tables>::in_shared(shared, range)?;
+        if (*shared).as_ref().get(postings.clone()).is_none() {
+            return Err(crate::archive::ArchiveError::OutOfBounds.into());
+        }
+        let tables = Owned::<Tables>::in_shared(shared.clone(), range)?;
         let t = tables.get();
         let terms = t.vocab.len();
         let docs = t.prior.len();
         let sound = t.sorted.len() == terms
-            && t.postings.len() == terms
+            && t.lists.len() == terms
             && t.family.len() == docs
             && t.program.len() == docs
             && t.family.iter().all(|f| (f.to_native() as usize) < docs)
@@ -496,13 +584,47 @@ impl SearchIndex {
         }
         Ok(SearchIndex {
             tables,
+            postings: Postings::new(PostingBytes::Part(shared, postings), terms),
             roots: OnceLock::new(),
         })
     }
 
-    /// The archived index, for storing.
+    /// The archived index without its posting lists, for storing.
     pub fn bytes(&self) -> &[u8] {
         self.tables.bytes()
+    }
+
+    /// The posting lists, for storing beside [`SearchIndex::bytes`].
+    pub fn postings_bytes(&self) -> &[u8] {
+        self.postings.all()
+    }
+
+    /// Checks (bounds, CRC-32) the posting lists of `ids` not checked yet: an index read
+    /// from a file reads no list it has not checked.
+    fn check_lists(&self, ids: impl IntoIterator<Item = u32>) -> Result<(), IndexError> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if matches!(self.postings.bytes, PostingBytes::Own(_)) {
+            return Ok(());
+        }
+        let t = self.t();
+        for id in ids {
+            let state = &self.postings.checked[id as usize];
+            let sound = match state.load(Relaxed) {
+                0 => {
+                    let at = &t.lists[id as usize];
+                    let list = self.postings.list(at);
+                    let sound = list.len() == at.count.to_native() as usize * POSTING
+                        && crc32fast::hash(list) == at.crc.to_native();
+                    state.store(if sound { 1 } else { 2 }, Relaxed);
+                    sound
+                }
+                s => s == 1,
+            };
+            if !sound {
+                return Err(IndexError::Postings(id));
+            }
+        }
+        Ok(())
     }
 
     fn t(&self) -> &ArchivedTables {
@@ -522,8 +644,30 @@ impl SearchIndex {
         self.t().vocab[id as usize].as_str()
     }
 
-    fn postings(&self, id: u32) -> &[ArchivedPosting] {
-        &self.t().postings[id as usize]
+    /// The postings of term `id`: (tool, frequency), in tool order.
+    fn postings(&self, id: u32) -> impl Iterator<Item = (u32, f32)> + '_ {
+        postings_of(self.postings.list(&self.t().lists[id as usize]))
+    }
+
+    /// How many tools have term `id` (its document frequency).
+    fn df(&self, id: u32) -> usize {
+        self.t().lists[id as usize].count.to_native() as usize
+    }
+
+    /// Term `id`'s frequency in tool `doc`, if it has the term.
+    fn frequency(&self, id: u32, doc: u32) -> Option<f32> {
+        let list = self.postings.list(&self.t().lists[id as usize]);
+        let (mut lo, mut hi) = (0, list.len() / POSTING);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let (d, tf) = postings_of(&list[mid * POSTING..][..POSTING]).next()?;
+            match d.cmp(&doc) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(tf),
+            }
+        }
+        None
     }
 
     /// Number of indexed tools.
@@ -538,7 +682,7 @@ impl SearchIndex {
 
     fn idf(&self, id: u32) -> f32 {
         let n = self.len() as f32;
-        let df = self.postings(id).len() as f32;
+        let df = self.df(id) as f32;
         ((n - df + 0.5) / (df + 0.5) + 1.0).ln()
     }
 
@@ -562,7 +706,7 @@ impl SearchIndex {
                 .filter(|(_, v)| v.len() > word.len() && v.starts_with(word))
                 .map(|(i, _)| i as u32)
                 .collect();
-            prefixed.sort_by_key(|&i| std::cmp::Reverse(self.postings(i).len()));
+            prefixed.sort_by_key(|&i| std::cmp::Reverse(self.df(i)));
             out.extend(prefixed.into_iter().take(8).map(|i| (i, 0.6, "prefix")));
         }
         let variants = self.variants(word);
@@ -586,7 +730,7 @@ impl SearchIndex {
                     (d <= max).then_some((d, i as u32))
                 })
                 .collect();
-            near.sort_by_key(|&(d, i)| (d, std::cmp::Reverse(self.postings(i).len())));
+            near.sort_by_key(|&(d, i)| (d, std::cmp::Reverse(self.df(i))));
             if let Some(&(best, _)) = near.first() {
                 out.extend(
                     near.into_iter()
@@ -671,8 +815,11 @@ impl SearchIndex {
     }
 
     /// The `limit` best tools for `query`, best first (ties by position, so stable).
+    /// For an index built in memory, which has no stored lists to find damaged; a reader
+    /// of a stored index uses [`SearchIndex::search_kept`], which reports damage.
     pub fn search(&self, query: &str, limit: usize, explain: bool) -> Vec<Hit> {
         self.search_kept(query, limit, explain, |_| true)
+            .unwrap_or_default()
     }
 
     /// The `limit` best tools for `query` that `keep` admits (by position), best first:
@@ -680,14 +827,17 @@ impl SearchIndex {
     /// `limit` are kept, so a withheld tool gives its place to the next one rather than
     /// shortening the answer. Every caller that withholds (the policy's outright denials,
     /// an unselected or damaged document) goes through here, so they all answer alike.
+    /// A stored index's posting lists are checked before they are read: a damaged one is
+    /// an error, never a different answer.
     pub fn search_kept(
         &self,
         query: &str,
         limit: usize,
         explain: bool,
         mut keep: impl FnMut(usize) -> bool,
-    ) -> Vec<Hit> {
+    ) -> Result<Vec<Hit>, IndexError> {
         let (groups, corrected) = self.groups(query);
+        self.check_lists(groups.iter().flat_map(|g| g.terms.iter().map(|t| t.0)))?;
         let (mut scores, matched) = self.word_scores(&groups);
         let boosts = self.add_boosts(query, &mut scores, &groups, &corrected);
         // Coverage: a tool that answers every word of the task outranks one that answers
@@ -709,7 +859,7 @@ impl SearchIndex {
             .take(limit)
             .collect();
         let aliases = self.aliases(&ranked[..ranked.len().min(ALIASED)]);
-        ranked
+        Ok(ranked
             .into_iter()
             .enumerate()
             .map(|(i, (doc, score))| Hit {
@@ -722,7 +872,7 @@ impl SearchIndex {
                 },
                 aliases: aliases.get(i).cloned().unwrap_or_default(),
             })
-            .collect()
+            .collect())
     }
 
     /// Per tool, the sum over query words of the word's best reading's BM25 score, and
@@ -737,8 +887,7 @@ impl SearchIndex {
         for g in groups {
             for &(id, w, _) in &g.terms {
                 let idf = self.idf(id).min(g.idf_cap);
-                for p in self.postings(id) {
-                    let (doc, tf) = (p.doc.to_native(), p.tf.to_native());
+                for (doc, tf) in self.postings(id) {
                     if doc as usize >= n {
                         continue;
                     }
@@ -908,11 +1057,7 @@ impl SearchIndex {
         for g in groups {
             let mut best: Option<(f32, &str, &str)> = None;
             for &(id, w, how) in &g.terms {
-                if let Ok(i) = self
-                    .postings(id)
-                    .binary_search_by_key(&(doc as u32), |p| p.doc.to_native())
-                {
-                    let tf = self.postings(id)[i].tf.to_native();
+                if let Some(tf) = self.frequency(id, doc as u32) {
                     let s = w * self.idf(id).min(g.idf_cap) * Self::saturate(tf);
                     if best.is_none_or(|b| s > b.0) {
                         best = Some((s, self.term(id), how));
@@ -947,9 +1092,9 @@ impl SearchIndex {
 /// relies on that for its binary search.
 #[cfg(test)]
 fn postings_sorted(ix: &SearchIndex) -> bool {
-    ix.t().postings.iter().all(|p| {
-        p.windows(2)
-            .all(|w| w[0].doc.to_native() < w[1].doc.to_native())
+    (0..ix.t().vocab.len() as u32).all(|id| {
+        let docs: Vec<u32> = ix.postings(id).map(|(d, _)| d).collect();
+        docs.windows(2).all(|w| w[0] < w[1])
     })
 }
 
@@ -1336,6 +1481,65 @@ mod tests {
         assert!(sub > standalone, "{sub} {standalone}");
     }
 
+    /// A stored index (tables, then posting lists, in one shared buffer as in a catalog
+    /// file) with the posting list of each term in `damaged` flipped.
+    fn stored(ix: &SearchIndex, damaged: &[&str]) -> SearchIndex {
+        let tables = ix.bytes();
+        let at = tables.len().next_multiple_of(crate::archive::ALIGN);
+        let mut buf = crate::archive::Bytes::new();
+        buf.extend_from_slice(tables);
+        buf.resize(at, 0);
+        buf.extend_from_slice(ix.postings_bytes());
+        for word in damaged {
+            let list = &ix.t().lists[ix.id(word).unwrap() as usize];
+            buf[at + list.at.to_native() as usize] ^= 1;
+        }
+        let end = buf.len();
+        SearchIndex::from_shared(std::sync::Arc::new(buf), 0..tables.len(), at..end).unwrap()
+    }
+
+    #[test]
+    fn a_stored_index_checks_the_posting_lists_a_query_reads_and_only_those() {
+        let c = catalog();
+        let ix = SearchIndex::build(c.tools());
+        let want = ix.search("merge pull request", 3, true);
+        assert!(!want.is_empty());
+        let sound = stored(&ix, &[]);
+        assert_eq!(
+            sound
+                .search_kept("merge pull request", 3, true, |_| true)
+                .unwrap(),
+            want
+        );
+        // Damage in a list no query word reads does not stop the search.
+        let elsewhere = stored(&ix, &["clone"]);
+        assert_eq!(
+            elsewhere
+                .search_kept("merge pull request", 3, true, |_| true)
+                .unwrap(),
+            want
+        );
+        // Damage in a list it reads is an error, never another answer.
+        let damaged = stored(&ix, &["merge"]);
+        let e = damaged
+            .search_kept("merge pull request", 3, true, |_| true)
+            .unwrap_err();
+        assert!(matches!(e, IndexError::Postings(_)), "{e}");
+        // Found once, said again.
+        assert!(damaged.search_kept("merge", 3, false, |_| true).is_err());
+        assert!(elsewhere.search_kept("clone", 3, false, |_| true).is_err());
+    }
+
+    #[test]
+    fn a_stored_index_whose_postings_lie_past_the_buffer_is_refused() {
+        let ix = SearchIndex::build(catalog().tools());
+        let tables = ix.bytes();
+        let mut buf = crate::archive::Bytes::new();
+        buf.extend_from_slice(tables);
+        let end = buf.len();
+        assert!(SearchIndex::from_shared(std::sync::Arc::new(buf), 0..end, end..end + 8).is_err());
+    }
+
     #[test]
     fn search_kept_gives_a_withheld_tools_place_to_the_next() {
         let c = catalog();
@@ -1343,7 +1547,9 @@ mod tests {
         let all = ix.search("create a repository", 10, false);
         assert!(all.len() >= 3, "{all:?}");
         let first = all[0].doc;
-        let kept = ix.search_kept("create a repository", 2, false, |d| d != first);
+        let kept = ix
+            .search_kept("create a repository", 2, false, |d| d != first)
+            .unwrap();
         assert_eq!(kept, all[1..3]);
     }
 
