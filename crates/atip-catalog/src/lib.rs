@@ -134,8 +134,10 @@ impl Doc {
 /// reader looks rows up in place, by position or by name.
 #[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize)]
 pub struct Row {
-    /// The name flattening gave it, before names were made unique across documents.
-    pub base: String,
+    /// Its name was made unique across documents (`_2`): flattening gave it another.
+    /// A flag, not that other name: every reader checks the whole table, and 20,000 more
+    /// strings were a good part of that check at 1,000 tools.
+    pub renamed: bool,
     /// Its name in the whole registry (every readable document, in name order).
     pub name: String,
     /// Position of its document in `Compiled::docs`.
@@ -433,7 +435,7 @@ fn write_records<W: Write + Seek>(
                     searchable.push(rows.len() as u32);
                 }
                 rows.push(Row {
-                    base,
+                    renamed: t.name != base,
                     // The index reads the tool's texts, not its name.
                     name: std::mem::take(&mut t.name),
                     doc: docs.len() as u32,

@@ -48,11 +48,7 @@ impl Lazy {
                 return None;
             }
         }
-        if compiled
-            .rows()
-            .iter()
-            .any(|r| r.base.as_str() != r.name.as_str())
-        {
+        if compiled.rows().iter().any(|r| r.renamed) {
             return None;
         }
         let selected = docs

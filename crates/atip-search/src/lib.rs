@@ -138,8 +138,11 @@ struct Tables {
     /// Per tool, the tool that stands for its family (itself when it leads it): the same
     /// command of the same program under other names is one result.
     family: Vec<u32>,
-    /// Per tool, its program's name, to name a family's aliases.
-    program: Vec<String>,
+    /// Per tool, its program (in `programs`), to name a family's aliases.
+    program: Vec<u32>,
+    /// Program names, each once: a program's twenty commands share one string, and a
+    /// reader checks one string per program rather than per command.
+    programs: Vec<String>,
     title_words: Vec<Vec<String>>,
     /// Title words joined by one space, for the exact and prefix boosts.
     titles: Vec<String>,
@@ -250,6 +253,7 @@ struct Builder {
     lengths: Vec<[f32; FIELDS]>,
     families: HashMap<String, u32, FxBuild>,
     family_of: Vec<u32>,
+    program_ids: HashMap<String, u32, FxBuild>,
 }
 
 impl Builder {
@@ -371,7 +375,12 @@ impl IndexBuilder {
             let family = *ix.families.entry(key).or_insert(next);
             ix.family_of.push(family);
             ix.tables.prior.push(f.prior);
-            ix.tables.program.push(t.tool.clone());
+            let next = ix.tables.programs.len() as u32;
+            let program = *ix.program_ids.entry(t.tool.clone()).or_insert(next);
+            if program == next {
+                ix.tables.programs.push(t.tool.clone());
+            }
+            ix.tables.program.push(program);
             ix.tables.title_words.push(text::terms(&t.title));
             ix.tables.titles.push(text::words(&t.title).join(" "));
             ix.tables.context.push(context);
@@ -439,10 +448,8 @@ impl IndexBuilder {
             let slot = &mut leader[fam as usize];
             let better = |a: u32, b: u32| {
                 let (pa, pb) = (tables.prior[a as usize], tables.prior[b as usize]);
-                let (la, lb) = (
-                    tables.program[a as usize].len(),
-                    tables.program[b as usize].len(),
-                );
+                let name = |doc: u32| &tables.programs[tables.program[doc as usize] as usize];
+                let (la, lb) = (name(a).len(), name(b).len());
                 pa > pb || (pa == pb && la < lb)
             };
             match *slot {
@@ -536,7 +543,7 @@ impl SearchIndex {
         let t = self.t();
         let mut out = HashMap::new();
         for doc in 0..self.len() {
-            let program = t.program[doc].as_str();
+            let program = self.program(doc);
             if out.contains_key(program) {
                 continue;
             }
@@ -545,7 +552,7 @@ impl SearchIndex {
                 program.to_string(),
                 Facts {
                     prior: t.prior[doc].to_native(),
-                    family: t.program[lead].to_string(),
+                    family: self.program(lead).to_string(),
                 },
             );
         }
@@ -574,6 +581,9 @@ impl SearchIndex {
             && t.lists.len() == terms
             && t.family.len() == docs
             && t.program.len() == docs
+            && t.program
+                .iter()
+                .all(|p| (p.to_native() as usize) < t.programs.len())
             && t.family.iter().all(|f| (f.to_native() as usize) < docs)
             && t.title_words.len() == docs
             && t.titles.len() == docs
@@ -638,6 +648,12 @@ impl SearchIndex {
             .binary_search_by(|i| t.vocab[i.to_native() as usize].as_str().cmp(word))
             .ok()
             .map(|at| t.sorted[at].to_native())
+    }
+
+    /// The program of tool `doc`.
+    fn program(&self, doc: usize) -> &str {
+        let t = self.t();
+        t.programs[t.program[doc].to_native() as usize].as_str()
     }
 
     fn term(&self, id: u32) -> &str {
@@ -999,8 +1015,8 @@ impl SearchIndex {
             .collect();
         for (doc, lead) in t.family.iter().enumerate() {
             if let Some(&i) = at.get(&lead.to_native()) {
-                let name = t.program[doc].as_str();
-                let own = t.program[ranked[i].0].as_str();
+                let name = self.program(doc);
+                let own = self.program(ranked[i].0);
                 if name != own && !out[i].iter().any(|n: &String| n == name) {
                     out[i].push(name.to_string());
                 }
