@@ -99,7 +99,8 @@ def once_of(target, atip, env, cwd):
     if target == "catalog":
         catalog = os.path.join(env["ATIP_DATA_DIR"], "catalog.bin")
         def compile_first():
-            os.remove(catalog)
+            if os.path.exists(catalog):
+                os.remove(catalog)
             return run([atip, "search", "create", "bucket", "--output", "json"], env, cwd)
         return compile_first
     if target == "export":
