@@ -390,8 +390,8 @@ fn fetch_lists<'s>(
                 Ok(Ok(tools)) => Ok(tools),
                 Ok(Err(e)) => Err(e.message),
                 Err(_) => Err(format!(
-                    "its tool list did not arrive within {} ms",
-                    limit.as_millis()
+                    "its tool list did not arrive within {}",
+                    atip::units::format_duration(limit)
                 )),
             }
         }

@@ -76,19 +76,23 @@ pub fn of_entries(entries: &[(&String, &Entry)], dpkg_root: &Path) -> HashMap<St
         })
         .collect();
     let mut uf = Families::new(entries.iter().map(|(n, _)| n.as_str()));
-    let mut by_file: HashMap<(u64, u64), Vec<(&str, &Entry)>> = HashMap::new();
+    let mut by_file: HashMap<(u64, u64), Vec<(&str, Described)>> = HashMap::new();
     for ((name, entry), (id, _, execs)) in entries.iter().zip(&seen) {
         if let Some(id) = id {
             let same = by_file.entry(*id).or_default();
             // A multi-call program (`pg_wrapper`, `systemctl` as `reboot`) is one file
             // under names that each do something else: only the names whose
-            // documents describe the same program are one family.
-            for (other, e) in same.iter() {
-                if one_program(entry, e) {
+            // documents describe the same program are one family. Each description's
+            // words are taken once, and names already of one family are not compared
+            // again: a file with n names costs n word sets, not n² (a busybox has
+            // hundreds of names).
+            let this = Described::of(entry);
+            for (other, d) in same.iter() {
+                if uf.name_of(name) != uf.name_of(other) && this.one_program(d) {
                     uf.join(name, other);
                 }
             }
-            same.push((name.as_str(), entry));
+            same.push((name.as_str(), this));
         }
         if let Some(target) = execs
             && target != name.as_str()
@@ -123,32 +127,51 @@ pub fn of_entries(entries: &[(&String, &Entry)], dpkg_root: &Path) -> HashMap<St
         .collect()
 }
 
-/// Whether two registry entries for the same file describe one program, not two programs
-/// of one multi-call binary (`pg_wrapper` is `psql`, `dropdb`, `pg_dump` …; `systemctl`
-/// is also `reboot`): two descriptions inferred from manual pages are one program only
-/// when they are the same words (a page's NAME line names what it documents, so two
-/// pages that say different things are two programs); a description written by hand
-/// (a shim, the tool's own) and another are one program when more than half the
-/// shorter's words (stopwords aside) are in the other (`awk` "Pattern scanning and text
-/// processing language", `gawk` "pattern scanning and processing language"). A missing
-/// description is no evidence against.
+/// [`Described::one_program`] of two entries.
+#[cfg(test)]
 fn one_program(a: &Entry, b: &Entry) -> bool {
-    let (wa, wb) = (
-        description_words(&a.description),
-        description_words(&b.description),
-    );
-    if wa.is_empty() || wb.is_empty() {
-        return true;
+    Described::of(a).one_program(&Described::of(b))
+}
+
+/// What [`Described::one_program`] compares of an entry: its description's words and whether a
+/// manual page or a person wrote them.
+struct Described {
+    words: std::collections::BTreeSet<String>,
+    inferred: bool,
+}
+
+impl Described {
+    fn of(e: &Entry) -> Self {
+        Described {
+            words: description_words(&e.description),
+            inferred: e.source == Source::Inferred,
+        }
     }
-    if a.source == Source::Inferred && b.source == Source::Inferred {
-        return wa == wb;
+
+    /// Whether two registry entries for the same file describe one program, not two programs
+    /// of one multi-call binary (`pg_wrapper` is `psql`, `dropdb`, `pg_dump` …; `systemctl`
+    /// is also `reboot`): two descriptions inferred from manual pages are one program only
+    /// when they are the same words (a page's NAME line names what it documents, so two
+    /// pages that say different things are two programs); a description written by hand
+    /// (a shim, the tool's own) and another are one program when more than half the
+    /// shorter's words (stopwords aside) are in the other (`awk` "Pattern scanning and text
+    /// processing language", `gawk` "pattern scanning and processing language"). A missing
+    /// description is no evidence against.
+    fn one_program(&self, other: &Described) -> bool {
+        let (wa, wb) = (&self.words, &other.words);
+        if wa.is_empty() || wb.is_empty() {
+            return true;
+        }
+        if self.inferred && other.inferred {
+            return wa == wb;
+        }
+        let (short, long) = if wa.len() <= wb.len() {
+            (wa, wb)
+        } else {
+            (wb, wa)
+        };
+        2 * short.intersection(long).count() > short.len()
     }
-    let (short, long) = if wa.len() <= wb.len() {
-        (&wa, &wb)
-    } else {
-        (&wb, &wa)
-    };
-    2 * short.intersection(long).count() > short.len()
 }
 
 /// The words of a description, lower-case, stopwords aside.
