@@ -250,6 +250,95 @@ fn warm_rescan_reads_no_man_page_and_notices_changes() {
     );
 }
 
+/// `atip scan --verbose`'s report and its stderr.
+fn scan_verbose(sb: &Sandbox) -> (Value, String) {
+    let out = sb
+        .atip()
+        .args(["scan", "--verbose", "--output", "json", "--path"])
+        .arg(sb.path().join("bin"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    let report = serde_json::from_slice(&out.stdout).unwrap();
+    (report, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// A warm rescan where nothing changed only looks at `stat`s: it hashes no registry
+/// metadata file (not even the first rescan after the cold scan that wrote them) and
+/// writes none of `registry.json`, the catalog and the scan's caches (each keeps its
+/// inode and mtime). A metadata file edited in place, its mtime set back, is still
+/// hashed (its ctime changed) and written again.
+#[test]
+fn warm_rescan_hashes_no_metadata_file_and_writes_nothing() {
+    use std::os::unix::fs::MetadataExt;
+    let sb = setup();
+    scan(&sb, &[]);
+    let data = sb.data_dir();
+    let files = [
+        "registry.json",
+        "catalog.bin",
+        "cache/scan-cache.bin",
+        "cache/infer-cache.bin",
+        "cache/man-dirs.json",
+    ]
+    .map(|f| data.join(f));
+    let stamps = || {
+        files
+            .iter()
+            .map(|p| {
+                let m = std::fs::metadata(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                (m.ino(), m.mtime(), m.mtime_nsec())
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = stamps();
+    let hashed = |log: &str| -> usize {
+        let line = log
+            .lines()
+            .find(|l| l.contains("registry metadata file(s) hashed"))
+            .unwrap_or_else(|| panic!("no count of hashed files in:\n{log}"));
+        let n = line
+            .split("scan: ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next());
+        n.and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{line}"))
+    };
+    let (report, log) = scan_verbose(&sb);
+    assert_eq!(report["summary"]["new"], 0, "{}", report["summary"]);
+    assert_eq!(report["summary"]["updated"], 0, "{}", report["summary"]);
+    assert_eq!(hashed(&log), 0, "{log}");
+    assert_eq!(stamps(), before, "a warm rescan wrote a file");
+
+    // Damage a metadata file in place (the shim's: its document is not read from the
+    // file), same size, mtime set back.
+    let reg: Value =
+        serde_json::from_slice(&std::fs::read(data.join("registry.json")).unwrap()).unwrap();
+    assert_eq!(reg["tools"]["ls"]["source"], "shim", "{reg}");
+    let file = data.join(reg["tools"]["ls"]["metadata"].as_str().unwrap());
+    let good = std::fs::read(&file).unwrap();
+    let mtime = std::fs::metadata(&file).unwrap().modified().unwrap();
+    let text = String::from_utf8(good.clone()).unwrap();
+    assert!(text.contains("\"ls\""), "{text}");
+    std::fs::write(&file, text.replacen("\"ls\"", "\"lz\"", 1)).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let (_, log) = scan_verbose(&sb);
+    assert_eq!(hashed(&log), 1, "{log}");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        good,
+        "the damaged file was kept"
+    );
+    // What the commit wrote is known intact: the next rescan hashes nothing again.
+    let (_, log) = scan_verbose(&sb);
+    assert_eq!(hashed(&log), 0, "{log}");
+}
+
 /// `atip mcp serve` offers inferred tools, in search mode too (they are not hidden), and
 /// a call of one, whose effects nothing states, needs a confirmation a client without
 /// elicitation cannot give: the program does not run.

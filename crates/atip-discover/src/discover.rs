@@ -392,6 +392,9 @@ pub fn scan(
         index: local.old_index.as_ref(),
         cache: &ex.caches.old,
         tool_files: &tool_files,
+        tools_dir: dirs.data.join(registry::TOOLS_DIR),
+        stat: Default::default(),
+        hashed: std::cell::Cell::new(0),
     };
     let resolved = resolve_names(
         &ex.names,
@@ -401,6 +404,10 @@ pub fn scan(
         &previous,
         &local.patterns,
         opts,
+    );
+    log::debug!(
+        "scan: {} registry metadata file(s) hashed to check them",
+        previous.hashed.get()
     );
     run.phases.done("resolve");
     run.finish(ex, resolved, &local, inferred, &remote, failures)
@@ -490,7 +497,7 @@ impl Run<'_> {
             mut skipped_files,
             works,
             names,
-            caches,
+            mut caches,
             examined,
         } = ex;
         skipped_files.append(&mut resolved.unreadable);
@@ -518,6 +525,7 @@ impl Run<'_> {
         self.phases.done("commit");
         // 8. Save the caches (never in a dry run).
         let tool_records = std::mem::take(&mut resolved.tool_records);
+        caches.new.docs = std::mem::take(&mut resolved.docs);
         let warnings = &mut self.warnings;
         caches.save(
             dirs,
@@ -1028,6 +1036,13 @@ struct Previous<'a> {
     index: Option<&'a Index>,
     cache: &'a Cache,
     tool_files: &'a registry::FileList,
+    /// `<data-dir>/tools`, where `tool_files` were listed.
+    tools_dir: PathBuf,
+    /// Stats the metadata files relative to one handle of `tools_dir`.
+    stat: std::cell::RefCell<crate::statat::StatAt>,
+    /// How many metadata files were read and hashed to check them (`atip -v scan` logs
+    /// it: 0 on a warm rescan).
+    hashed: std::cell::Cell<usize>,
 }
 
 /// What phase 6 decided for every name.
@@ -1055,6 +1070,9 @@ struct Resolved<'p> {
     unreadable: Vec<FileSkip>,
     /// When the fresh documents were checked (set by `compose_fresh`).
     now: String,
+    /// Registry metadata files known intact this scan, with their fingerprint: the scan
+    /// cache's memo for the next scan (see [`Previous::intact`]).
+    docs: BTreeMap<String, paths::Fingerprint>,
 }
 
 impl Resolved<'_> {
@@ -1119,12 +1137,13 @@ impl Resolved<'_> {
         let needed = old_index.is_none_or(|old| registry::commit_needed(old, &update));
         // On the CPU pool: the catalog compiled after the commit flattens documents with
         // rayon, and would otherwise start rayon's global pool beside this one.
-        let commit = if needed {
+        let (commit, stored) = if needed {
             let (winners, now) = (&self.winners, self.now.as_str());
             cpu_pool.install(|| commit(dirs, update, winners, now, opts))?
         } else {
-            registry::CommitReport::default()
+            Default::default()
         };
+        self.remember_stored(&dirs.data, &stored);
         let added: HashSet<&String> = commit.added.iter().collect();
         let updated: HashSet<&String> = commit.updated.iter().collect();
         for (name, t) in self.tool_reports.iter_mut() {
@@ -1169,6 +1188,22 @@ impl Resolved<'_> {
             corrupt_backup: commit.corrupt_backup.clone(),
         };
         Ok((registry_info, removed))
+    }
+}
+
+impl Resolved<'_> {
+    /// Remembers the fingerprint of each metadata file (`<hex>.json`) the commit wrote
+    /// or found intact, so the next scan does not hash them.
+    fn remember_stored(&mut self, data: &std::path::Path, files: &[String]) {
+        let dir = data.join(registry::TOOLS_DIR);
+        for file in files {
+            if let Ok(md) = std::fs::symlink_metadata(dir.join(file))
+                && md.is_file()
+            {
+                self.docs
+                    .insert(file.to_owned(), paths::Fingerprint::of(&md));
+            }
+        }
     }
 }
 
@@ -1513,7 +1548,7 @@ impl<'p> Resolved<'p> {
         };
         let unchanged = !opts.refresh
             && previous.cache.tools.get(name) == Some(&record)
-            && stored.is_some_and(|e| previous.holds(e, &record));
+            && stored.is_some_and(|e| previous.holds(e, &record, &mut self.docs));
         self.tool_reports.insert(
             name.to_owned(),
             ToolReport {
@@ -1561,15 +1596,52 @@ impl<'p> Resolved<'p> {
 impl Previous<'_> {
     /// Whether the stored entry `e` is what `record` would send: same path, hash and
     /// source, and its metadata file still intact (a deleted or damaged one is written
-    /// again from the document).
-    fn holds(&self, e: &registry::Entry, record: &ToolRecord) -> bool {
+    /// again from the document). Files found intact go into `checked`.
+    fn holds(
+        &self,
+        e: &registry::Entry,
+        record: &ToolRecord,
+        checked: &mut BTreeMap<String, paths::Fingerprint>,
+    ) -> bool {
         e.path == record.path
             && e.hash == record.hash
             && e.source == record.source
             && e.metadata
                 .strip_prefix(registry::TOOLS_DIR)
                 .and_then(|r| r.strip_prefix('/'))
-                .is_some_and(|file| self.tool_files.has_intact(file))
+                .is_some_and(|file| self.intact(file, checked))
+    }
+
+    /// Whether the metadata file `file` (under `tools/`) is a regular file whose bytes
+    /// hash to its name. Its bytes are read and hashed only when its fingerprint is not
+    /// the one the scan cache recorded when it was last known intact: a warm rescan
+    /// stats each file instead of hashing ~1,000 of them, and an edit in place still
+    /// changes the fingerprint (its ctime, which no program can set back).
+    fn intact(&self, file: &str, checked: &mut BTreeMap<String, paths::Fingerprint>) -> bool {
+        if checked.contains_key(file) {
+            return true;
+        }
+        if !self.tool_files.has(file) {
+            return false;
+        }
+        let status = self
+            .stat
+            .borrow_mut()
+            .status_in(&self.tools_dir, OsStr::new(file));
+        let Ok(st) = status else {
+            return false;
+        };
+        // Taken before the bytes are read: a change made meanwhile is seen next time.
+        let fp = paths::Fingerprint::of_status(&st);
+        let ok = st.is_file()
+            && (self.cache.docs.get(file) == Some(&fp) || {
+                self.hashed.set(self.hashed.get() + 1);
+                self.tool_files.has_intact(file)
+            });
+        if ok {
+            checked.insert(file.to_owned(), fp);
+        }
+        ok
     }
 }
 
@@ -1838,14 +1910,15 @@ fn commit(
     winners: &HashMap<String, (Candidate, Vec<&PatternFile>)>,
     now: &str,
     opts: &ScanOptions,
-) -> Result<registry::CommitReport, ScanError> {
+) -> Result<(registry::CommitReport, Vec<String>), ScanError> {
     let opts_commit = registry::CommitOptions {
         after: opts.after_commit.clone(),
         ..registry::CommitOptions::from_env(&opts.env)
     };
     let mut commit = registry::commit(dirs, &update, &opts_commit)?;
     if commit.stale.is_empty() {
-        return Ok(commit);
+        let stored = stored_files(&update, &commit);
+        return Ok((commit, stored));
     }
     let stale: HashSet<String> = commit.stale.iter().cloned().collect();
     for f in update.found.iter_mut().filter(|f| stale.contains(&f.name)) {
@@ -1871,7 +1944,30 @@ fn commit(
     if commit.corrupt_backup.is_none() {
         commit.corrupt_backup = again.corrupt_backup;
     }
-    Ok(commit)
+    let stored = stored_files(&update, &commit);
+    Ok((commit, stored))
+}
+
+/// The metadata file (`<sha256 hex>.json`) of every fresh document the registry
+/// accepted: the commit wrote it, or found it intact (`spec/registry.md` §4, step 5).
+/// Hashed on the pool the commit runs in.
+fn stored_files(update: &Update, commit: &registry::CommitReport) -> Vec<String> {
+    let refused: HashSet<&str> = commit
+        .rejected
+        .iter()
+        .map(|r| r.name.as_str())
+        .chain(commit.stale.iter().map(String::as_str))
+        .collect();
+    update
+        .found
+        .par_iter()
+        .filter_map(|f| match &f.meta {
+            FoundMeta::Fresh { document, .. } if !refused.contains(f.name.as_str()) => {
+                Some(format!("{}.json", sha256_hex(document)))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// `--explain NAME`: every piece of evidence about one name and how it was decided.

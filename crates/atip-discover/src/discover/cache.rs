@@ -6,7 +6,9 @@
 //! an ATIP sign (and which), its sha256, whether its `--help` mentions `--agent`, and the outcome of
 //! its `--agent` probe. Shim files are cached the same way (their validation verdict).
 //! For each registered tool the cache keeps the composition key of what was sent to the
-//! registry, so an unchanged tool is sent as "unchanged" without reading anything.
+//! registry, so an unchanged tool is sent as "unchanged" without reading anything, and
+//! the fingerprint of each registry metadata file last known intact, so that its bytes
+//! are hashed again only when its `stat` changed.
 //!
 //! The cache is an optimisation: a missing, unreadable or corrupt cache only makes the
 //! next scan cold. It is an rkyv archive followed by its CRC-32 (checked, then rkyv's
@@ -28,7 +30,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Version of the cache format; a cache of another version is ignored.
-pub const CACHE_VERSION: u32 = 6;
+pub const CACHE_VERSION: u32 = 7;
 
 /// The cache file of versions before 4 (JSON), removed when the binary cache is written.
 const OLD_JSON_FILE: &str = "scan-cache.json";
@@ -55,6 +57,11 @@ pub struct Cache {
     pub shims: BTreeMap<String, ShimRecord>,
     /// Tool name → what the last scan sent to the registry for it.
     pub tools: BTreeMap<String, ToolRecord>,
+    /// Registry metadata file (`<sha256 hex>.json` under `tools/`) → its fingerprint
+    /// when it was last known to hash to its name (written by a commit, or hashed by a
+    /// scan). While the fingerprint holds, a warm rescan takes the file as intact
+    /// without reading it; an edit in place changes its ctime, so it is hashed again.
+    pub docs: BTreeMap<String, Fingerprint>,
 }
 
 /// What is known about one executable while its fingerprint holds.
