@@ -3,11 +3,34 @@
 //! shim (the tool it names and its `trust.source`), so a warm rescan neither hashes nor
 //! parses the ~1 MB of shipped JSON on every run (it did: ~10 % of a warm rescan's time).
 //! The table is `$OUT_DIR/builtin_shims.rs`, included by `src/discover/builtin.rs`, whose
-//! tests check it against the files.
+//! tests check it against the files. Also the sha256 of the curated effects table
+//! (`$OUT_DIR/effects_digest.rs`, for `src/infer/curated.rs`).
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     builtin_shims();
+    effects_digest();
+}
+
+/// Writes `$OUT_DIR/effects_digest.rs`: the sha256 hex of `src/infer/effects.json`
+/// (the curated effects table), so that a scan does not hash the 68 KB table on every
+/// run to compare it with the inference cache's. `infer::curated`'s tests check it.
+fn effects_digest() {
+    use sha2::Digest;
+    use std::path::PathBuf;
+    let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let table = root.join("src/infer/effects.json");
+    println!("cargo:rerun-if-changed={}", table.display());
+    let body =
+        std::fs::read(&table).unwrap_or_else(|e| panic!("cannot read {}: {e}", table.display()));
+    let sha: String = sha2::Sha256::digest(&body)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let target =
+        PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo")).join("effects_digest.rs");
+    std::fs::write(&target, format!("{sha:?}\n"))
+        .unwrap_or_else(|e| panic!("cannot write {}: {e}", target.display()));
 }
 
 /// Writes `$OUT_DIR/builtin_shims.rs`: one `Shipped` per `shims/*.json`, sorted by tool

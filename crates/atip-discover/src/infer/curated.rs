@@ -91,11 +91,14 @@ pub fn table() -> &'static Table {
     })
 }
 
+/// The sha256 hex of [`TABLE`], computed by build.rs: every scan compares the digest,
+/// and hashing the table at run time was a cost of every warm rescan.
+const TABLE_SHA256: &str = include!(concat!(env!("OUT_DIR"), "/effects_digest.rs"));
+
 /// A short digest of the shipped table: documents inferred with another table are
 /// inferred again (the inference cache records it).
 pub fn digest() -> &'static str {
-    static D: OnceLock<String> = OnceLock::new();
-    D.get_or_init(|| crate::digest::sha256_hex(TABLE.as_bytes())[..16].to_owned())
+    &TABLE_SHA256[..16]
 }
 
 /// Whether `flag` is an option form: one or two dashes, then a letter, digit or `?`,
@@ -365,6 +368,12 @@ mod tests {
             let ro = c.effects.is_read_only();
             assert_eq!(ro, name.contains("read"), "class {name} read-only {ro}");
         }
+    }
+
+    #[test]
+    fn the_digest_is_the_tables_sha256() {
+        assert_eq!(TABLE_SHA256, crate::digest::sha256_hex(TABLE.as_bytes()));
+        assert_eq!(digest().len(), 16);
     }
 
     #[test]
