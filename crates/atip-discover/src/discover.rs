@@ -731,6 +731,7 @@ impl LocalSources {
                 Some(&path_value(opts)),
                 opts.refresh,
             ),
+            root_dirs: Default::default(),
         });
         let pattern_dirs = shims::pattern_dirs(&dirs.system_data, &dirs.data);
         let patterns = shims::load_patterns(&pattern_dirs, old, new);

@@ -16,6 +16,8 @@ use crate::registry::Source;
 pub struct Inferred {
     /// Prepared documents and the cache.
     pub src: InferSource,
+    /// Directories already judged by `curated::root_owned_in` this scan.
+    pub root_dirs: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, bool>>,
 }
 
 impl MetadataSource for Inferred {
@@ -43,7 +45,10 @@ impl MetadataSource for Inferred {
         // nobody but root can have put a program of that name.
         let vouch = if !curated {
             None
-        } else if crate::infer::curated::root_owned(subject.canonical) {
+        } else if crate::infer::curated::root_owned_in(
+            subject.canonical,
+            &mut self.root_dirs.lock().unwrap_or_else(|e| e.into_inner()),
+        ) {
             Some(crate::registry::Vouch::Curated)
         } else {
             warnings.push(format!(

@@ -334,11 +334,35 @@ pub fn apply(doc: &mut Value, tool: &str) -> Option<Applied> {
 /// may write to them. The table knows programs by name; any user can put a program named
 /// `nl` in a directory of their own, so there the name proves nothing.
 pub fn root_owned(canonical: &std::path::Path) -> bool {
+    root_owned_in(canonical, &mut std::collections::HashMap::new())
+}
+
+/// [`root_owned`], with the verdicts on directories kept in `dirs` across calls: a scan
+/// asks for ~1,000 programs in a handful of directories, and every ancestor was an
+/// `lstat` of its own (4 path walks per program).
+pub fn root_owned_in(
+    canonical: &std::path::Path,
+    dirs: &mut std::collections::HashMap<std::path::PathBuf, bool>,
+) -> bool {
     use std::os::unix::fs::MetadataExt;
     let safe = |p: &std::path::Path| {
         std::fs::symlink_metadata(p).is_ok_and(|m| m.uid() == 0 && m.mode() & 0o022 == 0)
     };
-    canonical.is_absolute() && canonical.ancestors().all(safe)
+    if !canonical.is_absolute() || !safe(canonical) {
+        return false;
+    }
+    let Some(parent) = canonical.parent() else {
+        return true;
+    };
+    if let Some(known) = dirs.get(parent) {
+        return *known;
+    }
+    let verdict = parent.ancestors().all(|d| match dirs.get(d) {
+        Some(known) => *known,
+        None => safe(d),
+    });
+    dirs.insert(parent.to_path_buf(), verdict);
+    verdict
 }
 
 #[cfg(test)]
@@ -492,6 +516,10 @@ mod tests {
 
     #[test]
     fn only_root_owned_paths_are_vouched() {
+        let mut memo = std::collections::HashMap::new();
+        assert!(root_owned_in(std::path::Path::new("/bin/sh"), &mut memo));
+        assert_eq!(memo.get(std::path::Path::new("/bin")), Some(&true));
+        assert!(root_owned_in(std::path::Path::new("/bin/sh"), &mut memo));
         assert!(root_owned(std::path::Path::new("/")));
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
