@@ -339,6 +339,41 @@ fn warm_rescan_hashes_no_metadata_file_and_writes_nothing() {
     assert_eq!(hashed(&log), 0, "{log}");
 }
 
+/// A registry copy of an inferred document damaged in place is made again from its man
+/// page by a plain scan (the man-page source offers the registry's copy only while it
+/// still hashes to its name), not refused scan after scan until `--refresh`.
+#[test]
+fn a_damaged_inferred_document_is_made_again_by_a_plain_scan() {
+    let sb = setup();
+    scan(&sb, &[]);
+    let data = sb.data_dir();
+    let registry = || -> Value {
+        serde_json::from_slice(&std::fs::read(data.join("registry.json")).unwrap()).unwrap()
+    };
+    let reg = registry();
+    assert_eq!(reg["tools"]["strings"]["source"], "inferred", "{reg}");
+    let file = data.join(reg["tools"]["strings"]["metadata"].as_str().unwrap());
+    let good = std::fs::read(&file).unwrap();
+    let text = String::from_utf8(good.clone()).unwrap();
+    assert!(text.contains("\"strings\""), "{text}");
+    std::fs::write(&file, text.replacen("\"strings\"", "\"strongs\"", 1)).unwrap();
+
+    let report = scan(&sb, &[]);
+    let entry = tool(&report, "strings");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        good,
+        "the damaged document was kept: {entry}"
+    );
+    assert_eq!(registry()["tools"]["strings"]["source"], "inferred");
+    let out = sb
+        .atip()
+        .args(["--output", "json", "get", "strings"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+}
+
 /// `atip mcp serve` offers inferred tools, in search mode too (they are not hidden), and
 /// a call of one, whose effects nothing states, needs a confirmation a client without
 /// elicitation cannot give: the program does not run.

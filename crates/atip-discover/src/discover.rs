@@ -350,13 +350,18 @@ pub fn scan(
     // both whether a cached inferred document can be offered and whether an unchanged
     // entry's file must be written again.
     let tool_files = registry::FileList::of(&dirs.data.join(registry::TOOLS_DIR));
+    let stored = StoredDocs::new(
+        &tool_files,
+        dirs.data.join(registry::TOOLS_DIR),
+        &ex.caches.old.docs,
+    );
     // Man pages: found and read (only where the cache is not current) before the offers.
     if let Some(inf) = inferred.as_mut()
         && !opts.dry_run
     {
         let readable = readable_names(&ex.names, &ex.works);
         let (phases, warnings) = (&mut run.phases, &mut run.warnings);
-        read_man_pages(inf, readable, &tool_files, &run.cpu_pool, phases, warnings);
+        read_man_pages(inf, readable, &stored, &run.cpu_pool, phases, warnings);
     }
     run.phases.done("man-page listings saved");
     // Remote registries: catalogs now (cache or conditional requests), shims after
@@ -391,10 +396,7 @@ pub fn scan(
     let previous = Previous {
         index: local.old_index.as_ref(),
         cache: &ex.caches.old,
-        tool_files: &tool_files,
-        tools_dir: dirs.data.join(registry::TOOLS_DIR),
-        stat: Default::default(),
-        hashed: std::cell::Cell::new(0),
+        stored: &stored,
     };
     let resolved = resolve_names(
         &ex.names,
@@ -407,7 +409,7 @@ pub fn scan(
     );
     log::debug!(
         "scan: {} registry metadata file(s) hashed to check them",
-        previous.hashed.get()
+        stored.hashed.get()
     );
     run.phases.done("resolve");
     run.finish(ex, resolved, &local, inferred, &remote, failures)
@@ -957,12 +959,13 @@ impl Examined {
 fn read_man_pages(
     inf: &mut inferred::Inferred,
     names: Vec<&str>,
-    tool_files: &registry::FileList,
+    stored: &StoredDocs<'_>,
     cpu_pool: &LazyPool,
     phases: &mut Phases,
     warnings: &mut Vec<String>,
 ) {
-    inf.src.look_up(names, tool_files);
+    inf.src
+        .look_up(names, &|file: &str| stored.intact(file).is_some());
     phases.done("man-page lookup");
     if inf.src.has_pending() {
         cpu_pool.install(|| inf.src.infer_pending());
@@ -1031,19 +1034,83 @@ fn not_found(name: &str) -> Explanation {
     }
 }
 
-/// What the previous scan left: the registry's index, the scan cache, and the listing of
-/// the registry's metadata files.
+/// What the previous scan left: the registry's index, the scan cache, and the registry's
+/// metadata files.
 struct Previous<'a> {
     index: Option<&'a Index>,
     cache: &'a Cache,
+    stored: &'a StoredDocs<'a>,
+}
+
+/// The registry's metadata files (`tools/<sha256>.json`) as this scan finds them: whether
+/// each is there and still hashes to its name, judged once per scan and file, for the
+/// man-page source (whether it may offer the registry's copy of a document) and for
+/// resolve (whether an unchanged entry's file must be written again).
+struct StoredDocs<'a> {
+    /// The listing of `tools_dir`.
     tool_files: &'a registry::FileList,
-    /// `<data-dir>/tools`, where `tool_files` were listed.
+    /// `<data-dir>/tools`.
     tools_dir: PathBuf,
+    /// File → fingerprint when the scan cache last knew it intact.
+    known: &'a BTreeMap<String, paths::Fingerprint>,
     /// Stats the metadata files relative to one handle of `tools_dir`.
     stat: std::cell::RefCell<crate::statat::StatAt>,
+    /// The verdicts so far: the fingerprint of an intact file, `None` for a missing or
+    /// damaged one.
+    verdicts: std::cell::RefCell<HashMap<String, Option<paths::Fingerprint>>>,
     /// How many metadata files were read and hashed to check them (`atip -v scan` logs
     /// it: 0 on a warm rescan).
     hashed: std::cell::Cell<usize>,
+}
+
+impl<'a> StoredDocs<'a> {
+    fn new(
+        tool_files: &'a registry::FileList,
+        tools_dir: PathBuf,
+        known: &'a BTreeMap<String, paths::Fingerprint>,
+    ) -> Self {
+        StoredDocs {
+            tool_files,
+            tools_dir,
+            known,
+            stat: Default::default(),
+            verdicts: Default::default(),
+            hashed: std::cell::Cell::new(0),
+        }
+    }
+
+    /// The fingerprint of the metadata file `file` (under `tools/`) if it is a regular
+    /// file whose bytes hash to its name. Its bytes are read and hashed only when its
+    /// fingerprint is not the one the scan cache recorded when it was last known intact:
+    /// a warm rescan stats each file instead of hashing ~1,000 of them, and an edit in
+    /// place still changes the fingerprint (its ctime, which no program can set back).
+    fn intact(&self, file: &str) -> Option<paths::Fingerprint> {
+        if let Some(v) = self.verdicts.borrow().get(file) {
+            return *v;
+        }
+        let verdict = self.judge(file);
+        self.verdicts.borrow_mut().insert(file.to_owned(), verdict);
+        verdict
+    }
+
+    fn judge(&self, file: &str) -> Option<paths::Fingerprint> {
+        if !self.tool_files.has(file) {
+            return None;
+        }
+        let st = self
+            .stat
+            .borrow_mut()
+            .status_in(&self.tools_dir, OsStr::new(file))
+            .ok()?;
+        // Taken before the bytes are read: a change made meanwhile is seen next time.
+        let fp = paths::Fingerprint::of_status(&st);
+        let ok = st.is_file()
+            && (self.known.get(file) == Some(&fp) || {
+                self.hashed.set(self.hashed.get() + 1);
+                self.tool_files.has_intact(file)
+            });
+        ok.then_some(fp)
+    }
 }
 
 /// What phase 6 decided for every name.
@@ -1613,36 +1680,17 @@ impl Previous<'_> {
                 .is_some_and(|file| self.intact(file, checked))
     }
 
-    /// Whether the metadata file `file` (under `tools/`) is a regular file whose bytes
-    /// hash to its name. Its bytes are read and hashed only when its fingerprint is not
-    /// the one the scan cache recorded when it was last known intact: a warm rescan
-    /// stats each file instead of hashing ~1,000 of them, and an edit in place still
-    /// changes the fingerprint (its ctime, which no program can set back).
+    /// Whether the metadata file `file` (under `tools/`) is intact
+    /// ([`StoredDocs::intact`]); if so it goes into `checked` with its fingerprint.
     fn intact(&self, file: &str, checked: &mut BTreeMap<String, paths::Fingerprint>) -> bool {
         if checked.contains_key(file) {
             return true;
         }
-        if !self.tool_files.has(file) {
-            return false;
-        }
-        let status = self
-            .stat
-            .borrow_mut()
-            .status_in(&self.tools_dir, OsStr::new(file));
-        let Ok(st) = status else {
+        let Some(fp) = self.stored.intact(file) else {
             return false;
         };
-        // Taken before the bytes are read: a change made meanwhile is seen next time.
-        let fp = paths::Fingerprint::of_status(&st);
-        let ok = st.is_file()
-            && (self.cache.docs.get(file) == Some(&fp) || {
-                self.hashed.set(self.hashed.get() + 1);
-                self.tool_files.has_intact(file)
-            });
-        if ok {
-            checked.insert(file.to_owned(), fp);
-        }
-        ok
+        checked.insert(file.to_owned(), fp);
+        true
     }
 }
 

@@ -249,10 +249,17 @@ fn stored_doc(data: &Path, sha: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// [`stored_doc`] answered from listings of the two directories (made once per scan).
-fn listed_doc(data: &Path, sha: &str, registry: &FileList, cache: &FileList) -> Option<PathBuf> {
+/// [`stored_doc`] answered without a path walk per document: `registry` says whether the
+/// registry's copy is there and intact, the cache's listing (made once per scan) whether
+/// the cache's is.
+fn listed_doc(
+    data: &Path,
+    sha: &str,
+    registry: &dyn Fn(&str) -> bool,
+    cache: &FileList,
+) -> Option<PathBuf> {
     let file = format!("{sha}.json");
-    if registry.has(&file) {
+    if registry(&file) {
         Some(registry_doc(data, sha))
     } else if cache.has(&file) {
         Some(cached_doc(data, sha))
@@ -412,12 +419,14 @@ impl InferSource {
     /// thread for it. Afterwards (and after `infer_pending`) [`InferSource::offer`]
     /// answers without reading anything.
     ///
-    /// `registry` lists the registry's `tools/` directory: a recorded document is offered
-    /// from there, else from the cache's copy, else made again.
+    /// `registry` says whether a file of the registry's `tools/` directory is there and
+    /// still hashes to its name: a recorded document is offered from there, else from the
+    /// cache's copy, else made again (so a registry copy damaged in place is made again
+    /// from its page, not offered and refused scan after scan).
     pub(crate) fn look_up<'n>(
         &mut self,
         names: impl IntoIterator<Item = &'n str>,
-        registry: &FileList,
+        registry: &dyn Fn(&str) -> bool,
     ) {
         let cache = FileList::of(&self.data.join("cache").join("inferred"));
         let mut todo = std::mem::take(&mut self.pending);
@@ -713,7 +722,8 @@ mod tests {
     /// had to be inferred (a cold look-up).
     fn run(data: &Path, man: &Path) -> bool {
         let mut src = InferSource::open(data, Some(man.as_os_str()), None, false);
-        src.look_up(["size", "nosuchtool"], &FileList::of(&data.join("tools")));
+        let tools = FileList::of(&data.join("tools"));
+        src.look_up(["size", "nosuchtool"], &|f: &str| tools.has_intact(f));
         let cold = src.has_pending();
         src.infer_pending();
         assert!(src.offer("size").is_some() && src.offer("nosuchtool").is_none());
