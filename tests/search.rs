@@ -867,7 +867,7 @@ fn stale_mcp_lists_are_fetched_again_and_used_with_a_note_when_that_fails() {
         notes.contains("MCP server ev") && notes.contains("could not be fetched again"),
         "{v}"
     );
-    assert!(notes.contains("3000 ms") && notes.contains("old"), "{v}");
+    assert!(notes.contains("3s") && notes.contains("old"), "{v}");
     let pid: i32 = std::fs::read_to_string(&pid_file)
         .unwrap()
         .trim()

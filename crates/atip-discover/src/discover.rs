@@ -346,15 +346,9 @@ pub fn scan(
         LocalSources::load(dirs, opts, &ex.scan_dirs, &mut ex.caches, &mut run.warnings);
 
     run.phases.done("load sources and index");
-    // The registry's metadata files, listed once: whether each is still on disk decides
-    // both whether a cached inferred document can be offered and whether an unchanged
-    // entry's file must be written again.
-    let tool_files = registry::FileList::of(&dirs.data.join(registry::TOOLS_DIR));
-    let stored = StoredDocs::new(
-        &tool_files,
-        dirs.data.join(registry::TOOLS_DIR),
-        &ex.caches.old.docs,
-    );
+    // The registry's metadata files: whether each is intact decides whether an inferred
+    // document's copy can be offered and whether an unchanged entry's must be rewritten.
+    let stored = StoredDocs::of(&dirs.data, &ex.caches.old.docs);
     // Man pages: found and read (only where the cache is not current) before the offers.
     if let Some(inf) = inferred.as_mut()
         && !opts.dry_run
@@ -1048,7 +1042,7 @@ struct Previous<'a> {
 /// resolve (whether an unchanged entry's file must be written again).
 struct StoredDocs<'a> {
     /// The listing of `tools_dir`.
-    tool_files: &'a registry::FileList,
+    tool_files: registry::FileList,
     /// `<data-dir>/tools`.
     tools_dir: PathBuf,
     /// File → fingerprint when the scan cache last knew it intact.
@@ -1064,13 +1058,11 @@ struct StoredDocs<'a> {
 }
 
 impl<'a> StoredDocs<'a> {
-    fn new(
-        tool_files: &'a registry::FileList,
-        tools_dir: PathBuf,
-        known: &'a BTreeMap<String, paths::Fingerprint>,
-    ) -> Self {
+    /// Lists `<data>/tools`; `known` is the scan cache's fingerprints.
+    fn of(data: &std::path::Path, known: &'a BTreeMap<String, paths::Fingerprint>) -> Self {
+        let tools_dir = data.join(registry::TOOLS_DIR);
         StoredDocs {
-            tool_files,
+            tool_files: registry::FileList::of(&tools_dir),
             tools_dir,
             known,
             stat: Default::default(),

@@ -442,25 +442,7 @@ impl IndexBuilder {
                 }
             })
             .collect();
-        let mut leader: Vec<Option<u32>> = vec![None; families.len()];
-        for (doc, &fam) in family_of.iter().enumerate() {
-            let doc = doc as u32;
-            let slot = &mut leader[fam as usize];
-            let better = |a: u32, b: u32| {
-                let (pa, pb) = (tables.prior[a as usize], tables.prior[b as usize]);
-                let name = |doc: u32| &tables.programs[tables.program[doc as usize] as usize];
-                let (la, lb) = (name(a).len(), name(b).len());
-                pa > pb || (pa == pb && la < lb)
-            };
-            match *slot {
-                Some(cur) if !better(doc, cur) => {}
-                _ => *slot = Some(doc),
-            }
-        }
-        tables.family = family_of
-            .iter()
-            .map(|&fam| leader[fam as usize].unwrap_or(0))
-            .collect();
+        tables.family = family_leaders(&tables, &family_of, families.len());
         let mut sorted: Vec<u32> = (0..tables.vocab.len() as u32).collect();
         sorted.sort_unstable_by(|&a, &b| tables.vocab[a as usize].cmp(&tables.vocab[b as usize]));
         tables.sorted = sorted;
@@ -471,6 +453,30 @@ impl IndexBuilder {
             roots: OnceLock::new(),
         }
     }
+}
+
+/// Each tool's family leader (the tool a family's hits are shown as): the member with the
+/// highest prior, then the shortest program name, then the first.
+fn family_leaders(tables: &Tables, family_of: &[u32], families: usize) -> Vec<u32> {
+    let mut leader: Vec<Option<u32>> = vec![None; families];
+    let better = |a: u32, b: u32| {
+        let (pa, pb) = (tables.prior[a as usize], tables.prior[b as usize]);
+        let name = |doc: u32| &tables.programs[tables.program[doc as usize] as usize];
+        let (la, lb) = (name(a).len(), name(b).len());
+        pa > pb || (pa == pb && la < lb)
+    };
+    for (doc, &fam) in family_of.iter().enumerate() {
+        let doc = doc as u32;
+        let slot = &mut leader[fam as usize];
+        match *slot {
+            Some(cur) if !better(doc, cur) => {}
+            _ => *slot = Some(doc),
+        }
+    }
+    family_of
+        .iter()
+        .map(|&fam| leader[fam as usize].unwrap_or(0))
+        .collect()
 }
 
 /// One query word and the index terms it stands for.
