@@ -58,6 +58,20 @@ impl Sandbox {
             // Man-page inference reads only the sandbox's manual tree.
             .env("MANPATH", self.path().join("man"))
             .current_dir(self.path());
+        // atip keeps a signal its host ignores ignored (a background job's SIGINT), so a
+        // test run started as such a job would see no interrupt reach atip: every atip
+        // a test starts gets SIGINT, SIGTERM and SIGHUP at their defaults, whatever the
+        // harness inherited (a test that wants one ignored sets it after this).
+        // SAFETY: only signal(2), async-signal-safe, between fork and exec.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+                Ok(())
+            });
+        }
         cmd
     }
 
