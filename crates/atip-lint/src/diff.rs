@@ -362,27 +362,34 @@ fn renamed<'o>(gone: &[&'o Opt], fresh: &[&'o Opt]) -> (Vec<(&'o Opt, &'o Opt)>,
 
 /// A new option: breaking when required (calls without it now fail).
 fn option_added(d: &mut Differ<'_>, command: &str, n: &Opt) {
-    if n.is_required() {
-        d.push(
-            Class::Breaking,
-            "option-added-required",
-            command,
-            Some(opt_label(n)),
-            "was added as required: calls without it now fail".into(),
-            None,
-            None,
-        );
+    let kinds = ("option-added-required", "option-added");
+    added(d, command, opt_label(n), n.is_required(), kinds);
+}
+
+/// A new option or argument named `label`: breaking when required (calls without it now
+/// fail); `kinds` are the change's kinds when required and when not.
+fn added(
+    d: &mut Differ<'_>,
+    command: &str,
+    label: String,
+    required: bool,
+    kinds: (&'static str, &'static str),
+) {
+    let (class, kind, message) = if required {
+        let message = "was added as required: calls without it now fail";
+        (Class::Breaking, kinds.0, message)
     } else {
-        d.push(
-            Class::NonBreaking,
-            "option-added",
-            command,
-            Some(opt_label(n)),
-            "was added".into(),
-            None,
-            None,
-        );
-    }
+        (Class::NonBreaking, kinds.1, "was added")
+    };
+    d.push(
+        class,
+        kind,
+        command,
+        Some(label),
+        message.into(),
+        None,
+        None,
+    );
 }
 
 fn option_pair(d: &mut Differ<'_>, command: &str, o: &Opt, n: &Opt) {
@@ -651,27 +658,8 @@ fn arguments(d: &mut Differ<'_>, command: &str, old: &[Argument], new: &[Argumen
         if matched.contains(&j) {
             continue;
         }
-        if n.is_required() {
-            d.push(
-                Class::Breaking,
-                "argument-added-required",
-                command,
-                Some(arg_label(n)),
-                "was added as required: calls without it now fail".into(),
-                None,
-                None,
-            );
-        } else {
-            d.push(
-                Class::NonBreaking,
-                "argument-added",
-                command,
-                Some(arg_label(n)),
-                "was added".into(),
-                None,
-                None,
-            );
-        }
+        let kinds = ("argument-added-required", "argument-added");
+        added(d, command, arg_label(n), n.is_required(), kinds);
     }
 }
 
