@@ -71,7 +71,7 @@ use std::time::Duration;
 pub const FILE: &str = "catalog.bin";
 /// The format this atip writes and reads; any change to the layout, or to what flattening
 /// or indexing produce for the same documents, must raise it.
-pub const FORMAT: u32 = 10;
+pub const FORMAT: u32 = 11;
 
 const MAGIC: &[u8; 8] = b"ATIPCAT\0";
 /// Magic, format, section count, registry sha256, CRC-32 of header and table, zero.
@@ -495,11 +495,14 @@ fn flatten_batch(
 }
 
 /// The ranking facts of a document's tools: the machine's prior (1 when unknown) times
-/// the manual section's, and the family (the document's name when unknown).
+/// the manual section's, the family (the document's name when unknown), and the curated
+/// task lines of the program registered under `name` (looked up by the registry's name,
+/// not the document's tool name: `c++filt`'s tools are called `c__filt`).
 fn facts_of(name: &str, known: Option<&facts::EntryFacts>, section: f32) -> Facts {
     Facts {
         prior: known.map_or(1.0, |k| k.prior) * section,
         family: known.map_or_else(|| name.to_string(), |k| k.family.clone()),
+        uses: Some(name.to_string()),
     }
 }
 

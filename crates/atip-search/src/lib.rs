@@ -20,6 +20,7 @@ pub mod mode;
 #[cfg(test)]
 mod quality;
 mod text;
+mod uses;
 
 pub use text::{ABBREVIATIONS, STOPWORDS};
 
@@ -34,7 +35,7 @@ use std::sync::OnceLock;
 const K1: f32 = 1.6;
 /// Fields of a document, scored BM25F-style: each field's term frequency is normalised by
 /// that field's own length against its average over the index, then weighted.
-const FIELDS: usize = 4;
+const FIELDS: usize = 5;
 /// The tool's name and the command path: what the command is called.
 const F_NAME: usize = 0;
 /// The command's own description (a man page's NAME line for an inferred tool).
@@ -45,8 +46,13 @@ const F_ABOUT: usize = 2;
 /// use it, so that a page with two hundred options cannot win a task on the volume of
 /// its option text.
 const F_PARAMS: usize = 3;
-const FIELD_WEIGHT: [f32; FIELDS] = [6.0, 2.5, 1.0, 0.5];
-const FIELD_B: [f32; FIELDS] = [0.5, 0.6, 0.75, 0.3];
+/// The command's curated task lines (`uses.txt`): what people use it for, in their words.
+/// Weighed like a description; its length is normalised against the commands that have
+/// such lines only, so that a program with three phrases is not judged long beside the
+/// many that have none.
+const F_USES: usize = 4;
+const FIELD_WEIGHT: [f32; FIELDS] = [6.0, 2.5, 1.0, 0.5, 2.5];
+const FIELD_B: [f32; FIELDS] = [0.5, 0.6, 0.75, 0.3, 0.6];
 /// Within the name field: the tool's name when the command is a subcommand (`gh` of
 /// `gh pr create`) counts for less than the command's own path.
 const W_TOOL_OF_SUBCOMMAND: f32 = 0.5;
@@ -143,6 +149,9 @@ struct Tables {
     /// Program names, each once: a program's twenty commands share one string, and a
     /// reader checks one string per program rather than per command.
     programs: Vec<String>,
+    /// Per program (as `programs`), the registry name its task lines were looked up by
+    /// ([`Facts::uses`]); empty for none.
+    uses: Vec<String>,
     title_words: Vec<Vec<String>>,
     /// Title words joined by one space, for the exact and prefix boosts.
     titles: Vec<String>,
@@ -230,6 +239,10 @@ pub struct Facts {
     /// Names the program's family: tools whose family and command path are equal are one
     /// result. The tool's own name when nothing else is known.
     pub family: String,
+    /// The registry name whose curated task lines (`uses.txt`) the tool's commands get:
+    /// whatever program the registry holds under that name. `None` for a tool the registry
+    /// does not hold (an MCP server's, a file's): its text alone ranks it.
+    pub uses: Option<String>,
 }
 
 impl Facts {
@@ -238,6 +251,7 @@ impl Facts {
         Facts {
             prior: 1.0,
             family: tool.tool.clone(),
+            uses: None,
         }
     }
 }
@@ -340,6 +354,17 @@ impl IndexBuilder {
                 c.dedup();
                 c
             };
+            // The task lines come after the context: they are what people say, not what
+            // the tool says it is for, so they never put a subcommand in a task's domain.
+            if let Some(program) = &f.uses {
+                let (own, above) = uses::of(program, &t.command);
+                if let Some(own) = own {
+                    add_text(ix, &mut cache, pairs, own, F_USES, 1.0);
+                }
+                for line in above {
+                    add_text(ix, &mut cache, pairs, line, F_ABOUT, 1.0);
+                }
+            }
             for p in &t.params {
                 let name = match &p.origin {
                     ParamOrigin::Argument { name, .. } | ParamOrigin::Option { name, .. } => name,
@@ -379,6 +404,7 @@ impl IndexBuilder {
             let program = *ix.program_ids.entry(t.tool.clone()).or_insert(next);
             if program == next {
                 ix.tables.programs.push(t.tool.clone());
+                ix.tables.uses.push(f.uses.clone().unwrap_or_default());
             }
             ix.tables.program.push(program);
             ix.tables.title_words.push(text::terms(&t.title));
@@ -405,6 +431,11 @@ impl IndexBuilder {
             for f in 0..FIELDS {
                 avg[f] += l[f] / n;
             }
+        }
+        // Task lines: the average over the commands that have them.
+        let with_uses = lengths.iter().filter(|l| l[F_USES] > 0.0).count();
+        if with_uses > 0 {
+            avg[F_USES] *= n / with_uses as f32;
         }
         // A tool's frequency of a term: per field, normalised by the field's length and
         // weighted, summed (BM25F).
@@ -559,6 +590,9 @@ impl SearchIndex {
                 Facts {
                     prior: t.prior[doc].to_native(),
                     family: self.program(lead).to_string(),
+                    uses: Some(t.uses[t.program[doc].to_native() as usize].as_str())
+                        .filter(|u| !u.is_empty())
+                        .map(str::to_string),
                 },
             );
         }
@@ -587,6 +621,7 @@ impl SearchIndex {
             && t.lists.len() == terms
             && t.family.len() == docs
             && t.program.len() == docs
+            && t.uses.len() == t.programs.len()
             && t.program
                 .iter()
                 .all(|p| (p.to_native() as usize) < t.programs.len())
@@ -1386,6 +1421,108 @@ mod tests {
     }
 
     #[test]
+    fn task_lines_find_a_program_by_what_people_use_it_for() {
+        // Descriptions as the manual pages put them: none says "executable file" the way
+        // a person asks for it, two others say it better by their words alone.
+        let metas = [
+            tool("chmod", "change file mode bits", &[]),
+            tool(
+                "gzexe",
+                "compress executable files in place",
+                &[(
+                    "decompress",
+                    "make a compressed executable file plain again",
+                )],
+            ),
+            tool("mknod", "make block or character special files", &[]),
+            // The tool-call form of `c++filt`: its lines are the registry name's.
+            tool("c__filt", "filter symbols", &[]),
+        ];
+        let c = Catalog::build(&metas, &FlattenOptions::default());
+        let registry_name = |t: &FlatTool| {
+            if t.tool == "c__filt" {
+                "c++filt".to_string()
+            } else {
+                t.tool.clone()
+            }
+        };
+        let index = |uses: bool| {
+            let facts: Vec<Facts> = c
+                .tools()
+                .iter()
+                .map(|t| Facts {
+                    uses: uses.then(|| registry_name(t)),
+                    ..Facts::of(t)
+                })
+                .collect();
+            let mut b = IndexBuilder::default();
+            b.add_ranked(c.tools(), &facts);
+            b.finish()
+        };
+        let first = |ix: &SearchIndex, q: &str| {
+            let hits = ix.search(q, 1, false);
+            hits.first()
+                .map_or(String::new(), |h| c.tools()[h.doc].tool.clone())
+        };
+        let (plain, curated) = (index(false), index(true));
+        // Without task lines (an MCP server's tools, a file's) the text alone ranks.
+        assert_ne!(first(&plain, "make a file executable"), "chmod");
+        assert_eq!(first(&curated, "make a file executable"), "chmod");
+        assert_ne!(first(&plain, "demangle names"), "c__filt");
+        assert_eq!(first(&curated, "demangle names"), "c__filt");
+        // Results show the tool's own description; the lines only rank.
+        assert_eq!(
+            c.tools()[curated.search("make a file executable", 1, false)[0].doc].summary,
+            "change file mode bits"
+        );
+        // A selection indexed apart from the catalog gets the same lines through the
+        // program facts, so it ranks alike.
+        let facts = curated.program_facts();
+        assert_eq!(facts["c__filt"].uses.as_deref(), Some("c++filt"));
+        let apart = SearchIndex::build_with(c.tools(), &facts);
+        assert_eq!(first(&apart, "make a file executable"), "chmod");
+        assert_eq!(plain.program_facts()["chmod"].uses, None);
+    }
+
+    #[test]
+    fn a_subcommand_gets_its_own_task_line_and_its_programs_lines_belong_to_it() {
+        // `git` is keyed in uses.txt with its commands; `gitx` is not.
+        let git = Metadata::from_value(json!({"atip": "0.4", "name": "git", "version": "1",
+            "description": "the stupid content tracker",
+            "commands": {"commit": {"description": "Record changes to the repository"},
+                         "notes": {"description": "Add or inspect object notes"}}}))
+        .unwrap();
+        let c = Catalog::build(&[git], &FlattenOptions::default());
+        let facts: Vec<Facts> = c
+            .tools()
+            .iter()
+            .map(|t| Facts {
+                uses: Some(t.tool.clone()),
+                ..Facts::of(t)
+            })
+            .collect();
+        let mut b = IndexBuilder::default();
+        b.add_ranked(c.tools(), &facts);
+        let ix = b.finish();
+        let hits = ix.search("save a snapshot of staged changes", 2, true);
+        assert_eq!(c.tools()[hits[0].doc].name, "git_commit", "{hits:?}");
+        // `notes` has no line of its own; git's own line ("version control …") is what
+        // it belongs to, so it is found by it, below the command whose line it is.
+        let hits = ix.search("version control clone a repository", 2, false);
+        assert_eq!(hits.len(), 2);
+        // The program's lines do not put a subcommand in a task's domain: its context
+        // is still the tool's name and what the tool says of itself.
+        let t = ix.t();
+        let notes = c
+            .tools()
+            .iter()
+            .position(|t| t.name == "git_notes")
+            .unwrap();
+        let clone = ix.id("clone").unwrap();
+        assert!(!t.context[notes].iter().any(|i| i.to_native() == clone));
+    }
+
+    #[test]
     fn a_family_is_one_result_naming_its_aliases() {
         let metas = [
             tool("egrep", "print lines that match patterns", &[]),
@@ -1403,6 +1540,7 @@ mod tests {
                 } else {
                     "grep".into()
                 },
+                uses: None,
             })
             .collect();
         let mut b = IndexBuilder::default();
@@ -1606,6 +1744,7 @@ mod tests {
             .map(|t| Facts {
                 prior: if t.tool == "xc" { 1.15 } else { 1.0 },
                 family: t.tool.clone(),
+                uses: None,
             })
             .collect();
         let mut b = IndexBuilder::default();
