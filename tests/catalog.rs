@@ -541,6 +541,7 @@ proptest! {
                 let facts = atip::search::Facts {
                     prior: k.prior * catalog::facts::section_prior(m),
                     family: k.family.clone(),
+                    uses: Some((*name).clone()),
                 };
                 (m.tool_name().unwrap_or(name).to_string(), facts)
             })

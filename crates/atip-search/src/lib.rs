@@ -271,6 +271,27 @@ struct Builder {
 }
 
 impl Builder {
+    /// Adds tool `doc`'s terms (`pairs`: term, field, weight) to the posting lists, as a
+    /// term frequency per field, and its fields' lengths.
+    fn post(&mut self, doc: u32, pairs: &mut [(u32, usize, f32)]) {
+        let mut len = [0f32; FIELDS];
+        for &(_, field, w) in pairs.iter() {
+            len[field] += w;
+        }
+        pairs.sort_unstable_by_key(|(id, _, _)| *id);
+        let mut i = 0;
+        while i < pairs.len() {
+            let id = pairs[i].0;
+            let mut tf = [0f32; FIELDS];
+            while i < pairs.len() && pairs[i].0 == id {
+                tf[pairs[i].1] += pairs[i].2;
+                i += 1;
+            }
+            self.raw[id as usize].push((doc, tf));
+        }
+        self.lengths.push(len);
+    }
+
     fn intern(&mut self, term: String) -> u32 {
         if let Some(&id) = self.ids.get(&term) {
             return id;
@@ -379,22 +400,7 @@ impl IndexBuilder {
                     W_PARAM_DESCRIPTION,
                 );
             }
-            let mut len = [0f32; FIELDS];
-            for &(_, field, w) in pairs.iter() {
-                len[field] += w;
-            }
-            pairs.sort_unstable_by_key(|(id, _, _)| *id);
-            let mut i = 0;
-            while i < pairs.len() {
-                let id = pairs[i].0;
-                let mut tf = [0f32; FIELDS];
-                while i < pairs.len() && pairs[i].0 == id {
-                    tf[pairs[i].1] += pairs[i].2;
-                    i += 1;
-                }
-                ix.raw[id as usize].push((doc, tf));
-            }
-            ix.lengths.push(len);
+            ix.post(doc, pairs);
             let key = format!("{}\u{1f}{path}", f.family);
             let next = ix.families.len() as u32;
             let family = *ix.families.entry(key).or_insert(next);
