@@ -8,7 +8,7 @@
 
 use super::report::{FailReason, ReportDiagnostic};
 use crate::process::{self, Exit, Spawn};
-use crate::validate::{Kind, Severity, check_bytes};
+use crate::validate::{Kind, Severity, check_bytes, check_with};
 use std::path::Path;
 use std::time::Duration;
 
@@ -175,9 +175,41 @@ pub(crate) fn probe_agent(
 
 /// Judges a metadata document a tool gave (or atip converted for it): one JSON
 /// document, valid ATIP metadata; a `name` other than the executable's is a warning.
+///
+/// A clean document (nearly every answer) is recognised on the validator's light path,
+/// without a `serde_json::Value` of it: for a 1 MB answer that tree was several MB held
+/// beside the model parsed below, on each probe thread. Only a document with findings
+/// is checked again in full, for its diagnostics.
 pub(crate) fn judge(document: Vec<u8>, name: &str) -> Result<ProbeAnswer, ProbeFailure> {
-    let checked = check_bytes(&document, Some(Kind::Metadata), None);
-    let Some(value) = checked.value.as_ref() else {
+    let quick = check_with(&document, Some(Kind::Metadata), None, false);
+    let mut warnings = if quick.diagnostics.is_empty() {
+        Vec::new()
+    } else {
+        findings(&document)?
+    };
+    let model = match crate::model::Metadata::from_slice(&document) {
+        Ok(m) => m,
+        Err(e) => return Err(ProbeFailure::new(FailReason::Invalid, e.to_string())),
+    };
+    match model.name.as_deref() {
+        Some(n) if n != name => warnings.push(format!(
+            "the metadata names itself {n:?}; it is registered under its executable name {name:?}"
+        )),
+        _ => {}
+    }
+    let trust = model.trust.and_then(|t| t.source);
+    Ok(ProbeAnswer {
+        document,
+        warnings,
+        trust,
+    })
+}
+
+/// The full validation of a document with findings: a failure when it is not JSON or
+/// has errors, else its warnings.
+fn findings(document: &[u8]) -> Result<Vec<String>, ProbeFailure> {
+    let checked = check_bytes(document, Some(Kind::Metadata), None);
+    if checked.value.is_none() {
         let first = checked
             .diagnostics
             .first()
@@ -193,7 +225,7 @@ pub(crate) fn judge(document: Vec<u8>, name: &str) -> Result<ProbeAnswer, ProbeF
             .map(ReportDiagnostic::from)
             .collect();
         return Err(f);
-    };
+    }
     if !checked.is_valid() {
         let errors: Vec<ReportDiagnostic> = checked
             .diagnostics
@@ -212,30 +244,12 @@ pub(crate) fn judge(document: Vec<u8>, name: &str) -> Result<ProbeAnswer, ProbeF
         f.diagnostics = errors;
         return Err(f);
     }
-    if let Err(e) = crate::model::Metadata::from_slice(&document) {
-        return Err(ProbeFailure::new(FailReason::Invalid, e.to_string()));
-    }
-    let mut warnings: Vec<String> = checked
+    Ok(checked
         .diagnostics
         .iter()
         .filter(|d| d.severity == Severity::Warning)
         .map(|d| format!("{} at {:?}: {}", d.rule, d.pointer, d.message))
-        .collect();
-    match value.get("name").and_then(serde_json::Value::as_str) {
-        Some(n) if n != name => warnings.push(format!(
-            "the metadata names itself {n:?}; it is registered under its executable name {name:?}"
-        )),
-        _ => {}
-    }
-    let trust = value
-        .pointer("/trust/source")
-        .and_then(serde_json::Value::as_str)
-        .map(str::to_owned);
-    Ok(ProbeAnswer {
-        document,
-        warnings,
-        trust,
-    })
+        .collect())
 }
 
 /// `--probe help`'s first phase: whether `TOOL --help` (stdout or stderr, any exit
@@ -252,4 +266,65 @@ pub(crate) fn help_mentions_agent(
 
 fn memchr_find(needle: &'static [u8]) -> impl Fn(&[u8]) -> bool {
     move |hay: &[u8]| hay.windows(needle.len()).any(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(doc: &str, name: &str) -> Result<ProbeAnswer, ProbeFailure> {
+        judge(doc.as_bytes().to_vec(), name)
+    }
+
+    const CLEAN: &str = r#"{"atip": {"version": "0.6", "features": ["trust-v1"]}, "name": "t",
+        "version": "1.0", "description": "A tool.", "trust": {"source": "native"}}"#;
+
+    #[test]
+    fn a_clean_answer_keeps_its_bytes_and_trust_without_warnings() {
+        let a = answer(CLEAN, "t").unwrap();
+        assert_eq!(a.document, CLEAN.as_bytes());
+        assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+        assert_eq!(a.trust.as_deref(), Some("native"));
+    }
+
+    #[test]
+    fn a_clean_answer_under_another_name_is_a_warning() {
+        let a = answer(CLEAN, "u").unwrap();
+        assert_eq!(a.warnings.len(), 1);
+        assert!(
+            a.warnings[0].contains("names itself \"t\""),
+            "{:?}",
+            a.warnings
+        );
+    }
+
+    #[test]
+    fn findings_that_are_warnings_come_first_then_the_name() {
+        let doc = r#"{"atip": "0.4", "name": "t", "version": "1.0", "description": "A tool."}"#;
+        let a = answer(doc, "u").unwrap();
+        assert_eq!(a.warnings.len(), 2, "{:?}", a.warnings);
+        assert!(
+            a.warnings[0].starts_with("legacy-version-form"),
+            "{:?}",
+            a.warnings
+        );
+        assert!(a.warnings[1].contains("names itself"), "{:?}", a.warnings);
+        assert_eq!(a.trust, None);
+    }
+
+    #[test]
+    fn not_json_and_invalid_answers_fail_with_their_reason() {
+        let f = answer("{\"atip\": ", "t").err().unwrap();
+        assert_eq!(f.reason, FailReason::NotJson);
+        assert!(!f.diagnostics.is_empty());
+        let f = answer(r#"{"atip": {"version": "0.6"}, "name": "t"}"#, "t")
+            .err()
+            .unwrap();
+        assert_eq!(f.reason, FailReason::Invalid);
+        assert!(
+            f.message.contains("not valid ATIP metadata"),
+            "{}",
+            f.message
+        );
+    }
 }
