@@ -328,12 +328,12 @@ pub fn build_into<W: Write + Seek>(
     let mut layout = Layout::start(out)?;
     // The search index is built on a thread of its own, a batch at a time, while the
     // next batches are flattened and their records written.
-    let (to_index, batches) = std::sync::mpsc::sync_channel::<(Vec<FlatTool>, Vec<Facts>)>(2);
+    let (to_index, batches) = std::sync::mpsc::sync_channel::<(Vec<Texts>, Vec<Facts>)>(2);
     let (records, search) = std::thread::scope(|scope| {
         let indexer = scope.spawn(move || {
             let mut builder = IndexBuilder::default();
             for (batch, facts) in batches {
-                builder.add_ranked(&batch, &facts);
+                index_texts(&mut builder, batch, facts);
             }
             builder.finish()
         });
@@ -405,7 +405,7 @@ fn write_records<W: Write + Seek>(
     in_memory: &InMemory,
     layout: &mut Layout,
     out: &mut W,
-    to_index: std::sync::mpsc::SyncSender<(Vec<FlatTool>, Vec<Facts>)>,
+    to_index: std::sync::mpsc::SyncSender<(Vec<Texts>, Vec<Facts>)>,
 ) -> std::io::Result<Records> {
     let mut docs = Vec::with_capacity(entries.len());
     let mut rows: Vec<Row> = Vec::new();
@@ -418,41 +418,43 @@ fn write_records<W: Write + Seek>(
         let mut indexed_facts = Vec::new();
         for ((name, entry), (entry_json, r)) in batch.iter().zip(flat) {
             let first = rows.len() as u32;
-            let (tool, tools, error, section) = match r {
-                Ok(flat) => (flat.tool, flat.tools, None, flat.section_prior),
-                Err(e) => ((*name).clone(), Vec::new(), Some(e.to_string()), 1.0),
+            let (flat, error) = match r {
+                Ok(f) => (f, None),
+                Err(e) => (Flat::unreadable((*name).clone()), Some(e.to_string())),
             };
-            let facts = facts_of(name, machine.get(*name), section);
-            let count = tools.len() as u32;
-            for (mut t, mut record) in tools {
-                let base = t.name.clone();
-                t.name = compile::claim_name(t.name, &mut taken);
-                if t.name != base {
-                    record = renamed(&record, &base, &t.name);
-                }
-                let needs_human = t.effects.needs_human();
-                if !needs_human {
+            let facts = facts_of(name, machine.get(*name), flat.section_prior);
+            let count = flat.tools.len() as u32;
+            let records_made = records_of(&flat.records, &flat.ends);
+            for (t, record) in flat.tools.into_iter().zip(records_made) {
+                let name = compile::claim_name(t.name.clone(), &mut taken);
+                let owned;
+                let record = if name != t.name {
+                    owned = renamed(record, &t.name, &name);
+                    owned.as_slice()
+                } else {
+                    record
+                };
+                if t.texts.is_some() {
                     searchable.push(rows.len() as u32);
                 }
                 rows.push(Row {
-                    renamed: t.name != base,
-                    // The index reads the tool's texts, not its name.
-                    name: std::mem::take(&mut t.name),
+                    renamed: name != t.name,
+                    name,
                     doc: docs.len() as u32,
-                    needs_human,
+                    needs_human: t.texts.is_none(),
                     at: records.len,
                     len: record.len() as u32,
-                    crc: crc32fast::hash(&record),
+                    crc: crc32fast::hash(record),
                 });
-                records.write(out, &record)?;
-                if !needs_human {
-                    indexed.push(t);
+                records.write(out, record)?;
+                if let Some(texts) = t.texts {
+                    indexed.push(texts);
                     indexed_facts.push(facts.clone());
                 }
             }
             docs.push(Doc {
                 name: (*name).clone(),
-                tool,
+                tool: flat.tool,
                 metadata: entry.metadata.clone(),
                 source: entry.source,
                 entry: entry_json,
@@ -506,33 +508,151 @@ fn facts_of(name: &str, known: Option<&facts::EntryFacts>, section: f32) -> Fact
     }
 }
 
-/// One document flattened off the writer's thread: its tool name, and each tool with its
-/// record as written when the tool keeps its own name (the input schema left out: it is
-/// made of the parameters' schemas, stored once, in them).
+/// One document flattened off the writer's thread: its tool name, each tool's name and
+/// what the search index reads of it, and the tools' records, as written when a tool
+/// keeps its own name (the input schema left out: it is made of the parameters'
+/// schemas, stored once, in them), one after the other in one buffer.
 struct Flat {
     tool: String,
-    tools: Vec<(FlatTool, Vec<u8>)>,
+    tools: Vec<Kept>,
+    /// The records, back to back.
+    records: Vec<u8>,
+    /// Where each record ends in `records`.
+    ends: Vec<usize>,
     /// The document's manual-section prior (`facts::section_prior`).
     section_prior: f32,
 }
 
+/// One flattened tool as the writer needs it once its record is made.
+struct Kept {
+    /// Its name before the registry-wide claim.
+    name: String,
+    /// What the index reads of it; `None` for a tool that needs a human (not searched).
+    texts: Option<Texts>,
+}
+
+/// What the search index reads of a tool ([`IndexBuilder::add_ranked`]): its texts,
+/// moved out of the [`FlatTool`]. The whole tool is ~2 KB of struct before any text (its
+/// effects and each parameter's guard are inline); kept for every tool of a document of
+/// ~1,700 commands, those tools were a third of a cold scan's heap peak.
+#[derive(Debug, Clone, PartialEq)]
+struct Texts {
+    tool: String,
+    command: Vec<String>,
+    title: String,
+    summary: String,
+    about: String,
+    /// Each parameter's origin (its name) and description.
+    params: Vec<(compile::ParamOrigin, String)>,
+}
+
+impl Texts {
+    fn of(t: FlatTool) -> Texts {
+        Texts {
+            tool: t.tool,
+            command: t.command,
+            title: t.title,
+            summary: t.summary,
+            about: t.about,
+            // Into a Vec of its own: `collect` would keep the parameters' buffer, which
+            // is sized for whole parameters.
+            params: {
+                let mut params = Vec::with_capacity(t.params.len());
+                params.extend(t.params.into_iter().map(|p| (p.origin, p.description)));
+                params
+            },
+        }
+    }
+
+    /// A tool holding these texts and nothing else, for the index (which reads nothing
+    /// else: `kept_texts_index_as_the_whole_tools` fails if it starts to).
+    fn into_tool(self) -> FlatTool {
+        FlatTool {
+            name: String::new(),
+            tool: self.tool,
+            command: self.command,
+            title: self.title,
+            summary: self.summary,
+            safety: String::new(),
+            description: String::new(),
+            params: self
+                .params
+                .into_iter()
+                .map(|(origin, description)| compile::Param {
+                    property: String::new(),
+                    origin,
+                    kind: crate::model::ParamType::String,
+                    required: false,
+                    variadic: false,
+                    description,
+                    schema: serde_json::Value::Null,
+                    guard: Default::default(),
+                })
+                .collect(),
+            effects: Default::default(),
+            input_schema: serde_json::Value::Null,
+            runner: false,
+            about: self.about,
+        }
+    }
+}
+
+/// Tools handed to [`IndexBuilder::add_ranked`] at once: whole tools are rebuilt from
+/// their texts a slice at a time, never a whole document's.
+const INDEX_SLICE: usize = 256;
+
+/// Indexes one batch's texts, in order.
+fn index_texts(builder: &mut IndexBuilder, texts: Vec<Texts>, facts: Vec<Facts>) {
+    let mut pairs = texts.into_iter().zip(facts);
+    loop {
+        let (tools, facts): (Vec<FlatTool>, Vec<Facts>) = pairs
+            .by_ref()
+            .take(INDEX_SLICE)
+            .map(|(t, f)| (t.into_tool(), f))
+            .unzip();
+        if tools.is_empty() {
+            return;
+        }
+        builder.add_ranked(&tools, &facts);
+    }
+}
+
+/// The records of a buffer, given where each ends.
+fn records_of<'a>(bytes: &'a [u8], ends: &'a [usize]) -> impl Iterator<Item = &'a [u8]> {
+    ends.iter().scan(0, move |start, &end| {
+        Some(&bytes[std::mem::replace(start, end)..end])
+    })
+}
+
 impl Flat {
-    /// Each tool's record is written as the tool is flattened; the tool is then kept
-    /// without its parameters' schemas, which only the record needs (the search index
-    /// reads names and texts): a document of ~1,700 commands held both whole was most
-    /// of a cold scan's heap peak.
+    /// A document that could not be read: no tools.
+    fn unreadable(tool: String) -> Flat {
+        Flat {
+            tool,
+            tools: Vec::new(),
+            records: Vec::new(),
+            ends: Vec::new(),
+            section_prior: 1.0,
+        }
+    }
+
+    /// Each tool's record is written as the tool is flattened; the tool is then kept as
+    /// its name and texts only (see [`Texts`]).
     fn new(tool: String, m: &crate::model::Metadata) -> Flat {
-        let mut tools = Vec::new();
-        compile::flatten_params_only(m, &everything(), |mut t| {
-            let record = serde_json::to_vec(&t).expect("a flattened tool serializes");
-            for p in &mut t.params {
-                p.schema = serde_json::Value::Null;
-            }
-            tools.push((t, record));
+        let (mut tools, mut records, mut ends) = (Vec::new(), Vec::new(), Vec::new());
+        compile::flatten_params_only(m, &everything(), |t| {
+            serde_json::to_writer(&mut records, &t).expect("a flattened tool serializes");
+            ends.push(records.len());
+            let name = t.name.clone();
+            let texts = (!t.effects.needs_human()).then(|| Texts::of(t));
+            tools.push(Kept { name, texts });
         });
+        records.shrink_to_fit();
         Flat {
             tool,
             tools,
+            records,
+            ends,
             section_prior: facts::section_prior(m),
         }
     }
@@ -1374,21 +1494,87 @@ mod tests {
         );
     }
 
-    #[test]
-    fn kept_tools_lose_only_their_parameter_schemas() {
-        let m = crate::model::Metadata::from_value(serde_json::json!({
-            "atip": "0.6", "name": "t", "version": "1", "description": "T",
-            "commands": {"go": {"description": "Go", "options": [{"name": "n", "flags": ["-n"],
-                "type": "integer", "description": "N"}]}}
+    /// A document of more commands than one index slice, with arguments, options, global
+    /// options, effects, a command that needs a human, and parent descriptions.
+    fn many_commands() -> crate::model::Metadata {
+        let mut commands = serde_json::Map::new();
+        for i in 0..(INDEX_SLICE + 40) {
+            let mut c = serde_json::json!({
+                "description": format!("Command {i} copies files over the network {}", i % 7),
+                "arguments": [{"name": format!("src{}", i % 3), "type": "file",
+                    "description": format!("Source {i}"), "required": true}],
+                "options": [{"name": "n", "flags": ["-n", "--count"], "type": "integer",
+                    "description": "How many"}],
+                "effects": {"destructive": i % 5 == 0, "network": i % 2 == 0}
+            });
+            if i % 9 == 0 {
+                c["effects"]["interactive"] = serde_json::json!({"tty": true});
+            }
+            if i % 50 == 0 {
+                c["commands"] = serde_json::json!({"sub": {"description": "Nested one"}});
+            }
+            commands.insert(format!("c{i}"), c);
+        }
+        crate::model::Metadata::from_value(serde_json::json!({
+            "atip": "0.6", "name": "t", "version": "1", "description": "Moves data around",
+            "globalOptions": [{"name": "verbose", "flags": ["-v"], "type": "boolean",
+                "description": "Say more"}],
+            "commands": commands
         }))
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn records_are_the_whole_tools_serialized_back_to_back() {
+        let m = many_commands();
+        let mut full = Vec::new();
+        compile::flatten_params_only(&m, &everything(), |t| full.push(t));
         let flat = Flat::new("t".into(), &m);
-        let (kept, record) = &flat.tools[0];
-        let full: FlatTool = serde_json::from_slice(record).unwrap();
-        assert!(full.params[0].schema.is_object());
-        assert!(kept.params[0].schema.is_null());
-        let mut stripped = full.clone();
-        stripped.params[0].schema = serde_json::Value::Null;
-        assert_eq!(kept, &stripped);
+        assert_eq!(flat.tools.len(), full.len());
+        assert_eq!(flat.ends.last(), Some(&flat.records.len()));
+        for ((record, kept), t) in records_of(&flat.records, &flat.ends)
+            .zip(&flat.tools)
+            .zip(&full)
+        {
+            assert_eq!(record, serde_json::to_vec(t).unwrap().as_slice());
+            assert_eq!(kept.name, t.name);
+            assert_eq!(kept.texts.is_none(), t.effects.needs_human());
+        }
+        assert!(flat.tools.iter().any(|k| k.texts.is_none()));
+    }
+
+    #[test]
+    fn kept_texts_index_as_the_whole_tools() {
+        let m = many_commands();
+        let mut full = Vec::new();
+        compile::flatten_params_only(&m, &everything(), |t| {
+            if !t.effects.needs_human() {
+                full.push(t)
+            }
+        });
+        let facts = |n: usize| -> Vec<Facts> {
+            (0..n)
+                .map(|i| Facts {
+                    prior: 1.0 + (i % 4) as f32,
+                    family: format!("f{}", i % 3),
+                    uses: (i % 2 == 0).then(|| "cp".to_string()),
+                })
+                .collect()
+        };
+        let mut whole = IndexBuilder::default();
+        whole.add_ranked(&full, &facts(full.len()));
+        let whole = whole.finish();
+        let flat = Flat::new("t".into(), &m);
+        let texts: Vec<Texts> = flat.tools.into_iter().filter_map(|k| k.texts).collect();
+        assert_eq!(texts.len(), full.len());
+        assert!(texts.len() > INDEX_SLICE);
+        let mut kept = IndexBuilder::default();
+        index_texts(&mut kept, texts, facts(full.len()));
+        let kept = kept.finish();
+        assert!(whole.bytes() == kept.bytes(), "the index tables differ");
+        assert!(
+            whole.postings_bytes() == kept.postings_bytes(),
+            "the postings differ"
+        );
     }
 }
