@@ -567,26 +567,24 @@ pub fn commit(
     // The catalog is compiled (from the documents in memory) while the files are
     // written: metadata files first, so registry.json never points at a missing file.
     // It is put in place only after both, and it is keyed by registry.json's bytes.
-    let catalog = std::thread::scope(|scope| {
-        let catalog = opts
-            .after
-            .as_deref()
-            .filter(|_| lock.is_locked())
-            .map(|after| {
-                scope
-                    .spawn(|| prepare_after(after, dirs, &index, registry_bytes.as_deref(), &files))
-            });
-        let written = write_metadata_files(data, &files).and_then(|()| match &registry_bytes {
-            Some(bytes) => Ok(atomic::write_atomic(
-                &registry_path,
-                bytes,
-                atomic::Options::SHARED,
-            )?),
-            None => Ok(()),
-        });
-        let catalog = catalog.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-        written.map(|()| catalog)
-    })?;
+    // Both run on the caller's rayon pool (a scan's CPU pool), where the catalog's own
+    // parallel work runs too: a thread of their own would start rayon's global pool
+    // beside it, with its threads' stacks and allocator arenas.
+    let after = opts.after.as_deref().filter(|_| lock.is_locked());
+    let (catalog, written) = rayon::join(
+        || after.map(|after| prepare_after(after, dirs, &index, registry_bytes.as_deref(), &files)),
+        || {
+            write_metadata_files(data, &files).and_then(|()| match &registry_bytes {
+                Some(bytes) => Ok(atomic::write_atomic(
+                    &registry_path,
+                    bytes,
+                    atomic::Options::SHARED,
+                )?),
+                None => Ok(()),
+            })
+        },
+    );
+    written?;
     report.written = registry_bytes.is_some();
     if lock.is_locked() {
         let installed = match catalog {
