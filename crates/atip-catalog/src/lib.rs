@@ -71,7 +71,7 @@ use std::time::Duration;
 pub const FILE: &str = "catalog.bin";
 /// The format this atip writes and reads; any change to the layout, or to what flattening
 /// or indexing produce for the same documents, must raise it.
-pub const FORMAT: u32 = 11;
+pub const FORMAT: u32 = 12;
 
 const MAGIC: &[u8; 8] = b"ATIPCAT\0";
 /// Magic, format, section count, registry sha256, CRC-32 of header and table, zero.
