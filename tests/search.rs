@@ -320,6 +320,65 @@ fn no_match_exits_1_and_registry_search_spans_tools() {
     }
 }
 
+/// Curated task lines (uses.txt) rank whatever program the registry holds under their
+/// name, through the compiled catalog of the real binary: a user's own script registered
+/// as `chmod`, whose description says nothing of the task, answers "make a file
+/// executable"; `c++filt`'s lines reach its tool, which is called `c__filt`. The result
+/// shows the tool's own description, and the lines never permit anything: the policy
+/// still withholds a denied tool from the answer.
+#[test]
+fn task_lines_rank_the_registered_program_by_name_and_never_permit() {
+    let sb = Sandbox::new();
+    let tool = |name: &str, description: &str| {
+        json!({"atip": "0.6", "name": name, "version": "1", "description": description,
+               "effects": {"destructive": false, "filesystem": {"read": true, "write": false}}})
+    };
+    let script = "#!/bin/sh\nexit 0\n";
+    common::tools::register(
+        &sb,
+        "chmod",
+        &tool("chmod", "a helper of mine"),
+        script,
+        "native",
+    );
+    common::tools::register(
+        &sb,
+        "mknod",
+        &tool("mknod", "make block or character special files"),
+        "#!/bin/sh\nexit 1\n",
+        "native",
+    );
+    common::tools::register(
+        &sb,
+        "c++filt",
+        &tool("c__filt", "a filter"),
+        "#!/bin/sh\nexit 2\n",
+        "native",
+    );
+    let (code, v, out) = search(&sb, &["make a file executable"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(names(&v)[0], "chmod", "{v}");
+    assert!(
+        v["results"][0]["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("a helper of mine"),
+        "{v}"
+    );
+    let (_, v, out) = search(&sb, &["demangle c++ symbol names"]);
+    assert_eq!(
+        names(&v).first().map(String::as_str),
+        Some("c__filt"),
+        "{out}"
+    );
+    sb.write(
+        "config/policy.json",
+        json!({"tools": {"deny": ["chmod"]}}).to_string(),
+    );
+    let (_, v, out) = search(&sb, &["make a file executable"]);
+    assert!(!names(&v).contains(&"chmod".to_string()), "{out}");
+}
+
 /// One way of asking: the ranked results of a query, each as the names that count for it
 /// (tool, tool-call name, aliases).
 type Ask<'a> = dyn FnMut(&str) -> Vec<Vec<String>> + 'a;
