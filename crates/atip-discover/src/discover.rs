@@ -1873,6 +1873,9 @@ fn examine(
             });
     });
     progress.finish();
+    // The answers judged on the probe threads (a 1 MB document's model among them) are
+    // freed, but stay resident in those threads' arenas under the man-page listing.
+    release_free_memory();
 }
 
 /// Reads what one file's bytes show: its ATIP sign (when `sign`), following launchers,
@@ -1992,12 +1995,12 @@ fn commit(
 
 /// The metadata file (`<sha256 hex>.json`) of every fresh document the registry
 /// accepted: the commit wrote it, or found it intact (`spec/registry.md` §4, step 5).
-/// Gives the allocator's free pages back to the system before a commit. By then the
-/// probes' answers, the manual's listing and the composed documents are freed, but glibc
-/// keeps freed memory resident (and, with the 16 MiB `M_TOP_PAD` atip sets, that much at
-/// each heap's top): it sat under the catalog compiled beside the commit, the scan's
-/// peak. Only a scan that commits pays for it (well under a millisecond); a warm rescan
-/// does not.
+/// Gives the allocator's free pages back to the system, after the probes and before a
+/// commit. By then the probes' answers (or the manual's listing and the composed
+/// documents) are freed, but glibc keeps freed memory resident (and, with the 16 MiB
+/// `M_TOP_PAD` atip sets, that much at each heap's top): it sat under the next phase's
+/// own peak. Only a scan that probes or commits pays for it (well under a millisecond);
+/// a warm rescan does neither.
 fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free memory to the system; it takes each arena's

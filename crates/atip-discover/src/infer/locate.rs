@@ -144,23 +144,27 @@ pub(crate) fn split_page_name(file: &str, section: &str) -> Option<(String, Stri
 /// Lists one section directory.
 pub(crate) fn list_dir(dir: &Path, section: &str) -> Option<DirListing> {
     let mtime_ns = Stamp::of(dir).ok()?.mtime_ns;
-    let mut pages: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let mut found: Vec<(String, (String, String))> = Vec::new();
     for entry in std::fs::read_dir(dir).ok()?.flatten() {
-        let file = entry.file_name();
-        let Some(file) = file.to_str() else { continue };
-        let Some((name, sec)) = split_page_name(file, section) else {
+        let Ok(file) = entry.file_name().into_string() else {
             continue;
         };
-        // A plain section beats a suffixed one; then plain text beats compressed.
-        let better = match pages.get(&name) {
-            None => true,
-            Some((old_sec, old_file)) => (sec.len(), file.len()) < (old_sec.len(), old_file.len()),
-        };
-        if better {
-            pages.insert(name, (sec, file.to_owned()));
+        if let Some((name, sec)) = split_page_name(&file, section) {
+            found.push((name, (sec, file)));
         }
     }
-    Some(DirListing { mtime_ns, pages })
+    // Per name, a plain section beats a suffixed one; then plain text beats compressed
+    // (then the file name decides, so the listing does not depend on the directory's
+    // order). Sorted once and built in bulk: a section of ~18,000 pages is listed on
+    // every cold scan, and inserting them one by one was most of that.
+    found.sort_unstable_by(|(a, (a_sec, a_file)), (b, (b_sec, b_file))| {
+        (a, a_sec.len(), a_file.len(), a_file).cmp(&(b, b_sec.len(), b_file.len(), b_file))
+    });
+    found.dedup_by(|later, first| later.0 == first.0);
+    Some(DirListing {
+        mtime_ns,
+        pages: found.into_iter().collect(),
+    })
 }
 
 /// Every page of the manual trees, by name, first tree and section first.
@@ -478,6 +482,40 @@ mod tests {
     }
 
     /// Pages compressed by the real `zstd` and `xz` tools read the same as the gzip one.
+    #[test]
+    fn a_listing_keeps_per_name_the_plain_section_then_the_shortest_file() {
+        let d = tempfile::tempdir().unwrap();
+        for f in [
+            "ls.1.gz",
+            "ls.1",
+            "ls.1p",
+            "p.1p.gz",
+            "a.1.xz",
+            "a.1.gz",
+            "git-commit.1.gz",
+            "notes.txt",
+            "eight.8",
+        ] {
+            std::fs::write(d.path().join(f), b"").unwrap();
+        }
+        let l = list_dir(d.path(), "1").unwrap();
+        let got: Vec<(&str, &str, &str)> = l
+            .pages
+            .iter()
+            .map(|(n, (s, f))| (n.as_str(), s.as_str(), f.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", "1", "a.1.gz"),
+                ("git-commit", "1", "git-commit.1.gz"),
+                ("ls", "1", "ls.1"),
+                ("p", "1p", "p.1p.gz"),
+            ]
+        );
+        assert_eq!(l.mtime_ns, Stamp::of(d.path()).unwrap().mtime_ns);
+    }
+
     #[test]
     fn zstd_and_xz_pages_read_like_gzip_ones() {
         let gz = read_page(&page(fixtures().join("man1/wc.1.gz"))).unwrap();
