@@ -1,18 +1,19 @@
 //! Search quality against a labelled query set (`tests/fixtures/search/queries.json`):
 //! tasks phrased as an agent would, over the catalog of every shipped shim and over the
-//! gh-like test fixture. Fails when top-1 drops below 80% or top-5 below 97%, and always
+//! gh-like test fixture. Fails when top-1 drops below 90% or top-5 below 99%, and always
 //! prints the figures and every query whose answer is not first. (The machine-scale gate,
-//! a scan of the real PATH, is `tests/search.rs`; the ranking is tuned for it, which cost
-//! this shim-only set one query in the top 5: 98% → 97%.)
+//! a scan of the real PATH, is `tests/search.rs`; the ranking is tuned for it.) Ranked as
+//! the compiled catalog ranks shims, with their task lines (uses.txt): 86.4% → 93.2% top-1,
+//! 100% top-5 (session 20).
 
-use super::SearchIndex;
+use super::{Facts, IndexBuilder, SearchIndex};
 use crate::compile::{Catalog, FlattenOptions};
 use crate::model::Metadata;
 use serde_json::Value;
 use std::path::Path;
 
-const MIN_TOP1: f64 = 0.80;
-const MIN_TOP5: f64 = 0.97;
+const MIN_TOP1: f64 = 0.90;
+const MIN_TOP5: f64 = 0.99;
 
 fn load(path: &Path) -> Metadata {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -67,7 +68,19 @@ fn labelled_queries_meet_the_targets() {
     let mut misses = Vec::new();
     for (corpus, metas) in &corpora {
         let catalog = Catalog::build(metas, &FlattenOptions::default());
-        let index = SearchIndex::build(catalog.tools());
+        // As the compiled catalog ranks them: each shim's program gets its task lines
+        // (uses.txt) by name.
+        let facts: Vec<Facts> = catalog
+            .tools()
+            .iter()
+            .map(|t| Facts {
+                uses: Some(t.tool.clone()),
+                ..Facts::of(t)
+            })
+            .collect();
+        let mut builder = IndexBuilder::default();
+        builder.add_ranked(catalog.tools(), &facts);
+        let index = builder.finish();
         for case in set[corpus].as_array().unwrap() {
             let q = case["q"].as_str().unwrap();
             let want: Vec<String> = serde_json::from_value(case["want"].clone()).unwrap();
