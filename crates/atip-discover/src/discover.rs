@@ -1926,6 +1926,7 @@ fn subject<'a>(name: &'a str, path: &'a std::path::Path, w: &'a Work) -> Subject
         canonical: &w.exe.canonical,
         sha256: w.rec.sha256.as_deref(),
         record: &w.rec,
+        owner_mode: w.exe.owner_mode,
     }
 }
 

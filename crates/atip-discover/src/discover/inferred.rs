@@ -47,6 +47,7 @@ impl MetadataSource for Inferred {
             None
         } else if crate::infer::curated::root_owned_in(
             subject.canonical,
+            Some(subject.owner_mode),
             &mut self.root_dirs.lock().unwrap_or_else(|e| e.into_inner()),
         ) {
             Some(crate::registry::Vouch::Curated)

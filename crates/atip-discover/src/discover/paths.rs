@@ -201,6 +201,8 @@ pub struct Executable {
     pub canonical: PathBuf,
     /// `stat` of the resolved file.
     pub fingerprint: Fingerprint,
+    /// Owner and mode (`st_mode`) of the resolved file, from the same `stat`.
+    pub owner_mode: (u32, u32),
 }
 
 /// Result of enumerating the scanned directories.
@@ -519,6 +521,7 @@ impl Walk<'_> {
             path,
             canonical,
             fingerprint,
+            owner_mode: (md.uid, md.mode),
         });
     }
 

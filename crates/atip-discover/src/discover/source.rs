@@ -112,6 +112,8 @@ pub struct Subject<'a> {
     pub sha256: Option<&'a str>,
     /// What is known of the file while its fingerprint holds (sign, probe outcome, …).
     pub record: &'a FileRecord,
+    /// Owner and mode of the file, from the scan's `stat` of it (links followed).
+    pub owner_mode: (u32, u32),
 }
 
 impl Subject<'_> {

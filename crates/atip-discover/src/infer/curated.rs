@@ -334,21 +334,29 @@ pub fn apply(doc: &mut Value, tool: &str) -> Option<Applied> {
 /// may write to them. The table knows programs by name; any user can put a program named
 /// `nl` in a directory of their own, so there the name proves nothing.
 pub fn root_owned(canonical: &std::path::Path) -> bool {
-    root_owned_in(canonical, &mut std::collections::HashMap::new())
+    root_owned_in(canonical, None, &mut std::collections::HashMap::new())
 }
 
 /// [`root_owned`], with the verdicts on directories kept in `dirs` across calls: a scan
 /// asks for ~1,000 programs in a handful of directories, and every ancestor was an
-/// `lstat` of its own (4 path walks per program).
+/// `lstat` of its own (4 path walks per program). `file` is the program's owner and mode
+/// when the caller already has them (the scan stat'ed every executable, links followed,
+/// which is the status of `canonical`): then the program itself is not stat'ed again.
 pub fn root_owned_in(
     canonical: &std::path::Path,
+    file: Option<(u32, u32)>,
     dirs: &mut std::collections::HashMap<std::path::PathBuf, bool>,
 ) -> bool {
     use std::os::unix::fs::MetadataExt;
+    let owned = |(uid, mode): (u32, u32)| uid == 0 && mode & 0o022 == 0;
     let safe = |p: &std::path::Path| {
-        std::fs::symlink_metadata(p).is_ok_and(|m| m.uid() == 0 && m.mode() & 0o022 == 0)
+        std::fs::symlink_metadata(p).is_ok_and(|m| owned((m.uid(), m.mode())))
     };
-    if !canonical.is_absolute() || !safe(canonical) {
+    let file_safe = match file {
+        Some(known) => owned(known),
+        None => safe(canonical),
+    };
+    if !canonical.is_absolute() || !file_safe {
         return false;
     }
     let Some(parent) = canonical.parent() else {
@@ -519,9 +527,13 @@ mod tests {
         // A canonical path (no symlink: `/bin` often is one, and a link's own mode is 0777).
         let sh = std::fs::canonicalize("/bin/sh").unwrap();
         let mut memo = std::collections::HashMap::new();
-        assert!(root_owned_in(&sh, &mut memo), "{}", sh.display());
+        assert!(root_owned_in(&sh, None, &mut memo), "{}", sh.display());
         assert_eq!(memo.get(sh.parent().unwrap()), Some(&true));
-        assert!(root_owned_in(&sh, &mut memo));
+        assert!(root_owned_in(&sh, None, &mut memo));
+        // The owner and mode the caller passes are believed instead of a new `lstat`.
+        assert!(root_owned_in(&sh, Some((0, 0o100755)), &mut memo));
+        assert!(!root_owned_in(&sh, Some((1000, 0o100755)), &mut memo));
+        assert!(!root_owned_in(&sh, Some((0, 0o100775)), &mut memo));
         assert!(root_owned(std::path::Path::new("/")));
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();

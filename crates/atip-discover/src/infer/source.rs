@@ -320,6 +320,17 @@ pub struct Lookup {
     pub page: PageRef,
     /// The recorded document's sha256, when every input is unchanged.
     pub current: Option<String>,
+    /// The recorded document's effects facts (whether the table gave its effects, the
+    /// table's warnings), when it is current.
+    pub recorded: Option<(bool, Vec<String>)>,
+}
+
+impl ArchivedStoredTool {
+    /// What [`Lookup`] says of this record when it is current.
+    fn recorded(&self) -> (bool, Vec<String>) {
+        let warnings = self.warnings.iter().map(|w| w.as_str().to_owned());
+        (self.curated, warnings.collect())
+    }
 }
 
 impl InferSource {
@@ -392,12 +403,11 @@ impl InferSource {
                 return None;
             }
             if let Some(rec) = old.tool(name) {
-                let current = rec
-                    .current(&mut self.stat)
-                    .then(|| rec.doc.as_str().to_owned());
+                let current = rec.current(&mut self.stat).then_some(rec);
                 return Some(Lookup {
                     page: rec.page_ref(),
-                    current,
+                    current: current.map(|r| r.doc.as_str().to_owned()),
+                    recorded: current.map(ArchivedStoredTool::recorded),
                 });
             }
         }
@@ -406,11 +416,14 @@ impl InferSource {
             .old
             .as_ref()
             .and_then(|o| o.get().tool(name))
-            .and_then(|rec| {
-                (Path::new(rec.page.as_str()) == page.path && rec.current(&mut self.stat))
-                    .then(|| rec.doc.as_str().to_owned())
+            .filter(|rec| {
+                Path::new(rec.page.as_str()) == page.path && rec.current(&mut self.stat)
             });
-        Some(Lookup { page, current })
+        Some(Lookup {
+            page,
+            current: current.map(|r| r.doc.as_str().to_owned()),
+            recorded: current.map(ArchivedStoredTool::recorded),
+        })
     }
 
     /// Looks up the page of every name, on the calling thread, and takes the documents
@@ -441,9 +454,10 @@ impl InferSource {
                 Some(Lookup {
                     page,
                     current: Some(doc),
+                    recorded,
                 }) => match listed_doc(&self.data, &doc, registry, &cache) {
                     Some(stored) => {
-                        let rec = self.old.as_ref().and_then(|o| o.get().tool(name));
+                        let (curated, warnings) = recorded.unwrap_or_default();
                         self.offers.insert(
                             name.to_owned(),
                             Offer {
@@ -451,12 +465,8 @@ impl InferSource {
                                 doc: OfferDoc::Cached(stored),
                                 sha: doc,
                                 record: None,
-                                curated: rec.is_some_and(|r| r.curated),
-                                warnings: rec
-                                    .map(|r| {
-                                        r.warnings.iter().map(|w| w.as_str().to_owned()).collect()
-                                    })
-                                    .unwrap_or_default(),
+                                curated,
+                                warnings,
                             },
                         );
                     }
