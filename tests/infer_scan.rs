@@ -339,6 +339,47 @@ fn warm_rescan_hashes_no_metadata_file_and_writes_nothing() {
     assert_eq!(hashed(&log), 0, "{log}");
 }
 
+/// A warm rescan does not parse `registry.json` while it keeps the stamp the scan cache
+/// recorded (not even the first rescan after the cold scan that wrote it). An entry
+/// removed from the file in place, its mtime set back, is noticed (the ctime changed):
+/// the index is read, the entry written again, and the rescan after that reads it no more.
+#[test]
+fn warm_rescan_reads_the_registry_index_only_when_its_stamp_changed() {
+    let sb = setup();
+    scan(&sb, &[]);
+    let index = sb.data_dir().join("registry.json");
+    let read = |log: &str| -> bool {
+        let line = log
+            .lines()
+            .find(|l| l.contains("scan: registry.json "))
+            .unwrap_or_else(|| panic!("no registry.json line in:\n{log}"));
+        !line.contains("not read")
+    };
+    let (report, log) = scan_verbose(&sb);
+    assert_eq!(report["summary"]["new"], 0, "{}", report["summary"]);
+    assert!(!read(&log), "{log}");
+
+    let mut reg: Value = serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+    assert!(reg["tools"]["ls"].is_object(), "{reg}");
+    reg["tools"].as_object_mut().unwrap().remove("ls");
+    let mtime = std::fs::metadata(&index).unwrap().modified().unwrap();
+    std::fs::write(&index, serde_json::to_vec_pretty(&reg).unwrap()).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&index)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let (report, log) = scan_verbose(&sb);
+    assert!(read(&log), "{log}");
+    assert_eq!(tool(&report, "ls")["status"], "new", "{report}");
+    let reg: Value = serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+    assert_eq!(reg["tools"]["ls"]["source"], "shim", "{reg}");
+    let (report, log) = scan_verbose(&sb);
+    assert_eq!(report["summary"]["new"], 0, "{}", report["summary"]);
+    assert!(!read(&log), "{log}");
+}
+
 /// A registry copy of an inferred document damaged in place is made again from its man
 /// page by a plain scan (the man-page source offers the registry's copy only while it
 /// still hashes to its name), not refused scan after scan until `--refresh`.

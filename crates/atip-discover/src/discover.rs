@@ -33,6 +33,7 @@ pub mod inferred;
 pub mod installed;
 pub mod launcher;
 pub mod native;
+mod old_index;
 pub mod paths;
 pub mod probe;
 pub mod remote;
@@ -47,7 +48,7 @@ use crate::digest::sha256_hex;
 use crate::dirs::Dirs;
 use crate::env::Env;
 use crate::output::{AtipError, ErrorCode};
-use crate::registry::{self, Found, FoundMeta, Index, Source, Update};
+use crate::registry::{self, Found, FoundMeta, Source, Update};
 use crate::remote::sync::{Remote, RemoteOptions};
 use cache::{Cache, FileRecord, ProbeRecord, ToolRecord};
 use converted::Converted;
@@ -388,7 +389,7 @@ pub fn scan(
     run.phases.done("remote shims");
     // 6. Resolve each name's winner (in `resolve`, the one place) and what to send.
     let previous = Previous {
-        index: local.old_index.as_ref(),
+        index: &local.old_index,
         cache: &ex.caches.old,
         stored: &stored,
     };
@@ -507,10 +508,9 @@ impl Run<'_> {
             (unwritten(dirs), Vec::new())
         } else {
             let scanned = scan_dirs.iter().map(|d| d.canonical.clone()).collect();
-            let index = local.old_index.as_ref();
             resolved.send(
                 dirs,
-                index,
+                &local.old_index,
                 scanned,
                 opts,
                 &self.cpu_pool,
@@ -522,6 +522,7 @@ impl Run<'_> {
         // 8. Save the caches (never in a dry run).
         let tool_records = std::mem::take(&mut resolved.tool_records);
         caches.new.docs = std::mem::take(&mut resolved.docs);
+        caches.new.registry = resolved.registry_memo.take();
         let warnings = &mut self.warnings;
         caches.save(
             dirs,
@@ -699,7 +700,7 @@ struct LocalSources {
     shims: shims::Shims,
     installed: Installed,
     patterns: shims::Patterns,
-    old_index: Option<Index>,
+    old_index: old_index::OldIndex,
 }
 
 impl LocalSources {
@@ -711,6 +712,7 @@ impl LocalSources {
         caches: &mut Caches,
         warnings: &mut Vec<String>,
     ) -> (LocalSources, Option<inferred::Inferred>) {
+        let memo = caches.old.registry.take();
         let (old, new) = (&caches.old, &mut caches.new);
         let layers =
             shims::shim_layers(&dirs.system_data, &dirs.data, &opts.shim_dirs, &dirs.config);
@@ -731,10 +733,7 @@ impl LocalSources {
         });
         let pattern_dirs = shims::pattern_dirs(&dirs.system_data, &dirs.data);
         let patterns = shims::load_patterns(&pattern_dirs, old, new);
-        let old_index = Index::load(dirs).unwrap_or_else(|e| {
-            warnings.push(format!("{e}; the registry will be rebuilt"));
-            None
-        });
+        let old_index = old_index::OldIndex::open(dirs.registry_file(), memo, warnings);
         let local = LocalSources {
             shims,
             installed,
@@ -1031,7 +1030,7 @@ fn not_found(name: &str) -> Explanation {
 /// What the previous scan left: the registry's index, the scan cache, and the registry's
 /// metadata files.
 struct Previous<'a> {
-    index: Option<&'a Index>,
+    index: &'a old_index::OldIndex,
     cache: &'a Cache,
     stored: &'a StoredDocs<'a>,
 }
@@ -1133,6 +1132,8 @@ struct Resolved<'p> {
     /// Registry metadata files known intact this scan, with their fingerprint: the scan
     /// cache's memo for the next scan (see [`Previous::intact`]).
     docs: BTreeMap<String, paths::Fingerprint>,
+    /// What the registry holds after this scan, for the next one (set by `send`).
+    registry_memo: Option<cache::RegistryMemo>,
 }
 
 impl Resolved<'_> {
@@ -1183,26 +1184,38 @@ impl Resolved<'_> {
     fn send(
         &mut self,
         dirs: &Dirs,
-        old_index: Option<&Index>,
+        old_index: &old_index::OldIndex,
         scanned_dirs: Vec<PathBuf>,
         opts: &ScanOptions,
         cpu_pool: &LazyPool,
         warnings: &mut Vec<String>,
     ) -> Result<(RegistryInfo, Vec<String>), ScanError> {
-        let update = Update {
+        let mut update = Update {
             found: std::mem::take(&mut self.found),
             scanned_dirs,
         };
-        // A warm rescan that changes nothing does not take the lock or re-read the index.
-        let needed = old_index.is_none_or(|old| registry::commit_needed(old, &update));
+        // A warm rescan that changes nothing does not take the lock or re-read the index
+        // (nor read it at all while the scan cache's memo of it holds).
+        let needed = old_index.commit_needed(&update);
         // On the CPU pool: the catalog compiled after the commit flattens documents with
         // rayon, and would otherwise start rayon's global pool beside this one.
         let (commit, stored) = if needed {
             let (winners, now) = (&self.winners, self.now.as_str());
-            cpu_pool.install(|| commit(dirs, update, winners, now, opts))?
+            cpu_pool.install(|| commit(dirs, &mut update, winners, now, opts))?
         } else {
             Default::default()
         };
+        let clean = self.kept.is_empty() && commit.rejected.is_empty() && commit.stale.is_empty();
+        self.registry_memo = old_index.memo_after(&update.found, needed, clean);
+        log::debug!(
+            "scan: registry.json {}",
+            if old_index.was_read() {
+                "read"
+            } else {
+                "not read: unchanged since the last scan"
+            }
+        );
+        warnings.extend(old_index.take_warning());
         self.remember_stored(&dirs.data, &stored);
         let added: HashSet<&String> = commit.added.iter().collect();
         let updated: HashSet<&String> = commit.updated.iter().collect();
@@ -1478,7 +1491,13 @@ fn resolve_names<'p>(
         for s in sources {
             s.offer(&subj, &mut candidates);
         }
-        let stored = previous.index.and_then(|i| i.tools.get(name));
+        // The stored entry matters only when a source failed (it may be kept): otherwise
+        // the index need not be read (see `old_index`).
+        let stored = if failures.is_empty() {
+            None
+        } else {
+            previous.index.get().and_then(|i| i.tools.get(name))
+        };
         let resolution = resolve::choose(candidates, stored, failures);
         if explaining {
             out.explanation = Some(explain(
@@ -1509,7 +1528,7 @@ fn resolve_names<'p>(
             .iter()
             .filter(|p| p.applies_to(name, &exists))
             .collect();
-        out.add_winner(name, path, w, winner, applied, stored, previous, opts);
+        out.add_winner(name, path, w, winner, applied, previous, opts);
     }
     out
 }
@@ -1590,7 +1609,6 @@ impl<'p> Resolved<'p> {
         w: &Work,
         winner: Candidate,
         applied: Vec<&'p PatternFile>,
-        stored: Option<&registry::Entry>,
         previous: &Previous<'_>,
         opts: &ScanOptions,
     ) {
@@ -1608,7 +1626,7 @@ impl<'p> Resolved<'p> {
         };
         let unchanged = !opts.refresh
             && previous.cache.tools.get(name) == Some(&record)
-            && stored.is_some_and(|e| previous.holds(e, &record, &mut self.docs));
+            && previous.holds(name, &record, &mut self.docs);
         self.tool_reports.insert(
             name.to_owned(),
             ToolReport {
@@ -1654,22 +1672,18 @@ impl<'p> Resolved<'p> {
 }
 
 impl Previous<'_> {
-    /// Whether the stored entry `e` is what `record` would send: same path, hash and
+    /// Whether `name`'s stored entry is what `record` would send: same path, hash and
     /// source, and its metadata file still intact (a deleted or damaged one is written
     /// again from the document). Files found intact go into `checked`.
     fn holds(
         &self,
-        e: &registry::Entry,
+        name: &str,
         record: &ToolRecord,
         checked: &mut BTreeMap<String, paths::Fingerprint>,
     ) -> bool {
-        e.path == record.path
-            && e.hash == record.hash
-            && e.source == record.source
-            && e.metadata
-                .strip_prefix(registry::TOOLS_DIR)
-                .and_then(|r| r.strip_prefix('/'))
-                .is_some_and(|file| self.intact(file, checked))
+        self.index
+            .entry_file(name, record)
+            .is_some_and(|file| self.intact(file, checked))
     }
 
     /// Whether the metadata file `file` (under `tools/`) is intact
@@ -1951,7 +1965,7 @@ fn evidence_class(w: &Work) -> &'static str {
 /// sends the names it reports stale again with their documents.
 fn commit(
     dirs: &Dirs,
-    mut update: Update,
+    update: &mut Update,
     winners: &HashMap<String, (Candidate, Vec<&PatternFile>)>,
     now: &str,
     opts: &ScanOptions,
@@ -1961,9 +1975,9 @@ fn commit(
         ..registry::CommitOptions::from_env(&opts.env)
     };
     release_free_memory();
-    let mut commit = registry::commit(dirs, &update, &opts_commit)?;
+    let mut commit = registry::commit(dirs, update, &opts_commit)?;
     if commit.stale.is_empty() {
-        let stored = stored_files(&update, &commit);
+        let stored = stored_files(update, &commit);
         return Ok((commit, stored));
     }
     let stale: HashSet<String> = commit.stale.iter().cloned().collect();
@@ -1978,7 +1992,7 @@ fn commit(
             };
         }
     }
-    let again = registry::commit(dirs, &update, &opts_commit)?;
+    let again = registry::commit(dirs, update, &opts_commit)?;
     commit.written |= again.written;
     commit.added.extend(again.added);
     commit.updated.extend(again.updated);
@@ -1990,7 +2004,7 @@ fn commit(
     if commit.corrupt_backup.is_none() {
         commit.corrupt_backup = again.corrupt_backup;
     }
-    let stored = stored_files(&update, &commit);
+    let stored = stored_files(update, &commit);
     Ok((commit, stored))
 }
 

@@ -509,18 +509,29 @@ impl Index {
 
     /// Reads an index file; `Ok(None)` when it does not exist.
     pub fn load_file(path: &Path) -> Result<Option<Index>, RegistryError> {
-        let bytes = match std::fs::read(path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
-                return Err(RegistryError::Read {
-                    path: path.into(),
-                    source,
-                });
-            }
+        Ok(Self::load_stamped(path)?.map(|(index, _)| index))
+    }
+
+    /// [`Index::load_file`], with the stamp of the file the bytes were read from, taken
+    /// before reading them: while the file keeps that stamp it holds this index (writers
+    /// replace it by renaming a new file, and an edit in place changes its ctime), so a
+    /// reader that remembers what it found need not parse it again.
+    pub fn load_stamped(path: &Path) -> Result<Option<(Index, FileStamp)>, RegistryError> {
+        use std::io::Read;
+        let read = |source| RegistryError::Read {
+            path: path.into(),
+            source,
         };
+        let mut file = match std::fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(read(e)),
+        };
+        let md = file.metadata().map_err(read)?;
+        let mut bytes = Vec::with_capacity(md.len() as usize);
+        file.read_to_end(&mut bytes).map_err(read)?;
         serde_json::from_slice(&bytes)
-            .map(Some)
+            .map(|index| Some((index, FileStamp::of(&md))))
             .map_err(|e| RegistryError::Parse {
                 path: path.into(),
                 message: e.to_string(),

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Version of the cache format; a cache of another version is ignored.
-pub const CACHE_VERSION: u32 = 7;
+pub const CACHE_VERSION: u32 = 8;
 
 /// The cache file of versions before 4 (JSON), removed when the binary cache is written.
 const OLD_JSON_FILE: &str = "scan-cache.json";
@@ -62,6 +62,54 @@ pub struct Cache {
     /// scan). While the fingerprint holds, a warm rescan takes the file as intact
     /// without reading it; an edit in place changes its ctime, so it is hashed again.
     pub docs: BTreeMap<String, Fingerprint>,
+    /// `registry.json` as the last scan found it, when it held exactly the entries that
+    /// scan sent (see [`RegistryMemo`]).
+    pub registry: Option<RegistryMemo>,
+}
+
+/// What `registry.json` held when a scan last read it and found nothing to change: its
+/// stamp, and per name what the entry holds beyond the scan's [`ToolRecord`] (whose
+/// path, hash and source the entry equalled). While the file keeps that stamp, a warm
+/// rescan compares against this instead of parsing the index (~700 KB of JSON for a
+/// big PATH). Kept only when the index had no other entries than the scan's names.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
+pub struct RegistryMemo {
+    /// `registry.json`'s stamp (device, inode, size, mtime and ctime in ns).
+    pub file: Fingerprint,
+    /// The index's `version` and `agent` (name and version): a binary that writes
+    /// another does not use the memo.
+    pub format: String,
+    /// Tool name → what its entry holds.
+    pub entries: BTreeMap<String, EntryMemo>,
+}
+
+/// The parts of a registry entry a warm rescan compares beyond its [`ToolRecord`].
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
+pub struct EntryMemo {
+    /// The entry's `fingerprint` of the executable.
+    pub fingerprint: Option<Fingerprint>,
+    /// The entry's `vouchedBy`, as its kebab-case name.
+    pub vouch: Option<String>,
+    /// The entry's metadata file name under `tools/` (`<sha256 hex>.json`).
+    pub file: String,
 }
 
 /// What is known about one executable while its fingerprint holds.

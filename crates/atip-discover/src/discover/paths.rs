@@ -107,6 +107,18 @@ impl LinkResolver {
     }
 }
 
+impl From<crate::registry::FileStamp> for Fingerprint {
+    fn from(s: crate::registry::FileStamp) -> Self {
+        Fingerprint {
+            dev: s.dev,
+            ino: s.ino,
+            size: s.size,
+            mtime_ns: s.mtime_ns.into(),
+            ctime_ns: s.ctime_ns.into(),
+        }
+    }
+}
+
 impl From<Fingerprint> for crate::registry::FileStamp {
     fn from(f: Fingerprint) -> Self {
         crate::registry::FileStamp {

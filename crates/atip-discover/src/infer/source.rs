@@ -416,9 +416,7 @@ impl InferSource {
             .old
             .as_ref()
             .and_then(|o| o.get().tool(name))
-            .filter(|rec| {
-                Path::new(rec.page.as_str()) == page.path && rec.current(&mut self.stat)
-            });
+            .filter(|rec| Path::new(rec.page.as_str()) == page.path && rec.current(&mut self.stat));
         Some(Lookup {
             page,
             current: current.map(|r| r.doc.as_str().to_owned()),

@@ -1,0 +1,303 @@
+//! `registry.json` as the previous scan left it, for a scan to compare against — read
+//! only when something needs it.
+//!
+//! A scan that finds the registry holding exactly what it sent leaves a
+//! [`RegistryMemo`] in the scan cache: the file's stamp, and per name what the entry
+//! holds beyond the scan's tool record. While `registry.json` keeps that stamp (every
+//! writer replaces it by renaming a new file; an edit in place changes its ctime), the
+//! next scan decides "unchanged" from the memo and does not parse the index (~700 KB of
+//! JSON for a big PATH). Anything else — no memo, another stamp, another format, a name
+//! the memo does not know — reads the index as before.
+
+use super::cache::{EntryMemo, RegistryMemo, ToolRecord};
+use super::paths::Fingerprint;
+use crate::registry::{self, FileStamp, Found, FoundMeta, Index, Update, Vouch};
+use std::cell::{OnceCell, RefCell};
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+
+/// The previous index: a memo still valid, or the index read (now or when first asked).
+pub(crate) struct OldIndex {
+    path: PathBuf,
+    /// The scan cache's memo, when `registry.json` still has the stamp it recorded.
+    memo: Option<RegistryMemo>,
+    /// The index and the stamp of the file it was read from, once read.
+    loaded: OnceCell<Option<(Index, FileStamp)>>,
+    /// Why the index could not be read (the scan's warning).
+    warning: RefCell<Option<String>>,
+}
+
+impl OldIndex {
+    /// Opens `registry.json` at `path`. Without a memo that still holds, the index is read
+    /// now (a failure is a warning: the registry will be rebuilt).
+    pub(crate) fn open(
+        path: PathBuf,
+        memo: Option<RegistryMemo>,
+        warnings: &mut Vec<String>,
+    ) -> OldIndex {
+        let stamp = std::fs::metadata(&path).ok().map(|m| FileStamp::of(&m));
+        let memo = memo.filter(|m| {
+            stamp.is_some_and(|s| FileStamp::from(m.file) == s) && m.format == format_now()
+        });
+        let me = OldIndex {
+            path,
+            memo,
+            loaded: OnceCell::new(),
+            warning: RefCell::new(None),
+        };
+        if me.memo.is_none() {
+            me.get();
+            warnings.extend(me.take_warning());
+        }
+        me
+    }
+
+    /// The index, read on first use; `None` when there is none or it is unreadable.
+    pub(crate) fn get(&self) -> Option<&Index> {
+        self.loaded
+            .get_or_init(|| {
+                Index::load_stamped(&self.path).unwrap_or_else(|e| {
+                    *self.warning.borrow_mut() = Some(format!("{e}; the registry will be rebuilt"));
+                    None
+                })
+            })
+            .as_ref()
+            .map(|(index, _)| index)
+    }
+
+    /// Why the index could not be read, once.
+    pub(crate) fn take_warning(&self) -> Option<String> {
+        self.warning.borrow_mut().take()
+    }
+
+    /// Whether the index was parsed by this scan (`atip -v scan` logs it).
+    pub(crate) fn was_read(&self) -> bool {
+        self.loaded.get().is_some()
+    }
+
+    /// The metadata file (`<hex>.json` under `tools/`) of `name`'s entry when the entry's
+    /// path, hash and source are `record`'s. From the memo, the caller has checked that
+    /// `record` is the tool record the memo's scan sent (whose values the entry held).
+    pub(crate) fn entry_file(&self, name: &str, record: &ToolRecord) -> Option<&str> {
+        if let Some(m) = &self.memo {
+            return m.entries.get(name).map(|e| e.file.as_str());
+        }
+        let e = self.get()?.tools.get(name)?;
+        (e.path == record.path && e.hash == record.hash && e.source == record.source)
+            .then(|| {
+                e.metadata
+                    .strip_prefix(registry::TOOLS_DIR)
+                    .and_then(|r| r.strip_prefix('/'))
+            })
+            .flatten()
+    }
+
+    /// Whether `update` must be committed: not when the memo says the registry holds
+    /// exactly it, else as [`registry::commit_needed`] decides from the index.
+    pub(crate) fn commit_needed(&self, update: &Update) -> bool {
+        if self
+            .memo
+            .as_ref()
+            .is_some_and(|m| memo_holds(m, &update.found))
+        {
+            return false;
+        }
+        self.get()
+            .is_none_or(|old| registry::commit_needed(old, update))
+    }
+
+    /// The memo the next scan may use, after this scan sent `found` (`committed`: a
+    /// commit ran). `None` unless the registry holds exactly `found`; after a commit the
+    /// index is read again to know what the file now holds. `clean`: no source failed and
+    /// the registry refused nothing (a kept or refused name is not what was sent).
+    pub(crate) fn memo_after(
+        &self,
+        found: &[Found],
+        committed: bool,
+        clean: bool,
+    ) -> Option<RegistryMemo> {
+        if !clean {
+            return None;
+        }
+        if !committed && let Some(m) = &self.memo {
+            return memo_holds(m, found).then(|| m.clone());
+        }
+        let again;
+        let (index, stamp) = if committed {
+            again = Index::load_stamped(&self.path).ok()??;
+            (&again.0, again.1)
+        } else {
+            let (index, stamp) = self.loaded.get()?.as_ref()?;
+            (index, *stamp)
+        };
+        memo_of(index, stamp, found)
+    }
+}
+
+/// The index format this binary writes (`version` and `agent`): a memo made under
+/// another one is not used (the registry must be rewritten).
+fn format_now() -> String {
+    let ours = Index::empty(String::new());
+    format!(
+        "{} {} {}",
+        ours.version, ours.agent.name, ours.agent.version
+    )
+}
+
+/// Whether the registry the memo describes holds exactly `found`, each unchanged, as
+/// [`registry::commit_needed`] compares them.
+fn memo_holds(m: &RegistryMemo, found: &[Found]) -> bool {
+    let mut names = HashSet::with_capacity(found.len());
+    found.len() == m.entries.len()
+        && found.iter().all(|f| {
+            names.insert(f.name.as_str())
+                && matches!(f.meta, FoundMeta::Unchanged)
+                && m.entries.get(&f.name).is_some_and(|e| same_facts(e, f))
+        })
+}
+
+/// The entry's fingerprint and vouch are `f`'s, where `f` states them.
+fn same_facts(e: &EntryMemo, f: &Found) -> bool {
+    f.fingerprint
+        .is_none_or(|fp| e.fingerprint.map(FileStamp::from) == Some(fp))
+        && f.vouched_by
+            .is_none_or(|v| e.vouch.as_deref() == Some(v.as_str()))
+}
+
+/// The memo of `index` (read from a file of `stamp`) if it holds exactly `found`: the
+/// same names, each entry with `f`'s path, hash, source, fingerprint and vouch.
+fn memo_of(index: &Index, stamp: FileStamp, found: &[Found]) -> Option<RegistryMemo> {
+    if index.version != Index::empty(String::new()).version || index.tools.len() != found.len() {
+        return None;
+    }
+    let mut entries = BTreeMap::new();
+    for f in found {
+        let e = index.tools.get(&f.name)?;
+        let same = e.path == f.path
+            && e.hash == f.hash
+            && e.source == f.source
+            && f.fingerprint.is_none_or(|fp| e.fingerprint == Some(fp))
+            && f.vouched_by.is_none_or(|v| e.vouched_by == Some(v));
+        e.metadata_hex().filter(|_| same)?;
+        let memo = EntryMemo {
+            fingerprint: e.fingerprint.map(Fingerprint::from),
+            vouch: e.vouched_by.map(|v: Vouch| v.as_str().to_owned()),
+            file: e.metadata[registry::TOOLS_DIR.len() + 1..].to_owned(),
+        };
+        if entries.insert(f.name.clone(), memo).is_some() {
+            return None;
+        }
+    }
+    let ours = Index::empty(String::new());
+    (index.agent == ours.agent).then(|| RegistryMemo {
+        file: Fingerprint::from(stamp),
+        format: format_now(),
+        entries,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{Entry, Source};
+
+    fn stamp(n: u64) -> FileStamp {
+        FileStamp {
+            dev: 1,
+            ino: n,
+            size: 10,
+            mtime_ns: 5,
+            ctime_ns: 6,
+        }
+    }
+
+    fn found(name: &str) -> Found {
+        Found {
+            name: name.into(),
+            path: format!("/bin/{name}").into(),
+            hash: None,
+            source: Source::Shim,
+            shim_registry: None,
+            trust: "community".into(),
+            fingerprint: Some(stamp(7)),
+            vouched_by: Some(Vouch::User),
+            meta: FoundMeta::Unchanged,
+        }
+    }
+
+    fn index(names: &[&str]) -> Index {
+        let mut index = Index::empty("2026-11-28T00:00:00Z".into());
+        for n in names {
+            let f = found(n);
+            index.tools.insert(
+                f.name,
+                Entry {
+                    path: f.path,
+                    hash: None,
+                    source: f.source,
+                    shim_registry: None,
+                    last_checked: "2026-11-28T00:00:00Z".into(),
+                    description: "d".into(),
+                    version: None,
+                    atip: "0.6".into(),
+                    trust: f.trust,
+                    effects: "unknown".into(),
+                    commands: 1,
+                    metadata: format!("tools/{}.json", "ab".repeat(32)),
+                    fingerprint: f.fingerprint,
+                    vouched_by: f.vouched_by,
+                },
+            );
+        }
+        index
+    }
+
+    #[test]
+    fn a_memo_is_made_only_of_an_index_holding_exactly_what_was_sent() {
+        let sent = [found("a"), found("b")];
+        let memo = memo_of(&index(&["a", "b"]), stamp(1), &sent).expect("a memo");
+        assert_eq!(memo.entries.len(), 2);
+        assert_eq!(memo.entries["a"].file, format!("{}.json", "ab".repeat(32)));
+        assert_eq!(FileStamp::from(memo.file), stamp(1));
+        assert!(memo_holds(&memo, &sent));
+        // An entry nobody sent (another scan's, or one to remove): no memo.
+        assert!(memo_of(&index(&["a", "b", "c"]), stamp(1), &sent).is_none());
+        // An entry that differs from what was sent: no memo.
+        let mut moved = index(&["a", "b"]);
+        moved.tools["b"].path = "/usr/bin/b".into();
+        assert!(memo_of(&moved, stamp(1), &sent).is_none());
+    }
+
+    #[test]
+    fn a_memo_holds_only_while_every_name_is_sent_unchanged_with_its_facts() {
+        let sent = [found("a"), found("b")];
+        let memo = memo_of(&index(&["a", "b"]), stamp(1), &sent).unwrap();
+        assert!(!memo_holds(&memo, &sent[..1]), "a name gone");
+        assert!(
+            !memo_holds(&memo, &[found("a"), found("a")]),
+            "a name twice"
+        );
+        let mut touched = found("b");
+        touched.fingerprint = Some(stamp(8));
+        assert!(
+            !memo_holds(&memo, &[found("a"), touched]),
+            "another fingerprint"
+        );
+        let mut vouched = found("b");
+        vouched.vouched_by = Some(Vouch::Curated);
+        assert!(!memo_holds(&memo, &[found("a"), vouched]), "another vouch");
+        let mut fresh = found("b");
+        fresh.meta = FoundMeta::Fresh {
+            document: std::sync::Arc::from(&b"{}"[..]),
+            summary: crate::registry::MetaSummary {
+                description: String::new(),
+                version: None,
+                atip: "0.6".into(),
+                effects: String::new(),
+                commands: 0,
+            },
+            checked_at: String::new(),
+        };
+        assert!(!memo_holds(&memo, &[found("a"), fresh]), "a fresh document");
+    }
+}
