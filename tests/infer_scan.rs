@@ -378,6 +378,25 @@ fn warm_rescan_reads_the_registry_index_only_when_its_stamp_changed() {
     let (report, log) = scan_verbose(&sb);
     assert_eq!(report["summary"]["new"], 0, "{}", report["summary"]);
     assert!(!read(&log), "{log}");
+
+    // The scan cache is written when a record changes (a new executable), and not by
+    // the rescan after that.
+    use std::os::unix::fs::MetadataExt;
+    let cache = sb.data_dir().join("cache/scan-cache.bin");
+    let stamp = || {
+        let m = std::fs::metadata(&cache).unwrap();
+        (m.ino(), m.mtime(), m.mtime_nsec())
+    };
+    let before = stamp();
+    sb.script("bin/newtool", "#!/bin/sh\nexit 0\n");
+    let (report, _) = scan_verbose(&sb);
+    let after = stamp();
+    assert_ne!(
+        after, before,
+        "the new executable's record was not saved: {report}"
+    );
+    scan_verbose(&sb);
+    assert_eq!(stamp(), after, "an unchanged scan cache was written again");
 }
 
 /// A registry copy of an inferred document damaged in place is made again from its man

@@ -242,6 +242,9 @@ struct Work {
     convert_now: bool,
     /// A framework app the user has not allowed to convert (counted, hinted).
     app_waiting: bool,
+    /// The record as the scan cache held it, when `plan` took it from there: while
+    /// every record is still that, the cache need not be encoded again to compare.
+    cached_rec: Option<FileRecord>,
 }
 
 fn build_globs(globs: &[String], what: &'static str) -> Result<globset::GlobSet, GlobError> {
@@ -523,6 +526,7 @@ impl Run<'_> {
         let tool_records = std::mem::take(&mut resolved.tool_records);
         caches.new.docs = std::mem::take(&mut resolved.docs);
         caches.new.registry = resolved.registry_memo.take();
+        caches.same_memo = local.old_index.memo_unchanged(caches.new.registry.as_ref());
         let warnings = &mut self.warnings;
         caches.save(
             dirs,
@@ -643,6 +647,8 @@ struct Caches {
     old_bytes: Option<rkyv::util::AlignedVec>,
     /// What this scan's sources record as they load.
     new: Cache,
+    /// Whether the registry memo `new` holds is the one `old` held (set before saving).
+    same_memo: bool,
 }
 
 impl Caches {
@@ -658,6 +664,7 @@ impl Caches {
             old,
             old_bytes,
             new: Cache::empty(),
+            same_memo: false,
         }
     }
 
@@ -677,17 +684,14 @@ impl Caches {
         let Caches {
             old,
             old_bytes,
-            new,
+            mut new,
+            same_memo,
         } = self;
-        if let Err(m) = save_scan_cache(
-            dirs,
-            works,
-            tool_records,
-            old,
-            old_bytes.as_deref(),
-            new,
-            scan_dirs,
-        ) {
+        new.tools = tool_records;
+        if old_bytes.is_some() && same_memo && unchanged_cache(works, &old, &new, scan_dirs) {
+            return;
+        }
+        if let Err(m) = save_scan_cache(dirs, works, old, old_bytes.as_deref(), new, scan_dirs) {
             warnings.push(format!("failed to save the scan cache: {m}"));
         }
     }
@@ -1207,14 +1211,7 @@ impl Resolved<'_> {
         };
         let clean = self.kept.is_empty() && commit.rejected.is_empty() && commit.stale.is_empty();
         self.registry_memo = old_index.memo_after(&update.found, needed, clean);
-        log::debug!(
-            "scan: registry.json {}",
-            if old_index.was_read() {
-                "read"
-            } else {
-                "not read: unchanged since the last scan"
-            }
-        );
+        old_index.log_read();
         warnings.extend(old_index.take_warning());
         self.remember_stored(&dirs.data, &stored);
         let added: HashSet<&String> = commit.added.iter().collect();
@@ -1287,7 +1284,6 @@ impl Resolved<'_> {
 fn save_scan_cache(
     dirs: &Dirs,
     works: &[Work],
-    tool_records: BTreeMap<String, ToolRecord>,
     mut old: Cache,
     old_bytes: Option<&[u8]>,
     mut new: Cache,
@@ -1300,7 +1296,6 @@ fn save_scan_cache(
             new.files.insert(k.to_owned(), w.rec.clone());
         }
     }
-    new.tools = tool_records;
     // What is left in the old cache is what `plan` did not take.
     for (p, r) in std::mem::take(&mut old.files) {
         let path = std::path::Path::new(&p);
@@ -1309,6 +1304,27 @@ fn save_scan_cache(
         }
     }
     new.save_unless(&dirs.data, old_bytes)
+}
+
+/// Whether the scan cache this scan would write is the one it read, without encoding it:
+/// every executable's record is the one `plan` took from the cache, every record left
+/// there is kept (its file is outside the scanned directories and still there), and the
+/// tools, shims and metadata files are as they were. Anything else (an unreadable file,
+/// a path that is not UTF-8, …) answers no: the cache is encoded and compared by bytes.
+/// (`new.tools` is set; `old.files` holds what `plan` did not take.)
+fn unchanged_cache(works: &[Work], old: &Cache, new: &Cache, scan_dirs: &[paths::ScanDir]) -> bool {
+    new.tools == old.tools
+        && new.shims == old.shims
+        && new.docs == old.docs
+        && works.iter().all(|w| {
+            w.unreadable.is_none()
+                && w.exe.canonical.to_str().is_some()
+                && w.cached_rec.as_ref() == Some(&w.rec)
+        })
+        && old.files.keys().all(|p| {
+            let path = std::path::Path::new(p);
+            !paths::in_dirs(path, scan_dirs) && path.exists()
+        })
 }
 
 /// Reports the man pages that gave no document and saves the inference cache (not in a
@@ -1765,8 +1781,9 @@ fn plan(
     executables
         .into_iter()
         .map(|exe| {
-            let mut rec = old_cache
-                .take_file(&exe.canonical, &exe.fingerprint)
+            let cached_rec = old_cache.take_file(&exe.canonical, &exe.fingerprint);
+            let mut rec = cached_rec
+                .clone()
                 .unwrap_or_else(|| FileRecord::new(exe.fingerprint));
             let cached = match &rec.probe {
                 None => false,
@@ -1811,6 +1828,7 @@ fn plan(
                 unstored: Vec::new(),
                 convert_now: false,
                 app_waiting: false,
+                cached_rec,
             }
         })
         .collect()

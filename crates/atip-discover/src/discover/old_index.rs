@@ -21,6 +21,8 @@ pub(crate) struct OldIndex {
     path: PathBuf,
     /// The scan cache's memo, when `registry.json` still has the stamp it recorded.
     memo: Option<RegistryMemo>,
+    /// Whether the scan cache held a memo (valid or not).
+    had_memo: bool,
     /// The index and the stamp of the file it was read from, once read.
     loaded: OnceCell<Option<(Index, FileStamp)>>,
     /// Why the index could not be read (the scan's warning).
@@ -35,6 +37,7 @@ impl OldIndex {
         memo: Option<RegistryMemo>,
         warnings: &mut Vec<String>,
     ) -> OldIndex {
+        let had_memo = memo.is_some();
         let stamp = std::fs::metadata(&path).ok().map(|m| FileStamp::of(&m));
         let memo = memo.filter(|m| {
             stamp.is_some_and(|s| FileStamp::from(m.file) == s) && m.format == format_now()
@@ -42,6 +45,7 @@ impl OldIndex {
         let me = OldIndex {
             path,
             memo,
+            had_memo,
             loaded: OnceCell::new(),
             warning: RefCell::new(None),
         };
@@ -70,9 +74,26 @@ impl OldIndex {
         self.warning.borrow_mut().take()
     }
 
-    /// Whether the index was parsed by this scan (`atip -v scan` logs it).
-    pub(crate) fn was_read(&self) -> bool {
-        self.loaded.get().is_some()
+    /// Whether `new` is the memo the scan cache held (so the cache need not be written
+    /// for it).
+    pub(crate) fn memo_unchanged(&self, new: Option<&RegistryMemo>) -> bool {
+        match (self.had_memo, &self.memo) {
+            (false, _) => new.is_none(),
+            (true, Some(m)) => new == Some(m),
+            (true, None) => false,
+        }
+    }
+
+    /// Logs (`atip -v scan`) whether this scan parsed the index.
+    pub(crate) fn log_read(&self) {
+        log::debug!(
+            "scan: registry.json {}",
+            if self.loaded.get().is_some() {
+                "read"
+            } else {
+                "not read: unchanged since the last scan"
+            }
+        );
     }
 
     /// The metadata file (`<hex>.json` under `tools/`) of `name`'s entry when the entry's
