@@ -523,10 +523,7 @@ impl Run<'_> {
 
         self.phases.done("commit");
         // 8. Save the caches (never in a dry run).
-        let tool_records = std::mem::take(&mut resolved.tool_records);
-        caches.new.docs = std::mem::take(&mut resolved.docs);
-        caches.new.registry = resolved.registry_memo.take();
-        caches.same_memo = local.old_index.memo_unchanged(caches.new.registry.as_ref());
+        let tool_records = caches.remember(&mut resolved, &local.old_index);
         let warnings = &mut self.warnings;
         caches.save(
             dirs,
@@ -666,6 +663,19 @@ impl Caches {
             new: Cache::empty(),
             same_memo: false,
         }
+    }
+
+    /// Takes what resolving and sending learnt for the next scan (the metadata files known
+    /// intact, the registry memo); returns the tool records.
+    fn remember(
+        &mut self,
+        resolved: &mut Resolved<'_>,
+        old_index: &old_index::OldIndex,
+    ) -> BTreeMap<String, ToolRecord> {
+        self.new.docs = std::mem::take(&mut resolved.docs);
+        self.new.registry = resolved.registry_memo.take();
+        self.same_memo = old_index.memo_unchanged(self.new.registry.as_ref());
+        std::mem::take(&mut resolved.tool_records)
     }
 
     /// Phase 8: saves the scan cache (never in a dry run); a failure is a warning.
