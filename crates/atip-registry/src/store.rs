@@ -567,14 +567,13 @@ pub fn commit(
     // The catalog is compiled (from the documents in memory) while the files are
     // written: metadata files first, so registry.json never points at a missing file.
     // It is put in place only after both, and it is keyed by registry.json's bytes.
-    // The catalog is compiled on the calling thread, so that its parallel work runs on
-    // the caller's rayon pool (a scan's CPU pool) with every thread of it, and the files
-    // are written on a thread of their own meanwhile (they mostly wait on the disk).
-    // Compiled on a thread of its own, the catalog started rayon's global pool beside
-    // the scan's, with its threads' stacks and allocator arenas.
+    // Both run on the caller's rayon pool (a scan's CPU pool), where the catalog's own
+    // parallel work runs too: a thread of their own would start rayon's global pool
+    // beside it, with its threads' stacks and allocator arenas.
     let after = opts.after.as_deref().filter(|_| lock.is_locked());
-    let (catalog, written) = std::thread::scope(|scope| {
-        let writer = scope.spawn(|| {
+    let (catalog, written) = rayon::join(
+        || after.map(|after| prepare_after(after, dirs, &index, registry_bytes.as_deref(), &files)),
+        || {
             write_metadata_files(data, &files).and_then(|()| match &registry_bytes {
                 Some(bytes) => Ok(atomic::write_atomic(
                     &registry_path,
@@ -583,14 +582,8 @@ pub fn commit(
                 )?),
                 None => Ok(()),
             })
-        });
-        let catalog = after
-            .map(|after| prepare_after(after, dirs, &index, registry_bytes.as_deref(), &files));
-        let written = writer
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (catalog, written)
-    });
+        },
+    );
     written?;
     report.written = registry_bytes.is_some();
     if lock.is_locked() {
