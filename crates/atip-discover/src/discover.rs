@@ -453,8 +453,8 @@ impl Run<'_> {
         self.phases.done("enumerate");
         // 2. Fingerprint and cache: what is already known of each file. Each unchanged
         // file's record moves from the old cache into its work item.
-        let mut caches = Caches::load(dirs, opts, &mut self.warnings);
-        let mut works = plan(executables, &mut caches.old, &allow, dirs, opts);
+        let caches = Caches::load(dirs, opts, &mut self.warnings);
+        let mut works = plan(executables, caches.old_files.as_ref(), &allow, dirs, opts);
 
         self.phases.done("cache and plan");
         // 3-4. Classify each executable by its evidence and probe those that may be run.
@@ -638,10 +638,11 @@ fn open_remote(
 
 /// The scan cache before this scan (empty with `--refresh`) and the one it builds.
 struct Caches {
-    /// What the previous scan left; `plan` takes each unchanged file's record out.
+    /// What the previous scan left, but the executables' records (in `old_files`).
     old: Cache,
-    /// The old cache's bytes, so an unchanged cache is not written again.
-    old_bytes: Option<rkyv::util::AlignedVec>,
+    /// The old cache file: `plan` takes each unchanged file's record from it, and an
+    /// unchanged cache is not written again.
+    old_files: Option<cache::OldFiles>,
     /// What this scan's sources record as they load.
     new: Cache,
     /// Whether the registry memo `new` holds is the one `old` held (set before saving).
@@ -650,16 +651,16 @@ struct Caches {
 
 impl Caches {
     fn load(dirs: &Dirs, opts: &ScanOptions, warnings: &mut Vec<String>) -> Caches {
-        let (old, old_bytes) = if opts.refresh {
+        let (old, old_files) = if opts.refresh {
             (Cache::empty(), None)
         } else {
             let loaded = Cache::load(&dirs.data);
             warnings.extend(loaded.warning);
-            (loaded.cache, loaded.bytes)
+            (loaded.cache, loaded.files)
         };
         Caches {
             old,
-            old_bytes,
+            old_files,
             new: Cache::empty(),
             same_memo: false,
         }
@@ -693,15 +694,18 @@ impl Caches {
         }
         let Caches {
             old,
-            old_bytes,
+            old_files,
             mut new,
             same_memo,
         } = self;
         new.tools = tool_records;
-        if old_bytes.is_some() && same_memo && unchanged_cache(works, &old, &new, scan_dirs) {
+        if let Some(files) = &old_files
+            && same_memo
+            && unchanged_cache(works, &old, files, &new, scan_dirs)
+        {
             return;
         }
-        if let Err(m) = save_scan_cache(dirs, works, old, old_bytes.as_deref(), new, scan_dirs) {
+        if let Err(m) = save_scan_cache(dirs, works, old_files.as_ref(), new, scan_dirs) {
             warnings.push(format!("failed to save the scan cache: {m}"));
         }
     }
@@ -1294,8 +1298,7 @@ impl Resolved<'_> {
 fn save_scan_cache(
     dirs: &Dirs,
     works: &[Work],
-    mut old: Cache,
-    old_bytes: Option<&[u8]>,
+    old_files: Option<&cache::OldFiles>,
     mut new: Cache,
     scan_dirs: &[paths::ScanDir],
 ) -> Result<bool, atip_base::fileio::CacheError> {
@@ -1306,14 +1309,26 @@ fn save_scan_cache(
             new.files.insert(k.to_owned(), w.rec.clone());
         }
     }
-    // What is left in the old cache is what `plan` did not take.
-    for (p, r) in std::mem::take(&mut old.files) {
-        let path = std::path::Path::new(&p);
-        if !new.files.contains_key(&p) && !paths::in_dirs(path, scan_dirs) && path.exists() {
-            new.files.insert(p, r);
-        }
-    }
-    new.save_unless(&dirs.data, old_bytes)
+    // The old records of files this scan did not examine.
+    let examined = examined_paths(works);
+    let left = old_files.map(|f| f.kept(|p| !examined.contains(p) && kept_elsewhere(p, scan_dirs)));
+    new.files.extend(left.into_iter().flatten());
+    new.save_unless(&dirs.data, old_files)
+}
+
+/// The canonical path of every executable examined (the keys `plan` looked up).
+fn examined_paths(works: &[Work]) -> HashSet<&str> {
+    works
+        .iter()
+        .filter_map(|w| w.exe.canonical.to_str())
+        .collect()
+}
+
+/// Whether the old record of a file this scan did not examine is kept: the file is
+/// outside the scanned directories (another `--path` scanned it) and still there.
+fn kept_elsewhere(p: &str, scan_dirs: &[paths::ScanDir]) -> bool {
+    let path = std::path::Path::new(p);
+    !paths::in_dirs(path, scan_dirs) && path.exists()
 }
 
 /// Whether the scan cache this scan would write is the one it read, without encoding it:
@@ -1321,20 +1336,28 @@ fn save_scan_cache(
 /// there is kept (its file is outside the scanned directories and still there), and the
 /// tools, shims and metadata files are as they were. Anything else (an unreadable file,
 /// a path that is not UTF-8, …) answers no: the cache is encoded and compared by bytes.
-/// (`new.tools` is set; `old.files` holds what `plan` did not take.)
-fn unchanged_cache(works: &[Work], old: &Cache, new: &Cache, scan_dirs: &[paths::ScanDir]) -> bool {
-    new.tools == old.tools
+/// (`new.tools` is set.)
+fn unchanged_cache(
+    works: &[Work],
+    old: &Cache,
+    files: &cache::OldFiles,
+    new: &Cache,
+    scan_dirs: &[paths::ScanDir],
+) -> bool {
+    let same = new.tools == old.tools
         && new.shims == old.shims
         && new.docs == old.docs
         && works.iter().all(|w| {
             w.unreadable.is_none()
                 && w.exe.canonical.to_str().is_some()
                 && w.cached_rec.as_ref() == Some(&w.rec)
-        })
-        && old.files.keys().all(|p| {
-            let path = std::path::Path::new(p);
-            !paths::in_dirs(path, scan_dirs) && path.exists()
-        })
+        });
+    // Every work item took its own record (canonical paths are distinct): the others
+    // are records of files this scan did not examine.
+    same && (files.len() == works.len() || {
+        let examined = examined_paths(works);
+        files.all_paths(|p| examined.contains(p) || kept_elsewhere(p, scan_dirs))
+    })
 }
 
 /// Reports the man pages that gave no document and saves the inference cache (not in a
@@ -1782,7 +1805,7 @@ fn enumerate(
 /// that cannot be reused (a timeout shorter than this scan's, a lost answer) are dropped.
 fn plan(
     executables: Vec<Executable>,
-    old_cache: &mut Cache,
+    old_files: Option<&cache::OldFiles>,
     allow: &globset::GlobSet,
     dirs: &Dirs,
     opts: &ScanOptions,
@@ -1791,7 +1814,7 @@ fn plan(
     executables
         .into_iter()
         .map(|exe| {
-            let cached_rec = old_cache.take_file(&exe.canonical, &exe.fingerprint);
+            let cached_rec = old_files.and_then(|f| f.record(&exe.canonical, &exe.fingerprint));
             let mut rec = cached_rec
                 .clone()
                 .unwrap_or_else(|| FileRecord::new(exe.fingerprint));

@@ -12,16 +12,18 @@
 //!
 //! The cache is an optimisation: a missing, unreadable or corrupt cache only makes the
 //! next scan cold. It is an rkyv archive followed by its CRC-32 (checked, then rkyv's
-//! `bytecheck`, then decoded, so a damaged file is noticed rather than half-believed):
-//! a warm rescan reads it whole, and decoding JSON was the largest part of such a rescan
-//! of a big PATH. It is written only when its bytes differ from those read. Files are replaced atomically (temp file + rename) but not fsynced;
-//! must not touch `registry.json`.
+//! `bytecheck`, so a damaged file is noticed rather than half-believed): a warm rescan
+//! reads it whole, decodes its small tables, and decodes each executable's record in place
+//! only when `plan` asks for it ([`OldFiles`]). It is written only when it changed (see
+//! `unchanged_cache` in `discover.rs`; else its bytes are compared with those read). Files
+//! are replaced atomically (temp file + rename) but not fsynced; must not touch
+//! `registry.json`.
 
 use super::framework::AppRecord;
 use super::paths::Fingerprint;
 use super::report::{FailReason, ReportDiagnostic};
 use super::sign::Sign;
-use crate::archive::ArchiveError;
+use crate::archive::{ArchiveError, Owned};
 use crate::atomic;
 use crate::registry::Source;
 use atip_base::fileio::CacheError;
@@ -292,14 +294,70 @@ pub(crate) fn cache_file(data: &Path) -> PathBuf {
     cache_dir(data).join("scan-cache.bin")
 }
 
-/// The cache as read, with the bytes it was read from (to tell whether it changed).
+/// The cache as read: its small tables decoded, its files' records left in place.
 pub struct Loaded {
-    /// The cache (empty when there was none or it could not be used).
+    /// The cache without its `files` (empty when there was none or it could not be
+    /// used): those are read in place from [`Loaded::files`].
     pub cache: Cache,
-    /// The file's bytes, when it was read and used.
-    pub bytes: Option<rkyv::util::AlignedVec>,
+    /// The file as read and checked, when it was used: each executable's record is
+    /// decoded from it only when asked for, and an unchanged cache is not written again.
+    pub files: Option<OldFiles>,
     /// Why the file could not be used, when it exists but could not.
     pub warning: Option<String>,
+}
+
+/// The scan cache file as read (its archive, checked): the records of the executables,
+/// used in place. Decoding the whole map (a key and a record per executable, then
+/// removing each as `plan` takes it) was most of a warm rescan's work on a big PATH.
+pub struct OldFiles(Owned<Cache>);
+
+impl OldFiles {
+    /// The record of `canonical`, decoded, if its fingerprint is still `fp` (a record of
+    /// another fingerprint describes another file).
+    pub(crate) fn record(&self, canonical: &Path, fp: &Fingerprint) -> Option<FileRecord> {
+        let a = self.0.get().files.get(canonical.to_str()?)?;
+        let f = &a.fp;
+        let same = f.dev.to_native() == fp.dev
+            && f.ino.to_native() == fp.ino
+            && f.size.to_native() == fp.size
+            && f.mtime_ns.to_native() == fp.mtime_ns
+            && f.ctime_ns.to_native() == fp.ctime_ns;
+        same.then(|| rkyv::deserialize::<FileRecord, rkyv::rancor::Error>(a).ok())?
+    }
+
+    /// How many records it holds.
+    pub(crate) fn len(&self) -> usize {
+        self.0.get().files.len()
+    }
+
+    /// The records whose path `keep` accepts, decoded.
+    pub(crate) fn kept(&self, mut keep: impl FnMut(&str) -> bool) -> Vec<(String, FileRecord)> {
+        let mut out = Vec::new();
+        self.0.get().files.visit(|k, v| {
+            if keep(k.as_str())
+                && let Ok(r) = rkyv::deserialize::<FileRecord, rkyv::rancor::Error>(v)
+            {
+                out.push((k.as_str().to_owned(), r));
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        out
+    }
+
+    /// Whether `keep` accepts the path of every record.
+    pub(crate) fn all_paths(&self, mut keep: impl FnMut(&str) -> bool) -> bool {
+        self.0
+            .get()
+            .files
+            .visit(|k, _| {
+                if keep(k.as_str()) {
+                    std::ops::ControlFlow::Continue(())
+                } else {
+                    std::ops::ControlFlow::Break(())
+                }
+            })
+            .is_none()
+    }
 }
 
 /// The stored raw native answer with this sha256 hex.
@@ -314,7 +372,7 @@ impl Cache {
         let path = cache_file(data);
         let empty = |warning| Loaded {
             cache: Cache::empty(),
-            bytes: None,
+            files: None,
             warning,
         };
         let bytes = match crate::archive::read_file(&path) {
@@ -327,13 +385,13 @@ impl Cache {
                 )));
             }
         };
-        match decode(&bytes) {
-            Ok(c) if c.version == CACHE_VERSION => Loaded {
-                cache: c,
-                bytes: Some(bytes),
+        match open(bytes) {
+            Ok(Some((cache, files))) => Loaded {
+                cache,
+                files: Some(files),
                 warning: None,
             },
-            Ok(_) => empty(None),
+            Ok(None) => empty(None),
             Err(e) => empty(Some(format!(
                 "ignoring the corrupt scan cache {}: {e}; scanning cold",
                 path.display()
@@ -361,18 +419,14 @@ impl Cache {
         }
     }
 
-    /// Takes the record of a file out of the cache, if its fingerprint still matches (a
-    /// record whose fingerprint does not match is dropped: it describes another file).
-    pub(crate) fn take_file(&mut self, canonical: &Path, fp: &Fingerprint) -> Option<FileRecord> {
-        self.files
-            .remove(canonical.to_str()?)
-            .filter(|r| r.fp == *fp)
-    }
-
-    /// Writes the cache atomically unless its bytes are `before` (those it was read from);
-    /// returns whether it wrote. Tool records whose path is not UTF-8 are left out (such a
+    /// Writes the cache atomically unless its bytes are those of `before` (the file it
+    /// was read from); returns whether it wrote. Tool records whose path is not UTF-8 are left out (such a
     /// tool is sent fresh on the next scan).
-    pub fn save_unless(&mut self, data: &Path, before: Option<&[u8]>) -> Result<bool, CacheError> {
+    pub fn save_unless(
+        &mut self,
+        data: &Path,
+        before: Option<&OldFiles>,
+    ) -> Result<bool, CacheError> {
         self.tools.retain(|_, r| r.path.to_str().is_some());
         self.files.retain(|_, r| {
             r.app
@@ -381,16 +435,16 @@ impl Cache {
                 .is_none_or(|a| a.interpreter.to_str().is_some() && a.dist.to_str().is_some())
         });
         // Sized like the file it was read from: a warm rescan's archive grows no buffer.
-        let capacity = before.map_or(0, <[u8]>::len);
+        let capacity = before.map_or(0, |b| b.0.bytes().len() + 4);
         let mut bytes = rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(
             self,
             rkyv::util::AlignedVec::<16>::with_capacity(capacity),
         )
         .map_err(CacheError::Encode)?;
-        let crc = crc32fast::hash(&bytes).to_le_bytes();
-        if before.is_some_and(|b| b.split_last_chunk::<4>() == Some((&bytes[..], &crc))) {
+        if before.is_some_and(|b| b.0.bytes() == &bytes[..]) {
             return Ok(false);
         }
+        let crc = crc32fast::hash(&bytes).to_le_bytes();
         bytes.extend_from_slice(&crc);
         let dir = cache_dir(data);
         std::fs::create_dir_all(&dir).map_err(CacheError::create_dir(&dir))?;
@@ -401,18 +455,26 @@ impl Cache {
     }
 }
 
-/// Checks and decodes a cache file's bytes: the archive, then its CRC-32 (little-endian).
-/// An archive that is not aligned as its types need (bytes not read by
-/// [`crate::archive::read_file`]) is copied into an aligned buffer first.
-fn decode(bytes: &[u8]) -> Result<Cache, ArchiveError> {
-    let archive = crate::archive::strip_crc(bytes)?;
-    if (archive.as_ptr() as usize).is_multiple_of(crate::archive::ALIGN) {
-        return rkyv::from_bytes::<Cache, rkyv::rancor::Error>(archive)
-            .map_err(ArchiveError::Invalid);
+/// Checks a cache file's bytes (its CRC-32, little-endian, then the archive) and decodes
+/// all but the executables' records; `None` for a cache of another version.
+fn open(mut bytes: rkyv::util::AlignedVec) -> Result<Option<(Cache, OldFiles)>, ArchiveError> {
+    let len = crate::archive::strip_crc(&bytes)?.len();
+    bytes.resize(len, 0);
+    let owned = Owned::<Cache>::new(bytes)?;
+    let a = owned.get();
+    if a.version.to_native() != CACHE_VERSION {
+        return Ok(None);
     }
-    let mut aligned = rkyv::util::AlignedVec::<16>::with_capacity(archive.len());
-    aligned.extend_from_slice(archive);
-    rkyv::from_bytes::<Cache, rkyv::rancor::Error>(&aligned).map_err(ArchiveError::Invalid)
+    let de = ArchiveError::Invalid;
+    let cache = Cache {
+        version: CACHE_VERSION,
+        files: BTreeMap::new(),
+        shims: rkyv::deserialize::<_, rkyv::rancor::Error>(&a.shims).map_err(de)?,
+        tools: rkyv::deserialize::<_, rkyv::rancor::Error>(&a.tools).map_err(de)?,
+        docs: rkyv::deserialize::<_, rkyv::rancor::Error>(&a.docs).map_err(de)?,
+        registry: rkyv::deserialize::<_, rkyv::rancor::Error>(&a.registry).map_err(de)?,
+    };
+    Ok(Some((cache, OldFiles(owned))))
 }
 
 /// Stores a raw native answer under its sha256; returns the hex.
@@ -486,9 +548,20 @@ mod tests {
         let mut c = sample();
         assert!(c.save_unless(dir.path(), None).unwrap());
         let loaded = Cache::load(dir.path());
-        assert_eq!(loaded.cache, c);
+        assert_eq!(
+            loaded.cache,
+            Cache {
+                files: BTreeMap::new(),
+                ..c.clone()
+            }
+        );
         assert!(loaded.warning.is_none());
-        let before = loaded.bytes.unwrap();
+        let before = loaded.files.unwrap();
+        assert_eq!(before.len(), 1);
+        assert_eq!(
+            before.record(Path::new("/bin/t"), &fp(7)),
+            Some(c.files["/bin/t"].clone())
+        );
         // Unchanged: not written again (the file keeps its inode).
         let ino = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
         let first = ino(&cache_file(dir.path()));
@@ -497,21 +570,37 @@ mod tests {
         // Changed: written.
         c.tools.clear();
         assert!(c.save_unless(dir.path(), Some(&before)).unwrap());
-        assert_eq!(Cache::load(dir.path()).cache, c);
+        assert_eq!(
+            Cache::load(dir.path()).cache,
+            Cache {
+                files: BTreeMap::new(),
+                ..c
+            }
+        );
     }
 
     #[test]
-    fn take_file_moves_a_matching_record_and_drops_a_stale_one() {
+    fn records_are_read_in_place_while_their_fingerprint_holds() {
+        let dir = tempfile::tempdir().unwrap();
         let mut c = sample();
-        assert!(c.take_file(Path::new("/bin/t"), &fp(8)).is_none());
+        c.files.insert("/opt/u".into(), FileRecord::new(fp(9)));
+        c.save_unless(dir.path(), None).unwrap();
+        let files = Cache::load(dir.path()).files.unwrap();
         assert!(
-            c.files.is_empty(),
-            "a record of another fingerprint is dropped"
+            files.record(Path::new("/bin/t"), &fp(8)).is_none(),
+            "another file"
         );
-        let mut c = sample();
-        let rec = c.take_file(Path::new("/bin/t"), &fp(7)).unwrap();
+        let rec = files.record(Path::new("/bin/t"), &fp(7)).unwrap();
         assert_eq!(rec.sign, Some(Sign::FlagKey));
-        assert!(c.files.is_empty());
+        assert!(files.record(Path::new("/bin/none"), &fp(7)).is_none());
+        let kept: Vec<String> = files
+            .kept(|p| p != "/bin/t")
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(kept, ["/opt/u"]);
+        assert!(files.all_paths(|p| p.starts_with('/')));
+        assert!(!files.all_paths(|p| p == "/bin/t"));
     }
 
     #[test]
@@ -531,7 +620,7 @@ mod tests {
             std::fs::write(cache_file(dir.path()), &bad).unwrap();
             let loaded = Cache::load(dir.path());
             assert_eq!(loaded.cache, Cache::empty());
-            assert!(loaded.bytes.is_none());
+            assert!(loaded.files.is_none());
             assert!(loaded.warning.unwrap().contains("corrupt scan cache"));
         }
     }
