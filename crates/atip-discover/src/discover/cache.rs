@@ -367,7 +367,7 @@ pub(crate) fn native_doc_file(data: &Path, doc: &str) -> PathBuf {
 
 impl Cache {
     /// Reads the cache; anything unusable gives an empty cache (and a warning, unless the
-    /// file is simply absent or of another version).
+    /// file is simply absent or of another version: intact, but not this version's layout).
     pub fn load(data: &Path) -> Loaded {
         let path = cache_file(data);
         let empty = |warning| Loaded {
@@ -460,7 +460,12 @@ impl Cache {
 fn open(mut bytes: rkyv::util::AlignedVec) -> Result<Option<(Cache, OldFiles)>, ArchiveError> {
     let len = crate::archive::strip_crc(&bytes)?.len();
     bytes.resize(len, 0);
-    let owned = Owned::<Cache>::new(bytes)?;
+    // Damage fails the checksum above. Intact bytes that are not an archive of this
+    // layout were written by another atip version (a format change adds or moves a
+    // field, so the version number cannot be read first): ignored like an old version.
+    let Ok(owned) = Owned::<Cache>::new(bytes) else {
+        return Ok(None);
+    };
     let a = owned.get();
     if a.version.to_native() != CACHE_VERSION {
         return Ok(None);
@@ -623,6 +628,22 @@ mod tests {
             assert!(loaded.files.is_none());
             assert!(loaded.warning.unwrap().contains("corrupt scan cache"));
         }
+    }
+
+    #[test]
+    fn an_intact_file_of_another_layout_is_another_version_and_ignored_silently() {
+        // What an upgrade finds: a cache an older atip wrote, checksum intact, whose
+        // struct had other fields (here: not a `Cache` at all).
+        let dir = tempfile::tempdir().unwrap();
+        let other = rkyv::to_bytes::<rkyv::rancor::Error>(&vec![7u64, 8, 9]).unwrap();
+        let mut bytes = other.to_vec();
+        bytes.extend_from_slice(&crc32fast::hash(&other).to_le_bytes());
+        std::fs::create_dir_all(cache_dir(dir.path())).unwrap();
+        std::fs::write(cache_file(dir.path()), &bytes).unwrap();
+        let loaded = Cache::load(dir.path());
+        assert_eq!(loaded.cache, Cache::empty());
+        assert!(loaded.files.is_none());
+        assert_eq!(loaded.warning, None);
     }
 
     #[test]
