@@ -1162,6 +1162,23 @@ fn postings_sorted(ix: &SearchIndex) -> bool {
     })
 }
 
+/// The index of a catalog's tools as the compiled catalog ranks them: each program gets
+/// its task lines (uses.txt) by its registry name, the rest of its facts from the tool.
+#[cfg(test)]
+fn ranked_as_compiled(catalog: &Catalog) -> SearchIndex {
+    let facts: Vec<Facts> = catalog
+        .tools()
+        .iter()
+        .map(|t| Facts {
+            uses: Some(t.tool.clone()),
+            ..Facts::of(t)
+        })
+        .collect();
+    let mut builder = IndexBuilder::default();
+    builder.add_ranked(catalog.tools(), &facts);
+    builder.finish()
+}
+
 /// What `atip search` asks for.
 #[derive(Debug, Clone)]
 pub struct SearchOptions {
@@ -1500,17 +1517,7 @@ mod tests {
                          "notes": {"description": "Add or inspect object notes"}}}))
         .unwrap();
         let c = Catalog::build(&[git], &FlattenOptions::default());
-        let facts: Vec<Facts> = c
-            .tools()
-            .iter()
-            .map(|t| Facts {
-                uses: Some(t.tool.clone()),
-                ..Facts::of(t)
-            })
-            .collect();
-        let mut b = IndexBuilder::default();
-        b.add_ranked(c.tools(), &facts);
-        let ix = b.finish();
+        let ix = ranked_as_compiled(&c);
         let hits = ix.search("save a snapshot of staged changes", 2, true);
         assert_eq!(c.tools()[hits[0].doc].name, "git_commit", "{hits:?}");
         // `notes` has no line of its own; git's own line ("version control …") is what

@@ -6,7 +6,7 @@
 //! the compiled catalog ranks shims, with their task lines (uses.txt): 86.4% → 93.2% top-1,
 //! 100% top-5 (session 20).
 
-use super::{Facts, IndexBuilder, SearchIndex};
+use super::SearchIndex;
 use crate::compile::{Catalog, FlattenOptions};
 use crate::model::Metadata;
 use serde_json::Value;
@@ -70,17 +70,7 @@ fn labelled_queries_meet_the_targets() {
         let catalog = Catalog::build(metas, &FlattenOptions::default());
         // As the compiled catalog ranks them: each shim's program gets its task lines
         // (uses.txt) by name.
-        let facts: Vec<Facts> = catalog
-            .tools()
-            .iter()
-            .map(|t| Facts {
-                uses: Some(t.tool.clone()),
-                ..Facts::of(t)
-            })
-            .collect();
-        let mut builder = IndexBuilder::default();
-        builder.add_ranked(catalog.tools(), &facts);
-        let index = builder.finish();
+        let index = super::ranked_as_compiled(&catalog);
         for case in set[corpus].as_array().unwrap() {
             let q = case["q"].as_str().unwrap();
             let want: Vec<String> = serde_json::from_value(case["want"].clone()).unwrap();
