@@ -2059,8 +2059,6 @@ fn commit(
     Ok((commit, stored))
 }
 
-/// The metadata file (`<sha256 hex>.json`) of every fresh document the registry
-/// accepted: the commit wrote it, or found it intact (`spec/registry.md` §4, step 5).
 /// Gives the allocator's free pages back to the system, after the probes and before a
 /// commit. By then the probes' answers (or the manual's listing and the composed
 /// documents) are freed, but glibc keeps freed memory resident (and, with the 16 MiB
@@ -2076,6 +2074,8 @@ fn release_free_memory() {
     }
 }
 
+/// The metadata file (`<sha256 hex>.json`) of every fresh document the registry
+/// accepted: the commit wrote it, or found it intact (`spec/registry.md` §4, step 5).
 /// Hashed on the pool the commit runs in.
 fn stored_files(update: &Update, commit: &registry::CommitReport) -> Vec<String> {
     let refused: HashSet<&str> = commit
