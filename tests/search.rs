@@ -333,28 +333,18 @@ fn task_lines_rank_the_registered_program_by_name_and_never_permit() {
         json!({"atip": "0.6", "name": name, "version": "1", "description": description,
                "effects": {"destructive": false, "filesystem": {"read": true, "write": false}}})
     };
-    let script = "#!/bin/sh\nexit 0\n";
-    common::tools::register(
-        &sb,
-        "chmod",
-        &tool("chmod", "a helper of mine"),
-        script,
-        "native",
-    );
-    common::tools::register(
-        &sb,
-        "mknod",
-        &tool("mknod", "make block or character special files"),
-        "#!/bin/sh\nexit 1\n",
-        "native",
-    );
-    common::tools::register(
-        &sb,
-        "c++filt",
-        &tool("c__filt", "a filter"),
-        "#!/bin/sh\nexit 2\n",
-        "native",
-    );
+    // (file name, tool name, description): distinct scripts, so distinct metadata files.
+    for (i, (file, name, description)) in [
+        ("chmod", "chmod", "a helper of mine"),
+        ("mknod", "mknod", "make block or character special files"),
+        ("c++filt", "c__filt", "a filter"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let script = format!("#!/bin/sh\nexit {i}\n");
+        common::tools::register(&sb, file, &tool(name, description), &script, "native");
+    }
     let (code, v, out) = search(&sb, &["make a file executable"]);
     assert_eq!(code, Some(0), "{out}");
     assert_eq!(names(&v)[0], "chmod", "{v}");
