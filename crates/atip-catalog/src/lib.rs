@@ -395,9 +395,9 @@ struct Records {
 }
 
 /// Section `RECORDS`: each entry's document read and flattened (in parallel, a batch at a
-/// time), its tools named across the registry and written as JSON records. Each batch's
-/// searchable tools go to `to_index` once written; dropping the sender on return ends the
-/// indexer.
+/// time; a big one on this thread, see [`BIG`]), its tools named across the registry and
+/// written as JSON records. The searchable tools' texts go to `to_index` once written;
+/// dropping the sender on return ends the indexer.
 fn write_records<W: Write + Seek>(
     dirs: &Dirs,
     entries: &[(&String, &Entry)],
@@ -408,65 +408,68 @@ fn write_records<W: Write + Seek>(
     to_index: std::sync::mpsc::SyncSender<(Vec<Texts>, Vec<Facts>)>,
 ) -> std::io::Result<Records> {
     let mut docs = Vec::with_capacity(entries.len());
-    let mut rows: Vec<Row> = Vec::new();
-    let mut taken = HashSet::new();
-    let mut searchable: Vec<u32> = Vec::new();
-    let mut records = layout.section(out)?;
+    let mut w = RecordWriter {
+        section: layout.section(out)?,
+        out,
+        rows: Vec::new(),
+        taken: HashSet::new(),
+        searchable: Vec::new(),
+        indexed: Vec::new(),
+        indexed_facts: Vec::new(),
+        to_index,
+    };
     for batch in entries.chunks(BATCH) {
-        let flat = flatten_batch(dirs, batch, in_memory);
-        let mut indexed = Vec::new();
-        let mut indexed_facts = Vec::new();
-        for ((name, entry), (entry_json, r)) in batch.iter().zip(flat) {
-            let first = rows.len() as u32;
-            let (flat, error) = match r {
-                Ok(f) => (f, None),
-                Err(e) => (Flat::unreadable((*name).clone()), Some(e.to_string())),
+        for ((name, entry), (entry_json, prepared)) in
+            batch.iter().zip(flatten_batch(dirs, batch, in_memory))
+        {
+            let first = w.rows.len() as u32;
+            let doc = docs.len() as u32;
+            let (tool, error) = match prepared {
+                Prepared::Flat(Ok(flat)) => {
+                    let facts = facts_of(name, machine.get(*name), flat.section_prior);
+                    for (kept, record) in flat
+                        .tools
+                        .into_iter()
+                        .zip(records_of(&flat.records, &flat.ends))
+                    {
+                        w.tool(doc, kept, record, &facts)?;
+                    }
+                    (flat.tool, None)
+                }
+                Prepared::Flat(Err(e)) => ((*name).clone(), Some(e.to_string())),
+                Prepared::Big(bytes) => {
+                    match compile::source::parse_entry(dirs, name, entry, &bytes) {
+                        Ok(m) => {
+                            drop(bytes);
+                            let facts =
+                                facts_of(name, machine.get(*name), facts::section_prior(&m));
+                            w.stream(doc, &m, &facts)?;
+                            (m.tool_name().unwrap_or(name).to_string(), None)
+                        }
+                        Err(e) => ((*name).clone(), Some(e.to_string())),
+                    }
+                }
             };
-            let facts = facts_of(name, machine.get(*name), flat.section_prior);
-            let count = flat.tools.len() as u32;
-            let records_made = records_of(&flat.records, &flat.ends);
-            for (t, record) in flat.tools.into_iter().zip(records_made) {
-                let name = compile::claim_name(t.name.clone(), &mut taken);
-                let owned;
-                let record = if name != t.name {
-                    owned = renamed(record, &t.name, &name);
-                    owned.as_slice()
-                } else {
-                    record
-                };
-                if t.texts.is_some() {
-                    searchable.push(rows.len() as u32);
-                }
-                rows.push(Row {
-                    renamed: name != t.name,
-                    name,
-                    doc: docs.len() as u32,
-                    needs_human: t.texts.is_none(),
-                    at: records.len,
-                    len: record.len() as u32,
-                    crc: crc32fast::hash(record),
-                });
-                records.write(out, record)?;
-                if let Some(texts) = t.texts {
-                    indexed.push(texts);
-                    indexed_facts.push(facts.clone());
-                }
-            }
             docs.push(Doc {
                 name: (*name).clone(),
-                tool: flat.tool,
+                tool,
                 metadata: entry.metadata.clone(),
                 source: entry.source,
                 entry: entry_json,
                 error,
                 first,
-                count,
+                count: w.rows.len() as u32 - first,
             });
         }
-        // A gone indexer panicked: its join says so.
-        let _ = to_index.send((indexed, indexed_facts));
+        w.send();
     }
-    layout.end(RECORDS, records);
+    let RecordWriter {
+        section,
+        rows,
+        searchable,
+        ..
+    } = w;
+    layout.end(RECORDS, section);
     Ok(Records {
         docs,
         rows,
@@ -474,24 +477,125 @@ fn write_records<W: Write + Seek>(
     })
 }
 
-/// A batch of entries read (from memory when the commit holds the document) and
-/// flattened in parallel, each with its entry as JSON.
-fn flatten_batch(
+/// A document of more bytes than this is parsed and flattened on the writer's thread, each
+/// tool's record written as the tool is made: its parsed model (~4.5 times its bytes) is
+/// never beside another big document's, nor beside all its records (~2.5 times).
+const BIG: usize = 128 << 10;
+
+/// One entry of a batch as the pool leaves it for the writer.
+enum Prepared<'b> {
+    /// Flattened (or found unreadable) on a pool thread.
+    Flat(Result<Flat, crate::registry::RegistryError>),
+    /// A document of more than [`BIG`] bytes, read (hash-checked) but not parsed.
+    Big(std::borrow::Cow<'b, [u8]>),
+}
+
+/// The records section being written: each tool is named across the registry, given its
+/// row and its record written; the searchable tools' texts are sent to the indexer after
+/// each batch, when a big document's model is gone (the index grows by megabytes while
+/// it takes a big document's tools: not beside that model).
+struct RecordWriter<'o, W> {
+    out: &'o mut W,
+    section: Open,
+    rows: Vec<Row>,
+    taken: HashSet<String>,
+    searchable: Vec<u32>,
+    indexed: Vec<Texts>,
+    indexed_facts: Vec<Facts>,
+    to_index: std::sync::mpsc::SyncSender<(Vec<Texts>, Vec<Facts>)>,
+}
+
+impl<W: Write> RecordWriter<'_, W> {
+    /// Writes one tool of document `doc`; `record` is its record under its own name.
+    fn tool(&mut self, doc: u32, kept: Kept, record: &[u8], facts: &Facts) -> std::io::Result<()> {
+        let name = compile::claim_name(kept.name.clone(), &mut self.taken);
+        let owned;
+        let record = if name != kept.name {
+            owned = renamed(record, &kept.name, &name);
+            owned.as_slice()
+        } else {
+            record
+        };
+        if kept.texts.is_some() {
+            self.searchable.push(self.rows.len() as u32);
+        }
+        self.rows.push(Row {
+            renamed: name != kept.name,
+            name,
+            doc,
+            needs_human: kept.texts.is_none(),
+            at: self.section.len,
+            len: record.len() as u32,
+            crc: crc32fast::hash(record),
+        });
+        self.section.write(self.out, record)?;
+        if let Some(texts) = kept.texts {
+            self.indexed.push(texts);
+            self.indexed_facts.push(facts.clone());
+        }
+        Ok(())
+    }
+
+    /// Flattens a parsed document here, writing each tool as it is made.
+    fn stream(
+        &mut self,
+        doc: u32,
+        m: &crate::model::Metadata,
+        facts: &Facts,
+    ) -> std::io::Result<()> {
+        let mut record = Vec::new();
+        let mut written = Ok(());
+        compile::flatten_params_only(m, &everything(), |t| {
+            if written.is_err() {
+                return;
+            }
+            record.clear();
+            serde_json::to_writer(&mut record, &t).expect("a flattened tool serializes");
+            written = self.tool(doc, Kept::of(t), &record, facts);
+        });
+        written
+    }
+
+    /// Hands the texts of the batch to the indexer.
+    fn send(&mut self) {
+        if self.indexed.is_empty() {
+            return;
+        }
+        let batch = (
+            std::mem::take(&mut self.indexed),
+            std::mem::take(&mut self.indexed_facts),
+        );
+        // A gone indexer panicked: its join says so.
+        let _ = self.to_index.send(batch);
+    }
+}
+
+/// A batch of entries read (from memory when the commit holds the document) and, but for
+/// the big ones, flattened in parallel, each with its entry as JSON.
+fn flatten_batch<'b>(
     dirs: &Dirs,
     batch: &[(&String, &Entry)],
-    in_memory: &InMemory,
-) -> Vec<(String, Result<Flat, crate::registry::RegistryError>)> {
+    in_memory: &'b InMemory,
+) -> Vec<(String, Prepared<'b>)> {
     use rayon::prelude::*;
+    use std::borrow::Cow;
     batch
         .par_iter()
         .map(|(name, entry)| {
             let entry_json = serde_json::to_string(entry).expect("a registry entry serializes");
-            let flat = match in_memory.get(entry.metadata.as_str()) {
-                Some(bytes) => compile::source::parse_entry(dirs, name, entry, bytes),
-                None => compile::source::read_entry(dirs, name, entry),
-            }
-            .map(|m| Flat::new(m.tool_name().unwrap_or(name).to_string(), &m));
-            (entry_json, flat)
+            let bytes = match in_memory.get(entry.metadata.as_str()) {
+                Some(bytes) => Ok(Cow::Borrowed(*bytes)),
+                None => Index::read_document(dirs, entry).map(Cow::Owned),
+            };
+            let prepared = match bytes {
+                Ok(bytes) if bytes.len() > BIG => Prepared::Big(bytes),
+                Ok(bytes) => Prepared::Flat(
+                    compile::source::parse_entry(dirs, name, entry, &bytes)
+                        .map(|m| Flat::new(m.tool_name().unwrap_or(name).to_string(), &m)),
+                ),
+                Err(e) => Prepared::Flat(Err(e)),
+            };
+            (entry_json, prepared)
         })
         .collect()
 }
@@ -529,6 +633,16 @@ struct Kept {
     name: String,
     /// What the index reads of it; `None` for a tool that needs a human (not searched).
     texts: Option<Texts>,
+}
+
+impl Kept {
+    /// A tool as kept once its record is made.
+    fn of(t: FlatTool) -> Kept {
+        Kept {
+            name: t.name.clone(),
+            texts: (!t.effects.needs_human()).then(|| Texts::of(t)),
+        }
+    }
 }
 
 /// What the search index reads of a tool ([`IndexBuilder::add_ranked`]): its texts,
@@ -625,17 +739,6 @@ fn records_of<'a>(bytes: &'a [u8], ends: &'a [usize]) -> impl Iterator<Item = &'
 }
 
 impl Flat {
-    /// A document that could not be read: no tools.
-    fn unreadable(tool: String) -> Flat {
-        Flat {
-            tool,
-            tools: Vec::new(),
-            records: Vec::new(),
-            ends: Vec::new(),
-            section_prior: 1.0,
-        }
-    }
-
     /// Each tool's record is written as the tool is flattened; the tool is then kept as
     /// its name and texts only (see [`Texts`]).
     fn new(tool: String, m: &crate::model::Metadata) -> Flat {
@@ -643,9 +746,7 @@ impl Flat {
         compile::flatten_params_only(m, &everything(), |t| {
             serde_json::to_writer(&mut records, &t).expect("a flattened tool serializes");
             ends.push(records.len());
-            let name = t.name.clone();
-            let texts = (!t.effects.needs_human()).then(|| Texts::of(t));
-            tools.push(Kept { name, texts });
+            tools.push(Kept::of(t));
         });
         records.shrink_to_fit();
         Flat {
