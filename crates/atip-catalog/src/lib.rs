@@ -323,6 +323,19 @@ pub fn build_into<W: Write + Seek>(
     in_memory: &InMemory,
     out: &mut W,
 ) -> std::io::Result<()> {
+    build_big_above(dirs, index, registry_sha256, in_memory, out, BIG)
+}
+
+/// [`build_into`] with documents of more than `big` bytes flattened on the writer's thread
+/// (tests compare the two ways).
+fn build_big_above<W: Write + Seek>(
+    dirs: &Dirs,
+    index: &Index,
+    registry_sha256: &[u8; 32],
+    in_memory: &InMemory,
+    out: &mut W,
+    big: usize,
+) -> std::io::Result<()> {
     let mut entries: Vec<(&String, &Entry)> = index.tools.iter().collect();
     entries.sort_by(|a, b| a.0.cmp(b.0));
     let mut layout = Layout::start(out)?;
@@ -346,6 +359,7 @@ pub fn build_into<W: Write + Seek>(
             &mut layout,
             out,
             to_index,
+            big,
         );
         (records, indexer.join())
     });
@@ -395,7 +409,7 @@ struct Records {
 }
 
 /// Section `RECORDS`: each entry's document read and flattened (in parallel, a batch at a
-/// time; a big one on this thread, see [`BIG`]), its tools named across the registry and
+/// time; one of more than `big` bytes on this thread, see [`BIG`]), its tools named across the registry and
 /// written as JSON records. The searchable tools' texts go to `to_index` once written;
 /// dropping the sender on return ends the indexer.
 fn write_records<W: Write + Seek>(
@@ -406,6 +420,7 @@ fn write_records<W: Write + Seek>(
     layout: &mut Layout,
     out: &mut W,
     to_index: std::sync::mpsc::SyncSender<(Vec<Texts>, Vec<Facts>)>,
+    big: usize,
 ) -> std::io::Result<Records> {
     let mut docs = Vec::with_capacity(entries.len());
     let mut w = RecordWriter {
@@ -420,7 +435,7 @@ fn write_records<W: Write + Seek>(
     };
     for batch in entries.chunks(BATCH) {
         for ((name, entry), (entry_json, prepared)) in
-            batch.iter().zip(flatten_batch(dirs, batch, in_memory))
+            batch.iter().zip(flatten_batch(dirs, batch, in_memory, big))
         {
             let first = w.rows.len() as u32;
             let doc = docs.len() as u32;
@@ -486,7 +501,7 @@ const BIG: usize = 128 << 10;
 enum Prepared<'b> {
     /// Flattened (or found unreadable) on a pool thread.
     Flat(Result<Flat, crate::registry::RegistryError>),
-    /// A document of more than [`BIG`] bytes, read (hash-checked) but not parsed.
+    /// A big document's bytes, read (hash-checked) but not parsed.
     Big(std::borrow::Cow<'b, [u8]>),
 }
 
@@ -571,11 +586,12 @@ impl<W: Write> RecordWriter<'_, W> {
 }
 
 /// A batch of entries read (from memory when the commit holds the document) and, but for
-/// the big ones, flattened in parallel, each with its entry as JSON.
+/// those of more than `big` bytes, flattened in parallel, each with its entry as JSON.
 fn flatten_batch<'b>(
     dirs: &Dirs,
     batch: &[(&String, &Entry)],
     in_memory: &'b InMemory,
+    big: usize,
 ) -> Vec<(String, Prepared<'b>)> {
     use rayon::prelude::*;
     use std::borrow::Cow;
@@ -588,7 +604,7 @@ fn flatten_batch<'b>(
                 None => Index::read_document(dirs, entry).map(Cow::Owned),
             };
             let prepared = match bytes {
-                Ok(bytes) if bytes.len() > BIG => Prepared::Big(bytes),
+                Ok(bytes) if bytes.len() > big => Prepared::Big(bytes),
                 Ok(bytes) => Prepared::Flat(
                     compile::source::parse_entry(dirs, name, entry, &bytes)
                         .map(|m| Flat::new(m.tool_name().unwrap_or(name).to_string(), &m)),
@@ -1677,5 +1693,52 @@ mod tests {
             whole.postings_bytes() == kept.postings_bytes(),
             "the postings differ"
         );
+    }
+
+    /// Documents flattened on the writer's thread, a tool at a time, make the same catalog
+    /// as documents flattened on the pool: from memory and from files, with tools renamed
+    /// across documents, one that needs a human, and an unreadable document.
+    #[test]
+    fn big_documents_written_a_tool_at_a_time_make_the_same_catalog() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dirs = Dirs::under(tmp.path());
+        std::fs::create_dir_all(dirs.data.join("tools")).unwrap();
+        let many = serde_json::to_vec(&serde_json::to_value(many_commands()).unwrap()).unwrap();
+        let small = br#"{"atip": "0.6", "name": "t", "version": "1", "description": "Small",
+            "commands": {"c1": {"description": "Clashes with many's c1"}}}"#
+            .to_vec();
+        let rel = |bytes: &[u8]| format!("tools/{}.json", crate::digest::sha256_hex(bytes));
+        let entry = |name: &str, metadata: String| -> Entry {
+            serde_json::from_value(serde_json::json!({"path": format!("/usr/bin/{name}"),
+                "source": "native", "lastChecked": "2026-01-01T00:00:00Z",
+                "description": name, "atip": "0.6", "trust": "native", "effects": "",
+                "commands": 1, "metadata": metadata}))
+            .unwrap()
+        };
+        let mut index = Index::empty("2026-01-01T00:00:00Z".into());
+        // On disk: `a` (small) and `b` (many); in memory: `c` (many); `d`'s file is gone.
+        for bytes in [&small, &many] {
+            std::fs::write(dirs.data.join(rel(bytes)), bytes).unwrap();
+        }
+        index.tools.insert("a".into(), entry("a", rel(&small)));
+        index.tools.insert("b".into(), entry("b", rel(&many)));
+        index.tools.insert("c".into(), entry("c", rel(&many)));
+        index.tools.insert("d".into(), entry("d", rel(b"gone")));
+        let mut in_memory = InMemory::new();
+        in_memory.insert(rel(&many), &many);
+        let built = |big: usize| {
+            let mut out = std::io::Cursor::new(Vec::new());
+            build_big_above(&dirs, &index, &[7; 32], &in_memory, &mut out, big).unwrap();
+            out.into_inner()
+        };
+        let pooled = built(usize::MAX);
+        let streamed = built(small.len());
+        assert!(pooled == streamed, "the catalogs differ");
+        let c = Compiled::from_bytes(streamed, Path::new("catalog.bin"), &[7; 32]).unwrap();
+        let flat = Flat::new("t".into(), &many_commands());
+        assert_eq!(c.rows().len(), 1 + 2 * flat.tools.len());
+        assert!(c.rows().iter().filter(|r| r.renamed).count() > flat.tools.len());
+        assert!(c.docs()[3].error.is_some(), "{:?}", c.docs()[3]);
+        assert_eq!(c.tool(1).unwrap().name, "t_c0");
     }
 }
