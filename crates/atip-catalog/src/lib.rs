@@ -351,16 +351,12 @@ fn build_big_above<W: Write + Seek>(
             builder.finish()
         });
         let machine = facts::of_entries(&entries, std::path::Path::new(facts::DPKG_ROOT));
-        let records = write_records(
+        let reading = Reading {
             dirs,
-            &entries,
-            &machine,
             in_memory,
-            &mut layout,
-            out,
-            to_index,
             big,
-        );
+        };
+        let records = write_records(&reading, &entries, &machine, &mut layout, out, to_index);
         (records, indexer.join())
     });
     let search = search.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -409,18 +405,16 @@ struct Records {
 }
 
 /// Section `RECORDS`: each entry's document read and flattened (in parallel, a batch at a
-/// time; one of more than `big` bytes on this thread, see [`BIG`]), its tools named across the registry and
+/// time; a big one on this thread, see [`BIG`]), its tools named across the registry and
 /// written as JSON records. The searchable tools' texts go to `to_index` once written;
 /// dropping the sender on return ends the indexer.
 fn write_records<W: Write + Seek>(
-    dirs: &Dirs,
+    reading: &Reading,
     entries: &[(&String, &Entry)],
     machine: &std::collections::HashMap<String, facts::EntryFacts>,
-    in_memory: &InMemory,
     layout: &mut Layout,
     out: &mut W,
     to_index: std::sync::mpsc::SyncSender<(Vec<Texts>, Vec<Facts>)>,
-    big: usize,
 ) -> std::io::Result<Records> {
     let mut docs = Vec::with_capacity(entries.len());
     let mut w = RecordWriter {
@@ -435,36 +429,12 @@ fn write_records<W: Write + Seek>(
     };
     for batch in entries.chunks(BATCH) {
         for ((name, entry), (entry_json, prepared)) in
-            batch.iter().zip(flatten_batch(dirs, batch, in_memory, big))
+            batch.iter().zip(flatten_batch(reading, batch))
         {
             let first = w.rows.len() as u32;
             let doc = docs.len() as u32;
-            let (tool, error) = match prepared {
-                Prepared::Flat(Ok(flat)) => {
-                    let facts = facts_of(name, machine.get(*name), flat.section_prior);
-                    for (kept, record) in flat
-                        .tools
-                        .into_iter()
-                        .zip(records_of(&flat.records, &flat.ends))
-                    {
-                        w.tool(doc, kept, record, &facts)?;
-                    }
-                    (flat.tool, None)
-                }
-                Prepared::Flat(Err(e)) => ((*name).clone(), Some(e.to_string())),
-                Prepared::Big(bytes) => {
-                    match compile::source::parse_entry(dirs, name, entry, &bytes) {
-                        Ok(m) => {
-                            drop(bytes);
-                            let facts =
-                                facts_of(name, machine.get(*name), facts::section_prior(&m));
-                            w.stream(doc, &m, &facts)?;
-                            (m.tool_name().unwrap_or(name).to_string(), None)
-                        }
-                        Err(e) => ((*name).clone(), Some(e.to_string())),
-                    }
-                }
-            };
+            let known = machine.get(*name);
+            let (tool, error) = w.document(reading.dirs, (name, entry), doc, known, prepared)?;
             docs.push(Doc {
                 name: (*name).clone(),
                 tool,
@@ -551,6 +521,37 @@ impl<W: Write> RecordWriter<'_, W> {
         Ok(())
     }
 
+    /// Writes the tools of registry entry `name` (document `doc`, with the machine's
+    /// `known` facts of it): the document's tool name, and why it could not be read.
+    fn document(
+        &mut self,
+        dirs: &Dirs,
+        (name, entry): (&String, &Entry),
+        doc: u32,
+        known: Option<&facts::EntryFacts>,
+        prepared: Prepared,
+    ) -> std::io::Result<(String, Option<String>)> {
+        match prepared {
+            Prepared::Flat(Ok(flat)) => {
+                let facts = facts_of(name, known, flat.section_prior);
+                let records = records_of(&flat.records, &flat.ends);
+                for (kept, record) in flat.tools.into_iter().zip(records) {
+                    self.tool(doc, kept, record, &facts)?;
+                }
+                Ok((flat.tool, None))
+            }
+            Prepared::Flat(Err(e)) => Ok((name.clone(), Some(e.to_string()))),
+            Prepared::Big(bytes) => match compile::source::parse_entry(dirs, name, entry, &bytes) {
+                Ok(m) => {
+                    drop(bytes);
+                    self.stream(doc, &m, &facts_of(name, known, facts::section_prior(&m)))?;
+                    Ok((m.tool_name().unwrap_or(name).to_string(), None))
+                }
+                Err(e) => Ok((name.clone(), Some(e.to_string()))),
+            },
+        }
+    }
+
     /// Flattens a parsed document here, writing each tool as it is made.
     fn stream(
         &mut self,
@@ -585,14 +586,25 @@ impl<W: Write> RecordWriter<'_, W> {
     }
 }
 
-/// A batch of entries read (from memory when the commit holds the document) and, but for
-/// those of more than `big` bytes, flattened in parallel, each with its entry as JSON.
-fn flatten_batch<'b>(
-    dirs: &Dirs,
-    batch: &[(&String, &Entry)],
-    in_memory: &'b InMemory,
+/// Where the documents come from: the data dir, or memory when the commit holds them;
+/// those of more than `big` bytes are flattened on the writer's thread.
+struct Reading<'b> {
+    dirs: &'b Dirs,
+    in_memory: &'b InMemory<'b>,
     big: usize,
+}
+
+/// A batch of entries read and, but for the big ones, flattened in parallel, each with
+/// its entry as JSON.
+fn flatten_batch<'b>(
+    reading: &Reading<'b>,
+    batch: &[(&String, &Entry)],
 ) -> Vec<(String, Prepared<'b>)> {
+    let Reading {
+        dirs,
+        in_memory,
+        big,
+    } = *reading;
     use rayon::prelude::*;
     use std::borrow::Cow;
     batch
