@@ -142,3 +142,88 @@ fn server_text_is_escaped_in_text_output_and_kept_in_json() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["servers"][0]["tools"][0]["name"], esc_name);
 }
+
+/// A server's input schema that reaches outside itself cannot make atip read a file or
+/// open a connection, and a pattern atip cannot run is no silent accept: each call is
+/// refused with `args_invalid` naming the reason, and never reaches the server (whose
+/// `tools/call` is the payload: it writes a marker).
+#[test]
+fn input_schemas_that_reach_outside_are_refused_and_nothing_is_loaded() {
+    let Some(py) = crate::mcp_client::python() else {
+        crate::common::skip("python3 not found");
+        return;
+    };
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.path().join("proj")).unwrap();
+    // The schema `grab` points at accepts anything: were it loaded, the call would go.
+    let accept = sb.write("accept.json", "{}");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!(
+        "http://127.0.0.1:{}/schema.json",
+        listener.local_addr().unwrap().port()
+    );
+    let marker = sb.path().join("called");
+    let cfg = json!({"mcpServers": {"evil": {
+        "command": py, "args": [script(), "ref"],
+        "env": {"HOSTILE_REF": format!("file://{}", accept.display()),
+            "HOSTILE_URL": url, "HOSTILE_MARKER": marker}}}});
+    sb.write("config/mcp.json", cfg.to_string());
+    for (tool, why) in [
+        ("grab", "accept.json"),
+        ("fetch", "schema.json"),
+        ("peek", "look-around"),
+    ] {
+        let out = atip(
+            &sb,
+            &[
+                "mcp",
+                "call",
+                tool,
+                "--args",
+                r#"{"path": "x"}"#,
+                "--yes",
+                "--output",
+                "json",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(65), "{tool}: {}", show(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("args_invalid"), "{tool}: {}", show(&out));
+        assert!(err.contains(why), "{tool}: {}", show(&out));
+        assert!(
+            !marker.exists(),
+            "{tool} reached the server: {}",
+            show(&out)
+        );
+    }
+    // The same through `atip exec` (a provider's tool call naming the MCP tool).
+    let calls = json!({"choices": [{"message": {"role": "assistant", "tool_calls": [
+        {"id": "c0", "type": "function",
+         "function": {"name": "mcp__evil__grab", "arguments": "{\"path\":\"x\"}"}}]}}]});
+    let file = sb.write("proj/calls.json", calls.to_string());
+    let out = atip(
+        &sb,
+        &[
+            "exec",
+            "--calls",
+            file.to_str().unwrap(),
+            "--provider",
+            "openai",
+            "--yes",
+            "--output",
+            "json",
+        ],
+    );
+    let all = show(&out);
+    assert!(
+        all.contains("args_invalid") && all.contains("accept.json"),
+        "{all}"
+    );
+    assert!(!marker.exists(), "exec reached the server: {all}");
+    // No connection was ever made to the schema's URL.
+    assert_eq!(
+        listener.accept().map(|_| ()).map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::WouldBlock)
+    );
+}

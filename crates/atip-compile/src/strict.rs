@@ -301,11 +301,14 @@ fn check_root_schema(c: &mut Checker, format: Format, def: &Value, schema_key: &
                 Format::Gemini => gemini_node(c, schema, &sptr),
                 _ => {
                     general_node(c, schema, &sptr);
-                    if let Err(e) = jsonschema::draft202012::meta::validate(schema) {
+                    if let Some((at, why)) = atip_model::schema::meta_errors(schema).first() {
                         c.bad(
                             &sptr,
                             "json-schema",
-                            format!("not a valid JSON Schema 2020-12: {e}"),
+                            format!(
+                                "not a valid JSON Schema 2020-12: {}: {why}",
+                                if at.is_empty() { "/" } else { at }
+                            ),
                         );
                     }
                 }

@@ -246,7 +246,7 @@ fn escape(k: &str) -> String {
 
 /// A compiled input schema.
 pub struct Checker {
-    validator: jsonschema::Validator,
+    compiled: atip_model::schema::Compiled,
 }
 
 impl std::fmt::Debug for Checker {
@@ -256,43 +256,40 @@ impl std::fmt::Debug for Checker {
 }
 
 impl Checker {
-    /// Compiles a tool's input schema.
+    /// Compiles a tool's input schema (which can come from an untrusted MCP server).
     ///
-    /// The exporter writes JSON Schema 2020-12 using only keywords that mean the same in
-    /// draft 7 (type, properties, required, additionalProperties, enum, items as one
-    /// schema, bounds, lengths, pattern). For such schemas the draft-7 rules are used:
-    /// identical results, and the much smaller draft-7 meta-schema compiles in a fraction
-    /// of the time, which every `atip exec` process pays once. A schema using anything
-    /// 2020-12 added is validated under 2020-12. `format` is an annotation in both cases,
-    /// as 2020-12 says.
+    /// Nothing outside the schema is loaded: a `$ref` or `$schema` naming a file or a URL
+    /// is an error, as is a `pattern` the `regex` crate cannot compile (look-around,
+    /// backreferences) — never a silent accept. The exporter writes JSON Schema 2020-12
+    /// using only keywords that mean the same in draft 7 (type, properties, required,
+    /// additionalProperties, enum, items as one schema, bounds, lengths, pattern). For
+    /// such schemas the draft-7 rules are used: identical results, and the much smaller
+    /// draft-7 meta-schema compiles in a fraction of the time, which every `atip exec`
+    /// process pays once. A schema using anything 2020-12 added is validated under
+    /// 2020-12. `format` is an annotation in both cases, as 2020-12 says.
     pub fn new(schema: &Value) -> Result<Checker, AtipError> {
+        use atip_model::schema::{Draft, compile_value};
         let draft = if uses_2020_keywords(schema) {
-            jsonschema::Draft::Draft202012
+            Draft::V2020_12
         } else {
-            jsonschema::Draft::Draft7
+            Draft::V7
         };
-        let validator = jsonschema::options()
-            .with_draft(draft)
-            .should_validate_formats(false)
-            .build(schema)
-            .map_err(|e| {
-                AtipError::new(
-                    ErrorCode::Internal,
-                    format!("the exported input schema does not compile: {e}"),
-                )
-            })?;
-        Ok(Checker { validator })
+        let compiled = compile_value(schema, draft).map_err(|e| {
+            AtipError::new(
+                ErrorCode::Internal,
+                format!("the input schema does not compile: {e}"),
+            )
+        })?;
+        Ok(Checker { compiled })
     }
 
     /// Every violation of the schema (values masked).
     pub fn check(&self, args: &Map<String, Value>) -> Vec<Violation> {
         let instance = Value::Object(args.clone());
-        self.validator
-            .iter_errors(&instance)
-            .map(|e| Violation {
-                path: e.instance_path().to_string(),
-                message: e.masked().to_string(),
-            })
+        self.compiled
+            .violations(&instance)
+            .into_iter()
+            .map(|(path, message)| Violation { path, message })
             .collect()
     }
 }
@@ -306,7 +303,7 @@ impl Checker {
 /// certain". `true` implies [`Checker::check`] finds nothing (and the schema compiles);
 /// `false` means ask it. Compiling the validator (the draft-7 meta-schema's included) was
 /// ~0.5 ms of every `atip exec`; a valid call now skips it and every diagnostic still
-/// comes from jsonschema.
+/// comes from the compiled schema.
 pub fn certainly_valid(schema: &Value, args: &Map<String, Value>) -> bool {
     in_subset(schema)
         && schema
@@ -376,7 +373,7 @@ fn keywords_certain(s: &Map<String, Value>, value: &Value, object: bool) -> bool
         Some("null") => !object && value.is_null(),
         Some("number") => !object && value.is_number(),
         // Integers as JSON has them; 3.0 is an integer to JSON Schema, but not certainly
-        // one here (floats are for jsonschema to judge).
+        // one here (floats are for the compiled schema to judge).
         Some("integer") => !object && (value.is_i64() || value.is_u64()),
         _ => false,
     };
@@ -431,6 +428,8 @@ fn uses_2020_keywords(v: &Value) -> bool {
         Value::Object(m) => {
             m.keys().any(|k| NEW.contains(&k.as_str()))
                 || m.get("items").is_some_and(Value::is_array)
+                // Draft 7 asserts `format: regex`, the one format boon cannot turn off.
+                || m.get("format").is_some_and(|f| f == "regex")
                 || m.values().any(uses_2020_keywords)
         }
         Value::Array(a) => a.iter().any(uses_2020_keywords),
@@ -568,6 +567,46 @@ mod tests {
         assert_eq!(v.len(), 2);
         assert_eq!(v[0].path, "/name");
         assert_eq!(v[1].path, "/files/0");
+    }
+
+    #[test]
+    fn schemas_reaching_outside_or_with_patterns_regex_cannot_run_do_not_compile() {
+        let dir = tempfile::tempdir().unwrap();
+        let accept = dir.path().join("accept.json");
+        std::fs::write(&accept, "{}").unwrap();
+        for (prop, why) in [
+            (
+                json!({"$ref": format!("file://{}", accept.display())}),
+                "accept.json",
+            ),
+            (json!({"$ref": "http://127.0.0.1:9/s.json"}), "s.json"),
+            (
+                json!({"type": "string", "pattern": "^(?!rm)"}),
+                "look-around",
+            ),
+        ] {
+            let s = json!({"type": "object", "properties": {"p": prop}});
+            let e = Checker::new(&s).unwrap_err();
+            assert!(e.message.contains(why), "{}", e.message);
+        }
+        // Formats are annotations under draft 7 too (boon asserts them there by default).
+        let s = json!({"type": "object", "properties": {"u": {"type": "string", "format": "uri"},
+            "d": {"type": "string", "format": "date-time"}}});
+        assert!(!uses_2020_keywords(&s));
+        let c = Checker::new(&s).unwrap();
+        assert!(
+            c.check(&parse_text(r#"{"u": "no uri", "d": "today"}"#).unwrap())
+                .is_empty()
+        );
+        let r =
+            json!({"type": "object", "properties": {"r": {"type": "string", "format": "regex"}}});
+        assert!(uses_2020_keywords(&r));
+        assert!(
+            Checker::new(&r)
+                .unwrap()
+                .check(&parse_text(r#"{"r": "(?="}"#).unwrap())
+                .is_empty()
+        );
     }
 
     /// A schema as flattening writes them: every keyword the fast path decides.

@@ -289,31 +289,35 @@ impl Remote {
         .details(json!({"serversChecked": checked})))
     }
 
-    /// Validates `args` against the tool's input schema. A schema atip cannot compile is
-    /// left to the server to enforce (with a warning).
+    /// Validates `args` against the tool's input schema. A schema atip cannot compile (it
+    /// refers to a file or URL, which atip never loads; a pattern the regex engine cannot
+    /// run; not JSON Schema at all) refuses the call: arguments that cannot be checked
+    /// are not sent.
     pub(crate) fn validate(&self, tool: &Tool, a: &Map<String, Value>) -> Result<(), AtipError> {
         let schema = tools::input_schema(tool);
-        match args::Checker::new(&schema) {
-            Ok(checker) => {
-                let violations = checker.check(a);
-                if violations.is_empty() {
-                    return Ok(());
-                }
-                let e = args::invalid(&tool.name, violations, &schema);
-                Err(match repair::repair(&schema, a, &checker) {
-                    Some(r) => e.suggest(r.suggestion(&Redactor::new())),
-                    None => e,
-                })
-            }
-            Err(e) => {
-                log::warn!(
-                    "the input schema of MCP tool {} does not compile ({}); the server validates the arguments",
-                    tool.name,
-                    e.message
-                );
-                Ok(())
-            }
+        let checker = args::Checker::new(&schema).map_err(|e| {
+            let why = e
+                .message
+                .strip_prefix("the input schema does not compile: ")
+                .unwrap_or(&e.message);
+            AtipError::new(
+                ErrorCode::ArgsInvalid,
+                format!(
+                    "the input schema of MCP tool {} cannot be used to check the arguments: {why}",
+                    tool.name
+                ),
+            )
+            .hint("atip sends no call it cannot check; the server's maintainer has to fix its inputSchema")
+        })?;
+        let violations = checker.check(a);
+        if violations.is_empty() {
+            return Ok(());
         }
+        let e = args::invalid(&tool.name, violations, &schema);
+        Err(match repair::repair(&schema, a, &checker) {
+            Some(r) => e.suggest(r.suggestion(&Redactor::new())),
+            None => e,
+        })
     }
 
     /// Finds the tool, validates the arguments and asks the policy; runs nothing.

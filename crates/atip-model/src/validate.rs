@@ -246,7 +246,7 @@ fn check_clean(bytes: &[u8], kind: Option<Kind>, file_name: Option<&str>) -> Opt
     })
 }
 
-/// Parse into a `Value`, jsonschema, rules, positions: every diagnostic comes from here.
+/// Parse into a `Value`, the schema (boon), rules, positions: every diagnostic comes from here.
 fn check_full(
     bytes: &[u8],
     kind: Option<Kind>,
@@ -263,12 +263,15 @@ fn check_full(
         };
     };
     let kind = kind.unwrap_or_else(|| Kind::detect(&value));
-    let validator = crate::schema::validator(kind.schema());
-    if !validator.is_valid(&value) {
-        for error in validator.iter_errors(&value) {
-            diagnostics.extend(rules::from_schema_error(&error));
-        }
-    }
+    diagnostics.extend(crate::schema::with_stack_for(&value, || {
+        let Some(error) = crate::schema::validator(kind.schema()).errors(&value) else {
+            return Vec::new();
+        };
+        crate::schema::leaves(&error)
+            .into_iter()
+            .flat_map(|leaf| rules::from_schema_error(&value, leaf))
+            .collect()
+    }));
     rules::check(kind, &value, file_name, &mut diagnostics);
     rules::as_written(kind, &value, file_name, &mut diagnostics);
     if parsed.duplicates > 0 {

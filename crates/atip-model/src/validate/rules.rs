@@ -389,17 +389,22 @@ fn short<'a, J: Json<'a>>(value: J) -> String {
     }
 }
 
-/// Turns one schema error into diagnostics (several for `additionalProperties`).
-// Long because: one flat match with an arm per jsonschema error kind, each with its own
-// rule id and message.
-pub(crate) fn from_schema_error(error: &jsonschema::ValidationError<'_>) -> Vec<Diagnostic> {
-    use jsonschema::error::ValidationErrorKind as K;
-    let pointer = error.instance_path().as_str().to_string();
-    let instance = short(&**error.instance());
+/// Turns one schema failure (a leaf of `boon`'s error tree, see [`crate::schema::leaves`])
+/// into diagnostics: one per unknown or missing field, else one.
+// Long because: one flat match with an arm per kind of failure, each with its own rule
+// id and message.
+pub(crate) fn from_schema_error(
+    root: &Value,
+    error: &boon::ValidationError<'_, '_>,
+) -> Vec<Diagnostic> {
+    use boon::ErrorKind as K;
+    let pointer = error.instance_location.to_string();
+    let instance = instance_at(root, &pointer, &error.kind);
+    let at = display_ptr(&pointer);
     let field = pointer.rsplit('/').next().unwrap_or("");
     let one = |rule: &str, message: String| vec![Diagnostic::new(rule, pointer.clone(), message)];
-    match error.kind() {
-        K::AdditionalProperties { unexpected } => unexpected
+    match &error.kind {
+        K::AdditionalProperties { got } => got
             .iter()
             .map(|key| {
                 Diagnostic::new(
@@ -409,41 +414,36 @@ pub(crate) fn from_schema_error(error: &jsonschema::ValidationError<'_>) -> Vec<
                 )
             })
             .collect(),
-        K::Required { property } => one(
-            "schema-required",
-            format!(
-                "missing required field {property}{}",
-                if pointer.is_empty() {
-                    String::new()
-                } else {
-                    format!(" in {pointer}")
-                }
-            ),
-        ),
-        K::Type { .. } => one(
+        K::Required { want } => want
+            .iter()
+            .map(|property| {
+                Diagnostic::new(
+                    "schema-required",
+                    pointer.clone(),
+                    format!(
+                        "missing required field \"{property}\"{}",
+                        if pointer.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" in {pointer}")
+                        }
+                    ),
+                )
+            })
+            .collect(),
+        K::Type { want, .. } => one(
             "schema-type",
             format!(
-                "{} at {}",
-                error.masked_with(&instance),
-                display_ptr(&pointer)
+                "{instance} at {at} is not of type {}",
+                crate::schema::types(*want)
             ),
         ),
-        K::Enum { options } => one(
+        K::Enum { want } => one(
             "schema-enum",
-            format!(
-                "{instance} at {} is not one of {}",
-                display_ptr(&pointer),
-                short_list(options)
-            ),
+            format!("{instance} at {at} is not one of {}", short_list(want)),
         ),
-        K::Constant { expected_value } => one(
-            "schema-enum",
-            format!(
-                "{instance} at {} must be {expected_value}",
-                display_ptr(&pointer)
-            ),
-        ),
-        K::Pattern { pattern }
+        K::Const { want } => one("schema-enum", format!("{instance} at {at} must be {want}")),
+        K::Pattern { want, .. }
             if field == "name"
                 && !pointer.contains("/commands/")
                 && !pointer.contains("/arguments/")
@@ -452,53 +452,72 @@ pub(crate) fn from_schema_error(error: &jsonschema::ValidationError<'_>) -> Vec<
         {
             one(
                 "invalid-name",
-                format!("tool name {instance} does not match {pattern} (letters, digits, _ and -)"),
+                format!("tool name {instance} does not match {want} (letters, digits, _ and -)"),
             )
         }
         K::Pattern { .. } if pointer.contains("/flags/") => one(
             "schema-pattern",
             format!("flag {instance} at {pointer} must start with - and hold no spaces or ="),
         ),
-        K::Pattern { pattern } => one(
+        K::Pattern { want, .. } => one(
             "schema-pattern",
-            format!(
-                "{instance} at {} does not match {pattern}",
-                display_ptr(&pointer)
-            ),
+            format!("{instance} at {at} does not match {want}"),
         ),
-        K::Format { format } => one(
+        K::Format { want, .. } => one(
             "schema-format",
-            format!(
-                "{instance} at {} is not a valid {format}",
-                display_ptr(&pointer)
-            ),
+            format!("{instance} at {at} is not a valid {want}"),
         ),
-        K::MinItems { .. }
-        | K::MaxItems { .. }
-        | K::MinLength { .. }
-        | K::MaxLength { .. }
-        | K::Minimum { .. }
+        K::MinItems { got, .. }
+        | K::MaxItems { got, .. }
+        | K::MinLength { got, .. }
+        | K::MaxLength { got, .. }
+        | K::MinProperties { got, .. }
+        | K::MaxProperties { got, .. } => {
+            let (unit, units) = match &error.kind {
+                K::MinItems { .. } | K::MaxItems { .. } => ("item", "items"),
+                K::MinLength { .. } | K::MaxLength { .. } => ("character", "characters"),
+                _ => ("property", "properties"),
+            };
+            let n = if *got == 1 {
+                format!("1 {unit}")
+            } else {
+                format!("{got} {units}")
+            };
+            one(
+                "schema-size",
+                format!("{instance} at {at} has {n}: {}", masked_text(&error.kind)),
+            )
+        }
+        K::Minimum { .. }
         | K::Maximum { .. }
         | K::ExclusiveMinimum { .. }
-        | K::ExclusiveMaximum { .. }
-        | K::MinProperties { .. }
-        | K::MaxProperties { .. } => one(
+        | K::ExclusiveMaximum { .. } => one(
             "schema-size",
-            format!(
-                "{} at {}",
-                error.masked_with(&instance),
-                display_ptr(&pointer)
-            ),
+            format!("{instance} at {at} is {}", masked_text(&error.kind)),
         ),
-        _ => one(
+        kind => one(
             "schema",
-            format!(
-                "{} at {}",
-                error.masked_with(&instance),
-                display_ptr(&pointer)
-            ),
+            format!("{instance} at {at}: {}", masked_text(kind)),
         ),
     }
+}
+
+/// The value that failed, shortened ([`short`]).
+fn instance_at(root: &Value, pointer: &str, kind: &boon::ErrorKind<'_, '_>) -> String {
+    match kind {
+        // The failing thing is a key, not the value at the location.
+        boon::ErrorKind::PropertyName { prop } => short(&Value::String(prop.clone())),
+        _ => short(root.pointer(pointer).unwrap_or(&Value::Null)),
+    }
+}
+
+/// The schema's side of a failure, in atip's words (shared with `exec`'s violations).
+fn masked_text(kind: &boon::ErrorKind<'_, '_>) -> String {
+    crate::schema::masked(kind)
+        .into_iter()
+        .map(|(_, m)| m)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn display_ptr(pointer: &str) -> &str {
@@ -509,15 +528,15 @@ fn display_ptr(pointer: &str) -> &str {
     }
 }
 
-fn short_list(options: &Value) -> String {
-    match options.as_array() {
-        Some(items) if items.len() <= 12 => items
+fn short_list(items: &[Value]) -> String {
+    if items.len() <= 12 {
+        items
             .iter()
             .map(|v| v.to_string())
             .collect::<Vec<_>>()
-            .join(", "),
-        Some(items) => format!("{} allowed values", items.len()),
-        None => options.to_string(),
+            .join(", ")
+    } else {
+        format!("{} allowed values", items.len())
     }
 }
 
@@ -1126,5 +1145,217 @@ mod tests {
             [("shim-hash-mismatch".into(), "/binary/hash".into())]
         );
         assert!(ids(Kind::Shim, v, Some("curl.json")).is_empty());
+    }
+
+    /// Diagnostics for `doc` under an ad-hoc schema, as (rule, pointer, message).
+    fn mapped(schema: Value, doc: Value) -> Vec<(String, String, String)> {
+        let compiled = crate::schema::compile_value(&schema, crate::schema::Draft::V2020_12)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let Some(error) = compiled.errors(&doc) else {
+            return Vec::new();
+        };
+        crate::schema::leaves(&error)
+            .into_iter()
+            .flat_map(|leaf| from_schema_error(&doc, leaf))
+            .map(|d| (d.rule, d.pointer, d.message))
+            .collect()
+    }
+
+    fn one(rule: &str, pointer: &str, message: &str) -> Vec<(String, String, String)> {
+        vec![(rule.into(), pointer.into(), message.into())]
+    }
+
+    // Long because: one table of cases, a schema and a document per failure kind, each
+    // with the exact diagnostic it gives.
+    #[test]
+    fn each_schema_failure_kind_has_its_rule_and_message() {
+        let obj = |props: Value| json!({"type": "object", "properties": props});
+        // One diagnostic per unknown key, each at the key.
+        assert_eq!(
+            mapped(
+                json!({"type": "object", "additionalProperties": false}),
+                json!({"a": 1, "b/c": 2})
+            ),
+            vec![
+                (
+                    "unknown-field".into(),
+                    "/a".into(),
+                    "unknown field \"a\" (kept, but no ATIP reader will use it)".into()
+                ),
+                (
+                    "unknown-field".into(),
+                    "/b~1c".into(),
+                    "unknown field \"b/c\" (kept, but no ATIP reader will use it)".into()
+                )
+            ]
+        );
+        // One per missing field.
+        let missing = mapped(
+            obj(json!({"x": {"type": "object", "required": ["p", "q"]}})),
+            json!({"x": {}}),
+        );
+        assert_eq!(
+            missing,
+            vec![
+                (
+                    "schema-required".into(),
+                    "/x".into(),
+                    "missing required field \"p\" in /x".into()
+                ),
+                (
+                    "schema-required".into(),
+                    "/x".into(),
+                    "missing required field \"q\" in /x".into()
+                )
+            ]
+        );
+        assert_eq!(
+            mapped(json!({"required": ["name"]}), json!({}))[0].2,
+            "missing required field \"name\""
+        );
+        assert_eq!(
+            mapped(obj(json!({"v": {"type": "string"}})), json!({"v": 42})),
+            one("schema-type", "/v", "42 at /v is not of type string")
+        );
+        assert_eq!(
+            mapped(json!({"type": ["string", "null"]}), json!([1])),
+            one(
+                "schema-type",
+                "",
+                "an array at the top level is not of type null or string"
+            )
+        );
+        assert_eq!(
+            mapped(obj(json!({"e": {"enum": ["a", "b"]}})), json!({"e": "c"})),
+            one(
+                "schema-enum",
+                "/e",
+                "\"c\" at /e is not one of \"a\", \"b\""
+            )
+        );
+        assert_eq!(
+            mapped(obj(json!({"e": {"const": 1}})), json!({"e": 2})),
+            one("schema-enum", "/e", "2 at /e must be 1")
+        );
+        // A tool name, a flag, any other pattern.
+        assert_eq!(
+            mapped(
+                obj(json!({"name": {"pattern": "^[a-z]+$"}})),
+                json!({"name": "A B"})
+            ),
+            one(
+                "invalid-name",
+                "/name",
+                "tool name \"A B\" does not match ^[a-z]+$ (letters, digits, _ and -)"
+            )
+        );
+        let flags = json!({"flags": {"items": {"pattern": "^-"}}});
+        assert_eq!(
+            mapped(obj(flags), json!({"flags": ["x"]})),
+            one(
+                "schema-pattern",
+                "/flags/0",
+                "flag \"x\" at /flags/0 must start with - and hold no spaces or ="
+            )
+        );
+        assert_eq!(
+            mapped(obj(json!({"p": {"pattern": "^/"}})), json!({"p": "rel"})),
+            one("schema-pattern", "/p", "\"rel\" at /p does not match ^/")
+        );
+        // Sizes: items, length, properties, bounds.
+        assert_eq!(
+            mapped(obj(json!({"l": {"minItems": 1}})), json!({"l": []})),
+            one(
+                "schema-size",
+                "/l",
+                "an array at /l has 0 items: fewer than 1 item"
+            )
+        );
+        assert_eq!(
+            mapped(obj(json!({"s": {"maxLength": 2}})), json!({"s": "abc"})),
+            one(
+                "schema-size",
+                "/s",
+                "\"abc\" at /s has 3 characters: longer than 2 characters"
+            )
+        );
+        assert_eq!(
+            mapped(
+                obj(json!({"o": {"minProperties": 2}})),
+                json!({"o": {"a": 1}})
+            ),
+            one(
+                "schema-size",
+                "/o",
+                "an object at /o has 1 property: fewer than 2 properties"
+            )
+        );
+        assert_eq!(
+            mapped(obj(json!({"n": {"minimum": 1}})), json!({"n": 0})),
+            one("schema-size", "/n", "0 at /n is less than the minimum 1")
+        );
+        assert_eq!(
+            mapped(obj(json!({"n": {"exclusiveMaximum": 1}})), json!({"n": 1})),
+            one("schema-size", "/n", "1 at /n is not less than 1")
+        );
+        // Everything else is `schema`, in atip's words.
+        assert_eq!(
+            mapped(
+                obj(json!({"a": {"anyOf": [{"type": "string"}, {"type": "integer"}]}})),
+                json!({"a": true})
+            ),
+            one(
+                "schema",
+                "/a",
+                "true at /a: matches none of the allowed forms"
+            )
+        );
+        assert_eq!(
+            mapped(obj(json!({"n": {"multipleOf": 2}})), json!({"n": 3})),
+            one("schema", "/n", "3 at /n: not a multiple of 2")
+        );
+        assert_eq!(
+            mapped(
+                json!({"propertyNames": {"maxLength": 2}}),
+                json!({"abc": 1})
+            ),
+            one(
+                "schema",
+                "",
+                "\"abc\" at the top level: property name \"abc\" is not allowed"
+            )
+        );
+        // allOf branches each count; a long value is shortened.
+        let both = mapped(
+            json!({"allOf": [{"required": ["a"]}, {"required": ["b"]}]}),
+            json!({}),
+        );
+        assert_eq!(both.len(), 2, "{both:?}");
+        let long = "x".repeat(100);
+        let got = mapped(obj(json!({"s": {"enum": ["y"]}})), json!({"s": long}));
+        assert!(
+            got[0].2.starts_with(&format!("\"{}...", "x".repeat(56))),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn a_format_failure_is_schema_format() {
+        let doc = json!({"atip": {"version": "0.6"}, "name": "t", "version": "1",
+            "description": "d", "homepage": "not a uri"});
+        let error = crate::schema::validator(crate::schema::SchemaName::Metadata)
+            .errors(&doc)
+            .unwrap();
+        let got: Vec<Diagnostic> = crate::schema::leaves(&error)
+            .into_iter()
+            .flat_map(|leaf| from_schema_error(&doc, leaf))
+            .collect();
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].rule, "schema-format");
+        assert_eq!(got[0].pointer, "/homepage");
+        assert_eq!(
+            got[0].message,
+            "\"not a uri\" at /homepage is not a valid uri"
+        );
     }
 }

@@ -14,7 +14,6 @@ use super::super::locate::escape_token;
 use super::super::view::key_tag;
 use super::{short, short_list};
 use crate::model::ParamType;
-use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
 /// An option in scope: where it was declared and its flags (looked up once: every flag
@@ -573,7 +572,7 @@ impl Param<'_> {
                 format!(
                     "default {} of \"{name}\" is not one of {}",
                     short(item),
-                    short_list(&Value::Array(values.map(J::to_value).collect()))
+                    short_list(&values.map(J::to_value).collect::<Vec<_>>())
                 ),
             ));
         }
@@ -700,7 +699,7 @@ fn check_flattened<'a, J: Json<'a>>(root: J, top: J, out: &mut Vec<Diagnostic>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn opt(name: &str, flags: &[&str]) -> Value {
         json!({"name": name, "flags": flags, "type": "boolean", "description": "x"})
