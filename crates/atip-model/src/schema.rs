@@ -327,8 +327,8 @@ pub enum Draft {
 const INPUT_URL: &str = "https://atip.invalid/input.schema.json";
 
 /// Compiles a schema from outside (an exported or an MCP server's input schema):
-/// `format` is an annotation, never a check; no URL is ever loaded (see [`NoFetch`]).
-/// The error says what is wrong in atip's words.
+/// `format` is an annotation, never a check; no URL is ever loaded (a `$ref` outside
+/// the schema is an error). The error says what is wrong in atip's words.
 pub fn compile_value(schema: &Value, draft: Draft) -> Result<Compiled, String> {
     let mut c = compiler();
     match draft {
