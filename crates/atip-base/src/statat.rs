@@ -4,14 +4,16 @@
 //! pages. `stat("/usr/share/man/man1/ls.1.gz")` walks every component of the path on
 //! each call; `fstatat(dirfd, "ls.1.gz")` walks one. [`StatAt`] opens each parent
 //! directory once (`O_PATH`: no read permission needed, nothing to list) and stats
-//! file names against it. Symlinks are followed, as `std::fs::metadata` does.
+//! file names against it. Symlinks are followed, as `std::fs::metadata` does, unless asked
+//! otherwise ([`StatAt::link_status_in`], [`StatAt::read_link_in`]: resolving a PATH
+//! symlink without walking its whole path twice).
 
 use std::collections::HashMap;
-use std::ffi::{CString, OsStr};
+use std::ffi::{CStr, CString, OsStr, OsString};
 use std::fs::Metadata;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -79,9 +81,14 @@ impl From<&Metadata> for Status {
 /// Directory handles opened on demand, one per parent directory asked about.
 #[derive(Debug, Default)]
 pub struct StatAt {
-    /// Parent directory → its handle (`None`: it could not be opened; such paths are
-    /// stat'ed by their whole path, so errors read as they always did).
-    dirs: HashMap<PathBuf, Option<OwnedFd>>,
+    /// Each directory asked about, with its handle (`None`: it could not be opened; such
+    /// paths are stat'ed by their whole path, so errors read as they always did).
+    dirs: Vec<(PathBuf, Option<OwnedFd>)>,
+    /// Directory → its index in `dirs`.
+    index: HashMap<PathBuf, usize>,
+    /// The index of the directory asked about last: files come directory by directory,
+    /// so most calls compare one path instead of hashing it.
+    last: usize,
 }
 
 impl StatAt {
@@ -101,16 +108,44 @@ impl StatAt {
         self.status_in(parent, name)
     }
 
-    /// The status of `name` in the directory `dir` (opened once).
+    /// The status of `name` in the directory `dir` (opened once), following symlinks.
     pub fn status_in(&mut self, dir: &Path, name: &OsStr) -> io::Result<Status> {
-        // Looked up before inserting: a hit (nearly every call) copies no path.
-        if !self.dirs.contains_key(dir) {
-            self.dirs.insert(dir.to_path_buf(), open_dir(dir).ok());
-        }
-        match &self.dirs[dir] {
-            Some(fd) => stat_in(fd, name),
+        match self.handle(dir) {
+            Some(fd) => stat_in(fd, name, 0),
             None => std::fs::metadata(dir.join(name)).map(|m| Status::from(&m)),
         }
+    }
+
+    /// The status of `name` in `dir` itself: a symlink is not followed.
+    pub fn link_status_in(&mut self, dir: &Path, name: &OsStr) -> io::Result<Status> {
+        match self.handle(dir) {
+            Some(fd) => stat_in(fd, name, libc::AT_SYMLINK_NOFOLLOW),
+            None => std::fs::symlink_metadata(dir.join(name)).map(|m| Status::from(&m)),
+        }
+    }
+
+    /// The target of the symlink `name` in `dir` (`EINVAL` when it is not a symlink).
+    pub fn read_link_in(&mut self, dir: &Path, name: &OsStr) -> io::Result<PathBuf> {
+        match self.handle(dir) {
+            Some(fd) => read_link_in(fd, name),
+            None => std::fs::read_link(dir.join(name)),
+        }
+    }
+
+    /// The handle of `dir`, opened on first use; `None` when it could not be opened.
+    fn handle(&mut self, dir: &Path) -> Option<&OwnedFd> {
+        let hit = self.dirs.get(self.last).is_some_and(|(d, _)| d == dir);
+        if !hit {
+            self.last = match self.index.get(dir) {
+                Some(&i) => i,
+                None => {
+                    self.dirs.push((dir.to_path_buf(), open_dir(dir).ok()));
+                    self.index.insert(dir.to_path_buf(), self.dirs.len() - 1);
+                    self.dirs.len() - 1
+                }
+            };
+        }
+        self.dirs[self.last].1.as_ref()
     }
 }
 
@@ -131,19 +166,64 @@ fn open_dir(dir: &Path) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// `fstatat(dir, name)`, following symlinks.
-fn stat_in(dir: &OwnedFd, name: &OsStr) -> io::Result<Status> {
-    let c = CString::new(name.as_bytes())?;
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `dir` is an open descriptor, `c` a valid NUL-terminated name, and `st`
-    // a buffer of the right type that fstatat fills on success.
-    let rc = unsafe { libc::fstatat(dir.as_raw_fd(), c.as_ptr(), st.as_mut_ptr(), 0) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
+/// Calls `f` with `name` NUL-terminated: in a buffer on the stack when it fits (a file
+/// name is at most 255 bytes), so a stat costs no allocation.
+fn with_c_name<R>(name: &OsStr, f: impl FnOnce(&CStr) -> io::Result<R>) -> io::Result<R> {
+    let bytes = name.as_bytes();
+    let mut buf = [0u8; 256];
+    if bytes.len() < buf.len() {
+        buf[..bytes.len()].copy_from_slice(bytes);
+        let c = CStr::from_bytes_with_nul(&buf[..=bytes.len()])
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        return f(c);
     }
-    // SAFETY: fstatat returned 0, so `st` is initialised.
-    let st = unsafe { st.assume_init() };
-    Ok(Status::from_stat(&st))
+    f(&CString::new(bytes)?)
+}
+
+/// `fstatat(dir, name, flags)`.
+fn stat_in(dir: &OwnedFd, name: &OsStr, flags: libc::c_int) -> io::Result<Status> {
+    with_c_name(name, |c| {
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: `dir` is an open descriptor, `c` a valid NUL-terminated name, and `st`
+        // a buffer of the right type that fstatat fills on success.
+        let rc = unsafe { libc::fstatat(dir.as_raw_fd(), c.as_ptr(), st.as_mut_ptr(), flags) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fstatat returned 0, so `st` is initialised.
+        let st = unsafe { st.assume_init() };
+        Ok(Status::from_stat(&st))
+    })
+}
+
+/// `readlinkat(dir, name)`, the whole target however long.
+fn read_link_in(dir: &OwnedFd, name: &OsStr) -> io::Result<PathBuf> {
+    with_c_name(name, |c| {
+        let mut buf: Vec<u8> = Vec::with_capacity(256);
+        loop {
+            // SAFETY: `dir` is an open descriptor, `c` a valid NUL-terminated name, and
+            // `buf` has `capacity` writable bytes.
+            let n = unsafe {
+                libc::readlinkat(
+                    dir.as_raw_fd(),
+                    c.as_ptr(),
+                    buf.as_mut_ptr().cast(),
+                    buf.capacity(),
+                )
+            };
+            if n < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let n = n as usize;
+            if n < buf.capacity() {
+                // SAFETY: readlinkat wrote `n` bytes.
+                unsafe { buf.set_len(n) };
+                return Ok(PathBuf::from(OsString::from_vec(buf)));
+            }
+            // Possibly cut short: try again with more room.
+            buf.reserve(buf.capacity() * 2);
+        }
+    })
 }
 
 #[cfg(test)]
@@ -177,5 +257,52 @@ mod tests {
         // Changes show: nothing is cached but the directory handle.
         std::fs::write(&file, b"longer text").unwrap();
         assert_eq!(at.status(&file).unwrap().size, 11);
+    }
+
+    #[test]
+    fn links_are_read_in_place_and_directories_alternate() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir(&a).unwrap();
+        std::fs::create_dir(&b).unwrap();
+        std::fs::write(a.join("f"), b"1").unwrap();
+        std::fs::write(b.join("f"), b"22").unwrap();
+        let long = "t".repeat(300);
+        std::os::unix::fs::symlink(&long, a.join("long")).unwrap();
+        std::os::unix::fs::symlink("../a/f", b.join("rel")).unwrap();
+        let mut at = StatAt::new();
+        // Alternating directories: each answer is its own directory's.
+        for _ in 0..3 {
+            assert_eq!(at.status_in(&a, OsStr::new("f")).unwrap().size, 1);
+            assert_eq!(at.status_in(&b, OsStr::new("f")).unwrap().size, 2);
+        }
+        let link = at.link_status_in(&b, OsStr::new("rel")).unwrap();
+        assert_eq!(link.mode & libc::S_IFMT, libc::S_IFLNK);
+        assert_eq!(at.status_in(&b, OsStr::new("rel")).unwrap().size, 1);
+        assert_eq!(
+            at.read_link_in(&b, OsStr::new("rel")).unwrap(),
+            PathBuf::from("../a/f")
+        );
+        // A target longer than the first buffer is read whole.
+        assert_eq!(
+            at.read_link_in(&a, OsStr::new("long")).unwrap(),
+            PathBuf::from(&long)
+        );
+        let not_link = at.read_link_in(&a, OsStr::new("f")).unwrap_err();
+        assert_eq!(not_link.raw_os_error(), Some(libc::EINVAL));
+        let missing = at.read_link_in(&a, OsStr::new("nope")).unwrap_err();
+        assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+        // A directory that cannot be opened answers as std does.
+        let gone = dir.path().join("gone");
+        assert_eq!(
+            at.link_status_in(&gone, OsStr::new("x"))
+                .unwrap_err()
+                .kind(),
+            io::ErrorKind::NotFound
+        );
+        assert_eq!(
+            at.read_link_in(&gone, OsStr::new("x")).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
     }
 }

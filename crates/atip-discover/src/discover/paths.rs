@@ -63,7 +63,8 @@ impl Fingerprint {
 /// Canonical paths of symlinked executables, with each link's directory canonicalized
 /// once per scan: `fs::canonicalize` re-reads every component of every path (five
 /// `readlink`s for `/usr/bin/x` → `/etc/alternatives/x` → …), while PATH links mostly
-/// point into a handful of directories.
+/// point into a handful of directories. Each link is read relative to its directory's
+/// handle ([`StatAt`]), one `readlinkat` per link followed.
 #[derive(Debug, Default)]
 pub(crate) struct LinkResolver {
     dirs: HashMap<PathBuf, PathBuf>,
@@ -75,7 +76,7 @@ impl LinkResolver {
 
     /// The canonical path of `path` (absolute, no symlink anywhere in it), as
     /// `fs::canonicalize` gives it.
-    pub(crate) fn resolve(&mut self, path: &Path) -> std::io::Result<PathBuf> {
+    pub(crate) fn resolve(&mut self, path: &Path, stat: &mut StatAt) -> std::io::Result<PathBuf> {
         let mut current = path.to_path_buf();
         for _ in 0..Self::MAX_LINKS {
             let (Some(dir), Some(name)) = (current.parent(), current.file_name()) else {
@@ -84,24 +85,19 @@ impl LinkResolver {
             if name == OsStr::new("..") || name == OsStr::new(".") {
                 return fs::canonicalize(path);
             }
-            let dir = match self.dirs.get(dir) {
-                Some(c) => c.clone(),
-                None => {
-                    let c = fs::canonicalize(dir)?;
-                    self.dirs.insert(dir.to_path_buf(), c.clone());
-                    c
-                }
-            };
-            let here = dir.join(name);
-            if !fs::symlink_metadata(&here)?.file_type().is_symlink() {
-                return Ok(here);
+            if !self.dirs.contains_key(dir) {
+                let c = fs::canonicalize(dir)?;
+                self.dirs.insert(dir.to_path_buf(), c);
             }
-            let target = fs::read_link(&here)?;
-            current = if target.is_absolute() {
-                target
-            } else {
-                dir.join(target)
+            let dir = &self.dirs[dir];
+            let next = match stat.read_link_in(dir, name) {
+                // Not a symlink (it exists: a missing file fails with ENOENT).
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return Ok(dir.join(name)),
+                Err(e) => return Err(e),
+                Ok(target) if target.is_absolute() => target,
+                Ok(target) => dir.join(target),
             };
+            current = next;
         }
         Err(std::io::Error::from_raw_os_error(libc::ELOOP))
     }
@@ -519,7 +515,7 @@ impl Walk<'_> {
         }
         self.inodes.insert(inode, self.out.executables.len());
         let canonical = if is_link {
-            match self.links.resolve(&path) {
+            match self.links.resolve(&path, &mut self.stat) {
                 Ok(c) => c,
                 Err(e) => {
                     return self.skip_file(name, path, FileSkipReason::Unreadable, e.to_string());
@@ -589,17 +585,20 @@ mod tests {
         symlink("loop1", root.join("bin/loop2")).unwrap();
         symlink("missing", root.join("bin/dangling")).unwrap();
         let mut r = LinkResolver::default();
+        let mut at = StatAt::new();
         for name in ["a", "b", "c", "a"] {
             let p = root.join("bin").join(name);
             assert_eq!(
-                r.resolve(&p).unwrap(),
+                r.resolve(&p, &mut at).unwrap(),
                 fs::canonicalize(&p).unwrap(),
                 "{name}"
             );
         }
-        assert!(r.resolve(&root.join("bin/loop1")).is_err());
+        assert!(r.resolve(&root.join("bin/loop1"), &mut at).is_err());
         assert_eq!(
-            r.resolve(&root.join("bin/dangling")).unwrap_err().kind(),
+            r.resolve(&root.join("bin/dangling"), &mut at)
+                .unwrap_err()
+                .kind(),
             std::io::ErrorKind::NotFound
         );
     }
