@@ -1016,10 +1016,15 @@ fn summarize(works: &[Work], tools: &[ToolReport], names: usize) -> Summary {
     for w in works {
         *evidence.entry(evidence_class(w).into()).or_default() += 1;
     }
-    let mut sources: BTreeMap<String, usize> = BTreeMap::new();
+    // Counted by source, then named: one name per source, not per tool.
+    let mut by_source: BTreeMap<Source, usize> = BTreeMap::new();
     for t in tools {
-        *sources.entry(resolve::source_name(t.source)).or_default() += 1;
+        *by_source.entry(t.source).or_default() += 1;
     }
+    let mut sources: BTreeMap<String, usize> = by_source
+        .into_iter()
+        .map(|(s, n)| (resolve::source_name(s), n))
+        .collect();
     sources.insert("none".into(), names.saturating_sub(tools.len()));
     let status = |s: ToolStatus| tools.iter().filter(|t| t.status == s).count();
     Summary {
@@ -1855,7 +1860,8 @@ fn plan(
                 rec.convert = None;
             }
             Work {
-                allowlisted: allow.is_match(&exe.name),
+                // (An empty set answers without building globset's candidate path.)
+                allowlisted: !allow.is_empty() && allow.is_match(&exe.name),
                 exe,
                 rec,
                 probe_now: None,

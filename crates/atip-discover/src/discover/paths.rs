@@ -418,6 +418,7 @@ pub(crate) fn enumerate(
         me,
         skip,
         names: HashMap::new(),
+        walked: Vec::new(),
         inodes: HashMap::new(),
         stat: StatAt::new(),
         links: LinkResolver::default(),
@@ -435,6 +436,11 @@ pub(crate) fn enumerate(
                 continue;
             }
         };
+        walk.walked.push(dir.canonical.clone());
+        // Sized once per directory instead of grown (and rehashed) entry by entry.
+        walk.names.reserve(entries.len());
+        walk.inodes.reserve(entries.len());
+        walk.out.executables.reserve(entries.len());
         for (file_name, is_link) in entries {
             walk.entry(&dir.canonical, &file_name, is_link);
         }
@@ -466,8 +472,11 @@ struct Walk<'a> {
     out: Enumeration,
     me: &'a Identity,
     skip: &'a globset::GlobSet,
-    /// Each name met so far, with the path the shell runs for it.
-    names: HashMap<String, PathBuf>,
+    /// Each name met so far, with the index in `walked` of the directory the shell runs
+    /// it from.
+    names: HashMap<String, usize>,
+    /// The directories walked so far, in order (the last is the one being walked).
+    walked: Vec<PathBuf>,
     /// Each file met so far (device, inode), with its index in `out.executables`.
     inodes: HashMap<(u64, u64), usize>,
     stat: StatAt,
@@ -487,23 +496,24 @@ impl Walk<'_> {
     /// One directory entry: an executable (its first name), an alias of one met
     /// before, skipped (with the reason), or nothing a shell would run.
     fn entry(&mut self, dir: &Path, file_name: &OsStr, is_link: bool) {
-        let path = dir.join(file_name);
         let Ok(md) = self.stat.status_in(dir, file_name) else {
             return; // dangling symlink or vanished: a shell would not run it either
         };
         if !md.is_file() || !self.me.may_execute(&md) {
             return;
         }
+        let path = dir.join(file_name);
         let Some(name) = file_name.to_str().map(str::to_owned) else {
             let shown = file_name.to_string_lossy().into_owned();
             let detail = "the name is not UTF-8".into();
             return self.skip_file(shown, path, FileSkipReason::InvalidName, detail);
         };
-        if let Some(first) = self.names.get(&name) {
+        if let Some(&first) = self.names.get(&name) {
+            let first = self.walked[first].join(&name);
             let detail = format!("the shell runs {}", first.display());
             return self.skip_file(name, path, FileSkipReason::Shadowed, detail);
         }
-        self.names.insert(name.clone(), path.clone());
+        self.names.insert(name.clone(), self.walked.len() - 1);
         if let Some((reason, detail)) = self.refusal(&name, &md) {
             return self.skip_file(name, path, reason, detail);
         }
@@ -540,7 +550,7 @@ impl Walk<'_> {
             let detail = format!("mode {:o}: anyone may change it", md.mode & 0o7777);
             return Some((FileSkipReason::WorldWritable, detail));
         }
-        if self.skip.is_match(name) {
+        if !self.skip.is_empty() && self.skip.is_match(name) {
             return Some((FileSkipReason::SkipGlob, String::new()));
         }
         if !is_valid_name(name) {

@@ -130,9 +130,9 @@ impl ArchivedStored {
             .map(|i| &self.tools[i])
     }
 
-    /// Whether `name` was recorded as having no page.
-    fn has_none(&self, name: &str) -> bool {
-        self.none.binary_search_by(|n| n.as_str().cmp(name)).is_ok()
+    /// Where `name` is in the list of names recorded as having no page.
+    fn none_index(&self, name: &str) -> Option<usize> {
+        self.none.binary_search_by(|n| n.as_str().cmp(name)).ok()
     }
 }
 
@@ -189,7 +189,12 @@ pub struct InferSource {
     dirs_unchanged: bool,
     index: Option<ManIndex>,
     offers: HashMap<String, Offer>,
+    /// Names found without a page this scan, but those the old cache recorded so (over
+    /// unchanged directories), which are marked in `none_recorded` instead: a warm
+    /// rescan of thousands of names without a page copies none of them.
     none: BTreeSet<String>,
+    /// Per name of the old cache's list of names without a page: met again this scan.
+    none_recorded: Vec<bool>,
     failed: BTreeMap<String, String>,
     /// Names whose document [`InferSource::infer_pending`] must make.
     pending: Vec<(String, PageRef)>,
@@ -313,6 +318,15 @@ enum OfferError {
     Invalid { page: PathBuf, finding: String },
 }
 
+/// Why a name has no page.
+enum NoPage {
+    /// The old cache records it so, and the manual's directories are unchanged (marked in
+    /// `InferSource::none_recorded`).
+    Recorded,
+    /// This scan looked for it.
+    Found,
+}
+
 /// A name's page and whether its recorded document is still current.
 #[derive(Debug, Clone)]
 pub struct Lookup {
@@ -375,6 +389,7 @@ impl InferSource {
             index: None,
             offers: HashMap::new(),
             none: BTreeSet::new(),
+            none_recorded: Vec::new(),
             failed: BTreeMap::new(),
             pending: Vec::new(),
             stat: StatAt::new(),
@@ -395,29 +410,33 @@ impl InferSource {
     }
 
     /// The page of `name`, and its recorded document if still current.
-    fn lookup(&mut self, name: &str) -> Option<Lookup> {
+    fn lookup(&mut self, name: &str) -> Result<Lookup, NoPage> {
         if self.dirs_unchanged
             && let Some(old) = self.old.as_ref().map(Owned::get)
         {
-            if old.has_none(name) {
-                return None;
+            if let Some(i) = old.none_index(name) {
+                if self.none_recorded.is_empty() {
+                    self.none_recorded = vec![false; old.none.len()];
+                }
+                self.none_recorded[i] = true;
+                return Err(NoPage::Recorded);
             }
             if let Some(rec) = old.tool(name) {
                 let current = rec.current(&mut self.stat).then_some(rec);
-                return Some(Lookup {
+                return Ok(Lookup {
                     page: rec.page_ref(),
                     current: current.map(|r| r.doc.as_str().to_owned()),
                     recorded: current.map(ArchivedStoredTool::recorded),
                 });
             }
         }
-        let page = self.index().find(name)?;
+        let page = self.index().find(name).ok_or(NoPage::Found)?;
         let current = self
             .old
             .as_ref()
             .and_then(|o| o.get().tool(name))
             .filter(|rec| Path::new(rec.page.as_str()) == page.path && rec.current(&mut self.stat));
-        Some(Lookup {
+        Ok(Lookup {
             page,
             current: current.map(|r| r.doc.as_str().to_owned()),
             recorded: current.map(ArchivedStoredTool::recorded),
@@ -446,10 +465,11 @@ impl InferSource {
                 continue;
             }
             match self.lookup(name) {
-                None => {
+                Err(NoPage::Recorded) => {}
+                Err(NoPage::Found) => {
                     self.none.insert(name.to_owned());
                 }
-                Some(Lookup {
+                Ok(Lookup {
                     page,
                     current: Some(doc),
                     recorded,
@@ -470,7 +490,7 @@ impl InferSource {
                     }
                     None => todo.push((name.to_owned(), page)),
                 },
-                Some(Lookup { page, .. }) => todo.push((name.to_owned(), page)),
+                Ok(Lookup { page, .. }) => todo.push((name.to_owned(), page)),
             }
         }
         self.pending = todo;
@@ -571,7 +591,7 @@ impl InferSource {
             tools.extend(stored);
         }
         tools.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        let stored = self.stored(tools);
+        let stored = self.stored(tools, old_archived);
         self.save_listings()?;
         // Trees or section directories that are not UTF-8 cannot be recorded: then no
         // cache is kept (the next scan is cold), rather than one that would look current.
@@ -601,12 +621,9 @@ impl InferSource {
         self.dirs_unchanged
             && self.offers.len() == old.tools.len()
             && self.offers.values().all(|o| o.record.is_none())
-            && self.none.len() == old.none.len()
-            && self
-                .none
-                .iter()
-                .zip(old.none.iter())
-                .all(|(a, b)| a == b.as_str())
+            && self.none.is_empty()
+            && self.none_recorded.len() == old.none.len()
+            && self.none_recorded.iter().all(|met| *met)
     }
 
     /// Writes the documents made this scan that are not stored yet under
@@ -630,7 +647,7 @@ impl InferSource {
 
     /// The cache as this scan leaves it, with these tool records (sorted by name); the
     /// names without a page are taken out of `self`.
-    fn stored(&mut self, tools: Vec<StoredTool>) -> Stored {
+    fn stored(&mut self, tools: Vec<StoredTool>, old: Option<&ArchivedStored>) -> Stored {
         let mut dirs: Vec<StoredDir> = self
             .dirs_now
             .iter()
@@ -653,8 +670,20 @@ impl InferSource {
                 .unwrap_or_default(),
             dirs,
             tools,
-            none: std::mem::take(&mut self.none).into_iter().collect(),
+            none: self.none_list(old),
         }
+    }
+
+    /// Every name without a page this scan, sorted: those found so and those `old` (the
+    /// cache read) recorded so.
+    fn none_list(&mut self, old: Option<&ArchivedStored>) -> Vec<String> {
+        let mut none: Vec<String> = std::mem::take(&mut self.none).into_iter().collect();
+        if let Some(old) = old {
+            let met = self.none_recorded.iter().zip(old.none.iter());
+            none.extend(met.filter(|(m, _)| **m).map(|(_, n)| n.as_str().to_owned()));
+            none.sort_unstable();
+        }
+        none
     }
 }
 
@@ -764,7 +793,19 @@ mod tests {
         )
         .unwrap();
         assert!(run(&data, &man), "a changed page is read again");
+        // The rewritten cache still records the name without a page (met in the old
+        // record, not looked up again), so the next scan neither lists nor reads.
+        let none = |data: &Path| {
+            let stored = read_stored(&cache_file(data)).unwrap();
+            let names: Vec<String> = stored.get().none.iter().map(|n| n.to_string()).collect();
+            names
+        };
+        assert_eq!(none(&data), ["nosuchtool"]);
+        let mut src = InferSource::open(&data, Some(man.as_os_str()), None, false);
+        src.look_up(["size", "nosuchtool"], &|_: &str| false);
+        assert!(src.index.is_none(), "the manual was not listed");
         assert!(!run(&data, &man));
+        assert_eq!(none(&data), ["nosuchtool"]);
     }
 
     #[test]
