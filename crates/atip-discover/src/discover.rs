@@ -433,7 +433,7 @@ struct Examination {
     skipped_files: Vec<FileSkip>,
     works: Vec<Work>,
     /// Every name an agent can type, with the index of its work item.
-    names: Vec<(String, PathBuf, usize)>,
+    names: Names,
     caches: Caches,
     examined: Examined,
 }
@@ -474,7 +474,7 @@ impl Run<'_> {
             scan_dirs,
             skipped_dirs,
             skipped_files,
-            names: all_names(&works, aliases),
+            names: Names { aliases },
             works,
             caches,
             examined,
@@ -544,7 +544,7 @@ impl Run<'_> {
             dirs,
             opts,
             works: &works,
-            names: names.len(),
+            names: names.len(&works),
             scan_dirs: scan_dirs.len(),
             skipped_dirs,
             skipped_files,
@@ -599,23 +599,41 @@ fn cancelled(opts: &ScanOptions) -> bool {
         .is_some_and(|c| c.load(Ordering::Relaxed))
 }
 
-/// Every name an agent can type: each executable's first name, then its aliases, with
-/// the index of its work item.
-fn all_names(works: &[Work], aliases: Vec<paths::Alias>) -> Vec<(String, PathBuf, usize)> {
-    works
-        .iter()
-        .enumerate()
-        .map(|(i, w)| (w.exe.name.clone(), w.exe.path.clone(), i))
-        .chain(aliases.into_iter().map(|a| (a.name, a.path, a.of)))
-        .collect()
+/// Every name an agent can type: each executable's first name (its work item's), then
+/// its aliases. Read through the work items, not copied from them.
+struct Names {
+    aliases: Vec<paths::Alias>,
+}
+
+impl Names {
+    /// Each name, with its path and the index of its work item: the first names in
+    /// work order, then the aliases.
+    fn iter<'a>(
+        &'a self,
+        works: &'a [Work],
+    ) -> impl Iterator<Item = (&'a str, &'a std::path::Path, usize)> + 'a {
+        let first = works.iter().enumerate();
+        first
+            .map(|(i, w)| (w.exe.name.as_str(), w.exe.path.as_path(), i))
+            .chain(
+                self.aliases
+                    .iter()
+                    .map(|a| (a.name.as_str(), a.path.as_path(), a.of)),
+            )
+    }
+
+    /// How many there are.
+    fn len(&self, works: &[Work]) -> usize {
+        works.len() + self.aliases.len()
+    }
 }
 
 /// The names whose file could be read (man pages are looked up for these only).
-fn readable_names<'n>(names: &'n [(String, PathBuf, usize)], works: &[Work]) -> Vec<&'n str> {
+fn readable_names<'n>(names: &'n Names, works: &'n [Work]) -> Vec<&'n str> {
     names
-        .iter()
+        .iter(works)
         .filter(|(_, _, i)| works[*i].unreadable.is_none())
-        .map(|(n, _, _)| n.as_str())
+        .map(|(n, _, _)| n)
         .collect()
 }
 
@@ -1012,10 +1030,14 @@ fn skip_counts(
 /// status, by evidence class and by source (`none`: names nothing describes). The
 /// caller fills in the rest.
 fn summarize(works: &[Work], tools: &[ToolReport], names: usize) -> Summary {
-    let mut evidence: BTreeMap<String, usize> = BTreeMap::new();
+    let mut by_class: BTreeMap<&'static str, usize> = BTreeMap::new();
     for w in works {
-        *evidence.entry(evidence_class(w).into()).or_default() += 1;
+        *by_class.entry(evidence_class(w)).or_default() += 1;
     }
+    let evidence = by_class
+        .into_iter()
+        .map(|(c, n)| (c.to_owned(), n))
+        .collect();
     // Counted by source, then named: one name per source, not per tool.
     let mut by_source: BTreeMap<Source, usize> = BTreeMap::new();
     for t in tools {
@@ -1437,18 +1459,18 @@ fn binds_bytes(source: Source) -> bool {
 /// described by name only are not read: their entries are pinned by their `stat`.
 fn hash_wanted(
     works: &mut [Work],
-    names: &[(String, PathBuf, usize)],
+    names: &Names,
     sources: &[&dyn MetadataSource],
     pool: &LazyPool,
 ) {
     let mut wants = vec![false; works.len()];
-    for (name, path, i) in names {
-        let w = &works[*i];
-        if wants[*i] || w.unreadable.is_some() || w.rec.sha256.is_some() {
+    for (name, path, i) in names.iter(works) {
+        let w = &works[i];
+        if wants[i] || w.unreadable.is_some() || w.rec.sha256.is_some() {
             continue;
         }
         let subject = subject(name, path, w);
-        wants[*i] = sources.iter().any(|s| s.needs_hash(&subject));
+        wants[i] = sources.iter().any(|s| s.needs_hash(&subject));
     }
     if !wants.iter().any(|b| *b) {
         return;
@@ -1472,13 +1494,13 @@ fn hash_wanted(
 fn remote_wanted(
     remote: &Remote,
     works: &[Work],
-    names: &[(String, PathBuf, usize)],
+    names: &Names,
     sources: &[&dyn MetadataSource],
 ) -> std::collections::BTreeSet<String> {
     let remote_rank = resolve::rank(Source::Remote);
     let mut wanted: std::collections::BTreeSet<String> = Default::default();
-    for (name, path, i) in names {
-        let w = &works[*i];
+    for (name, path, i) in names.iter(works) {
+        let w = &works[i];
         let Some(hex) = w
             .rec
             .sha256
@@ -1509,7 +1531,7 @@ fn remote_wanted(
 /// [`resolve::choose`] (the one place that decides), and whether what it would send is
 /// what the registry already holds.
 fn resolve_names<'p>(
-    names: &[(String, PathBuf, usize)],
+    names: &Names,
     works: &[Work],
     sources: &[&dyn MetadataSource],
     failures: &[SourceFailure],
@@ -1517,19 +1539,19 @@ fn resolve_names<'p>(
     patterns: &'p shims::Patterns,
     opts: &ScanOptions,
 ) -> Resolved<'p> {
-    let exe_names: HashSet<&str> = names.iter().map(|(n, _, _)| n.as_str()).collect();
+    let exe_names: HashSet<&str> = names.iter(works).map(|(n, _, _)| n).collect();
     let exists = |n: &str| exe_names.contains(n);
     let mut out = Resolved::default();
-    for (n, (name, path, i)) in names.iter().enumerate() {
-        let w = &works[*i];
+    for (n, (name, path, i)) in names.iter(works).enumerate() {
+        let w = &works[i];
         // An executable's first name is its primary one; the others are its aliases.
         let primary = n < works.len();
-        let explaining = opts.explain.as_deref() == Some(name.as_str());
+        let explaining = opts.explain.as_deref() == Some(name);
         if let Some(m) = &w.unreadable {
             if primary {
                 out.unreadable.push(FileSkip {
-                    name: name.clone(),
-                    path: path.clone(),
+                    name: name.to_owned(),
+                    path: path.to_owned(),
                     reason: FileSkipReason::Unreadable,
                     detail: m.clone(),
                 });

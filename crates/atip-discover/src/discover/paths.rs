@@ -442,7 +442,7 @@ pub(crate) fn enumerate(
         walk.inodes.reserve(entries.len());
         walk.out.executables.reserve(entries.len());
         for (file_name, is_link) in entries {
-            walk.entry(&dir.canonical, &file_name, is_link);
+            walk.entry(&dir.canonical, file_name, is_link);
         }
         kept.push(dir);
     }
@@ -495,18 +495,21 @@ impl Walk<'_> {
 
     /// One directory entry: an executable (its first name), an alias of one met
     /// before, skipped (with the reason), or nothing a shell would run.
-    fn entry(&mut self, dir: &Path, file_name: &OsStr, is_link: bool) {
-        let Ok(md) = self.stat.status_in(dir, file_name) else {
+    fn entry(&mut self, dir: &Path, file_name: OsString, is_link: bool) {
+        let Ok(md) = self.stat.status_in(dir, &file_name) else {
             return; // dangling symlink or vanished: a shell would not run it either
         };
         if !md.is_file() || !self.me.may_execute(&md) {
             return;
         }
-        let path = dir.join(file_name);
-        let Some(name) = file_name.to_str().map(str::to_owned) else {
-            let shown = file_name.to_string_lossy().into_owned();
-            let detail = "the name is not UTF-8".into();
-            return self.skip_file(shown, path, FileSkipReason::InvalidName, detail);
+        let path = dir.join(&file_name);
+        let name = match file_name.into_string() {
+            Ok(name) => name,
+            Err(file_name) => {
+                let shown = file_name.to_string_lossy().into_owned();
+                let detail = "the name is not UTF-8".into();
+                return self.skip_file(shown, path, FileSkipReason::InvalidName, detail);
+            }
         };
         if let Some(&first) = self.names.get(&name) {
             let first = self.walked[first].join(&name);
