@@ -5,8 +5,8 @@
 //! each call; `fstatat(dirfd, "ls.1.gz")` walks one. [`StatAt`] opens each parent
 //! directory once (`O_PATH`: no read permission needed, nothing to list) and stats
 //! file names against it. Symlinks are followed, as `std::fs::metadata` does, unless asked
-//! otherwise ([`StatAt::link_status_in`], [`StatAt::read_link_in`]: resolving a PATH
-//! symlink without walking its whole path twice).
+//! otherwise ([`StatAt::read_link_in`]: resolving a PATH symlink without walking its
+//! whole path twice).
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, OsStr, OsString};
@@ -92,6 +92,9 @@ pub struct StatAt {
 }
 
 impl StatAt {
+    /// Up to this many directories, a look-up compares paths instead of hashing one.
+    const SEARCHED: usize = 16;
+
     /// No directory opened yet.
     pub fn new() -> StatAt {
         StatAt::default()
@@ -111,16 +114,8 @@ impl StatAt {
     /// The status of `name` in the directory `dir` (opened once), following symlinks.
     pub fn status_in(&mut self, dir: &Path, name: &OsStr) -> io::Result<Status> {
         match self.handle(dir) {
-            Some(fd) => stat_in(fd, name, 0),
+            Some(fd) => stat_in(fd, name),
             None => std::fs::metadata(dir.join(name)).map(|m| Status::from(&m)),
-        }
-    }
-
-    /// The status of `name` in `dir` itself: a symlink is not followed.
-    pub fn link_status_in(&mut self, dir: &Path, name: &OsStr) -> io::Result<Status> {
-        match self.handle(dir) {
-            Some(fd) => stat_in(fd, name, libc::AT_SYMLINK_NOFOLLOW),
-            None => std::fs::symlink_metadata(dir.join(name)).map(|m| Status::from(&m)),
         }
     }
 
@@ -133,11 +128,18 @@ impl StatAt {
     }
 
     /// The handle of `dir`, opened on first use; `None` when it could not be opened.
+    /// Paths are compared as bytes (the same directory spelt two ways gets two handles,
+    /// which is harmless); a few directories are searched in order, more by hash.
     fn handle(&mut self, dir: &Path) -> Option<&OwnedFd> {
-        let hit = self.dirs.get(self.last).is_some_and(|(d, _)| d == dir);
-        if !hit {
-            self.last = match self.index.get(dir) {
-                Some(&i) => i,
+        let same = |d: &PathBuf| d.as_os_str().as_bytes() == dir.as_os_str().as_bytes();
+        if !self.dirs.get(self.last).is_some_and(|(d, _)| same(d)) {
+            let known = if self.dirs.len() <= Self::SEARCHED {
+                self.dirs.iter().position(|(d, _)| same(d))
+            } else {
+                self.index.get(dir).copied()
+            };
+            self.last = match known {
+                Some(i) => i,
                 None => {
                     self.dirs.push((dir.to_path_buf(), open_dir(dir).ok()));
                     self.index.insert(dir.to_path_buf(), self.dirs.len() - 1);
@@ -180,13 +182,13 @@ fn with_c_name<R>(name: &OsStr, f: impl FnOnce(&CStr) -> io::Result<R>) -> io::R
     f(&CString::new(bytes)?)
 }
 
-/// `fstatat(dir, name, flags)`.
-fn stat_in(dir: &OwnedFd, name: &OsStr, flags: libc::c_int) -> io::Result<Status> {
+/// `fstatat(dir, name)`, following symlinks.
+fn stat_in(dir: &OwnedFd, name: &OsStr) -> io::Result<Status> {
     with_c_name(name, |c| {
         let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
         // SAFETY: `dir` is an open descriptor, `c` a valid NUL-terminated name, and `st`
         // a buffer of the right type that fstatat fills on success.
-        let rc = unsafe { libc::fstatat(dir.as_raw_fd(), c.as_ptr(), st.as_mut_ptr(), flags) };
+        let rc = unsafe { libc::fstatat(dir.as_raw_fd(), c.as_ptr(), st.as_mut_ptr(), 0) };
         if rc != 0 {
             return Err(io::Error::last_os_error());
         }
@@ -271,13 +273,21 @@ mod tests {
         std::os::unix::fs::symlink(&long, a.join("long")).unwrap();
         std::os::unix::fs::symlink("../a/f", b.join("rel")).unwrap();
         let mut at = StatAt::new();
-        // Alternating directories: each answer is its own directory's.
-        for _ in 0..3 {
-            assert_eq!(at.status_in(&a, OsStr::new("f")).unwrap().size, 1);
-            assert_eq!(at.status_in(&b, OsStr::new("f")).unwrap().size, 2);
+        // Alternating directories: each answer is its own directory's, whether few
+        // directories are known (searched) or many (hashed).
+        for round in 0..2 {
+            for _ in 0..3 {
+                assert_eq!(at.status_in(&a, OsStr::new("f")).unwrap().size, 1);
+                assert_eq!(at.status_in(&b, OsStr::new("f")).unwrap().size, 2);
+            }
+            if round == 0 {
+                for i in 0..=StatAt::SEARCHED {
+                    let d = dir.path().join(format!("d{i}"));
+                    std::fs::create_dir(&d).unwrap();
+                    assert!(at.status_in(&d, OsStr::new("f")).is_err());
+                }
+            }
         }
-        let link = at.link_status_in(&b, OsStr::new("rel")).unwrap();
-        assert_eq!(link.mode & libc::S_IFMT, libc::S_IFLNK);
         assert_eq!(at.status_in(&b, OsStr::new("rel")).unwrap().size, 1);
         assert_eq!(
             at.read_link_in(&b, OsStr::new("rel")).unwrap(),
@@ -295,9 +305,7 @@ mod tests {
         // A directory that cannot be opened answers as std does.
         let gone = dir.path().join("gone");
         assert_eq!(
-            at.link_status_in(&gone, OsStr::new("x"))
-                .unwrap_err()
-                .kind(),
+            at.status_in(&gone, OsStr::new("x")).unwrap_err().kind(),
             io::ErrorKind::NotFound
         );
         assert_eq!(
