@@ -264,10 +264,17 @@ fn listed_doc(
     cache: &FileList,
 ) -> Option<PathBuf> {
     let file = format!("{sha}.json");
+    let under = |dir: &[&str]| {
+        let mut p = PathBuf::with_capacity(data.as_os_str().len() + file.len() + 20);
+        p.push(data);
+        dir.iter().for_each(|d| p.push(d));
+        p.push(&file);
+        p
+    };
     if registry(&file) {
-        Some(registry_doc(data, sha))
+        Some(under(&[crate::registry::TOOLS_DIR]))
     } else if cache.has(&file) {
-        Some(cached_doc(data, sha))
+        Some(under(&["cache", "inferred"]))
     } else {
         None
     }
@@ -464,6 +471,10 @@ impl InferSource {
             if self.offers.contains_key(name) || self.none.contains(name) {
                 continue;
             }
+            if let Some(offer) = self.recorded_offer(name, registry, &cache) {
+                self.offers.insert(name.to_owned(), offer);
+                continue;
+            }
             match self.lookup(name) {
                 Err(NoPage::Recorded) => {}
                 Err(NoPage::Found) => {
@@ -494,6 +505,35 @@ impl InferSource {
             }
         }
         self.pending = todo;
+    }
+
+    /// A warm rescan's offer for `name`: the document the old cache records, when the
+    /// manual's directories and every file it was read from are unchanged and a copy of
+    /// it is stored, made from the record in place (no page reference is built). `None`
+    /// sends the name the long way ([`InferSource::lookup`]), which asks the same again:
+    /// only names whose page changed or whose document is gone pay twice.
+    fn recorded_offer(
+        &mut self,
+        name: &str,
+        registry: &dyn Fn(&str) -> bool,
+        cache: &FileList,
+    ) -> Option<Offer> {
+        if !self.dirs_unchanged {
+            return None;
+        }
+        let rec = self.old.as_ref()?.get().tool(name)?;
+        if !rec.current(&mut self.stat) {
+            return None;
+        }
+        let stored = listed_doc(&self.data, rec.doc.as_str(), registry, cache)?;
+        Some(Offer {
+            page: PathBuf::from(rec.page.as_str()),
+            sha: rec.doc.as_str().to_owned(),
+            doc: OfferDoc::Cached(stored),
+            record: None,
+            curated: rec.curated,
+            warnings: rec.warnings.iter().map(|w| w.as_str().to_owned()).collect(),
+        })
     }
 
     /// Whether [`InferSource::look_up`] left documents to infer.
