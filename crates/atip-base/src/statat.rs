@@ -5,8 +5,8 @@
 //! each call; `fstatat(dirfd, "ls.1.gz")` walks one. [`StatAt`] opens each parent
 //! directory once (`O_PATH`: no read permission needed, nothing to list) and stats
 //! file names against it. Symlinks are followed, as `std::fs::metadata` does, unless asked
-//! otherwise ([`StatAt::read_link_in`]: resolving a PATH symlink without walking its
-//! whole path twice).
+//! otherwise ([`StatAt::link_status_in`]; [`StatAt::read_link_in`]: resolving a PATH
+//! symlink without walking its whole path twice).
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, OsStr, OsString};
@@ -114,8 +114,16 @@ impl StatAt {
     /// The status of `name` in the directory `dir` (opened once), following symlinks.
     pub fn status_in(&mut self, dir: &Path, name: &OsStr) -> io::Result<Status> {
         match self.handle(dir) {
-            Some(fd) => stat_in(fd, name),
+            Some(fd) => stat_in(fd, name, 0),
             None => std::fs::metadata(dir.join(name)).map(|m| Status::from(&m)),
+        }
+    }
+
+    /// The status of `name` in `dir` itself: a symlink is not followed.
+    pub fn link_status_in(&mut self, dir: &Path, name: &OsStr) -> io::Result<Status> {
+        match self.handle(dir) {
+            Some(fd) => stat_in(fd, name, libc::AT_SYMLINK_NOFOLLOW),
+            None => std::fs::symlink_metadata(dir.join(name)).map(|m| Status::from(&m)),
         }
     }
 
@@ -182,13 +190,13 @@ fn with_c_name<R>(name: &OsStr, f: impl FnOnce(&CStr) -> io::Result<R>) -> io::R
     f(&CString::new(bytes)?)
 }
 
-/// `fstatat(dir, name)`, following symlinks.
-fn stat_in(dir: &OwnedFd, name: &OsStr) -> io::Result<Status> {
+/// `fstatat(dir, name, flags)`.
+fn stat_in(dir: &OwnedFd, name: &OsStr, flags: libc::c_int) -> io::Result<Status> {
     with_c_name(name, |c| {
         let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
         // SAFETY: `dir` is an open descriptor, `c` a valid NUL-terminated name, and `st`
         // a buffer of the right type that fstatat fills on success.
-        let rc = unsafe { libc::fstatat(dir.as_raw_fd(), c.as_ptr(), st.as_mut_ptr(), 0) };
+        let rc = unsafe { libc::fstatat(dir.as_raw_fd(), c.as_ptr(), st.as_mut_ptr(), flags) };
         if rc != 0 {
             return Err(io::Error::last_os_error());
         }
@@ -289,6 +297,9 @@ mod tests {
             }
         }
         assert_eq!(at.status_in(&b, OsStr::new("rel")).unwrap().size, 1);
+        let link = at.link_status_in(&b, OsStr::new("rel")).unwrap();
+        assert_eq!(link.mode & libc::S_IFMT, libc::S_IFLNK);
+        assert!(!link.is_file());
         assert_eq!(
             at.read_link_in(&b, OsStr::new("rel")).unwrap(),
             PathBuf::from("../a/f")

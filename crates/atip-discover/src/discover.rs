@@ -1087,8 +1087,6 @@ struct Previous<'a> {
 /// man-page source (whether it may offer the registry's copy of a document) and for
 /// resolve (whether an unchanged entry's file must be written again).
 struct StoredDocs<'a> {
-    /// The listing of `tools_dir`.
-    tool_files: registry::FileList,
     /// `<data-dir>/tools`.
     tools_dir: PathBuf,
     /// File → fingerprint when the scan cache last knew it intact.
@@ -1104,11 +1102,10 @@ struct StoredDocs<'a> {
 }
 
 impl<'a> StoredDocs<'a> {
-    /// Lists `<data>/tools`; `known` is the scan cache's fingerprints.
+    /// The metadata files of `<data>/tools`; `known` is the scan cache's fingerprints.
     fn of(data: &std::path::Path, known: &'a BTreeMap<String, paths::Fingerprint>) -> Self {
         let tools_dir = data.join(registry::TOOLS_DIR);
         StoredDocs {
-            tool_files: registry::FileList::of(&tools_dir),
             tools_dir,
             known,
             stat: Default::default(),
@@ -1131,21 +1128,26 @@ impl<'a> StoredDocs<'a> {
         verdict
     }
 
+    /// Only a name of the form the registry writes (`<64 hex>.json`: nothing that
+    /// reaches outside `tools/`) can be intact, and only as a regular file in `tools/`
+    /// itself (`lstat`: a symlink is not one), as one listing of the directory used to
+    /// tell; one `fstatat` per file now tells it without the listing.
     fn judge(&self, file: &str) -> Option<paths::Fingerprint> {
-        if !self.tool_files.has(file) {
+        let hex = file.strip_suffix(".json")?;
+        if hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
             return None;
         }
         let st = self
             .stat
             .borrow_mut()
-            .status_in(&self.tools_dir, OsStr::new(file))
+            .link_status_in(&self.tools_dir, OsStr::new(file))
             .ok()?;
         // Taken before the bytes are read: a change made meanwhile is seen next time.
         let fp = paths::Fingerprint::of_status(&st);
         let ok = st.is_file()
             && (self.known.get(file) == Some(&fp) || {
                 self.hashed.set(self.hashed.get() + 1);
-                self.tool_files.has_intact(file)
+                registry::hashes_to_name(&self.tools_dir, file)
             });
         ok.then_some(fp)
     }
@@ -2440,6 +2442,48 @@ mod tests {
             patterns: Vec::new(),
             doc: doc.into(),
         }
+    }
+
+    #[test]
+    fn stored_docs_are_intact_only_as_regular_files_of_tools_that_hash_to_their_name() {
+        let t = tempfile::tempdir().unwrap();
+        let tools = t.path().join(registry::TOOLS_DIR);
+        std::fs::create_dir(&tools).unwrap();
+        let name_of = |bytes: &[u8]| format!("{}.json", &sha256_hex(bytes));
+        let (good, linked, damaged) = (b"{\"a\":1}", b"{\"b\":2}", b"{\"c\":3}");
+        std::fs::write(tools.join(name_of(good)), good).unwrap();
+        std::fs::write(tools.join(name_of(damaged)), b"{\"c\":4}").unwrap();
+        // A symlink named as an intact file, pointing at one outside tools/.
+        let outside = t.path().join(name_of(linked));
+        std::fs::write(&outside, linked).unwrap();
+        std::os::unix::fs::symlink(&outside, tools.join(name_of(linked))).unwrap();
+        let mut known = BTreeMap::new();
+        let docs = StoredDocs::of(t.path(), &known);
+        assert!(docs.intact(&name_of(good)).is_some());
+        assert!(
+            docs.intact(&name_of(linked)).is_none(),
+            "a symlink is not intact"
+        );
+        assert!(docs.intact(&name_of(damaged)).is_none());
+        assert!(docs.intact(&name_of(b"missing")).is_none());
+        // Names the registry never writes, even of files that exist.
+        let up = format!("../{}", name_of(linked));
+        assert!(docs.intact(&up).is_none(), "nothing outside tools/");
+        std::fs::write(tools.join("x.json"), b"{}").unwrap();
+        assert!(docs.intact("x.json").is_none());
+        assert_eq!(
+            docs.hashed.get(),
+            2,
+            "the good and the damaged file were read"
+        );
+        // Known fingerprints are taken without reading; a changed one is read again.
+        let fp = docs.intact(&name_of(good)).unwrap();
+        known.insert(name_of(good), fp);
+        known.insert(name_of(damaged), fp);
+        let docs = StoredDocs::of(t.path(), &known);
+        assert_eq!(docs.intact(&name_of(good)), Some(fp));
+        assert!(docs.intact(&name_of(damaged)).is_none());
+        assert_eq!(docs.hashed.get(), 1);
     }
 
     #[test]

@@ -82,12 +82,16 @@ impl FileList {
     /// (`<sha256 hex>.json`): a metadata file damaged in place counts as missing, so a
     /// scan writes it again from the document instead of keeping it.
     pub fn has_intact(&self, name: &str) -> bool {
-        self.has(name)
-            && name.strip_suffix(".json").is_some_and(|hex| {
-                crate::digest::sha256_file(&self.dir.join(name))
-                    .is_ok_and(|h| h.strip_prefix("sha256:") == Some(hex))
-            })
+        self.has(name) && hashes_to_name(&self.dir, name)
     }
+}
+
+/// Whether the file `name` of `dir` (`<sha256 hex>.json`) still hashes to its name.
+pub fn hashes_to_name(dir: &Path, name: &str) -> bool {
+    name.strip_suffix(".json").is_some_and(|hex| {
+        crate::digest::sha256_file(&dir.join(name))
+            .is_ok_and(|h| h.strip_prefix("sha256:") == Some(hex))
+    })
 }
 
 /// The index format atip writes: the protocol's name-keyed version "2".
