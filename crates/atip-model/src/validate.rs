@@ -225,7 +225,7 @@ pub fn check_with(
     if !keep_value && let Some(clean) = check_clean(bytes, kind, file_name) {
         return clean;
     }
-    check_full(bytes, kind, file_name, keep_value)
+    check_full(bytes, kind, file_name, keep_value, true)
 }
 
 /// The fast path: `Some` only for a document with no diagnostic at all.
@@ -246,12 +246,24 @@ fn check_clean(bytes: &[u8], kind: Option<Kind>, file_name: Option<&str>) -> Opt
     })
 }
 
-/// Parse into a `Value`, the schema (boon), rules, positions: every diagnostic comes from here.
+/// Whether the fast check is sure the schema accepts `bytes`: then the schema validator
+/// (boon) is not asked, for it never rejects what the fast check calls certainly valid
+/// (the property test in `fast/agree.rs`). A document whose findings are only the rules'
+/// (a warning) thus never builds the validator, most of the time and code of a first
+/// full check (a cold scan whose answers have warnings did, for three legacy versions).
+fn certainly_valid(bytes: &[u8], kind: Kind) -> bool {
+    view::Doc::parse(bytes).is_some_and(|doc| fast::certainly_valid(kind.schema(), doc.root()))
+}
+
+/// Parse into a `Value`, the schema (boon; unless `trust_fast` and the fast check is sure),
+/// rules, positions: every diagnostic comes from here. Tests pass `trust_fast: false` for
+/// the reference answer, the schema validator's alone.
 fn check_full(
     bytes: &[u8],
     kind: Option<Kind>,
     file_name: Option<&str>,
     keep_value: bool,
+    trust_fast: bool,
 ) -> Checked {
     let mut parsed = parse::parse(bytes);
     let mut diagnostics = std::mem::take(&mut parsed.diagnostics);
@@ -263,15 +275,17 @@ fn check_full(
         };
     };
     let kind = kind.unwrap_or_else(|| Kind::detect(&value));
-    diagnostics.extend(crate::schema::with_stack_for(&value, || {
-        let Some(error) = crate::schema::validator(kind.schema()).errors(&value) else {
-            return Vec::new();
-        };
-        crate::schema::leaves(&error)
-            .into_iter()
-            .flat_map(|leaf| rules::from_schema_error(&value, leaf))
-            .collect()
-    }));
+    if !(trust_fast && certainly_valid(bytes, kind)) {
+        diagnostics.extend(crate::schema::with_stack_for(&value, || {
+            let Some(error) = crate::schema::validator(kind.schema()).errors(&value) else {
+                return Vec::new();
+            };
+            crate::schema::leaves(&error)
+                .into_iter()
+                .flat_map(|leaf| rules::from_schema_error(&value, leaf))
+                .collect()
+        }));
+    }
     rules::check(kind, &value, file_name, &mut diagnostics);
     rules::as_written(kind, &value, file_name, &mut diagnostics);
     if parsed.duplicates > 0 {
@@ -536,7 +550,9 @@ mod tests {
 
     fn same_answer(bytes: &[u8], kind: Option<Kind>, file_name: Option<&str>) -> bool {
         let fast = check_with(bytes, kind, file_name, false);
-        let full = check_full(bytes, kind, file_name, false);
+        let full = check_full(bytes, kind, file_name, false, false);
+        let trusting = check_full(bytes, kind, file_name, false, true);
+        assert_eq!(full.diagnostics, trusting.diagnostics);
         let clean = check_clean(bytes, kind, file_name);
         assert!(
             clean.is_none() || full.diagnostics.is_empty(),

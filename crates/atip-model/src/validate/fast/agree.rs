@@ -580,7 +580,7 @@ fn agree(kind: usize, text: &[u8], plain: bool) -> Result<(), TestCaseError> {
     let (kind, name) = KINDS[kind];
     let shown = || String::from_utf8_lossy(text).into_owned();
     let fast = check_with(text, Some(kind), None, false);
-    let full = check_full(text, Some(kind), None, false);
+    let full = check_full(text, Some(kind), None, false, false);
     prop_assert_eq!(&fast.diagnostics, &full.diagnostics, "{}", shown());
     let Some(value) = parse::parse(text).value else {
         return Ok(());
