@@ -96,9 +96,35 @@ static METADATA_VALUE: LazyLock<Result<Value, SchemaError>> =
 /// Schema meta-schemas are built into `boon` and need no loading.)
 struct NoFetch;
 
+/// What [`NoFetch`] answers for every URL.
+#[derive(Debug, thiserror::Error)]
+#[error("atip loads no schema from outside the schema itself ({url})")]
+struct Refused {
+    url: String,
+}
+
 impl boon::UrlLoader for NoFetch {
     fn load(&self, url: &str) -> Result<Value, Box<dyn std::error::Error>> {
-        Err(format!("atip loads no schema from outside the schema itself ({url})").into())
+        Err(Box::new(Refused {
+            url: url.to_string(),
+        }))
+    }
+}
+
+/// A schema from outside (an exported or an MCP server's input schema, or the
+/// meta-schema) that does not compile; the message says why in atip's words.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct InputSchemaError {
+    /// What is wrong, and where in the schema.
+    pub message: String,
+}
+
+impl InputSchemaError {
+    fn of(e: &boon::CompileError) -> InputSchemaError {
+        InputSchemaError {
+            message: compile_message(e),
+        }
     }
 }
 
@@ -329,7 +355,7 @@ const INPUT_URL: &str = "https://atip.invalid/input.schema.json";
 /// Compiles a schema from outside (an exported or an MCP server's input schema):
 /// `format` is an annotation, never a check; no URL is ever loaded (a `$ref` outside
 /// the schema is an error). The error says what is wrong in atip's words.
-pub fn compile_value(schema: &Value, draft: Draft) -> Result<Compiled, String> {
+pub fn compile_value(schema: &Value, draft: Draft) -> Result<Compiled, InputSchemaError> {
     let mut c = compiler();
     match draft {
         Draft::V7 => {
@@ -345,11 +371,11 @@ pub fn compile_value(schema: &Value, draft: Draft) -> Result<Compiled, String> {
         Draft::V2020_12 => c.set_default_draft(boon::Draft::V2020_12),
     }
     c.add_resource(INPUT_URL, schema.clone())
-        .map_err(|e| compile_message(&e))?;
+        .map_err(|e| InputSchemaError::of(&e))?;
     let mut schemas = boon::Schemas::new();
     let root = c
         .compile(INPUT_URL, &mut schemas)
-        .map_err(|e| compile_message(&e))?;
+        .map_err(|e| InputSchemaError::of(&e))?;
     Ok(Compiled { schemas, root })
 }
 
@@ -424,12 +450,12 @@ fn compile_message(e: &boon::CompileError) -> String {
 /// Meta-validation: the violations of `schema` against the draft 2020-12 meta-schema,
 /// as (pointer into the schema, message). Empty when it is a valid schema.
 pub fn meta_errors(schema: &Value) -> Vec<(String, String)> {
-    static META: LazyLock<Result<Compiled, String>> = LazyLock::new(|| {
+    static META: LazyLock<Result<Compiled, InputSchemaError>> = LazyLock::new(|| {
         let mut c = compiler();
         let mut schemas = boon::Schemas::new();
         let root = c
             .compile("https://json-schema.org/draft/2020-12/schema", &mut schemas)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| InputSchemaError::of(&e))?;
         Ok(Compiled { schemas, root })
     });
     match &*META {
@@ -577,12 +603,14 @@ mod tests {
         for r in &refs {
             for draft in [Draft::V7, Draft::V2020_12] {
                 let schema = json!({"type": "object", "properties": {"p": {"$ref": r}}});
-                let e = compile_value(&schema, draft).unwrap_err();
+                let e = compile_value(&schema, draft).unwrap_err().message;
                 assert!(e.contains("atip loads no schema"), "{r}: {e}");
             }
         }
         // A meta-schema URL of its own is refused the same way; the built-in ones load.
-        let e = compile_value(&json!({"$schema": refs[0]}), Draft::V2020_12).unwrap_err();
+        let e = compile_value(&json!({"$schema": refs[0]}), Draft::V2020_12)
+            .unwrap_err()
+            .message;
         assert!(e.contains("atip loads no schema"), "{e}");
         let ok = json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "string"});
         assert!(compile_value(&ok, Draft::V2020_12).is_ok());
@@ -597,7 +625,7 @@ mod tests {
         for pattern in ["^(?!rm).*$", "(a)\\1", "(?<=x)y", "[unclosed"] {
             let schema = json!({"properties": {"p": {"type": "string", "pattern": pattern}}});
             for draft in [Draft::V7, Draft::V2020_12] {
-                let e = compile_value(&schema, draft).unwrap_err();
+                let e = compile_value(&schema, draft).unwrap_err().message;
                 assert!(e.contains("/properties/p/pattern"), "{pattern}: {e}");
                 assert!(e.contains("no look-around"), "{pattern}: {e}");
             }
