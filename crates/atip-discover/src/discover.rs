@@ -346,11 +346,11 @@ pub fn scan(
         warnings: Vec::new(),
         cpu_pool: LazyPool::new(cpu_jobs(opts.jobs)),
     };
+    // First: the manual's listing, when needed, is made while PATH is walked and probed.
+    let mut inferred = open_inference(dirs, opts);
     let mut ex = run.examine(progress)?;
     // The metadata sources on this machine, and the registry as it is.
-    let (local, mut inferred) =
-        LocalSources::load(dirs, opts, &ex.scan_dirs, &mut ex.caches, &mut run.warnings);
-
+    let local = LocalSources::load(dirs, opts, &ex.scan_dirs, &mut ex.caches, &mut run.warnings);
     run.phases.done("load sources and index");
     // The registry's metadata files: whether each is intact decides whether an inferred
     // document's copy can be offered and whether an unchanged entry's must be rewritten.
@@ -443,22 +443,31 @@ impl Run<'_> {
     fn examine(&mut self, progress: &dyn Progress) -> Result<Examination, ScanError> {
         let (dirs, opts) = (self.dirs, self.opts);
         let (skip, allow) = filters(dirs, opts)?;
-        // 1. Enumerate: directories, executables, the names of each file.
+        // 1. Enumerate: directories, executables, the names of each file; the scan cache
+        // is read and checked on a second thread meanwhile (it does not depend on them).
+        let (enumeration, (caches, cache_warning)) = std::thread::scope(|s| {
+            let loading = s.spawn(|| Caches::load(dirs, opts));
+            let enumeration = enumerate(opts, &skip, &mut self.warnings);
+            let loaded = loading
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (enumeration, loaded)
+        });
         let Enumeration {
             dirs: scan_dirs,
             skipped_dirs,
             executables,
             skipped_files,
             aliases,
-        } = enumerate(opts, &skip, &mut self.warnings);
+        } = enumeration;
+        self.warnings.extend(cache_warning);
 
-        self.phases.done("enumerate");
+        self.phases.done("enumerate and read the cache");
         // 2. Fingerprint and cache: what is already known of each file. Each unchanged
         // file's record moves from the old cache into its work item.
-        let caches = Caches::load(dirs, opts, &mut self.warnings);
         let mut works = plan(executables, caches.old_files.as_ref(), &allow, dirs, opts);
 
-        self.phases.done("cache and plan");
+        self.phases.done("plan");
         // 3-4. Classify each executable by its evidence and probe those that may be run.
         // The probe pool ends with this statement: its threads' stacks, read buffers and
         // allocator arenas are freed before the sources are loaded and the registry
@@ -670,20 +679,21 @@ struct Caches {
 }
 
 impl Caches {
-    fn load(dirs: &Dirs, opts: &ScanOptions, warnings: &mut Vec<String>) -> Caches {
-        let (old, old_files) = if opts.refresh {
-            (Cache::empty(), None)
+    /// Reads the old cache (not with `--refresh`), with a warning when it was unusable.
+    fn load(dirs: &Dirs, opts: &ScanOptions) -> (Caches, Option<String>) {
+        let (old, old_files, warning) = if opts.refresh {
+            (Cache::empty(), None, None)
         } else {
             let loaded = Cache::load(&dirs.data);
-            warnings.extend(loaded.warning);
-            (loaded.cache, loaded.files)
+            (loaded.cache, loaded.files, loaded.warning)
         };
-        Caches {
+        let caches = Caches {
             old,
             old_files,
             new: Cache::empty(),
             same_memo: false,
-        }
+        };
+        (caches, warning)
     }
 
     /// Takes what resolving and sending learnt for the next scan (the metadata files known
@@ -731,6 +741,28 @@ impl Caches {
     }
 }
 
+/// The man-page source when inference is on; unless this is a dry run (which reads no
+/// page), the manual's listing starts on its own thread if the scan will need it.
+fn open_inference(dirs: &Dirs, opts: &ScanOptions) -> Option<inferred::Inferred> {
+    opts.infer.then(|| {
+        let mut src = crate::infer::source::InferSource::open(
+            &dirs.data,
+            opts.manpath
+                .as_deref()
+                .or_else(|| opts.env.var_os("MANPATH")),
+            Some(&path_value(opts)),
+            opts.refresh,
+        );
+        if !opts.dry_run {
+            src.start_index();
+        }
+        inferred::Inferred {
+            src,
+            root_dirs: Default::default(),
+        }
+    })
+}
+
 /// The metadata sources read from this machine (shims, installed files, pattern files)
 /// and the registry's index as the previous scan left it. (Man pages are a source of
 /// their own: their cache is saved, consuming it, after the commit.)
@@ -742,14 +774,14 @@ struct LocalSources {
 }
 
 impl LocalSources {
-    /// Loads them, and opens the man-page source when inference is on.
+    /// Loads them.
     fn load(
         dirs: &Dirs,
         opts: &ScanOptions,
         scan_dirs: &[paths::ScanDir],
         caches: &mut Caches,
         warnings: &mut Vec<String>,
-    ) -> (LocalSources, Option<inferred::Inferred>) {
+    ) -> LocalSources {
         let memo = caches.old.registry.take();
         let (old, new) = (&caches.old, &mut caches.new);
         let layers =
@@ -758,27 +790,15 @@ impl LocalSources {
         let shim_dirs: Vec<PathBuf> = layers.iter().map(|(_, d)| d.clone()).collect();
         let canonical: Vec<PathBuf> = scan_dirs.iter().map(|d| d.canonical.clone()).collect();
         let installed = Installed::load(&canonical, &dirs.system_data, &shim_dirs, old, new);
-        let inferred = opts.infer.then(|| inferred::Inferred {
-            src: crate::infer::source::InferSource::open(
-                &dirs.data,
-                opts.manpath
-                    .as_deref()
-                    .or_else(|| opts.env.var_os("MANPATH")),
-                Some(&path_value(opts)),
-                opts.refresh,
-            ),
-            root_dirs: Default::default(),
-        });
         let pattern_dirs = shims::pattern_dirs(&dirs.system_data, &dirs.data);
         let patterns = shims::load_patterns(&pattern_dirs, old, new);
         let old_index = old_index::OldIndex::open(dirs.registry_file(), memo, warnings);
-        let local = LocalSources {
+        LocalSources {
             shims,
             installed,
             patterns,
             old_index,
-        };
-        (local, inferred)
+        }
     }
 
     /// Every source that offers candidates, in the order `resolve` reads them; the

@@ -188,6 +188,8 @@ pub struct InferSource {
     /// Whether every section directory is as the cache recorded it.
     dirs_unchanged: bool,
     index: Option<ManIndex>,
+    /// The listing being made on its own thread ([`InferSource::start_index`]).
+    building: Option<std::thread::JoinHandle<ManIndex>>,
     offers: HashMap<String, Offer>,
     /// Names found without a page this scan, but those the old cache recorded so (over
     /// unchanged directories), which are marked in `none_recorded` instead: a warm
@@ -200,6 +202,17 @@ pub struct InferSource {
     pending: Vec<(String, PageRef)>,
     /// Handles of the manual's directories, for the stamps of recorded pages.
     stat: StatAt,
+}
+
+/// The listings the last scan saved, by section directory (empty when there is no
+/// usable file): [`ManIndex::build`] takes each whose directory is unchanged.
+fn cached_listings(file: &Path) -> HashMap<PathBuf, DirListing> {
+    std::fs::read(file)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<DirsCache>(&b).ok())
+        .filter(|c| c.version == INFER_CACHE_VERSION)
+        .map(|c| c.listings)
+        .unwrap_or_default()
 }
 
 /// A prepared document, as offered to the scan.
@@ -394,6 +407,7 @@ impl InferSource {
             dirs_now,
             dirs_unchanged,
             index: None,
+            building: None,
             offers: HashMap::new(),
             none: BTreeSet::new(),
             none_recorded: Vec::new(),
@@ -403,15 +417,32 @@ impl InferSource {
         }
     }
 
+    /// Starts listing the manual on its own thread when this scan will need the
+    /// listing: the section directories changed (or nothing was recorded), so every name
+    /// the old cache does not record is looked up in it. The listing (a cold scan reads
+    /// ~20,000 entries here) is then made while the scan walks PATH and probes, instead of
+    /// after. A warm rescan over unchanged directories starts nothing.
+    pub(crate) fn start_index(&mut self) {
+        if self.dirs_unchanged || self.index.is_some() || self.building.is_some() {
+            return;
+        }
+        let (roots, cache) = (self.roots.clone(), dirs_file(&self.data));
+        let building = std::thread::Builder::new()
+            .name("atip-man-index".into())
+            .spawn(move || ManIndex::build(&roots, &cached_listings(&cache)));
+        // A thread that cannot start leaves the listing to be made when first needed.
+        self.building = building.ok();
+    }
+
     fn index(&mut self) -> &ManIndex {
         if self.index.is_none() {
-            let reuse: HashMap<PathBuf, DirListing> = std::fs::read(dirs_file(&self.data))
-                .ok()
-                .and_then(|b| serde_json::from_slice::<DirsCache>(&b).ok())
-                .filter(|c| c.version == INFER_CACHE_VERSION)
-                .map(|c| c.listings)
-                .unwrap_or_default();
-            self.index = Some(ManIndex::build(&self.roots, &reuse));
+            let built = match self.building.take() {
+                Some(handle) => handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                None => ManIndex::build(&self.roots, &cached_listings(&dirs_file(&self.data))),
+            };
+            self.index = Some(built);
         }
         self.index.as_ref().expect("index just built")
     }
@@ -846,6 +877,40 @@ mod tests {
         assert!(src.index.is_none(), "the manual was not listed");
         assert!(!run(&data, &man));
         assert_eq!(none(&data), ["nosuchtool"]);
+    }
+
+    #[test]
+    fn the_listing_starts_early_only_when_the_scan_needs_it() {
+        // Cold: listed on its own thread, with the same offers and listing file as a
+        // source that lists when first asked.
+        let scan = |data: &Path, man: &Path, early: bool| {
+            let mut src = InferSource::open(data, Some(man.as_os_str()), None, false);
+            if early {
+                src.start_index();
+                assert!(src.building.is_some(), "a cold source lists at once");
+            }
+            src.look_up(["size", "nosuchtool"], &|_: &str| false);
+            assert!(src.building.is_none() && src.index.is_some());
+            src.infer_pending();
+            let offered = src
+                .offer("size")
+                .map(|o| (o.sha.to_owned(), o.page.to_owned()));
+            src.save().unwrap();
+            (offered, std::fs::read(dirs_file(data)).unwrap())
+        };
+        let (t, man, data) = setup();
+        let late = scan(&data, &man, false);
+        let data2 = t.path().join("data2");
+        std::fs::create_dir_all(&data2).unwrap();
+        let early = scan(&data2, &man, true);
+        assert!(early.0.is_some());
+        assert_eq!(early, late);
+        // Warm (directories unchanged): nothing starts, nothing is listed.
+        let mut src = InferSource::open(&data2, Some(man.as_os_str()), None, false);
+        src.start_index();
+        assert!(src.building.is_none(), "a warm source lists nothing");
+        src.look_up(["size", "nosuchtool"], &|_: &str| true);
+        assert!(src.index.is_none());
     }
 
     #[test]
