@@ -48,6 +48,9 @@ pub enum CacheError {
     /// Writing it failed (the old file is untouched).
     #[error(transparent)]
     Write(#[from] crate::atomic::WriteError),
+    /// No thread could be started to write it (the old file is untouched).
+    #[error("failed to start a thread to write the cache: {0}")]
+    Thread(#[source] std::io::Error),
 }
 
 impl CacheError {

@@ -360,10 +360,9 @@ pub fn scan(
         && !opts.dry_run
     {
         let readable = readable_names(&ex.names, &ex.works);
-        let (phases, warnings) = (&mut run.phases, &mut run.warnings);
-        read_man_pages(inf, readable, &stored, &run.cpu_pool, phases, warnings);
+        read_man_pages(inf, readable, &stored, &run.cpu_pool, &mut run.phases);
     }
-    run.phases.done("man-page listings saved");
+    run.phases.done("man-page listings handed to their writer");
     // Remote registries: catalogs now (cache or conditional requests), shims after
     // hashing, only for binaries no better source describes.
     let mut remote = open_remote(dirs, opts, &mut run.warnings)?;
@@ -490,6 +489,23 @@ impl Run<'_> {
         })
     }
 
+    /// Phase 6, composing: fresh documents for everything not unchanged, while the
+    /// manual's listing is written; it is waited for (and its memory freed) before the
+    /// commit, whose catalog is the scan's memory peak.
+    fn compose(&mut self, resolved: &mut Resolved<'_>, inferred: Option<&mut inferred::Inferred>) {
+        resolved.compose_fresh(&registry::rfc3339_now());
+        if let Some(inf) = inferred.filter(|i| i.src.writing_listings()) {
+            if let Err(m) = inf.src.listings_saved() {
+                self.warnings
+                    .push(format!("failed to save the inference cache: {m}"));
+            }
+            // The listing was made and freed on threads of its own, whose allocator
+            // arenas the commit would not reuse.
+            release_free_memory();
+        }
+        self.phases.done("compose");
+    }
+
     /// Phases 6 (composing) to 9: compose the fresh documents, commit, save the caches,
     /// report.
     fn finish(
@@ -497,7 +513,7 @@ impl Run<'_> {
         ex: Examination,
         mut resolved: Resolved<'_>,
         local: &LocalSources,
-        inferred: Option<inferred::Inferred>,
+        mut inferred: Option<inferred::Inferred>,
         remote: &Remote,
         failures: Vec<SourceFailure>,
     ) -> Result<ScanReport, ScanError> {
@@ -512,11 +528,7 @@ impl Run<'_> {
             examined,
         } = ex;
         skipped_files.append(&mut resolved.unreadable);
-        // Fresh documents for everything not unchanged.
-        let now = registry::rfc3339_now();
-        resolved.compose_fresh(&now);
-
-        self.phases.done("compose");
+        self.compose(&mut resolved, inferred.as_mut());
         // 7. Commit (not in a dry run).
         let (registry, removed) = if opts.dry_run {
             (unwritten(dirs), Vec::new())
@@ -1005,15 +1017,14 @@ impl Examined {
 }
 
 /// Finds and reads the man pages of `names` (only where the inference cache is not
-/// current), infers on the CPU pool, and saves the manual's listings: every page is read,
-/// so the index is not needed any more.
+/// current), infers on the CPU pool, and starts saving the manual's listings: every page
+/// is read, so the index is not needed any more.
 fn read_man_pages(
     inf: &mut inferred::Inferred,
     names: Vec<&str>,
     stored: &StoredDocs<'_>,
     cpu_pool: &LazyPool,
     phases: &mut Phases,
-    warnings: &mut Vec<String>,
 ) {
     inf.src
         .look_up(names, &|file: &str| stored.intact(file).is_some());
@@ -1022,9 +1033,7 @@ fn read_man_pages(
         cpu_pool.install(|| inf.src.infer_pending());
     }
     phases.done("man-page inference");
-    if let Err(m) = inf.src.save_listings() {
-        warnings.push(format!("failed to save the inference cache: {m}"));
-    }
+    inf.src.save_listings();
 }
 
 /// The report's count of what was skipped, by reason.

@@ -9,7 +9,7 @@
 //! (at most 4 times) inside the same manual tree.
 
 use flate2::read::GzDecoder;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
@@ -114,19 +114,53 @@ pub(crate) fn manpath(manpath_env: Option<&OsStr>, path_env: Option<&OsStr>) -> 
     out
 }
 
-/// One section directory's listing: page name → (section suffix, file name), sorted so
-/// that per-command pages (`git-*`) can be found by prefix.
+/// One section directory's listing: one page file per name, sorted by name so that
+/// per-command pages (`git-*`) can be found by prefix. Only the file names are kept (a
+/// name and its section are read off the file name when asked): a section of ~18,000
+/// pages is listed on every cold scan, beside the probes, and three strings and a tree
+/// node per page were ~4 MB of the scan's peak memory.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct DirListing {
     /// The directory's modification time when listed (ns); a listing is reused while
     /// it is unchanged.
     pub mtime_ns: i128,
-    /// Name → (section, file name).
-    pub pages: BTreeMap<String, (String, String)>,
+    /// The page files, one per name, sorted by name (`ls.1.gz` is the page of `ls`).
+    pub files: Vec<Box<str>>,
 }
 
-/// Splits a page file name into (name, section): `ls.1.gz` → (`ls`, `1`).
-pub(crate) fn split_page_name(file: &str, section: &str) -> Option<(String, String)> {
+impl DirListing {
+    /// The page file of `name` and its section, in section directory `section`.
+    fn get<'l>(&'l self, name: &str, section: &str) -> Option<(&'l str, &'l str)> {
+        let i = self
+            .files
+            .binary_search_by(|f| page_name(f, section).unwrap_or_default().0.cmp(name))
+            .ok()?;
+        let file = &self.files[i];
+        page_name(file, section).map(|(_, sec)| (sec, &**file))
+    }
+
+    /// The (name, section, file) of every page whose name starts with `prefix`.
+    fn starting_with<'l>(
+        &'l self,
+        prefix: &'l str,
+        section: &'l str,
+    ) -> impl Iterator<Item = (&'l str, &'l str, &'l str)> + 'l {
+        let start = self
+            .files
+            .partition_point(|f| page_name(f, section).unwrap_or_default().0 < prefix);
+        self.files[start..]
+            .iter()
+            .map(move |f| {
+                let (name, sec) = page_name(f, section).unwrap_or_default();
+                (name, sec, &**f)
+            })
+            .take_while(move |(name, _, _)| name.starts_with(prefix))
+    }
+}
+
+/// Splits a page file name into (name, section): `ls.1.gz` → (`ls`, `1`), for a file of
+/// section directory `man<section>`.
+fn page_name<'f>(file: &'f str, section: &str) -> Option<(&'f str, &'f str)> {
     let base = file
         .strip_suffix(".gz")
         .or_else(|| file.strip_suffix(".zst"))
@@ -138,33 +172,31 @@ pub(crate) fn split_page_name(file: &str, section: &str) -> Option<(String, Stri
     if name.is_empty() || !sec.starts_with(section) {
         return None;
     }
-    Some((name.to_owned(), sec.to_owned()))
+    Some((name, sec))
 }
 
 /// Lists one section directory.
 pub(crate) fn list_dir(dir: &Path, section: &str) -> Option<DirListing> {
     let mtime_ns = Stamp::of(dir).ok()?.mtime_ns;
-    let mut found: Vec<(String, (String, String))> = Vec::new();
-    for entry in std::fs::read_dir(dir).ok()?.flatten() {
-        let Ok(file) = entry.file_name().into_string() else {
-            continue;
-        };
-        if let Some((name, sec)) = split_page_name(&file, section) {
-            found.push((name, (sec, file)));
-        }
-    }
+    let names: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .collect();
+    let mut pages: Vec<(&str, usize, &str)> = names
+        .iter()
+        .filter_map(|f| page_name(f, section).map(|(name, sec)| (name, sec.len(), f.as_str())))
+        .collect();
     // Per name, a plain section beats a suffixed one; then plain text beats compressed
     // (then the file name decides, so the listing does not depend on the directory's
-    // order). Sorted once and built in bulk: a section of ~18,000 pages is listed on
-    // every cold scan, and inserting them one by one was most of that.
-    found.sort_unstable_by(|(a, (a_sec, a_file)), (b, (b_sec, b_file))| {
-        (a, a_sec.len(), a_file.len(), a_file).cmp(&(b, b_sec.len(), b_file.len(), b_file))
-    });
-    found.dedup_by(|later, first| later.0 == first.0);
-    Some(DirListing {
-        mtime_ns,
-        pages: found.into_iter().collect(),
-    })
+    // order). Sorted once, not inserted one by one.
+    pages.sort_unstable_by(|a, b| (a.0, a.1, a.2.len(), a.2).cmp(&(b.0, b.1, b.2.len(), b.2)));
+    pages.dedup_by(|later, first| later.0 == first.0);
+    let files = pages
+        .into_iter()
+        .map(|(_, _, file)| Box::from(file))
+        .collect();
+    Some(DirListing { mtime_ns, files })
 }
 
 /// Every page of the manual trees, by name, first tree and section first.
@@ -208,11 +240,11 @@ impl ManIndex {
     /// The page `man NAME` would show from sections 1, 8, 6.
     pub fn find(&self, name: &str) -> Option<PageRef> {
         for (root, sec, listing) in &self.dirs {
-            if let Some((section, file)) = listing.pages.get(name) {
+            if let Some((section, file)) = listing.get(name, sec) {
                 return Some(PageRef {
                     path: root.join(format!("man{sec}")).join(file),
                     root: root.clone(),
-                    section: section.clone(),
+                    section: section.to_owned(),
                 });
             }
         }
@@ -228,10 +260,8 @@ impl ManIndex {
             if root != &main.root || !main.section.starts_with(sec.as_str()) {
                 continue;
             }
-            for (name, (section, file)) in listing.pages.range(start.clone()..) {
-                let Some(rest) = name.strip_prefix(&start) else {
-                    break;
-                };
+            for (name, section, file) in listing.starting_with(&start, sec) {
+                let rest = &name[start.len()..];
                 if rest.is_empty() || !rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
                     continue;
                 }
@@ -240,7 +270,7 @@ impl ManIndex {
                     PageRef {
                         path: root.join(format!("man{sec}")).join(file),
                         root: root.clone(),
-                        section: section.clone(),
+                        section: section.to_owned(),
                     },
                 ));
             }
@@ -499,11 +529,9 @@ mod tests {
             std::fs::write(d.path().join(f), b"").unwrap();
         }
         let l = list_dir(d.path(), "1").unwrap();
-        let got: Vec<(&str, &str, &str)> = l
-            .pages
-            .iter()
-            .map(|(n, (s, f))| (n.as_str(), s.as_str(), f.as_str()))
-            .collect();
+        let got: Vec<(&str, &str, &str)> = l.starting_with("", "1").collect();
+        assert_eq!(l.get("p", "1"), Some(("1p", "p.1p.gz")));
+        assert_eq!(l.get("git", "1"), None);
         assert_eq!(
             got,
             [
@@ -528,14 +556,8 @@ mod tests {
             read_page(&page(fixtures().join("compressed/wc.1.bz2"))),
             Err(ReadError::Unsupported { .. })
         ));
-        assert_eq!(
-            split_page_name("wc.1.zst", "1"),
-            Some(("wc".into(), "1".into()))
-        );
-        assert_eq!(
-            split_page_name("wc.1.xz", "1"),
-            Some(("wc".into(), "1".into()))
-        );
+        assert_eq!(page_name("wc.1.zst", "1"), Some(("wc", "1")));
+        assert_eq!(page_name("wc.1.xz", "1"), Some(("wc", "1")));
     }
 
     /// 17 MiB of zeros in 3 KB: decompression stops at the cap.

@@ -24,6 +24,9 @@ use std::sync::Arc;
 /// Version of the cache files; another version is ignored.
 pub const INFER_CACHE_VERSION: u32 = 3;
 
+/// Version of `man-dirs.json` (4: a listing holds its page files only).
+const LISTINGS_VERSION: u32 = 4;
+
 /// The file name of the JSON cache of version 1, removed when this one is written.
 const OLD_JSON_FILE: &str = "infer-cache.json";
 
@@ -190,6 +193,8 @@ pub struct InferSource {
     index: Option<ManIndex>,
     /// The listing being made on its own thread ([`InferSource::start_index`]).
     building: Option<std::thread::JoinHandle<ManIndex>>,
+    /// The listing being written on its own thread ([`InferSource::save_listings`]).
+    saving: Option<Result<std::thread::JoinHandle<Result<(), CacheError>>, CacheError>>,
     offers: HashMap<String, Offer>,
     /// Names found without a page this scan, but those the old cache recorded so (over
     /// unchanged directories), which are marked in `none_recorded` instead: a warm
@@ -210,9 +215,31 @@ fn cached_listings(file: &Path) -> HashMap<PathBuf, DirListing> {
     std::fs::read(file)
         .ok()
         .and_then(|b| serde_json::from_slice::<DirsCache>(&b).ok())
-        .filter(|c| c.version == INFER_CACHE_VERSION)
+        .filter(|c| c.version == LISTINGS_VERSION)
         .map(|c| c.listings)
         .unwrap_or_default()
+}
+
+/// Writes the manual's listing to `cache/man-dirs.json` (atomically).
+fn write_listings(data: &Path, index: ManIndex) -> Result<(), CacheError> {
+    let listings = DirsCache {
+        version: LISTINGS_VERSION,
+        listings: index.into_listings(),
+    };
+    let dir = data.join("cache");
+    std::fs::create_dir_all(&dir).map_err(CacheError::create_dir(&dir))?;
+    write_atomic(
+        &dirs_file(data),
+        &serde_json::to_vec(&listings).unwrap_or_default(),
+    )
+}
+
+impl Drop for InferSource {
+    /// A scan that ends early (an error, an interrupt) still lets the listing it started
+    /// writing finish, rather than leave a temporary file behind.
+    fn drop(&mut self) {
+        let _ = self.listings_saved();
+    }
 }
 
 /// A prepared document, as offered to the scan.
@@ -408,6 +435,7 @@ impl InferSource {
             dirs_unchanged,
             index: None,
             building: None,
+            saving: None,
             offers: HashMap::new(),
             none: BTreeSet::new(),
             none_recorded: Vec::new(),
@@ -622,22 +650,35 @@ impl InferSource {
 
     /// Writes the listings of the manual's section directories, if this scan built the
     /// index (`man-dirs.json`, so the next scan lists only the directories that
-    /// changed), and frees the index: call it once every page is read, before the
-    /// commit, so the commit does not hold both.
-    pub fn save_listings(&mut self) -> Result<(), CacheError> {
+    /// changed), on its own thread, which frees the index: call it once every page is
+    /// read, before the commit, so the commit does not hold both. [`InferSource::save`]
+    /// waits for it and reports its failure.
+    pub fn save_listings(&mut self) {
         let Some(index) = self.index.take() else {
-            return Ok(());
+            return;
         };
-        let listings = DirsCache {
-            version: INFER_CACHE_VERSION,
-            listings: index.into_listings(),
-        };
-        let dir = self.data.join("cache");
-        std::fs::create_dir_all(&dir).map_err(CacheError::create_dir(&dir))?;
-        write_atomic(
-            &dirs_file(&self.data),
-            &serde_json::to_vec(&listings).unwrap_or_default(),
-        )
+        let data = self.data.clone();
+        let writing = std::thread::Builder::new()
+            .name("atip-man-listing".into())
+            .spawn(move || write_listings(&data, index));
+        self.saving = Some(writing.map_err(CacheError::Thread));
+    }
+
+    /// Whether [`InferSource::save_listings`] started writing a listing not waited for.
+    pub(crate) fn writing_listings(&self) -> bool {
+        self.saving.is_some()
+    }
+
+    /// Waits for the listing [`InferSource::save_listings`] is writing, with its result
+    /// (`Ok` when none is being written).
+    pub(crate) fn listings_saved(&mut self) -> Result<(), CacheError> {
+        match self.saving.take() {
+            None => Ok(()),
+            Some(Err(e)) => Err(e),
+            Some(Ok(writing)) => writing
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        }
     }
 
     /// Writes the cache, and the documents made this scan that the registry does not
@@ -648,7 +689,8 @@ impl InferSource {
         let old_archived = old.as_ref().map(Owned::get);
         // A warm rescan offers exactly what the cache recorded: nothing is copied or written.
         if old_archived.is_some_and(|o| self.as_recorded(o)) {
-            return self.save_listings();
+            self.save_listings();
+            return self.listings_saved();
         }
         self.save_fresh_docs()?;
         let mut tools = Vec::with_capacity(self.offers.len());
@@ -663,7 +705,8 @@ impl InferSource {
         }
         tools.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         let stored = self.stored(tools, old_archived);
-        self.save_listings()?;
+        self.save_listings();
+        self.listings_saved()?;
         // Trees or section directories that are not UTF-8 cannot be recorded: then no
         // cache is kept (the next scan is cold), rather than one that would look current.
         if stored.roots.len() != self.roots.len() || stored.dirs.len() != self.dirs_now.len() {
@@ -911,6 +954,28 @@ mod tests {
         assert!(src.building.is_none(), "a warm source lists nothing");
         src.look_up(["size", "nosuchtool"], &|_: &str| true);
         assert!(src.index.is_none());
+    }
+
+    #[test]
+    fn a_listing_written_on_its_own_thread_reports_its_failure_once() {
+        let (_t, man, data) = setup();
+        std::fs::write(data.join("cache"), b"a file where the cache directory goes").unwrap();
+        let mut src = InferSource::open(&data, Some(man.as_os_str()), None, false);
+        src.look_up(["size"], &|_: &str| false);
+        src.save_listings();
+        assert!(src.index.is_none(), "the index went to the writer");
+        assert!(matches!(
+            src.listings_saved(),
+            Err(CacheError::CreateDir { .. })
+        ));
+        assert!(src.listings_saved().is_ok(), "reported once");
+        // A writable cache directory: the listing is there once waited for.
+        std::fs::remove_file(data.join("cache")).unwrap();
+        let mut src = InferSource::open(&data, Some(man.as_os_str()), None, false);
+        src.look_up(["size"], &|_: &str| false);
+        src.save_listings();
+        src.listings_saved().unwrap();
+        assert!(dirs_file(&data).is_file());
     }
 
     #[test]
