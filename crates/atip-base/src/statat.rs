@@ -7,6 +7,10 @@
 //! file names against it. Symlinks are followed, as `std::fs::metadata` does, unless asked
 //! otherwise ([`StatAt::link_status_in`]; [`StatAt::read_link_in`]: resolving a PATH
 //! symlink without walking its whole path twice).
+//!
+//! Stats are the warm rescan's main cost and each waits on the kernel alone, so
+//! [`in_parts`] spreads a list of them over the cores (each thread with its own
+//! [`StatAt`]); [`SharedDir`] is one directory's handle that threads use at once.
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, OsStr, OsString};
@@ -16,6 +20,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// What a scan needs of a file's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,6 +164,104 @@ impl StatAt {
     }
 }
 
+/// One directory's handle for threads that ask about its files at the same time
+/// (a [`StatAt`] belongs to one thread: it opens handles as it goes). Opened on first
+/// use; a directory that cannot be opened is asked about by whole paths, so errors read
+/// as `std` gives them.
+#[derive(Debug)]
+pub struct SharedDir {
+    dir: PathBuf,
+    fd: OnceLock<Option<OwnedFd>>,
+}
+
+impl SharedDir {
+    /// `dir`, not opened yet.
+    pub fn new(dir: PathBuf) -> SharedDir {
+        SharedDir {
+            dir,
+            fd: OnceLock::new(),
+        }
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The status of `name` in the directory itself: a symlink is not followed.
+    pub fn link_status(&self, name: &OsStr) -> io::Result<Status> {
+        match self.fd.get_or_init(|| open_dir(&self.dir).ok()) {
+            Some(fd) => stat_in(fd, name, libc::AT_SYMLINK_NOFOLLOW),
+            None => std::fs::symlink_metadata(self.dir.join(name)).map(|m| Status::from(&m)),
+        }
+    }
+}
+
+/// `f` applied to each of `items` with a per-thread state made by `state` (a
+/// [`StatAt`], say), the results in the order of `items`. Up to `threads` threads (the
+/// calling one and others started here) take the items in chunks from a shared counter,
+/// so a thread the scheduler starts late (a loaded machine) takes less of the work
+/// instead of holding back a fixed share. Each thread beyond the caller needs at least
+/// `min_part` items: starting one costs ~50–100 µs, so a short list runs on the calling
+/// thread alone, and so does every item when no thread can be started. A panic in `f`
+/// is the caller's panic.
+pub fn in_parts<T, S, R>(
+    items: &[T],
+    threads: usize,
+    min_part: usize,
+    state: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, &T) -> R + Sync,
+) -> Vec<R>
+where
+    T: Sync,
+    R: Send,
+{
+    let parts = threads.min(items.len() / min_part.max(1)).max(1);
+    if parts == 1 {
+        let mut s = state();
+        return items.iter().map(|t| f(&mut s, t)).collect();
+    }
+    let size = items.len().div_ceil(parts * CHUNKS_PER_THREAD);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    // The chunks one thread took, each with its index.
+    let take = || {
+        let mut s = None;
+        let mut done: Vec<(usize, Vec<R>)> = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let start = i.saturating_mul(size);
+            let Some(chunk) = items.get(start..items.len().min(start + size)) else {
+                return done;
+            };
+            if chunk.is_empty() {
+                return done;
+            }
+            let s = s.get_or_insert_with(&state);
+            done.push((i, chunk.iter().map(|t| f(s, t)).collect()));
+        }
+    };
+    let mut chunks = std::thread::scope(|scope| {
+        let others: Vec<_> = (1..parts)
+            .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, take).ok())
+            .collect();
+        let mut chunks = take();
+        for h in others {
+            match h.join() {
+                Ok(mut theirs) => chunks.append(&mut theirs),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        chunks
+    });
+    chunks.sort_unstable_by_key(|(i, _)| *i);
+    let mut out = Vec::with_capacity(items.len());
+    chunks.into_iter().for_each(|(_, mut r)| out.append(&mut r));
+    out
+}
+
+/// How many chunks [`in_parts`] cuts each thread's share of the items into.
+const CHUNKS_PER_THREAD: usize = 8;
+
 /// Opens a directory for `*at` calls only.
 fn open_dir(dir: &Path) -> io::Result<OwnedFd> {
     let c = CString::new(dir.as_os_str().as_bytes())?;
@@ -267,6 +370,64 @@ mod tests {
         // Changes show: nothing is cached but the directory handle.
         std::fs::write(&file, b"longer text").unwrap();
         assert_eq!(at.status(&file).unwrap().size, 11);
+    }
+
+    #[test]
+    fn parts_keep_order_and_run_on_their_own_threads() {
+        use std::sync::{Condvar, Mutex};
+        let items: Vec<u32> = (0..1000).collect();
+        let me = std::thread::current().id();
+        for (threads, min_part, want) in [(1, 1, 1), (2, 1, 2), (3, 10, 3), (2, 600, 1), (4, 400, 2)] {
+            // Each thread's state is made when it takes its first chunk, and waits there
+            // for the other threads: each of them must take a part of the work.
+            let met = (Mutex::new(0usize), Condvar::new());
+            let state = || {
+                let (count, cv) = &met;
+                let mut n = count.lock().unwrap();
+                *n += 1;
+                cv.notify_all();
+                let wait = std::time::Duration::from_secs(20);
+                drop(cv.wait_timeout_while(n, wait, |n| *n < want).unwrap());
+                std::thread::current().id()
+            };
+            let got = in_parts(&items, threads, min_part, state, |id, x| (*id, x * 2));
+            let doubled: Vec<u32> = got.iter().map(|(_, x)| *x).collect();
+            assert_eq!(doubled, items.iter().map(|x| x * 2).collect::<Vec<_>>());
+            let ids: std::collections::HashSet<_> = got.iter().map(|(id, _)| *id).collect();
+            assert!(ids.contains(&me), "the calling thread takes its part");
+            assert_eq!(ids.len(), want, "{threads} threads, parts of {min_part}");
+            assert_eq!(*met.0.lock().unwrap(), want, "one state per thread");
+        }
+        assert!(in_parts(&[] as &[u32], 2, 1, || (), |_, x| *x).is_empty());
+        let few: Vec<u32> = (0..5).collect();
+        assert_eq!(in_parts(&few, 8, 1, || (), |_, x| *x), few);
+    }
+
+    #[test]
+    fn a_shared_directory_answers_from_several_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), b"abc").unwrap();
+        std::os::unix::fs::symlink("f", dir.path().join("l")).unwrap();
+        let shared = SharedDir::new(dir.path().to_path_buf());
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    assert_eq!(shared.link_status(OsStr::new("f")).unwrap().size, 3);
+                    let l = shared.link_status(OsStr::new("l")).unwrap();
+                    assert_eq!(l.mode & libc::S_IFMT, libc::S_IFLNK);
+                });
+            }
+        });
+        assert_eq!(
+            shared.link_status(OsStr::new("nope")).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        let gone = SharedDir::new(dir.path().join("gone"));
+        assert_eq!(
+            gone.link_status(OsStr::new("x")).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        assert_eq!(gone.path(), dir.path().join("gone"));
     }
 
     #[test]

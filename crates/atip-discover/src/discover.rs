@@ -50,6 +50,7 @@ use crate::env::Env;
 use crate::output::{AtipError, ErrorCode};
 use crate::registry::{self, Found, FoundMeta, Source, Update};
 use crate::remote::sync::{Remote, RemoteOptions};
+use crate::statat::in_parts;
 use cache::{Cache, FileRecord, ProbeRecord, ToolRecord};
 use converted::Converted;
 use framework::AppRecord;
@@ -355,6 +356,7 @@ pub fn scan(
     // The registry's metadata files: whether each is intact decides whether an inferred
     // document's copy can be offered and whether an unchanged entry's must be rewritten.
     let stored = StoredDocs::of(&dirs.data, &ex.caches.old.docs);
+    stored.check_known(run.cpu_pool.jobs);
     // Man pages: found and read (only where the cache is not current) before the offers.
     if let Some(inf) = inferred.as_mut()
         && !opts.dry_run
@@ -408,7 +410,7 @@ pub fn scan(
     );
     log::debug!(
         "scan: {} registry metadata file(s) hashed to check them",
-        stored.hashed.get()
+        stored.hashed.load(Ordering::Relaxed)
     );
     run.phases.done("resolve");
     run.finish(ex, resolved, &local, inferred, &remote, failures)
@@ -444,9 +446,10 @@ impl Run<'_> {
         let (skip, allow) = filters(dirs, opts)?;
         // 1. Enumerate: directories, executables, the names of each file; the scan cache
         // is read and checked on a second thread meanwhile (it does not depend on them).
+        let threads = self.cpu_pool.jobs;
         let (enumeration, (caches, cache_warning)) = std::thread::scope(|s| {
             let loading = s.spawn(|| Caches::load(dirs, opts));
-            let enumeration = enumerate(opts, &skip, &mut self.warnings);
+            let enumeration = enumerate(opts, &skip, threads, &mut self.warnings);
             let loaded = loading
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -1026,8 +1029,8 @@ fn read_man_pages(
     cpu_pool: &LazyPool,
     phases: &mut Phases,
 ) {
-    inf.src
-        .look_up(names, &|file: &str| stored.intact(file).is_some());
+    let registry = |file: &str| stored.intact(file).is_some();
+    inf.src.look_up(names, &registry, cpu_pool.jobs);
     phases.done("man-page lookup");
     if inf.src.has_pending() {
         cpu_pool.install(|| inf.src.infer_pending());
@@ -1116,30 +1119,27 @@ struct Previous<'a> {
 /// man-page source (whether it may offer the registry's copy of a document) and for
 /// resolve (whether an unchanged entry's file must be written again).
 struct StoredDocs<'a> {
-    /// `<data-dir>/tools`.
-    tools_dir: PathBuf,
+    /// `<data-dir>/tools`, whose files are stat'ed relative to one handle of it.
+    tools: crate::statat::SharedDir,
     /// File → fingerprint when the scan cache last knew it intact.
     known: &'a BTreeMap<String, paths::Fingerprint>,
-    /// Stats the metadata files relative to one handle of `tools_dir`.
-    stat: std::cell::RefCell<crate::statat::StatAt>,
     /// The verdicts so far: the fingerprint of an intact file, `None` for a missing or
-    /// damaged one.
-    verdicts: std::cell::RefCell<HashMap<String, Option<paths::Fingerprint>>>,
+    /// damaged one. Behind a lock (as `hashed` is atomic): the man-page look-up asks
+    /// from two threads.
+    verdicts: std::sync::Mutex<HashMap<String, Option<paths::Fingerprint>>>,
     /// How many metadata files were read and hashed to check them (`atip -v scan` logs
     /// it: 0 on a warm rescan).
-    hashed: std::cell::Cell<usize>,
+    hashed: std::sync::atomic::AtomicUsize,
 }
 
 impl<'a> StoredDocs<'a> {
     /// The metadata files of `<data>/tools`; `known` is the scan cache's fingerprints.
     fn of(data: &std::path::Path, known: &'a BTreeMap<String, paths::Fingerprint>) -> Self {
-        let tools_dir = data.join(registry::TOOLS_DIR);
         StoredDocs {
-            tools_dir,
+            tools: crate::statat::SharedDir::new(data.join(registry::TOOLS_DIR)),
             known,
-            stat: Default::default(),
             verdicts: Default::default(),
-            hashed: std::cell::Cell::new(0),
+            hashed: Default::default(),
         }
     }
 
@@ -1149,12 +1149,38 @@ impl<'a> StoredDocs<'a> {
     /// a warm rescan stats each file instead of hashing ~1,000 of them, and an edit in
     /// place still changes the fingerprint (its ctime, which no program can set back).
     fn intact(&self, file: &str) -> Option<paths::Fingerprint> {
-        if let Some(v) = self.verdicts.borrow().get(file) {
+        let verdicts = || self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = verdicts().get(file) {
             return *v;
         }
         let verdict = self.judge(file);
-        self.verdicts.borrow_mut().insert(file.to_owned(), verdict);
+        verdicts().insert(file.to_owned(), verdict);
         verdict
+    }
+
+    /// Judges at once, on up to `threads` threads, every file the scan cache knew
+    /// intact: on a warm rescan they are the files the man-page look-up and resolve ask
+    /// about, one `fstatat` each. A file whose status is still the recorded one is
+    /// intact, as [`StoredDocs::intact`] would find it; any other is left to it (read
+    /// and hashed only if asked about).
+    fn check_known(&self, threads: usize) {
+        /// Files per thread below which they are stat'ed on the calling thread alone.
+        const MIN_PART: usize = 200;
+        let known: Vec<(&String, &paths::Fingerprint)> = self.known.iter().collect();
+        let same = in_parts(&known, threads, MIN_PART, || (), |_, (file, fp)| {
+            if !registry_file_name(file) {
+                return false;
+            }
+            let st = self.tools.link_status(OsStr::new(file.as_str()));
+            st.is_ok_and(|st| st.is_file() && paths::Fingerprint::of_status(&st) == **fp)
+        });
+        let mut verdicts = self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
+        verdicts.reserve(known.len());
+        for ((file, fp), same) in known.into_iter().zip(same) {
+            if same {
+                verdicts.insert(file.clone(), Some(*fp));
+            }
+        }
     }
 
     /// Only a name of the form the registry writes (`<64 hex>.json`: nothing that
@@ -1162,24 +1188,27 @@ impl<'a> StoredDocs<'a> {
     /// itself (`lstat`: a symlink is not one), as one listing of the directory used to
     /// tell; one `fstatat` per file now tells it without the listing.
     fn judge(&self, file: &str) -> Option<paths::Fingerprint> {
-        let hex = file.strip_suffix(".json")?;
-        if hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        if !registry_file_name(file) {
             return None;
         }
-        let st = self
-            .stat
-            .borrow_mut()
-            .link_status_in(&self.tools_dir, OsStr::new(file))
-            .ok()?;
+        let st = self.tools.link_status(OsStr::new(file)).ok()?;
         // Taken before the bytes are read: a change made meanwhile is seen next time.
         let fp = paths::Fingerprint::of_status(&st);
         let ok = st.is_file()
             && (self.known.get(file) == Some(&fp) || {
-                self.hashed.set(self.hashed.get() + 1);
-                registry::hashes_to_name(&self.tools_dir, file)
+                self.hashed.fetch_add(1, Ordering::Relaxed);
+                registry::hashes_to_name(self.tools.path(), file)
             });
         ok.then_some(fp)
     }
+}
+
+/// Whether `file` has the form of the registry's metadata files, `<64 hex>.json`
+/// (nothing that reaches outside `tools/`).
+fn registry_file_name(file: &str) -> bool {
+    file.strip_suffix(".json").is_some_and(|hex| {
+        hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
 }
 
 /// What phase 6 decided for every name.
@@ -1824,10 +1853,12 @@ fn composition_key(identity: &str, applied: &[&PatternFile]) -> String {
     sha256_hex(src.as_bytes())
 }
 
-/// Phase 1: the scanned directories and their executables.
+/// Phase 1: the scanned directories and their executables, stat'ed on up to `threads`
+/// threads.
 fn enumerate(
     opts: &ScanOptions,
     skip: &globset::GlobSet,
+    threads: usize,
     warnings: &mut Vec<String>,
 ) -> Enumeration {
     let path_value = match &opts.path {
@@ -1858,7 +1889,7 @@ fn enumerate(
     }));
     let me = Identity::current();
     let (scan_dirs, skipped_dirs) = paths::resolve_dirs(&specs, &me);
-    paths::enumerate(scan_dirs, skipped_dirs, &me, skip)
+    paths::enumerate(scan_dirs, skipped_dirs, &me, skip, threads)
 }
 
 /// Phase 2: each executable with what the cache knows of its unchanged file; outcomes
@@ -2474,6 +2505,56 @@ mod tests {
     }
 
     #[test]
+    fn known_files_are_checked_at_once_and_only_unchanged_ones_pass() {
+        let t = tempfile::tempdir().unwrap();
+        let tools = t.path().join(registry::TOOLS_DIR);
+        std::fs::create_dir(&tools).unwrap();
+        let name_of = |bytes: &[u8]| format!("{}.json", &sha256_hex(bytes));
+        let fp_of = |p: &std::path::Path| {
+            paths::Fingerprint::of(&std::fs::symlink_metadata(p).unwrap())
+        };
+        let mut known = BTreeMap::new();
+        // Enough unchanged files for the work to be split.
+        for i in 0..450 {
+            let bytes = format!("{{\"n\":{i}}}");
+            let file = name_of(bytes.as_bytes());
+            std::fs::write(tools.join(&file), &bytes).unwrap();
+            known.insert(file.clone(), fp_of(&tools.join(&file)));
+        }
+        // Rewritten since (another inode) but intact; damaged in place; replaced by a
+        // symlink to the recorded file; a name that reaches outside tools/.
+        let (moved, damaged, linked) = (b"{\"m\":1}", b"{\"d\":1}", b"{\"l\":1}");
+        for bytes in [&moved[..], &damaged[..], &linked[..]] {
+            let p = tools.join(name_of(bytes));
+            std::fs::write(&p, bytes).unwrap();
+            known.insert(name_of(bytes), fp_of(&p));
+        }
+        let p = tools.join(name_of(moved));
+        std::fs::write(t.path().join("new"), moved).unwrap();
+        std::fs::rename(t.path().join("new"), &p).unwrap();
+        std::fs::write(tools.join(name_of(damaged)), b"{\"d\":22}").unwrap();
+        let outside = t.path().join(name_of(linked));
+        std::fs::rename(tools.join(name_of(linked)), &outside).unwrap();
+        std::os::unix::fs::symlink(&outside, tools.join(name_of(linked))).unwrap();
+        let up = format!("../{}", name_of(linked));
+        known.insert(up.clone(), fp_of(&outside));
+
+        let docs = StoredDocs::of(t.path(), &known);
+        docs.check_known(2);
+        let passed = docs.verdicts.lock().unwrap().len();
+        assert_eq!(passed, 450, "only the unchanged files pass");
+        assert_eq!(docs.hashed.load(Ordering::Relaxed), 0, "and none is read");
+        assert!(docs.intact(&name_of(moved)).is_some());
+        assert!(docs.intact(&name_of(damaged)).is_none());
+        assert_eq!(docs.hashed.load(Ordering::Relaxed), 2, "the changed ones are read");
+        assert!(docs.intact(&name_of(linked)).is_none(), "a symlink is not intact");
+        assert!(docs.intact(&up).is_none(), "nothing outside tools/");
+        assert_eq!(docs.hashed.load(Ordering::Relaxed), 2);
+        let one = name_of(b"{\"n\":0}");
+        assert_eq!(docs.intact(&one), Some(known[&one]));
+    }
+
+    #[test]
     fn stored_docs_are_intact_only_as_regular_files_of_tools_that_hash_to_their_name() {
         let t = tempfile::tempdir().unwrap();
         let tools = t.path().join(registry::TOOLS_DIR);
@@ -2501,7 +2582,7 @@ mod tests {
         std::fs::write(tools.join("x.json"), b"{}").unwrap();
         assert!(docs.intact("x.json").is_none());
         assert_eq!(
-            docs.hashed.get(),
+            docs.hashed.load(Ordering::Relaxed),
             2,
             "the good and the damaged file were read"
         );
@@ -2512,7 +2593,7 @@ mod tests {
         let docs = StoredDocs::of(t.path(), &known);
         assert_eq!(docs.intact(&name_of(good)), Some(fp));
         assert!(docs.intact(&name_of(damaged)).is_none());
-        assert_eq!(docs.hashed.get(), 1);
+        assert_eq!(docs.hashed.load(Ordering::Relaxed), 1);
     }
 
     #[test]

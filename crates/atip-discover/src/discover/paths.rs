@@ -6,7 +6,7 @@
 //! foreign-owned directories; no world-writable files). Reads directories and `stat`s
 //! files; must not read file contents or run anything.
 
-use crate::statat::{StatAt, Status};
+use crate::statat::{StatAt, Status, in_parts};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -399,55 +399,137 @@ pub(crate) fn resolve_dirs(specs: &[DirEntrySpec], me: &Identity) -> (Vec<ScanDi
     (dirs, skipped)
 }
 
+/// Entries per thread below which [`enumerate`] stats on the calling thread alone: a
+/// stat costs ~1.5–3 µs, starting a thread ~50–100 µs.
+const MIN_PART: usize = 200;
+
+/// Symlinked executables per thread below which their canonical paths are found on the
+/// calling thread alone (a link costs a few `readlinkat`s).
+const MIN_LINK_PART: usize = 64;
+
 /// Lists the executables of the scanned directories the way a shell resolves names:
 /// a name belongs to the first directory holding an executable regular file of that
 /// name; later ones are reported as shadowed. A file reached under several names (same
 /// device and inode) is examined once, under its first name; its other names are
 /// [`Alias`]es.
+///
+/// The stats (and the links followed to each symlinked executable's file) are taken on
+/// up to `threads` threads, each with its own [`StatAt`]; the rules above are applied on
+/// one thread in PATH order, so the result does not depend on the number of threads.
 pub(crate) fn enumerate(
     dirs: Vec<ScanDir>,
     skipped_dirs: Vec<DirSkip>,
     me: &Identity,
     skip: &globset::GlobSet,
+    threads: usize,
 ) -> Enumeration {
-    let mut walk = Walk {
-        out: Enumeration {
-            skipped_dirs,
-            ..Enumeration::default()
-        },
-        me,
-        skip,
-        names: HashMap::new(),
-        walked: Vec::new(),
-        inodes: HashMap::new(),
-        stat: StatAt::new(),
-        links: LinkResolver::default(),
+    enumerate_in_parts(dirs, skipped_dirs, me, skip, threads, MIN_PART).0
+}
+
+/// [`enumerate`], with parts of at least `min_part` entries per thread; `true` when a
+/// link that could not be followed had the walk done again on one thread.
+fn enumerate_in_parts(
+    dirs: Vec<ScanDir>,
+    skipped_dirs: Vec<DirSkip>,
+    me: &Identity,
+    skip: &globset::GlobSet,
+    threads: usize,
+    min_part: usize,
+) -> (Enumeration, bool) {
+    let given_skips = skipped_dirs.len();
+    let retry = (threads > 1).then(|| dirs.clone());
+    let mut out = Enumeration {
+        skipped_dirs,
+        ..Enumeration::default()
     };
     let mut kept = Vec::new();
+    let mut entries = Vec::new();
     for dir in dirs {
-        let entries = match dir_entries(&dir.canonical) {
-            Ok(entries) => entries,
-            Err(e) => {
-                walk.out.skipped_dirs.push(DirSkip {
-                    path: dir.given.display().to_string(),
-                    reason: DirSkipReason::Unreadable,
-                    detail: e.to_string(),
+        match dir_entries(&dir.canonical) {
+            Ok(listed) => {
+                let d = kept.len();
+                let listed = listed.into_iter().map(|(name, is_link)| Entry {
+                    dir: d,
+                    name,
+                    is_link,
                 });
-                continue;
+                entries.extend(listed);
+                kept.push(dir);
             }
-        };
-        walk.walked.push(dir.canonical.clone());
-        // Sized once per directory instead of grown (and rehashed) entry by entry.
-        walk.names.reserve(entries.len());
-        walk.inodes.reserve(entries.len());
-        walk.out.executables.reserve(entries.len());
-        for (file_name, is_link) in entries {
-            walk.entry(&dir.canonical, file_name, is_link);
+            Err(e) => out.skipped_dirs.push(DirSkip {
+                path: dir.given.display().to_string(),
+                reason: DirSkipReason::Unreadable,
+                detail: e.to_string(),
+            }),
         }
-        kept.push(dir);
     }
-    walk.out.dirs = kept;
-    walk.out
+    // Each entry's status, when it is a file this user may run (a dangling symlink or
+    // a vanished file is not: a shell would not run it either).
+    let runnable = in_parts(&entries, threads, min_part, StatAt::new, |stat, e| {
+        let st = stat.status_in(&kept[e.dir].canonical, &e.name).ok()?;
+        (st.is_file() && me.may_execute(&st)).then_some(st)
+    });
+    let links = if threads > 1 {
+        Links::Later(Vec::new())
+    } else {
+        Links::Now(LinkResolver::default(), StatAt::new())
+    };
+    let mut walk = Walk {
+        out,
+        skip,
+        dirs: &kept,
+        names: HashMap::with_capacity(entries.len()),
+        inodes: HashMap::with_capacity(entries.len()),
+        links,
+    };
+    walk.out.executables.reserve(entries.len());
+    for (e, st) in entries.into_iter().zip(runnable) {
+        if let Some(st) = st {
+            walk.entry(e, &st);
+        }
+    }
+    let Walk { mut out, links, .. } = walk;
+    if let Links::Later(wanted) = links {
+        let exes = &out.executables;
+        let state = || (LinkResolver::default(), StatAt::new());
+        let found = in_parts(&wanted, threads, MIN_LINK_PART, state, |(r, stat), &i| {
+            r.resolve(&exes[i].path, stat)
+        });
+        for (i, canonical) in wanted.into_iter().zip(found) {
+            match canonical {
+                Ok(c) => out.executables[i].canonical = c,
+                // Only a link changed since its stat fails here (or a chain too long
+                // to follow): the names already decided may be wrong, so the walk is
+                // done again on one thread, following each link as it is met.
+                Err(_) => {
+                    let mut skipped_dirs = out.skipped_dirs;
+                    skipped_dirs.truncate(given_skips);
+                    let dirs = retry.unwrap_or_default();
+                    let again = enumerate_in_parts(dirs, skipped_dirs, me, skip, 1, min_part);
+                    return (again.0, true);
+                }
+            }
+        }
+    }
+    out.dirs = kept;
+    (out, false)
+}
+
+/// One entry of a scanned directory.
+struct Entry {
+    /// Index of its directory among those listed.
+    dir: usize,
+    name: OsString,
+    is_link: bool,
+}
+
+/// How [`Walk`] finds the canonical path of a symlinked executable.
+enum Links {
+    /// Follows its links when met (one thread).
+    Now(LinkResolver, StatAt),
+    /// Notes its index in the executables; the links are followed afterwards, on the
+    /// threads.
+    Later(Vec<usize>),
 }
 
 /// The entries of a directory that could be run (not directories, sockets, FIFOs or
@@ -467,20 +549,18 @@ fn dir_entries(dir: &Path) -> std::io::Result<Vec<(OsString, bool)>> {
     Ok(entries)
 }
 
-/// The state of [`enumerate`] as it goes through the directories in order.
+/// The state of [`enumerate`] as it goes through the entries in PATH order.
 struct Walk<'a> {
     out: Enumeration,
-    me: &'a Identity,
     skip: &'a globset::GlobSet,
-    /// Each name met so far, with the index in `walked` of the directory the shell runs
+    /// The directories listed, in order.
+    dirs: &'a [ScanDir],
+    /// Each name met so far, with the index in `dirs` of the directory the shell runs
     /// it from.
     names: HashMap<String, usize>,
-    /// The directories walked so far, in order (the last is the one being walked).
-    walked: Vec<PathBuf>,
     /// Each file met so far (device, inode), with its index in `out.executables`.
     inodes: HashMap<(u64, u64), usize>,
-    stat: StatAt,
-    links: LinkResolver,
+    links: Links,
 }
 
 impl Walk<'_> {
@@ -493,17 +573,12 @@ impl Walk<'_> {
         });
     }
 
-    /// One directory entry: an executable (its first name), an alias of one met
-    /// before, skipped (with the reason), or nothing a shell would run.
-    fn entry(&mut self, dir: &Path, file_name: OsString, is_link: bool) {
-        let Ok(md) = self.stat.status_in(dir, &file_name) else {
-            return; // dangling symlink or vanished: a shell would not run it either
-        };
-        if !md.is_file() || !self.me.may_execute(&md) {
-            return;
-        }
-        let path = dir.join(&file_name);
-        let name = match file_name.into_string() {
+    /// One entry a shell would run (`md`: its status): an executable (its file's first
+    /// name), an alias of one met before, or skipped (with the reason).
+    fn entry(&mut self, e: Entry, md: &Status) {
+        let dirs = self.dirs;
+        let path = dirs[e.dir].canonical.join(&e.name);
+        let name = match e.name.into_string() {
             Ok(name) => name,
             Err(file_name) => {
                 let shown = file_name.to_string_lossy().into_owned();
@@ -512,31 +587,37 @@ impl Walk<'_> {
             }
         };
         if let Some(&first) = self.names.get(&name) {
-            let first = self.walked[first].join(&name);
+            let first = dirs[first].canonical.join(&name);
             let detail = format!("the shell runs {}", first.display());
             return self.skip_file(name, path, FileSkipReason::Shadowed, detail);
         }
-        self.names.insert(name.clone(), self.walked.len() - 1);
-        if let Some((reason, detail)) = self.refusal(&name, &md) {
+        self.names.insert(name.clone(), e.dir);
+        if let Some((reason, detail)) = self.refusal(&name, md) {
             return self.skip_file(name, path, reason, detail);
         }
-        let fingerprint = Fingerprint::of_status(&md);
+        let fingerprint = Fingerprint::of_status(md);
         let inode = (fingerprint.dev, fingerprint.ino);
         if let Some(&of) = self.inodes.get(&inode) {
             self.out.aliases.push(Alias { name, path, of });
             return;
         }
-        self.inodes.insert(inode, self.out.executables.len());
-        let canonical = if is_link {
-            match self.links.resolve(&path, &mut self.stat) {
+        let index = self.out.executables.len();
+        let canonical = match &mut self.links {
+            _ if !e.is_link => path.clone(),
+            Links::Now(links, stat) => match links.resolve(&path, stat) {
                 Ok(c) => c,
+                // Not recorded as the file's first name: a later name of the same
+                // file is examined in its place.
                 Err(e) => {
                     return self.skip_file(name, path, FileSkipReason::Unreadable, e.to_string());
                 }
+            },
+            Links::Later(wanted) => {
+                wanted.push(index);
+                PathBuf::new()
             }
-        } else {
-            path.clone()
         };
+        self.inodes.insert(inode, index);
         self.out.executables.push(Executable {
             name,
             path,
@@ -701,7 +782,7 @@ mod tests {
         let specs = vec![spec(a.to_str().unwrap()), spec(b.to_str().unwrap())];
         let me = Identity::current();
         let (dirs, skipped) = resolve_dirs(&specs, &me);
-        let e = enumerate(dirs, skipped, &me, &globset::GlobSet::empty());
+        let e = enumerate(dirs, skipped, &me, &globset::GlobSet::empty(), 1);
         let got: Vec<(String, PathBuf)> = e
             .executables
             .iter()
@@ -733,5 +814,160 @@ mod tests {
             e.aliases.iter().map(|x| (x.name.as_str(), x.of)).collect();
         assert_eq!(aliases, vec![("alias", 0)]);
         assert_eq!(e.aliases[0].path, b.join("alias"));
+    }
+
+    /// Enumerates `dirs` in every way the scan may split the work; `again`: whether a
+    /// split walk must fall back to one thread.
+    fn every_split(root: &Path, dirs: &[&str], me: &Identity, again: bool) -> Vec<String> {
+        let specs: Vec<DirEntrySpec> = dirs
+            .iter()
+            .map(|d| spec(root.join(d).to_str().unwrap()))
+            .collect();
+        let mut seen = Vec::new();
+        for (threads, min_part) in [(1, 1), (2, 1), (2, 2), (3, 1), (2, 1000)] {
+            let (scan_dirs, skipped) = resolve_dirs(&specs, me);
+            // A directory that vanishes after it was chosen cannot be listed.
+            let _ = fs::remove_dir(root.join("gone"));
+            let skip = globset::GlobSetBuilder::new()
+                .add(globset::Glob::new("skipped-*").unwrap())
+                .build()
+                .unwrap();
+            let (e, walked_again) =
+                enumerate_in_parts(scan_dirs, skipped, me, &skip, threads, min_part);
+            assert_eq!(walked_again, again && threads > 1, "{threads} threads");
+            seen.push(format!("{e:?}"));
+            fs::create_dir(root.join("gone")).unwrap();
+        }
+        seen
+    }
+
+    #[test]
+    fn any_split_of_the_work_enumerates_as_one_thread_does() {
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(t.path()).unwrap();
+        for d in ["a", "b", "c", "real", "gone", "a/subdir"] {
+            fs::create_dir(root.join(d)).unwrap();
+        }
+        let file = |p: &str, mode: u32| {
+            let p = root.join(p);
+            fs::write(&p, "#!/bin/sh\n").unwrap();
+            fs::set_permissions(&p, fs::Permissions::from_mode(mode)).unwrap();
+        };
+        for (p, mode) in [
+            ("a/tool", 0o755),
+            ("a/plain", 0o644),
+            ("a/open", 0o777),
+            ("a/[", 0o755),
+            ("a/skipped-one", 0o755),
+            ("b/tool", 0o755),
+            ("b/plain", 0o755),
+            ("c/zeta", 0o755),
+            ("real/t1", 0o755),
+            ("real/t2", 0o755),
+        ] {
+            file(p, mode);
+        }
+        for i in 0..40 {
+            file(&format!("c/many{i:02}"), 0o755);
+        }
+        let odd = std::os::unix::ffi::OsStrExt::from_bytes(&b"caf\xe9"[..]);
+        let odd: &OsStr = odd;
+        fs::write(root.join("a").join(odd), "x").unwrap();
+        fs::set_permissions(root.join("a").join(odd), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::hard_link(root.join("a/tool"), root.join("a/hard")).unwrap();
+        symlink("nowhere", root.join("a/dangling")).unwrap();
+        symlink("../real/t1", root.join("a/linked")).unwrap();
+        symlink(root.join("a/tool"), root.join("b/alias")).unwrap();
+        symlink("ln2", root.join("b/chain")).unwrap();
+        symlink("../real/t2", root.join("b/ln2")).unwrap();
+        symlink(root.join("real/t2"), root.join("c/again")).unwrap();
+        let me = Identity::current();
+        let dirs = ["a", "b", "a", "gone", "c"];
+
+        let seen = every_split(&root, &dirs, &me, false);
+        assert!(seen.iter().all(|s| s == &seen[0]), "{seen:#?}");
+        let (specs, _) = (dirs, ());
+        let (scan_dirs, skipped) = resolve_dirs(
+            &specs.map(|d| spec(root.join(d).to_str().unwrap())),
+            &me,
+        );
+        fs::remove_dir(root.join("gone")).unwrap();
+        let skip = globset::GlobSetBuilder::new()
+            .add(globset::Glob::new("skipped-*").unwrap())
+            .build()
+            .unwrap();
+        let e = enumerate_in_parts(scan_dirs, skipped, &me, &skip, 2, 1).0;
+        let exes: Vec<(&str, PathBuf)> = e
+            .executables
+            .iter()
+            .map(|x| (x.name.as_str(), x.canonical.strip_prefix(&root).unwrap().into()))
+            .collect();
+        let want: Vec<(&str, PathBuf)> = [
+            ("hard", "a/hard"),
+            ("linked", "real/t1"),
+            ("chain", "real/t2"),
+            ("plain", "b/plain"),
+        ]
+        .into_iter()
+        .map(|(n, p)| (n, PathBuf::from(p)))
+        .chain((0..40).map(|i| {
+            let n = format!("many{i:02}");
+            (Box::leak(n.clone().into_boxed_str()) as &str, PathBuf::from("c").join(n))
+        }))
+        .chain([("zeta", PathBuf::from("c/zeta"))])
+        .collect();
+        assert_eq!(exes, want);
+        let aliases: Vec<(&str, usize)> =
+            e.aliases.iter().map(|x| (x.name.as_str(), x.of)).collect();
+        assert_eq!(aliases, [("tool", 0), ("alias", 0), ("ln2", 2), ("again", 2)]);
+        let skips: Vec<(String, FileSkipReason)> = e
+            .skipped_files
+            .iter()
+            .map(|s| (s.name.clone(), s.reason))
+            .collect();
+        let s = |n: &str, r| (n.to_string(), r);
+        assert_eq!(
+            skips,
+            [
+                s("[", FileSkipReason::InvalidName),
+                s("caf\u{fffd}", FileSkipReason::InvalidName),
+                s("open", FileSkipReason::WorldWritable),
+                s("skipped-one", FileSkipReason::SkipGlob),
+                s("tool", FileSkipReason::Shadowed),
+            ]
+        );
+        let dir_skips: Vec<DirSkipReason> = e.skipped_dirs.iter().map(|d| d.reason).collect();
+        assert_eq!(dir_skips, [DirSkipReason::Duplicate, DirSkipReason::Unreadable]);
+        fs::create_dir(root.join("gone")).unwrap();
+
+        // A link chain the kernel follows (40 links) but the resolver gives up on: that
+        // name is skipped as unreadable, and a later name of the same file is examined
+        // in its place (not made an alias of another file). Split or not, the same.
+        symlink("../real/l1", root.join("c/long")).unwrap();
+        for i in 1..40 {
+            let to = if i == 39 { "t3".to_string() } else { format!("l{}", i + 1) };
+            symlink(to, root.join(format!("real/l{i}"))).unwrap();
+        }
+        file("real/t3", 0o755);
+        fs::hard_link(root.join("real/t3"), root.join("c/same")).unwrap();
+        let seen = every_split(&root, &dirs, &me, true);
+        assert!(seen.iter().all(|s| s == &seen[0]), "{seen:#?}");
+        assert!(
+            seen[0].contains("name: \"long\", path: ")
+                && seen[0].contains("reason: Unreadable"),
+            "{}",
+            seen[0]
+        );
+        let (scan_dirs, skipped) = resolve_dirs(
+            &specs.map(|d| spec(root.join(d).to_str().unwrap())),
+            &me,
+        );
+        let e = enumerate_in_parts(scan_dirs, skipped, &me, &skip, 2, 1).0;
+        let same = e.executables.iter().find(|x| x.name == "same").unwrap();
+        assert_eq!(same.canonical, root.join("c/same"));
+        assert!(e.aliases.iter().all(|a| a.name != "same"));
+        let long = e.skipped_files.iter().find(|s| s.name == "long").unwrap();
+        assert_eq!(long.reason, FileSkipReason::Unreadable);
     }
 }

@@ -13,7 +13,7 @@
 use super::locate::{self, DirListing, ManIndex, PageRef, Stamp};
 use crate::archive::Owned;
 use crate::registry::FileList;
-use crate::statat::StatAt;
+use crate::statat::{StatAt, in_parts};
 use atip_base::fileio::CacheError;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -320,6 +320,46 @@ fn listed_doc(
     }
 }
 
+/// Names per thread below which [`InferSource::look_up`] asks the cache on the calling
+/// thread alone: a name costs a few stats, starting a thread ~50–100 µs.
+const MIN_PART: usize = 100;
+
+/// What the cache answers for a name, over unchanged section directories.
+enum Recorded {
+    /// Its recorded document, current and stored: the index of its offer.
+    Offer(usize),
+    /// It is the `i`th name recorded as having no page.
+    NoPage(usize),
+    /// Neither: the name goes the long way ([`InferSource::lookup`]).
+    No,
+}
+
+/// A warm rescan's offer of the document `rec` (a record of the cache, over unchanged
+/// section directories) records, when every file it was read from is unchanged and a copy
+/// of it is stored, made from the record in place (no page reference is built). `None`
+/// sends the name the long way ([`InferSource::lookup`]), which asks the same again:
+/// only names whose page changed or whose document is gone pay twice.
+fn recorded_offer(
+    data: &Path,
+    rec: &ArchivedStoredTool,
+    registry: &dyn Fn(&str) -> bool,
+    cache: &FileList,
+    stat: &mut StatAt,
+) -> Option<Offer> {
+    if !rec.current(stat) {
+        return None;
+    }
+    let stored = listed_doc(data, rec.doc.as_str(), registry, cache)?;
+    Some(Offer {
+        page: PathBuf::from(rec.page.as_str()),
+        sha: rec.doc.as_str().to_owned(),
+        doc: OfferDoc::Cached(stored),
+        record: None,
+        curated: rec.curated,
+        warnings: rec.warnings.iter().map(|w| w.as_str().to_owned()).collect(),
+    })
+}
+
 /// Infers, serializes and validates the document of `name`. Any validator finding,
 /// warnings included, rejects it: inferred documents must be clean.
 fn make_offer(index: &ManIndex, page: &PageRef, name: &str) -> Result<Offer, OfferError> {
@@ -481,10 +521,7 @@ impl InferSource {
             && let Some(old) = self.old.as_ref().map(Owned::get)
         {
             if let Some(i) = old.none_index(name) {
-                if self.none_recorded.is_empty() {
-                    self.none_recorded = vec![false; old.none.len()];
-                }
-                self.none_recorded[i] = true;
+                self.met_no_page(i);
                 return Err(NoPage::Recorded);
             }
             if let Some(rec) = old.tool(name) {
@@ -509,11 +546,23 @@ impl InferSource {
         })
     }
 
-    /// Looks up the page of every name, on the calling thread, and takes the documents
-    /// still current from the cache; the others are left for
-    /// [`InferSource::infer_pending`]. A warm rescan has none, so the scan starts no
-    /// thread for it. Afterwards (and after `infer_pending`) [`InferSource::offer`]
-    /// answers without reading anything.
+    /// Marks the `i`th name of the old cache's list of names without a page as met.
+    fn met_no_page(&mut self, i: usize) {
+        if self.none_recorded.is_empty() {
+            let recorded = self.old.as_ref().map_or(0, |o| o.get().none.len());
+            self.none_recorded = vec![false; recorded];
+        }
+        self.none_recorded[i] = true;
+    }
+
+    /// Looks up the page of every name and takes the documents still current from the
+    /// cache; the others are left for [`InferSource::infer_pending`]. What the cache
+    /// answers (a recorded document current and stored, or no page) is asked on up to
+    /// `threads` threads, a part of the names each (each thread with its own handles;
+    /// a warm rescan asks nothing else); the answers are taken in the order of `names`,
+    /// and the names the cache cannot answer go the long way on the calling thread, so
+    /// the outcome does not depend on the number of threads. Afterwards (and after
+    /// `infer_pending`) [`InferSource::offer`] answers without reading anything.
     ///
     /// `registry` says whether a file of the registry's `tools/` directory is there and
     /// still hashes to its name: a recorded document is offered from there, else from the
@@ -522,17 +571,64 @@ impl InferSource {
     pub(crate) fn look_up<'n>(
         &mut self,
         names: impl IntoIterator<Item = &'n str>,
-        registry: &dyn Fn(&str) -> bool,
+        registry: &(dyn Fn(&str) -> bool + Sync),
+        threads: usize,
+    ) {
+        self.look_up_in_parts(names, registry, threads, MIN_PART);
+    }
+
+    /// [`InferSource::look_up`], with parts of at least `min_part` names per thread.
+    fn look_up_in_parts<'n>(
+        &mut self,
+        names: impl IntoIterator<Item = &'n str>,
+        registry: &(dyn Fn(&str) -> bool + Sync),
+        threads: usize,
+        min_part: usize,
     ) {
         let cache = FileList::of(&self.data.join("cache").join("inferred"));
+        let names: Vec<&str> = names.into_iter().collect();
+        let (recorded, mut offered) = match self.old.as_ref() {
+            Some(old) if self.dirs_unchanged => {
+                let (data, old, cache) = (&self.data, old.get(), &cache);
+                // The names with a record are the ones that cost stats: only they are
+                // spread over the threads (a PATH of programs without pages starts none).
+                let records: Vec<_> = names.iter().map(|n| old.tool(n)).collect();
+                let asked: Vec<&ArchivedStoredTool> = records.iter().flatten().copied().collect();
+                let offered = in_parts(&asked, threads, min_part, StatAt::new, |stat, rec| {
+                    recorded_offer(data, rec, registry, cache, stat)
+                });
+                let mut asked = 0..;
+                let answer = |(name, rec): (&&str, Option<_>)| {
+                    let offer = rec.and_then(|_| asked.next());
+                    match offer.filter(|&i| offered[i].is_some()) {
+                        Some(i) => Recorded::Offer(i),
+                        None => old.none_index(name).map_or(Recorded::No, Recorded::NoPage),
+                    }
+                };
+                let recorded: Vec<Recorded> = names.iter().zip(records).map(answer).collect();
+                (recorded, offered)
+            }
+            _ => (Vec::new(), Vec::new()),
+        };
+        let mut recorded = recorded.into_iter();
         let mut todo = std::mem::take(&mut self.pending);
         for name in names {
+            let cached = recorded.next();
             if self.offers.contains_key(name) || self.none.contains(name) {
                 continue;
             }
-            if let Some(offer) = self.recorded_offer(name, registry, &cache) {
-                self.offers.insert(name.to_owned(), offer);
-                continue;
+            match cached {
+                Some(Recorded::Offer(i)) => {
+                    if let Some(offer) = offered[i].take() {
+                        self.offers.insert(name.to_owned(), offer);
+                        continue;
+                    }
+                }
+                Some(Recorded::NoPage(i)) => {
+                    self.met_no_page(i);
+                    continue;
+                }
+                Some(Recorded::No) | None => {}
             }
             match self.lookup(name) {
                 Err(NoPage::Recorded) => {}
@@ -564,35 +660,6 @@ impl InferSource {
             }
         }
         self.pending = todo;
-    }
-
-    /// A warm rescan's offer for `name`: the document the old cache records, when the
-    /// manual's directories and every file it was read from are unchanged and a copy of
-    /// it is stored, made from the record in place (no page reference is built). `None`
-    /// sends the name the long way ([`InferSource::lookup`]), which asks the same again:
-    /// only names whose page changed or whose document is gone pay twice.
-    fn recorded_offer(
-        &mut self,
-        name: &str,
-        registry: &dyn Fn(&str) -> bool,
-        cache: &FileList,
-    ) -> Option<Offer> {
-        if !self.dirs_unchanged {
-            return None;
-        }
-        let rec = self.old.as_ref()?.get().tool(name)?;
-        if !rec.current(&mut self.stat) {
-            return None;
-        }
-        let stored = listed_doc(&self.data, rec.doc.as_str(), registry, cache)?;
-        Some(Offer {
-            page: PathBuf::from(rec.page.as_str()),
-            sha: rec.doc.as_str().to_owned(),
-            doc: OfferDoc::Cached(stored),
-            record: None,
-            curated: rec.curated,
-            warnings: rec.warnings.iter().map(|w| w.as_str().to_owned()).collect(),
-        })
     }
 
     /// Whether [`InferSource::look_up`] left documents to infer.
@@ -874,7 +941,7 @@ mod tests {
     fn run(data: &Path, man: &Path) -> bool {
         let mut src = InferSource::open(data, Some(man.as_os_str()), None, false);
         let tools = FileList::of(&data.join("tools"));
-        src.look_up(["size", "nosuchtool"], &|f: &str| tools.has_intact(f));
+        src.look_up(["size", "nosuchtool"], &|f: &str| tools.has_intact(f), 1);
         let cold = src.has_pending();
         src.infer_pending();
         assert!(src.offer("size").is_some() && src.offer("nosuchtool").is_none());
@@ -916,7 +983,7 @@ mod tests {
         };
         assert_eq!(none(&data), ["nosuchtool"]);
         let mut src = InferSource::open(&data, Some(man.as_os_str()), None, false);
-        src.look_up(["size", "nosuchtool"], &|_: &str| false);
+        src.look_up(["size", "nosuchtool"], &|_: &str| false, 1);
         assert!(src.index.is_none(), "the manual was not listed");
         assert!(!run(&data, &man));
         assert_eq!(none(&data), ["nosuchtool"]);
@@ -1032,5 +1099,80 @@ mod tests {
             ..rec
         };
         assert_eq!(StoredTool::of("a", &ok).unwrap().page, "/man/man1/a.1");
+    }
+
+    /// What a look-up leaves, in a form that compares.
+    fn looked_up(src: &InferSource) -> String {
+        let mut offers: Vec<String> = src
+            .offers
+            .iter()
+            .map(|(n, o)| {
+                let doc = match &o.doc {
+                    OfferDoc::Cached(p) => p.display().to_string(),
+                    OfferDoc::Fresh(_) => "fresh".into(),
+                };
+                let (page, sha, made) = (o.page.display(), &o.sha, o.record.is_some());
+                format!("{n} {page} {sha} {doc} {} {:?} {made}", o.curated, o.warnings)
+            })
+            .collect();
+        offers.sort();
+        let pending: Vec<String> = (src.pending.iter())
+            .map(|(n, p)| format!("{n} {}", p.path.display()))
+            .collect();
+        let (none, met, failed) = (&src.none, &src.none_recorded, &src.failed);
+        format!("{offers:#?}\n{none:?}\n{met:?}\n{pending:?}\n{failed:?}")
+    }
+
+    #[test]
+    fn a_split_look_up_finds_what_one_thread_finds() {
+        let (_t, man, data) = setup();
+        let pages = ["cut", "cp", "date", "head", "ls", "mkdir", "rm", "sort", "tail"];
+        for p in pages {
+            std::fs::copy(
+                format!(
+                    "{}/../../tests/fixtures/man/man1/{p}.1.gz",
+                    env!("CARGO_MANIFEST_DIR")
+                ),
+                man.join(format!("man1/{p}.1.gz")),
+            )
+            .unwrap();
+        }
+        let mut names: Vec<&str> = pages.to_vec();
+        names.extend(["size", "nosuch1", "nosuch2", "nosuch3", "cut", "nosuch1"]);
+        let mut src = InferSource::open(&data, Some(man.as_os_str()), None, false);
+        src.look_up(names.iter().copied(), &|_: &str| false, 1);
+        src.infer_pending();
+        assert_eq!(src.failed().len(), 0, "{:?}", src.failed());
+        let sha = |src: &InferSource, n: &str| src.offers[n].sha.clone();
+        let (ls, head) = (sha(&src, "ls"), sha(&src, "head"));
+        src.save().unwrap();
+
+        // Since then: one page changed (made again), one stored document lost (made
+        // again), one document found in the registry (offered from there).
+        std::fs::copy(man.join("man1/cut.1.gz"), man.join("man1/date.1.gz")).unwrap();
+        std::fs::remove_file(cached_doc(&data, &head)).unwrap();
+        let in_registry = format!("{ls}.json");
+        let registry = |f: &str| f == in_registry;
+        let mut seen = Vec::new();
+        for (threads, min_part) in [(1, 1), (2, 1), (2, 3), (3, 1), (2, 100)] {
+            let mut src = InferSource::open(&data, Some(man.as_os_str()), None, false);
+            src.look_up_in_parts(names.iter().copied(), &registry, threads, min_part);
+            seen.push(looked_up(&src));
+            if threads == 1 {
+                let offered: BTreeSet<&str> = src.offers.keys().map(String::as_str).collect();
+                let want = ["cp", "cut", "ls", "mkdir", "rm", "size", "sort", "tail"];
+                assert_eq!(offered, want.into_iter().collect());
+                assert!(src.offers.values().all(|o| o.record.is_none()));
+                let OfferDoc::Cached(from) = &src.offers["ls"].doc else {
+                    panic!("ls offered fresh");
+                };
+                assert_eq!(from, &registry_doc(&data, &ls));
+                let pending: Vec<&str> = src.pending.iter().map(|(n, _)| n.as_str()).collect();
+                assert_eq!(pending, ["date", "head"]);
+                assert_eq!(src.none_recorded, [true, true, true]);
+                assert!(src.none.is_empty() && src.index.is_none());
+            }
+        }
+        assert!(seen.iter().all(|s| s == &seen[0]), "{seen:#?}");
     }
 }
