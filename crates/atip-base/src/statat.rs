@@ -377,7 +377,9 @@ mod tests {
         use std::sync::{Condvar, Mutex};
         let items: Vec<u32> = (0..1000).collect();
         let me = std::thread::current().id();
-        for (threads, min_part, want) in [(1, 1, 1), (2, 1, 2), (3, 10, 3), (2, 600, 1), (4, 400, 2)] {
+        for (threads, min_part, want) in
+            [(1, 1, 1), (2, 1, 2), (3, 10, 3), (2, 600, 1), (4, 400, 2)]
+        {
             // Each thread's state is made when it takes its first chunk, and waits there
             // for the other threads: each of them must take a part of the work.
             let met = (Mutex::new(0usize), Condvar::new());

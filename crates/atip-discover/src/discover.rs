@@ -1167,13 +1167,19 @@ impl<'a> StoredDocs<'a> {
         /// Files per thread below which they are stat'ed on the calling thread alone.
         const MIN_PART: usize = 200;
         let known: Vec<(&String, &paths::Fingerprint)> = self.known.iter().collect();
-        let same = in_parts(&known, threads, MIN_PART, || (), |_, (file, fp)| {
-            if !registry_file_name(file) {
-                return false;
-            }
-            let st = self.tools.link_status(OsStr::new(file.as_str()));
-            st.is_ok_and(|st| st.is_file() && paths::Fingerprint::of_status(&st) == **fp)
-        });
+        let same = in_parts(
+            &known,
+            threads,
+            MIN_PART,
+            || (),
+            |_, (file, fp)| {
+                if !registry_file_name(file) {
+                    return false;
+                }
+                let st = self.tools.link_status(OsStr::new(file.as_str()));
+                st.is_ok_and(|st| st.is_file() && paths::Fingerprint::of_status(&st) == **fp)
+            },
+        );
         let mut verdicts = self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
         verdicts.reserve(known.len());
         for ((file, fp), same) in known.into_iter().zip(same) {
@@ -2510,9 +2516,8 @@ mod tests {
         let tools = t.path().join(registry::TOOLS_DIR);
         std::fs::create_dir(&tools).unwrap();
         let name_of = |bytes: &[u8]| format!("{}.json", &sha256_hex(bytes));
-        let fp_of = |p: &std::path::Path| {
-            paths::Fingerprint::of(&std::fs::symlink_metadata(p).unwrap())
-        };
+        let fp_of =
+            |p: &std::path::Path| paths::Fingerprint::of(&std::fs::symlink_metadata(p).unwrap());
         let mut known = BTreeMap::new();
         // Enough unchanged files for the work to be split.
         for i in 0..450 {
@@ -2546,8 +2551,15 @@ mod tests {
         assert_eq!(docs.hashed.load(Ordering::Relaxed), 0, "and none is read");
         assert!(docs.intact(&name_of(moved)).is_some());
         assert!(docs.intact(&name_of(damaged)).is_none());
-        assert_eq!(docs.hashed.load(Ordering::Relaxed), 2, "the changed ones are read");
-        assert!(docs.intact(&name_of(linked)).is_none(), "a symlink is not intact");
+        assert_eq!(
+            docs.hashed.load(Ordering::Relaxed),
+            2,
+            "the changed ones are read"
+        );
+        assert!(
+            docs.intact(&name_of(linked)).is_none(),
+            "a symlink is not intact"
+        );
         assert!(docs.intact(&up).is_none(), "nothing outside tools/");
         assert_eq!(docs.hashed.load(Ordering::Relaxed), 2);
         let one = name_of(b"{\"n\":0}");

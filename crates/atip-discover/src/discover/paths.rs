@@ -887,11 +887,8 @@ mod tests {
 
         let seen = every_split(&root, &dirs, &me, false);
         assert!(seen.iter().all(|s| s == &seen[0]), "{seen:#?}");
-        let (specs, _) = (dirs, ());
-        let (scan_dirs, skipped) = resolve_dirs(
-            &specs.map(|d| spec(root.join(d).to_str().unwrap())),
-            &me,
-        );
+        let (scan_dirs, skipped) =
+            resolve_dirs(&dirs.map(|d| spec(root.join(d).to_str().unwrap())), &me);
         fs::remove_dir(root.join("gone")).unwrap();
         let skip = globset::GlobSetBuilder::new()
             .add(globset::Glob::new("skipped-*").unwrap())
@@ -901,7 +898,12 @@ mod tests {
         let exes: Vec<(&str, PathBuf)> = e
             .executables
             .iter()
-            .map(|x| (x.name.as_str(), x.canonical.strip_prefix(&root).unwrap().into()))
+            .map(|x| {
+                (
+                    x.name.as_str(),
+                    x.canonical.strip_prefix(&root).unwrap().into(),
+                )
+            })
             .collect();
         let want: Vec<(&str, PathBuf)> = [
             ("hard", "a/hard"),
@@ -913,14 +915,20 @@ mod tests {
         .map(|(n, p)| (n, PathBuf::from(p)))
         .chain((0..40).map(|i| {
             let n = format!("many{i:02}");
-            (Box::leak(n.clone().into_boxed_str()) as &str, PathBuf::from("c").join(n))
+            (
+                Box::leak(n.clone().into_boxed_str()) as &str,
+                PathBuf::from("c").join(n),
+            )
         }))
         .chain([("zeta", PathBuf::from("c/zeta"))])
         .collect();
         assert_eq!(exes, want);
         let aliases: Vec<(&str, usize)> =
             e.aliases.iter().map(|x| (x.name.as_str(), x.of)).collect();
-        assert_eq!(aliases, [("tool", 0), ("alias", 0), ("ln2", 2), ("again", 2)]);
+        assert_eq!(
+            aliases,
+            [("tool", 0), ("alias", 0), ("ln2", 2), ("again", 2)]
+        );
         let skips: Vec<(String, FileSkipReason)> = e
             .skipped_files
             .iter()
@@ -938,7 +946,10 @@ mod tests {
             ]
         );
         let dir_skips: Vec<DirSkipReason> = e.skipped_dirs.iter().map(|d| d.reason).collect();
-        assert_eq!(dir_skips, [DirSkipReason::Duplicate, DirSkipReason::Unreadable]);
+        assert_eq!(
+            dir_skips,
+            [DirSkipReason::Duplicate, DirSkipReason::Unreadable]
+        );
         fs::create_dir(root.join("gone")).unwrap();
 
         // A link chain the kernel follows (40 links) but the resolver gives up on: that
@@ -946,7 +957,11 @@ mod tests {
         // in its place (not made an alias of another file). Split or not, the same.
         symlink("../real/l1", root.join("c/long")).unwrap();
         for i in 1..40 {
-            let to = if i == 39 { "t3".to_string() } else { format!("l{}", i + 1) };
+            let to = if i == 39 {
+                "t3".to_string()
+            } else {
+                format!("l{}", i + 1)
+            };
             symlink(to, root.join(format!("real/l{i}"))).unwrap();
         }
         file("real/t3", 0o755);
@@ -954,15 +969,12 @@ mod tests {
         let seen = every_split(&root, &dirs, &me, true);
         assert!(seen.iter().all(|s| s == &seen[0]), "{seen:#?}");
         assert!(
-            seen[0].contains("name: \"long\", path: ")
-                && seen[0].contains("reason: Unreadable"),
+            seen[0].contains("name: \"long\", path: ") && seen[0].contains("reason: Unreadable"),
             "{}",
             seen[0]
         );
-        let (scan_dirs, skipped) = resolve_dirs(
-            &specs.map(|d| spec(root.join(d).to_str().unwrap())),
-            &me,
-        );
+        let (scan_dirs, skipped) =
+            resolve_dirs(&dirs.map(|d| spec(root.join(d).to_str().unwrap())), &me);
         let e = enumerate_in_parts(scan_dirs, skipped, &me, &skip, 2, 1).0;
         let same = e.executables.iter().find(|x| x.name == "same").unwrap();
         assert_eq!(same.canonical, root.join("c/same"));

@@ -999,7 +999,7 @@ mod tests {
                 src.start_index();
                 assert!(src.building.is_some(), "a cold source lists at once");
             }
-            src.look_up(["size", "nosuchtool"], &|_: &str| false);
+            src.look_up(["size", "nosuchtool"], &|_: &str| false, 1);
             assert!(src.building.is_none() && src.index.is_some());
             src.infer_pending();
             let offered = src
@@ -1019,7 +1019,7 @@ mod tests {
         let mut src = InferSource::open(&data2, Some(man.as_os_str()), None, false);
         src.start_index();
         assert!(src.building.is_none(), "a warm source lists nothing");
-        src.look_up(["size", "nosuchtool"], &|_: &str| true);
+        src.look_up(["size", "nosuchtool"], &|_: &str| true, 1);
         assert!(src.index.is_none());
     }
 
@@ -1112,7 +1112,10 @@ mod tests {
                     OfferDoc::Fresh(_) => "fresh".into(),
                 };
                 let (page, sha, made) = (o.page.display(), &o.sha, o.record.is_some());
-                format!("{n} {page} {sha} {doc} {} {:?} {made}", o.curated, o.warnings)
+                format!(
+                    "{n} {page} {sha} {doc} {} {:?} {made}",
+                    o.curated, o.warnings
+                )
             })
             .collect();
         offers.sort();
@@ -1126,7 +1129,9 @@ mod tests {
     #[test]
     fn a_split_look_up_finds_what_one_thread_finds() {
         let (_t, man, data) = setup();
-        let pages = ["cut", "cp", "date", "head", "ls", "mkdir", "rm", "sort", "tail"];
+        let pages = [
+            "cut", "cp", "date", "head", "ls", "mkdir", "rm", "sort", "tail",
+        ];
         for p in pages {
             std::fs::copy(
                 format!(
