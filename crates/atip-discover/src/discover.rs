@@ -355,8 +355,7 @@ pub fn scan(
     run.phases.done("load sources and index");
     // The registry's metadata files: whether each is intact decides whether an inferred
     // document's copy can be offered and whether an unchanged entry's must be rewritten.
-    let stored = StoredDocs::of(&dirs.data, &ex.caches.old.docs);
-    stored.check_known(run.cpu_pool.jobs);
+    let stored = StoredDocs::of(&dirs.data, &ex.caches.old.docs, run.cpu_pool.jobs);
     // Man pages: found and read (only where the cache is not current) before the offers.
     if let Some(inf) = inferred.as_mut()
         && !opts.dry_run
@@ -1133,14 +1132,21 @@ struct StoredDocs<'a> {
 }
 
 impl<'a> StoredDocs<'a> {
-    /// The metadata files of `<data>/tools`; `known` is the scan cache's fingerprints.
-    fn of(data: &std::path::Path, known: &'a BTreeMap<String, paths::Fingerprint>) -> Self {
-        StoredDocs {
+    /// The metadata files of `<data>/tools`; `known` is the scan cache's fingerprints,
+    /// checked at once on up to `threads` threads ([`StoredDocs::check_known`]).
+    fn of(
+        data: &std::path::Path,
+        known: &'a BTreeMap<String, paths::Fingerprint>,
+        threads: usize,
+    ) -> Self {
+        let docs = StoredDocs {
             tools: crate::statat::SharedDir::new(data.join(registry::TOOLS_DIR)),
             known,
             verdicts: Default::default(),
             hashed: Default::default(),
-        }
+        };
+        docs.check_known(threads);
+        docs
     }
 
     /// The fingerprint of the metadata file `file` (under `tools/`) if it is a regular
@@ -2544,8 +2550,7 @@ mod tests {
         let up = format!("../{}", name_of(linked));
         known.insert(up.clone(), fp_of(&outside));
 
-        let docs = StoredDocs::of(t.path(), &known);
-        docs.check_known(2);
+        let docs = StoredDocs::of(t.path(), &known, 2);
         let passed = docs.verdicts.lock().unwrap().len();
         assert_eq!(passed, 450, "only the unchanged files pass");
         assert_eq!(docs.hashed.load(Ordering::Relaxed), 0, "and none is read");
@@ -2580,7 +2585,7 @@ mod tests {
         std::fs::write(&outside, linked).unwrap();
         std::os::unix::fs::symlink(&outside, tools.join(name_of(linked))).unwrap();
         let mut known = BTreeMap::new();
-        let docs = StoredDocs::of(t.path(), &known);
+        let docs = StoredDocs::of(t.path(), &known, 1);
         assert!(docs.intact(&name_of(good)).is_some());
         assert!(
             docs.intact(&name_of(linked)).is_none(),
@@ -2602,7 +2607,7 @@ mod tests {
         let fp = docs.intact(&name_of(good)).unwrap();
         known.insert(name_of(good), fp);
         known.insert(name_of(damaged), fp);
-        let docs = StoredDocs::of(t.path(), &known);
+        let docs = StoredDocs::of(t.path(), &known, 1);
         assert_eq!(docs.intact(&name_of(good)), Some(fp));
         assert!(docs.intact(&name_of(damaged)).is_none());
         assert_eq!(docs.hashed.load(Ordering::Relaxed), 1);

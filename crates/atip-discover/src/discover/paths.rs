@@ -442,27 +442,7 @@ fn enumerate_in_parts(
         skipped_dirs,
         ..Enumeration::default()
     };
-    let mut kept = Vec::new();
-    let mut entries = Vec::new();
-    for dir in dirs {
-        match dir_entries(&dir.canonical) {
-            Ok(listed) => {
-                let d = kept.len();
-                let listed = listed.into_iter().map(|(name, is_link)| Entry {
-                    dir: d,
-                    name,
-                    is_link,
-                });
-                entries.extend(listed);
-                kept.push(dir);
-            }
-            Err(e) => out.skipped_dirs.push(DirSkip {
-                path: dir.given.display().to_string(),
-                reason: DirSkipReason::Unreadable,
-                detail: e.to_string(),
-            }),
-        }
-    }
+    let (kept, entries) = list_dirs(dirs, &mut out.skipped_dirs);
     // Each entry's status, when it is a file this user may run (a dangling symlink or
     // a vanished file is not: a shell would not run it either).
     let runnable = in_parts(&entries, threads, min_part, StatAt::new, |stat, e| {
@@ -489,30 +469,63 @@ fn enumerate_in_parts(
         }
     }
     let Walk { mut out, links, .. } = walk;
-    if let Links::Later(wanted) = links {
-        let exes = &out.executables;
-        let state = || (LinkResolver::default(), StatAt::new());
-        let found = in_parts(&wanted, threads, MIN_LINK_PART, state, |(r, stat), &i| {
-            r.resolve(&exes[i].path, stat)
-        });
-        for (i, canonical) in wanted.into_iter().zip(found) {
-            match canonical {
-                Ok(c) => out.executables[i].canonical = c,
-                // Only a link changed since its stat fails here (or a chain too long
-                // to follow): the names already decided may be wrong, so the walk is
-                // done again on one thread, following each link as it is met.
-                Err(_) => {
-                    let mut skipped_dirs = out.skipped_dirs;
-                    skipped_dirs.truncate(given_skips);
-                    let dirs = retry.unwrap_or_default();
-                    let again = enumerate_in_parts(dirs, skipped_dirs, me, skip, 1, min_part);
-                    return (again.0, true);
-                }
-            }
-        }
+    if let Links::Later(wanted) = links
+        && !follow_links(&mut out.executables, wanted, threads)
+    {
+        // Only a link changed since its stat fails here (or a chain too long to
+        // follow): the names already decided may be wrong, so the walk is done again
+        // on one thread, following each link as it is met.
+        let mut skipped_dirs = out.skipped_dirs;
+        skipped_dirs.truncate(given_skips);
+        let dirs = retry.unwrap_or_default();
+        let again = enumerate_in_parts(dirs, skipped_dirs, me, skip, 1, min_part);
+        return (again.0, true);
     }
     out.dirs = kept;
     (out, false)
+}
+
+/// Lists `dirs` in order: those listed, and each one's entries (with its index among
+/// them); an unreadable one goes to `skipped`.
+fn list_dirs(dirs: Vec<ScanDir>, skipped: &mut Vec<DirSkip>) -> (Vec<ScanDir>, Vec<Entry>) {
+    let mut kept = Vec::new();
+    let mut entries = Vec::new();
+    for dir in dirs {
+        match dir_entries(&dir.canonical) {
+            Ok(listed) => {
+                let d = kept.len();
+                let listed = listed.into_iter().map(|(name, is_link)| Entry {
+                    dir: d,
+                    name,
+                    is_link,
+                });
+                entries.extend(listed);
+                kept.push(dir);
+            }
+            Err(e) => skipped.push(DirSkip {
+                path: dir.given.display().to_string(),
+                reason: DirSkipReason::Unreadable,
+                detail: e.to_string(),
+            }),
+        }
+    }
+    (kept, entries)
+}
+
+/// Sets the canonical path of each of the `wanted` executables (symlinks), found on up
+/// to `threads` threads; `false` when a link could not be followed.
+fn follow_links(exes: &mut [Executable], wanted: Vec<usize>, threads: usize) -> bool {
+    let state = || (LinkResolver::default(), StatAt::new());
+    let found = in_parts(&wanted, threads, MIN_LINK_PART, state, |(r, stat), &i| {
+        r.resolve(&exes[i].path, stat)
+    });
+    for (i, canonical) in wanted.into_iter().zip(found) {
+        match canonical {
+            Ok(c) => exes[i].canonical = c,
+            Err(_) => return false,
+        }
+    }
+    true
 }
 
 /// One entry of a scanned directory.
@@ -816,43 +829,54 @@ mod tests {
         assert_eq!(e.aliases[0].path, b.join("alias"));
     }
 
-    /// Enumerates `dirs` in every way the scan may split the work; `again`: whether a
-    /// split walk must fall back to one thread.
-    fn every_split(root: &Path, dirs: &[&str], me: &Identity, again: bool) -> Vec<String> {
-        let specs: Vec<DirEntrySpec> = dirs
-            .iter()
-            .map(|d| spec(root.join(d).to_str().unwrap()))
-            .collect();
+    /// The PATH directories of [`split_fixture`], in order.
+    const SPLIT_DIRS: [&str; 5] = ["a", "b", "a", "gone", "c"];
+
+    /// `--skip skipped-*`.
+    fn skip_glob() -> globset::GlobSet {
+        let glob = globset::Glob::new("skipped-*").unwrap();
+        globset::GlobSetBuilder::new().add(glob).build().unwrap()
+    }
+
+    /// [`SPLIT_DIRS`] enumerated with `threads` threads and parts of `min_part`, after
+    /// the directory `gone` was removed (it vanishes after it was chosen, so it cannot be
+    /// listed); `true` when the split walk fell back to one thread.
+    fn enumerate_split(root: &Path, threads: usize, min_part: usize) -> (Enumeration, bool) {
+        let me = Identity::current();
+        let specs = SPLIT_DIRS.map(|d| spec(root.join(d).to_str().unwrap()));
+        let (scan_dirs, skipped) = resolve_dirs(&specs, &me);
+        fs::remove_dir(root.join("gone")).unwrap();
+        let e = enumerate_in_parts(scan_dirs, skipped, &me, &skip_glob(), threads, min_part);
+        fs::create_dir(root.join("gone")).unwrap();
+        e
+    }
+
+    /// Enumerates [`SPLIT_DIRS`] in every way the scan may split the work; `again`:
+    /// whether a split walk must fall back to one thread.
+    fn every_split(root: &Path, again: bool) -> Vec<String> {
         let mut seen = Vec::new();
         for (threads, min_part) in [(1, 1), (2, 1), (2, 2), (3, 1), (2, 1000)] {
-            let (scan_dirs, skipped) = resolve_dirs(&specs, me);
-            // A directory that vanishes after it was chosen cannot be listed.
-            let _ = fs::remove_dir(root.join("gone"));
-            let skip = globset::GlobSetBuilder::new()
-                .add(globset::Glob::new("skipped-*").unwrap())
-                .build()
-                .unwrap();
-            let (e, walked_again) =
-                enumerate_in_parts(scan_dirs, skipped, me, &skip, threads, min_part);
+            let (e, walked_again) = enumerate_split(root, threads, min_part);
             assert_eq!(walked_again, again && threads > 1, "{threads} threads");
             seen.push(format!("{e:?}"));
-            fs::create_dir(root.join("gone")).unwrap();
         }
+        assert!(seen.iter().all(|s| s == &seen[0]), "{seen:#?}");
         seen
     }
 
-    #[test]
-    fn any_split_of_the_work_enumerates_as_one_thread_does() {
+    /// Directories `a`, `b`, `c`, `real` and `gone` under a fresh directory (canonical):
+    /// shadowed names, hard and symbolic aliases, dangling links, world-writable,
+    /// skipped, invalid and non-UTF-8 names, a link chain, enough entries to split.
+    fn split_fixture() -> (tempfile::TempDir, PathBuf) {
         use std::os::unix::fs::symlink;
         let t = tempfile::tempdir().unwrap();
         let root = fs::canonicalize(t.path()).unwrap();
         for d in ["a", "b", "c", "real", "gone", "a/subdir"] {
             fs::create_dir(root.join(d)).unwrap();
         }
-        let file = |p: &str, mode: u32| {
-            let p = root.join(p);
-            fs::write(&p, "#!/bin/sh\n").unwrap();
-            fs::set_permissions(&p, fs::Permissions::from_mode(mode)).unwrap();
+        let file = |p: &Path, mode: u32| {
+            fs::write(p, "#!/bin/sh\n").unwrap();
+            fs::set_permissions(p, fs::Permissions::from_mode(mode)).unwrap();
         };
         for (p, mode) in [
             ("a/tool", 0o755),
@@ -866,15 +890,13 @@ mod tests {
             ("real/t1", 0o755),
             ("real/t2", 0o755),
         ] {
-            file(p, mode);
+            file(&root.join(p), mode);
         }
         for i in 0..40 {
-            file(&format!("c/many{i:02}"), 0o755);
+            file(&root.join(format!("c/many{i:02}")), 0o755);
         }
-        let odd = std::os::unix::ffi::OsStrExt::from_bytes(&b"caf\xe9"[..]);
-        let odd: &OsStr = odd;
-        fs::write(root.join("a").join(odd), "x").unwrap();
-        fs::set_permissions(root.join("a").join(odd), fs::Permissions::from_mode(0o755)).unwrap();
+        let odd: &OsStr = std::os::unix::ffi::OsStrExt::from_bytes(&b"caf\xe9"[..]);
+        file(&root.join("a").join(odd), 0o755);
         fs::hard_link(root.join("a/tool"), root.join("a/hard")).unwrap();
         symlink("nowhere", root.join("a/dangling")).unwrap();
         symlink("../real/t1", root.join("a/linked")).unwrap();
@@ -882,46 +904,31 @@ mod tests {
         symlink("ln2", root.join("b/chain")).unwrap();
         symlink("../real/t2", root.join("b/ln2")).unwrap();
         symlink(root.join("real/t2"), root.join("c/again")).unwrap();
-        let me = Identity::current();
-        let dirs = ["a", "b", "a", "gone", "c"];
+        (t, root)
+    }
 
-        let seen = every_split(&root, &dirs, &me, false);
-        assert!(seen.iter().all(|s| s == &seen[0]), "{seen:#?}");
-        let (scan_dirs, skipped) =
-            resolve_dirs(&dirs.map(|d| spec(root.join(d).to_str().unwrap())), &me);
-        fs::remove_dir(root.join("gone")).unwrap();
-        let skip = globset::GlobSetBuilder::new()
-            .add(globset::Glob::new("skipped-*").unwrap())
-            .build()
-            .unwrap();
-        let e = enumerate_in_parts(scan_dirs, skipped, &me, &skip, 2, 1).0;
-        let exes: Vec<(&str, PathBuf)> = e
-            .executables
-            .iter()
+    #[test]
+    fn any_split_of_the_work_enumerates_as_one_thread_does() {
+        let (_t, root) = split_fixture();
+        every_split(&root, false);
+        let e = enumerate_split(&root, 2, 1).0;
+        let exes: Vec<(String, PathBuf)> = (e.executables.iter())
             .map(|x| {
                 (
-                    x.name.as_str(),
+                    x.name.clone(),
                     x.canonical.strip_prefix(&root).unwrap().into(),
                 )
             })
             .collect();
-        let want: Vec<(&str, PathBuf)> = [
-            ("hard", "a/hard"),
-            ("linked", "real/t1"),
-            ("chain", "real/t2"),
-            ("plain", "b/plain"),
-        ]
-        .into_iter()
-        .map(|(n, p)| (n, PathBuf::from(p)))
-        .chain((0..40).map(|i| {
-            let n = format!("many{i:02}");
-            (
-                Box::leak(n.clone().into_boxed_str()) as &str,
-                PathBuf::from("c").join(n),
-            )
-        }))
-        .chain([("zeta", PathBuf::from("c/zeta"))])
-        .collect();
+        let pair = |n: &str, p: &str| (n.to_string(), PathBuf::from(p));
+        let mut want = vec![
+            pair("hard", "a/hard"),
+            pair("linked", "real/t1"),
+            pair("chain", "real/t2"),
+            pair("plain", "b/plain"),
+        ];
+        want.extend((0..40).map(|i| pair(&format!("many{i:02}"), &format!("c/many{i:02}"))));
+        want.push(pair("zeta", "c/zeta"));
         assert_eq!(exes, want);
         let aliases: Vec<(&str, usize)> =
             e.aliases.iter().map(|x| (x.name.as_str(), x.of)).collect();
@@ -929,20 +936,17 @@ mod tests {
             aliases,
             [("tool", 0), ("alias", 0), ("ln2", 2), ("again", 2)]
         );
-        let skips: Vec<(String, FileSkipReason)> = e
-            .skipped_files
-            .iter()
-            .map(|s| (s.name.clone(), s.reason))
+        let skips: Vec<(&str, FileSkipReason)> = (e.skipped_files.iter())
+            .map(|s| (s.name.as_str(), s.reason))
             .collect();
-        let s = |n: &str, r| (n.to_string(), r);
         assert_eq!(
             skips,
             [
-                s("[", FileSkipReason::InvalidName),
-                s("caf\u{fffd}", FileSkipReason::InvalidName),
-                s("open", FileSkipReason::WorldWritable),
-                s("skipped-one", FileSkipReason::SkipGlob),
-                s("tool", FileSkipReason::Shadowed),
+                ("[", FileSkipReason::InvalidName),
+                ("caf\u{fffd}", FileSkipReason::InvalidName),
+                ("open", FileSkipReason::WorldWritable),
+                ("skipped-one", FileSkipReason::SkipGlob),
+                ("tool", FileSkipReason::Shadowed),
             ]
         );
         let dir_skips: Vec<DirSkipReason> = e.skipped_dirs.iter().map(|d| d.reason).collect();
@@ -950,11 +954,15 @@ mod tests {
             dir_skips,
             [DirSkipReason::Duplicate, DirSkipReason::Unreadable]
         );
-        fs::create_dir(root.join("gone")).unwrap();
+    }
 
-        // A link chain the kernel follows (40 links) but the resolver gives up on: that
-        // name is skipped as unreadable, and a later name of the same file is examined
-        // in its place (not made an alias of another file). Split or not, the same.
+    #[test]
+    fn a_link_too_long_to_follow_gives_its_file_to_the_next_name() {
+        use std::os::unix::fs::symlink;
+        let (_t, root) = split_fixture();
+        // A chain the kernel follows (40 links) but the resolver gives up on: that name
+        // is skipped as unreadable, and a later name of the same file is examined in its
+        // place (not made an alias of another file). Split or not, the same.
         symlink("../real/l1", root.join("c/long")).unwrap();
         for i in 1..40 {
             let to = if i == 39 {
@@ -964,18 +972,11 @@ mod tests {
             };
             symlink(to, root.join(format!("real/l{i}"))).unwrap();
         }
-        file("real/t3", 0o755);
+        fs::write(root.join("real/t3"), "x").unwrap();
+        fs::set_permissions(root.join("real/t3"), fs::Permissions::from_mode(0o755)).unwrap();
         fs::hard_link(root.join("real/t3"), root.join("c/same")).unwrap();
-        let seen = every_split(&root, &dirs, &me, true);
-        assert!(seen.iter().all(|s| s == &seen[0]), "{seen:#?}");
-        assert!(
-            seen[0].contains("name: \"long\", path: ") && seen[0].contains("reason: Unreadable"),
-            "{}",
-            seen[0]
-        );
-        let (scan_dirs, skipped) =
-            resolve_dirs(&dirs.map(|d| spec(root.join(d).to_str().unwrap())), &me);
-        let e = enumerate_in_parts(scan_dirs, skipped, &me, &skip, 2, 1).0;
+        every_split(&root, true);
+        let e = enumerate_split(&root, 2, 1).0;
         let same = e.executables.iter().find(|x| x.name == "same").unwrap();
         assert_eq!(same.canonical, root.join("c/same"));
         assert!(e.aliases.iter().all(|a| a.name != "same"));

@@ -546,6 +546,39 @@ impl InferSource {
         })
     }
 
+    /// What the cache answers for each of `names` ([`Recorded`]), over unchanged
+    /// section directories (else nothing), and the offers the answers point to. The
+    /// names with a record are the ones that cost stats: only they are spread over up
+    /// to `threads` threads (a PATH of programs without pages starts none).
+    fn recorded(
+        &self,
+        names: &[&str],
+        registry: &(dyn Fn(&str) -> bool + Sync),
+        cache: &FileList,
+        threads: usize,
+        min_part: usize,
+    ) -> (Vec<Recorded>, Vec<Option<Offer>>) {
+        let Some(old) = self.old.as_ref().filter(|_| self.dirs_unchanged) else {
+            return (Vec::new(), Vec::new());
+        };
+        let (data, old) = (&self.data, old.get());
+        let records: Vec<_> = names.iter().map(|n| old.tool(n)).collect();
+        let asked: Vec<&ArchivedStoredTool> = records.iter().flatten().copied().collect();
+        let offered = in_parts(&asked, threads, min_part, StatAt::new, |stat, rec| {
+            recorded_offer(data, rec, registry, cache, stat)
+        });
+        let mut asked = 0..;
+        let answer = |(name, rec): (&&str, Option<_>)| {
+            let offer = rec.and_then(|_| asked.next());
+            match offer.filter(|&i| offered[i].is_some()) {
+                Some(i) => Recorded::Offer(i),
+                None => old.none_index(name).map_or(Recorded::No, Recorded::NoPage),
+            }
+        };
+        let recorded = names.iter().zip(records).map(answer).collect();
+        (recorded, offered)
+    }
+
     /// Marks the `i`th name of the old cache's list of names without a page as met.
     fn met_no_page(&mut self, i: usize) {
         if self.none_recorded.is_empty() {
@@ -587,29 +620,7 @@ impl InferSource {
     ) {
         let cache = FileList::of(&self.data.join("cache").join("inferred"));
         let names: Vec<&str> = names.into_iter().collect();
-        let (recorded, mut offered) = match self.old.as_ref() {
-            Some(old) if self.dirs_unchanged => {
-                let (data, old, cache) = (&self.data, old.get(), &cache);
-                // The names with a record are the ones that cost stats: only they are
-                // spread over the threads (a PATH of programs without pages starts none).
-                let records: Vec<_> = names.iter().map(|n| old.tool(n)).collect();
-                let asked: Vec<&ArchivedStoredTool> = records.iter().flatten().copied().collect();
-                let offered = in_parts(&asked, threads, min_part, StatAt::new, |stat, rec| {
-                    recorded_offer(data, rec, registry, cache, stat)
-                });
-                let mut asked = 0..;
-                let answer = |(name, rec): (&&str, Option<_>)| {
-                    let offer = rec.and_then(|_| asked.next());
-                    match offer.filter(|&i| offered[i].is_some()) {
-                        Some(i) => Recorded::Offer(i),
-                        None => old.none_index(name).map_or(Recorded::No, Recorded::NoPage),
-                    }
-                };
-                let recorded: Vec<Recorded> = names.iter().zip(records).map(answer).collect();
-                (recorded, offered)
-            }
-            _ => (Vec::new(), Vec::new()),
-        };
+        let (recorded, mut offered) = self.recorded(&names, registry, &cache, threads, min_part);
         let mut recorded = recorded.into_iter();
         let mut todo = std::mem::take(&mut self.pending);
         for name in names {
