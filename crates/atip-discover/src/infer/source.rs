@@ -1039,7 +1039,7 @@ mod tests {
         let (_t, man, data) = setup();
         std::fs::write(data.join("cache"), b"a file where the cache directory goes").unwrap();
         let mut src = InferSource::open(&data, Some(man.as_os_str()), None, false);
-        src.look_up(["size"], &|_: &str| false);
+        src.look_up(["size"], &|_: &str| false, 1);
         src.save_listings();
         assert!(src.index.is_none(), "the index went to the writer");
         assert!(matches!(
@@ -1050,7 +1050,7 @@ mod tests {
         // A writable cache directory: the listing is there once waited for.
         std::fs::remove_file(data.join("cache")).unwrap();
         let mut src = InferSource::open(&data, Some(man.as_os_str()), None, false);
-        src.look_up(["size"], &|_: &str| false);
+        src.look_up(["size"], &|_: &str| false, 1);
         src.save_listings();
         src.listings_saved().unwrap();
         assert!(dirs_file(&data).is_file());
