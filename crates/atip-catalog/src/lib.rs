@@ -60,7 +60,7 @@ use crate::output::{AtipError, ErrorCode};
 use crate::registry::{Entry, Index, RegistryError, RegistryLock, Source};
 use crate::search::{Facts, IndexBuilder, SearchIndex};
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -350,13 +350,21 @@ fn build_big_above<W: Write + Seek>(
             }
             builder.finish()
         });
-        let machine = facts::of_entries(&entries, std::path::Path::new(facts::DPKG_ROOT));
+        // The machine's facts (dpkg's database read, each entry's file looked at) are
+        // gathered beside the first batch's reading and parsing, not before them.
+        let entries = &entries;
+        let machine = Machine {
+            pending: Some(scope.spawn(move || {
+                facts::of_entries(entries, std::path::Path::new(facts::DPKG_ROOT))
+            })),
+            known: Default::default(),
+        };
         let reading = Reading {
             dirs,
             in_memory,
             big,
         };
-        let records = write_records(&reading, &entries, &machine, &mut layout, out, to_index);
+        let records = write_records(&reading, entries, machine, &mut layout, out, to_index);
         (records, indexer.join())
     });
     let search = search.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -411,7 +419,7 @@ struct Records {
 fn write_records<W: Write + Seek>(
     reading: &Reading,
     entries: &[(&String, &Entry)],
-    machine: &std::collections::HashMap<String, facts::EntryFacts>,
+    mut machine: Machine,
     layout: &mut Layout,
     out: &mut W,
     to_index: std::sync::mpsc::SyncSender<(Vec<Texts>, Vec<Facts>)>,
@@ -433,8 +441,8 @@ fn write_records<W: Write + Seek>(
         {
             let first = w.rows.len() as u32;
             let doc = docs.len() as u32;
-            let known = machine.get(*name);
-            let (tool, error) = w.document(reading.dirs, (name, entry), doc, known, prepared)?;
+            let (tool, error) =
+                w.document(reading.dirs, (name, entry), doc, &mut machine, prepared)?;
             docs.push(Doc {
                 name: (*name).clone(),
                 tool,
@@ -521,19 +529,19 @@ impl<W: Write> RecordWriter<'_, W> {
         Ok(())
     }
 
-    /// Writes the tools of registry entry `name` (document `doc`, with the machine's
-    /// `known` facts of it): the document's tool name, and why it could not be read.
+    /// Writes the tools of registry entry `name` (document `doc`, with the `machine`'s
+    /// facts of it): the document's tool name, and why it could not be read.
     fn document(
         &mut self,
         dirs: &Dirs,
         (name, entry): (&String, &Entry),
         doc: u32,
-        known: Option<&facts::EntryFacts>,
+        machine: &mut Machine,
         prepared: Prepared,
     ) -> std::io::Result<(String, Option<String>)> {
         match prepared {
             Prepared::Flat(Ok(flat)) => {
-                let facts = facts_of(name, known, flat.section_prior);
+                let facts = facts_of(name, machine.of(name), flat.section_prior);
                 let records = records_of(&flat.records, &flat.ends);
                 for (kept, record) in flat.tools.into_iter().zip(records) {
                     self.tool(doc, kept, record, &facts)?;
@@ -544,7 +552,8 @@ impl<W: Write> RecordWriter<'_, W> {
             Prepared::Big(bytes) => match compile::source::parse_entry(dirs, name, entry, &bytes) {
                 Ok(m) => {
                     drop(bytes);
-                    self.stream(doc, &m, &facts_of(name, known, facts::section_prior(&m)))?;
+                    let facts = facts_of(name, machine.of(name), facts::section_prior(&m));
+                    self.stream(doc, &m, &facts)?;
                     Ok((m.tool_name().unwrap_or(name).to_string(), None))
                 }
                 Err(e) => Ok((name.clone(), Some(e.to_string()))),
@@ -568,6 +577,13 @@ impl<W: Write> RecordWriter<'_, W> {
             record.clear();
             serde_json::to_writer(&mut record, &t).expect("a flattened tool serializes");
             written = self.tool(doc, Kept::of(t), &record, facts);
+            // The indexer takes the texts a slice at a time while the rest is flattened
+            // (the channel's bound holds the writer back when it is ahead): its work
+            // overlaps this thread's instead of following it, and the document's texts
+            // are never all held at once.
+            if self.indexed.len() >= INDEX_SLICE {
+                self.send();
+            }
         });
         written
     }
@@ -583,6 +599,25 @@ impl<W: Write> RecordWriter<'_, W> {
         );
         // A gone indexer panicked: its join says so.
         let _ = self.to_index.send(batch);
+    }
+}
+
+/// The machine's facts of the registry's entries ([`facts::of_entries`]), gathered on a
+/// thread of their own: joined when the first document's tools are written.
+struct Machine<'s> {
+    pending: Option<std::thread::ScopedJoinHandle<'s, HashMap<String, facts::EntryFacts>>>,
+    known: HashMap<String, facts::EntryFacts>,
+}
+
+impl Machine<'_> {
+    /// The facts of the entry registered as `name`, waiting for them the first time.
+    fn of(&mut self, name: &str) -> Option<&facts::EntryFacts> {
+        if let Some(pending) = self.pending.take() {
+            self.known = pending
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        }
+        self.known.get(name)
     }
 }
 
