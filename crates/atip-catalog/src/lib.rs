@@ -581,7 +581,7 @@ impl<W: Write> RecordWriter<'_, W> {
             // (the channel's bound holds the writer back when it is ahead): its work
             // overlaps this thread's instead of following it, and the document's texts
             // are never all held at once.
-            if self.indexed.len() >= INDEX_SLICE {
+            if self.indexed.len() >= STREAM_SLICE {
                 self.send();
             }
         });
@@ -777,6 +777,10 @@ impl Texts {
 /// Tools handed to [`IndexBuilder::add_ranked`] at once: whole tools are rebuilt from
 /// their texts a slice at a time, never a whole document's.
 const INDEX_SLICE: usize = 256;
+
+/// Tools of a big document handed to the indexer at once while it is flattened: the
+/// indexer makes whole tools of a slice's texts, ~2 KB each, beside that document's model.
+const STREAM_SLICE: usize = 64;
 
 /// Indexes one batch's texts, in order.
 fn index_texts(builder: &mut IndexBuilder, texts: Vec<Texts>, facts: Vec<Facts>) {
