@@ -1310,6 +1310,33 @@ mod tests {
     }
 
     #[test]
+    fn lists_parsed_from_bytes_hold_no_spare_room() {
+        let bytes = serde_json::to_vec(&sample()).unwrap();
+        let m = Metadata::from_slice(&bytes).unwrap();
+        let tight = |what: &str, len: usize, capacity: usize| {
+            assert_eq!(capacity, len, "{what}: room for {capacity}, {len} parsed");
+        };
+        let global = m.global_options.as_ref().unwrap();
+        tight("global options", global.len(), global.capacity());
+        let mut lists = 0;
+        for e in m.walk() {
+            for opt in e.command.options.iter().flatten().chain(global) {
+                tight("flags", opt.flags.len(), opt.flags.capacity());
+            }
+            if let Some(o) = &e.command.options {
+                tight("options", o.len(), o.capacity());
+                lists += 1;
+            }
+            if let Some(a) = &e.command.arguments {
+                tight("arguments", a.len(), a.capacity());
+                lists += 1;
+            }
+        }
+        assert_eq!(lists, 2, "the sample's command lists were all looked at");
+        assert_eq!(m.to_value(), sample(), "nothing lost");
+    }
+
+    #[test]
     fn round_trip_keeps_unknown_keys() {
         let v = sample();
         let m = Metadata::from_value(v.clone()).unwrap();

@@ -346,8 +346,62 @@ pub(crate) fn abbreviations_in(tokens: &[String]) -> Vec<(&'static str, std::ops
 mod tests {
     use super::*;
 
+    /// Every abbreviation whose long form occurs, found by a pass over the tokens per
+    /// entry: what [`abbreviations_in`] must keep giving.
+    fn abbreviations_by_scan(tokens: &[String]) -> Vec<(&'static str, std::ops::Range<usize>)> {
+        let mut out = Vec::new();
+        for (short, long) in &table().entries {
+            if long.len() > tokens.len() || !tokens.contains(&long[0]) {
+                continue;
+            }
+            if let Some(at) = tokens.windows(long.len()).position(|w| w == long.as_slice()) {
+                out.push((*short, at..at + long.len()));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn abbreviations_are_found_as_a_scan_over_every_entry_finds_them() {
+        // Token lists made of every long form's words, shuffled by a fixed stride, with
+        // words that start no entry between them.
+        let mut pool: Vec<String> = table().entries.iter().flat_map(|(_, l)| l.clone()).collect();
+        pool.extend(["x", "files", "request", "github", "i"].map(String::from));
+        let mut found = 0;
+        for len in 0..12 {
+            for start in 0..pool.len() {
+                let tokens: Vec<String> = (0..len)
+                    .map(|k| pool[(start + k * 7 + k * k) % pool.len()].clone())
+                    .collect();
+                let got = abbreviations_in(&tokens);
+                assert_eq!(got, abbreviations_by_scan(&tokens), "{tokens:?}");
+                found += got.len();
+            }
+        }
+        assert!(found > 100, "the lists held long forms: {found}");
+        let t = words("pull request from the repository in a virtual machine");
+        let shorts: Vec<&str> = abbreviations_in(&t).iter().map(|(s, _)| *s).collect();
+        assert_eq!(shorts, ["pr", "repo", "vm"]);
+    }
+
     #[test]
     fn stems_and_abbreviations() {
+        for (plural, one) in [
+            ("libraries", "library"),
+            ("boxes", "box"),
+            ("branches", "branch"),
+            ("pushes", "push"),
+            ("passes", "pass"),
+            ("files", "file"),
+            ("status", "status"),
+            ("analysis", "analysis"),
+            ("class", "class"),
+            ("ies", "ies"),
+            ("bus", "bus"),
+            ("données", "données"),
+        ] {
+            assert_eq!(stem(plural), one);
+        }
         assert_eq!(
             words("Pull-Requests repositories boxes status"),
             ["pull", "request", "repository", "box", "status"]
