@@ -353,12 +353,13 @@ fn build_big_above<W: Write + Seek>(
         // The machine's facts (dpkg's database read, each entry's file looked at) are
         // gathered beside the first batch's reading and parsing, not before them.
         let entries = &entries;
-        let machine = Machine {
-            pending: Some(scope.spawn(move || {
-                facts::of_entries(entries, std::path::Path::new(facts::DPKG_ROOT))
-            })),
-            known: Default::default(),
-        };
+        let machine =
+            Machine {
+                pending: Some(scope.spawn(move || {
+                    facts::of_entries(entries, std::path::Path::new(facts::DPKG_ROOT))
+                })),
+                known: Default::default(),
+            };
         let reading = Reading {
             dirs,
             in_memory,

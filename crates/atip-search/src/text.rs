@@ -354,7 +354,10 @@ mod tests {
             if long.len() > tokens.len() || !tokens.contains(&long[0]) {
                 continue;
             }
-            if let Some(at) = tokens.windows(long.len()).position(|w| w == long.as_slice()) {
+            if let Some(at) = tokens
+                .windows(long.len())
+                .position(|w| w == long.as_slice())
+            {
                 out.push((*short, at..at + long.len()));
             }
         }
@@ -365,7 +368,11 @@ mod tests {
     fn abbreviations_are_found_as_a_scan_over_every_entry_finds_them() {
         // Token lists made of every long form's words, shuffled by a fixed stride, with
         // words that start no entry between them.
-        let mut pool: Vec<String> = table().entries.iter().flat_map(|(_, l)| l.clone()).collect();
+        let mut pool: Vec<String> = table()
+            .entries
+            .iter()
+            .flat_map(|(_, l)| l.clone())
+            .collect();
         pool.extend(["x", "files", "request", "github", "i"].map(String::from));
         let mut found = 0;
         for len in 0..12 {
