@@ -554,6 +554,7 @@ impl Run<'_> {
             dirs,
             &works,
             tool_records,
+            &local.old_index,
             &scan_dirs,
             opts.dry_run,
             warnings,
@@ -688,7 +689,10 @@ struct Caches {
     old_files: Option<cache::OldFiles>,
     /// What this scan's sources record as they load.
     new: Cache,
-    /// Whether the registry memo `new` holds is the one `old` held (set before saving).
+    /// The registry memo for the next scan (set before saving; put into `new` only if
+    /// the cache is written).
+    memo: old_index::NextMemo,
+    /// Whether that memo is the one `old` held (set before saving).
     same_memo: bool,
 }
 
@@ -705,6 +709,7 @@ impl Caches {
             old,
             old_files,
             new: Cache::empty(),
+            memo: old_index::NextMemo::None,
             same_memo: false,
         };
         (caches, warning)
@@ -718,17 +723,19 @@ impl Caches {
         old_index: &old_index::OldIndex,
     ) -> BTreeMap<String, ToolRecord> {
         self.new.docs = std::mem::take(&mut resolved.docs);
-        self.new.registry = resolved.registry_memo.take();
-        self.same_memo = old_index.memo_unchanged(self.new.registry.as_ref());
+        self.memo = std::mem::take(&mut resolved.registry_memo);
+        self.same_memo = old_index.memo_unchanged(&self.memo);
         std::mem::take(&mut resolved.tool_records)
     }
 
     /// Phase 8: saves the scan cache (never in a dry run); a failure is a warning.
+    #[allow(clippy::too_many_arguments)]
     fn save(
         self,
         dirs: &Dirs,
         works: &[Work],
         tool_records: BTreeMap<String, ToolRecord>,
+        old_index: &old_index::OldIndex,
         scan_dirs: &[paths::ScanDir],
         dry_run: bool,
         warnings: &mut Vec<String>,
@@ -740,6 +747,7 @@ impl Caches {
             old,
             old_files,
             mut new,
+            memo,
             same_memo,
         } = self;
         new.tools = tool_records;
@@ -749,6 +757,7 @@ impl Caches {
         {
             return;
         }
+        new.registry = old_index.memo_to_save(memo);
         if let Err(m) = save_scan_cache(dirs, works, old_files.as_ref(), new, scan_dirs) {
             warnings.push(format!("failed to save the scan cache: {m}"));
         }
@@ -1252,7 +1261,7 @@ struct Resolved<'p> {
     /// cache's memo for the next scan (see [`Previous::intact`]).
     docs: BTreeMap<String, paths::Fingerprint>,
     /// What the registry holds after this scan, for the next one (set by `send`).
-    registry_memo: Option<cache::RegistryMemo>,
+    registry_memo: old_index::NextMemo,
 }
 
 impl Resolved<'_> {

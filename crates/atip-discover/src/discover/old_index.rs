@@ -12,8 +12,8 @@
 use super::cache::{EntryMemo, RegistryMemo, ToolRecord};
 use super::paths::Fingerprint;
 use crate::registry::{self, FileStamp, Found, FoundMeta, Index, Update, Vouch};
-use std::cell::{OnceCell, RefCell};
-use std::collections::{BTreeMap, HashSet};
+use std::cell::{Cell, OnceCell, RefCell};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The previous index: a memo still valid, or the index read (now or when first asked).
@@ -27,6 +27,22 @@ pub(crate) struct OldIndex {
     loaded: OnceCell<Option<(Index, FileStamp)>>,
     /// Why the index could not be read (the scan's warning).
     warning: RefCell<Option<String>>,
+    /// Whether the memo holds what this scan sends, once [`OldIndex::commit_needed`]
+    /// asked (a warm rescan asks again after the commit it skipped).
+    memo_held: Cell<Option<bool>>,
+}
+
+/// The registry memo the next scan may use, as [`OldIndex::memo_after`] finds it.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) enum NextMemo {
+    /// None: the registry does not hold exactly what was sent (or it is not known).
+    #[default]
+    None,
+    /// The memo this scan read, still holding: kept where it is rather than copied
+    /// (three strings per name), and copied only if the scan cache must be written.
+    Same,
+    /// A memo made now from the index.
+    New(RegistryMemo),
 }
 
 impl OldIndex {
@@ -48,6 +64,7 @@ impl OldIndex {
             had_memo,
             loaded: OnceCell::new(),
             warning: RefCell::new(None),
+            memo_held: Cell::new(None),
         };
         if me.memo.is_none() {
             me.get();
@@ -74,13 +91,27 @@ impl OldIndex {
         self.warning.borrow_mut().take()
     }
 
-    /// Whether `new` is the memo the scan cache held (so the cache need not be written
+    /// Whether `next` is the memo the scan cache held (so the cache need not be written
     /// for it).
-    pub(crate) fn memo_unchanged(&self, new: Option<&RegistryMemo>) -> bool {
+    pub(crate) fn memo_unchanged(&self, next: &NextMemo) -> bool {
+        let new = match next {
+            NextMemo::Same => return self.had_memo && self.memo.is_some(),
+            NextMemo::New(m) => Some(m),
+            NextMemo::None => None,
+        };
         match (self.had_memo, &self.memo) {
             (false, _) => new.is_none(),
             (true, Some(m)) => new == Some(m),
             (true, None) => false,
+        }
+    }
+
+    /// The memo `next` stands for, to be written into the scan cache.
+    pub(crate) fn memo_to_save(&self, next: NextMemo) -> Option<RegistryMemo> {
+        match next {
+            NextMemo::Same => self.memo.clone(),
+            NextMemo::New(m) => Some(m),
+            NextMemo::None => None,
         }
     }
 
@@ -116,42 +147,42 @@ impl OldIndex {
     /// Whether `update` must be committed: not when the memo says the registry holds
     /// exactly it, else as [`registry::commit_needed`] decides from the index.
     pub(crate) fn commit_needed(&self, update: &Update) -> bool {
-        if self
-            .memo
-            .as_ref()
-            .is_some_and(|m| memo_holds(m, &update.found))
-        {
-            return false;
+        if let Some(m) = &self.memo {
+            let held = memo_holds(m, &update.found);
+            self.memo_held.set(Some(held));
+            if held {
+                return false;
+            }
         }
         self.get()
             .is_none_or(|old| registry::commit_needed(old, update))
     }
 
     /// The memo the next scan may use, after this scan sent `found` (`committed`: a
-    /// commit ran). `None` unless the registry holds exactly `found`; after a commit the
-    /// index is read again to know what the file now holds. `clean`: no source failed and
-    /// the registry refused nothing (a kept or refused name is not what was sent).
-    pub(crate) fn memo_after(
-        &self,
-        found: &[Found],
-        committed: bool,
-        clean: bool,
-    ) -> Option<RegistryMemo> {
+    /// commit ran; else `found` is what [`OldIndex::commit_needed`] was asked about).
+    /// None unless the registry holds exactly `found`; after a commit the index is read
+    /// again to know what the file now holds. `clean`: no source failed and the registry
+    /// refused nothing (a kept or refused name is not what was sent).
+    pub(crate) fn memo_after(&self, found: &[Found], committed: bool, clean: bool) -> NextMemo {
         if !clean {
-            return None;
+            return NextMemo::None;
         }
         if !committed && let Some(m) = &self.memo {
-            return memo_holds(m, found).then(|| m.clone());
+            let held = self.memo_held.get().unwrap_or_else(|| memo_holds(m, found));
+            return if held { NextMemo::Same } else { NextMemo::None };
         }
-        let again;
-        let (index, stamp) = if committed {
-            again = Index::load_stamped(&self.path).ok()??;
-            (&again.0, again.1)
-        } else {
-            let (index, stamp) = self.loaded.get()?.as_ref()?;
-            (index, *stamp)
+        let made = || {
+            let again;
+            let (index, stamp) = if committed {
+                again = Index::load_stamped(&self.path).ok()??;
+                (&again.0, again.1)
+            } else {
+                let (index, stamp) = self.loaded.get()?.as_ref()?;
+                (index, *stamp)
+            };
+            memo_of(index, stamp, found)
         };
-        memo_of(index, stamp, found)
+        made().map_or(NextMemo::None, NextMemo::New)
     }
 }
 
@@ -168,7 +199,7 @@ fn format_now() -> String {
 /// Whether the registry the memo describes holds exactly `found`, each unchanged, as
 /// [`registry::commit_needed`] compares them.
 fn memo_holds(m: &RegistryMemo, found: &[Found]) -> bool {
-    let mut names = HashSet::with_capacity(found.len());
+    let mut names = foldhash::HashSet::with_capacity_and_hasher(found.len(), Default::default());
     found.len() == m.entries.len()
         && found.iter().all(|f| {
             names.insert(f.name.as_str())
@@ -320,5 +351,53 @@ mod tests {
             checked_at: String::new(),
         };
         assert!(!memo_holds(&memo, &[found("a"), fresh]), "a fresh document");
+    }
+    /// A memo held by the old index that a warm rescan finds still holding.
+    fn holding(memo: RegistryMemo) -> OldIndex {
+        OldIndex {
+            path: PathBuf::from("/nonexistent/atip-test/registry.json"),
+            memo: Some(memo),
+            had_memo: true,
+            loaded: OnceCell::new(),
+            warning: RefCell::new(None),
+            memo_held: Cell::new(None),
+        }
+    }
+
+    #[test]
+    fn a_memo_still_holding_is_kept_in_place_and_copied_only_to_be_saved() {
+        let sent = vec![found("a"), found("b")];
+        let memo = memo_of(&index(&["a", "b"]), stamp(1), &sent).unwrap();
+        let old = holding(memo.clone());
+        let update = Update {
+            found: sent,
+            scanned_dirs: Vec::new(),
+        };
+        assert!(!old.commit_needed(&update), "the memo says nothing changed");
+        let next = old.memo_after(&update.found, false, true);
+        assert_eq!(next, NextMemo::Same);
+        assert!(
+            old.memo_unchanged(&next),
+            "the cache need not be written for it"
+        );
+        assert_eq!(old.memo_to_save(next), Some(memo.clone()));
+        // A kept or refused name: no memo for the next scan, and that is a change.
+        let unclean = old.memo_after(&update.found, false, false);
+        assert_eq!(unclean, NextMemo::None);
+        assert!(!old.memo_unchanged(&unclean));
+        // A name gone: the memo does not hold (asked once, remembered for memo_after);
+        // the index is missing, so a commit is needed.
+        let old = holding(memo.clone());
+        let fewer = Update {
+            found: update.found[..1].to_vec(),
+            scanned_dirs: Vec::new(),
+        };
+        assert!(old.commit_needed(&fewer));
+        assert_eq!(old.memo_after(&fewer.found, false, true), NextMemo::None);
+        // A new memo equal to the old one is unchanged; another is not.
+        assert!(old.memo_unchanged(&NextMemo::New(memo.clone())));
+        let mut other = memo;
+        other.entries.remove("b");
+        assert!(!old.memo_unchanged(&NextMemo::New(other)));
     }
 }
