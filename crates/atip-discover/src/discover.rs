@@ -1131,10 +1131,11 @@ struct StoredDocs<'a> {
     tools: crate::statat::SharedDir,
     /// File → fingerprint when the scan cache last knew it intact.
     known: &'a BTreeMap<String, paths::Fingerprint>,
-    /// The verdicts so far: the fingerprint of an intact file, `None` for a missing or
-    /// damaged one. Behind a lock (as `hashed` is atomic): the man-page look-up asks
-    /// from two threads.
-    verdicts: std::sync::Mutex<HashMap<String, Option<paths::Fingerprint>>>,
+    /// The verdicts so far, by the file's 64 hex digits (no string allocated per file;
+    /// a fast hash): the fingerprint of an intact file, `None` for a missing or damaged
+    /// one. Behind a lock (as `hashed` is atomic): the man-page look-up asks from two
+    /// threads.
+    verdicts: std::sync::Mutex<foldhash::HashMap<[u8; 64], Option<paths::Fingerprint>>>,
     /// How many metadata files were read and hashed to check them (`atip -v scan` logs
     /// it: 0 on a warm rescan).
     hashed: std::sync::atomic::AtomicUsize,
@@ -1164,12 +1165,13 @@ impl<'a> StoredDocs<'a> {
     /// a warm rescan stats each file instead of hashing ~1,000 of them, and an edit in
     /// place still changes the fingerprint (its ctime, which no program can set back).
     fn intact(&self, file: &str) -> Option<paths::Fingerprint> {
+        let key = registry_file_key(file)?;
         let verdicts = || self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(v) = verdicts().get(file) {
+        if let Some(v) = verdicts().get(&key) {
             return *v;
         }
         let verdict = self.judge(file);
-        verdicts().insert(file.to_owned(), verdict);
+        verdicts().insert(key, verdict);
         verdict
     }
 
@@ -1198,8 +1200,8 @@ impl<'a> StoredDocs<'a> {
         let mut verdicts = self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
         verdicts.reserve(known.len());
         for ((file, fp), same) in known.into_iter().zip(same) {
-            if same {
-                verdicts.insert(file.clone(), Some(*fp));
+            if same && let Some(key) = registry_file_key(file) {
+                verdicts.insert(key, Some(*fp));
             }
         }
     }
@@ -1232,6 +1234,12 @@ fn registry_file_name(file: &str) -> bool {
     })
 }
 
+/// The 64 hex digits of a metadata file named as the registry writes them: the key of
+/// its verdict.
+fn registry_file_key(file: &str) -> Option<[u8; 64]> {
+    registry_file_name(file).then(|| file.as_bytes()[..64].try_into().ok())?
+}
+
 /// What phase 6 decided for every name.
 #[derive(Default)]
 struct Resolved<'p> {
@@ -1243,10 +1251,11 @@ struct Resolved<'p> {
     failed: Vec<FailedTool>,
     /// What the scan cache remembers as sent, per name.
     tool_records: BTreeMap<String, ToolRecord>,
-    /// Each fresh or changed name's winning candidate and the pattern files merged in.
-    winners: HashMap<String, (Candidate, Vec<&'p PatternFile>)>,
+    /// Each name's winning candidate and the pattern files merged in (an unchanged
+    /// name's is composed only if the registry changed under the commit).
+    winners: foldhash::HashMap<String, (Candidate, Vec<&'p PatternFile>)>,
     /// Names whose document must be composed and sent.
-    fresh: HashSet<String>,
+    fresh: foldhash::HashSet<String>,
     /// Names kept from the previous scan because the source that gave them failed.
     kept: Vec<String>,
     /// `--explain`'s answer, when its name was met.
@@ -1620,9 +1629,16 @@ fn resolve_names<'p>(
     patterns: &'p shims::Patterns,
     opts: &ScanOptions,
 ) -> Resolved<'p> {
-    let exe_names: HashSet<&str> = names.iter(works).map(|(n, _, _)| n).collect();
+    // Only pattern files ask which names exist: the set is built for them alone.
+    let exe_names: foldhash::HashSet<&str> = if patterns.files.is_empty() {
+        Default::default()
+    } else {
+        names.iter(works).map(|(n, _, _)| n).collect()
+    };
     let exists = |n: &str| exe_names.contains(n);
     let mut out = Resolved::default();
+    // Sized once: a winner is ~300 bytes, moved at every growth of the table.
+    out.winners.reserve(names.len(works));
     for (n, (name, path, i)) in names.iter(works).enumerate() {
         let w = &works[i];
         // An executable's first name is its primary one; the others are its aliases.
@@ -2133,7 +2149,7 @@ fn evidence_class(w: &Work) -> &'static str {
 fn commit(
     dirs: &Dirs,
     update: &mut Update,
-    winners: &HashMap<String, (Candidate, Vec<&PatternFile>)>,
+    winners: &foldhash::HashMap<String, (Candidate, Vec<&PatternFile>)>,
     now: &str,
     opts: &ScanOptions,
 ) -> Result<(registry::CommitReport, Vec<String>), ScanError> {

@@ -17,7 +17,7 @@ pub struct Inferred {
     /// Prepared documents and the cache.
     pub src: InferSource,
     /// Directories already judged by `curated::root_owned_in` this scan.
-    pub root_dirs: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, bool>>,
+    pub root_dirs: std::sync::Mutex<crate::infer::curated::RootDirs>,
 }
 
 impl MetadataSource for Inferred {

@@ -84,7 +84,10 @@ impl Installed {
                 }
                 seen.insert(at.clone(), files);
             }
-            me.by_dir.insert(bin.clone(), seen[&at].clone());
+            // A prefix without files is left out: `file` then skips every name.
+            if !seen[&at].is_empty() {
+                me.by_dir.insert(bin.clone(), seen[&at].clone());
+            }
         }
         // Lowest precedence first, so the first XDG entry's file replaces later ones.
         for at in system_data.iter().rev() {
@@ -173,6 +176,10 @@ impl Installed {
     }
 
     fn file(&self, subject: &Subject<'_>) -> Option<&InstalledFile> {
+        // Most machines have none: no path is parsed and hashed per name then.
+        if self.by_dir.is_empty() && self.anywhere.is_empty() {
+            return None;
+        }
         let dir = subject.path.parent()?;
         self.by_dir
             .get(dir)

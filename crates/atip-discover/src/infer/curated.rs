@@ -334,8 +334,13 @@ pub fn apply(doc: &mut Value, tool: &str) -> Option<Applied> {
 /// may write to them. The table knows programs by name; any user can put a program named
 /// `nl` in a directory of their own, so there the name proves nothing.
 pub fn root_owned(canonical: &std::path::Path) -> bool {
-    root_owned_in(canonical, None, &mut std::collections::HashMap::new())
+    root_owned_in(canonical, None, &mut RootDirs::default())
 }
+
+/// Directories judged by [`root_owned_in`], by their path's bytes: hashing a `Path`
+/// walks its components, a cost every name of a scan paid for the same few directories.
+/// (Canonical paths are spelled one way; another spelling would only be judged again.)
+pub type RootDirs = foldhash::HashMap<std::ffi::OsString, bool>;
 
 /// [`root_owned`], with the verdicts on directories kept in `dirs` across calls: a scan
 /// asks for ~1,000 programs in a handful of directories, and every ancestor was an
@@ -345,7 +350,7 @@ pub fn root_owned(canonical: &std::path::Path) -> bool {
 pub fn root_owned_in(
     canonical: &std::path::Path,
     file: Option<(u32, u32)>,
-    dirs: &mut std::collections::HashMap<std::path::PathBuf, bool>,
+    dirs: &mut RootDirs,
 ) -> bool {
     use std::os::unix::fs::MetadataExt;
     let owned = |(uid, mode): (u32, u32)| uid == 0 && mode & 0o022 == 0;
@@ -362,14 +367,14 @@ pub fn root_owned_in(
     let Some(parent) = canonical.parent() else {
         return true;
     };
-    if let Some(known) = dirs.get(parent) {
+    if let Some(known) = dirs.get(parent.as_os_str()) {
         return *known;
     }
-    let verdict = parent.ancestors().all(|d| match dirs.get(d) {
+    let verdict = parent.ancestors().all(|d| match dirs.get(d.as_os_str()) {
         Some(known) => *known,
         None => safe(d),
     });
-    dirs.insert(parent.to_path_buf(), verdict);
+    dirs.insert(parent.as_os_str().to_owned(), verdict);
     verdict
 }
 
@@ -526,9 +531,9 @@ mod tests {
     fn only_root_owned_paths_are_vouched() {
         // A canonical path (no symlink: `/bin` often is one, and a link's own mode is 0777).
         let sh = std::fs::canonicalize("/bin/sh").unwrap();
-        let mut memo = std::collections::HashMap::new();
+        let mut memo = RootDirs::default();
         assert!(root_owned_in(&sh, None, &mut memo), "{}", sh.display());
-        assert_eq!(memo.get(sh.parent().unwrap()), Some(&true));
+        assert_eq!(memo.get(sh.parent().unwrap().as_os_str()), Some(&true));
         assert!(root_owned_in(&sh, None, &mut memo));
         // The owner and mode the caller passes are believed instead of a new `lstat`.
         assert!(root_owned_in(&sh, Some((0, 0o100755)), &mut memo));
