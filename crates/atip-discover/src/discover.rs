@@ -906,7 +906,8 @@ impl Finished<'_> {
             opts,
             self.dirs,
         );
-        let tools: Vec<ToolReport> = tool_reports.into_values().collect();
+        let mut tools = tool_reports;
+        tools.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         let summary = Summary {
             dirs: self.scan_dirs,
             names: self.names,
@@ -1245,8 +1246,10 @@ fn registry_file_key(file: &str) -> Option<[u8; 64]> {
 struct Resolved<'p> {
     /// What goes to the registry, per registered name (unchanged or fresh).
     found: Vec<Found>,
-    /// The report's entry of each registered name.
-    tool_reports: BTreeMap<String, ToolReport>,
+    /// The report's entry of each registered name (names are unique: each belongs to
+    /// one file), in resolve order; sorted by name for the report. A list rather than
+    /// a map keyed by a copy of each name.
+    tool_reports: Vec<ToolReport>,
     /// Probes and conversions that failed, and documents that could not be made.
     failed: Vec<FailedTool>,
     /// What the scan cache remembers as sent, per name.
@@ -1308,8 +1311,8 @@ impl Resolved<'_> {
             }
         }
         self.found.retain(|f| !dropped.contains(&f.name));
+        self.tool_reports.retain(|t| !dropped.contains(&t.name));
         for n in &dropped {
-            self.tool_reports.remove(n);
             self.tool_records.remove(n);
         }
     }
@@ -1349,20 +1352,21 @@ impl Resolved<'_> {
         self.remember_stored(&dirs.data, &stored);
         let added: HashSet<&String> = commit.added.iter().collect();
         let updated: HashSet<&String> = commit.updated.iter().collect();
-        for (name, t) in self.tool_reports.iter_mut() {
+        for t in self.tool_reports.iter_mut() {
             if t.status == ToolStatus::Kept {
                 continue;
             }
-            t.status = if added.contains(name) {
+            t.status = if added.contains(&t.name) {
                 ToolStatus::New
-            } else if updated.contains(name) {
+            } else if updated.contains(&t.name) {
                 ToolStatus::Updated
             } else {
                 ToolStatus::Unchanged
             };
         }
         for r in &commit.rejected {
-            if let Some(t) = self.tool_reports.remove(&r.name) {
+            if let Some(i) = self.tool_reports.iter().position(|t| t.name == r.name) {
+                let t = self.tool_reports.remove(i);
                 self.failed.push(FailedTool {
                     name: t.name.clone(),
                     path: t.path.clone(),
@@ -1375,7 +1379,7 @@ impl Resolved<'_> {
             self.tool_records.remove(&r.name);
         }
         for n in &commit.stale {
-            self.tool_reports.remove(n);
+            self.tool_reports.retain(|t| t.name != *n);
             self.tool_records.remove(n);
             warnings.push(format!(
                 "{n}: the registry changed under this scan; run `atip scan` again"
@@ -1639,7 +1643,11 @@ fn resolve_names<'p>(
     let mut out = Resolved::default();
     // Sized once: a winner is ~300 bytes, moved at every growth of the table.
     out.winners.reserve(names.len(works));
-    for (n, (name, path, i)) in names.iter(works).enumerate() {
+    let all: Vec<(&str, &std::path::Path, usize)> = names.iter(works).collect();
+    // The offers and the choice read only shared state: on two cores for a big PATH.
+    let split = all.len() >= PARALLEL_NAMES && cpu_jobs(opts.jobs) >= 2;
+    let resolutions = choose_all(&all, works, sources, failures, previous, split);
+    for (n, ((name, path, i), resolution)) in all.into_iter().zip(resolutions).enumerate() {
         let w = &works[i];
         // An executable's first name is its primary one; the others are its aliases.
         let primary = n < works.len();
@@ -1661,19 +1669,9 @@ fn resolve_names<'p>(
         if primary {
             out.failed.extend(failed_examinations(name, path, w));
         }
-        let subj = subject(name, path, w);
-        let mut candidates = Vec::new();
-        for s in sources {
-            s.offer(&subj, &mut candidates);
-        }
-        // The stored entry matters only when a source failed (it may be kept): otherwise
-        // the index need not be read (see `old_index`).
-        let stored = if failures.is_empty() {
-            None
-        } else {
-            previous.index.get().and_then(|i| i.tools.get(name))
+        let Some(resolution) = resolution else {
+            continue; // unreadable: handled above
         };
-        let resolution = resolve::choose(candidates, stored, failures);
         if explaining {
             out.explanation = Some(explain(
                 name,
@@ -1706,6 +1704,66 @@ fn resolve_names<'p>(
         out.add_winner(name, path, w, winner, applied, previous, opts);
     }
     out
+}
+
+/// From this many names on, [`choose_all`] works on two threads (a real PATH has
+/// ~1,000–3,000; a small one is not worth a thread).
+const PARALLEL_NAMES: usize = 256;
+
+/// Every readable name's candidates from every source and the choice among them, in
+/// the order of `all` (`None` for a name whose file could not be read); on two threads
+/// when `split`.
+fn choose_all(
+    all: &[(&str, &std::path::Path, usize)],
+    works: &[Work],
+    sources: &[&dyn MetadataSource],
+    failures: &[SourceFailure],
+    previous: &Previous<'_>,
+    split: bool,
+) -> Vec<Option<resolve::Resolution>> {
+    // The stored entry matters only when a source failed (it may be kept): otherwise
+    // the index need not be read (see `old_index`).
+    let index = if failures.is_empty() {
+        None
+    } else {
+        previous.index.get()
+    };
+    let choose = |&(name, path, i): &(&str, &std::path::Path, usize)| {
+        let w = &works[i];
+        if w.unreadable.is_some() {
+            return None;
+        }
+        let subj = subject(name, path, w);
+        let mut candidates = Vec::new();
+        for s in sources {
+            s.offer(&subj, &mut candidates);
+        }
+        let stored = index.and_then(|i| i.tools.get(name));
+        Some(resolve::choose(candidates, stored, failures))
+    };
+    map_in_halves(all, split, choose)
+}
+
+/// `items.iter().map(f)`, in order; with `split`, the second half on a thread of its
+/// own meanwhile (serially if the thread cannot be started).
+fn map_in_halves<T: Sync, R: Send>(items: &[T], split: bool, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    if !split {
+        return items.iter().map(&f).collect();
+    }
+    let (first, second) = items.split_at(items.len() / 2);
+    std::thread::scope(|s| {
+        let other = std::thread::Builder::new()
+            .name("atip-resolve".into())
+            .spawn_scoped(s, || second.iter().map(&f).collect::<Vec<R>>());
+        let mut out: Vec<R> = Vec::with_capacity(items.len());
+        out.extend(first.iter().map(&f));
+        match other.map(|h| h.join()) {
+            Ok(Ok(rest)) => out.extend(rest),
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+            Err(_) => out.extend(second.iter().map(&f)),
+        }
+        out
+    })
 }
 
 /// The failed probe and the failed framework-manifest conversion of an executable, as
@@ -1748,19 +1806,16 @@ impl<'p> Resolved<'p> {
         if let Some(r) = previous.cache.tools.get(name) {
             self.tool_records.insert(name.to_owned(), r.clone());
         }
-        self.tool_reports.insert(
-            name.to_owned(),
-            ToolReport {
-                name: name.to_owned(),
-                path: entry.path.clone(),
-                source: entry.source,
-                shim: None,
-                trust: entry.trust.clone(),
-                status: ToolStatus::Kept,
-                patterns: Vec::new(),
-                warnings: vec![format!("kept from the previous scan: {why}")],
-            },
-        );
+        self.tool_reports.push(ToolReport {
+            name: name.to_owned(),
+            path: entry.path.clone(),
+            source: entry.source,
+            shim: None,
+            trust: entry.trust.clone(),
+            status: ToolStatus::Kept,
+            patterns: Vec::new(),
+            warnings: vec![format!("kept from the previous scan: {why}")],
+        });
         self.found.push(Found {
             name: name.to_owned(),
             path: entry.path.clone(),
@@ -1802,25 +1857,22 @@ impl<'p> Resolved<'p> {
         let unchanged = !opts.refresh
             && previous.cache.tools.get(name) == Some(&record)
             && previous.holds(name, &record, &mut self.docs);
-        self.tool_reports.insert(
-            name.to_owned(),
-            ToolReport {
-                name: name.to_owned(),
-                path: path.to_owned(),
-                source: winner.source,
-                shim: winner.origin.clone(),
-                trust: winner.trust.clone(),
-                status: if opts.dry_run {
-                    ToolStatus::Planned
-                } else if unchanged {
-                    ToolStatus::Unchanged
-                } else {
-                    ToolStatus::New
-                },
-                patterns: applied.iter().map(|p| p.path.clone()).collect(),
-                warnings: winner.warnings.clone(),
+        self.tool_reports.push(ToolReport {
+            name: name.to_owned(),
+            path: path.to_owned(),
+            source: winner.source,
+            shim: winner.origin.clone(),
+            trust: winner.trust.clone(),
+            status: if opts.dry_run {
+                ToolStatus::Planned
+            } else if unchanged {
+                ToolStatus::Unchanged
+            } else {
+                ToolStatus::New
             },
-        );
+            patterns: applied.iter().map(|p| p.path.clone()).collect(),
+            warnings: winner.warnings.clone(),
+        });
         self.found.push(Found {
             name: name.to_owned(),
             path: path.to_owned(),
@@ -2636,6 +2688,25 @@ mod tests {
         assert_eq!(docs.intact(&name_of(good)), Some(fp));
         assert!(docs.intact(&name_of(damaged)).is_none());
         assert_eq!(docs.hashed.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn mapping_in_halves_keeps_the_order_and_uses_a_second_thread() {
+        let main = std::thread::current().id();
+        for n in [0, 1, 2, 7, 300] {
+            let items: Vec<usize> = (0..n).collect();
+            let serial = map_in_halves(&items, false, |i| (i * 3, std::thread::current().id()));
+            let split = map_in_halves(&items, true, |i| (i * 3, std::thread::current().id()));
+            let values = |v: &[(usize, std::thread::ThreadId)]| -> Vec<usize> {
+                v.iter().map(|(x, _)| *x).collect()
+            };
+            assert_eq!(values(&serial), (0..n).map(|i| i * 3).collect::<Vec<_>>());
+            assert_eq!(values(&split), values(&serial), "{n} items");
+            assert!(serial.iter().all(|(_, t)| *t == main));
+            // The first half on this thread, the second on another.
+            let other = split.iter().filter(|(_, t)| *t != main).count();
+            assert_eq!(other, n - n / 2, "{n} items");
+        }
     }
 
     #[test]
