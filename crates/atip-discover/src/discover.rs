@@ -1644,9 +1644,7 @@ fn resolve_names<'p>(
     // Sized once: a winner is ~300 bytes, moved at every growth of the table.
     out.winners.reserve(names.len(works));
     let all: Vec<(&str, &std::path::Path, usize)> = names.iter(works).collect();
-    // The offers and the choice read only shared state: on two cores for a big PATH.
-    let split = all.len() >= PARALLEL_NAMES && cpu_jobs(opts.jobs) >= 2;
-    let resolutions = choose_all(&all, works, sources, failures, previous, split);
+    let resolutions = choose_all(&all, works, sources, failures, previous, opts.jobs);
     for (n, ((name, path, i), resolution)) in all.into_iter().zip(resolutions).enumerate() {
         let w = &works[i];
         // An executable's first name is its primary one; the others are its aliases.
@@ -1711,16 +1709,17 @@ fn resolve_names<'p>(
 const PARALLEL_NAMES: usize = 256;
 
 /// Every readable name's candidates from every source and the choice among them, in
-/// the order of `all` (`None` for a name whose file could not be read); on two threads
-/// when `split`.
+/// the order of `all` (`None` for a name whose file could not be read). They read only
+/// shared state: on two threads for a big PATH when two CPUs (and `--jobs`) allow.
 fn choose_all(
     all: &[(&str, &std::path::Path, usize)],
     works: &[Work],
     sources: &[&dyn MetadataSource],
     failures: &[SourceFailure],
     previous: &Previous<'_>,
-    split: bool,
+    jobs: usize,
 ) -> Vec<Option<resolve::Resolution>> {
+    let split = all.len() >= PARALLEL_NAMES && cpu_jobs(jobs) >= 2;
     // The stored entry matters only when a source failed (it may be kept): otherwise
     // the index need not be read (see `old_index`).
     let index = if failures.is_empty() {
