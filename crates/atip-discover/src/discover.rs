@@ -1704,13 +1704,13 @@ fn resolve_names<'p>(
     out
 }
 
-/// From this many names on, [`choose_all`] works on two threads (a real PATH has
-/// ~1,000–3,000; a small one is not worth a thread).
-const PARALLEL_NAMES: usize = 256;
+/// Names per thread below which [`choose_all`] starts no thread (a real PATH has
+/// ~1,000–3,000 names; a small one is not worth one).
+const MIN_NAMES_PER_THREAD: usize = 128;
 
 /// Every readable name's candidates from every source and the choice among them, in
 /// the order of `all` (`None` for a name whose file could not be read). They read only
-/// shared state: on two threads for a big PATH when two CPUs (and `--jobs`) allow.
+/// shared state: on one thread per CPU (up to `--jobs`) for a big PATH.
 fn choose_all(
     all: &[(&str, &std::path::Path, usize)],
     works: &[Work],
@@ -1719,7 +1719,6 @@ fn choose_all(
     previous: &Previous<'_>,
     jobs: usize,
 ) -> Vec<Option<resolve::Resolution>> {
-    let split = all.len() >= PARALLEL_NAMES && cpu_jobs(jobs) >= 2;
     // The stored entry matters only when a source failed (it may be kept): otherwise
     // the index need not be read (see `old_index`).
     let index = if failures.is_empty() {
@@ -1740,29 +1739,8 @@ fn choose_all(
         let stored = index.and_then(|i| i.tools.get(name));
         Some(resolve::choose(candidates, stored, failures))
     };
-    map_in_halves(all, split, choose)
-}
-
-/// `items.iter().map(f)`, in order; with `split`, the second half on a thread of its
-/// own meanwhile (serially if the thread cannot be started).
-fn map_in_halves<T: Sync, R: Send>(items: &[T], split: bool, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    if !split {
-        return items.iter().map(&f).collect();
-    }
-    let (first, second) = items.split_at(items.len() / 2);
-    std::thread::scope(|s| {
-        let other = std::thread::Builder::new()
-            .name("atip-resolve".into())
-            .spawn_scoped(s, || second.iter().map(&f).collect::<Vec<R>>());
-        let mut out: Vec<R> = Vec::with_capacity(items.len());
-        out.extend(first.iter().map(&f));
-        match other.map(|h| h.join()) {
-            Ok(Ok(rest)) => out.extend(rest),
-            Ok(Err(panic)) => std::panic::resume_unwind(panic),
-            Err(_) => out.extend(second.iter().map(&f)),
-        }
-        out
-    })
+    let threads = cpu_jobs(jobs);
+    crate::statat::in_parts(all, threads, MIN_NAMES_PER_THREAD, || (), |_, n| choose(n))
 }
 
 /// The failed probe and the failed framework-manifest conversion of an executable, as
@@ -2687,25 +2665,6 @@ mod tests {
         assert_eq!(docs.intact(&name_of(good)), Some(fp));
         assert!(docs.intact(&name_of(damaged)).is_none());
         assert_eq!(docs.hashed.load(Ordering::Relaxed), 1);
-    }
-
-    #[test]
-    fn mapping_in_halves_keeps_the_order_and_uses_a_second_thread() {
-        let main = std::thread::current().id();
-        for n in [0, 1, 2, 7, 300] {
-            let items: Vec<usize> = (0..n).collect();
-            let serial = map_in_halves(&items, false, |i| (i * 3, std::thread::current().id()));
-            let split = map_in_halves(&items, true, |i| (i * 3, std::thread::current().id()));
-            let values = |v: &[(usize, std::thread::ThreadId)]| -> Vec<usize> {
-                v.iter().map(|(x, _)| *x).collect()
-            };
-            assert_eq!(values(&serial), (0..n).map(|i| i * 3).collect::<Vec<_>>());
-            assert_eq!(values(&split), values(&serial), "{n} items");
-            assert!(serial.iter().all(|(_, t)| *t == main));
-            // The first half on this thread, the second on another.
-            let other = split.iter().filter(|(_, t)| *t != main).count();
-            assert_eq!(other, n - n / 2, "{n} items");
-        }
     }
 
     #[test]
