@@ -1282,14 +1282,23 @@ impl Resolved<'_> {
     /// that cannot be made turns its name into a failure.
     fn compose_fresh(&mut self, now: &str) {
         self.now = now.to_owned();
-        let mut dropped: HashSet<String> = HashSet::new();
-        for f in self
+        // Each document is parsed whole to be checked (a 1 MB answer for ~9 ms): on
+        // every core, the results then taken in order.
+        let (winners, fresh) = (&self.winners, &self.fresh);
+        let composed: Vec<_> = self
             .found
-            .iter_mut()
-            .filter(|f| self.fresh.contains(&f.name))
-        {
-            let (winner, applied) = &self.winners[&f.name];
-            match compose(winner, applied) {
+            .par_iter()
+            .map(|f| {
+                fresh.contains(&f.name).then(|| {
+                    let (winner, applied) = &winners[&f.name];
+                    compose(winner, applied)
+                })
+            })
+            .collect();
+        let mut dropped: HashSet<String> = HashSet::new();
+        for (f, composed) in self.found.iter_mut().zip(composed) {
+            let Some(composed) = composed else { continue };
+            match composed {
                 Ok((document, summary)) => {
                     f.meta = FoundMeta::Fresh {
                         document,
