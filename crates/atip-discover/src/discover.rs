@@ -1652,9 +1652,14 @@ fn resolve_names<'p>(
     let mut out = Resolved::default();
     // Sized once: a winner is ~300 bytes, moved at every growth of the table.
     out.winners.reserve(names.len(works));
-    let all: Vec<(&str, &std::path::Path, usize)> = names.iter(works).collect();
-    let resolutions = choose_all(&all, works, sources, failures, previous, opts.jobs);
-    for (n, ((name, path, i), resolution)) in all.into_iter().zip(resolutions).enumerate() {
+    // The stored entry matters only when a source failed (it may be kept): otherwise
+    // the index need not be read (see `old_index`).
+    let index = if failures.is_empty() {
+        None
+    } else {
+        previous.index.get()
+    };
+    for (n, (name, path, i)) in names.iter(works).enumerate() {
         let w = &works[i];
         // An executable's first name is its primary one; the others are its aliases.
         let primary = n < works.len();
@@ -1676,9 +1681,7 @@ fn resolve_names<'p>(
         if primary {
             out.failed.extend(failed_examinations(name, path, w));
         }
-        let Some(resolution) = resolution else {
-            continue; // unreadable: handled above
-        };
+        let resolution = choose(name, path, w, sources, failures, index);
         if explaining {
             out.explanation = Some(explain(
                 name,
@@ -1713,43 +1716,23 @@ fn resolve_names<'p>(
     out
 }
 
-/// Names per thread below which [`choose_all`] starts no thread (a real PATH has
-/// ~1,000–3,000 names; a small one is not worth one).
-const MIN_NAMES_PER_THREAD: usize = 128;
-
-/// Every readable name's candidates from every source and the choice among them, in
-/// the order of `all` (`None` for a name whose file could not be read). They read only
-/// shared state: on one thread per CPU (up to `--jobs`) for a big PATH.
-fn choose_all(
-    all: &[(&str, &std::path::Path, usize)],
-    works: &[Work],
+/// A readable name's candidates from every source, and the choice among them
+/// (`index`: the registry's index, read only when a source failed).
+fn choose(
+    name: &str,
+    path: &std::path::Path,
+    w: &Work,
     sources: &[&dyn MetadataSource],
     failures: &[SourceFailure],
-    previous: &Previous<'_>,
-    jobs: usize,
-) -> Vec<Option<resolve::Resolution>> {
-    // The stored entry matters only when a source failed (it may be kept): otherwise
-    // the index need not be read (see `old_index`).
-    let index = if failures.is_empty() {
-        None
-    } else {
-        previous.index.get()
-    };
-    let choose = |&(name, path, i): &(&str, &std::path::Path, usize)| {
-        let w = &works[i];
-        if w.unreadable.is_some() {
-            return None;
-        }
-        let subj = subject(name, path, w);
-        let mut candidates = Vec::new();
-        for s in sources {
-            s.offer(&subj, &mut candidates);
-        }
-        let stored = index.and_then(|i| i.tools.get(name));
-        Some(resolve::choose(candidates, stored, failures))
-    };
-    let threads = cpu_jobs(jobs);
-    crate::statat::in_parts(all, threads, MIN_NAMES_PER_THREAD, || (), |_, n| choose(n))
+    index: Option<&registry::Index>,
+) -> resolve::Resolution {
+    let subj = subject(name, path, w);
+    let mut candidates = Vec::new();
+    for s in sources {
+        s.offer(&subj, &mut candidates);
+    }
+    let stored = index.and_then(|i| i.tools.get(name));
+    resolve::choose(candidates, stored, failures)
 }
 
 /// The failed probe and the failed framework-manifest conversion of an executable, as
