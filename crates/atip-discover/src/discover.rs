@@ -1650,8 +1650,12 @@ fn resolve_names<'p>(
     };
     let exists = |n: &str| exe_names.contains(n);
     let mut out = Resolved::default();
-    // Sized once: a winner is ~300 bytes, moved at every growth of the table.
-    out.winners.reserve(names.len(works));
+    // Sized once: a winner, a report entry and a registry entry are a few hundred
+    // bytes each, copied at every growth.
+    let n = names.len(works);
+    out.winners.reserve(n);
+    out.found.reserve(n);
+    out.tool_reports.reserve(n);
     // The stored entry matters only when a source failed (it may be kept): otherwise
     // the index need not be read (see `old_index`).
     let index = if failures.is_empty() {
