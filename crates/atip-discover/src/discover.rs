@@ -1649,13 +1649,7 @@ fn resolve_names<'p>(
         names.iter(works).map(|(n, _, _)| n).collect()
     };
     let exists = |n: &str| exe_names.contains(n);
-    let mut out = Resolved::default();
-    // Sized once: a winner, a report entry and a registry entry are a few hundred
-    // bytes each, copied at every growth.
-    let n = names.len(works);
-    out.winners.reserve(n);
-    out.found.reserve(n);
-    out.tool_reports.reserve(n);
+    let mut out = Resolved::for_names(names.len(works));
     // The stored entry matters only when a source failed (it may be kept): otherwise
     // the index need not be read (see `old_index`).
     let index = if failures.is_empty() {
@@ -1771,6 +1765,17 @@ fn failed_examinations(name: &str, path: &std::path::Path, w: &Work) -> Vec<Fail
 }
 
 impl<'p> Resolved<'p> {
+    /// Nothing decided yet for `names` names: the tables every winner goes into sized
+    /// once (a winner, a report entry and a registry entry are a few hundred bytes
+    /// each, copied at every growth).
+    fn for_names(names: usize) -> Self {
+        let mut out = Resolved::default();
+        out.winners.reserve(names);
+        out.found.reserve(names);
+        out.tool_reports.reserve(names);
+        out
+    }
+
     /// A name kept from the previous scan as it was (the source that gave it failed):
     /// sent unchanged, reported as kept, and remembered as sent before so the next scan
     /// finds it unchanged.
