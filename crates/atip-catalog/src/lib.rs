@@ -350,22 +350,16 @@ fn build_big_above<W: Write + Seek>(
             }
             builder.finish()
         });
-        // The machine's facts (dpkg's database read, each entry's file looked at) are
-        // gathered beside the first batch's reading and parsing, not before them.
-        let entries = &entries;
-        let machine =
-            Machine {
-                pending: Some(scope.spawn(move || {
-                    facts::of_entries(entries, std::path::Path::new(facts::DPKG_ROOT))
-                })),
-                known: Default::default(),
-            };
+        let machine = Machine {
+            entries: &entries,
+            known: None,
+        };
         let reading = Reading {
             dirs,
             in_memory,
             big,
         };
-        let records = write_records(&reading, entries, machine, &mut layout, out, to_index);
+        let records = write_records(&reading, &entries, machine, &mut layout, out, to_index);
         (records, indexer.join())
     });
     let search = search.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -603,22 +597,25 @@ impl<W: Write> RecordWriter<'_, W> {
     }
 }
 
-/// The machine's facts of the registry's entries ([`facts::of_entries`]), gathered on a
-/// thread of their own: joined when the first document's tools are written.
-struct Machine<'s> {
-    pending: Option<std::thread::ScopedJoinHandle<'s, HashMap<String, facts::EntryFacts>>>,
-    known: HashMap<String, facts::EntryFacts>,
+/// The machine's facts of the registry's entries ([`facts::of_entries`]), gathered when
+/// the first document's tools are written, on the writer's thread: their parallel work
+/// must run in the pool the commit runs in. (Gathered on a thread of its own, they went
+/// to rayon's global pool while the writer, a worker of it in a test, blocked waiting for
+/// them: commits running at once could take every worker that way and never finish.)
+struct Machine<'e> {
+    entries: &'e [(&'e String, &'e Entry)],
+    known: Option<HashMap<String, facts::EntryFacts>>,
 }
 
 impl Machine<'_> {
-    /// The facts of the entry registered as `name`, waiting for them the first time.
+    /// The facts of the entry registered as `name`, gathered the first time.
     fn of(&mut self, name: &str) -> Option<&facts::EntryFacts> {
-        if let Some(pending) = self.pending.take() {
-            self.known = pending
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        }
-        self.known.get(name)
+        let entries = self.entries;
+        self.known
+            .get_or_insert_with(|| {
+                facts::of_entries(entries, std::path::Path::new(facts::DPKG_ROOT))
+            })
+            .get(name)
     }
 }
 
