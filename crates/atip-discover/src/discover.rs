@@ -1230,9 +1230,8 @@ impl<'a> StoredDocs<'a> {
 /// Whether `file` has the form of the registry's metadata files, `<64 hex>.json`
 /// (nothing that reaches outside `tools/`).
 fn registry_file_name(file: &str) -> bool {
-    file.strip_suffix(".json").is_some_and(|hex| {
-        hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-    })
+    file.strip_suffix(".json")
+        .is_some_and(crate::digest::is_hex64)
 }
 
 /// The 64 hex digits of a metadata file named as the registry writes them: the key of
