@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Cold scans of one or more atip binaries, interleaved, with wall, CPU and peak RSS.
 
-    benches/cold_scan.py --path DIRS [--runs N] BIN [BIN...]
+    benches/cold_scan.py --path DIRS [--runs N] [--peer NAME=COMMAND]... BIN [BIN...]
 
 Each run gives every binary a fresh data and config dir (and HOME, XDG_* and TMPDIR)
 under one temp dir, in the environment benches/scan.sh uses (`env -i PATH=/usr/bin:/bin`,
@@ -12,6 +12,12 @@ machine compare as ratios. CPU is user + sys of atip and the probes it waited fo
 RSS is ru_maxrss, both from wait4 (what `/usr/bin/time -v` reports). The data dirs are
 deleted only at the end: deleting a scan's files right before the next scan slows it
 (see "Measuring traps" in benches/README.md).
+
+`--peer NAME=COMMAND` adds another scanner to the same interleaved runs, in the same
+fresh environment (HOME and XDG_* point into its own work dir, so a scanner that keeps
+its registry under XDG_DATA_HOME starts cold too). COMMAND is split on spaces; `{path}`
+becomes DIRS as given and `{dirs}` DIRS joined by commas. Any exit status is accepted
+from a peer (the reference scanner exits non-zero when some tools fail); it is printed.
 """
 
 import argparse
@@ -24,8 +30,21 @@ import tempfile
 import time
 
 
-def run(binary, root, path):
-    """One cold scan in a fresh dir under `root`: (wall ms, CPU ms, max RSS MB)."""
+def atip_command(binary, work, path):
+    """The scan command of an atip binary, with its data and config dirs under `work`."""
+    return [binary, "--data-dir", os.path.join(work, "data"), "--config-dir",
+            os.path.join(work, "config"), "scan", "--path", path, "--output", "json",
+            "--timeout", "2s"]
+
+
+def peer_command(template, path):
+    """A peer's command: `template` split on spaces, with {path} and {dirs} filled in."""
+    dirs = ",".join(d for d in path.split(":") if d)
+    return [w.replace("{path}", path).replace("{dirs}", dirs) for w in template.split()]
+
+
+def run(command, root, path, peer=False):
+    """One cold scan in a fresh dir under `root`: (wall ms, CPU ms, max RSS MB, exit)."""
     work = tempfile.mkdtemp(dir=root)
     for d in ("home", "tmp", "xdg", "config"):
         os.makedirs(os.path.join(work, d))
@@ -42,17 +61,15 @@ def run(binary, root, path):
         "XDG_DATA_DIRS": os.path.join(work, "xdg"),
         "XDG_CONFIG_DIRS": os.path.join(work, "xdg"),
     }
-    cmd = [binary, "--data-dir", os.path.join(work, "data"), "--config-dir",
-           os.path.join(work, "config"), "scan", "--path", path, "--output", "json",
-           "--timeout", "2s"]
+    cmd = peer_command(command, path) if peer else atip_command(command, work, path)
     start = time.monotonic()
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.monotonic() - start
     code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1):
-        sys.exit(f"{binary} exited {code}")
-    return wall * 1e3, (ru.ru_utime + ru.ru_stime) * 1e3, ru.ru_maxrss / 1024
+    if code not in (0, 1) and not peer:
+        sys.exit(f"{command} exited {code}")
+    return wall * 1e3, (ru.ru_utime + ru.ru_stime) * 1e3, ru.ru_maxrss / 1024, code
 
 
 def spread(values):
@@ -64,25 +81,35 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--path", required=True, help="the directories to scan (PATH syntax)")
     ap.add_argument("--runs", type=int, default=11)
+    ap.add_argument("--peer", action="append", default=[], metavar="NAME=COMMAND",
+                    help="another scanner's command ({path}, {dirs} filled in)")
     ap.add_argument("binaries", nargs="+")
     args = ap.parse_args()
+    peers = dict(p.split("=", 1) for p in args.peer)
     root = tempfile.mkdtemp(prefix="atip-cold-scan.")
-    got = {b: [] for b in args.binaries}
+    scanners = args.binaries + list(peers)
+    got = {b: [] for b in scanners}
     load = [open("/proc/loadavg").read().split()[0]]
     try:
         for i in range(args.runs):
-            order = args.binaries if i % 2 == 0 else args.binaries[::-1]
+            order = scanners if i % 2 == 0 else scanners[::-1]
             for b in order:
-                got[b].append(run(b, root, args.path))
+                got[b].append(run(peers.get(b, b), root, args.path, b in peers))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     load.append(open("/proc/loadavg").read().split()[0])
     print(f"load {load[0]} -> {load[1]}; {args.runs} runs; min / median / max")
-    print("| binary | wall ms | CPU ms | peak RSS MB |")
-    print("|---|---|---|---|")
+    print("| scanner | wall ms | CPU ms | peak RSS MB | exit |")
+    print("|---|---|---|---|---|")
     for b, rows in got.items():
         cols = [spread([r[k] for r in rows]) for k in range(3)]
-        print(f"| {b} | {cols[0]} | {cols[1]} | {cols[2]} |")
+        codes = ",".join(sorted({str(r[3]) for r in rows}))
+        print(f"| {b} | {cols[0]} | {cols[1]} | {cols[2]} | {codes} |")
+    if peers and args.binaries:
+        first = statistics.median(r[0] for r in got[args.binaries[0]])
+        for name in peers:
+            ratio = statistics.median(r[0] for r in got[name]) / first
+            print(f"{name} median wall / {args.binaries[0]} median wall: {ratio:.1f}x")
 
 
 if __name__ == "__main__":
