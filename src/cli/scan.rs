@@ -685,7 +685,7 @@ fn wrap_hint(hint: &str, width: Option<usize>, style: Style) -> String {
 fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cpus = atip::statat::cpus().unwrap_or(1);
         let arenas = libc::c_int::try_from(cpus).unwrap_or(libc::c_int::MAX);
         // SAFETY: mallopt only sets an allocator parameter; no thread allocates yet
         // apart from this one, and glibc applies it to arenas made from now on.

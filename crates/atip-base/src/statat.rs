@@ -13,6 +13,7 @@
 //! [`StatAt`]); [`SharedDir`] is one directory's handle that threads use at once.
 
 use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::ffi::{CStr, CString, OsStr, OsString};
 use std::fs::Metadata;
 use std::io;
@@ -20,7 +21,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
 /// What a scan needs of a file's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,12 +200,13 @@ impl SharedDir {
 
 /// `f` applied to each of `items` with a per-thread state made by `state` (a
 /// [`StatAt`], say), the results in the order of `items`. Up to `threads` threads (the
-/// calling one and others started here) take the items in chunks from a shared counter,
-/// so a thread the scheduler starts late (a loaded machine) takes less of the work
-/// instead of holding back a fixed share. Each thread beyond the caller needs at least
-/// `min_part` items: starting one costs ~50–100 µs, so a short list runs on the calling
-/// thread alone, and so does every item when no thread can be started. A panic in `f`
-/// is the caller's panic.
+/// calling one and helpers kept for the process, started on first need) take the items
+/// in chunks from a shared counter, so a thread the scheduler starts late (a loaded
+/// machine) takes less of the work instead of holding back a fixed share. Each thread
+/// beyond the caller needs at least `min_part` items: handing work over costs a wake-up
+/// (a thread start, the first time), so a short list runs on the calling thread alone,
+/// and so does every item when no helper can be started. A panic in `f` is the
+/// caller's panic.
 pub fn in_parts<T, S, R>(
     items: &[T],
     threads: usize,
@@ -226,7 +228,7 @@ where
     // The chunks one thread took, each with its index.
     let take = || {
         let mut s = None;
-        let mut done: Vec<(usize, Vec<R>)> = Vec::new();
+        let mut done: Chunks<R> = Vec::new();
         loop {
             let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let start = i.saturating_mul(size);
@@ -240,24 +242,213 @@ where
             done.push((i, chunk.iter().map(|t| f(s, t)).collect()));
         }
     };
-    let mut chunks = std::thread::scope(|scope| {
-        let others: Vec<_> = (1..parts)
-            .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, take).ok())
-            .collect();
-        let mut chunks = take();
-        for h in others {
-            match h.join() {
-                Ok(mut theirs) => chunks.append(&mut theirs),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
+    // One result slot per helper asked; a job no helper took runs on this thread after
+    // its own part, and finds no chunk left.
+    let slots: Vec<Mutex<Option<std::thread::Result<Chunks<R>>>>> =
+        (1..parts).map(|_| Mutex::new(None)).collect();
+    let jobs = slots
+        .iter()
+        .map(|slot| {
+            let take = &take;
+            Box::new(move || {
+                let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(take));
+                *lock(slot) = Some(got);
+            }) as Box<dyn FnOnce() + Send + '_>
+        })
+        .collect();
+    let mut chunks = lend_while(jobs, take);
+    for slot in slots {
+        match slot.into_inner().unwrap_or_else(PoisonError::into_inner) {
+            Some(Ok(mut theirs)) => chunks.append(&mut theirs),
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            None => {}
         }
-        chunks
-    });
+    }
     chunks.sort_unstable_by_key(|(i, _)| *i);
     let mut out = Vec::with_capacity(items.len());
     chunks.into_iter().for_each(|(_, mut r)| out.append(&mut r));
     out
 }
+
+/// The CPUs this process may use ([`std::thread::available_parallelism`]), `None` when
+/// unknown. Found once per process: std reads the cgroup's CPU quota files on every
+/// call, and a scan asks several times (its `--jobs` default, each pool's size).
+pub fn cpus() -> Option<usize> {
+    static CPUS: OnceLock<Option<usize>> = OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+}
+
+/// `a` and `b` run at the same time, `a` on a helper thread (see [`in_parts`]) and `b`
+/// on the calling one; `a` runs on the calling one after `b` when no helper took it
+/// meanwhile (none could be started, or all were busy). A panic in either is the
+/// caller's panic, once both are over.
+pub fn beside<A: Send, B>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> (A, B) {
+    let slot = Mutex::new(None);
+    let into = &slot;
+    let lent: Box<dyn FnOnce() + Send + '_> = Box::new(move || {
+        let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(a));
+        *lock(into) = Some(got);
+    });
+    let b = lend_while(vec![lent], b);
+    let a = lock(&slot).take();
+    match a {
+        Some(Ok(a)) => (a, b),
+        Some(Err(panic)) => std::panic::resume_unwind(panic),
+        // `lend_while` runs every job it lends before it returns.
+        None => unreachable!("a lent job ran"),
+    }
+}
+
+/// A job lent to the helpers, its lifetime erased: [`lend_while`] does not return (nor
+/// unwind) before each job it lent has run or been taken back.
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// Threads that take lent jobs, started when a job finds none idle and then kept for
+/// the process: a warm rescan lends work 4–5 times, and each thread start cost
+/// ~50–100 µs (clone, a fresh stack's pages, thread-local set-up) and the pages of one
+/// more allocator arena.
+struct Helpers {
+    state: Mutex<HelperState>,
+    wake: Condvar,
+}
+
+struct HelperState {
+    /// Jobs no helper took yet, each with the flag its lender waits on.
+    queue: VecDeque<(Job, Arc<Done>)>,
+    /// Helpers waiting for a job.
+    idle: usize,
+    /// Helpers started (or being started).
+    started: usize,
+}
+
+/// Set once a helper has run a job.
+#[derive(Default)]
+struct Done {
+    flag: Mutex<bool>,
+    cv: Condvar,
+}
+
+/// Most helpers ever started: [`in_parts`] asks for one per CPU at most, and a job that
+/// finds every helper busy runs on its lender anyway.
+const MAX_HELPERS: usize = 16;
+
+fn helpers() -> &'static Helpers {
+    static HELPERS: OnceLock<Helpers> = OnceLock::new();
+    HELPERS.get_or_init(|| Helpers {
+        state: Mutex::new(HelperState {
+            queue: VecDeque::new(),
+            idle: 0,
+            started: 0,
+        }),
+        wake: Condvar::new(),
+    })
+}
+
+/// Locks `m`; a lock whose holder panicked is still usable (no job panics while
+/// holding one: each catches its own panics).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Helpers {
+    /// Queues `job`; starts a helper when none is idle for it.
+    fn lend(&'static self, job: Job) -> Arc<Done> {
+        let done = Arc::new(Done::default());
+        let mut st = lock(&self.state);
+        st.queue.push_back((job, done.clone()));
+        let start = st.queue.len() > st.idle && st.started < MAX_HELPERS;
+        st.started += usize::from(start);
+        drop(st);
+        self.wake.notify_one();
+        if start {
+            let spawned = std::thread::Builder::new()
+                .name("atip-helper".into())
+                .spawn(move || self.serve());
+            if spawned.is_err() {
+                lock(&self.state).started -= 1;
+            }
+        }
+        done
+    }
+
+    /// A helper's life: run queued jobs, wait when there are none.
+    fn serve(&self) {
+        let mut st = lock(&self.state);
+        loop {
+            if let Some((job, done)) = st.queue.pop_front() {
+                drop(st);
+                // Jobs catch their own panics (`beside`, `in_parts`).
+                job();
+                *lock(&done.flag) = true;
+                done.cv.notify_all();
+                st = lock(&self.state);
+                continue;
+            }
+            st.idle += 1;
+            st = self.wake.wait(st).unwrap_or_else(PoisonError::into_inner);
+            st.idle -= 1;
+        }
+    }
+
+    /// Takes `done`'s job back if no helper has taken it yet; else waits until the
+    /// helper has run it.
+    fn reclaim(&self, done: &Arc<Done>) -> Option<Job> {
+        let mut st = lock(&self.state);
+        if let Some(i) = st.queue.iter().position(|(_, d)| Arc::ptr_eq(d, done)) {
+            return st.queue.remove(i).map(|(job, _)| job);
+        }
+        drop(st);
+        let flag = lock(&done.flag);
+        drop(
+            done.cv
+                .wait_while(flag, |ran| !*ran)
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        None
+    }
+}
+
+/// Lends `jobs` to the helpers and runs `mine` on the calling thread meanwhile; then
+/// runs here each job no helper took, and waits for those a helper is running. A job
+/// waited for is running, never queued behind other work, so nested lending cannot
+/// deadlock.
+fn lend_while<'s, R>(jobs: Vec<Box<dyn FnOnce() + Send + 's>>, mine: impl FnOnce() -> R) -> R {
+    /// Takes back or waits for every lent job, also when `mine` panics: the jobs
+    /// borrow from the lender's frame.
+    struct Reclaim(Vec<Arc<Done>>);
+    impl Drop for Reclaim {
+        fn drop(&mut self) {
+            for done in &self.0 {
+                // While `mine` unwinds, a job no helper took is dropped, not run.
+                if let Some(job) = helpers().reclaim(done)
+                    && !std::thread::panicking()
+                {
+                    job();
+                }
+            }
+        }
+    }
+    let h = helpers();
+    let lent = jobs
+        .into_iter()
+        .map(|job| {
+            // SAFETY: only the lifetime is changed (same fat-pointer layout). The job
+            // borrows from the caller's frame for `'s`; `Reclaim` below runs on return
+            // and on unwind, and neither happens before each lent job has either run on
+            // a helper to its end or been taken back out of the queue (and run here).
+            let job: Job =
+                unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + 's>, Job>(job) };
+            h.lend(job)
+        })
+        .collect();
+    let reclaim = Reclaim(lent);
+    let r = mine();
+    drop(reclaim);
+    r
+}
+
+/// The chunks one thread of [`in_parts`] took, each with its index.
+type Chunks<R> = Vec<(usize, Vec<R>)>;
 
 /// How many chunks [`in_parts`] cuts each thread's share of the items into.
 const CHUNKS_PER_THREAD: usize = 8;
@@ -372,9 +563,12 @@ mod tests {
         assert_eq!(at.status(&file).unwrap().size, 11);
     }
 
+    /// The tests that count or block helpers run one at a time.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
     #[test]
     fn parts_keep_order_and_run_on_their_own_threads() {
-        use std::sync::{Condvar, Mutex};
+        let _serial = lock(&SERIAL);
         let items: Vec<u32> = (0..1000).collect();
         let me = std::thread::current().id();
         for (threads, min_part, want) in
@@ -403,6 +597,114 @@ mod tests {
         assert!(in_parts(&[] as &[u32], 2, 1, || (), |_, x| *x).is_empty());
         let few: Vec<u32> = (0..5).collect();
         assert_eq!(in_parts(&few, 8, 1, || (), |_, x| *x), few);
+    }
+
+    /// Two threads' parts, each thread's state made once both have met: the names of
+    /// the threads that took a part, but the caller's.
+    fn two_parts() -> Vec<Option<String>> {
+        let items: Vec<u32> = (0..100).collect();
+        let met = std::sync::Barrier::new(2);
+        let me = std::thread::current().id();
+        let state = || {
+            met.wait();
+            let t = std::thread::current();
+            (t.id() == me, t.name().map(str::to_owned))
+        };
+        let got = in_parts(&items, 2, 1, state, |t, x| (t.clone(), *x));
+        assert_eq!(got.iter().map(|(_, x)| *x).collect::<Vec<_>>(), items);
+        got.into_iter()
+            .filter(|((mine, _), _)| !mine)
+            .map(|((_, name), _)| name)
+            .collect()
+    }
+
+    #[test]
+    fn helpers_are_started_once_and_reused() {
+        let _serial = lock(&SERIAL);
+        assert!(
+            two_parts()
+                .iter()
+                .all(|n| n.as_deref() == Some("atip-helper"))
+        );
+        // Each later call finds an idle helper: no thread is started again.
+        let started = lock(&helpers().state).started;
+        for _ in 0..5 {
+            let names = two_parts();
+            assert!(!names.is_empty() && names.iter().all(|n| n.as_deref() == Some("atip-helper")));
+        }
+        assert_eq!(lock(&helpers().state).started, started, "no new thread");
+        assert_eq!(
+            cpus(),
+            std::thread::available_parallelism().ok().map(|n| n.get())
+        );
+    }
+
+    #[test]
+    fn lending_nested_in_lent_work_finishes() {
+        let _serial = lock(&SERIAL);
+        // Every part lends parts again: helpers busy with outer parts leave inner ones
+        // queued, which their lender then takes back and runs itself.
+        let outer: Vec<u64> = (0..64).collect();
+        let sums = in_parts(
+            &outer,
+            4,
+            1,
+            || (),
+            |_, &o| {
+                let inner: Vec<u64> = (0..64).collect();
+                in_parts(&inner, 4, 1, || (), |_, &i| o * i)
+                    .iter()
+                    .sum::<u64>()
+            },
+        );
+        let want: Vec<u64> = outer.iter().map(|o| o * (0..64).sum::<u64>()).collect();
+        assert_eq!(sums, want);
+    }
+
+    #[test]
+    fn beside_runs_both_at_once_and_passes_panics_on() {
+        let _serial = lock(&SERIAL);
+        let met = std::sync::Barrier::new(2);
+        let me = std::thread::current().id();
+        let (a, b) = beside(
+            || {
+                met.wait();
+                std::thread::current().id()
+            },
+            || {
+                met.wait();
+                7
+            },
+        );
+        assert!(a != me && b == 7, "`a` ran on a helper while `b` ran here");
+        // `a`'s panic is the caller's, after `b`.
+        let b_ran = std::sync::atomic::AtomicBool::new(false);
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            beside(
+                || panic!("a failed"),
+                || b_ran.store(true, std::sync::atomic::Ordering::SeqCst),
+            )
+        }));
+        assert!(caught.is_err() && b_ran.load(std::sync::atomic::Ordering::SeqCst));
+        // `b`'s panic waits for `a` to end: `a` borrows from the caller's frame.
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let a_done = std::sync::atomic::AtomicBool::new(false);
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            beside(
+                || {
+                    // Runs on a helper (`b` below waits for it to start).
+                    tx.send(()).unwrap();
+                    met.wait();
+                    a_done.store(true, std::sync::atomic::Ordering::SeqCst);
+                },
+                || {
+                    rx.recv().unwrap();
+                    met.wait();
+                    panic!("b failed")
+                },
+            )
+        }));
+        assert!(caught.is_err() && a_done.load(std::sync::atomic::Ordering::SeqCst));
     }
 
     #[test]

@@ -140,9 +140,7 @@ pub struct ScanOptions {
 /// Default number of probes run at once: probes mostly wait on children, and a hanging
 /// tool holds its slot until the timeout, so several per CPU.
 pub fn default_jobs() -> usize {
-    let cpus = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2);
+    let cpus = crate::statat::cpus().unwrap_or(2);
     (cpus * 4).clamp(8, 64)
 }
 
@@ -446,14 +444,12 @@ impl Run<'_> {
         // 1. Enumerate: directories, executables, the names of each file; the scan cache
         // is read and checked on a second thread meanwhile (it does not depend on them).
         let threads = self.cpu_pool.jobs;
-        let (enumeration, (caches, cache_warning)) = std::thread::scope(|s| {
-            let loading = s.spawn(|| Caches::load(dirs, opts));
-            let enumeration = enumerate(opts, &skip, threads, &mut self.warnings);
-            let loaded = loading
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (enumeration, loaded)
-        });
+        // (On a helper thread kept for the process, which the walk's stats use next.)
+        let warnings = &mut self.warnings;
+        let ((caches, cache_warning), enumeration) = crate::statat::beside(
+            || Caches::load(dirs, opts),
+            || enumerate(opts, &skip, threads, warnings),
+        );
         let Enumeration {
             dirs: scan_dirs,
             skipped_dirs,
@@ -610,10 +606,7 @@ fn filters(
 
 /// Threads of the pool that only computes: one per CPU, no more than `--jobs`.
 fn cpu_jobs(jobs: usize) -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2)
-        .min(jobs.max(1))
+    crate::statat::cpus().unwrap_or(2).min(jobs.max(1))
 }
 
 /// The cancel flag is set (e.g. by SIGINT).
@@ -1281,6 +1274,10 @@ impl Resolved<'_> {
     /// that cannot be made turns its name into a failure.
     fn compose_fresh(&mut self, now: &str) {
         self.now = now.to_owned();
+        // Nothing fresh (a warm rescan): rayon's global pool is not started for nothing.
+        if self.fresh.is_empty() {
+            return;
+        }
         // Each document is parsed whole to be checked (a 1 MB answer for ~9 ms): on
         // every core, the results then taken in order.
         let (winners, fresh) = (&self.winners, &self.fresh);
