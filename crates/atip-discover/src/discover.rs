@@ -237,6 +237,8 @@ struct Work {
     /// Valid answers (or converted documents) that could not be stored: (sha256 hex,
     /// bytes), used from memory.
     unstored: Vec<(String, Arc<[u8]>)>,
+    /// The index summary of each answer judged now, by its sha256 hex (see [`Judged`]).
+    judged: Vec<(String, registry::MetaSummary)>,
     /// A framework app whose manifest this scan converts.
     convert_now: bool,
     /// A framework app the user has not allowed to convert (counted, hinted).
@@ -490,8 +492,13 @@ impl Run<'_> {
     /// Phase 6, composing: fresh documents for everything not unchanged, while the
     /// manual's listing is written; it is waited for (and its memory freed) before the
     /// commit, whose catalog is the scan's memory peak.
-    fn compose(&mut self, resolved: &mut Resolved<'_>, inferred: Option<&mut inferred::Inferred>) {
-        resolved.compose_fresh(&registry::rfc3339_now());
+    fn compose(
+        &mut self,
+        resolved: &mut Resolved<'_>,
+        inferred: Option<&mut inferred::Inferred>,
+        judged: &Judged,
+    ) {
+        resolved.compose_fresh(&registry::rfc3339_now(), judged);
         if let Some(inf) = inferred.filter(|i| i.src.writing_listings()) {
             if let Err(m) = inf.src.listings_saved() {
                 self.warnings
@@ -526,7 +533,7 @@ impl Run<'_> {
             examined,
         } = ex;
         skipped_files.append(&mut resolved.unreadable);
-        self.compose(&mut resolved, inferred.as_mut());
+        self.compose(&mut resolved, inferred.as_mut(), &examined.judged);
         // 7. Commit (not in a dry run).
         let (registry, removed) = if opts.dry_run {
             (unwritten(dirs), Vec::new())
@@ -960,7 +967,15 @@ struct Examined {
     would_probe: Option<Vec<PlannedProbe>>,
     /// Native answers the cache could not store, by key: used from memory.
     unstored: HashMap<String, Arc<[u8]>>,
+    /// The summaries of the answers judged by this scan.
+    judged: Judged,
 }
+
+/// The index summary of each answer this scan judged (its model was parsed then), by
+/// the sha256 hex of its bytes: composing bytes with that hash takes the summary
+/// instead of parsing them again. Keyed by content, not by the cache file's name, so
+/// a stored answer damaged since (the cache keeps an existing file) is parsed as read.
+type Judged = HashMap<String, registry::MetaSummary>;
 
 impl Examined {
     /// Counts what the examination ran (warning when `--probe all` ran everything) and
@@ -1012,11 +1027,16 @@ impl Examined {
                 cache::cache_dir(&dirs.data).display()
             ));
         }
+        let judged = works
+            .iter_mut()
+            .flat_map(|w| std::mem::take(&mut w.judged))
+            .collect();
         Examined {
             probed,
             converted,
             would_probe,
             unstored,
+            judged,
         }
     }
 }
@@ -1272,14 +1292,14 @@ impl Resolved<'_> {
     /// Composes the document of every fresh name. Names sharing a file and a winner
     /// share one document (the registry stores it once, by content hash); a document
     /// that cannot be made turns its name into a failure.
-    fn compose_fresh(&mut self, now: &str) {
+    fn compose_fresh(&mut self, now: &str, judged: &Judged) {
         self.now = now.to_owned();
         // Nothing fresh (a warm rescan): rayon's global pool is not started for nothing.
         if self.fresh.is_empty() {
             return;
         }
-        // Each document is parsed whole to be checked (a 1 MB answer for ~9 ms): on
-        // every core, the results then taken in order.
+        // Each document is parsed whole to be checked (a 1 MB answer for ~9 ms), unless
+        // this scan judged the same bytes: on every core, the results then taken in order.
         let (winners, fresh) = (&self.winners, &self.fresh);
         let composed: Vec<_> = self
             .found
@@ -1287,7 +1307,7 @@ impl Resolved<'_> {
             .map(|f| {
                 fresh.contains(&f.name).then(|| {
                     let (winner, applied) = &winners[&f.name];
-                    compose(winner, applied)
+                    compose(winner, applied, judged)
                 })
             })
             .collect();
@@ -2017,6 +2037,7 @@ fn plan(
                 unreadable: None,
                 read_now: false,
                 unstored: Vec::new(),
+                judged: Vec::new(),
                 convert_now: false,
                 app_waiting: false,
                 cached_rec,
@@ -2192,7 +2213,7 @@ fn commit(
     let stale: HashSet<String> = commit.stale.iter().cloned().collect();
     for f in update.found.iter_mut().filter(|f| stale.contains(&f.name)) {
         if let Some((winner, applied)) = winners.get(&f.name)
-            && let Ok((document, summary)) = compose(winner, applied)
+            && let Ok((document, summary)) = compose(winner, applied, &Judged::new())
         {
             f.meta = FoundMeta::Fresh {
                 document,
@@ -2495,6 +2516,7 @@ fn record(
                     doc
                 }
             };
+            w.judged.push((doc.clone(), answer.summary));
             ProbeRecord::Native {
                 doc,
                 warnings: answer.warnings,
@@ -2518,12 +2540,26 @@ fn enum_name<T: Serialize>(v: &T) -> String {
 }
 
 /// The document sent to the registry: the winner's bytes, with pattern files merged in,
-/// and the index's summary of it (the parsed document is dropped here).
+/// and the index's summary of it (the parsed document is dropped here). Bytes this scan
+/// judged as they are (no patterns, effects kept) take the judged summary: the same
+/// bytes give the same model.
 fn compose(
     winner: &Candidate,
     applied: &[&PatternFile],
+    judged: &Judged,
 ) -> Result<(Arc<[u8]>, registry::MetaSummary), source::DocError> {
     let mut bytes = winner.doc.read()?;
+    // The index's effects word follows what the policy believes: table effects that no
+    // root-owned program vouches for are unknown (`atip list --effects read-only`).
+    let forget =
+        winner.source == Source::Inferred && winner.vouch != Some(registry::Vouch::Curated);
+    if applied.is_empty()
+        && !forget
+        && !judged.is_empty()
+        && let Some(summary) = judged.get(&sha256_hex(&bytes))
+    {
+        return Ok((bytes, summary.clone()));
+    }
     let shown = || match &winner.doc {
         source::Doc::File(p) | source::Doc::Checked { path: p, .. } => p.display().to_string(),
         source::Doc::Bytes(_) | source::Doc::Static(_) => winner.identity.clone(),
@@ -2545,9 +2581,7 @@ fn compose(
             source,
         }
     })?;
-    // The index's effects word follows what the policy believes: table effects that no
-    // root-owned program vouches for are unknown (`atip list --effects read-only`).
-    if winner.source == Source::Inferred && winner.vouch != Some(registry::Vouch::Curated) {
+    if forget {
         metadata.forget_effects();
     }
     Ok((bytes, registry::MetaSummary::of(&metadata)))
@@ -2662,6 +2696,56 @@ mod tests {
         assert_eq!(docs.intact(&name_of(good)), Some(fp));
         assert!(docs.intact(&name_of(damaged)).is_none());
         assert_eq!(docs.hashed.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn composing_bytes_this_scan_judged_takes_their_summary_and_nothing_else_does() {
+        let doc: &[u8] = br#"{"atip": {"version": "0.6"}, "name": "t", "description": "Parsed.",
+            "effects": {"destructive": true}}"#;
+        let candidate = |source, bytes: &[u8]| Candidate {
+            source,
+            by_hash: false,
+            doc: source::Doc::Bytes(Arc::from(bytes)),
+            identity: "native:x".into(),
+            trust: "native".into(),
+            origin: None,
+            shim_registry: None,
+            warnings: Vec::new(),
+            vouch: None,
+        };
+        let summary = |c: &Candidate, applied: &[&PatternFile], judged: &Judged| {
+            let (bytes, summary) = compose(c, applied, judged).unwrap();
+            assert!(applied.is_empty() == (*bytes == *doc));
+            summary
+        };
+        let parsed = registry::MetaSummary::of(&crate::model::Metadata::from_slice(doc).unwrap());
+        // A judged summary marked so that its use shows.
+        let mut marked = parsed.clone();
+        marked.description = "judged".into();
+        let judged: Judged = [(sha256_hex(doc), marked.clone())].into();
+        assert_eq!(
+            summary(&candidate(Source::Native, doc), &[], &judged),
+            marked
+        );
+        assert_eq!(
+            summary(&candidate(Source::Native, doc), &[], &Judged::new()),
+            parsed
+        );
+        // Other bytes under the judged answer's name (a stored answer damaged since):
+        // parsed as read.
+        let damaged = String::from_utf8_lossy(doc).replace("Parsed.", "Damaged.");
+        let c = candidate(Source::Native, damaged.as_bytes());
+        let s = compose(&c, &[], &judged).unwrap().1;
+        assert_eq!(s.description, "Damaged.");
+        // Patterns merged in make other bytes; effects nobody vouches for are forgotten.
+        let p = pattern("/p/a.json", "{}");
+        assert_eq!(
+            summary(&candidate(Source::Native, doc), &[&p], &judged),
+            parsed
+        );
+        let inferred = summary(&candidate(Source::Inferred, doc), &[], &judged);
+        assert_eq!(inferred.description, "Parsed.");
+        assert_ne!(inferred.effects, parsed.effects);
     }
 
     #[test]

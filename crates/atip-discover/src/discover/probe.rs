@@ -37,6 +37,10 @@ pub struct ProbeAnswer {
     pub warnings: Vec<String>,
     /// `trust.source`, when declared.
     pub trust: Option<String>,
+    /// What the registry's index records of `document`, from the model judged here:
+    /// composing the same bytes later takes it instead of parsing them again (a 1 MB
+    /// answer costs ~9 ms a parse, on the scan's critical path).
+    pub summary: crate::registry::MetaSummary,
 }
 
 /// Why a probe gave nothing usable.
@@ -197,11 +201,13 @@ pub(crate) fn judge(document: Vec<u8>, name: &str) -> Result<ProbeAnswer, ProbeF
         )),
         _ => {}
     }
+    let summary = crate::registry::MetaSummary::of(&model);
     let trust = model.trust.and_then(|t| t.source);
     Ok(ProbeAnswer {
         document,
         warnings,
         trust,
+        summary,
     })
 }
 
@@ -285,6 +291,18 @@ mod tests {
         assert_eq!(a.document, CLEAN.as_bytes());
         assert!(a.warnings.is_empty(), "{:?}", a.warnings);
         assert_eq!(a.trust.as_deref(), Some("native"));
+    }
+
+    #[test]
+    fn the_answers_summary_is_the_one_its_bytes_give_when_composed() {
+        let doc = r#"{"atip": {"version": "0.6"}, "name": "t", "version": "2.1",
+            "description": "A tool.", "commands": {"rm": {"description": "Removes.",
+            "effects": {"destructive": true}, "commands": {"all": {"description": "All."}}}}}"#;
+        let a = answer(doc, "t").unwrap();
+        let model = crate::model::Metadata::from_slice(doc.as_bytes()).unwrap();
+        assert_eq!(a.summary, crate::registry::MetaSummary::of(&model));
+        assert_eq!(a.summary.commands, 2);
+        assert_eq!(a.summary.version.as_deref(), Some("2.1"));
     }
 
     #[test]
