@@ -103,10 +103,10 @@ mod tests {
             destructive: Some(true),
             reversible: Some(false),
             idempotent: Some(false),
-            cost: Some(Cost {
+            cost: Some(Box::new(Cost {
                 billable: Some(true),
                 ..Cost::default()
-            }),
+            })),
             ..Effects::default()
         };
         assert_eq!(

@@ -857,10 +857,10 @@ mod tests {
     #[test]
     fn interactive_effects_declare_the_feature() {
         let e = Effects {
-            interactive: Some(crate::model::Interactive {
+            interactive: Some(Box::new(crate::model::Interactive {
                 tty: Some(true),
                 ..Default::default()
-            }),
+            })),
             ..Effects::default()
         };
         let meta = FromClap::new(&synthetic())
