@@ -231,31 +231,6 @@ fn read(bytes: &[u8], at: u64, len: u64) -> Result<&[u8], Unusable> {
         .ok_or(Unusable::Truncated)
 }
 
-/// A mapped catalog that another program truncates in place makes the next access fault
-/// (SIGBUS). atip never does that (it renames a new file over the old one); should
-/// anything else, the process says why and exits 74 instead of dying unexplained.
-fn explain_sigbus() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        extern "C" fn on_sigbus(_: libc::c_int) {
-            const MSG: &[u8] =
-                b"atip: error: catalog.bin was truncated by another program while in use; run the command again\n";
-            // SAFETY: write(2) and _exit(2) are async-signal-safe.
-            unsafe {
-                libc::write(2, MSG.as_ptr().cast(), MSG.len());
-                libc::_exit(74);
-            }
-        }
-        // SAFETY: installs a handler that only calls async-signal-safe functions.
-        unsafe {
-            let mut act: libc::sigaction = std::mem::zeroed();
-            act.sa_sigaction = on_sigbus as *const () as usize;
-            libc::sigemptyset(&mut act.sa_mask);
-            libc::sigaction(libc::SIGBUS, &act, std::ptr::null_mut());
-        }
-    });
-}
-
 #[derive(Debug, Clone, Copy)]
 struct Section {
     at: u64,
@@ -1056,7 +1031,7 @@ impl Opened {
             std::io::Read::read_to_end(&mut &file, &mut small).map_err(Unusable::Unreadable)?;
             Bytes::Memory(aligned(&small))
         } else {
-            explain_sigbus();
+            crate::archive::explain_sigbus();
             // SAFETY: mapped read-only; atip replaces catalog.bin by renaming a new file
             // over it, never in place, and a truncation by another program is reported
             // (explain_sigbus) instead of read.

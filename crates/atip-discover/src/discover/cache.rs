@@ -375,7 +375,7 @@ impl Cache {
             files: None,
             warning,
         };
-        let bytes = match crate::archive::read_file(&path) {
+        let bytes = match crate::archive::map_file(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return empty(None),
             Err(e) => {
@@ -457,13 +457,12 @@ impl Cache {
 
 /// Checks a cache file's bytes (its CRC-32, little-endian, then the archive) and decodes
 /// all but the executables' records; `None` for a cache of another version.
-fn open(mut bytes: rkyv::util::AlignedVec) -> Result<Option<(Cache, OldFiles)>, ArchiveError> {
-    let len = crate::archive::strip_crc(&bytes)?.len();
-    bytes.resize(len, 0);
+fn open(bytes: crate::archive::Shared) -> Result<Option<(Cache, OldFiles)>, ArchiveError> {
+    let len = crate::archive::strip_crc((*bytes).as_ref())?.len();
     // Damage fails the checksum above. Intact bytes that are not an archive of this
     // layout were written by another atip version (a format change adds or moves a
     // field, so the version number cannot be read first): ignored like an old version.
-    let Ok(owned) = Owned::<Cache>::new(bytes) else {
+    let Ok(owned) = Owned::<Cache>::in_shared(bytes, 0..len) else {
         return Ok(None);
     };
     let a = owned.get();

@@ -882,10 +882,9 @@ impl InferSource {
 /// Reads `infer-cache.bin`: `None` when it is missing, damaged (checksum, rkyv's check)
 /// or of another version — the scan is then cold for inference, never wrong.
 fn read_stored(path: &Path) -> Option<Owned<Stored>> {
-    let mut bytes = crate::archive::read_file(path).ok()?;
-    let len = crate::archive::strip_crc(&bytes).ok()?.len();
-    bytes.resize(len, 0);
-    Owned::<Stored>::new(bytes)
+    let bytes = crate::archive::map_file(path).ok()?;
+    let len = crate::archive::strip_crc((*bytes).as_ref()).ok()?.len();
+    Owned::<Stored>::in_shared(bytes, 0..len)
         .ok()
         .filter(|o| o.get().version.to_native() == INFER_CACHE_VERSION)
 }
