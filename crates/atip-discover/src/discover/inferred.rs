@@ -40,7 +40,7 @@ impl MetadataSource for Inferred {
         else {
             return;
         };
-        let mut warnings = warnings.to_vec();
+        let mut warnings = warnings;
         // The table knows programs by name: its effects are vouched for only where
         // nobody but root can have put a program of that name.
         let vouch = if !curated {
@@ -64,7 +64,7 @@ impl MetadataSource for Inferred {
             by_hash: false,
             doc: match doc {
                 Ok(path) => Doc::Checked {
-                    path: path.to_owned(),
+                    path,
                     sha: sha.to_owned(),
                 },
                 Err(bytes) => Doc::Bytes(bytes),

@@ -127,10 +127,14 @@ impl StoredTool {
 impl ArchivedStored {
     /// The record of `name`, by binary search.
     fn tool(&self, name: &str) -> Option<&ArchivedStoredTool> {
+        self.tool_index(name).map(|i| &self.tools[i])
+    }
+
+    /// Where the record of `name` is in the list, by binary search.
+    fn tool_index(&self, name: &str) -> Option<usize> {
         self.tools
             .binary_search_by(|t| t.name.as_str().cmp(name))
             .ok()
-            .map(|i| &self.tools[i])
     }
 
     /// Where `name` is in the list of names recorded as having no page.
@@ -195,7 +199,7 @@ pub struct InferSource {
     building: Option<std::thread::JoinHandle<ManIndex>>,
     /// The listing being written on its own thread ([`InferSource::save_listings`]).
     saving: Option<Result<std::thread::JoinHandle<Result<(), CacheError>>, CacheError>>,
-    offers: HashMap<String, Offer>,
+    offers: foldhash::HashMap<String, Offer>,
     /// Names found without a page this scan, but those the old cache recorded so (over
     /// unchanged directories), which are marked in `none_recorded` instead: a warm
     /// rescan of thousands of names without a page copies none of them.
@@ -246,18 +250,48 @@ impl Drop for InferSource {
 pub struct Offered<'a> {
     /// sha256 hex of the document.
     pub sha: &'a str,
-    /// A cached file (`Ok`) or this scan's bytes (`Err`).
-    pub doc: Result<&'a Path, Arc<[u8]>>,
+    /// A stored file (`Ok`) or this scan's bytes (`Err`).
+    pub doc: Result<PathBuf, Arc<[u8]>>,
     /// The man page it was read from.
     pub page: &'a Path,
     /// Whether atip's effects table gave the document its effects.
     pub curated: bool,
     /// Table conditions the page did not support.
-    pub warnings: &'a [String],
+    pub warnings: Vec<String>,
 }
 
 /// A document ready to offer.
-struct Offer {
+enum Offer {
+    /// The old cache's record number `tool`, current, its document stored at `at`: read
+    /// from the archive in place when offered, so a warm rescan copies no page path,
+    /// digest or warning per name to prepare its offers.
+    Recorded { tool: usize, at: StoredAt },
+    /// A document found the long way, or made this scan.
+    Found(FoundOffer),
+}
+
+/// Which stored copy of an earlier scan's document is offered.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum StoredAt {
+    /// The registry's (`tools/<sha256>.json`).
+    Registry,
+    /// The cache's (`cache/inferred/<sha256>.json`).
+    Cache,
+}
+
+impl Offer {
+    /// What the cache must record for this offer when this scan made it; `None`: the
+    /// old cache's record holds.
+    fn made(&self) -> Option<&InferRecord> {
+        match self {
+            Offer::Found(o) => o.record.as_ref(),
+            Offer::Recorded { .. } => None,
+        }
+    }
+}
+
+/// A document found the long way, or made this scan.
+struct FoundOffer {
     page: PathBuf,
     sha: String,
     doc: OfferDoc,
@@ -273,6 +307,34 @@ enum OfferDoc {
     Cached(PathBuf),
     /// Made by this scan.
     Fresh(Arc<[u8]>),
+}
+
+/// The path of the copy of document `sha` stored `at`, built with one allocation.
+fn stored_path(data: &Path, sha: &str, at: StoredAt) -> PathBuf {
+    let dirs: &[&str] = match at {
+        StoredAt::Registry => &[crate::registry::TOOLS_DIR],
+        StoredAt::Cache => &["cache", "inferred"],
+    };
+    let mut p = PathBuf::with_capacity(data.as_os_str().len() + sha.len() + 24);
+    p.push(data);
+    dirs.iter().for_each(|d| p.push(d));
+    p.push(sha);
+    p.as_mut_os_string().push(".json");
+    p
+}
+
+/// Calls `f` with the file name `<sha>.json`, built on the stack for a sha256 hex digest
+/// (what every record holds): asked once per recorded name on a warm rescan.
+fn with_doc_file<R>(sha: &str, f: impl FnOnce(&str) -> R) -> R {
+    let mut buf = [0u8; 69];
+    if sha.len() == 64 {
+        buf[..64].copy_from_slice(sha.as_bytes());
+        buf[64..].copy_from_slice(b".json");
+        if let Ok(file) = std::str::from_utf8(&buf) {
+            return f(file);
+        }
+    }
+    f(&format!("{sha}.json"))
 }
 
 fn cached_doc(data: &Path, sha: &str) -> PathBuf {
@@ -296,28 +358,17 @@ fn stored_doc(data: &Path, sha: &str) -> Option<PathBuf> {
 
 /// [`stored_doc`] answered without a path walk per document: `registry` says whether the
 /// registry's copy is there and intact, the cache's listing (made once per scan) whether
-/// the cache's is.
-fn listed_doc(
-    data: &Path,
-    sha: &str,
-    registry: &dyn Fn(&str) -> bool,
-    cache: &FileList,
-) -> Option<PathBuf> {
-    let file = format!("{sha}.json");
-    let under = |dir: &[&str]| {
-        let mut p = PathBuf::with_capacity(data.as_os_str().len() + file.len() + 20);
-        p.push(data);
-        dir.iter().for_each(|d| p.push(d));
-        p.push(&file);
-        p
-    };
-    if registry(&file) {
-        Some(under(&[crate::registry::TOOLS_DIR]))
-    } else if cache.has(&file) {
-        Some(under(&["cache", "inferred"]))
-    } else {
-        None
-    }
+/// the cache's is. No path is built: [`stored_path`] builds it when it is offered.
+fn listed_doc(sha: &str, registry: &dyn Fn(&str) -> bool, cache: &FileList) -> Option<StoredAt> {
+    with_doc_file(sha, |file| {
+        if registry(file) {
+            Some(StoredAt::Registry)
+        } else if cache.has(file) {
+            Some(StoredAt::Cache)
+        } else {
+            None
+        }
+    })
 }
 
 /// Names per thread below which [`InferSource::look_up`] asks the cache on the calling
@@ -326,38 +377,29 @@ const MIN_PART: usize = 100;
 
 /// What the cache answers for a name, over unchanged section directories.
 enum Recorded {
-    /// Its recorded document, current and stored: the index of its offer.
-    Offer(usize),
+    /// Its recorded document (the old cache's record number `.0`), current and stored.
+    Offer(usize, StoredAt),
     /// It is the `i`th name recorded as having no page.
     NoPage(usize),
     /// Neither: the name goes the long way ([`InferSource::lookup`]).
     No,
 }
 
-/// A warm rescan's offer of the document `rec` (a record of the cache, over unchanged
-/// section directories) records, when every file it was read from is unchanged and a copy
-/// of it is stored, made from the record in place (no page reference is built). `None`
-/// sends the name the long way ([`InferSource::lookup`]), which asks the same again:
-/// only names whose page changed or whose document is gone pay twice.
+/// Where a warm rescan offers the document `rec` (a record of the cache, over unchanged
+/// section directories) records from, when every file it was read from is unchanged and
+/// a copy of it is stored. `None` sends the name the long way ([`InferSource::lookup`]),
+/// which asks the same again: only names whose page changed or whose document is gone
+/// pay twice.
 fn recorded_offer(
-    data: &Path,
     rec: &ArchivedStoredTool,
     registry: &dyn Fn(&str) -> bool,
     cache: &FileList,
     stat: &mut StatAt,
-) -> Option<Offer> {
+) -> Option<StoredAt> {
     if !rec.current(stat) {
         return None;
     }
-    let stored = listed_doc(data, rec.doc.as_str(), registry, cache)?;
-    Some(Offer {
-        page: PathBuf::from(rec.page.as_str()),
-        sha: rec.doc.as_str().to_owned(),
-        doc: OfferDoc::Cached(stored),
-        record: None,
-        curated: rec.curated,
-        warnings: rec.warnings.iter().map(|w| w.as_str().to_owned()).collect(),
-    })
+    listed_doc(rec.doc.as_str(), registry, cache)
 }
 
 /// Infers, serializes and validates the document of `name`. Any validator finding,
@@ -384,14 +426,14 @@ fn make_offer(index: &ManIndex, page: &PageRef, name: &str) -> Result<Offer, Off
         curated: inf.curated,
         warnings: inf.effects_warnings.clone(),
     };
-    Ok(Offer {
+    Ok(Offer::Found(FoundOffer {
         page: page.path.clone(),
         sha,
         doc: OfferDoc::Fresh(bytes.into()),
         record: Some(record),
         curated: inf.curated,
         warnings: inf.effects_warnings,
-    })
+    }))
 }
 
 /// Why a man page gave no document (said in the scan's warnings).
@@ -476,7 +518,7 @@ impl InferSource {
             index: None,
             building: None,
             saving: None,
-            offers: HashMap::new(),
+            offers: Default::default(),
             none: BTreeSet::new(),
             none_recorded: Vec::new(),
             failed: BTreeMap::new(),
@@ -547,9 +589,9 @@ impl InferSource {
     }
 
     /// What the cache answers for each of `names` ([`Recorded`]), over unchanged
-    /// section directories (else nothing), and the offers the answers point to. The
-    /// names with a record are the ones that cost stats: only they are spread over up
-    /// to `threads` threads (a PATH of programs without pages starts none).
+    /// section directories (else nothing). The names with a record are the ones that
+    /// cost stats: only they are spread over up to `threads` threads (a PATH of
+    /// programs without pages starts none).
     fn recorded(
         &self,
         names: &[&str],
@@ -557,26 +599,25 @@ impl InferSource {
         cache: &FileList,
         threads: usize,
         min_part: usize,
-    ) -> (Vec<Recorded>, Vec<Option<Offer>>) {
+    ) -> Vec<Recorded> {
         let Some(old) = self.old.as_ref().filter(|_| self.dirs_unchanged) else {
-            return (Vec::new(), Vec::new());
+            return Vec::new();
         };
-        let (data, old) = (&self.data, old.get());
-        let records: Vec<_> = names.iter().map(|n| old.tool(n)).collect();
-        let asked: Vec<&ArchivedStoredTool> = records.iter().flatten().copied().collect();
-        let offered = in_parts(&asked, threads, min_part, StatAt::new, |stat, rec| {
-            recorded_offer(data, rec, registry, cache, stat)
+        let old = old.get();
+        let records: Vec<Option<usize>> = names.iter().map(|n| old.tool_index(n)).collect();
+        let asked: Vec<usize> = records.iter().flatten().copied().collect();
+        let offered = in_parts(&asked, threads, min_part, StatAt::new, |stat, &t| {
+            recorded_offer(&old.tools[t], registry, cache, stat)
         });
-        let mut asked = 0..;
-        let answer = |(name, rec): (&&str, Option<_>)| {
-            let offer = rec.and_then(|_| asked.next());
-            match offer.filter(|&i| offered[i].is_some()) {
-                Some(i) => Recorded::Offer(i),
+        let mut offered = offered.into_iter();
+        let answer = |(name, rec): (&&str, Option<usize>)| {
+            let at = rec.and_then(|t| Some((t, offered.next()??)));
+            match at {
+                Some((t, at)) => Recorded::Offer(t, at),
                 None => old.none_index(name).map_or(Recorded::No, Recorded::NoPage),
             }
         };
-        let recorded = names.iter().zip(records).map(answer).collect();
-        (recorded, offered)
+        names.iter().zip(records).map(answer).collect()
     }
 
     /// Marks the `i`th name of the old cache's list of names without a page as met.
@@ -620,7 +661,7 @@ impl InferSource {
     ) {
         let cache = FileList::of(&self.data.join("cache").join("inferred"));
         let names: Vec<&str> = names.into_iter().collect();
-        let (recorded, mut offered) = self.recorded(&names, registry, &cache, threads, min_part);
+        let recorded = self.recorded(&names, registry, &cache, threads, min_part);
         let mut recorded = recorded.into_iter();
         let mut todo = std::mem::take(&mut self.pending);
         for name in names {
@@ -629,11 +670,10 @@ impl InferSource {
                 continue;
             }
             match cached {
-                Some(Recorded::Offer(i)) => {
-                    if let Some(offer) = offered[i].take() {
-                        self.offers.insert(name.to_owned(), offer);
-                        continue;
-                    }
+                Some(Recorded::Offer(tool, at)) => {
+                    self.offers
+                        .insert(name.to_owned(), Offer::Recorded { tool, at });
+                    continue;
                 }
                 Some(Recorded::NoPage(i)) => {
                     self.met_no_page(i);
@@ -650,19 +690,19 @@ impl InferSource {
                     page,
                     current: Some(doc),
                     recorded,
-                }) => match listed_doc(&self.data, &doc, registry, &cache) {
-                    Some(stored) => {
+                }) => match listed_doc(&doc, registry, &cache) {
+                    Some(at) => {
                         let (curated, warnings) = recorded.unwrap_or_default();
                         self.offers.insert(
                             name.to_owned(),
-                            Offer {
+                            Offer::Found(FoundOffer {
                                 page: page.path,
-                                doc: OfferDoc::Cached(stored),
+                                doc: OfferDoc::Cached(stored_path(&self.data, &doc, at)),
                                 sha: doc,
                                 record: None,
                                 curated,
                                 warnings,
-                            },
+                            }),
                         );
                     }
                     None => todo.push((name.to_owned(), page)),
@@ -706,18 +746,29 @@ impl InferSource {
 
     /// The prepared document of `name`.
     pub(crate) fn offer(&self, name: &str) -> Option<Offered<'_>> {
-        let o = self.offers.get(name)?;
-        let doc = match &o.doc {
-            OfferDoc::Cached(p) => Ok(p.as_path()),
-            OfferDoc::Fresh(b) => Err(b.clone()),
-        };
-        Some(Offered {
-            sha: o.sha.as_str(),
-            doc,
-            page: o.page.as_path(),
-            curated: o.curated,
-            warnings: &o.warnings,
-        })
+        match self.offers.get(name)? {
+            Offer::Recorded { tool, at } => {
+                let rec = &self.old.as_ref()?.get().tools[*tool];
+                let sha = rec.doc.as_str();
+                Some(Offered {
+                    sha,
+                    doc: Ok(stored_path(&self.data, sha, *at)),
+                    page: Path::new(rec.page.as_str()),
+                    curated: rec.curated,
+                    warnings: rec.warnings.iter().map(|w| w.as_str().to_owned()).collect(),
+                })
+            }
+            Offer::Found(o) => Some(Offered {
+                sha: o.sha.as_str(),
+                doc: match &o.doc {
+                    OfferDoc::Cached(p) => Ok(p.clone()),
+                    OfferDoc::Fresh(b) => Err(b.clone()),
+                },
+                page: o.page.as_path(),
+                curated: o.curated,
+                warnings: o.warnings.clone(),
+            }),
+        }
     }
 
     /// Why inference failed for names whose page could not be read or gave an invalid
@@ -773,7 +824,7 @@ impl InferSource {
         self.save_fresh_docs()?;
         let mut tools = Vec::with_capacity(self.offers.len());
         for (name, o) in &self.offers {
-            let stored = match &o.record {
+            let stored = match o.made() {
                 Some(r) => StoredTool::of(name, r),
                 None => old_archived
                     .and_then(|c| c.tool(name))
@@ -812,7 +863,7 @@ impl InferSource {
     fn as_recorded(&self, old: &ArchivedStored) -> bool {
         self.dirs_unchanged
             && self.offers.len() == old.tools.len()
-            && self.offers.values().all(|o| o.record.is_none())
+            && self.offers.values().all(|o| o.made().is_none())
             && self.none.is_empty()
             && self.none_recorded.len() == old.none.len()
             && self.none_recorded.iter().all(|met| *met)
@@ -824,7 +875,8 @@ impl InferSource {
         let docs = self.data.join("cache").join("inferred");
         let mut made_dir = false;
         for o in self.offers.values() {
-            if let OfferDoc::Fresh(bytes) = &o.doc
+            if let Offer::Found(o) = o
+                && let OfferDoc::Fresh(bytes) = &o.doc
                 && stored_doc(&self.data, &o.sha).is_none()
             {
                 if !made_dir {
@@ -1117,11 +1169,13 @@ mod tests {
             .offers
             .iter()
             .map(|(n, o)| {
+                let made = o.made().is_some();
+                let o = src.offer(n).unwrap();
                 let doc = match &o.doc {
-                    OfferDoc::Cached(p) => p.display().to_string(),
-                    OfferDoc::Fresh(_) => "fresh".into(),
+                    Ok(p) => p.display().to_string(),
+                    Err(_) => "fresh".into(),
                 };
-                let (page, sha, made) = (o.page.display(), &o.sha, o.record.is_some());
+                let (page, sha) = (o.page.display(), &o.sha);
                 format!(
                     "{n} {page} {sha} {doc} {} {:?} {made}",
                     o.curated, o.warnings
@@ -1158,7 +1212,7 @@ mod tests {
         src.look_up(names.iter().copied(), &|_: &str| false, 1);
         src.infer_pending();
         assert_eq!(src.failed().len(), 0, "{:?}", src.failed());
-        let sha = |src: &InferSource, n: &str| src.offers[n].sha.clone();
+        let sha = |src: &InferSource, n: &str| src.offer(n).unwrap().sha.to_owned();
         let (ls, head) = (sha(&src, "ls"), sha(&src, "head"));
         src.save().unwrap();
 
@@ -1177,11 +1231,11 @@ mod tests {
                 let offered: BTreeSet<&str> = src.offers.keys().map(String::as_str).collect();
                 let want = ["cp", "cut", "ls", "mkdir", "rm", "size", "sort", "tail"];
                 assert_eq!(offered, want.into_iter().collect());
-                assert!(src.offers.values().all(|o| o.record.is_none()));
-                let OfferDoc::Cached(from) = &src.offers["ls"].doc else {
+                assert!(src.offers.values().all(|o| o.made().is_none()));
+                let Ok(from) = src.offer("ls").unwrap().doc else {
                     panic!("ls offered fresh");
                 };
-                assert_eq!(from, &registry_doc(&data, &ls));
+                assert_eq!(from, registry_doc(&data, &ls));
                 let pending: Vec<&str> = src.pending.iter().map(|(n, _)| n.as_str()).collect();
                 assert_eq!(pending, ["date", "head"]);
                 assert_eq!(src.none_recorded, [true, true, true]);
