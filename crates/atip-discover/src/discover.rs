@@ -1675,6 +1675,7 @@ fn resolve_names<'p>(
     };
     let exists = |n: &str| exe_names.contains(n);
     let mut out = Resolved::for_names(names.len(works));
+    let mut candidates = Vec::new();
     // The stored entry matters only when a source failed (it may be kept): otherwise
     // the index need not be read (see `old_index`).
     let index = if failures.is_empty() {
@@ -1704,7 +1705,7 @@ fn resolve_names<'p>(
         if primary {
             out.failed.extend(failed_examinations(name, path, w));
         }
-        let resolution = choose(name, path, w, sources, failures, index);
+        let resolution = choose(name, path, w, sources, failures, index, &mut candidates);
         if explaining {
             out.explanation = Some(explain(
                 name,
@@ -1740,7 +1741,8 @@ fn resolve_names<'p>(
 }
 
 /// A readable name's candidates from every source, and the choice among them
-/// (`index`: the registry's index, read only when a source failed).
+/// (`index`: the registry's index, read only when a source failed). `candidates`: an
+/// empty list to collect them in, left empty.
 fn choose(
     name: &str,
     path: &std::path::Path,
@@ -1748,11 +1750,11 @@ fn choose(
     sources: &[&dyn MetadataSource],
     failures: &[SourceFailure],
     index: Option<&registry::Index>,
+    candidates: &mut Vec<Candidate>,
 ) -> resolve::Resolution {
     let subj = subject(name, path, w);
-    let mut candidates = Vec::new();
     for s in sources {
-        s.offer(&subj, &mut candidates);
+        s.offer(&subj, candidates);
     }
     let stored = index.and_then(|i| i.tools.get(name));
     resolve::choose(candidates, stored, failures)

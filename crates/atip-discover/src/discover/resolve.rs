@@ -82,9 +82,10 @@ pub(crate) fn source_name(s: Source) -> String {
 }
 
 /// Chooses one name's metadata. `stored` is the name's registry entry before this scan;
-/// `failures` the sources that failed this scan.
+/// `failures` the sources that failed this scan. `candidates` is left empty (a scan
+/// passes one list for every name, allocated once).
 pub(crate) fn choose(
-    mut candidates: Vec<Candidate>,
+    candidates: &mut Vec<Candidate>,
     stored: Option<&Entry>,
     failures: &[SourceFailure],
 ) -> Resolution {
@@ -99,7 +100,7 @@ pub(crate) fn choose(
     });
     if let Some((entry, why)) = kept {
         let losers = candidates
-            .into_iter()
+            .drain(..)
             .map(|c| {
                 let r = format!(
                     "the stored {} entry is kept: its source failed this scan",
@@ -113,7 +114,7 @@ pub(crate) fn choose(
             losers,
         };
     }
-    let mut it = candidates.into_iter();
+    let mut it = candidates.drain(..);
     let Some(winner) = it.next() else {
         return Resolution {
             outcome: Outcome::Nothing,
@@ -170,7 +171,7 @@ mod tests {
     #[test]
     fn precedence_decides_in_one_order() {
         let r = choose(
-            vec![
+            &mut vec![
                 cand(Source::Shim, false, "shim"),
                 cand(Source::Installed, false, "installed"),
                 cand(Source::Override, false, "ov-name"),
@@ -189,7 +190,7 @@ mod tests {
         assert!(r.losers[1].1.contains("outranks"), "{:?}", r.losers);
         // Native beats everything.
         let r = choose(
-            vec![
+            &mut vec![
                 cand(Source::Override, true, "o"),
                 cand(Source::Native, false, "n"),
             ],
@@ -198,7 +199,7 @@ mod tests {
         );
         assert!(matches!(r.outcome, Outcome::Winner(ref c) if c.identity == "n"));
         assert!(matches!(
-            choose(vec![], None, &[]).outcome,
+            choose(&mut vec![], None, &[]).outcome,
             Outcome::Nothing
         ));
     }
@@ -212,11 +213,11 @@ mod tests {
             registry: Some("/shims".into()),
         };
         let stored = entry(Source::Shim, "/shims");
-        let r = choose(vec![], Some(&stored), std::slice::from_ref(&failed));
+        let r = choose(&mut vec![], Some(&stored), std::slice::from_ref(&failed));
         assert!(matches!(r.outcome, Outcome::Kept { .. }));
         // A lower or equal candidate does not replace it…
         let r = choose(
-            vec![cand(Source::Shim, false, "other")],
+            &mut vec![cand(Source::Shim, false, "other")],
             Some(&stored),
             std::slice::from_ref(&failed),
         );
@@ -224,14 +225,14 @@ mod tests {
         assert_eq!(r.losers.len(), 1);
         // …a native answer does.
         let r = choose(
-            vec![cand(Source::Native, false, "n")],
+            &mut vec![cand(Source::Native, false, "n")],
             Some(&stored),
             std::slice::from_ref(&failed),
         );
         assert!(matches!(r.outcome, Outcome::Winner(_)));
         // An entry from another shim dir is not the failed source's.
         let other = entry(Source::Shim, "/elsewhere");
-        let r = choose(vec![], Some(&other), &[failed]);
+        let r = choose(&mut vec![], Some(&other), &[failed]);
         assert!(matches!(r.outcome, Outcome::Nothing));
     }
 }
