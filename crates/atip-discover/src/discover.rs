@@ -722,10 +722,14 @@ impl Caches {
         resolved: &mut Resolved<'_>,
         old_index: &old_index::OldIndex,
     ) -> BTreeMap<String, ToolRecord> {
-        self.new.docs = std::mem::take(&mut resolved.docs);
+        // Sorted once here (the cache keeps them in order), not by an ordered insert per
+        // name while resolving.
+        self.new.docs = std::mem::take(&mut resolved.docs).into_iter().collect();
         self.memo = std::mem::take(&mut resolved.registry_memo);
         self.same_memo = old_index.memo_unchanged(&self.memo);
         std::mem::take(&mut resolved.tool_records)
+            .into_iter()
+            .collect()
     }
 
     /// Phase 8: saves the scan cache (never in a dry run); a failure is a warning.
@@ -1273,8 +1277,9 @@ struct Resolved<'p> {
     tool_reports: Vec<ToolReport>,
     /// Probes and conversions that failed, and documents that could not be made.
     failed: Vec<FailedTool>,
-    /// What the scan cache remembers as sent, per name.
-    tool_records: BTreeMap<String, ToolRecord>,
+    /// What the scan cache remembers as sent, per name (a fast hash while resolving:
+    /// sorted once for the cache).
+    tool_records: foldhash::HashMap<String, ToolRecord>,
     /// Each name's winning candidate and the pattern files merged in (an unchanged
     /// name's is composed only if the registry changed under the commit).
     winners: foldhash::HashMap<String, (Candidate, Vec<&'p PatternFile>)>,
@@ -1292,7 +1297,7 @@ struct Resolved<'p> {
     now: String,
     /// Registry metadata files known intact this scan, with their fingerprint: the scan
     /// cache's memo for the next scan (see [`Previous::intact`]).
-    docs: BTreeMap<String, paths::Fingerprint>,
+    docs: foldhash::HashMap<String, paths::Fingerprint>,
     /// What the registry holds after this scan, for the next one (set by `send`).
     registry_memo: old_index::NextMemo,
 }
@@ -1800,6 +1805,8 @@ impl<'p> Resolved<'p> {
         out.winners.reserve(names);
         out.found.reserve(names);
         out.tool_reports.reserve(names);
+        out.tool_records.reserve(names);
+        out.docs.reserve(names);
         out
     }
 
@@ -1911,7 +1918,7 @@ impl Previous<'_> {
         &self,
         name: &str,
         record: &ToolRecord,
-        checked: &mut BTreeMap<String, paths::Fingerprint>,
+        checked: &mut foldhash::HashMap<String, paths::Fingerprint>,
     ) -> bool {
         self.index
             .entry_file(name, record)
@@ -1920,7 +1927,11 @@ impl Previous<'_> {
 
     /// Whether the metadata file `file` (under `tools/`) is intact
     /// ([`StoredDocs::intact`]); if so it goes into `checked` with its fingerprint.
-    fn intact(&self, file: &str, checked: &mut BTreeMap<String, paths::Fingerprint>) -> bool {
+    fn intact(
+        &self,
+        file: &str,
+        checked: &mut foldhash::HashMap<String, paths::Fingerprint>,
+    ) -> bool {
         if checked.contains_key(file) {
             return true;
         }

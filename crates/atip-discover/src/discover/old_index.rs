@@ -20,7 +20,7 @@ use std::path::PathBuf;
 pub(crate) struct OldIndex {
     path: PathBuf,
     /// The scan cache's memo, when `registry.json` still has the stamp it recorded.
-    memo: Option<RegistryMemo>,
+    memo: Option<HeldMemo>,
     /// Whether the scan cache held a memo (valid or not).
     had_memo: bool,
     /// The index and the stamp of the file it was read from, once read.
@@ -30,6 +30,50 @@ pub(crate) struct OldIndex {
     /// Whether the memo holds what this scan sends, once [`OldIndex::commit_needed`]
     /// asked (a warm rescan asks again after the commit it skipped).
     memo_held: Cell<Option<bool>>,
+}
+
+/// A [`RegistryMemo`] in use: its entries by a fast hash of the name, as a warm rescan
+/// asks for each name twice (its metadata file while resolving, its facts before the
+/// commit) and an ordered map's look-up compares a dozen names.
+#[derive(Debug, PartialEq)]
+struct HeldMemo {
+    file: Fingerprint,
+    format: String,
+    entries: foldhash::HashMap<String, EntryMemo>,
+}
+
+impl From<RegistryMemo> for HeldMemo {
+    /// Moves the entries (no name is copied).
+    fn from(m: RegistryMemo) -> HeldMemo {
+        HeldMemo {
+            file: m.file,
+            format: m.format,
+            entries: m.entries.into_iter().collect(),
+        }
+    }
+}
+
+impl HeldMemo {
+    /// The memo as the scan cache stores it (sorted by name).
+    fn to_registry(&self) -> RegistryMemo {
+        RegistryMemo {
+            file: self.file,
+            format: self.format.clone(),
+            entries: (self.entries.iter())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        }
+    }
+
+    /// Whether `m` is this memo.
+    fn is(&self, m: &RegistryMemo) -> bool {
+        self.file == m.file
+            && self.format == m.format
+            && self.entries.len() == m.entries.len()
+            && m.entries
+                .iter()
+                .all(|(k, v)| self.entries.get(k) == Some(v))
+    }
 }
 
 /// The registry memo the next scan may use, as [`OldIndex::memo_after`] finds it.
@@ -55,9 +99,11 @@ impl OldIndex {
     ) -> OldIndex {
         let had_memo = memo.is_some();
         let stamp = std::fs::metadata(&path).ok().map(|m| FileStamp::of(&m));
-        let memo = memo.filter(|m| {
-            stamp.is_some_and(|s| FileStamp::from(m.file) == s) && m.format == format_now()
-        });
+        let memo = memo
+            .filter(|m| {
+                stamp.is_some_and(|s| FileStamp::from(m.file) == s) && m.format == format_now()
+            })
+            .map(HeldMemo::from);
         let me = OldIndex {
             path,
             memo,
@@ -101,7 +147,7 @@ impl OldIndex {
         };
         match (self.had_memo, &self.memo) {
             (false, _) => new.is_none(),
-            (true, Some(m)) => new == Some(m),
+            (true, Some(m)) => new.is_some_and(|n| m.is(n)),
             (true, None) => false,
         }
     }
@@ -109,7 +155,7 @@ impl OldIndex {
     /// The memo `next` stands for, to be written into the scan cache.
     pub(crate) fn memo_to_save(&self, next: NextMemo) -> Option<RegistryMemo> {
         match next {
-            NextMemo::Same => self.memo.clone(),
+            NextMemo::Same => self.memo.as_ref().map(HeldMemo::to_registry),
             NextMemo::New(m) => Some(m),
             NextMemo::None => None,
         }
@@ -198,7 +244,7 @@ fn format_now() -> String {
 
 /// Whether the registry the memo describes holds exactly `found`, each unchanged, as
 /// [`registry::commit_needed`] compares them.
-fn memo_holds(m: &RegistryMemo, found: &[Found]) -> bool {
+fn memo_holds(m: &HeldMemo, found: &[Found]) -> bool {
     let mut names = foldhash::HashSet::with_capacity_and_hasher(found.len(), Default::default());
     found.len() == m.entries.len()
         && found.iter().all(|f| {
@@ -311,7 +357,7 @@ mod tests {
         assert_eq!(memo.entries.len(), 2);
         assert_eq!(memo.entries["a"].file, format!("{}.json", "ab".repeat(32)));
         assert_eq!(FileStamp::from(memo.file), stamp(1));
-        assert!(memo_holds(&memo, &sent));
+        assert!(memo_holds(&HeldMemo::from(memo.clone()), &sent));
         // An entry nobody sent (another scan's, or one to remove): no memo.
         assert!(memo_of(&index(&["a", "b", "c"]), stamp(1), &sent).is_none());
         // An entry that differs from what was sent: no memo.
@@ -324,20 +370,26 @@ mod tests {
     fn a_memo_holds_only_while_every_name_is_sent_unchanged_with_its_facts() {
         let sent = [found("a"), found("b")];
         let memo = memo_of(&index(&["a", "b"]), stamp(1), &sent).unwrap();
-        assert!(!memo_holds(&memo, &sent[..1]), "a name gone");
         assert!(
-            !memo_holds(&memo, &[found("a"), found("a")]),
+            !memo_holds(&HeldMemo::from(memo.clone()), &sent[..1]),
+            "a name gone"
+        );
+        assert!(
+            !memo_holds(&HeldMemo::from(memo.clone()), &[found("a"), found("a")]),
             "a name twice"
         );
         let mut touched = found("b");
         touched.fingerprint = Some(stamp(8));
         assert!(
-            !memo_holds(&memo, &[found("a"), touched]),
+            !memo_holds(&HeldMemo::from(memo.clone()), &[found("a"), touched]),
             "another fingerprint"
         );
         let mut vouched = found("b");
         vouched.vouched_by = Some(Vouch::Curated);
-        assert!(!memo_holds(&memo, &[found("a"), vouched]), "another vouch");
+        assert!(
+            !memo_holds(&HeldMemo::from(memo.clone()), &[found("a"), vouched]),
+            "another vouch"
+        );
         let mut fresh = found("b");
         fresh.meta = FoundMeta::Fresh {
             document: std::sync::Arc::from(&b"{}"[..]),
@@ -350,13 +402,16 @@ mod tests {
             },
             checked_at: String::new(),
         };
-        assert!(!memo_holds(&memo, &[found("a"), fresh]), "a fresh document");
+        assert!(
+            !memo_holds(&HeldMemo::from(memo.clone()), &[found("a"), fresh]),
+            "a fresh document"
+        );
     }
     /// A memo held by the old index that a warm rescan finds still holding.
     fn holding(memo: RegistryMemo) -> OldIndex {
         OldIndex {
             path: PathBuf::from("/nonexistent/atip-test/registry.json"),
-            memo: Some(memo),
+            memo: Some(HeldMemo::from(memo)),
             had_memo: true,
             loaded: OnceCell::new(),
             warning: RefCell::new(None),
