@@ -266,8 +266,9 @@ enum Offer {
     /// from the archive in place when offered, so a warm rescan copies no page path,
     /// digest or warning per name to prepare its offers.
     Recorded { tool: usize, at: StoredAt },
-    /// A document found the long way, or made this scan.
-    Found(FoundOffer),
+    /// A document found the long way, or made this scan (boxed: a warm rescan's
+    /// offers are the small kind).
+    Found(Box<FoundOffer>),
 }
 
 /// Which stored copy of an earlier scan's document is offered.
@@ -426,14 +427,14 @@ fn make_offer(index: &ManIndex, page: &PageRef, name: &str) -> Result<Offer, Off
         curated: inf.curated,
         warnings: inf.effects_warnings.clone(),
     };
-    Ok(Offer::Found(FoundOffer {
+    Ok(Offer::Found(Box::new(FoundOffer {
         page: page.path.clone(),
         sha,
         doc: OfferDoc::Fresh(bytes.into()),
         record: Some(record),
         curated: inf.curated,
         warnings: inf.effects_warnings,
-    }))
+    })))
 }
 
 /// Why a man page gave no document (said in the scan's warnings).
@@ -695,14 +696,14 @@ impl InferSource {
                         let (curated, warnings) = recorded.unwrap_or_default();
                         self.offers.insert(
                             name.to_owned(),
-                            Offer::Found(FoundOffer {
+                            Offer::Found(Box::new(FoundOffer {
                                 page: page.path,
                                 doc: OfferDoc::Cached(stored_path(&self.data, &doc, at)),
                                 sha: doc,
                                 record: None,
                                 curated,
                                 warnings,
-                            }),
+                            })),
                         );
                     }
                     None => todo.push((name.to_owned(), page)),
