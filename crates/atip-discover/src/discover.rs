@@ -1679,8 +1679,7 @@ fn resolve_names<'p>(
         names.iter(works).map(|(n, _, _)| n).collect()
     };
     let exists = |n: &str| exe_names.contains(n);
-    let mut out = Resolved::for_names(names.len(works));
-    let mut candidates = Vec::new();
+    let (mut out, mut candidates) = (Resolved::for_names(names.len(works)), Vec::new());
     // The stored entry matters only when a source failed (it may be kept): otherwise
     // the index need not be read (see `old_index`).
     let index = if failures.is_empty() {
