@@ -1145,6 +1145,36 @@ mod tests {
     }
 
     #[test]
+    fn stored_copies_are_named_as_the_registry_and_the_cache_name_them() {
+        let data = Path::new("/data");
+        let sha = "ab".repeat(32);
+        assert_eq!(
+            stored_path(data, &sha, StoredAt::Registry),
+            registry_doc(data, &sha)
+        );
+        assert_eq!(
+            stored_path(data, &sha, StoredAt::Cache),
+            cached_doc(data, &sha)
+        );
+        // The name asked about is `<sha>.json`, for a digest and for anything else.
+        for sha in [sha.as_str(), "short", ""] {
+            assert_eq!(with_doc_file(sha, str::to_owned), format!("{sha}.json"));
+        }
+        let cache = FileList::of(Path::new("/nonexistent/atip-test"));
+        let asked = std::cell::RefCell::new(Vec::new());
+        let registry = |f: &str| {
+            asked.borrow_mut().push(f.to_owned());
+            f.starts_with("ab")
+        };
+        assert_eq!(
+            listed_doc(&sha, &registry, &cache),
+            Some(StoredAt::Registry)
+        );
+        assert_eq!(listed_doc("cd", &registry, &cache), None);
+        assert_eq!(*asked.borrow(), [format!("{sha}.json"), "cd.json".into()]);
+    }
+
+    #[test]
     fn records_with_paths_that_are_not_utf8_are_not_stored() {
         use std::os::unix::ffi::OsStrExt;
         let rec = InferRecord {
