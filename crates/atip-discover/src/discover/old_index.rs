@@ -369,27 +369,21 @@ mod tests {
     #[test]
     fn a_memo_holds_only_while_every_name_is_sent_unchanged_with_its_facts() {
         let sent = [found("a"), found("b")];
-        let memo = memo_of(&index(&["a", "b"]), stamp(1), &sent).unwrap();
+        let memo = HeldMemo::from(memo_of(&index(&["a", "b"]), stamp(1), &sent).unwrap());
+        assert!(!memo_holds(&memo, &sent[..1]), "a name gone");
         assert!(
-            !memo_holds(&HeldMemo::from(memo.clone()), &sent[..1]),
-            "a name gone"
-        );
-        assert!(
-            !memo_holds(&HeldMemo::from(memo.clone()), &[found("a"), found("a")]),
+            !memo_holds(&memo, &[found("a"), found("a")]),
             "a name twice"
         );
         let mut touched = found("b");
         touched.fingerprint = Some(stamp(8));
         assert!(
-            !memo_holds(&HeldMemo::from(memo.clone()), &[found("a"), touched]),
+            !memo_holds(&memo, &[found("a"), touched]),
             "another fingerprint"
         );
         let mut vouched = found("b");
         vouched.vouched_by = Some(Vouch::Curated);
-        assert!(
-            !memo_holds(&HeldMemo::from(memo.clone()), &[found("a"), vouched]),
-            "another vouch"
-        );
+        assert!(!memo_holds(&memo, &[found("a"), vouched]), "another vouch");
         let mut fresh = found("b");
         fresh.meta = FoundMeta::Fresh {
             document: std::sync::Arc::from(&b"{}"[..]),
@@ -402,10 +396,7 @@ mod tests {
             },
             checked_at: String::new(),
         };
-        assert!(
-            !memo_holds(&HeldMemo::from(memo.clone()), &[found("a"), fresh]),
-            "a fresh document"
-        );
+        assert!(!memo_holds(&memo, &[found("a"), fresh]), "a fresh document");
     }
     /// A memo held by the old index that a warm rescan finds still holding.
     fn holding(memo: RegistryMemo) -> OldIndex {

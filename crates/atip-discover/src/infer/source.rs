@@ -274,7 +274,8 @@ enum Offer {
 /// Which stored copy of an earlier scan's document is offered.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum StoredAt {
-    /// The registry's (`tools/<sha256>.json`).
+    /// The registry's (`tools/<sha256>.json`): an inferred document that won is stored
+    /// there by the commit, so the cache does not keep a second copy.
     Registry,
     /// The cache's (`cache/inferred/<sha256>.json`).
     Cache,
@@ -338,22 +339,11 @@ fn with_doc_file<R>(sha: &str, f: impl FnOnce(&str) -> R) -> R {
     f(&format!("{sha}.json"))
 }
 
-fn cached_doc(data: &Path, sha: &str) -> PathBuf {
-    data.join("cache")
-        .join("inferred")
-        .join(format!("{sha}.json"))
-}
-
-/// The registry's copy of a document (`tools/<sha256>.json`): an inferred document that
-/// won is stored there by the commit, so the cache does not keep a second copy.
-fn registry_doc(data: &Path, sha: &str) -> PathBuf {
-    data.join("tools").join(format!("{sha}.json"))
-}
-
 /// Where an earlier scan's document is: the registry's copy, else the cache's.
 fn stored_doc(data: &Path, sha: &str) -> Option<PathBuf> {
-    [registry_doc(data, sha), cached_doc(data, sha)]
+    [StoredAt::Registry, StoredAt::Cache]
         .into_iter()
+        .map(|at| stored_path(data, sha, at))
         .find(|p| p.is_file())
 }
 
@@ -884,7 +874,7 @@ impl InferSource {
                     std::fs::create_dir_all(&docs).map_err(CacheError::create_dir(&docs))?;
                     made_dir = true;
                 }
-                write_atomic(&cached_doc(&self.data, &o.sha), bytes)?;
+                write_atomic(&stored_path(&self.data, &o.sha, StoredAt::Cache), bytes)?;
             }
         }
         Ok(())
@@ -1150,11 +1140,13 @@ mod tests {
         let sha = "ab".repeat(32);
         assert_eq!(
             stored_path(data, &sha, StoredAt::Registry),
-            registry_doc(data, &sha)
+            data.join("tools").join(format!("{sha}.json"))
         );
         assert_eq!(
             stored_path(data, &sha, StoredAt::Cache),
-            cached_doc(data, &sha)
+            data.join("cache")
+                .join("inferred")
+                .join(format!("{sha}.json"))
         );
         // The name asked about is `<sha>.json`, for a digest and for anything else.
         for sha in [sha.as_str(), "short", ""] {
@@ -1250,7 +1242,7 @@ mod tests {
         // Since then: one page changed (made again), one stored document lost (made
         // again), one document found in the registry (offered from there).
         std::fs::copy(man.join("man1/cut.1.gz"), man.join("man1/date.1.gz")).unwrap();
-        std::fs::remove_file(cached_doc(&data, &head)).unwrap();
+        std::fs::remove_file(stored_path(&data, &head, StoredAt::Cache)).unwrap();
         let in_registry = format!("{ls}.json");
         let registry = |f: &str| f == in_registry;
         let mut seen = Vec::new();
@@ -1266,7 +1258,7 @@ mod tests {
                 let Ok(from) = src.offer("ls").unwrap().doc else {
                     panic!("ls offered fresh");
                 };
-                assert_eq!(from, registry_doc(&data, &ls));
+                assert_eq!(from, stored_path(&data, &ls, StoredAt::Registry));
                 let pending: Vec<&str> = src.pending.iter().map(|(n, _)| n.as_str()).collect();
                 assert_eq!(pending, ["date", "head"]);
                 assert_eq!(src.none_recorded, [true, true, true]);
