@@ -104,7 +104,13 @@ pub fn of_entries(entries: &[(&String, &Entry)], dpkg_root: &Path) -> HashMap<St
             uf.join(name, plain);
         }
     }
-    let dpkg = Dpkg::read(dpkg_root);
+    let paths = entries
+        .iter()
+        .zip(&seen)
+        .flat_map(|((_, e), (_, real, _))| {
+            std::iter::once(e.path.as_path()).chain(real.as_deref())
+        });
+    let dpkg = Dpkg::read_for(dpkg_root, paths);
     entries
         .iter()
         .zip(&seen)
@@ -410,6 +416,31 @@ impl Dpkg {
         dpkg
     }
 
+    /// [`Dpkg::read`] when one of `paths` (the entries' paths and resolved paths) could be
+    /// in its lists, else nothing: the lists name files in `bin`/`sbin` directories only,
+    /// so for a tree of programs under /tmp or a home directory no lookup could find
+    /// anything, and reading the status and hundreds of lists was for nothing.
+    pub fn read_for<'p>(root: &Path, paths: impl IntoIterator<Item = &'p Path>) -> Dpkg {
+        if Dpkg::may_name_any(paths) {
+            Dpkg::read(root)
+        } else {
+            Dpkg::default()
+        }
+    }
+
+    /// Whether any of `paths` could be found in a [`Dpkg::read`]: one with a `bin` or `sbin`
+    /// component. Only lines with `/bin/` or `/sbin/` are kept, and such a line has that
+    /// component; paths are equal component by component, and the `/usr` that
+    /// [`Dpkg::prior`] adds or strips is neither, so a path without one matches no line.
+    fn may_name_any<'p>(paths: impl IntoIterator<Item = &'p Path>) -> bool {
+        use std::path::Component;
+        paths.into_iter().any(|p| {
+            p.components().any(|c| {
+                c == Component::Normal("bin".as_ref()) || c == Component::Normal("sbin".as_ref())
+            })
+        })
+    }
+
     /// The factor for a program at `path` (and its resolved `real` path): its package's
     /// priority, else 1. A merged `/usr` is seen through: `/usr/bin/ls` is found as
     /// `/bin/ls` too.
@@ -581,10 +612,40 @@ mod tests {
         );
         assert_eq!(dpkg.prior(Path::new("/usr/bin/gone"), None), 1.0);
         assert_eq!(dpkg.prior(Path::new("/usr/bin/llvm-cov"), None), 1.0);
+        // Read for entries that could be in its lists; not read for entries elsewhere,
+        // where the whole database would have found nothing either.
+        let tree = [Path::new("/tmp/t/bin1/ls"), Path::new("/tmp/t/bin2/less")];
+        assert!(tree.iter().all(|p| dpkg.prior(p, None) == 1.0));
+        assert!(Dpkg::read_for(d.path(), tree).by_path.is_empty());
+        let read = Dpkg::read_for(d.path(), [tree[0], Path::new("/usr/bin/ls")]);
+        assert_eq!(read.by_path, dpkg.by_path);
         assert_eq!(
             Dpkg::read(&d.path().join("missing")).prior(Path::new("/bin/ls"), None),
             1.0
         );
+    }
+
+    #[test]
+    fn only_paths_with_a_bin_component_can_be_in_dpkg_lists() {
+        let yes = |p: &str| Dpkg::may_name_any([Path::new(p)]);
+        assert!(yes("/usr/bin/ls"));
+        assert!(yes("/sbin/ldconfig"));
+        assert!(yes("/usr//bin/./ls"));
+        assert!(yes("/opt/x/bin"));
+        assert!(!yes("/tmp/tree/bin1/atip-big"));
+        assert!(!yes("/usr/libexec/git-core/git-add"));
+        assert!(!yes("/home/u/.local/binaries/x"));
+        assert!(!Dpkg::may_name_any([]));
+        // Whatever a dpkg list could hold, a line kept is found only under such a path.
+        for line in [
+            "/usr/bin/ls",
+            "/bin//x",
+            "/usr/sbin/./y",
+            "bin/z",
+            "/a/bin/",
+        ] {
+            assert!(yes(line), "{line}");
+        }
     }
 
     #[test]
