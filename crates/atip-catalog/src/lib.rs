@@ -325,16 +325,12 @@ fn build_big_above<W: Write + Seek>(
             }
             builder.finish()
         });
-        let machine = Machine {
-            entries: &entries,
-            known: None,
-        };
         let reading = Reading {
             dirs,
             in_memory,
             big,
         };
-        let records = write_records(&reading, &entries, machine, &mut layout, out, to_index);
+        let records = write_records(&reading, &entries, &mut layout, out, to_index);
         (records, indexer.join())
     });
     let search = search.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -389,7 +385,6 @@ struct Records {
 fn write_records<W: Write + Seek>(
     reading: &Reading,
     entries: &[(&String, &Entry)],
-    mut machine: Machine,
     layout: &mut Layout,
     out: &mut W,
     to_index: std::sync::mpsc::SyncSender<(Vec<Texts>, Vec<Facts>)>,
@@ -405,14 +400,15 @@ fn write_records<W: Write + Seek>(
         indexed_facts: Vec::new(),
         to_index,
     };
+    let mut machine = None;
     for batch in entries.chunks(BATCH) {
-        for ((name, entry), (entry_json, prepared)) in
-            batch.iter().zip(flatten_batch(reading, batch))
-        {
+        let (known, prepared) = flatten_with_facts(reading, entries, batch, machine.take());
+        let known = machine.insert(known);
+        for ((name, entry), (entry_json, prepared)) in batch.iter().zip(prepared) {
             let first = w.rows.len() as u32;
             let doc = docs.len() as u32;
             let (tool, error) =
-                w.document(reading.dirs, (name, entry), doc, &mut machine, prepared)?;
+                w.document(reading.dirs, (name, entry), doc, known.get(*name), prepared)?;
             docs.push(Doc {
                 name: (*name).clone(),
                 tool,
@@ -506,12 +502,12 @@ impl<W: Write> RecordWriter<'_, W> {
         dirs: &Dirs,
         (name, entry): (&String, &Entry),
         doc: u32,
-        machine: &mut Machine,
+        machine: Option<&facts::EntryFacts>,
         prepared: Prepared,
     ) -> std::io::Result<(String, Option<String>)> {
         match prepared {
             Prepared::Flat(Ok(flat)) => {
-                let facts = facts_of(name, machine.of(name), flat.section_prior);
+                let facts = facts_of(name, machine, flat.section_prior);
                 let records = records_of(&flat.records, &flat.ends);
                 for (kept, record) in flat.tools.into_iter().zip(records) {
                     self.tool(doc, kept, record, &facts)?;
@@ -522,7 +518,7 @@ impl<W: Write> RecordWriter<'_, W> {
             Prepared::Big(bytes) => match compile::source::parse_entry(dirs, name, entry, &bytes) {
                 Ok(m) => {
                     drop(bytes);
-                    let facts = facts_of(name, machine.of(name), facts::section_prior(&m));
+                    let facts = facts_of(name, machine, facts::section_prior(&m));
                     self.stream(doc, &m, &facts)?;
                     Ok((m.tool_name().unwrap_or(name).to_string(), None))
                 }
@@ -572,25 +568,28 @@ impl<W: Write> RecordWriter<'_, W> {
     }
 }
 
-/// The machine's facts of the registry's entries ([`facts::of_entries`]), gathered when
-/// the first document's tools are written, on the writer's thread: their parallel work
-/// must run in the pool the commit runs in. (Gathered on a thread of its own, they went
-/// to rayon's global pool while the writer, a worker of it in a test, blocked waiting for
-/// them: commits running at once could take every worker that way and never finish.)
-struct Machine<'e> {
-    entries: &'e [(&'e String, &'e Entry)],
-    known: Option<HashMap<String, facts::EntryFacts>>,
-}
+/// The machine's facts of the registry's entries, by name ([`facts::of_entries`]).
+type Machine = HashMap<String, facts::EntryFacts>;
 
-impl Machine<'_> {
-    /// The facts of the entry registered as `name`, gathered the first time.
-    fn of(&mut self, name: &str) -> Option<&facts::EntryFacts> {
-        let entries = self.entries;
-        self.known
-            .get_or_insert_with(|| {
-                facts::of_entries(entries, std::path::Path::new(facts::DPKG_ROOT))
-            })
-            .get(name)
+/// A batch read and flattened ([`flatten_batch`]), with the machine's facts: `known`, or,
+/// for the first batch, gathered meanwhile in the pool, while the documents are flattened
+/// (stat calls, small scripts, dpkg's database: waiting for them before the first document
+/// was a tenth of a catalog's compile). Both run in the pool the commit runs in, never on
+/// a thread of their own: gathered so, they went to rayon's global pool while the writer,
+/// a worker of it in a test, blocked waiting for them, and commits running at once could
+/// take every worker that way and never finish.
+fn flatten_with_facts<'b>(
+    reading: &Reading<'b>,
+    entries: &[(&String, &Entry)],
+    batch: &[(&String, &Entry)],
+    known: Option<Machine>,
+) -> (Machine, Vec<(String, Prepared<'b>)>) {
+    match known {
+        Some(known) => (known, flatten_batch(reading, batch)),
+        None => rayon::join(
+            || facts::of_entries(entries, std::path::Path::new(facts::DPKG_ROOT)),
+            || flatten_batch(reading, batch),
+        ),
     }
 }
 
