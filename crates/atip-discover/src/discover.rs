@@ -243,11 +243,11 @@ struct Work {
     convert_now: bool,
     /// A framework app the user has not allowed to convert (counted, hinted).
     app_waiting: bool,
-    /// The record as the scan cache held it, when `plan` took it from there: while
-    /// every record is still that, the cache need not be encoded again to compare.
-    /// Boxed: `None` on a cold scan, whose 2,000 work items would otherwise each carry
-    /// a record's worth of unused space (~0.7 MB under every phase's peak).
-    cached_rec: Option<Box<FileRecord>>,
+    /// `plan` took the record from the scan cache: while every such record is still the
+    /// one stored there (compared in place, [`cache::OldFiles::holds`]), the cache need
+    /// not be encoded again to compare. (A kept copy of each record cost a rescan an
+    /// allocation, a clone and a free per executable.)
+    from_cache: bool,
 }
 
 fn build_globs(globs: &[String], what: &'static str) -> Result<globset::GlobSet, GlobError> {
@@ -1512,7 +1512,8 @@ fn unchanged_cache(
         && works.iter().all(|w| {
             w.unreadable.is_none()
                 && w.exe.canonical.to_str().is_some()
-                && w.cached_rec.as_deref() == Some(&w.rec)
+                && w.from_cache
+                && files.holds(&w.exe.canonical, &w.rec)
         });
     // Every work item took its own record (canonical paths are distinct): the others
     // are records of files this scan did not examine.
@@ -2009,13 +2010,9 @@ fn plan(
     executables
         .into_iter()
         .map(|exe| {
-            let cached_rec = old_files
-                .and_then(|f| f.record(&exe.canonical, &exe.fingerprint))
-                .map(Box::new);
-            let mut rec = cached_rec
-                .as_deref()
-                .cloned()
-                .unwrap_or_else(|| FileRecord::new(exe.fingerprint));
+            let cached_rec = old_files.and_then(|f| f.record(&exe.canonical, &exe.fingerprint));
+            let from_cache = cached_rec.is_some();
+            let mut rec = cached_rec.unwrap_or_else(|| FileRecord::new(exe.fingerprint));
             let cached = match &rec.probe {
                 None => false,
                 Some(ProbeRecord::Failed {
@@ -2061,7 +2058,7 @@ fn plan(
                 judged: Vec::new(),
                 convert_now: false,
                 app_waiting: false,
-                cached_rec,
+                from_cache,
             }
         })
         .collect()

@@ -125,6 +125,8 @@ pub struct EntryMemo {
     rkyv::Serialize,
     rkyv::Deserialize,
 )]
+// Compared in place with a rescan's record (`OldFiles::holds`).
+#[rkyv(compare(PartialEq))]
 pub struct FileRecord {
     /// The fingerprint this record is valid for.
     pub fp: Fingerprint,
@@ -176,6 +178,7 @@ impl FileRecord {
     rkyv::Serialize,
     rkyv::Deserialize,
 )]
+#[rkyv(compare(PartialEq))]
 #[serde(tag = "result", rename_all = "kebab-case")]
 pub enum ProbeRecord {
     /// A valid answer (or converted document); the raw document is stored as
@@ -323,6 +326,14 @@ impl OldFiles {
             && f.mtime_ns.to_native() == fp.mtime_ns
             && f.ctime_ns.to_native() == fp.ctime_ns;
         same.then(|| rkyv::deserialize::<FileRecord, rkyv::rancor::Error>(a).ok())?
+    }
+
+    /// Whether the record stored for `canonical` is `rec`, compared in place.
+    pub(crate) fn holds(&self, canonical: &Path, rec: &FileRecord) -> bool {
+        canonical
+            .to_str()
+            .and_then(|k| self.0.get().files.get(k))
+            .is_some_and(|a| a == rec)
     }
 
     /// How many records it holds.
@@ -605,6 +616,55 @@ mod tests {
         assert_eq!(kept, ["/opt/u"]);
         assert!(files.all_paths(|p| p.starts_with('/')));
         assert!(!files.all_paths(|p| p == "/bin/t"));
+    }
+
+    #[test]
+    fn a_record_is_compared_in_place_field_by_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = sample();
+        let mut app = FileRecord::new(fp(9));
+        app.app = Some(AppRecord::Tooli(crate::discover::framework::TooliApp {
+            interpreter: "/usr/bin/python3".into(),
+            module: "notes.cli".into(),
+            attr: "app".into(),
+            dist: "/opt/notes.dist-info".into(),
+            package: "notes".into(),
+            version: "1.0".into(),
+        }));
+        c.files.insert("/opt/u".into(), app);
+        c.save_unless(dir.path(), None).unwrap();
+        let files = Cache::load(dir.path()).files.unwrap();
+        let (t, u) = (Path::new("/bin/t"), Path::new("/opt/u"));
+        assert!(files.holds(t, &c.files["/bin/t"]));
+        assert!(files.holds(u, &c.files["/opt/u"]));
+        assert!(!files.holds(u, &c.files["/bin/t"]), "another record");
+        assert!(!files.holds(Path::new("/bin/none"), &c.files["/bin/t"]));
+        // Each kind of field, changed, makes it another record.
+        let changes: [fn(&mut FileRecord); 7] = [
+            |r| r.fp.mtime_ns += 1,
+            |r| r.sha256 = None,
+            |r| r.help = Some(true),
+            |r| r.sign = Some(Sign::Binary),
+            |r| match &mut r.probe {
+                Some(ProbeRecord::Failed { diagnostics, .. }) => diagnostics[0].column = Some(1),
+                _ => unreachable!(),
+            },
+            |r| match &mut r.probe {
+                Some(ProbeRecord::Failed { diagnostics, .. }) => diagnostics[0].line = Some(4),
+                _ => unreachable!(),
+            },
+            |r| r.convert = r.probe.clone(),
+        ];
+        for change in changes {
+            let mut r = c.files["/bin/t"].clone();
+            change(&mut r);
+            assert!(!files.holds(t, &r), "{r:?}");
+        }
+        let mut r = c.files["/opt/u"].clone();
+        if let Some(AppRecord::Tooli(a)) = &mut r.app {
+            a.dist = "/opt/other.dist-info".into();
+        }
+        assert!(!files.holds(u, &r));
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub const CONVERT_TIMEOUT_MIN: Duration = Duration::from_secs(10);
     rkyv::Serialize,
     rkyv::Deserialize,
 )]
+#[rkyv(compare(PartialEq))]
 #[serde(tag = "framework", rename_all = "kebab-case")]
 pub enum AppRecord {
     /// Not an app of a framework atip converts (or not looked at: its bytes show an ATIP
@@ -81,6 +82,28 @@ pub struct TooliApp {
     pub package: String,
     /// The distribution's `Version`.
     pub version: String,
+}
+
+/// A stored app compared in place with a rescan's (the scan cache's `OldFiles::holds`):
+/// written out because its paths are stored as strings, which rkyv's derive does not
+/// compare with a `PathBuf`. The pattern names every field, so a new one cannot be missed.
+impl PartialEq<TooliApp> for ArchivedTooliApp {
+    fn eq(&self, other: &TooliApp) -> bool {
+        let TooliApp {
+            interpreter,
+            module,
+            attr,
+            dist,
+            package,
+            version,
+        } = other;
+        interpreter.to_str() == Some(self.interpreter.as_str())
+            && self.module == *module
+            && self.attr == *attr
+            && dist.to_str() == Some(self.dist.as_str())
+            && self.package == *package
+            && self.version == *version
+    }
 }
 
 /// Whether `canonical` (whose whole bytes are `head`, a small wrapper) is the console

@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
     rkyv::Serialize,
     rkyv::Deserialize,
 )]
+#[rkyv(compare(PartialEq))]
 pub struct Fingerprint {
     /// Device.
     pub dev: u64,

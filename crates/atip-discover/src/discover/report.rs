@@ -248,6 +248,7 @@ pub struct ToolReport {
     rkyv::Serialize,
     rkyv::Deserialize,
 )]
+#[rkyv(compare(PartialEq))]
 #[serde(rename_all = "kebab-case")]
 pub enum FailReason {
     /// Ran past the timeout and was killed.
@@ -313,6 +314,31 @@ pub struct ReportDiagnostic {
     pub column: Option<usize>,
     /// What is wrong.
     pub message: String,
+}
+
+/// A stored finding compared in place with a rescan's (the scan cache's
+/// `OldFiles::holds`): written out because rkyv's derive does not compare its archived
+/// `usize` with a `usize`. The pattern names every field, so a new one cannot be missed.
+impl PartialEq<ReportDiagnostic> for ArchivedReportDiagnostic {
+    fn eq(&self, other: &ReportDiagnostic) -> bool {
+        let ReportDiagnostic {
+            severity,
+            rule,
+            pointer,
+            line,
+            column,
+            message,
+        } = other;
+        let same =
+            |a: &rkyv::option::ArchivedOption<rkyv::primitive::ArchivedUsize>,
+             b: &Option<usize>| { a.as_ref().map(|n| n.to_native() as usize) == *b };
+        self.severity == *severity
+            && self.rule == *rule
+            && self.pointer == *pointer
+            && same(&self.line, line)
+            && same(&self.column, column)
+            && self.message == *message
+    }
 }
 
 impl From<&crate::validate::Diagnostic> for ReportDiagnostic {

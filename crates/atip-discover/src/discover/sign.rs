@@ -78,6 +78,7 @@ const ANSWER_WINDOW: usize = 200;
     rkyv::Serialize,
     rkyv::Deserialize,
 )]
+#[rkyv(compare(PartialEq))]
 #[serde(rename_all = "kebab-case")]
 pub enum Sign {
     /// No sign: not run by `--probe auto`.
