@@ -459,8 +459,8 @@ fn enumerate_in_parts(
         out,
         skip,
         dirs: &kept,
-        names: HashMap::with_capacity(entries.len()),
-        inodes: HashMap::with_capacity(entries.len()),
+        names: foldhash::HashMap::with_capacity_and_hasher(entries.len(), Default::default()),
+        inodes: foldhash::HashMap::with_capacity_and_hasher(entries.len(), Default::default()),
         links,
     };
     walk.out.executables.reserve(entries.len());
@@ -559,7 +559,8 @@ fn dir_entries(dir: &Path) -> std::io::Result<Vec<(OsString, bool)>> {
             Some((e.file_name(), ft.is_symlink()))
         })
         .collect();
-    entries.sort();
+    // A directory's names are distinct: no tie for a stable sort to keep in order.
+    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     Ok(entries)
 }
 
@@ -570,10 +571,12 @@ struct Walk<'a> {
     /// The directories listed, in order.
     dirs: &'a [ScanDir],
     /// Each name met so far, with the index in `dirs` of the directory the shell runs
-    /// it from.
-    names: HashMap<String, usize>,
+    /// it from. (foldhash, like the inodes: two look-ups per executable, and std's
+    /// SipHash showed in a warm rescan's profile; PATH names are not an attack surface
+    /// for a map that lives one scan.)
+    names: foldhash::HashMap<String, usize>,
     /// Each file met so far (device, inode), with its index in `out.executables`.
-    inodes: HashMap<(u64, u64), usize>,
+    inodes: foldhash::HashMap<(u64, u64), usize>,
     links: Links,
 }
 
