@@ -2065,8 +2065,8 @@ fn plan(
 }
 
 /// Phases 3-4: read each unknown file's evidence and probe what may be run, in one
-/// parallel pass: a tool's probe starts as soon as its sign is seen, not after the whole
-/// PATH has been read. Only files that need I/O enter the pass, so a warm rescan starts
+/// parallel pass: a tool's probe starts as soon as its sign is seen, as a job of its own,
+/// not after the whole PATH has been read nor after the files read before it. Only files that need I/O enter the pass, so a warm rescan starts
 /// no thread at all.
 fn examine(
     works: &mut [Work],
@@ -2092,7 +2092,7 @@ fn examine(
         return;
     }
     progress.start(todo);
-    let data = dirs.data.clone();
+    let data = dirs.data.as_path();
     let timeout = opts.timeout;
     let mode = opts.probe;
     let dry_run = opts.dry_run;
@@ -2110,29 +2110,39 @@ fn examine(
             .filter(|d| d.is_absolute())
             .collect(),
     );
+    let runs_children = |w: &Work| !dry_run && (w.probe_now.is_some() || w.convert_now);
+    // One thread per CPU (at most half the pool) reads files, one at a time from a
+    // shared queue, and hands each executable to run on as a job of its own; the other
+    // threads (and readers once the queue is empty) take those jobs at once. A tool's
+    // probe so starts while the rest of the PATH is still read. (When every thread read
+    // and probed what it read, the tools that sort together — `atip-*` — ran one after
+    // another on the thread that read them.) Reading is CPU work: more readers than CPUs
+    // would only hold more read buffers.
+    let queue = std::sync::Mutex::new(works.iter_mut().filter(|w| active(w)));
+    let readers = crate::statat::cpus().unwrap_or(2).min(pool.jobs / 2).max(1);
     pool.install(|| {
-        // One job per executable: a hanging probe must never hold back others that
-        // rayon would otherwise have batched with it on the same thread.
-        works
-            .par_iter_mut()
-            .with_max_len(1)
-            .filter(|w| active(w))
-            .for_each(|w| {
-                if cancelled() {
-                    return;
-                }
-                if needs_read(w) {
-                    read_evidence(w, &follower, needs_sign(w));
-                    decide(w, mode, convert);
-                }
-                if !dry_run && w.probe_now.is_some() {
-                    probe_one(w, &data, timeout, child);
-                }
-                if !dry_run && w.convert_now {
-                    convert_one(w, &data, timeout, child);
-                }
-                progress.tick(&w.exe.name);
-            });
+        rayon::scope(|children| {
+            for _ in 0..readers {
+                children.spawn(|children| {
+                    loop {
+                        let next = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
+                        let Some(w) = next else { return };
+                        if cancelled() {
+                            return;
+                        }
+                        if needs_read(w) {
+                            read_evidence(w, &follower, needs_sign(w));
+                            decide(w, mode, convert);
+                        }
+                        if !runs_children(w) {
+                            progress.tick(&w.exe.name);
+                            continue;
+                        }
+                        children.spawn(move |_| run_children(w, data, timeout, child, progress));
+                    }
+                });
+            }
+        });
     });
     progress.finish();
     // The answers judged on the probe threads (a 1 MB document's model among them) are
@@ -2140,13 +2150,39 @@ fn examine(
     release_free_memory();
 }
 
+/// Runs what was decided for one executable (its probe, its conversion), unless the scan
+/// was interrupted meanwhile.
+fn run_children(
+    w: &mut Work,
+    data: &std::path::Path,
+    timeout: Duration,
+    child: probe::Child<'_>,
+    progress: &dyn Progress,
+) {
+    if child.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+        return;
+    }
+    if w.probe_now.is_some() {
+        probe_one(w, data, timeout, child);
+    }
+    if w.convert_now {
+        convert_one(w, data, timeout, child);
+    }
+    progress.tick(&w.exe.name);
+}
+
 /// Reads what one file's bytes show: its ATIP sign (when `sign`), following launchers,
 /// and whether its package metadata makes it a framework app.
 fn read_evidence(w: &mut Work, follower: &launcher::Follower, sign: bool) {
     let canonical = &w.exe.canonical;
+    // A small file's bytes, read with its sign, serve as its launcher head below.
+    let mut small = None;
     let mut found = if sign {
-        match sign::detect(canonical) {
-            Ok(s) => Some(s),
+        match sign::detect_keeping_small(canonical, launcher::WRAPPER_MAX) {
+            Ok((s, bytes)) => {
+                small = Some(bytes);
+                Some(s)
+            }
             Err(e) => {
                 w.unreadable = Some(format!("failed to read: {e}"));
                 return;
@@ -2160,7 +2196,7 @@ fn read_evidence(w: &mut Work, follower: &launcher::Follower, sign: bool) {
     if found.is_some_and(|s| s.shown()) {
         w.rec.app.get_or_insert(AppRecord::None);
     } else {
-        let head = launcher::read_wrapper(canonical);
+        let head = small.unwrap_or_else(|| launcher::read_wrapper(canonical));
         if found.is_some() {
             found = Some(match &head {
                 Some(h) => follower.follow_bytes(canonical, h),

@@ -354,9 +354,27 @@ fn is_binary(head: &[u8]) -> bool {
         .any(|m| head.starts_with(m))
 }
 
-/// What the file at `path` shows.
-pub(crate) fn detect(path: &Path) -> std::io::Result<Sign> {
-    detect_reader(File::open(path)?)
+/// What the file at `path` shows, and its bytes when it has at most `small` of them (a
+/// possible launcher, which the caller reads next): a file is opened and read once.
+pub(crate) fn detect_keeping_small(
+    path: &Path,
+    small: u64,
+) -> std::io::Result<(Sign, Option<Vec<u8>>)> {
+    let mut file = File::open(path)?;
+    if file.metadata()?.len() > small {
+        return Ok((detect_reader(file)?, None));
+    }
+    let mut bytes = Vec::new();
+    // Bounded even if the file grew since its size was read.
+    (&mut file).take(small + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > small {
+        // It grew past `small`: read as a stream, from the start, as any big file.
+        use std::io::{Seek, SeekFrom};
+        file.seek(SeekFrom::Start(0))?;
+        return Ok((detect_reader(file)?, None));
+    }
+    let sign = detect_reader(bytes.as_slice())?;
+    Ok((sign, Some(bytes)))
 }
 
 /// What the file at `path` shows, with the halves it holds.
@@ -370,6 +388,30 @@ mod tests {
 
     fn sign(bytes: &[u8]) -> Sign {
         detect_reader(bytes).unwrap()
+    }
+
+    #[test]
+    fn a_small_file_is_kept_and_judged_as_its_bytes() {
+        let t = tempfile::tempdir().unwrap();
+        let small = t.path().join("small");
+        let script = b"#!/bin/sh\ncase \"$1\" in --agent) cat \"$0.json\";; esac\n";
+        std::fs::write(&small, script).unwrap();
+        let (s, kept) = detect_keeping_small(&small, 8 << 10).unwrap();
+        assert_eq!(s, sign(script));
+        assert_eq!(s, Sign::Script);
+        assert_eq!(kept.as_deref(), Some(&script[..]));
+        // A file of more bytes than `small` is judged whole, and not kept.
+        let big = t.path().join("big");
+        let mut bytes = vec![b'x'; 9 << 10];
+        bytes.extend_from_slice(b" --agent \"atip\"");
+        std::fs::write(&big, &bytes).unwrap();
+        let (s, kept) = detect_keeping_small(&big, 8 << 10).unwrap();
+        assert_eq!((s, kept), (Sign::FlagKey, None));
+        // Exactly `small` bytes is still small.
+        let (_, kept) = detect_keeping_small(&small, script.len() as u64).unwrap();
+        assert_eq!(kept.map(|k| k.len()), Some(script.len()));
+        let (_, kept) = detect_keeping_small(&small, script.len() as u64 - 1).unwrap();
+        assert_eq!(kept, None);
     }
 
     #[test]
