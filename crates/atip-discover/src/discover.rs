@@ -2102,14 +2102,7 @@ fn examine(
         cancel,
         env: &opts.env,
     };
-    // `#!/usr/bin/env python3` finds its interpreter on the PATH the tools run with.
-    let follower = launcher::Follower::with_path(
-        paths::split_path(&path_value(opts))
-            .into_iter()
-            .map(PathBuf::from)
-            .filter(|d| d.is_absolute())
-            .collect(),
-    );
+    let follower = follower(opts);
     let runs_children = |w: &Work| !dry_run && (w.probe_now.is_some() || w.convert_now);
     // One thread per CPU (at most half the pool) reads files, one at a time from a
     // shared queue, and hands each executable to run on as a job of its own; the other
@@ -2148,6 +2141,18 @@ fn examine(
     // The answers judged on the probe threads (a 1 MB document's model among them) are
     // freed, but stay resident in those threads' arenas under the man-page listing.
     release_free_memory();
+}
+
+/// Follows launchers as the tools would run: `#!/usr/bin/env python3` finds its
+/// interpreter on the PATH the tools run with.
+fn follower(opts: &ScanOptions) -> launcher::Follower {
+    launcher::Follower::with_path(
+        paths::split_path(&path_value(opts))
+            .into_iter()
+            .map(PathBuf::from)
+            .filter(|d| d.is_absolute())
+            .collect(),
+    )
 }
 
 /// Runs what was decided for one executable (its probe, its conversion), unless the scan
