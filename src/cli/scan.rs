@@ -149,6 +149,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<ExitStatus, AtipError> {
         ))?,
     }
     ctx.out.warnings(&report.warnings);
+    // The process exits next: the report's thousands of strings are not freed one by one.
+    std::mem::forget(report);
     Ok(code)
 }
 
@@ -188,6 +190,8 @@ fn scan_options(args: Args, ctx: &Ctx) -> ScanOptions {
         convert: args.convert,
         manpath: None,
         env: ctx.env.clone(),
+        // The process exits after printing the report.
+        one_shot: true,
         remote: atip::remote::sync::RemoteOptions {
             refresh: args.refresh,
             offline: args.offline || ctx.env.flag("ATIP_OFFLINE"),

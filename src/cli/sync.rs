@@ -259,6 +259,8 @@ fn options(args: Args, ctx: &Ctx) -> Result<ScanOptions, AtipError> {
         convert: false,
         manpath: None,
         env: ctx.env.clone(),
+        // More follows the scan: its working state is freed.
+        one_shot: false,
         remote: RemoteOptions {
             refresh: args.refresh,
             offline: args.offline || ctx.env.flag("ATIP_OFFLINE"),
