@@ -11,7 +11,9 @@ alternate, their order reversed every other run, so that figures taken on a shar
 machine compare as ratios. CPU is user + sys of atip and the probes it waited for, and
 RSS is ru_maxrss, both from wait4 (what `/usr/bin/time -v` reports). The data dirs are
 deleted only at the end: deleting a scan's files right before the next scan slows it
-(see "Measuring traps" in benches/README.md).
+(see "Measuring traps" in benches/README.md). `--scratch DIR` puts that temp dir in DIR:
+`--scratch /dev/shm` (tmpfs) takes this machine's ext4 inode allocator out of the
+figures, which otherwise grow with every file any earlier run deleted.
 
 `--peer NAME=COMMAND` adds another scanner to the same interleaved runs, in the same
 fresh environment (HOME and XDG_* point into its own work dir, so a scanner that keeps
@@ -83,10 +85,12 @@ def main():
     ap.add_argument("--runs", type=int, default=11)
     ap.add_argument("--peer", action="append", default=[], metavar="NAME=COMMAND",
                     help="another scanner's command ({path}, {dirs} filled in)")
+    ap.add_argument("--scratch", default=None, metavar="DIR",
+                    help="where the runs' temp dirs go (default: the system's temp dir)")
     ap.add_argument("binaries", nargs="+")
     args = ap.parse_args()
     peers = dict(p.split("=", 1) for p in args.peer)
-    root = tempfile.mkdtemp(prefix="atip-cold-scan.")
+    root = tempfile.mkdtemp(prefix="atip-cold-scan.", dir=args.scratch)
     scanners = args.binaries + list(peers)
     got = {b: [] for b in scanners}
     load = [open("/proc/loadavg").read().split()[0]]
