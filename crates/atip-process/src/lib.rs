@@ -15,6 +15,7 @@
 
 // The layers below, under the module names this code was written with (`crate::output`, …).
 
+mod launch;
 pub mod server;
 mod sys;
 
@@ -26,9 +27,9 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -81,9 +82,9 @@ pub struct Spawn {
 
 /// An executable file atip opened (and the caller checked, e.g. hashed): the child
 /// executes this open file through `/proc/self/fd/N`, so a file swapped in at the path
-/// after the check is never what runs. In the child, just before `exec`, the file's
-/// `stat` (device, inode, size, times) must still be what it was when opened, so bytes
-/// written into it in place after the check do not run either.
+/// after the check is never what runs. Just before the start, the file's `stat`
+/// (device, inode, size, times) must still be what it was when opened, so bytes written
+/// into it in place after the check do not run either.
 #[derive(Debug, Clone)]
 pub struct Opened {
     file: Arc<File>,
@@ -282,7 +283,7 @@ pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
         ),
     };
     let cwd: Option<&Path> = spawn.cwd.as_deref().or(temp_cwd.as_ref().map(|t| t.path()));
-    let child = start_child(spawn, &mut command(spawn, &program, cwd), &program)?;
+    let child = start_child(spawn, &program, cwd)?;
     let mut sup = Supervisor::new(child, spawn, start).map_err(io_err)?;
     let result = sup.supervise().map_err(io_err);
     drop(sup); // kills and reaps whatever is left, even on error
@@ -300,59 +301,46 @@ pub fn run(spawn: &Spawn) -> Result<Outcome, ProcessError> {
     })
 }
 
-/// The child's command: the opened file itself when there is one, in `cwd`, with piped
-/// output, stdin piped only when there is input, the environment cleared to the
-/// allowlist and the spawn's own variables, and the setup that runs in the child.
-fn command(spawn: &Spawn, program: &Path, cwd: Option<&Path>) -> Command {
-    let mut cmd = match &spawn.opened {
-        // The very file that was checked, whatever the path names by now. The kernel
-        // opens it through the descriptor atip holds, which the child inherits.
-        Some(o) => {
-            let mut cmd = Command::new(format!("/proc/self/fd/{}", o.file.as_raw_fd()));
-            cmd.arg0(program);
-            cmd
-        }
-        None => Command::new(program),
-    };
-    if let Some(cwd) = cwd {
-        cmd.current_dir(cwd);
-    }
-    cmd.args(&spawn.args)
-        .env_clear()
-        .stdin(if spawn.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (name, value) in spawn.inherit.pick(ENV_ALLOWLIST.iter().copied()) {
-        cmd.env(name, value);
-    }
-    for (name, value) in &spawn.env {
-        cmd.env(name, value);
-    }
-    // SAFETY: `child_setup` only makes async-signal-safe calls.
-    unsafe {
-        cmd.pre_exec(sys::child_setup);
-    }
-    if let Some(o) = &spawn.opened {
-        let (fd, stat, script) = (o.file.as_raw_fd(), o.stat, o.script);
-        // SAFETY: `exec_opened_check` only makes async-signal-safe calls (fstat, fcntl).
-        unsafe {
-            cmd.pre_exec(move || sys::exec_opened_check(fd, &stat, script));
-        }
-    }
-    cmd
+/// The child's environment: the allowlisted variables of the run's environment, then
+/// the spawn's own entries (which win over them).
+fn child_env(spawn: &Spawn) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = spawn
+        .inherit
+        .pick(ENV_ALLOWLIST.iter().copied())
+        .map(|(name, value)| (name.into(), value.into()))
+        .collect();
+    env.extend(spawn.env.iter().cloned());
+    env
 }
 
-/// Starts the child and registers its group; an opened file that changed since its
-/// check is [`ProcessError::Changed`].
-fn start_child(spawn: &Spawn, cmd: &mut Command, program: &Path) -> Result<Child, ProcessError> {
-    // No termination sweep (`kill_started_groups`) runs between the fork and the
+/// Starts the child and registers its group: the opened file itself when there is one
+/// (the kernel opens it through the descriptor atip holds, whatever the path names by
+/// now), in `cwd`, with piped output, stdin piped only when there is input, the
+/// environment cleared to [`child_env`]. An opened file that changed since its check is
+/// [`ProcessError::Changed`].
+fn start_child(
+    spawn: &Spawn,
+    program: &Path,
+    cwd: Option<&Path>,
+) -> Result<launch::Started, ProcessError> {
+    let via_fd = spawn
+        .opened
+        .as_ref()
+        .map(|o| OsString::from(format!("/proc/self/fd/{}", o.file.as_raw_fd())));
+    let env = child_env(spawn);
+    let plan = launch::Launch {
+        exec: via_fd.as_deref().unwrap_or(program.as_os_str()),
+        argv0: program.as_os_str(),
+        args: &spawn.args,
+        env: &env,
+        cwd,
+        stdin_piped: spawn.stdin.is_some(),
+        opened: spawn.opened.as_ref(),
+    };
+    // No termination sweep (`kill_started_groups`) runs between the start and the
     // group's registration, so no child escapes it.
     let _gate = groups::spawning();
-    let child = spawn_retrying(cmd).map_err(|source| {
+    let child = spawn_retrying(&plan).map_err(|source| {
         if spawn.opened.is_some() && source.raw_os_error() == Some(sys::CHANGED_ERRNO) {
             ProcessError::Changed {
                 program: program.to_owned(),
@@ -364,7 +352,7 @@ fn start_child(spawn: &Spawn, cmd: &mut Command, program: &Path) -> Result<Child
             }
         }
     })?;
-    groups::register(child.id() as libc::pid_t);
+    groups::register(child.pid);
     Ok(child)
 }
 
@@ -408,10 +396,10 @@ fn resolve_program(spawn: &Spawn) -> Result<PathBuf, ProcessError> {
         .map_err(|e| not_found(format!("not found on PATH ({e})")))
 }
 
-fn spawn_retrying(cmd: &mut Command) -> io::Result<Child> {
+fn spawn_retrying(plan: &launch::Launch) -> io::Result<launch::Started> {
     let mut attempt = 0;
     loop {
-        match cmd.spawn() {
+        match launch::start(plan) {
             Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempt + 1 < SPAWN_ATTEMPTS => {
                 attempt += 1;
                 std::thread::sleep(Duration::from_millis(5 << attempt));
@@ -520,7 +508,8 @@ struct Phase {
 
 /// Watches one child until it has exited and its pipes are drained or abandoned.
 struct Supervisor<'a> {
-    child: Option<Child>,
+    /// Whether the child still waits to be reaped.
+    unreaped: bool,
     pid: libc::pid_t,
     pidfd: Option<OwnedFd>,
     spawn: &'a Spawn,
@@ -531,14 +520,12 @@ struct Supervisor<'a> {
 }
 
 impl<'a> Supervisor<'a> {
-    fn new(mut child: Child, spawn: &'a Spawn, start: Instant) -> io::Result<Supervisor<'a>> {
-        let pid = child.id() as libc::pid_t;
-        let out = child.stdout.take().map(OwnedFd::from);
-        let err = child.stderr.take().map(OwnedFd::from);
-        let stdin = child.stdin.take().map(OwnedFd::from);
+    fn new(child: launch::Started, spawn: &'a Spawn, start: Instant) -> io::Result<Supervisor<'a>> {
+        let pid = child.pid;
+        let (out, err, stdin) = (Some(child.stdout), Some(child.stderr), child.stdin);
         // Own the child before anything can fail, so Drop cleans up.
         let mut sup = Supervisor {
-            child: Some(child),
+            unreaped: true,
             pid,
             pidfd: child_pidfd(pid),
             spawn,
@@ -750,20 +737,18 @@ impl<'a> Supervisor<'a> {
 
     /// Collects the exit status of a child known to have exited.
     fn reap(&mut self) -> io::Result<Option<ExitStatus>> {
-        match self.child.take() {
-            Some(mut child) => {
-                // Unregistered while still a zombie: its pid cannot have been reused.
-                groups::unregister(self.pid);
-                child.wait().map(Some)
-            }
-            None => Ok(None),
+        if !std::mem::take(&mut self.unreaped) {
+            return Ok(None);
         }
+        // Unregistered while still a zombie: its pid cannot have been reused.
+        groups::unregister(self.pid);
+        sys::reap(self.pid).map(Some)
     }
 }
 
 impl Drop for Supervisor<'_> {
     fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
+        if std::mem::take(&mut self.unreaped) {
             sys::kill_group(self.pid, libc::SIGKILL);
             sys::signal_session(self.pid, libc::SIGKILL);
             // Unregistered before it is reaped (while its pid cannot be reused); a
@@ -772,7 +757,7 @@ impl Drop for Supervisor<'_> {
             if exited {
                 groups::unregister(self.pid);
             }
-            match child.try_wait() {
+            match sys::try_reap(self.pid) {
                 Ok(Some(_)) | Err(_) => {
                     if !exited {
                         groups::unregister(self.pid);
@@ -784,7 +769,7 @@ impl Drop for Supervisor<'_> {
                     std::thread::spawn(move || {
                         let _ = sys::wait_exit_unreaped(pid);
                         groups::unregister(pid);
-                        let _ = child.wait();
+                        let _ = sys::reap(pid);
                     });
                 }
             }

@@ -6,6 +6,8 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
 use std::time::Duration;
 
 /// Runs in the forked child between `fork` and `exec` (std calls it after wiring fds
@@ -155,6 +157,7 @@ pub(super) const CHANGED_ERRNO: i32 = libc::ESTALE;
 /// the `stat` it had when it was checked. A `#!` script keeps its descriptor across
 /// `exec` (the interpreter opens `/proc/self/fd/N`, the name the kernel hands it);
 /// a binary does not need it. Async-signal-safe: fstat and fcntl only.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 pub(super) fn exec_opened_check(fd: i32, want: &StatKey, script: bool) -> io::Result<()> {
     // SAFETY: fstat into a zeroed local; fcntl on a descriptor inherited from atip.
     unsafe {
@@ -211,6 +214,36 @@ fn waitid_unreaped(pid: libc::pid_t, flags: libc::c_int) -> io::Result<libc::pid
             return Err(err);
         }
     }
+}
+
+/// `waitpid` on the child `pid`, retried on EINTR: its status once reaped, `None` when
+/// `WNOHANG` found it still running.
+fn waitpid(pid: libc::pid_t, flags: libc::c_int) -> io::Result<Option<ExitStatus>> {
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: `status` is a local out-parameter.
+        let rc = unsafe { libc::waitpid(pid, &mut status, flags) };
+        if rc == pid {
+            return Ok(Some(ExitStatus::from_raw(status)));
+        }
+        if rc == 0 {
+            return Ok(None);
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+    }
+}
+
+/// Reaps the child `pid`, blocking until it has exited.
+pub(super) fn reap(pid: libc::pid_t) -> io::Result<ExitStatus> {
+    waitpid(pid, 0).map(|status| status.unwrap_or_else(|| ExitStatus::from_raw(0)))
+}
+
+/// Reaps the child `pid` if it has exited; `None` while it runs.
+pub(super) fn try_reap(pid: libc::pid_t) -> io::Result<Option<ExitStatus>> {
+    waitpid(pid, libc::WNOHANG)
 }
 
 /// Blocks until `pid` (a child of atip) has exited, without reaping it.
