@@ -80,42 +80,37 @@ fn no_core_dumps() {
     });
 }
 
-/// Starts the child with `posix_spawn`.
+/// A string for C: an error naming it when it holds a NUL byte.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-pub(super) fn start(launch: &Launch) -> io::Result<Started> {
-    use std::ffi::CString;
+fn c_string(s: &OsStr) -> io::Result<std::ffi::CString> {
     use std::os::unix::ffi::OsStrExt;
-    let c = |s: &OsStr| {
-        CString::new(s.as_bytes()).map_err(|_| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("a NUL byte in {:?}", s.to_string_lossy()),
-            )
-        })
-    };
-    let exec = c(launch.exec)?;
-    let argv: Vec<CString> = std::iter::once(launch.argv0)
-        .chain(launch.args.iter().map(OsString::as_os_str))
-        .map(c)
-        .collect::<io::Result<_>>()?;
-    let envp: Vec<CString> = env_block(launch.env)
-        .iter()
-        .map(|s| c(s))
-        .collect::<io::Result<_>>()?;
-    let cwd = launch.cwd.map(|d| c(d.as_os_str())).transpose()?;
-    let stdin = launch.stdin_piped.then(pipe).transpose()?;
-    let (out_r, out_w) = pipe()?;
-    let (err_r, err_w) = pipe()?;
+    std::ffi::CString::new(s.as_bytes()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("a NUL byte in {:?}", s.to_string_lossy()),
+        )
+    })
+}
 
+/// The child's descriptors and directory: stdin (`stdin_r`, else /dev/null), stdout and
+/// stderr on 0–2; every descriptor above 2 closed, except the opened file's, which
+/// `exec` opens through /proc, and which a `#!` script keeps past `exec` (its
+/// interpreter opens /proc/self/fd/N); then the working directory.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn file_actions(
+    launch: &Launch,
+    stdin_r: Option<RawFd>,
+    out_w: RawFd,
+    err_w: RawFd,
+    cwd: Option<&std::ffi::CStr>,
+) -> io::Result<spawn::Actions> {
     let mut actions = spawn::Actions::new()?;
-    match &stdin {
-        Some((r, _)) => actions.dup2(r.as_raw_fd(), 0)?,
+    match stdin_r {
+        Some(r) => actions.dup2(r, 0)?,
         None => actions.open(0, c"/dev/null", libc::O_RDONLY)?,
     }
-    actions.dup2(out_w.as_raw_fd(), 1)?;
-    actions.dup2(err_w.as_raw_fd(), 2)?;
-    // Every descriptor above 2 goes, except the opened file, which `exec` opens through
-    // /proc; a `#!` script keeps it past `exec` (its interpreter opens /proc/self/fd/N).
+    actions.dup2(out_w, 1)?;
+    actions.dup2(err_w, 2)?;
     let first_closed = match launch.opened {
         Some(o) => {
             let fd = o.file.as_raw_fd();
@@ -131,9 +126,36 @@ pub(super) fn start(launch: &Launch) -> io::Result<Started> {
         None => 3,
     };
     actions.close_from(first_closed)?;
-    if let Some(dir) = &cwd {
+    if let Some(dir) = cwd {
         actions.chdir(dir)?;
     }
+    Ok(actions)
+}
+
+/// Starts the child with `posix_spawn`.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub(super) fn start(launch: &Launch) -> io::Result<Started> {
+    use std::ffi::CString;
+    let exec = c_string(launch.exec)?;
+    let argv: Vec<CString> = std::iter::once(launch.argv0)
+        .chain(launch.args.iter().map(OsString::as_os_str))
+        .map(c_string)
+        .collect::<io::Result<_>>()?;
+    let envp: Vec<CString> = env_block(launch.env)
+        .iter()
+        .map(|s| c_string(s))
+        .collect::<io::Result<_>>()?;
+    let cwd = launch.cwd.map(|d| c_string(d.as_os_str())).transpose()?;
+    let stdin = launch.stdin_piped.then(pipe).transpose()?;
+    let (out_r, out_w) = pipe()?;
+    let (err_r, err_w) = pipe()?;
+    let actions = file_actions(
+        launch,
+        stdin.as_ref().map(|(r, _)| r.as_raw_fd()),
+        out_w.as_raw_fd(),
+        err_w.as_raw_fd(),
+        cwd.as_deref(),
+    )?;
     let attrs = spawn::Attrs::new()?;
     no_core_dumps();
 
