@@ -9,7 +9,7 @@
 //! (at most 4 times) inside the same manual tree.
 
 use flate2::read::GzDecoder;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
@@ -209,7 +209,7 @@ pub struct ManIndex {
 impl ManIndex {
     /// Lists the section directories of `roots`. `reuse` gives a cached listing of a
     /// directory, taken when its modification time is unchanged.
-    pub fn build(roots: &[PathBuf], reuse: &HashMap<PathBuf, DirListing>) -> ManIndex {
+    pub fn build(roots: &[PathBuf], reuse: &BTreeMap<PathBuf, DirListing>) -> ManIndex {
         let mut dirs = Vec::new();
         for root in roots {
             for sec in SECTIONS {
@@ -228,9 +228,10 @@ impl ManIndex {
         ManIndex { dirs }
     }
 
-    /// The listings, by section directory, for caching (moved out, not copied: the
+    /// The listings, by section directory (sorted, so that the cache file's bytes do not
+    /// depend on a hash seed), for caching (moved out, not copied: the
     /// listing of a big manual is megabytes).
-    pub(crate) fn into_listings(self) -> HashMap<PathBuf, DirListing> {
+    pub(crate) fn into_listings(self) -> BTreeMap<PathBuf, DirListing> {
         self.dirs
             .into_iter()
             .map(|(root, sec, l)| (root.join(format!("man{sec}")), l))
@@ -509,6 +510,27 @@ mod tests {
             path,
             section: "1".into(),
         }
+    }
+
+    /// The manual's listing is cached in a fixed order: two builds of one manual
+    /// serialize to the same bytes (a hash map's order changes with its seed).
+    #[test]
+    fn listings_serialize_in_a_fixed_order() {
+        let d = tempfile::tempdir().unwrap();
+        let roots: Vec<PathBuf> = ["a", "b"].iter().map(|r| d.path().join(r)).collect();
+        for root in &roots {
+            for sec in SECTIONS {
+                let dir = root.join(format!("man{sec}"));
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(dir.join(format!("t.{sec}.gz")), b"").unwrap();
+            }
+        }
+        let bytes = || {
+            let listings = ManIndex::build(&roots, &BTreeMap::new()).into_listings();
+            assert_eq!(listings.len(), 2 * SECTIONS.len());
+            serde_json::to_vec(&listings).unwrap()
+        };
+        assert_eq!(bytes(), bytes());
     }
 
     /// Pages compressed by the real `zstd` and `xz` tools read the same as the gzip one.

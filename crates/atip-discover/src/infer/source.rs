@@ -16,7 +16,7 @@ use crate::registry::FileList;
 use crate::statat::{StatAt, in_parts};
 use atip_base::fileio::CacheError;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -172,7 +172,7 @@ impl ArchivedStoredTool {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct DirsCache {
     version: u32,
-    listings: HashMap<PathBuf, DirListing>,
+    listings: BTreeMap<PathBuf, DirListing>,
 }
 
 fn cache_file(data: &Path) -> PathBuf {
@@ -215,7 +215,7 @@ pub struct InferSource {
 
 /// The listings the last scan saved, by section directory (empty when there is no
 /// usable file): [`ManIndex::build`] takes each whose directory is unchanged.
-fn cached_listings(file: &Path) -> HashMap<PathBuf, DirListing> {
+fn cached_listings(file: &Path) -> BTreeMap<PathBuf, DirListing> {
     std::fs::read(file)
         .ok()
         .and_then(|b| serde_json::from_slice::<DirsCache>(&b).ok())
