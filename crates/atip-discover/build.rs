@@ -34,7 +34,7 @@ fn effects_digest() {
 }
 
 /// Writes `$OUT_DIR/builtin_shims.rs`: one `Shipped` per `shims/*.json`, sorted by tool
-/// name. A shim that is not a JSON object stops the build (shipped shims must be valid;
+/// name, and `$OUT_DIR/builtin_stems.rs`: the tool names alone, in the same order. A shim that is not a JSON object stops the build (shipped shims must be valid;
 /// the unit tests check them in full).
 fn builtin_shims() {
     use sha2::Digest;
@@ -52,6 +52,7 @@ fn builtin_shims() {
     // (by file name, `apt-get.json` would sort before `apt.json`).
     files.sort_by(|a, b| a.file_stem().cmp(&b.file_stem()));
     let mut out = String::from("&[\n");
+    let mut stems = String::from("&[\n");
     for path in &files {
         let file = path
             .file_name()
@@ -78,6 +79,8 @@ fn builtin_shims() {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
+        let stem = file.strip_suffix(".json").unwrap_or(file);
+        writeln!(stems, "    {stem:?},").expect("writing to a String");
         let path_text = path.to_str().expect("UTF-8 shim path");
         writeln!(
             out,
@@ -86,8 +89,11 @@ fn builtin_shims() {
         .expect("writing to a String");
     }
     out.push_str("]\n");
-    let target =
-        PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo")).join("builtin_shims.rs");
-    std::fs::write(&target, out)
-        .unwrap_or_else(|e| panic!("cannot write {}: {e}", target.display()));
+    stems.push_str("]\n");
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
+    for (name, text) in [("builtin_shims.rs", out), ("builtin_stems.rs", stems)] {
+        let target = out_dir.join(name);
+        std::fs::write(&target, text)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", target.display()));
+    }
 }

@@ -69,7 +69,8 @@ impl MetadataSource for Inferred {
                 },
                 Err(bytes) => Doc::Bytes(bytes),
             },
-            identity: format!("inferred:{sha}"),
+            // Concatenated, not formatted: made for every inferred name on each rescan.
+            identity: ["inferred:", sha].concat(),
             trust: "inferred".to_owned(),
             origin: Some(page.to_owned()),
             shim_registry: None,
