@@ -227,7 +227,7 @@ const CHUNK: usize = 64 << 10;
 /// Reads per pipe per wake-up, so a flood cannot starve the deadline checks.
 const READS_PER_WAKE: usize = 16;
 /// Attempts to start a program that is busy (ETXTBSY: someone has it open for writing,
-/// typically a freshly written script while another thread forks).
+/// typically a freshly written script while another thread starts a child).
 const SPAWN_ATTEMPTS: u32 = 5;
 
 /// Runs a child under the contract of this module and returns what came back.
@@ -794,7 +794,7 @@ pub fn started_alive() -> bool {
 
 /// The process groups of children atip started and has not reaped yet.
 ///
-/// A group is registered between `fork` and the first look at the child, under a read
+/// A group is registered between the start and the first look at the child, under a read
 /// lock that [`terminate_all`] takes for writing, and unregistered while its leader is
 /// still an unreaped zombie (so the group id cannot have been reused by then).
 pub(crate) mod groups {
@@ -813,7 +813,7 @@ pub(crate) mod groups {
         !LIVE.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
     }
 
-    /// Held while a child is forked and registered.
+    /// Held while a child is started and registered.
     pub(crate) fn spawning() -> RwLockReadGuard<'static, ()> {
         GATE.read().unwrap_or_else(|e| e.into_inner())
     }
