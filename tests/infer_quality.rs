@@ -7,7 +7,7 @@
 //! in the page itself, and every inferred document must validate without a warning.
 
 use atip::infer::{self, locate};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 fn fixtures() -> PathBuf {
@@ -121,7 +121,7 @@ fn page_words(text: &str) -> String {
 #[test]
 fn labelled_set_precision_and_recall() {
     let root = fixtures();
-    let index = locate::ManIndex::build(std::slice::from_ref(&root), &HashMap::new());
+    let index = locate::ManIndex::build(std::slice::from_ref(&root), &BTreeMap::new());
     let labels = labels();
     assert!(
         labels.len() >= 30,
