@@ -1796,7 +1796,7 @@ fn choose(
 /// The failed probe and the failed framework-manifest conversion of an executable, as
 /// the report's failures.
 fn failed_examinations(name: &str, path: &std::path::Path, w: &Work) -> Vec<FailedTool> {
-    let failure = |rec: &Option<ProbeRecord>| match rec {
+    let failure = |rec: Option<&ProbeRecord>| match rec {
         Some(ProbeRecord::Failed {
             reason,
             message,
@@ -1805,7 +1805,7 @@ fn failed_examinations(name: &str, path: &std::path::Path, w: &Work) -> Vec<Fail
         }) => Some((*reason, message.clone(), diagnostics.clone())),
         _ => None,
     };
-    let probe = failure(&w.rec.probe).map(|(reason, message, diagnostics)| FailedTool {
+    let probe = failure(w.rec.probe.as_deref()).map(|(reason, message, diagnostics)| FailedTool {
         name: name.to_owned(),
         path: path.to_owned(),
         reason,
@@ -1813,14 +1813,15 @@ fn failed_examinations(name: &str, path: &std::path::Path, w: &Work) -> Vec<Fail
         cached: w.cached,
         diagnostics,
     });
-    let convert = failure(&w.rec.convert).map(|(reason, message, diagnostics)| FailedTool {
-        name: name.to_owned(),
-        path: path.to_owned(),
-        reason,
-        message: format!("converting its framework manifest: {message}"),
-        cached: !w.convert_now,
-        diagnostics,
-    });
+    let convert =
+        failure(w.rec.convert.as_deref()).map(|(reason, message, diagnostics)| FailedTool {
+            name: name.to_owned(),
+            path: path.to_owned(),
+            reason,
+            message: format!("converting its framework manifest: {message}"),
+            cached: !w.convert_now,
+            diagnostics,
+        });
     probe.into_iter().chain(convert).collect()
 }
 
@@ -2041,7 +2042,7 @@ fn plan(
             let cached_rec = old_files.and_then(|f| f.record(&exe.canonical, &exe.fingerprint));
             let from_cache = cached_rec.is_some();
             let mut rec = cached_rec.unwrap_or_else(|| FileRecord::new(exe.fingerprint));
-            let cached = match &rec.probe {
+            let cached = match rec.probe.as_deref() {
                 None => false,
                 Some(ProbeRecord::Failed {
                     reason: FailReason::Timeout,
@@ -2057,7 +2058,7 @@ fn plan(
                 rec.probe = None;
             }
             let convert_ms = opts.timeout.max(framework::CONVERT_TIMEOUT_MIN).as_millis() as u64;
-            let convert_kept = match &rec.convert {
+            let convert_kept = match rec.convert.as_deref() {
                 None => true,
                 Some(ProbeRecord::Failed {
                     reason: FailReason::Timeout,
@@ -2441,7 +2442,7 @@ fn explain(
 
 /// `--explain`'s line on the `--agent` probe: would run, answered, failed, or not run.
 fn probe_evidence(w: &Work) -> String {
-    match (&w.probe_now, &w.rec.probe) {
+    match (&w.probe_now, w.rec.probe.as_deref()) {
         (Some(why), _) if w.rec.probe.is_none() => {
             format!("would probe ({why:?}); not run (dry run)")
         }
@@ -2480,7 +2481,7 @@ fn tooli_evidence(w: &Work) -> Vec<String> {
         app.attr,
         app.interpreter.display()
     );
-    let converted = match (&w.rec.convert, w.convert_now) {
+    let converted = match (w.rec.convert.as_deref(), w.convert_now) {
         (Some(ProbeRecord::Native { doc, .. }), now) => format!(
             "converted its Tooli manifest (document sha256 {doc}){}",
             if now { "" } else { ", cached" }
@@ -2570,7 +2571,7 @@ fn probe_one(w: &mut Work, data: &std::path::Path, timeout: Duration, child: pro
         return;
     }
     let outcome = probe::probe_agent(&w.exe.path, &w.exe.name, timeout, child);
-    w.rec.probe = Some(record(w, data, outcome, timeout));
+    w.rec.probe = Some(Box::new(record(w, data, outcome, timeout)));
 }
 
 /// Converts one framework app's manifest and records the outcome.
@@ -2580,7 +2581,7 @@ fn convert_one(w: &mut Work, data: &std::path::Path, timeout: Duration, child: p
     };
     let outcome = framework::convert(&app, &w.exe.name, timeout, child);
     let timeout = timeout.max(framework::CONVERT_TIMEOUT_MIN);
-    w.rec.convert = Some(record(w, data, outcome, timeout));
+    w.rec.convert = Some(Box::new(record(w, data, outcome, timeout)));
 }
 
 /// The cache record of a probe's (or conversion's) outcome; a valid document is stored

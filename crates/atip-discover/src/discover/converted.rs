@@ -28,7 +28,10 @@ impl MetadataSource for Converted<'_> {
     }
 
     fn needs_hash(&self, subject: &Subject<'_>) -> bool {
-        matches!(subject.record.convert, Some(ProbeRecord::Native { .. }))
+        matches!(
+            subject.record.convert.as_deref(),
+            Some(ProbeRecord::Native { .. })
+        )
     }
 
     fn offer(&self, subject: &Subject<'_>, out: &mut Vec<Candidate>) {
@@ -36,7 +39,7 @@ impl MetadataSource for Converted<'_> {
             doc,
             warnings,
             trust,
-        }) = &subject.record.convert
+        }) = subject.record.convert.as_deref()
         else {
             return;
         };

@@ -40,15 +40,16 @@ pub enum AppRecord {
     /// Not an app of a framework atip converts (or not looked at: its bytes show an ATIP
     /// sign, so it is probed as a native tool).
     None,
-    /// A Tooli app.
-    Tooli(TooliApp),
+    /// A Tooli app (boxed: every executable's record holds an `AppRecord`, and almost
+    /// none is an app; inline, the app made each record 128 bytes bigger).
+    Tooli(Box<TooliApp>),
 }
 
 impl AppRecord {
     /// The Tooli app, if this is one.
     pub(crate) fn tooli(&self) -> Option<&TooliApp> {
         match self {
-            AppRecord::Tooli(a) => Some(a),
+            AppRecord::Tooli(a) => Some(a.as_ref()),
             AppRecord::None => None,
         }
     }
@@ -118,14 +119,14 @@ pub(crate) fn recognise(follower: &Follower, canonical: &Path, head: &[u8]) -> A
         };
         let fields = Metadata::parse(&meta);
         if fields.requires.iter().any(|r| requires_tooli(r)) {
-            return AppRecord::Tooli(TooliApp {
+            return AppRecord::Tooli(Box::new(TooliApp {
                 interpreter: interpreter.clone(),
                 module,
                 attr,
                 dist,
                 package: fields.name.unwrap_or_default(),
                 version: fields.version.unwrap_or_default(),
-            });
+            }));
         }
     }
     AppRecord::None
@@ -336,14 +337,14 @@ mod tests {
         let got = recognise(&f, &venv.join("bin/notes"), wrapper.as_bytes());
         assert_eq!(
             got,
-            AppRecord::Tooli(TooliApp {
+            AppRecord::Tooli(Box::new(TooliApp {
                 interpreter: venv.join("bin/python"),
                 module: "notes.cli".into(),
                 attr: "main".into(),
                 dist: site.join("notes-1.0.dist-info"),
                 package: "notes".into(),
                 version: "1.0".into(),
-            })
+            }))
         );
         // A package without the requirement in its header, an interpreter found through
         // env, and a file that is no Python wrapper: not apps.

@@ -27,7 +27,10 @@ impl MetadataSource for Native<'_> {
     }
 
     fn needs_hash(&self, subject: &Subject<'_>) -> bool {
-        matches!(subject.record.probe, Some(ProbeRecord::Native { .. }))
+        matches!(
+            subject.record.probe.as_deref(),
+            Some(ProbeRecord::Native { .. })
+        )
     }
 
     fn offer(&self, subject: &Subject<'_>, out: &mut Vec<Candidate>) {
@@ -35,7 +38,7 @@ impl MetadataSource for Native<'_> {
             doc,
             warnings,
             trust,
-        }) = &subject.record.probe
+        }) = subject.record.probe.as_deref()
         else {
             return;
         };
