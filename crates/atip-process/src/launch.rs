@@ -12,7 +12,9 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 
 /// What the child is started with, already resolved by the caller.
@@ -43,6 +45,7 @@ pub(super) struct Started {
 
 /// The environment as `NAME=VALUE` strings, one per name (the last entry wins, as with
 /// `Command::env`), sorted by name.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn env_block(env: &[(OsString, OsString)]) -> Vec<OsString> {
     let mut merged: std::collections::BTreeMap<&OsStr, &OsStr> = Default::default();
     for (name, value) in env {
@@ -395,7 +398,7 @@ mod spawn {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux", target_env = "gnu"))]
 mod tests {
     use super::*;
 
