@@ -165,6 +165,36 @@ impl StatAt {
     }
 }
 
+/// Whether `dir` lies on a file system whose directory times follow its entries (a local
+/// one: ext2/3/4, XFS, Btrfs, tmpfs, F2FS, ZFS, overlayfs), so that an unchanged ctime
+/// means unchanged entries. Network and FUSE file systems may report times of their own
+/// (or none): they, and any file system not named here, answer `false`.
+pub fn keeps_directory_times(dir: &Path) -> bool {
+    /// `f_type` of the file systems named above (linux/magic.h, zfs).
+    const LOCAL: [i64; 7] = [
+        0xEF53,      // ext2/3/4
+        0x5846_5342, // xfs
+        0x9123_683E, // btrfs
+        0x0102_1994, // tmpfs
+        0xF2F5_2010, // f2fs
+        0x2FC1_2FC1, // zfs
+        0x794C_7630, // overlayfs
+    ];
+    let Ok(c) = CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    let mut fs = std::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: `c` is a NUL-terminated path and `fs` a buffer of the type `statfs` fills;
+    // it is read only when the call succeeded.
+    if unsafe { libc::statfs(c.as_ptr(), fs.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    // SAFETY: filled by the successful call above.
+    #[allow(clippy::unnecessary_cast)] // `f_type`'s integer type differs by platform
+    let kind = unsafe { fs.assume_init() }.f_type as i64;
+    LOCAL.contains(&kind)
+}
+
 /// One directory's handle for threads that ask about its files at the same time
 /// (a [`StatAt`] belongs to one thread: it opens handles as it goes). Opened on first
 /// use; a directory that cannot be opened is asked about by whole paths, so errors read
@@ -533,6 +563,16 @@ fn read_link_in(dir: &OwnedFd, name: &OsStr) -> io::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn directory_times_are_trusted_on_local_file_systems_only() {
+        // The test's temporary directory is on a local file system in CI and here;
+        // procfs invents its times.
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(keeps_directory_times(tmp.path()));
+        assert!(!keeps_directory_times(Path::new("/proc/self")));
+        assert!(!keeps_directory_times(Path::new("/no/such/dir")));
+    }
 
     #[test]
     fn agrees_with_std_and_follows_symlinks() {

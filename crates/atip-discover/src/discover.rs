@@ -468,22 +468,36 @@ impl Run<'_> {
     fn examine(&mut self, progress: &dyn Progress) -> Result<Examination, ScanError> {
         let (dirs, opts) = (self.dirs, self.opts);
         let (skip, allow) = filters(dirs, opts)?;
-        // 1. Enumerate: directories, executables, the names of each file; the scan cache
-        // is read and checked on a second thread meanwhile (it does not depend on them).
+        // 1. Enumerate: directories, executables, the names of each file. The scan cache
+        // is read and checked on a second thread while the PATH's directories are
+        // resolved (on a helper thread kept for the process, which the walk's stats use
+        // next); the walk takes the directory listings it kept.
         let threads = self.cpu_pool.jobs;
-        // (On a helper thread kept for the process, which the walk's stats use next.)
+        let now_ns = paths::now_ns();
         let warnings = &mut self.warnings;
-        let ((caches, cache_warning), enumeration) = crate::statat::beside(
-            || Caches::load(dirs, opts),
-            || enumerate(opts, &skip, threads, warnings),
-        );
+        let ((mut caches, cache_warning), (chosen, me)) =
+            crate::statat::beside(|| Caches::load(dirs, opts), || path_dirs(opts, warnings));
+        let remembered = |d: &paths::ScanDir| {
+            caches
+                .old_files
+                .as_ref()
+                .and_then(|f| f.listing(&d.canonical, &d.status))
+        };
+        let listings = paths::Listings {
+            remembered: &remembered,
+            now_ns,
+        };
+        let (chosen_dirs, dir_skips) = chosen;
+        let enumeration = paths::enumerate(chosen_dirs, dir_skips, &me, &skip, threads, &listings);
         let Enumeration {
             dirs: scan_dirs,
             skipped_dirs,
             executables,
             skipped_files,
             aliases,
+            listed,
         } = enumeration;
+        caches.listed = listed;
         self.warnings.extend(cache_warning);
 
         self.phases.done("enumerate and read the cache");
@@ -721,6 +735,8 @@ struct Caches {
     memo: old_index::NextMemo,
     /// Whether that memo is the one `old` held (set before saving).
     same_memo: bool,
+    /// How each scanned directory was listed (in their order; set after enumerating).
+    listed: Vec<paths::Listed>,
 }
 
 impl Caches {
@@ -738,6 +754,7 @@ impl Caches {
             new: Cache::empty(),
             memo: old_index::NextMemo::None,
             same_memo: false,
+            listed: Vec::new(),
         };
         (caches, warning)
     }
@@ -781,17 +798,19 @@ impl Caches {
             mut new,
             memo,
             same_memo,
+            listed,
         } = self;
         new.tools = tool_records;
+        let scanned = (scan_dirs, listed.as_slice());
         if let Some(files) = &old_files
             && same_memo
-            && unchanged_cache(works, &old, files, &new, scan_dirs)
+            && unchanged_cache(works, &old, files, &new, scanned)
         {
             discard(leave, (old, old_files, new));
             return;
         }
         new.registry = old_index.memo_to_save(memo);
-        if let Err(m) = save_scan_cache(dirs, works, old_files.as_ref(), new, scan_dirs) {
+        if let Err(m) = save_scan_cache(dirs, works, old_files.as_ref(), new, scanned) {
             warnings.push(format!("failed to save the scan cache: {m}"));
         }
         discard(leave, (old, old_files));
@@ -1490,7 +1509,7 @@ fn save_scan_cache(
     works: &[Work],
     old_files: Option<&cache::OldFiles>,
     mut new: Cache,
-    scan_dirs: &[paths::ScanDir],
+    (scan_dirs, listed): (&[paths::ScanDir], &[paths::Listed]),
 ) -> Result<bool, atip_base::fileio::CacheError> {
     for w in works {
         if w.unreadable.is_none()
@@ -1503,7 +1522,52 @@ fn save_scan_cache(
     let examined = examined_paths(works);
     let left = old_files.map(|f| f.kept(|p| !examined.contains(p) && kept_elsewhere(p, scan_dirs)));
     new.files.extend(left.into_iter().flatten());
+    new.listings = listings_to_keep(old_files, scan_dirs, listed);
     new.save_unless(&dirs.data, old_files)
+}
+
+/// The directory listings the next scan may use: each scanned directory's listing
+/// (remembered, or read now and calm), and the old ones of directories this scan did not
+/// list that still exist.
+fn listings_to_keep(
+    old_files: Option<&cache::OldFiles>,
+    scan_dirs: &[paths::ScanDir],
+    listed: &[paths::Listed],
+) -> BTreeMap<String, cache::Listing> {
+    let how: HashMap<&str, &paths::Listed> = scan_dirs
+        .iter()
+        .zip(listed)
+        .filter_map(|(d, l)| Some((d.canonical.to_str()?, l)))
+        .collect();
+    let mut kept: BTreeMap<String, cache::Listing> = old_files
+        .map(|f| {
+            f.listings(|dir| match how.get(dir) {
+                Some(l) => **l == paths::Listed::Remembered,
+                None => std::path::Path::new(dir).is_dir(),
+            })
+        })
+        .into_iter()
+        .flatten()
+        .collect();
+    for (d, l) in scan_dirs.iter().zip(listed) {
+        if let (paths::Listed::Read(Some(entries)), Some(k)) = (l, d.canonical.to_str()) {
+            let entries = entries
+                .iter()
+                .map(|(name, link)| {
+                    (
+                        std::os::unix::ffi::OsStrExt::as_bytes(name.as_os_str()).to_vec(),
+                        *link,
+                    )
+                })
+                .collect();
+            let listing = cache::Listing {
+                dir: d.status,
+                entries,
+            };
+            kept.insert(k.to_owned(), listing);
+        }
+    }
+    kept
 }
 
 /// The canonical path of every executable examined (the keys `plan` looked up).
@@ -1532,17 +1596,27 @@ fn unchanged_cache(
     old: &Cache,
     files: &cache::OldFiles,
     new: &Cache,
-    scan_dirs: &[paths::ScanDir],
+    (scan_dirs, listed): (&[paths::ScanDir], &[paths::Listed]),
 ) -> bool {
-    let same = new.tools == old.tools
+    // A listing read now is kept (or, when it may not be, the old one dropped).
+    let same_listings = scan_dirs.iter().zip(listed).all(|(d, l)| match l {
+        paths::Listed::Remembered => true,
+        paths::Listed::Read(None) => d.canonical.to_str().is_none_or(|k| !files.has_listing(k)),
+        paths::Listed::Read(Some(_)) => false,
+    });
+    let same = same_listings
+        && new.tools == old.tools
         && new.shims == old.shims
         && new.docs == old.docs
-        && works.iter().all(|w| {
-            w.unreadable.is_none()
-                && w.exe.canonical.to_str().is_some()
-                && w.from_cache
-                && files.holds(&w.exe.canonical, &w.rec)
-        });
+        && works
+            .iter()
+            .all(|w| w.unreadable.is_none() && w.exe.canonical.to_str().is_some() && w.from_cache)
+        && {
+            let paths: Vec<Option<&str>> = works.iter().map(|w| w.exe.canonical.to_str()).collect();
+            let mut held = 0;
+            files.visit_stored(&paths, |i, a| held += usize::from(*a == works[i].rec));
+            held == works.len()
+        };
     // Every work item took its own record (canonical paths are distinct): the others
     // are records of files this scan did not examine.
     same && (files.len() == works.len() || {
@@ -1987,14 +2061,12 @@ fn composition_key(identity: &str, applied: &[&PatternFile]) -> String {
     sha256_hex(src.as_bytes())
 }
 
-/// Phase 1: the scanned directories and their executables, stat'ed on up to `threads`
-/// threads.
-fn enumerate(
+/// Phase 1's first step: the PATH's directories (and `--allow-dir`s) that are scanned,
+/// those that are not, and the user the scan runs as.
+fn path_dirs(
     opts: &ScanOptions,
-    skip: &globset::GlobSet,
-    threads: usize,
     warnings: &mut Vec<String>,
-) -> Enumeration {
+) -> ((Vec<paths::ScanDir>, Vec<paths::DirSkip>), Identity) {
     let path_value = match &opts.path {
         Some(p) => p.clone(),
         None => opts
@@ -2022,8 +2094,7 @@ fn enumerate(
         allowed: true,
     }));
     let me = Identity::current();
-    let (scan_dirs, skipped_dirs) = paths::resolve_dirs(&specs, &me);
-    paths::enumerate(scan_dirs, skipped_dirs, &me, skip, threads)
+    (paths::resolve_dirs(&specs, &me), me)
 }
 
 /// Phase 2: each executable with what the cache knows of its unchanged file; outcomes
@@ -2036,10 +2107,17 @@ fn plan(
     opts: &ScanOptions,
 ) -> Vec<Work> {
     let timeout_ms = opts.timeout.as_millis() as u64;
+    let mut stored: Vec<Option<FileRecord>> = vec![None; executables.len()];
+    if let Some(files) = old_files {
+        let paths: Vec<Option<&str>> = executables.iter().map(|e| e.canonical.to_str()).collect();
+        files.visit_stored(&paths, |i, a| {
+            stored[i] = cache::decode_if(a, &executables[i].fingerprint);
+        });
+    }
     executables
         .into_iter()
-        .map(|exe| {
-            let cached_rec = old_files.and_then(|f| f.record(&exe.canonical, &exe.fingerprint));
+        .zip(stored)
+        .map(|(exe, cached_rec)| {
             let from_cache = cached_rec.is_some();
             let mut rec = cached_rec.unwrap_or_else(|| FileRecord::new(exe.fingerprint));
             let cached = match rec.probe.as_deref() {

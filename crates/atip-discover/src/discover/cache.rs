@@ -29,10 +29,12 @@ use crate::registry::Source;
 use atip_base::fileio::CacheError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 /// Version of the cache format; a cache of another version is ignored.
-pub const CACHE_VERSION: u32 = 9;
+pub const CACHE_VERSION: u32 = 10;
 
 /// The cache file of versions before 4 (JSON), removed when the binary cache is written.
 const OLD_JSON_FILE: &str = "scan-cache.json";
@@ -67,6 +69,30 @@ pub struct Cache {
     /// `registry.json` as the last scan found it, when it held exactly the entries that
     /// scan sent (see [`RegistryMemo`]).
     pub registry: Option<RegistryMemo>,
+    /// Canonical directory → its entries as a scan listed them (see
+    /// [`super::paths::Listings`] for when they are kept and used). Read in place, like
+    /// `files`.
+    pub listings: BTreeMap<String, Listing>,
+}
+
+/// A scanned directory's entries, valid while the directory keeps the status they were
+/// read under.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
+pub struct Listing {
+    /// The directory's status before it was listed.
+    pub dir: Fingerprint,
+    /// Its entries that could be run (see `paths::dir_entries`), in name order: each
+    /// name's bytes and whether it is a symlink.
+    pub entries: Vec<(Vec<u8>, bool)>,
 }
 
 /// What `registry.json` held when a scan last read it and found nothing to change: its
@@ -317,23 +343,86 @@ pub struct OldFiles(Owned<Cache>);
 impl OldFiles {
     /// The record of `canonical`, decoded, if its fingerprint is still `fp` (a record of
     /// another fingerprint describes another file).
+    #[cfg(test)]
     pub(crate) fn record(&self, canonical: &Path, fp: &Fingerprint) -> Option<FileRecord> {
-        let a = self.0.get().files.get(canonical.to_str()?)?;
-        let f = &a.fp;
-        let same = f.dev.to_native() == fp.dev
-            && f.ino.to_native() == fp.ino
-            && f.size.to_native() == fp.size
-            && f.mtime_ns.to_native() == fp.mtime_ns
-            && f.ctime_ns.to_native() == fp.ctime_ns;
-        same.then(|| rkyv::deserialize::<FileRecord, rkyv::rancor::Error>(a).ok())?
+        decode_if(self.0.get().files.get(canonical.to_str()?)?, fp)
     }
 
-    /// Whether the record stored for `canonical` is `rec`, compared in place.
+    /// Calls `f` with the index in `paths` and the stored record of each path that has
+    /// one (`None`: a path that is not UTF-8, never stored). One in-order pass over the
+    /// records instead of a B-tree descent per path: paths share long prefixes, so each
+    /// descent's dozen comparisons were a warm rescan's main user-space cost. Paths come
+    /// directory by directory, each in name order, so sorting them merges a few runs.
+    pub(crate) fn visit_stored(
+        &self,
+        paths: &[Option<&str>],
+        mut f: impl FnMut(usize, &ArchivedFileRecord),
+    ) {
+        let mut order: Vec<usize> = (0..paths.len()).filter(|&i| paths[i].is_some()).collect();
+        order.sort_by(|&a, &b| paths[a].cmp(&paths[b]));
+        let mut next = order.into_iter().peekable();
+        self.0.get().files.visit(|key, rec| {
+            let key = key.as_str();
+            while let Some(&i) = next.peek() {
+                match paths[i].unwrap_or_default().cmp(key) {
+                    std::cmp::Ordering::Less => {}
+                    std::cmp::Ordering::Equal => f(i, rec),
+                    std::cmp::Ordering::Greater => break,
+                }
+                next.next();
+            }
+            if next.peek().is_some() {
+                std::ops::ControlFlow::Continue(())
+            } else {
+                std::ops::ControlFlow::Break(())
+            }
+        });
+    }
+
+    /// Whether the record stored for `canonical` is `rec`, compared in place (as the
+    /// scan does, through [`OldFiles::visit_stored`]).
+    #[cfg(test)]
     pub(crate) fn holds(&self, canonical: &Path, rec: &FileRecord) -> bool {
-        canonical
-            .to_str()
-            .and_then(|k| self.0.get().files.get(k))
-            .is_some_and(|a| a == rec)
+        let mut held = false;
+        self.visit_stored(&[canonical.to_str()], |_, a| held = a == rec);
+        held
+    }
+
+    /// The entries kept for the directory `dir` (canonical), if it still has the status
+    /// `now` they were read under.
+    pub(crate) fn listing(&self, dir: &Path, now: &Fingerprint) -> Option<Vec<(OsString, bool)>> {
+        let kept = self.0.get().listings.get(dir.to_str()?)?;
+        let f = &kept.dir;
+        let same = f.dev.to_native() == now.dev
+            && f.ino.to_native() == now.ino
+            && f.size.to_native() == now.size
+            && f.mtime_ns.to_native() == now.mtime_ns
+            && f.ctime_ns.to_native() == now.ctime_ns;
+        same.then(|| {
+            kept.entries
+                .iter()
+                .map(|e| (OsString::from_vec(e.0.to_vec()), e.1))
+                .collect()
+        })
+    }
+
+    /// The listings kept for the directories `keep` accepts, decoded.
+    pub(crate) fn listings(&self, mut keep: impl FnMut(&str) -> bool) -> Vec<(String, Listing)> {
+        let mut out = Vec::new();
+        self.0.get().listings.visit(|k, v| {
+            if keep(k.as_str())
+                && let Ok(l) = rkyv::deserialize::<Listing, rkyv::rancor::Error>(v)
+            {
+                out.push((k.as_str().to_owned(), l));
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        out
+    }
+
+    /// Whether a listing is kept for the directory `dir` (canonical).
+    pub(crate) fn has_listing(&self, dir: &str) -> bool {
+        self.0.get().listings.contains_key(dir)
     }
 
     /// How many records it holds.
@@ -369,6 +458,18 @@ impl OldFiles {
             })
             .is_none()
     }
+}
+
+/// `a` decoded, if its fingerprint is still `fp` (a record of another fingerprint
+/// describes another file).
+pub(crate) fn decode_if(a: &ArchivedFileRecord, fp: &Fingerprint) -> Option<FileRecord> {
+    let f = &a.fp;
+    let same = f.dev.to_native() == fp.dev
+        && f.ino.to_native() == fp.ino
+        && f.size.to_native() == fp.size
+        && f.mtime_ns.to_native() == fp.mtime_ns
+        && f.ctime_ns.to_native() == fp.ctime_ns;
+    same.then(|| rkyv::deserialize::<FileRecord, rkyv::rancor::Error>(a).ok())?
 }
 
 /// The stored raw native answer with this sha256 hex.
@@ -488,6 +589,7 @@ fn open(bytes: crate::archive::Shared) -> Result<Option<(Cache, OldFiles)>, Arch
         tools: rkyv::deserialize::<_, rkyv::rancor::Error>(&a.tools).map_err(de)?,
         docs: rkyv::deserialize::<_, rkyv::rancor::Error>(&a.docs).map_err(de)?,
         registry: rkyv::deserialize::<_, rkyv::rancor::Error>(&a.registry).map_err(de)?,
+        listings: BTreeMap::new(),
     };
     Ok(Some((cache, OldFiles(owned))))
 }
@@ -624,6 +726,53 @@ mod tests {
     #[test]
     fn a_record_keeps_its_rare_parts_out_of_line() {
         assert!(std::mem::size_of::<FileRecord>() <= 128);
+    }
+
+    #[test]
+    fn records_are_found_for_paths_in_any_order_in_one_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = sample();
+        for (i, p) in ["/a/x", "/a/y", "/b/x", "/opt/z/long/name"]
+            .iter()
+            .enumerate()
+        {
+            c.files
+                .insert((*p).into(), FileRecord::new(fp(100 + i as u64)));
+        }
+        c.save_unless(dir.path(), None).unwrap();
+        let files = Cache::load(dir.path()).files.unwrap();
+        // Out of order, with paths the cache lacks (before, between and after its keys)
+        // and one that is not UTF-8.
+        let paths = [
+            Some("/opt/z/long/name"),
+            Some("/0"),
+            Some("/b/x"),
+            None,
+            Some("/a/x"),
+            Some("/a/xx"),
+            Some("/zzz"),
+            Some("/a/y"),
+        ];
+        let mut found = vec![None; paths.len()];
+        files.visit_stored(&paths, |i, a| found[i] = Some(a.fp.ino.to_native()));
+        let want = [
+            Some(103),
+            None,
+            Some(102),
+            None,
+            Some(100),
+            None,
+            None,
+            Some(101),
+        ];
+        assert_eq!(found, want);
+        // Each found in place is what a look-up by key finds.
+        for (p, w) in paths.iter().zip(want) {
+            let by_key = p
+                .and_then(|p| files.0.get().files.get(p))
+                .map(|a| a.fp.ino.to_native());
+            assert_eq!(by_key, w, "{p:?}");
+        }
     }
 
     #[test]

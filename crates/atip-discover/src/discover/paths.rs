@@ -168,6 +168,8 @@ pub struct ScanDir {
     pub given: PathBuf,
     /// Its canonical form (symlinks resolved); executables are recorded under it.
     pub canonical: PathBuf,
+    /// Its status when the scan decided to scan it, before listing it.
+    pub status: Fingerprint,
 }
 
 /// Why an executable (or a file that looked like one) was not considered.
@@ -229,6 +231,70 @@ pub struct Enumeration {
     /// each is a name an agent can type, so each is registered, sharing what is known of
     /// the file.
     pub aliases: Vec<Alias>,
+    /// How each of [`Enumeration::dirs`] was listed, in the same order.
+    pub listed: Vec<Listed>,
+}
+
+/// A directory entry that could be run: its name and whether it is a symlink.
+pub type DirName = (OsString, bool);
+
+/// How a scanned directory's entries were found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listed {
+    /// As a previous scan read them ([`Listings::remembered`]): the directory's status
+    /// is the one they were read under.
+    Remembered,
+    /// Read now; with a copy of them when a later scan may use it (see
+    /// [`Listings::rememberable`]).
+    Read(Option<Vec<DirName>>),
+}
+
+/// Directory listings a previous scan kept, and when they may be kept.
+///
+/// Listing a big directory is a warm rescan's second cost after the stats (ext4 sorts a
+/// hashed directory's names for each listing: ~0.5 ms per 1,000 entries). Adding,
+/// removing or renaming an entry changes the directory's ctime, which no user can set,
+/// so a listing read under a status (device, inode, size, mtime and ctime in ns) holds
+/// while the directory still has that status. Two limits keep that sound:
+/// - a listing is kept only when the directory's ctime was at least [`CALM_NS`] older
+///   than the start of the scan that read it: a change made after that scan's stat is
+///   stamped later than it (the kernel's clock is coarse, but by milliseconds, not a
+///   second), so it cannot leave the ctime as recorded;
+/// - only on file systems whose directory times follow their entries
+///   ([`atip_base::statat::keeps_directory_times`]): not network or FUSE ones, which
+///   may report times of their own.
+pub struct Listings<'a> {
+    /// The entries a previous scan kept for a directory, when its status is still the
+    /// one they were read under.
+    pub remembered: &'a dyn Fn(&ScanDir) -> Option<Vec<DirName>>,
+    /// The scan's start, in ns since the epoch (taken before any directory's stat).
+    pub now_ns: i128,
+}
+
+/// The current time in ns since the epoch ([`Listings::now_ns`]).
+pub fn now_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
+}
+
+/// How long a directory must have been unchanged (ctime) before a listing of it is kept.
+pub const CALM_NS: i128 = 1_000_000_000;
+
+impl Listings<'_> {
+    /// No listing remembered, none kept.
+    pub fn none() -> Listings<'static> {
+        Listings {
+            remembered: &|_| None,
+            now_ns: i128::MIN,
+        }
+    }
+
+    /// Whether a listing of `dir` read now may be used by a later scan.
+    pub fn rememberable(&self, dir: &ScanDir) -> bool {
+        dir.status.ctime_ns < self.now_ns.saturating_sub(CALM_NS)
+            && atip_base::statat::keeps_directory_times(&dir.canonical)
+    }
 }
 
 /// Another name of an executable already listed.
@@ -325,79 +391,66 @@ pub(crate) fn resolve_dirs(specs: &[DirEntrySpec], me: &Identity) -> (Vec<ScanDi
     let mut skipped = Vec::new();
     for spec in specs {
         let given = PathBuf::from(&spec.path);
-        let shown = given.display().to_string();
-        let skip = |reason, detail: String| DirSkip {
-            path: shown.clone(),
-            reason,
-            detail,
-        };
-        if spec.path.is_empty() {
-            skipped.push(skip(
-                DirSkipReason::Empty,
-                "an empty PATH entry means the current directory".into(),
-            ));
-            continue;
+        match choose_dir(spec, &given, me, &dirs) {
+            Ok((canonical, status)) => dirs.push(ScanDir {
+                given,
+                canonical,
+                status,
+            }),
+            Err((reason, detail)) => skipped.push(DirSkip {
+                path: given.display().to_string(),
+                reason,
+                detail,
+            }),
         }
-        if !given.is_absolute() {
-            skipped.push(skip(
-                DirSkipReason::Relative,
-                "relative entries depend on the working directory".into(),
-            ));
-            continue;
-        }
-        let canonical = match fs::canonicalize(&given) {
-            Ok(c) => c,
-            Err(e) => {
-                skipped.push(skip(DirSkipReason::Missing, e.to_string()));
-                continue;
-            }
-        };
-        let md = match fs::metadata(&canonical) {
-            Ok(md) => md,
-            Err(e) => {
-                skipped.push(skip(DirSkipReason::Missing, e.to_string()));
-                continue;
-            }
-        };
-        if !md.is_dir() {
-            skipped.push(skip(DirSkipReason::NotADirectory, String::new()));
-            continue;
-        }
-        if md.mode() & 0o002 != 0 {
-            skipped.push(skip(
-                DirSkipReason::WorldWritable,
-                format!(
-                    "mode {:o}: anyone may add programs here",
-                    md.mode() & 0o7777
-                ),
-            ));
-            continue;
-        }
-        if !spec.allowed && md.uid() != 0 && md.uid() != me.uid {
-            skipped.push(skip(
-                DirSkipReason::ForeignOwner,
-                format!(
-                    "owned by uid {}; pass --allow-dir {} to trust it",
-                    md.uid(),
-                    shown
-                ),
-            ));
-            continue;
-        }
-        if let Some(first) = dirs.iter().find(|d| d.canonical == canonical) {
-            skipped.push(skip(
-                DirSkipReason::Duplicate,
-                format!(
-                    "same directory as {} ({})",
-                    first.given.display(),
-                    canonical.display()
-                ),
-            ));
-            continue;
-        }
-        dirs.push(ScanDir { given, canonical });
     }
     (dirs, skipped)
+}
+
+/// One PATH entry (`given`, from `spec`): its canonical path and status when it is
+/// scanned after those `chosen` before it, else why not.
+fn choose_dir(
+    spec: &DirEntrySpec,
+    given: &Path,
+    me: &Identity,
+    chosen: &[ScanDir],
+) -> Result<(PathBuf, Fingerprint), (DirSkipReason, String)> {
+    if spec.path.is_empty() {
+        let detail = "an empty PATH entry means the current directory";
+        return Err((DirSkipReason::Empty, detail.into()));
+    }
+    if !given.is_absolute() {
+        let detail = "relative entries depend on the working directory";
+        return Err((DirSkipReason::Relative, detail.into()));
+    }
+    let missing = |e: std::io::Error| (DirSkipReason::Missing, e.to_string());
+    let canonical = fs::canonicalize(given).map_err(missing)?;
+    let md = fs::metadata(&canonical).map_err(missing)?;
+    if !md.is_dir() {
+        return Err((DirSkipReason::NotADirectory, String::new()));
+    }
+    if md.mode() & 0o002 != 0 {
+        let mode = md.mode() & 0o7777;
+        let detail = format!("mode {mode:o}: anyone may add programs here");
+        return Err((DirSkipReason::WorldWritable, detail));
+    }
+    if !spec.allowed && md.uid() != 0 && md.uid() != me.uid {
+        let detail = format!(
+            "owned by uid {}; pass --allow-dir {} to trust it",
+            md.uid(),
+            given.display()
+        );
+        return Err((DirSkipReason::ForeignOwner, detail));
+    }
+    if let Some(first) = chosen.iter().find(|d| d.canonical == canonical) {
+        let detail = format!(
+            "same directory as {} ({})",
+            first.given.display(),
+            canonical.display()
+        );
+        return Err((DirSkipReason::Duplicate, detail));
+    }
+    Ok((canonical, Fingerprint::of(&md)))
 }
 
 /// Entries per thread below which [`enumerate`] stats on the calling thread alone: a
@@ -417,14 +470,32 @@ const MIN_LINK_PART: usize = 64;
 /// The stats (and the links followed to each symlinked executable's file) are taken on
 /// up to `threads` threads, each with its own [`StatAt`]; the rules above are applied on
 /// one thread in PATH order, so the result does not depend on the number of threads.
+///
+/// A directory is listed again unless `listings` remembers it.
 pub(crate) fn enumerate(
     dirs: Vec<ScanDir>,
     skipped_dirs: Vec<DirSkip>,
     me: &Identity,
     skip: &globset::GlobSet,
     threads: usize,
+    listings: &Listings,
 ) -> Enumeration {
-    enumerate_in_parts(dirs, skipped_dirs, me, skip, threads, MIN_PART).0
+    let walk = WalkSettings {
+        me,
+        skip,
+        listings,
+        min_part: MIN_PART,
+    };
+    enumerate_in_parts(dirs, skipped_dirs, &walk, threads).0
+}
+
+/// What [`enumerate`] is given besides the directories.
+struct WalkSettings<'a> {
+    me: &'a Identity,
+    skip: &'a globset::GlobSet,
+    listings: &'a Listings<'a>,
+    /// Entries per thread at least (see [`MIN_PART`]).
+    min_part: usize,
 }
 
 /// [`enumerate`], with parts of at least `min_part` entries per thread; `true` when a
@@ -432,18 +503,19 @@ pub(crate) fn enumerate(
 fn enumerate_in_parts(
     dirs: Vec<ScanDir>,
     skipped_dirs: Vec<DirSkip>,
-    me: &Identity,
-    skip: &globset::GlobSet,
+    settings: &WalkSettings,
     threads: usize,
-    min_part: usize,
 ) -> (Enumeration, bool) {
+    let WalkSettings {
+        me, skip, min_part, ..
+    } = *settings;
     let given_skips = skipped_dirs.len();
     let retry = (threads > 1).then(|| dirs.clone());
     let mut out = Enumeration {
         skipped_dirs,
         ..Enumeration::default()
     };
-    let (kept, entries) = list_dirs(dirs, &mut out.skipped_dirs);
+    let (kept, entries, listed) = list_dirs(dirs, &mut out.skipped_dirs, settings.listings);
     // Each entry's status, when it is a file this user may run (a dangling symlink or
     // a vanished file is not: a shell would not run it either).
     let runnable = in_parts(&entries, threads, min_part, StatAt::new, |stat, e| {
@@ -479,21 +551,35 @@ fn enumerate_in_parts(
         let mut skipped_dirs = out.skipped_dirs;
         skipped_dirs.truncate(given_skips);
         let dirs = retry.unwrap_or_default();
-        let again = enumerate_in_parts(dirs, skipped_dirs, me, skip, 1, min_part);
+        let again = enumerate_in_parts(dirs, skipped_dirs, settings, 1);
         return (again.0, true);
     }
     out.dirs = kept;
+    out.listed = listed;
     (out, false)
 }
 
-/// Lists `dirs` in order: those listed, and each one's entries (with its index among
-/// them); an unreadable one goes to `skipped`.
-fn list_dirs(dirs: Vec<ScanDir>, skipped: &mut Vec<DirSkip>) -> (Vec<ScanDir>, Vec<Entry>) {
+/// Lists `dirs` in order (or takes what `listings` remembers of them): those listed,
+/// each one's entries (with its index among them), and how each was listed; an
+/// unreadable one goes to `skipped`.
+fn list_dirs(
+    dirs: Vec<ScanDir>,
+    skipped: &mut Vec<DirSkip>,
+    listings: &Listings,
+) -> (Vec<ScanDir>, Vec<Entry>, Vec<Listed>) {
     let mut kept = Vec::new();
     let mut entries = Vec::new();
+    let mut how = Vec::new();
     for dir in dirs {
-        match dir_entries(&dir.canonical) {
-            Ok(listed) => {
+        let found = match (listings.remembered)(&dir) {
+            Some(names) => Ok((names, Listed::Remembered)),
+            None => dir_entries(&dir.canonical).map(|names| {
+                let copy = listings.rememberable(&dir).then(|| names.clone());
+                (names, Listed::Read(copy))
+            }),
+        };
+        match found {
+            Ok((listed, listed_how)) => {
                 let d = kept.len();
                 let listed = listed.into_iter().map(|(name, is_link)| Entry {
                     dir: d,
@@ -502,6 +588,7 @@ fn list_dirs(dirs: Vec<ScanDir>, skipped: &mut Vec<DirSkip>) -> (Vec<ScanDir>, V
                 });
                 entries.extend(listed);
                 kept.push(dir);
+                how.push(listed_how);
             }
             Err(e) => skipped.push(DirSkip {
                 path: dir.given.display().to_string(),
@@ -510,7 +597,7 @@ fn list_dirs(dirs: Vec<ScanDir>, skipped: &mut Vec<DirSkip>) -> (Vec<ScanDir>, V
             }),
         }
     }
-    (kept, entries)
+    (kept, entries, how)
 }
 
 /// Sets the canonical path of each of the `wanted` executables (symlinks), found on up
@@ -799,7 +886,8 @@ mod tests {
         let specs = vec![spec(a.to_str().unwrap()), spec(b.to_str().unwrap())];
         let me = Identity::current();
         let (dirs, skipped) = resolve_dirs(&specs, &me);
-        let e = enumerate(dirs, skipped, &me, &globset::GlobSet::empty(), 1);
+        let none = Listings::none();
+        let e = enumerate(dirs, skipped, &me, &globset::GlobSet::empty(), 1, &none);
         let got: Vec<(String, PathBuf)> = e
             .executables
             .iter()
@@ -833,6 +921,79 @@ mod tests {
         assert_eq!(e.aliases[0].path, b.join("alias"));
     }
 
+    /// The entries a scan read of the directories it listed (its copies).
+    fn copies(e: &Enumeration) -> Vec<Option<Vec<(OsString, bool)>>> {
+        e.listed
+            .iter()
+            .map(|l| match l {
+                Listed::Read(copy) => copy.clone(),
+                Listed::Remembered => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_listing_is_remembered_only_while_its_directory_is_unchanged() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("bin");
+        fs::create_dir(&dir).unwrap();
+        let add = |name: &str| {
+            let p = dir.join(name);
+            fs::write(&p, "#!/bin/sh\n").unwrap();
+            fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        add("one");
+        let me = Identity::current();
+        let specs = [spec(dir.to_str().unwrap())];
+        let names = |e: &Enumeration| -> Vec<String> {
+            e.executables.iter().map(|x| x.name.clone()).collect()
+        };
+        let now_ns = |later_s: i128| {
+            let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+            t.unwrap().as_nanos() as i128 + later_s * 1_000_000_000
+        };
+        let run = |listings: &Listings| {
+            let (dirs, skipped) = resolve_dirs(&specs, &me);
+            enumerate(dirs, skipped, &me, &globset::GlobSet::empty(), 1, listings)
+        };
+        // Changed just now: read, and not kept (a change within the clock's grain could
+        // leave its ctime as it is).
+        let fresh = run(&Listings {
+            remembered: &|_| None,
+            now_ns: now_ns(0),
+        });
+        assert_eq!(fresh.listed, vec![Listed::Read(None)]);
+        // Calm (as seen from two seconds on): read, and a copy kept.
+        let calm = run(&Listings {
+            remembered: &|_| None,
+            now_ns: now_ns(2),
+        });
+        let kept = copies(&calm)
+            .pop()
+            .flatten()
+            .expect("a copy of the listing");
+        assert_eq!(kept, vec![(OsString::from("one"), false)]);
+        let status = calm.dirs[0].status;
+        // The copy, given while the directory keeps that status, is used as the listing:
+        // a name only the copy holds is enumerated (it was not listed again).
+        let mut stale = kept.clone();
+        stale.push((OsString::from("two"), false));
+        let memo = |d: &ScanDir| (d.status == status).then(|| stale.clone());
+        let later = Listings {
+            remembered: &memo,
+            now_ns: now_ns(2),
+        };
+        let remembered = run(&later);
+        assert_eq!(remembered.listed, vec![Listed::Remembered]);
+        // ("two" is not a file: its stat fails, so it is left out like a vanished file.)
+        assert_eq!(names(&remembered), vec!["one"]);
+        // A new entry changes the directory's status: it is listed again.
+        add("three");
+        let relisted = run(&later);
+        assert!(matches!(relisted.listed[0], Listed::Read(Some(_))));
+        assert_eq!(names(&relisted), vec!["one", "three"]);
+    }
+
     /// The PATH directories of [`split_fixture`], in order.
     const SPLIT_DIRS: [&str; 5] = ["a", "b", "a", "gone", "c"];
 
@@ -850,7 +1011,13 @@ mod tests {
         let specs = SPLIT_DIRS.map(|d| spec(root.join(d).to_str().unwrap()));
         let (scan_dirs, skipped) = resolve_dirs(&specs, &me);
         fs::remove_dir(root.join("gone")).unwrap();
-        let e = enumerate_in_parts(scan_dirs, skipped, &me, &skip_glob(), threads, min_part);
+        let settings = WalkSettings {
+            me: &me,
+            skip: &skip_glob(),
+            listings: &Listings::none(),
+            min_part,
+        };
+        let e = enumerate_in_parts(scan_dirs, skipped, &settings, threads);
         fs::create_dir(root.join("gone")).unwrap();
         e
     }
