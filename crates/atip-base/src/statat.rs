@@ -409,9 +409,13 @@ impl Helpers {
                 drop(st);
                 // Jobs catch their own panics (`beside`, `in_parts`).
                 job();
+                // The job is marked done under the state's lock, which this helper then
+                // holds until it counts itself idle (or takes the next job): a lender
+                // woken by the mark that lends again at once finds it idle instead of
+                // starting another thread.
+                st = lock(&self.state);
                 *lock(&done.flag) = true;
                 done.cv.notify_all();
-                st = lock(&self.state);
                 continue;
             }
             st.idle += 1;
@@ -677,6 +681,33 @@ mod tests {
             cpus(),
             std::thread::available_parallelism().ok().map(|n| n.get())
         );
+    }
+
+    #[test]
+    fn a_helper_that_just_ran_a_job_is_found_idle_by_the_next_lend() {
+        let _serial = lock(&SERIAL);
+        two_parts();
+        let started = lock(&helpers().state).started;
+        for _ in 0..50 {
+            // `a` runs on a helper (`b` waits until it has begun); the lender, woken
+            // when `a` is done, lends again at once.
+            let begun = (Mutex::new(false), Condvar::new());
+            let a = || {
+                *lock(&begun.0) = true;
+                begun.1.notify_all();
+            };
+            let b = || {
+                let wait = std::time::Duration::from_secs(10);
+                let g = begun.1.wait_timeout_while(lock(&begun.0), wait, |b| !*b);
+                assert!(
+                    *g.unwrap_or_else(PoisonError::into_inner).0,
+                    "a helper took `a`"
+                );
+            };
+            beside(a, b);
+            beside(|| (), || ());
+        }
+        assert_eq!(lock(&helpers().state).started, started, "no new thread");
     }
 
     #[test]
