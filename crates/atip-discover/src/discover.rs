@@ -268,7 +268,7 @@ struct Work {
     /// A framework app the user has not allowed to convert (counted, hinted).
     app_waiting: bool,
     /// `plan` took the record from the scan cache: while every such record is still the
-    /// one stored there (compared in place, [`cache::OldFiles::holds`]), the cache need
+    /// one stored there (compared in place, [`cache::OldFiles::visit_stored`]), the cache need
     /// not be encoded again to compare. (A kept copy of each record cost a rescan an
     /// allocation, a clone and a free per executable.)
     from_cache: bool,
