@@ -1550,19 +1550,11 @@ fn listings_to_keep(
         .flatten()
         .collect();
     for (d, l) in scan_dirs.iter().zip(listed) {
-        if let (paths::Listed::Read(Some(entries)), Some(k)) = (l, d.canonical.to_str()) {
-            let entries = entries
-                .iter()
-                .map(|(name, link)| {
-                    (
-                        std::os::unix::ffi::OsStrExt::as_bytes(name.as_os_str()).to_vec(),
-                        *link,
-                    )
-                })
-                .collect();
+        if let (paths::Listed::Read(Some(packed)), Some(k)) = (l, d.canonical.to_str()) {
             let listing = cache::Listing {
                 dir: d.status,
-                entries,
+                names: packed.bytes.clone(),
+                links: packed.links.clone(),
             };
             kept.insert(k.to_owned(), listing);
         }
@@ -2107,17 +2099,20 @@ fn plan(
     opts: &ScanOptions,
 ) -> Vec<Work> {
     let timeout_ms = opts.timeout.as_millis() as u64;
-    let mut stored: Vec<Option<FileRecord>> = vec![None; executables.len()];
+    // (Only with a cache to take them from: a cold scan allocates no table of them.)
+    let mut stored: Vec<Option<FileRecord>> = Vec::new();
     if let Some(files) = old_files {
+        stored.resize(executables.len(), None);
         let paths: Vec<Option<&str>> = executables.iter().map(|e| e.canonical.to_str()).collect();
         files.visit_stored(&paths, |i, a| {
             stored[i] = cache::decode_if(a, &executables[i].fingerprint);
         });
     }
+    let mut stored = stored.into_iter();
     executables
         .into_iter()
-        .zip(stored)
-        .map(|(exe, cached_rec)| {
+        .map(|exe| {
+            let cached_rec = stored.next().flatten();
             let from_cache = cached_rec.is_some();
             let mut rec = cached_rec.unwrap_or_else(|| FileRecord::new(exe.fingerprint));
             let cached = match rec.probe.as_deref() {

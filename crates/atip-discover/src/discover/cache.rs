@@ -30,7 +30,6 @@ use atip_base::fileio::CacheError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 /// Version of the cache format; a cache of another version is ignored.
@@ -90,9 +89,11 @@ pub struct Cache {
 pub struct Listing {
     /// The directory's status before it was listed.
     pub dir: Fingerprint,
-    /// Its entries that could be run (see `paths::dir_entries`), in name order: each
-    /// name's bytes and whether it is a symlink.
-    pub entries: Vec<(Vec<u8>, bool)>,
+    /// Its entries that could be run (see `paths::dir_entries`), in name order, packed
+    /// ([`super::paths::PackedNames`]): each name's bytes followed by a NUL.
+    pub names: Vec<u8>,
+    /// Whether each is a symlink.
+    pub links: Vec<bool>,
 }
 
 /// What `registry.json` held when a scan last read it and found nothing to change: its
@@ -398,12 +399,8 @@ impl OldFiles {
             && f.size.to_native() == now.size
             && f.mtime_ns.to_native() == now.mtime_ns
             && f.ctime_ns.to_native() == now.ctime_ns;
-        same.then(|| {
-            kept.entries
-                .iter()
-                .map(|e| (OsString::from_vec(e.0.to_vec()), e.1))
-                .collect()
-        })
+        let links = kept.links.iter().copied();
+        same.then(|| super::paths::PackedNames::unpack(&kept.names, links))?
     }
 
     /// The listings kept for the directories `keep` accepts, decoded.

@@ -11,7 +11,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
@@ -238,6 +238,50 @@ pub struct Enumeration {
 /// A directory entry that could be run: its name and whether it is a symlink.
 pub type DirName = (OsString, bool);
 
+/// Directory entries packed for keeping: each name's bytes followed by a NUL (no file
+/// name holds one), and per entry whether it is a symlink. One buffer instead of an
+/// allocation per name: a scan holds the copy from its listing to its end.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PackedNames {
+    /// The names, each ended by a NUL.
+    pub bytes: Vec<u8>,
+    /// Whether each is a symlink.
+    pub links: Vec<bool>,
+}
+
+impl PackedNames {
+    /// `entries`, packed.
+    pub fn pack(entries: &[DirName]) -> PackedNames {
+        let mut bytes = Vec::with_capacity(entries.iter().map(|e| e.0.len() + 1).sum());
+        for (name, _) in entries {
+            bytes.extend_from_slice(name.as_bytes());
+            bytes.push(0);
+        }
+        let links = entries.iter().map(|e| e.1).collect();
+        PackedNames { bytes, links }
+    }
+
+    /// The entries of packed `bytes` and `links` (`None` when they do not match: not
+    /// one NUL-ended name per link).
+    pub fn unpack(
+        bytes: &[u8],
+        links: impl ExactSizeIterator<Item = bool>,
+    ) -> Option<Vec<DirName>> {
+        let names = bytes.strip_suffix(&[0]).map(|b| b.split(|&c| c == 0));
+        let count = links.len();
+        let out: Vec<DirName> = match names {
+            Some(names) => names
+                .zip(links)
+                .map(|(n, link)| (OsString::from_vec(n.to_vec()), link))
+                .collect(),
+            None => Vec::new(),
+        };
+        let whole = out.len() == count && (count > 0 || bytes.is_empty());
+        let every_name = out.len() == bytes.iter().filter(|&&c| c == 0).count();
+        (whole && every_name).then_some(out)
+    }
+}
+
 /// How a scanned directory's entries were found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Listed {
@@ -246,7 +290,7 @@ pub enum Listed {
     Remembered,
     /// Read now; with a copy of them when a later scan may use it (see
     /// [`Listings::rememberable`]).
-    Read(Option<Vec<DirName>>),
+    Read(Option<PackedNames>),
 }
 
 /// Directory listings a previous scan kept, and when they may be kept.
@@ -574,7 +618,9 @@ fn list_dirs(
         let found = match (listings.remembered)(&dir) {
             Some(names) => Ok((names, Listed::Remembered)),
             None => dir_entries(&dir.canonical).map(|names| {
-                let copy = listings.rememberable(&dir).then(|| names.clone());
+                let copy = listings
+                    .rememberable(&dir)
+                    .then(|| PackedNames::pack(&names));
                 (names, Listed::Read(copy))
             }),
         };
@@ -926,10 +972,35 @@ mod tests {
         e.listed
             .iter()
             .map(|l| match l {
-                Listed::Read(copy) => copy.clone(),
+                Listed::Read(copy) => copy
+                    .as_ref()
+                    .map(|c| PackedNames::unpack(&c.bytes, c.links.iter().copied()).unwrap()),
                 Listed::Remembered => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn packed_names_unpack_to_what_was_packed_and_refuse_a_mismatch() {
+        let names: Vec<DirName> = vec![
+            (OsString::from("a"), false),
+            (OsString::from_vec(vec![b'x', 0xff]), true),
+            (OsString::from("long-name.sh"), false),
+        ];
+        let p = PackedNames::pack(&names);
+        assert_eq!(p.bytes, b"a\0x\xff\0long-name.sh\0");
+        let back = PackedNames::unpack(&p.bytes, p.links.iter().copied());
+        assert_eq!(back.as_ref(), Some(&names));
+        let none = PackedNames::pack(&[]);
+        assert_eq!(
+            PackedNames::unpack(&none.bytes, none.links.iter().copied()),
+            Some(vec![])
+        );
+        // A link flag too many or too few, or an unended name: not a listing.
+        assert_eq!(PackedNames::unpack(&p.bytes, [false; 2].into_iter()), None);
+        assert_eq!(PackedNames::unpack(&p.bytes, [false; 4].into_iter()), None);
+        assert_eq!(PackedNames::unpack(b"a\0b", [false; 2].into_iter()), None);
+        assert_eq!(PackedNames::unpack(b"", [false; 1].into_iter()), None);
     }
 
     #[test]
