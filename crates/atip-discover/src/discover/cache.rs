@@ -33,7 +33,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// Version of the cache format; a cache of another version is ignored.
-pub const CACHE_VERSION: u32 = 10;
+pub const CACHE_VERSION: u32 = 11;
 
 /// The cache file of versions before 4 (JSON), removed when the binary cache is written.
 const OLD_JSON_FILE: &str = "scan-cache.json";
