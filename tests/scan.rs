@@ -1221,3 +1221,34 @@ fn builtin_shims_register_shipped_tools_and_lose_to_every_other_layer() {
     assert!(reg["tools"].get("tar").is_none(), "{reg}");
     assert_eq!(env.log(), "");
 }
+
+/// A directory unchanged for a while is listed once: the next scan takes its entries from
+/// the scan cache (spec/scan.md §4). The repository's own fixture directory has been
+/// unchanged since the checkout; a fresh directory is never kept (its ctime is too recent
+/// to vouch for), so it is listed every time.
+#[test]
+fn a_calm_directory_is_listed_once_and_a_fresh_one_every_time() {
+    let env = Env::new();
+    env.tool("bin1/real", "real", "1.0.0");
+    let calm = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp");
+    let path = format!("{}:{}", calm.display(), env.p("bin1").display());
+    let kept = |n| format!("{n} of 2 directory listing(s) taken from the scan cache");
+    let local = atip::statat::keeps_directory_times(&calm);
+    // (The fixtures are MCP servers: skipped by name, they are still listed.)
+    for (round, want) in [(1, 0), (2, usize::from(local)), (3, usize::from(local))] {
+        let out = env.run(&["-v", "--output", "json", "--skip", "*.py", "--path", &path]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&kept(want)), "scan {round}: {}", show(&out));
+        assert!(env.registry()["tools"]["real"].is_object(), "scan {round}");
+    }
+    // A file added to the fresh directory is found at once.
+    env.tool("bin1/added", "added", "1.0.0");
+    let out = env.run(&["-v", "--output", "json", "--skip", "*.py", "--path", &path]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        env.registry()["tools"]["added"].is_object(),
+        "{}",
+        show(&out)
+    );
+}

@@ -497,6 +497,12 @@ impl Run<'_> {
             aliases,
             listed,
         } = enumeration;
+        let kept = listed.iter().filter(|l| **l == paths::Listed::Remembered);
+        log::debug!(
+            "scan: {} of {} directory listing(s) taken from the scan cache",
+            kept.count(),
+            listed.len()
+        );
         caches.listed = listed;
         self.warnings.extend(cache_warning);
 
