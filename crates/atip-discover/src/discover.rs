@@ -774,12 +774,13 @@ impl Caches {
     ) -> BTreeMap<String, ToolRecord> {
         // Sorted once here (the cache keeps them in order), not by an ordered insert per
         // name while resolving.
-        self.new.docs = std::mem::take(&mut resolved.docs).into_iter().collect();
+        self.new.docs = last_of_each(std::mem::take(&mut resolved.docs));
         self.memo = std::mem::take(&mut resolved.registry_memo);
         self.same_memo = old_index.memo_unchanged(&self.memo);
-        std::mem::take(&mut resolved.tool_records)
-            .into_iter()
-            .collect()
+        let mut records = std::mem::take(&mut resolved.tool_records);
+        // Each name once (resolve meets each name once): no order among equals to keep.
+        records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        records.into_iter().collect()
     }
 
     /// Phase 8: saves the scan cache (never in a dry run; `leave`: see [`left_to_exit`]); a
@@ -1319,6 +1320,21 @@ fn registry_file_key(file: &str) -> Option<[u8; 64]> {
     registry_file_name(file).then(|| file.as_bytes()[..64].try_into().ok())?
 }
 
+/// Each registered name's winning candidate and the pattern files merged into its
+/// document, in resolve order (each name once).
+#[derive(Default)]
+struct Winners<'p>(Vec<(String, Candidate, Vec<&'p PatternFile>)>);
+
+impl<'p> Winners<'p> {
+    /// Each winner by its name: made only when a commit found names stale (another
+    /// writer changed the registry meanwhile).
+    fn by_name(&self) -> HashMap<&str, (&Candidate, &[&'p PatternFile])> {
+        let each = self.0.iter();
+        each.map(|(n, w, applied)| (n.as_str(), (w, applied.as_slice())))
+            .collect()
+    }
+}
+
 /// What phase 6 decided for every name.
 #[derive(Default)]
 struct Resolved<'p> {
@@ -1330,14 +1346,20 @@ struct Resolved<'p> {
     tool_reports: Vec<ToolReport>,
     /// Probes and conversions that failed, and documents that could not be made.
     failed: Vec<FailedTool>,
-    /// What the scan cache remembers as sent, per name (a fast hash while resolving:
-    /// sorted once for the cache).
-    tool_records: foldhash::HashMap<String, ToolRecord>,
+    /// What the scan cache remembers as sent, per name, in resolve order (each name
+    /// once: sorted once for the cache). A list, not a hash table: a warm rescan fills
+    /// it with every name, and a table sized for them all is written all over (a page
+    /// fault per page), a list only as far as it is filled.
+    tool_records: Vec<(String, ToolRecord)>,
     /// Each name's winning candidate and the pattern files merged in (an unchanged
-    /// name's is composed only if the registry changed under the commit).
-    winners: foldhash::HashMap<String, (Candidate, Vec<&'p PatternFile>)>,
-    /// Names whose document must be composed and sent.
-    fresh: foldhash::HashSet<String>,
+    /// name's is composed only if the registry changed under the commit), in resolve
+    /// order: found by name through `fresh`, or by [`Winners::find`] for the rare names
+    /// a commit finds stale. A list for the same reason as `tool_records` (a candidate
+    /// is a few hundred bytes).
+    winners: Winners<'p>,
+    /// Names whose document must be composed and sent, with their winner's place in
+    /// `winners` (none on a warm rescan).
+    fresh: foldhash::HashMap<String, usize>,
     /// Names kept from the previous scan because the source that gave them failed.
     kept: Vec<String>,
     /// `--explain`'s answer, when its name was met.
@@ -1349,8 +1371,11 @@ struct Resolved<'p> {
     /// When the fresh documents were checked (set by `compose_fresh`).
     now: String,
     /// Registry metadata files known intact this scan, with their fingerprint: the scan
-    /// cache's memo for the next scan (see [`Previous::intact`]).
-    docs: foldhash::HashMap<String, paths::Fingerprint>,
+    /// cache's memo for the next scan (see [`Previous::intact`]). In the order learnt,
+    /// a file again for each name that shares it and again when the commit rewrote it:
+    /// the last word on a file is its entry ([`Caches::remember`]). A list for the
+    /// reason `tool_records` is one.
+    docs: Vec<(String, paths::Fingerprint)>,
     /// What the registry holds after this scan, for the next one (set by `send`).
     registry_memo: old_index::NextMemo,
 }
@@ -1372,8 +1397,8 @@ impl Resolved<'_> {
             .found
             .par_iter()
             .map(|f| {
-                fresh.contains(&f.name).then(|| {
-                    let (winner, applied) = &winners[&f.name];
+                fresh.get(&f.name).map(|&i| {
+                    let (_, winner, applied) = &winners.0[i];
                     compose(winner, applied, judged)
                 })
             })
@@ -1404,8 +1429,8 @@ impl Resolved<'_> {
         }
         self.found.retain(|f| !dropped.contains(&f.name));
         self.tool_reports.retain(|t| !dropped.contains(&t.name));
-        for n in &dropped {
-            self.tool_records.remove(n);
+        if !dropped.is_empty() {
+            self.tool_records.retain(|(n, _)| !dropped.contains(n));
         }
     }
 
@@ -1468,11 +1493,11 @@ impl Resolved<'_> {
                     diagnostics: Vec::new(),
                 });
             }
-            self.tool_records.remove(&r.name);
+            self.tool_records.retain(|(n, _)| *n != r.name);
         }
         for n in &commit.stale {
             self.tool_reports.retain(|t| t.name != *n);
-            self.tool_records.remove(n);
+            self.tool_records.retain(|(t, _)| t != n);
             warnings.push(format!(
                 "{n}: the registry changed under this scan; run `atip scan` again"
             ));
@@ -1500,7 +1525,7 @@ impl Resolved<'_> {
                 && md.is_file()
             {
                 self.docs
-                    .insert(file.to_owned(), paths::Fingerprint::of(&md));
+                    .push((file.to_owned(), paths::Fingerprint::of(&md)));
             }
         }
     }
@@ -1903,7 +1928,7 @@ impl<'p> Resolved<'p> {
     /// each, copied at every growth).
     fn for_names(names: usize) -> Self {
         let mut out = Resolved::default();
-        out.winners.reserve(names);
+        out.winners.0.reserve(names);
         out.found.reserve(names);
         out.tool_reports.reserve(names);
         out.tool_records.reserve(names);
@@ -1917,7 +1942,7 @@ impl<'p> Resolved<'p> {
     fn keep(&mut self, name: &str, entry: &registry::Entry, why: &str, previous: &Previous<'_>) {
         self.kept.push(name.to_owned());
         if let Some(r) = previous.cache.tools.get(name) {
-            self.tool_records.insert(name.to_owned(), r.clone());
+            self.tool_records.push((name.to_owned(), r.clone()));
         }
         self.tool_reports.push(ToolReport {
             name: name.to_owned(),
@@ -2003,11 +2028,11 @@ impl<'p> Resolved<'p> {
             fingerprint: Some(w.exe.fingerprint.into()),
             meta: FoundMeta::Unchanged,
         });
-        self.tool_records.insert(name.to_owned(), record);
+        self.tool_records.push((name.to_owned(), record));
         if !unchanged {
-            self.fresh.insert(name.to_owned());
+            self.fresh.insert(name.to_owned(), self.winners.0.len());
         }
-        self.winners.insert(name.to_owned(), (winner, applied));
+        self.winners.0.push((name.to_owned(), winner, applied));
     }
 }
 
@@ -2019,7 +2044,7 @@ impl Previous<'_> {
         &self,
         name: &str,
         record: &ToolRecord,
-        checked: &mut foldhash::HashMap<String, paths::Fingerprint>,
+        checked: &mut Vec<(String, paths::Fingerprint)>,
     ) -> bool {
         self.index
             .entry_file(name, record)
@@ -2027,21 +2052,30 @@ impl Previous<'_> {
     }
 
     /// Whether the metadata file `file` (under `tools/`) is intact
-    /// ([`StoredDocs::intact`]); if so it goes into `checked` with its fingerprint.
-    fn intact(
-        &self,
-        file: &str,
-        checked: &mut foldhash::HashMap<String, paths::Fingerprint>,
-    ) -> bool {
-        if checked.contains_key(file) {
-            return true;
-        }
+    /// ([`StoredDocs::intact`], which judges each file once per scan); if so it goes
+    /// into `checked` with its fingerprint.
+    fn intact(&self, file: &str, checked: &mut Vec<(String, paths::Fingerprint)>) -> bool {
         let Some(fp) = self.stored.intact(file) else {
             return false;
         };
-        checked.insert(file.to_owned(), fp);
+        checked.push((file.to_owned(), fp));
         true
     }
+}
+
+/// `pairs` as a map, the last pair of each key winning (as inserting them in order
+/// would), sorted once instead of inserted one by one.
+fn last_of_each<V>(mut pairs: Vec<(String, V)>) -> BTreeMap<String, V> {
+    // Stable: a key's pairs stay in the order given, so the last is the latest.
+    pairs.sort_by(|a, b| a.0.cmp(&b.0));
+    pairs.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            std::mem::swap(later, kept);
+        }
+        same
+    });
+    pairs.into_iter().collect()
 }
 
 /// The composition key of a winner and the pattern files merged into its document: the
@@ -2363,7 +2397,7 @@ fn evidence_class(w: &Work) -> &'static str {
 fn commit(
     dirs: &Dirs,
     update: &mut Update,
-    winners: &foldhash::HashMap<String, (Candidate, Vec<&PatternFile>)>,
+    winners: &Winners<'_>,
     now: &str,
     opts: &ScanOptions,
 ) -> Result<(registry::CommitReport, Vec<String>), ScanError> {
@@ -2378,8 +2412,9 @@ fn commit(
         return Ok((commit, stored));
     }
     let stale: HashSet<String> = commit.stale.iter().cloned().collect();
+    let winners = winners.by_name();
     for f in update.found.iter_mut().filter(|f| stale.contains(&f.name)) {
-        if let Some((winner, applied)) = winners.get(&f.name)
+        if let Some((winner, applied)) = winners.get(f.name.as_str())
             && let Ok((document, summary)) = compose(winner, applied, &Judged::new())
         {
             f.meta = FoundMeta::Fresh {
@@ -2766,6 +2801,54 @@ mod tests {
             patterns: Vec::new(),
             doc: doc.into(),
         }
+    }
+
+    /// The metadata files learnt while resolving and after the commit become the
+    /// cache's map as inserting them in order would make it: a file met again (a name
+    /// sharing it, or rewritten by the commit) keeps its latest fingerprint.
+    #[test]
+    fn the_last_pair_of_each_key_wins() {
+        let pairs = vec![
+            ("b.json".to_owned(), 1),
+            ("a.json".to_owned(), 2),
+            ("b.json".to_owned(), 3),
+            ("c.json".to_owned(), 4),
+            ("b.json".to_owned(), 5),
+            ("a.json".to_owned(), 6),
+        ];
+        let mut inserted = BTreeMap::new();
+        for (k, v) in pairs.clone() {
+            inserted.insert(k, v);
+        }
+        assert_eq!(last_of_each(pairs), inserted);
+        assert_eq!(inserted["b.json"], 5);
+        assert!(last_of_each::<u8>(Vec::new()).is_empty());
+    }
+
+    /// A stale name's winner is found by its name in the resolve-order list.
+    #[test]
+    fn winners_are_found_by_name() {
+        let candidate = |id: &str| Candidate {
+            source: Source::Shim,
+            by_hash: false,
+            doc: source::Doc::Bytes(Arc::from(&b"{}"[..])),
+            identity: id.to_owned(),
+            trust: "community".into(),
+            origin: None,
+            shim_registry: None,
+            warnings: Vec::new(),
+            vouch: None,
+        };
+        let p = pattern("/p.json", "{}");
+        let winners = Winners(vec![
+            ("a".into(), candidate("shim:a"), Vec::new()),
+            ("b".into(), candidate("shim:b"), vec![&p]),
+        ]);
+        let by_name = winners.by_name();
+        assert_eq!(by_name.len(), 2);
+        assert_eq!(by_name["b"].0.identity, "shim:b");
+        assert_eq!(by_name["b"].1.len(), 1);
+        assert!(by_name["a"].1.is_empty() && !by_name.contains_key("c"));
     }
 
     #[test]
