@@ -468,27 +468,15 @@ impl Run<'_> {
     fn examine(&mut self, progress: &dyn Progress) -> Result<Examination, ScanError> {
         let (dirs, opts) = (self.dirs, self.opts);
         let (skip, allow) = filters(dirs, opts)?;
-        // 1. Enumerate: directories, executables, the names of each file. The scan cache
-        // is read and checked on a second thread while the PATH's directories are
-        // resolved (on a helper thread kept for the process, which the walk's stats use
-        // next); the walk takes the directory listings it kept.
+        // 1. Enumerate: directories, executables, the names of each file, taking the
+        // directory listings the last scan kept; the scan cache is read and checked on a
+        // second thread meanwhile (a helper kept for the process).
         let threads = self.cpu_pool.jobs;
-        let now_ns = paths::now_ns();
         let warnings = &mut self.warnings;
-        let ((mut caches, cache_warning), (chosen, me)) =
-            crate::statat::beside(|| Caches::load(dirs, opts), || path_dirs(opts, warnings));
-        let remembered = |d: &paths::ScanDir| {
-            caches
-                .old_files
-                .as_ref()
-                .and_then(|f| f.listing(&d.canonical, &d.status))
-        };
-        let listings = paths::Listings {
-            remembered: &remembered,
-            now_ns,
-        };
-        let (chosen_dirs, dir_skips) = chosen;
-        let enumeration = paths::enumerate(chosen_dirs, dir_skips, &me, &skip, threads, &listings);
+        let ((mut caches, cache_warning), (enumeration, old_listings)) = crate::statat::beside(
+            || Caches::load(dirs, opts),
+            || enumerate(dirs, opts, &skip, threads, warnings),
+        );
         let Enumeration {
             dirs: scan_dirs,
             skipped_dirs,
@@ -504,6 +492,7 @@ impl Run<'_> {
             listed.len()
         );
         caches.listed = listed;
+        caches.old_listings = old_listings;
         self.warnings.extend(cache_warning);
 
         self.phases.done("enumerate and read the cache");
@@ -743,6 +732,8 @@ struct Caches {
     same_memo: bool,
     /// How each scanned directory was listed (in their order; set after enumerating).
     listed: Vec<paths::Listed>,
+    /// The directory listings the last scan kept (set after enumerating).
+    old_listings: Option<cache::OldListings>,
 }
 
 impl Caches {
@@ -761,6 +752,7 @@ impl Caches {
             memo: old_index::NextMemo::None,
             same_memo: false,
             listed: Vec::new(),
+            old_listings: None,
         };
         (caches, warning)
     }
@@ -806,18 +798,23 @@ impl Caches {
             memo,
             same_memo,
             listed,
+            old_listings,
         } = self;
+        if let Some(kept) = listings_to_keep(old_listings.as_ref(), scan_dirs, &listed)
+            && let Err(m) = cache::save_listings(&dirs.data, kept)
+        {
+            warnings.push(format!("failed to save the directory listings: {m}"));
+        }
         new.tools = tool_records;
-        let scanned = (scan_dirs, listed.as_slice());
         if let Some(files) = &old_files
             && same_memo
-            && unchanged_cache(works, &old, files, &new, scanned)
+            && unchanged_cache(works, &old, files, &new, scan_dirs)
         {
             discard(leave, (old, old_files, new));
             return;
         }
         new.registry = old_index.memo_to_save(memo);
-        if let Err(m) = save_scan_cache(dirs, works, old_files.as_ref(), new, scanned) {
+        if let Err(m) = save_scan_cache(dirs, works, old_files.as_ref(), new, scan_dirs) {
             warnings.push(format!("failed to save the scan cache: {m}"));
         }
         discard(leave, (old, old_files));
@@ -1540,7 +1537,7 @@ fn save_scan_cache(
     works: &[Work],
     old_files: Option<&cache::OldFiles>,
     mut new: Cache,
-    (scan_dirs, listed): (&[paths::ScanDir], &[paths::Listed]),
+    scan_dirs: &[paths::ScanDir],
 ) -> Result<bool, atip_base::fileio::CacheError> {
     for w in works {
         if w.unreadable.is_none()
@@ -1553,26 +1550,38 @@ fn save_scan_cache(
     let examined = examined_paths(works);
     let left = old_files.map(|f| f.kept(|p| !examined.contains(p) && kept_elsewhere(p, scan_dirs)));
     new.files.extend(left.into_iter().flatten());
-    new.listings = listings_to_keep(old_files, scan_dirs, listed);
     new.save_unless(&dirs.data, old_files)
 }
 
-/// The directory listings the next scan may use: each scanned directory's listing
-/// (remembered, or read now and calm), and the old ones of directories this scan did not
-/// list that still exist.
+/// The directory listings the next scan may use, when they are not those kept: each
+/// scanned directory's listing (remembered, or read now and calm), and the old ones of
+/// directories this scan did not list that still exist. `None` when nothing changed:
+/// every scanned directory's listing was remembered, or read now and neither kept nor
+/// replacing a kept one.
 fn listings_to_keep(
-    old_files: Option<&cache::OldFiles>,
+    old: Option<&cache::OldListings>,
     scan_dirs: &[paths::ScanDir],
     listed: &[paths::Listed],
-) -> BTreeMap<String, cache::Listing> {
+) -> Option<BTreeMap<String, cache::Listing>> {
+    let unchanged = scan_dirs.iter().zip(listed).all(|(d, l)| match l {
+        paths::Listed::Remembered => true,
+        paths::Listed::Read(None) => d
+            .canonical
+            .to_str()
+            .is_none_or(|k| old.is_none_or(|o| !o.has_listing(k))),
+        paths::Listed::Read(Some(_)) => false,
+    });
+    if unchanged {
+        return None;
+    }
     let how: HashMap<&str, &paths::Listed> = scan_dirs
         .iter()
         .zip(listed)
         .filter_map(|(d, l)| Some((d.canonical.to_str()?, l)))
         .collect();
-    let mut kept: BTreeMap<String, cache::Listing> = old_files
-        .map(|f| {
-            f.listings(|dir| match how.get(dir) {
+    let mut kept: BTreeMap<String, cache::Listing> = old
+        .map(|o| {
+            o.listings(|dir| match how.get(dir) {
                 Some(l) => **l == paths::Listed::Remembered,
                 None => std::path::Path::new(dir).is_dir(),
             })
@@ -1590,7 +1599,7 @@ fn listings_to_keep(
             kept.insert(k.to_owned(), listing);
         }
     }
-    kept
+    Some(kept)
 }
 
 /// The canonical path of every executable examined (the keys `plan` looked up).
@@ -1619,16 +1628,9 @@ fn unchanged_cache(
     old: &Cache,
     files: &cache::OldFiles,
     new: &Cache,
-    (scan_dirs, listed): (&[paths::ScanDir], &[paths::Listed]),
+    scan_dirs: &[paths::ScanDir],
 ) -> bool {
-    // A listing read now is kept (or, when it may not be, the old one dropped).
-    let same_listings = scan_dirs.iter().zip(listed).all(|(d, l)| match l {
-        paths::Listed::Remembered => true,
-        paths::Listed::Read(None) => d.canonical.to_str().is_none_or(|k| !files.has_listing(k)),
-        paths::Listed::Read(Some(_)) => false,
-    });
-    let same = same_listings
-        && new.tools == old.tools
+    let same = new.tools == old.tools
         && new.shims == old.shims
         && new.docs == old.docs
         && works
@@ -2093,12 +2095,38 @@ fn composition_key(identity: &str, applied: &[&PatternFile]) -> String {
     sha256_hex(src.as_bytes())
 }
 
-/// Phase 1's first step: the PATH's directories (and `--allow-dir`s) that are scanned,
-/// those that are not, and the user the scan runs as.
-fn path_dirs(
+/// Phase 1: the scanned directories (the PATH's and `--allow-dir`s, in order) and their
+/// executables, stat'ed on up to `threads` threads, each directory's entries taken from
+/// the listings the last scan kept while they hold (returned, for the next save).
+fn enumerate(
+    dirs: &Dirs,
     opts: &ScanOptions,
+    skip: &globset::GlobSet,
+    threads: usize,
     warnings: &mut Vec<String>,
-) -> ((Vec<paths::ScanDir>, Vec<paths::DirSkip>), Identity) {
+) -> (Enumeration, Option<cache::OldListings>) {
+    let now_ns = paths::now_ns();
+    let old = if opts.refresh {
+        None
+    } else {
+        cache::OldListings::load(&dirs.data)
+    };
+    let remembered = |d: &paths::ScanDir| {
+        old.as_ref()
+            .and_then(|o| o.listing(&d.canonical, &d.status))
+    };
+    let listings = paths::Listings {
+        remembered: &remembered,
+        now_ns,
+    };
+    let me = Identity::current();
+    let (chosen, skipped) = paths::resolve_dirs(&path_specs(opts, warnings), &me);
+    let enumeration = paths::enumerate(chosen, skipped, &me, skip, threads, &listings);
+    (enumeration, old)
+}
+
+/// The PATH's entries (or `--path`'s) and the `--allow-dir`s, in order.
+fn path_specs(opts: &ScanOptions, warnings: &mut Vec<String>) -> Vec<DirEntrySpec> {
     let path_value = match &opts.path {
         Some(p) => p.clone(),
         None => opts
@@ -2125,8 +2153,7 @@ fn path_dirs(
         path: d.clone().into_os_string(),
         allowed: true,
     }));
-    let me = Identity::current();
-    (paths::resolve_dirs(&specs, &me), me)
+    specs
 }
 
 /// Phase 2: each executable with what the cache knows of its unchanged file; outcomes

@@ -33,7 +33,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// Version of the cache format; a cache of another version is ignored.
-pub const CACHE_VERSION: u32 = 11;
+pub const CACHE_VERSION: u32 = 12;
 
 /// The cache file of versions before 4 (JSON), removed when the binary cache is written.
 const OLD_JSON_FILE: &str = "scan-cache.json";
@@ -68,10 +68,86 @@ pub struct Cache {
     /// `registry.json` as the last scan found it, when it held exactly the entries that
     /// scan sent (see [`RegistryMemo`]).
     pub registry: Option<RegistryMemo>,
-    /// Canonical directory → its entries as a scan listed them (see
-    /// [`super::paths::Listings`] for when they are kept and used). Read in place, like
-    /// `files`.
-    pub listings: BTreeMap<String, Listing>,
+}
+
+/// `<data-dir>/cache/listings.bin`: canonical directory → its entries as a scan listed
+/// them (see [`super::paths::Listings`] for when they are kept and used). A file of its
+/// own, small and read before the PATH is walked, so that the scan cache (validated
+/// whole: ~2 ms for a big PATH's) is read beside the walk, not before it. Same framing
+/// as the scan cache (an rkyv archive and its CRC-32); anything unusable is ignored.
+#[derive(Debug, Clone, Default, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct ListingsFile {
+    /// Always [`CACHE_VERSION`].
+    pub version: u32,
+    /// Canonical directory → its listing.
+    pub dirs: BTreeMap<String, Listing>,
+}
+
+/// The file name of [`ListingsFile`] in the cache dir.
+const LISTINGS_FILE: &str = "listings.bin";
+
+/// The listings a previous scan kept, read in place.
+pub struct OldListings(Owned<ListingsFile>);
+
+impl OldListings {
+    /// The kept listings of `data`'s cache dir; `None` when there are none usable
+    /// (missing, damaged, another version: the directories are simply listed).
+    pub(crate) fn load(data: &Path) -> Option<OldListings> {
+        let bytes = crate::archive::map_file(&cache_dir(data).join(LISTINGS_FILE)).ok()?;
+        let len = crate::archive::strip_crc((*bytes).as_ref()).ok()?.len();
+        let owned = Owned::<ListingsFile>::in_shared(bytes, 0..len).ok()?;
+        (owned.get().version.to_native() == CACHE_VERSION).then_some(OldListings(owned))
+    }
+
+    /// The entries kept for the directory `dir` (canonical), if it still has the status
+    /// `now` they were read under.
+    pub(crate) fn listing(&self, dir: &Path, now: &Fingerprint) -> Option<Vec<(OsString, bool)>> {
+        let kept = self.0.get().dirs.get(dir.to_str()?)?;
+        let f = &kept.dir;
+        let same = f.dev.to_native() == now.dev
+            && f.ino.to_native() == now.ino
+            && f.size.to_native() == now.size
+            && f.mtime_ns.to_native() == now.mtime_ns
+            && f.ctime_ns.to_native() == now.ctime_ns;
+        let links = kept.links.iter().copied();
+        same.then(|| super::paths::PackedNames::unpack(&kept.names, links))?
+    }
+
+    /// The listings kept for the directories `keep` accepts, decoded.
+    pub(crate) fn listings(&self, mut keep: impl FnMut(&str) -> bool) -> Vec<(String, Listing)> {
+        let mut out = Vec::new();
+        self.0.get().dirs.visit(|k, v| {
+            if keep(k.as_str())
+                && let Ok(l) = rkyv::deserialize::<Listing, rkyv::rancor::Error>(v)
+            {
+                out.push((k.as_str().to_owned(), l));
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        out
+    }
+
+    /// Whether a listing is kept for the directory `dir` (canonical).
+    pub(crate) fn has_listing(&self, dir: &str) -> bool {
+        self.0.get().dirs.contains_key(dir)
+    }
+}
+
+/// Replaces the kept listings by `dirs` (atomically, like every cache file).
+pub(crate) fn save_listings(
+    data: &Path,
+    dirs: BTreeMap<String, Listing>,
+) -> Result<(), CacheError> {
+    let file = ListingsFile {
+        version: CACHE_VERSION,
+        dirs,
+    };
+    let mut bytes = rkyv::to_bytes::<rkyv::rancor::Error>(&file).map_err(CacheError::Encode)?;
+    let crc = crc32fast::hash(&bytes).to_le_bytes();
+    bytes.extend_from_slice(&crc);
+    let dir = cache_dir(data);
+    std::fs::create_dir_all(&dir).map_err(CacheError::create_dir(&dir))?;
+    replace_file(&dir.join(LISTINGS_FILE), &bytes)
 }
 
 /// A scanned directory's entries, valid while the directory keeps the status they were
@@ -389,39 +465,6 @@ impl OldFiles {
         held
     }
 
-    /// The entries kept for the directory `dir` (canonical), if it still has the status
-    /// `now` they were read under.
-    pub(crate) fn listing(&self, dir: &Path, now: &Fingerprint) -> Option<Vec<(OsString, bool)>> {
-        let kept = self.0.get().listings.get(dir.to_str()?)?;
-        let f = &kept.dir;
-        let same = f.dev.to_native() == now.dev
-            && f.ino.to_native() == now.ino
-            && f.size.to_native() == now.size
-            && f.mtime_ns.to_native() == now.mtime_ns
-            && f.ctime_ns.to_native() == now.ctime_ns;
-        let links = kept.links.iter().copied();
-        same.then(|| super::paths::PackedNames::unpack(&kept.names, links))?
-    }
-
-    /// The listings kept for the directories `keep` accepts, decoded.
-    pub(crate) fn listings(&self, mut keep: impl FnMut(&str) -> bool) -> Vec<(String, Listing)> {
-        let mut out = Vec::new();
-        self.0.get().listings.visit(|k, v| {
-            if keep(k.as_str())
-                && let Ok(l) = rkyv::deserialize::<Listing, rkyv::rancor::Error>(v)
-            {
-                out.push((k.as_str().to_owned(), l));
-            }
-            std::ops::ControlFlow::<()>::Continue(())
-        });
-        out
-    }
-
-    /// Whether a listing is kept for the directory `dir` (canonical).
-    pub(crate) fn has_listing(&self, dir: &str) -> bool {
-        self.0.get().listings.contains_key(dir)
-    }
-
     /// How many records it holds.
     pub(crate) fn len(&self) -> usize {
         self.0.get().files.len()
@@ -586,7 +629,6 @@ fn open(bytes: crate::archive::Shared) -> Result<Option<(Cache, OldFiles)>, Arch
         tools: rkyv::deserialize::<_, rkyv::rancor::Error>(&a.tools).map_err(de)?,
         docs: rkyv::deserialize::<_, rkyv::rancor::Error>(&a.docs).map_err(de)?,
         registry: rkyv::deserialize::<_, rkyv::rancor::Error>(&a.registry).map_err(de)?,
-        listings: BTreeMap::new(),
     };
     Ok(Some((cache, OldFiles(owned))))
 }
