@@ -768,6 +768,43 @@ mod tests {
     }
 
     #[test]
+    fn kept_listings_hold_while_the_status_does_and_a_damaged_file_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path();
+        assert!(OldListings::load(data).is_none(), "none kept yet");
+        let packed = super::super::paths::PackedNames::pack(&[
+            (OsString::from("a"), false),
+            (OsString::from("b"), true),
+        ]);
+        let listing = Listing {
+            dir: fp(3),
+            names: packed.bytes,
+            links: packed.links,
+        };
+        let dirs = BTreeMap::from([("/bin".to_string(), listing)]);
+        save_listings(data, dirs).unwrap();
+        let kept = OldListings::load(data).expect("kept listings");
+        let want = vec![(OsString::from("a"), false), (OsString::from("b"), true)];
+        assert_eq!(kept.listing(Path::new("/bin"), &fp(3)), Some(want));
+        assert_eq!(
+            kept.listing(Path::new("/bin"), &fp(4)),
+            None,
+            "another status"
+        );
+        assert_eq!(kept.listing(Path::new("/usr/bin"), &fp(3)), None);
+        assert!(kept.has_listing("/bin") && !kept.has_listing("/usr/bin"));
+        drop(kept);
+        // One flipped byte fails the checksum; a truncated file too: both are ignored.
+        let file = cache_dir(data).join(LISTINGS_FILE);
+        let mut bytes = std::fs::read(&file).unwrap();
+        bytes[4] ^= 1;
+        std::fs::write(&file, &bytes).unwrap();
+        assert!(OldListings::load(data).is_none());
+        std::fs::write(&file, &bytes[..bytes.len() / 2]).unwrap();
+        assert!(OldListings::load(data).is_none());
+    }
+
+    #[test]
     fn records_are_found_for_paths_in_any_order_in_one_pass() {
         let dir = tempfile::tempdir().unwrap();
         let mut c = sample();
