@@ -1350,7 +1350,7 @@ struct Resolved<'p> {
     tool_records: Vec<(String, ToolRecord)>,
     /// Each name's winning candidate and the pattern files merged in (an unchanged
     /// name's is composed only if the registry changed under the commit), in resolve
-    /// order: found by name through `fresh`, or by [`Winners::find`] for the rare names
+    /// order: found by name through `fresh`, or by [`Winners::by_name`] for the rare names
     /// a commit finds stale. A list for the same reason as `tool_records` (a candidate
     /// is a few hundred bytes).
     winners: Winners<'p>,
