@@ -103,28 +103,13 @@ impl OldListings {
     /// `now` they were read under.
     pub(crate) fn listing(&self, dir: &Path, now: &Fingerprint) -> Option<Vec<(OsString, bool)>> {
         let kept = self.0.get().dirs.get(dir.to_str()?)?;
-        let f = &kept.dir;
-        let same = f.dev.to_native() == now.dev
-            && f.ino.to_native() == now.ino
-            && f.size.to_native() == now.size
-            && f.mtime_ns.to_native() == now.mtime_ns
-            && f.ctime_ns.to_native() == now.ctime_ns;
         let links = kept.links.iter().copied();
-        same.then(|| super::paths::PackedNames::unpack(&kept.names, links))?
+        (kept.dir == *now).then(|| super::paths::PackedNames::unpack(&kept.names, links))?
     }
 
     /// The listings kept for the directories `keep` accepts, decoded.
-    pub(crate) fn listings(&self, mut keep: impl FnMut(&str) -> bool) -> Vec<(String, Listing)> {
-        let mut out = Vec::new();
-        self.0.get().dirs.visit(|k, v| {
-            if keep(k.as_str())
-                && let Ok(l) = rkyv::deserialize::<Listing, rkyv::rancor::Error>(v)
-            {
-                out.push((k.as_str().to_owned(), l));
-            }
-            std::ops::ControlFlow::<()>::Continue(())
-        });
-        out
+    pub(crate) fn listings(&self, keep: impl FnMut(&str) -> bool) -> Vec<(String, Listing)> {
+        decode_kept(&self.0.get().dirs, keep)
     }
 
     /// Whether a listing is kept for the directory `dir` (canonical).
@@ -471,17 +456,8 @@ impl OldFiles {
     }
 
     /// The records whose path `keep` accepts, decoded.
-    pub(crate) fn kept(&self, mut keep: impl FnMut(&str) -> bool) -> Vec<(String, FileRecord)> {
-        let mut out = Vec::new();
-        self.0.get().files.visit(|k, v| {
-            if keep(k.as_str())
-                && let Ok(r) = rkyv::deserialize::<FileRecord, rkyv::rancor::Error>(v)
-            {
-                out.push((k.as_str().to_owned(), r));
-            }
-            std::ops::ControlFlow::<()>::Continue(())
-        });
-        out
+    pub(crate) fn kept(&self, keep: impl FnMut(&str) -> bool) -> Vec<(String, FileRecord)> {
+        decode_kept(&self.0.get().files, keep)
     }
 
     /// Whether `keep` accepts the path of every record.
@@ -503,13 +479,29 @@ impl OldFiles {
 /// `a` decoded, if its fingerprint is still `fp` (a record of another fingerprint
 /// describes another file).
 pub(crate) fn decode_if(a: &ArchivedFileRecord, fp: &Fingerprint) -> Option<FileRecord> {
-    let f = &a.fp;
-    let same = f.dev.to_native() == fp.dev
-        && f.ino.to_native() == fp.ino
-        && f.size.to_native() == fp.size
-        && f.mtime_ns.to_native() == fp.mtime_ns
-        && f.ctime_ns.to_native() == fp.ctime_ns;
-    same.then(|| rkyv::deserialize::<FileRecord, rkyv::rancor::Error>(a).ok())?
+    (a.fp == *fp).then(|| rkyv::deserialize::<FileRecord, rkyv::rancor::Error>(a).ok())?
+}
+
+/// The entries of an archived map (of the scan cache or the listings file) whose key
+/// `keep` accepts, decoded; an entry that does not decode is left out.
+fn decode_kept<V>(
+    map: &rkyv::Archived<BTreeMap<String, V>>,
+    mut keep: impl FnMut(&str) -> bool,
+) -> Vec<(String, V)>
+where
+    V: rkyv::Archive,
+    V::Archived: rkyv::Deserialize<V, rkyv::api::high::HighDeserializer<rkyv::rancor::Error>>,
+{
+    let mut out = Vec::new();
+    map.visit(|k, v| {
+        if keep(k.as_str())
+            && let Ok(decoded) = rkyv::deserialize::<V, rkyv::rancor::Error>(v)
+        {
+            out.push((k.as_str().to_owned(), decoded));
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    out
 }
 
 /// The stored raw native answer with this sha256 hex.
