@@ -326,7 +326,8 @@ pub fn now_ns() -> i128 {
 pub const CALM_NS: i128 = 1_000_000_000;
 
 impl Listings<'_> {
-    /// No listing remembered, none kept.
+    /// No listing remembered, none kept (for tests of the walk alone).
+    #[cfg(test)]
     pub fn none() -> Listings<'static> {
         Listings {
             remembered: &|_| None,
