@@ -143,6 +143,42 @@ impl ArchivedStored {
     }
 }
 
+/// Finds names in a list sorted by name when they are asked mostly in ascending runs
+/// (a warm rescan asks for each PATH directory's names in order): each search starts
+/// where the last one ended and gallops forward, so a run of names costs a few
+/// comparisons each instead of a binary search over the whole list (~11 comparisons of
+/// archived strings per name at ~1,500 records). A name behind the last one asked starts
+/// again from the front: never fewer answers than a binary search, never other ones.
+#[derive(Debug, Default)]
+struct SortedCursor {
+    /// Where the last search ended: every item before it sorts before the last name.
+    next: usize,
+}
+
+impl SortedCursor {
+    /// Where `key` is in `items` (sorted by `name`, each name once), as
+    /// `items.binary_search_by(|t| name(t).cmp(key)).ok()` answers.
+    fn find<T>(&mut self, items: &[T], key: &str, name: impl Fn(&T) -> &str) -> Option<usize> {
+        let from = match self.next.checked_sub(1).map(|i| name(&items[i])) {
+            Some(last) if last >= key => 0,
+            _ => self.next,
+        };
+        // Every item before `from` sorts before `key`: widen a window from there until
+        // its last item does not (or the list ends), then search inside it.
+        let mut width = 1;
+        while from + width < items.len() && name(&items[from + width - 1]) < key {
+            width *= 2;
+        }
+        let window = &items[from..items.len().min(from + width)];
+        let (found, next) = match window.binary_search_by(|t| name(t).cmp(key)) {
+            Ok(i) => (Some(from + i), from + i + 1),
+            Err(i) => (None, from + i),
+        };
+        self.next = next;
+        found
+    }
+}
+
 impl ArchivedStoredTool {
     fn page_ref(&self) -> PageRef {
         PageRef {
@@ -595,17 +631,22 @@ impl InferSource {
             return Vec::new();
         };
         let old = old.get();
-        let records: Vec<Option<usize>> = names.iter().map(|n| old.tool_index(n)).collect();
+        let mut tools = SortedCursor::default();
+        let records: Vec<Option<usize>> = (names.iter())
+            .map(|n| tools.find(&old.tools, n, |t| t.name.as_str()))
+            .collect();
         let asked: Vec<usize> = records.iter().flatten().copied().collect();
         let offered = in_parts(&asked, threads, min_part, StatAt::new, |stat, &t| {
             recorded_offer(&old.tools[t], registry, cache, stat)
         });
         let mut offered = offered.into_iter();
+        let mut none = SortedCursor::default();
         let answer = |(name, rec): (&&str, Option<usize>)| {
             let at = rec.and_then(|t| Some((t, offered.next()??)));
             match at {
                 Some((t, at)) => Recorded::Offer(t, at),
-                None => old.none_index(name).map_or(Recorded::No, Recorded::NoPage),
+                None => (none.find(&old.none, name, |n| n.as_str()))
+                    .map_or(Recorded::No, Recorded::NoPage),
             }
         };
         names.iter().zip(records).map(answer).collect()
@@ -969,6 +1010,31 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_sorted_cursor_answers_as_a_binary_search_whatever_the_order_asked() {
+        let items: Vec<String> = (0..300).map(|i| format!("n{:04}", i * 3)).collect();
+        fn name(s: &String) -> &str {
+            s.as_str()
+        }
+        // Keys in ascending runs (each PATH directory's names), with misses, repeats,
+        // a jump backwards between runs, and keys past either end.
+        let mut keys: Vec<String> = Vec::new();
+        for run in [(0, 400), (100, 250), (890, 1000), (0, 5), (450, 460)] {
+            keys.extend((run.0..run.1).map(|i| format!("n{i:04}")));
+        }
+        keys.extend(["a", "n0003", "n0003", "z", "n0000", "n0897"].map(String::from));
+        // And a scrambled order (a multiplicative walk over 0..1000).
+        keys.extend((0..1000).map(|i| format!("n{:04}", (i * 7919) % 1000)));
+        let mut cursor = super::SortedCursor::default();
+        for k in &keys {
+            let expected = items.binary_search_by(|t| t.as_str().cmp(k)).ok();
+            assert_eq!(cursor.find(&items, k, name), expected, "{k}");
+        }
+        let mut empty = super::SortedCursor::default();
+        assert_eq!(empty.find(&Vec::<String>::new(), "a", name), None);
+        assert_eq!(empty.find(&Vec::<String>::new(), "", name), None);
+    }
+
     use super::*;
 
     /// A manual tree with one page, a data dir, and a fresh source over them.
