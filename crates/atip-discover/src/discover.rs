@@ -379,7 +379,8 @@ pub fn scan(
     run.phases.done("load sources and index");
     // The registry's metadata files: whether each is intact decides whether an inferred
     // document's copy can be offered and whether an unchanged entry's must be rewritten.
-    let stored = StoredDocs::of(&dirs.data, &ex.caches.old.docs, run.cpu_pool.jobs);
+    let unchanged = std::mem::take(&mut ex.caches.docs_unchanged);
+    let stored = StoredDocs::of(&dirs.data, &ex.caches.old.docs, unchanged);
     // Man pages: found and read (only where the cache is not current) before the offers.
     if let Some(inf) = inferred.as_mut()
         && !opts.dry_run
@@ -734,10 +735,16 @@ struct Caches {
     listed: Vec<paths::Listed>,
     /// The directory listings the last scan kept (set after enumerating).
     old_listings: Option<cache::OldListings>,
+    /// The registry metadata files of `old.docs` found unchanged right after the cache
+    /// was read ([`check_known`]; taken by [`StoredDocs::of`]).
+    docs_unchanged: UnchangedDocs,
 }
 
 impl Caches {
-    /// Reads the old cache (not with `--refresh`), with a warning when it was unusable.
+    /// Reads the old cache (not with `--refresh`), with a warning when it was unusable,
+    /// and checks the registry metadata files it knew intact ([`check_known`], on this
+    /// thread): the cache is read beside the walk of PATH, and these ~1,000 stats of a
+    /// big PATH's warm rescan are then done there too instead of after it.
     fn load(dirs: &Dirs, opts: &ScanOptions) -> (Caches, Option<String>) {
         let (old, old_files, warning) = if opts.refresh {
             (Cache::empty(), None, None)
@@ -753,8 +760,16 @@ impl Caches {
             same_memo: false,
             listed: Vec::new(),
             old_listings: None,
+            docs_unchanged: Default::default(),
         };
-        (caches, warning)
+        let docs_unchanged = check_known(&dirs.data, &caches.old.docs, 1);
+        (
+            Caches {
+                docs_unchanged,
+                ..caches
+            },
+            warning,
+        )
     }
 
     /// Takes what resolving and sending learnt for the next scan (the metadata files known
@@ -799,6 +814,7 @@ impl Caches {
             same_memo,
             listed,
             old_listings,
+            docs_unchanged: _,
         } = self;
         if let Some(kept) = listings_to_keep(old_listings.as_ref(), scan_dirs, &listed)
             && let Err(m) = cache::save_listings(&dirs.data, kept)
@@ -1183,6 +1199,50 @@ fn not_found(name: &str) -> Explanation {
     }
 }
 
+/// The registry metadata files known intact by their 64 hex digits, with their
+/// fingerprint (see [`StoredDocs::intact`]).
+type UnchangedDocs = foldhash::HashMap<[u8; 64], paths::Fingerprint>;
+
+/// Judges at once, on up to `threads` threads, every file of `<data>/tools` the scan
+/// cache knew intact (`known`): on a warm rescan they are the files the man-page
+/// look-up and resolve ask about, one `fstatat` each. A file whose status is still the
+/// recorded one is intact, as [`StoredDocs::intact`] would find it; any other is left to
+/// it (read and hashed only if asked about). Returns the intact ones.
+fn check_known(
+    data: &std::path::Path,
+    known: &BTreeMap<String, paths::Fingerprint>,
+    threads: usize,
+) -> UnchangedDocs {
+    /// Files per thread below which they are stat'ed on the calling thread alone.
+    const MIN_PART: usize = 200;
+    let mut unchanged = UnchangedDocs::default();
+    if known.is_empty() {
+        return unchanged;
+    }
+    let tools = crate::statat::SharedDir::new(data.join(registry::TOOLS_DIR));
+    let known: Vec<(&String, &paths::Fingerprint)> = known.iter().collect();
+    let same = in_parts(
+        &known,
+        threads,
+        MIN_PART,
+        || (),
+        |_, (file, fp)| {
+            if !registry_file_name(file) {
+                return false;
+            }
+            let st = tools.link_status(OsStr::new(file.as_str()));
+            st.is_ok_and(|st| st.is_file() && paths::Fingerprint::of_status(&st) == **fp)
+        },
+    );
+    unchanged.reserve(known.len());
+    for ((file, fp), same) in known.into_iter().zip(same) {
+        if same && let Some(key) = registry_file_key(file) {
+            unchanged.insert(key, *fp);
+        }
+    }
+    unchanged
+}
+
 /// What the previous scan left: the registry's index, the scan cache, and the registry's
 /// metadata files.
 struct Previous<'a> {
@@ -1216,21 +1276,19 @@ struct StoredDocs<'a> {
 
 impl<'a> StoredDocs<'a> {
     /// The metadata files of `<data>/tools`; `known` is the scan cache's fingerprints,
-    /// checked at once on up to `threads` threads ([`StoredDocs::check_known`]).
+    /// of which [`check_known`] found `unchanged` still so.
     fn of(
         data: &std::path::Path,
         known: &'a BTreeMap<String, paths::Fingerprint>,
-        threads: usize,
+        unchanged: UnchangedDocs,
     ) -> Self {
-        let mut docs = StoredDocs {
+        StoredDocs {
             tools: crate::statat::SharedDir::new(data.join(registry::TOOLS_DIR)),
             known,
-            unchanged: Default::default(),
+            unchanged,
             verdicts: Default::default(),
             hashed: Default::default(),
-        };
-        docs.unchanged = docs.check_known(threads);
-        docs
+        }
     }
 
     /// The fingerprint of the metadata file `file` (under `tools/`) if it is a regular
@@ -1250,38 +1308,6 @@ impl<'a> StoredDocs<'a> {
         let verdict = self.judge(file);
         verdicts().insert(key, verdict);
         verdict
-    }
-
-    /// Judges at once, on up to `threads` threads, every file the scan cache knew
-    /// intact: on a warm rescan they are the files the man-page look-up and resolve ask
-    /// about, one `fstatat` each. A file whose status is still the recorded one is
-    /// intact, as [`StoredDocs::intact`] would find it; any other is left to it (read
-    /// and hashed only if asked about). Returns the intact ones by their hex digits.
-    fn check_known(&self, threads: usize) -> foldhash::HashMap<[u8; 64], paths::Fingerprint> {
-        /// Files per thread below which they are stat'ed on the calling thread alone.
-        const MIN_PART: usize = 200;
-        let known: Vec<(&String, &paths::Fingerprint)> = self.known.iter().collect();
-        let same = in_parts(
-            &known,
-            threads,
-            MIN_PART,
-            || (),
-            |_, (file, fp)| {
-                if !registry_file_name(file) {
-                    return false;
-                }
-                let st = self.tools.link_status(OsStr::new(file.as_str()));
-                st.is_ok_and(|st| st.is_file() && paths::Fingerprint::of_status(&st) == **fp)
-            },
-        );
-        let mut unchanged = foldhash::HashMap::default();
-        unchanged.reserve(known.len());
-        for ((file, fp), same) in known.into_iter().zip(same) {
-            if same && let Some(key) = registry_file_key(file) {
-                unchanged.insert(key, *fp);
-            }
-        }
-        unchanged
     }
 
     /// Only a name of the form the registry writes (`<64 hex>.json`: nothing that
@@ -2912,7 +2938,7 @@ mod tests {
         let up = format!("../{}", name_of(linked));
         known.insert(up.clone(), fp_of(&outside));
 
-        let docs = StoredDocs::of(t.path(), &known, 2);
+        let docs = StoredDocs::of(t.path(), &known, check_known(t.path(), &known, 2));
         let passed = docs.unchanged.len();
         assert_eq!(passed, 450, "only the unchanged files pass");
         assert_eq!(docs.hashed.load(Ordering::Relaxed), 0, "and none is read");
@@ -2947,7 +2973,7 @@ mod tests {
         std::fs::write(&outside, linked).unwrap();
         std::os::unix::fs::symlink(&outside, tools.join(name_of(linked))).unwrap();
         let mut known = BTreeMap::new();
-        let docs = StoredDocs::of(t.path(), &known, 1);
+        let docs = StoredDocs::of(t.path(), &known, check_known(t.path(), &known, 1));
         assert!(docs.intact(&name_of(good)).is_some());
         assert!(
             docs.intact(&name_of(linked)).is_none(),
@@ -2969,7 +2995,7 @@ mod tests {
         let fp = docs.intact(&name_of(good)).unwrap();
         known.insert(name_of(good), fp);
         known.insert(name_of(damaged), fp);
-        let docs = StoredDocs::of(t.path(), &known, 1);
+        let docs = StoredDocs::of(t.path(), &known, check_known(t.path(), &known, 1));
         assert_eq!(docs.intact(&name_of(good)), Some(fp));
         assert!(docs.intact(&name_of(damaged)).is_none());
         assert_eq!(docs.hashed.load(Ordering::Relaxed), 1);
