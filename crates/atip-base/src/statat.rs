@@ -248,10 +248,34 @@ where
     T: Sync,
     R: Send,
 {
+    let mut chunks = in_chunks(items, threads, min_part, state, f);
+    if chunks.len() == 1 {
+        return chunks.pop().unwrap_or_default();
+    }
+    // Each chunk freed once copied: all of them held until the end doubled the peak.
+    let mut out = Vec::with_capacity(items.len());
+    chunks.into_iter().for_each(|mut r| out.append(&mut r));
+    out
+}
+
+/// [`in_parts`]'s results as the chunks the threads made them in, in order: a caller
+/// that goes through them once need not have them copied into one vector (fresh pages
+/// and a copy of every result, on the calling thread, when they are big).
+pub fn in_chunks<T, S, R>(
+    items: &[T],
+    threads: usize,
+    min_part: usize,
+    state: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, &T) -> R + Sync,
+) -> Vec<Vec<R>>
+where
+    T: Sync,
+    R: Send,
+{
     let parts = threads.min(items.len() / min_part.max(1)).max(1);
     if parts == 1 {
         let mut s = state();
-        return items.iter().map(|t| f(&mut s, t)).collect();
+        return vec![items.iter().map(|t| f(&mut s, t)).collect()];
     }
     let size = items.len().div_ceil(parts * CHUNKS_PER_THREAD);
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -295,9 +319,7 @@ where
         }
     }
     chunks.sort_unstable_by_key(|(i, _)| *i);
-    let mut out = Vec::with_capacity(items.len());
-    chunks.into_iter().for_each(|(_, mut r)| out.append(&mut r));
-    out
+    chunks.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The CPUs this process may use ([`std::thread::available_parallelism`]), `None` when
@@ -641,6 +663,23 @@ mod tests {
         assert!(in_parts(&[] as &[u32], 2, 1, || (), |_, x| *x).is_empty());
         let few: Vec<u32> = (0..5).collect();
         assert_eq!(in_parts(&few, 8, 1, || (), |_, x| *x), few);
+    }
+
+    #[test]
+    fn chunks_hold_the_results_in_order() {
+        let _serial = lock(&SERIAL);
+        let items: Vec<u32> = (0..1000).collect();
+        let doubled: Vec<u32> = items.iter().map(|x| x * 2).collect();
+        // Split (two threads, parts of at least 100): several chunks, in order.
+        let chunks = in_chunks(&items, 2, 100, || (), |_, x| x * 2);
+        assert!(chunks.len() > 1);
+        assert_eq!(chunks.concat(), doubled);
+        assert_eq!(in_parts(&items, 2, 100, || (), |_, x| x * 2), doubled);
+        // On the calling thread alone: one chunk of everything.
+        let one = in_chunks(&items, 1, 100, || (), |_, x| x * 2);
+        assert_eq!(one, vec![doubled]);
+        let none = in_chunks(&[] as &[u32], 2, 1, || (), |_, x| *x);
+        assert!(none.concat().is_empty());
     }
 
     /// Two threads' parts, each thread's state made once both have met: the names of

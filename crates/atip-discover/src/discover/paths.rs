@@ -6,7 +6,7 @@
 //! foreign-owned directories; no world-writable files). Reads directories and `stat`s
 //! files; must not read file contents or run anything.
 
-use crate::statat::{StatAt, Status, in_parts};
+use crate::statat::{StatAt, Status, in_chunks, in_parts};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -562,8 +562,9 @@ fn enumerate_in_parts(
     };
     let (kept, entries, listed) = list_dirs(dirs, &mut out.skipped_dirs, settings.listings);
     // Each entry's status, when it is a file this user may run (a dangling symlink or
-    // a vanished file is not: a shell would not run it either).
-    let runnable = in_parts(&entries, threads, min_part, StatAt::new, |stat, e| {
+    // a vanished file is not: a shell would not run it either); in the chunks the
+    // threads made, gone through once (not copied into one vector first).
+    let runnable = in_chunks(&entries, threads, min_part, StatAt::new, |stat, e| {
         let st = stat.status_in(&kept[e.dir].canonical, &e.name).ok()?;
         (st.is_file() && me.may_execute(&st)).then_some(st)
     });
@@ -581,7 +582,7 @@ fn enumerate_in_parts(
         links,
     };
     walk.out.executables.reserve(entries.len());
-    for (e, st) in entries.into_iter().zip(runnable) {
+    for (e, st) in entries.iter().zip(runnable.into_iter().flatten()) {
         if let Some(st) = st {
             walk.entry(e, &st);
         }
@@ -704,17 +705,17 @@ struct Walk<'a> {
     skip: &'a globset::GlobSet,
     /// The directories listed, in order.
     dirs: &'a [ScanDir],
-    /// Each name met so far, with the index in `dirs` of the directory the shell runs
-    /// it from. (foldhash, like the inodes: two look-ups per executable, and std's
-    /// SipHash showed in a warm rescan's profile; PATH names are not an attack surface
-    /// for a map that lives one scan.)
-    names: foldhash::HashMap<String, usize>,
+    /// Each name met so far (borrowed from its entry: no copy per name), with the
+    /// index in `dirs` of the directory the shell runs it from. (foldhash, like the
+    /// inodes: two look-ups per executable, and std's SipHash showed in a warm rescan's
+    /// profile; PATH names are not an attack surface for a map that lives one scan.)
+    names: foldhash::HashMap<&'a str, usize>,
     /// Each file met so far (device, inode), with its index in `out.executables`.
     inodes: foldhash::HashMap<(u64, u64), usize>,
     links: Links,
 }
 
-impl Walk<'_> {
+impl<'a> Walk<'a> {
     fn skip_file(&mut self, name: String, path: PathBuf, reason: FileSkipReason, detail: String) {
         self.out.skipped_files.push(FileSkip {
             name,
@@ -726,26 +727,24 @@ impl Walk<'_> {
 
     /// One entry a shell would run (`md`: its status): an executable (its file's first
     /// name), an alias of one met before, or skipped (with the reason).
-    fn entry(&mut self, e: Entry, md: &Status) {
+    fn entry(&mut self, e: &'a Entry, md: &Status) {
         let dirs = self.dirs;
-        let path = dirs[e.dir].canonical.join(&e.name);
-        let name = match e.name.into_string() {
-            Ok(name) => name,
-            Err(file_name) => {
-                let shown = file_name.to_string_lossy().into_owned();
-                let detail = "the name is not UTF-8".into();
-                return self.skip_file(shown, path, FileSkipReason::InvalidName, detail);
-            }
+        let path = join_name(&dirs[e.dir].canonical, &e.name);
+        let Some(name) = e.name.to_str() else {
+            let shown = e.name.to_string_lossy().into_owned();
+            let detail = "the name is not UTF-8".into();
+            return self.skip_file(shown, path, FileSkipReason::InvalidName, detail);
         };
-        if let Some(&first) = self.names.get(&name) {
-            let first = dirs[first].canonical.join(&name);
+        if let Some(&first) = self.names.get(name) {
+            let first = dirs[first].canonical.join(name);
             let detail = format!("the shell runs {}", first.display());
-            return self.skip_file(name, path, FileSkipReason::Shadowed, detail);
+            return self.skip_file(name.into(), path, FileSkipReason::Shadowed, detail);
         }
-        self.names.insert(name.clone(), e.dir);
-        if let Some((reason, detail)) = self.refusal(&name, md) {
-            return self.skip_file(name, path, reason, detail);
+        self.names.insert(name, e.dir);
+        if let Some((reason, detail)) = self.refusal(name, md) {
+            return self.skip_file(name.into(), path, reason, detail);
         }
+        let name = name.to_owned();
         let fingerprint = Fingerprint::of_status(md);
         let inode = (fingerprint.dev, fingerprint.ino);
         if let Some(&of) = self.inodes.get(&inode) {
@@ -794,6 +793,15 @@ impl Walk<'_> {
         }
         None
     }
+}
+
+/// `dir/name` (`name` a file name), allocated once: `Path::join` copies `dir`, then
+/// grows the copy for the name (an allocation and a reallocation per entry of a walk).
+fn join_name(dir: &Path, name: &OsStr) -> PathBuf {
+    let mut path = PathBuf::with_capacity(dir.as_os_str().len() + 1 + name.len());
+    path.push(dir);
+    path.push(name);
+    path
 }
 
 /// Whether `path` lies directly in one of `dirs`.
@@ -853,6 +861,25 @@ mod tests {
             path: p.into(),
             allowed: false,
         }
+    }
+
+    #[test]
+    fn a_name_joins_its_directory_as_path_join_does() {
+        for (dir, name) in [
+            ("/usr/bin", "ls"),
+            ("/", "sh"),
+            ("/opt/a b", "x.y+z"),
+            ("/d", "n\u{e9}"),
+        ] {
+            let (dir, name) = (Path::new(dir), OsStr::new(name));
+            let joined = join_name(dir, name);
+            assert_eq!(joined, dir.join(name));
+            // Not grown after its first allocation.
+            let first = PathBuf::with_capacity(dir.as_os_str().len() + 1 + name.len());
+            assert_eq!(joined.capacity(), first.capacity());
+        }
+        let odd = OsString::from_vec(vec![b'x', 0xff]);
+        assert_eq!(join_name(Path::new("/b"), &odd), Path::new("/b").join(&odd));
     }
 
     #[test]
