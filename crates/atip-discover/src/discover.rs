@@ -1567,7 +1567,7 @@ fn save_scan_cache(
 ) -> Result<bool, atip_base::fileio::CacheError> {
     for w in works {
         if w.unreadable.is_none()
-            && let Some(k) = w.exe.canonical.to_str()
+            && let Some(k) = w.exe.canonical().to_str()
         {
             new.files.insert(k.to_owned(), w.rec.clone());
         }
@@ -1632,7 +1632,7 @@ fn listings_to_keep(
 fn examined_paths(works: &[Work]) -> HashSet<&str> {
     works
         .iter()
-        .filter_map(|w| w.exe.canonical.to_str())
+        .filter_map(|w| w.exe.canonical().to_str())
         .collect()
 }
 
@@ -1659,11 +1659,12 @@ fn unchanged_cache(
     let same = new.tools == old.tools
         && new.shims == old.shims
         && new.docs == old.docs
-        && works
-            .iter()
-            .all(|w| w.unreadable.is_none() && w.exe.canonical.to_str().is_some() && w.from_cache)
+        && works.iter().all(|w| {
+            w.unreadable.is_none() && w.exe.canonical().to_str().is_some() && w.from_cache
+        })
         && {
-            let paths: Vec<Option<&str>> = works.iter().map(|w| w.exe.canonical.to_str()).collect();
+            let paths: Vec<Option<&str>> =
+                works.iter().map(|w| w.exe.canonical().to_str()).collect();
             let mut held = 0;
             files.visit_stored(&paths, |i, a| held += usize::from(*a == works[i].rec));
             held == works.len()
@@ -1768,7 +1769,7 @@ fn hash_wanted(
             .zip(wants.par_iter())
             .filter(|(_, want)| **want)
             .for_each(
-                |(w, _)| match crate::digest::sha256_file(&w.exe.canonical) {
+                |(w, _)| match crate::digest::sha256_file(w.exe.canonical()) {
                     Ok(h) => w.rec.sha256 = Some(h),
                     Err(e) => w.unreadable = Some(format!("failed to hash: {e}")),
                 },
@@ -2223,7 +2224,7 @@ fn plan(
             ..
         } in works.iter_mut()
         {
-            paths.push(exe.canonical.to_str());
+            paths.push(exe.canonical().to_str());
             slots.push((&exe.fingerprint, rec, from_cache, cached));
         }
         files.visit_stored(&paths, |i, a| {
@@ -2377,7 +2378,7 @@ fn run_children(
 /// Reads what one file's bytes show: its ATIP sign (when `sign`), following launchers,
 /// and whether its package metadata makes it a framework app.
 fn read_evidence(w: &mut Work, follower: &launcher::Follower, sign: bool) {
-    let canonical = &w.exe.canonical;
+    let canonical = w.exe.canonical();
     // A small file's bytes, read with its sign, serve as its launcher head below.
     let mut small = None;
     let mut found = if sign {
@@ -2424,7 +2425,7 @@ fn subject<'a>(name: &'a str, path: &'a std::path::Path, w: &'a Work) -> Subject
     Subject {
         name,
         path,
-        canonical: &w.exe.canonical,
+        canonical: w.exe.canonical(),
         sha256: w.rec.sha256.as_deref(),
         record: &w.rec,
         owner_mode: w.exe.owner_mode,
@@ -2547,7 +2548,7 @@ fn explain(
     ev.push(format!(
         "executable {} (file {})",
         path.display(),
-        w.exe.canonical.display()
+        w.exe.canonical().display()
     ));
     if !primary {
         ev.push(format!(

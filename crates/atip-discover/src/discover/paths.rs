@@ -208,12 +208,21 @@ pub struct Executable {
     pub name: String,
     /// `<canonical dir>/<name>`: what the registry records and what is run.
     pub path: PathBuf,
-    /// The file with every symlink resolved; the cache key.
-    pub canonical: PathBuf,
+    /// The file `path` resolves to when it is a symlink (found by the walk or after
+    /// it); `None` for a file, which is its own canonical path: a copy of each path
+    /// cost a warm rescan an allocation per executable.
+    resolved: Option<PathBuf>,
     /// `stat` of the resolved file.
     pub fingerprint: Fingerprint,
     /// Owner and mode (`st_mode`) of the resolved file, from the same `stat`.
     pub owner_mode: (u32, u32),
+}
+
+impl Executable {
+    /// The file with every symlink resolved; the cache key.
+    pub fn canonical(&self) -> &Path {
+        self.resolved.as_deref().unwrap_or(&self.path)
+    }
 }
 
 /// Result of enumerating the scanned directories.
@@ -657,7 +666,7 @@ fn follow_links(exes: &mut [Executable], wanted: Vec<usize>, threads: usize) -> 
     });
     for (i, canonical) in wanted.into_iter().zip(found) {
         match canonical {
-            Ok(c) => exes[i].canonical = c,
+            Ok(c) => exes[i].resolved = Some(c),
             Err(_) => return false,
         }
     }
@@ -752,10 +761,10 @@ impl<'a> Walk<'a> {
             return;
         }
         let index = self.out.executables.len();
-        let canonical = match &mut self.links {
-            _ if !e.is_link => path.clone(),
+        let resolved = match &mut self.links {
+            _ if !e.is_link => None,
             Links::Now(links, stat) => match links.resolve(&path, stat) {
-                Ok(c) => c,
+                Ok(c) => Some(c),
                 // Not recorded as the file's first name: a later name of the same
                 // file is examined in its place.
                 Err(e) => {
@@ -764,14 +773,14 @@ impl<'a> Walk<'a> {
             },
             Links::Later(wanted) => {
                 wanted.push(index);
-                PathBuf::new()
+                None
             }
         };
         self.inodes.insert(inode, index);
         self.out.executables.push(Executable {
             name,
             path,
-            canonical,
+            resolved,
             fingerprint,
             owner_mode: (md.uid, md.mode),
         });
@@ -1186,7 +1195,7 @@ mod tests {
             .map(|x| {
                 (
                     x.name.clone(),
-                    x.canonical.strip_prefix(&root).unwrap().into(),
+                    x.canonical().strip_prefix(&root).unwrap().into(),
                 )
             })
             .collect();
@@ -1248,7 +1257,7 @@ mod tests {
         every_split(&root, true);
         let e = enumerate_split(&root, 2, 1).0;
         let same = e.executables.iter().find(|x| x.name == "same").unwrap();
-        assert_eq!(same.canonical, root.join("c/same"));
+        assert_eq!(same.canonical(), root.join("c/same"));
         assert!(e.aliases.iter().all(|a| a.name != "same"));
         let long = e.skipped_files.iter().find(|s| s.name == "long").unwrap();
         assert_eq!(long.reason, FileSkipReason::Unreadable);
