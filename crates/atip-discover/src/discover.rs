@@ -258,11 +258,10 @@ struct Work {
     unreadable: Option<String>,
     /// Its evidence was read by this scan (not taken from the cache).
     read_now: bool,
-    /// Valid answers (or converted documents) that could not be stored: (sha256 hex,
-    /// bytes), used from memory.
-    unstored: Vec<(String, Arc<[u8]>)>,
-    /// The index summary of each answer judged now, by its sha256 hex (see [`Judged`]).
-    judged: Vec<(String, registry::MetaSummary)>,
+    /// What its probe or conversion answered now (`None` when it ran neither: boxed,
+    /// as all but a few works of a rescan hold none, and each byte of a work is a
+    /// byte per executable of fresh pages).
+    answers: Option<Box<Answers>>,
     /// A framework app whose manifest this scan converts.
     convert_now: bool,
     /// A framework app the user has not allowed to convert (counted, hinted).
@@ -272,6 +271,16 @@ struct Work {
     /// not be encoded again to compare. (A kept copy of each record cost a rescan an
     /// allocation, a clone and a free per executable.)
     from_cache: bool,
+}
+
+/// The answers of a work's probe or conversion this scan ran ([`Work::answers`]).
+#[derive(Default)]
+struct Answers {
+    /// Valid answers (or converted documents) that could not be stored: (sha256 hex,
+    /// bytes), used from memory.
+    unstored: Vec<(String, Arc<[u8]>)>,
+    /// The index summary of each answer judged now, by its sha256 hex (see [`Judged`]).
+    judged: Vec<(String, registry::MetaSummary)>,
 }
 
 fn build_globs(globs: &[String], what: &'static str) -> Result<globset::GlobSet, GlobError> {
@@ -1089,7 +1098,8 @@ impl Examined {
         });
         let unstored: HashMap<String, Arc<[u8]>> = works
             .iter_mut()
-            .flat_map(|w| std::mem::take(&mut w.unstored))
+            .filter_map(|w| w.answers.as_mut())
+            .flat_map(|a| std::mem::take(&mut a.unstored))
             .collect();
         if !unstored.is_empty() {
             warnings.push(format!(
@@ -1100,7 +1110,8 @@ impl Examined {
         }
         let judged = works
             .iter_mut()
-            .flat_map(|w| std::mem::take(&mut w.judged))
+            .filter_map(|w| w.answers.as_mut())
+            .flat_map(|a| std::mem::take(&mut a.judged))
             .collect();
         Examined {
             probed,
@@ -2204,8 +2215,7 @@ fn plan(
             no_sign: false,
             unreadable: None,
             read_now: false,
-            unstored: Vec::new(),
-            judged: Vec::new(),
+            answers: None,
             convert_now: false,
             app_waiting: false,
             from_cache: false,
@@ -2771,11 +2781,15 @@ fn record(
                     // A full disk must not cost the tool its entry: keep the answer in
                     // memory for this scan (the next one probes again).
                     let doc = sha256_hex(&answer.document);
-                    w.unstored.push((doc.clone(), Arc::from(answer.document)));
+                    let answers = w.answers.get_or_insert_default();
+                    answers
+                        .unstored
+                        .push((doc.clone(), Arc::from(answer.document)));
                     doc
                 }
             };
-            w.judged.push((doc.clone(), answer.summary));
+            let answers = w.answers.get_or_insert_default();
+            answers.judged.push((doc.clone(), answer.summary));
             ProbeRecord::Native {
                 doc,
                 warnings: answer.warnings,
