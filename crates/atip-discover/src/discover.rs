@@ -386,8 +386,7 @@ pub fn scan(
     // The metadata sources on this machine, and the registry as it is.
     let local = LocalSources::load(dirs, opts, &ex.scan_dirs, &mut ex.caches, &mut run.warnings);
     run.phases.done("load sources and index");
-    // The registry's metadata files: whether each is intact decides whether an inferred
-    // document's copy can be offered and whether an unchanged entry's must be rewritten.
+    // The registry's metadata files, as intact as checked (see `StoredDocs`).
     let unchanged = std::mem::take(&mut ex.caches.docs_unchanged);
     let stored = StoredDocs::of(&dirs.data, &ex.caches.old.docs, unchanged);
     // Man pages: found and read (only where the cache is not current) before the offers.
