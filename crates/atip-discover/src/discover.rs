@@ -760,6 +760,7 @@ impl Caches {
             let loaded = Cache::load(&dirs.data);
             (loaded.cache, loaded.files, loaded.warning)
         };
+        let docs_unchanged = check_known(&dirs.data, &old.docs, 1);
         let caches = Caches {
             old,
             old_files,
@@ -768,16 +769,9 @@ impl Caches {
             same_memo: false,
             listed: Vec::new(),
             old_listings: None,
-            docs_unchanged: Default::default(),
+            docs_unchanged,
         };
-        let docs_unchanged = check_known(&dirs.data, &caches.old.docs, 1);
-        (
-            Caches {
-                docs_unchanged,
-                ..caches
-            },
-            warning,
-        )
+        (caches, warning)
     }
 
     /// Takes what resolving and sending learnt for the next scan (the metadata files known
