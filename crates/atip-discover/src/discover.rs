@@ -267,7 +267,7 @@ struct Work {
     /// A framework app the user has not allowed to convert (counted, hinted).
     app_waiting: bool,
     /// `plan` took the record from the scan cache: while every such record is still the
-    /// one stored there (compared in place, [`cache::OldFiles::visit_stored`]), the cache need
+    /// one stored there (compared in place, [`cache::OldCache::visit_stored`]), the cache need
     /// not be encoded again to compare. (A kept copy of each record cost a rescan an
     /// allocation, a clone and a free per executable.)
     from_cache: bool,
@@ -388,7 +388,7 @@ pub fn scan(
     run.phases.done("load sources and index");
     // The registry's metadata files, as intact as checked (see `StoredDocs`).
     let unchanged = std::mem::take(&mut ex.caches.docs_unchanged);
-    let stored = StoredDocs::of(&dirs.data, &ex.caches.old.docs, unchanged);
+    let stored = StoredDocs::of(&dirs.data, ex.caches.old_files.as_ref(), unchanged);
     // Man pages: found and read (only where the cache is not current) before the offers.
     if let Some(inf) = inferred.as_mut()
         && !opts.dry_run
@@ -428,7 +428,7 @@ pub fn scan(
     // 6. Resolve each name's winner (in `resolve`, the one place) and what to send.
     let previous = Previous {
         index: &local.old_index,
-        cache: &ex.caches.old,
+        cache: ex.caches.old_files.as_ref(),
         stored: &stored,
     };
     let resolved = resolve_names(
@@ -731,7 +731,7 @@ struct Caches {
     old: Cache,
     /// The old cache file: `plan` takes each unchanged file's record from it, and an
     /// unchanged cache is not written again.
-    old_files: Option<cache::OldFiles>,
+    old_files: Option<cache::OldCache>,
     /// What this scan's sources record as they load.
     new: Cache,
     /// The registry memo for the next scan (set before saving; put into `new` only if
@@ -746,6 +746,9 @@ struct Caches {
     /// The registry metadata files of `old.docs` found unchanged right after the cache
     /// was read ([`check_known`]; taken by [`StoredDocs::of`]).
     docs_unchanged: UnchangedDocs,
+    /// The registry memo of the old cache, decoded beside the walk too (taken by
+    /// [`LocalSources::load`]).
+    old_memo: Option<cache::RegistryMemo>,
 }
 
 impl Caches {
@@ -760,7 +763,8 @@ impl Caches {
             let loaded = Cache::load(&dirs.data);
             (loaded.cache, loaded.files, loaded.warning)
         };
-        let docs_unchanged = check_known(&dirs.data, &old.docs, 1);
+        let docs_unchanged = check_known(&dirs.data, old_files.as_ref(), 1);
+        let old_memo = old_files.as_ref().and_then(cache::OldCache::registry);
         let caches = Caches {
             old,
             old_files,
@@ -770,6 +774,7 @@ impl Caches {
             listed: Vec::new(),
             old_listings: None,
             docs_unchanged,
+            old_memo,
         };
         (caches, warning)
     }
@@ -817,6 +822,7 @@ impl Caches {
             listed,
             old_listings,
             docs_unchanged: _,
+            old_memo: _,
         } = self;
         if let Some(kept) = listings_to_keep(old_listings.as_ref(), scan_dirs, &listed)
             && let Err(m) = cache::save_listings(&dirs.data, kept)
@@ -880,7 +886,7 @@ impl LocalSources {
         caches: &mut Caches,
         warnings: &mut Vec<String>,
     ) -> LocalSources {
-        let memo = caches.old.registry.take();
+        let memo = caches.old_memo.take();
         let (old, new) = (&caches.old, &mut caches.new);
         let layers =
             shims::shim_layers(&dirs.system_data, &dirs.data, &opts.shim_dirs, &dirs.config);
@@ -1214,17 +1220,17 @@ type UnchangedDocs = foldhash::HashMap<[u8; 64], paths::Fingerprint>;
 /// it (read and hashed only if asked about). Returns the intact ones.
 fn check_known(
     data: &std::path::Path,
-    known: &BTreeMap<String, paths::Fingerprint>,
+    known: Option<&cache::OldCache>,
     threads: usize,
 ) -> UnchangedDocs {
     /// Files per thread below which they are stat'ed on the calling thread alone.
     const MIN_PART: usize = 200;
     let mut unchanged = UnchangedDocs::default();
+    let known: Vec<(&str, paths::Fingerprint)> = known.into_iter().flat_map(|k| k.docs()).collect();
     if known.is_empty() {
         return unchanged;
     }
     let tools = crate::statat::SharedDir::new(data.join(registry::TOOLS_DIR));
-    let known: Vec<(&String, &paths::Fingerprint)> = known.iter().collect();
     let same = in_parts(
         &known,
         threads,
@@ -1234,14 +1240,14 @@ fn check_known(
             if !registry_file_name(file) {
                 return false;
             }
-            let st = tools.link_status(OsStr::new(file.as_str()));
-            st.is_ok_and(|st| st.is_file() && paths::Fingerprint::of_status(&st) == **fp)
+            let st = tools.link_status(OsStr::new(file));
+            st.is_ok_and(|st| st.is_file() && paths::Fingerprint::of_status(&st) == *fp)
         },
     );
     unchanged.reserve(known.len());
     for ((file, fp), same) in known.into_iter().zip(same) {
         if same && let Some(key) = registry_file_key(file) {
-            unchanged.insert(key, *fp);
+            unchanged.insert(key, fp);
         }
     }
     unchanged
@@ -1251,7 +1257,8 @@ fn check_known(
 /// metadata files.
 struct Previous<'a> {
     index: &'a old_index::OldIndex,
-    cache: &'a Cache,
+    /// The scan cache as read, when there was one.
+    cache: Option<&'a cache::OldCache>,
     stored: &'a StoredDocs<'a>,
 }
 
@@ -1262,8 +1269,8 @@ struct Previous<'a> {
 struct StoredDocs<'a> {
     /// `<data-dir>/tools`, whose files are stat'ed relative to one handle of it.
     tools: crate::statat::SharedDir,
-    /// File → fingerprint when the scan cache last knew it intact.
-    known: &'a BTreeMap<String, paths::Fingerprint>,
+    /// The scan cache, whose fingerprints are those of the files it last knew intact.
+    known: Option<&'a cache::OldCache>,
     /// The files of `known` found unchanged when the scan began, by their 64 hex digits
     /// (no string allocated per file; a fast hash), with their fingerprint: filled once
     /// before the look-ups start and only read afterwards, so without a lock (the
@@ -1283,7 +1290,7 @@ impl<'a> StoredDocs<'a> {
     /// of which [`check_known`] found `unchanged` still so.
     fn of(
         data: &std::path::Path,
-        known: &'a BTreeMap<String, paths::Fingerprint>,
+        known: Option<&'a cache::OldCache>,
         unchanged: UnchangedDocs,
     ) -> Self {
         StoredDocs {
@@ -1326,7 +1333,7 @@ impl<'a> StoredDocs<'a> {
         // Taken before the bytes are read: a change made meanwhile is seen next time.
         let fp = paths::Fingerprint::of_status(&st);
         let ok = st.is_file()
-            && (self.known.get(file) == Some(&fp) || {
+            && (self.known.and_then(|k| k.doc(file)) == Some(fp) || {
                 self.hashed.fetch_add(1, Ordering::Relaxed);
                 registry::hashes_to_name(self.tools.path(), file)
             });
@@ -1565,7 +1572,7 @@ impl Resolved<'_> {
 fn save_scan_cache(
     dirs: &Dirs,
     works: &[Work],
-    old_files: Option<&cache::OldFiles>,
+    old_files: Option<&cache::OldCache>,
     mut new: Cache,
     scan_dirs: &[paths::ScanDir],
 ) -> Result<bool, atip_base::fileio::CacheError> {
@@ -1656,13 +1663,13 @@ fn kept_elsewhere(p: &str, scan_dirs: &[paths::ScanDir]) -> bool {
 fn unchanged_cache(
     works: &[Work],
     old: &Cache,
-    files: &cache::OldFiles,
+    files: &cache::OldCache,
     new: &Cache,
     scan_dirs: &[paths::ScanDir],
 ) -> bool {
-    let same = new.tools == old.tools
+    let same = files.same_tools(&new.tools)
         && new.shims == old.shims
-        && new.docs == old.docs
+        && files.same_docs(&new.docs)
         && works.iter().all(|w| {
             w.unreadable.is_none() && w.exe.canonical().to_str().is_some() && w.from_cache
         })
@@ -1974,8 +1981,8 @@ impl<'p> Resolved<'p> {
     /// finds it unchanged.
     fn keep(&mut self, name: &str, entry: &registry::Entry, why: &str, previous: &Previous<'_>) {
         self.kept.push(name.to_owned());
-        if let Some(r) = previous.cache.tools.get(name) {
-            self.tool_records.push((name.to_owned(), r.clone()));
+        if let Some(r) = previous.tool(name).and_then(cache::decode_tool) {
+            self.tool_records.push((name.to_owned(), r));
         }
         self.tool_reports.push(ToolReport {
             name: name.to_owned(),
@@ -2026,7 +2033,9 @@ impl<'p> Resolved<'p> {
             source: winner.source,
         };
         let unchanged = !opts.refresh
-            && previous.cache.tools.get(name) == Some(&record)
+            && previous
+                .tool(name)
+                .is_some_and(|a| cache::same_tool(a, &record))
             && previous.holds(name, &record, &mut self.docs);
         self.tool_reports.push(ToolReport {
             name: name.to_owned(),
@@ -2070,6 +2079,11 @@ impl<'p> Resolved<'p> {
 }
 
 impl Previous<'_> {
+    /// What the last scan sent for `name`, as the scan cache holds it.
+    fn tool(&self, name: &str) -> Option<&cache::ArchivedToolRecord> {
+        self.cache?.tool(name)
+    }
+
     /// Whether `name`'s stored entry is what `record` would send: same path, hash and
     /// source, and its metadata file still intact (a deleted or damaged one is written
     /// again from the document). Files found intact go into `checked`.
@@ -2191,7 +2205,7 @@ fn path_specs(opts: &ScanOptions, warnings: &mut Vec<String>) -> Vec<DirEntrySpe
 /// that cannot be reused (a timeout shorter than this scan's, a lost answer) are dropped.
 fn plan(
     executables: Vec<Executable>,
-    old_files: Option<&cache::OldFiles>,
+    old_files: Option<&cache::OldCache>,
     allow: &globset::GlobSet,
     dirs: &Dirs,
     opts: &ScanOptions,
@@ -3014,7 +3028,11 @@ mod tests {
         let up = format!("../{}", name_of(linked));
         known.insert(up.clone(), fp_of(&outside));
 
-        let docs = StoredDocs::of(t.path(), &known, check_known(t.path(), &known, 2));
+        let old = cache::OldCache::of(&Cache {
+            docs: known.clone(),
+            ..Cache::empty()
+        });
+        let docs = StoredDocs::of(t.path(), Some(&old), check_known(t.path(), Some(&old), 2));
         let passed = docs.unchanged.len();
         assert_eq!(passed, 450, "only the unchanged files pass");
         assert_eq!(docs.hashed.load(Ordering::Relaxed), 0, "and none is read");
@@ -3049,7 +3067,11 @@ mod tests {
         std::fs::write(&outside, linked).unwrap();
         std::os::unix::fs::symlink(&outside, tools.join(name_of(linked))).unwrap();
         let mut known = BTreeMap::new();
-        let docs = StoredDocs::of(t.path(), &known, check_known(t.path(), &known, 1));
+        let old = cache::OldCache::of(&Cache {
+            docs: known.clone(),
+            ..Cache::empty()
+        });
+        let docs = StoredDocs::of(t.path(), Some(&old), check_known(t.path(), Some(&old), 1));
         assert!(docs.intact(&name_of(good)).is_some());
         assert!(
             docs.intact(&name_of(linked)).is_none(),
@@ -3071,7 +3093,11 @@ mod tests {
         let fp = docs.intact(&name_of(good)).unwrap();
         known.insert(name_of(good), fp);
         known.insert(name_of(damaged), fp);
-        let docs = StoredDocs::of(t.path(), &known, check_known(t.path(), &known, 1));
+        let old = cache::OldCache::of(&Cache {
+            docs: known.clone(),
+            ..Cache::empty()
+        });
+        let docs = StoredDocs::of(t.path(), Some(&old), check_known(t.path(), Some(&old), 1));
         assert_eq!(docs.intact(&name_of(good)), Some(fp));
         assert!(docs.intact(&name_of(damaged)).is_none());
         assert_eq!(docs.hashed.load(Ordering::Relaxed), 1);

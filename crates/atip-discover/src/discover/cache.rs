@@ -14,7 +14,7 @@
 //! next scan cold. It is an rkyv archive followed by its CRC-32 (checked, then rkyv's
 //! `bytecheck`, so a damaged file is noticed rather than half-believed): a warm rescan
 //! reads it whole, decodes its small tables, and decodes each executable's record in place
-//! only when `plan` asks for it ([`OldFiles`]). It is written only when it changed (see
+//! only when `plan` asks for it ([`OldCache`]). It is written only when it changed (see
 //! `unchanged_cache` in `discover.rs`; else its bytes are compared with those read). Files
 //! are replaced atomically (temp file + rename) but not fsynced; must not touch
 //! `registry.json`.
@@ -213,7 +213,7 @@ pub struct EntryMemo {
     rkyv::Serialize,
     rkyv::Deserialize,
 )]
-// Compared in place with a rescan's record (`OldFiles::holds`).
+// Compared in place with a rescan's record (`OldCache::holds`).
 #[rkyv(compare(PartialEq))]
 pub struct FileRecord {
     /// The fingerprint this record is valid for.
@@ -385,24 +385,68 @@ pub(crate) fn cache_file(data: &Path) -> PathBuf {
     cache_dir(data).join("scan-cache.bin")
 }
 
-/// The cache as read: its small tables decoded, its files' records left in place.
+/// The cache as read: its shim verdicts decoded, everything else left in place.
 pub struct Loaded {
-    /// The cache without its `files` (empty when there was none or it could not be
-    /// used): those are read in place from [`Loaded::files`].
+    /// The cache's shim verdicts (empty when there was none or it could not be used);
+    /// its other tables are read in place from [`Loaded::files`].
     pub cache: Cache,
-    /// The file as read and checked, when it was used: each executable's record is
-    /// decoded from it only when asked for, and an unchanged cache is not written again.
-    pub files: Option<OldFiles>,
+    /// The file as read and checked, when it was used: each record is decoded from it
+    /// only when asked for, and an unchanged cache is not written again.
+    pub files: Option<OldCache>,
     /// Why the file could not be used, when it exists but could not.
     pub warning: Option<String>,
 }
 
-/// The scan cache file as read (its archive, checked): the records of the executables,
-/// used in place. Decoding the whole map (a key and a record per executable, then
-/// removing each as `plan` takes it) was most of a warm rescan's work on a big PATH.
-pub struct OldFiles(Owned<Cache>);
+/// The scan cache file as read (its archive, checked), used in place: the executables'
+/// records, the tool records, the metadata files' fingerprints and the registry memo.
+/// Decoding the executables' map (a key and a record per executable, then removing each
+/// as `plan` takes it) was most of a warm rescan's work on a big PATH; decoding the
+/// other three (~8,000 strings for ~1,100 tools) was 1.5-2.5 ms beside the walk.
+pub struct OldCache(Owned<Cache>);
 
-impl OldFiles {
+impl OldCache {
+    /// `cache` as a scan would read it back.
+    #[cfg(test)]
+    pub(crate) fn of(cache: &Cache) -> OldCache {
+        OldCache(Owned::from_value(cache))
+    }
+
+    /// What the last scan sent for `name`.
+    pub(crate) fn tool(&self, name: &str) -> Option<&ArchivedToolRecord> {
+        self.0.get().tools.get(name)
+    }
+
+    /// Whether `tools` are the tool records stored, name for name.
+    pub(crate) fn same_tools(&self, tools: &BTreeMap<String, ToolRecord>) -> bool {
+        let stored = &self.0.get().tools;
+        stored.len() == tools.len()
+            && (stored.iter().zip(tools)).all(|((k, a), (n, r))| k == n && same_tool(a, r))
+    }
+
+    /// The registry metadata files the cache knew intact, with their fingerprints, in
+    /// name order.
+    pub(crate) fn docs(&self) -> impl Iterator<Item = (&str, Fingerprint)> {
+        (self.0.get().docs.iter()).map(|(k, fp)| (k.as_str(), Fingerprint::from(fp)))
+    }
+
+    /// The fingerprint of the metadata file `file` when the cache last knew it intact.
+    pub(crate) fn doc(&self, file: &str) -> Option<Fingerprint> {
+        self.0.get().docs.get(file).map(Fingerprint::from)
+    }
+
+    /// Whether `docs` are the metadata files' fingerprints stored, file for file.
+    pub(crate) fn same_docs(&self, docs: &BTreeMap<String, Fingerprint>) -> bool {
+        let stored = &self.0.get().docs;
+        stored.len() == docs.len()
+            && (stored.iter().zip(docs)).all(|((k, a), (n, fp))| k == n && *a == *fp)
+    }
+
+    /// The registry memo, decoded (`None` also when it does not decode).
+    pub(crate) fn registry(&self) -> Option<RegistryMemo> {
+        let memo = self.0.get().registry.as_ref()?;
+        rkyv::deserialize::<RegistryMemo, rkyv::rancor::Error>(memo).ok()
+    }
+
     /// The record of `canonical`, decoded, if its fingerprint is still `fp` (a record of
     /// another fingerprint describes another file).
     #[cfg(test)]
@@ -442,7 +486,7 @@ impl OldFiles {
     }
 
     /// Whether the record stored for `canonical` is `rec`, compared in place (as the
-    /// scan does, through [`OldFiles::visit_stored`]).
+    /// scan does, through [`OldCache::visit_stored`]).
     #[cfg(test)]
     pub(crate) fn holds(&self, canonical: &Path, rec: &FileRecord) -> bool {
         let mut held = false;
@@ -480,6 +524,19 @@ impl OldFiles {
 /// describes another file).
 pub(crate) fn decode_if(a: &ArchivedFileRecord, fp: &Fingerprint) -> Option<FileRecord> {
     (a.fp == *fp).then(|| rkyv::deserialize::<FileRecord, rkyv::rancor::Error>(a).ok())?
+}
+
+/// Whether the stored tool record `a` is `r`.
+pub(crate) fn same_tool(a: &ArchivedToolRecord, r: &ToolRecord) -> bool {
+    a.key == r.key
+        && r.path.to_str() == Some(a.path.as_str())
+        && a.hash.as_ref().map(|h| h.as_str()) == r.hash.as_deref()
+        && rkyv::deserialize::<Source, rkyv::rancor::Error>(&a.source).ok() == Some(r.source)
+}
+
+/// The stored tool record `a`, decoded.
+pub(crate) fn decode_tool(a: &ArchivedToolRecord) -> Option<ToolRecord> {
+    rkyv::deserialize::<ToolRecord, rkyv::rancor::Error>(a).ok()
 }
 
 /// The entries of an archived map (of the scan cache or the listings file) whose key
@@ -569,7 +626,7 @@ impl Cache {
     pub fn save_unless(
         &mut self,
         data: &Path,
-        before: Option<&OldFiles>,
+        before: Option<&OldCache>,
     ) -> Result<bool, CacheError> {
         self.tools.retain(|_, r| r.path.to_str().is_some());
         self.files.retain(|_, r| {
@@ -600,8 +657,8 @@ impl Cache {
 }
 
 /// Checks a cache file's bytes (its CRC-32, little-endian, then the archive) and decodes
-/// all but the executables' records; `None` for a cache of another version.
-fn open(bytes: crate::archive::Shared) -> Result<Option<(Cache, OldFiles)>, ArchiveError> {
+/// its shim verdicts (the rest is used in place); `None` for a cache of another version.
+fn open(bytes: crate::archive::Shared) -> Result<Option<(Cache, OldCache)>, ArchiveError> {
     let len = crate::archive::strip_crc((*bytes).as_ref())?.len();
     // Damage fails the checksum above. Intact bytes that are not an archive of this
     // layout were written by another atip version (a format change adds or moves a
@@ -615,14 +672,10 @@ fn open(bytes: crate::archive::Shared) -> Result<Option<(Cache, OldFiles)>, Arch
     }
     let de = ArchiveError::Invalid;
     let cache = Cache {
-        version: CACHE_VERSION,
-        files: BTreeMap::new(),
         shims: rkyv::deserialize::<_, rkyv::rancor::Error>(&a.shims).map_err(de)?,
-        tools: rkyv::deserialize::<_, rkyv::rancor::Error>(&a.tools).map_err(de)?,
-        docs: rkyv::deserialize::<_, rkyv::rancor::Error>(&a.docs).map_err(de)?,
-        registry: rkyv::deserialize::<_, rkyv::rancor::Error>(&a.registry).map_err(de)?,
+        ..Cache::empty()
     };
-    Ok(Some((cache, OldFiles(owned))))
+    Ok(Some((cache, OldCache(owned))))
 }
 
 /// Stores a raw native answer under its sha256; returns the hex.
@@ -696,15 +749,18 @@ mod tests {
         let mut c = sample();
         assert!(c.save_unless(dir.path(), None).unwrap());
         let loaded = Cache::load(dir.path());
+        // Only the shim verdicts are decoded; the rest is read in place.
         assert_eq!(
             loaded.cache,
             Cache {
-                files: BTreeMap::new(),
-                ..c.clone()
+                shims: c.shims.clone(),
+                ..Cache::empty()
             }
         );
         assert!(loaded.warning.is_none());
         let before = loaded.files.unwrap();
+        assert!(before.same_tools(&c.tools) && before.same_docs(&c.docs));
+        assert_eq!(before.registry(), c.registry);
         assert_eq!(before.len(), 1);
         assert_eq!(
             before.record(Path::new("/bin/t"), &fp(7)),
@@ -718,13 +774,56 @@ mod tests {
         // Changed: written.
         c.tools.clear();
         assert!(c.save_unless(dir.path(), Some(&before)).unwrap());
-        assert_eq!(
-            Cache::load(dir.path()).cache,
-            Cache {
-                files: BTreeMap::new(),
-                ..c
-            }
-        );
+        let after = Cache::load(dir.path()).files.unwrap();
+        assert!(after.same_tools(&c.tools) && !after.same_tools(&sample().tools));
+    }
+
+    #[test]
+    fn tool_records_and_metadata_files_are_read_and_compared_in_place() {
+        let mut c = sample();
+        c.docs.insert("a.json".into(), fp(1));
+        c.docs.insert("b.json".into(), fp(2));
+        c.registry = Some(RegistryMemo {
+            file: fp(3),
+            format: "1 atip 0.1".into(),
+            entries: BTreeMap::from([(
+                "t".into(),
+                EntryMemo {
+                    fingerprint: Some(fp(7)),
+                    vouch: Some("tool".into()),
+                    file: "a.json".into(),
+                },
+            )]),
+        });
+        let old = OldCache::of(&c);
+        let stored = old.tool("t").unwrap();
+        assert!(same_tool(stored, &c.tools["t"]));
+        assert_eq!(decode_tool(stored).as_ref(), Some(&c.tools["t"]));
+        assert!(old.tool("u").is_none());
+        // Each field counts.
+        let differs = |change: fn(&mut ToolRecord)| {
+            let mut r = c.tools["t"].clone();
+            change(&mut r);
+            !same_tool(stored, &r)
+        };
+        assert!(differs(|r| r.key.push('x')));
+        assert!(differs(|r| r.path.push("x")));
+        assert!(differs(|r| r.hash = None));
+        assert!(differs(|r| r.source = Source::Shim));
+        let docs: Vec<(&str, Fingerprint)> = old.docs().collect();
+        assert_eq!(docs, [("a.json", fp(1)), ("b.json", fp(2))]);
+        assert_eq!(old.doc("b.json"), Some(fp(2)));
+        assert_eq!(old.doc("c.json"), None);
+        assert!(old.same_docs(&c.docs));
+        let mut fewer = c.docs.clone();
+        fewer.remove("b.json");
+        assert!(!old.same_docs(&fewer));
+        fewer.insert("b.json".into(), fp(5));
+        assert!(!old.same_docs(&fewer), "another fingerprint");
+        let mut more = c.tools.clone();
+        more.insert("u".into(), c.tools["t"].clone());
+        assert!(old.same_tools(&c.tools) && !old.same_tools(&more));
+        assert_eq!(old.registry(), c.registry);
     }
 
     #[test]

@@ -85,7 +85,7 @@ pub struct TooliApp {
     pub version: String,
 }
 
-/// A stored app compared in place with a rescan's (the scan cache's `OldFiles::holds`):
+/// A stored app compared in place with a rescan's (the scan cache's `OldCache::holds`):
 /// written out because its paths are stored as strings, which rkyv's derive does not
 /// compare with a `PathBuf`. The pattern names every field, so a new one cannot be missed.
 impl PartialEq<TooliApp> for ArchivedTooliApp {

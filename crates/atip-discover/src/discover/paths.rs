@@ -43,6 +43,18 @@ pub struct Fingerprint {
     pub ctime_ns: i128,
 }
 
+impl From<&ArchivedFingerprint> for Fingerprint {
+    fn from(a: &ArchivedFingerprint) -> Fingerprint {
+        Fingerprint {
+            dev: a.dev.to_native(),
+            ino: a.ino.to_native(),
+            size: a.size.to_native(),
+            mtime_ns: a.mtime_ns.to_native(),
+            ctime_ns: a.ctime_ns.to_native(),
+        }
+    }
+}
+
 impl Fingerprint {
     /// The fingerprint of already-fetched metadata.
     pub(crate) fn of(md: &fs::Metadata) -> Fingerprint {

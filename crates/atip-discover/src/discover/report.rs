@@ -317,7 +317,7 @@ pub struct ReportDiagnostic {
 }
 
 /// A stored finding compared in place with a rescan's (the scan cache's
-/// `OldFiles::holds`): written out because rkyv's derive does not compare its archived
+/// `OldCache::holds`): written out because rkyv's derive does not compare its archived
 /// `usize` with a `usize`. The pattern names every field, so a new one cannot be missed.
 impl PartialEq<ReportDiagnostic> for ArchivedReportDiagnostic {
     fn eq(&self, other: &ReportDiagnostic) -> bool {
