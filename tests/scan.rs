@@ -1252,3 +1252,72 @@ fn a_calm_directory_is_listed_once_and_a_fresh_one_every_time() {
         show(&out)
     );
 }
+
+/// `v` with `dir` spelled `DATA`, timestamps `TS` and durations 0: what two scans of
+/// the same files into different data dirs must agree on.
+fn masked(v: &Value, dir: &Path) -> Value {
+    let dir = dir.display().to_string();
+    match v {
+        Value::String(s) if s.len() > 19 && s.as_bytes()[4] == b'-' && s.ends_with('Z') => {
+            "TS".into()
+        }
+        Value::String(s) => s.replace(&dir, "DATA").into(),
+        Value::Array(a) => a.iter().map(|x| masked(x, dir.as_ref())).collect(),
+        Value::Object(o) => (o.iter())
+            .map(|(k, x)| {
+                let timing = k.contains("elapsed") || k.contains("duration");
+                let x = if timing {
+                    0.into()
+                } else {
+                    masked(x, dir.as_ref())
+                };
+                (k.replace(&dir, "DATA"), x)
+            })
+            .collect(),
+        other => other.clone(),
+    }
+}
+
+#[test]
+fn resolving_on_two_threads_decides_what_one_thread_does() {
+    let env = Env::new();
+    // Enough names for resolve to split them (256 at least): shims for most, two
+    // layers for some (a loser each), a pattern file, and names nothing describes.
+    for i in 0..400 {
+        env.script(&format!("bin1/t{i:03}"), "echo t");
+        if i % 5 != 0 {
+            env.sb.write(
+                &format!("extra/t{i:03}.json"),
+                shim(&format!("t{i:03}"), None, &format!("Tool {i}")),
+            );
+        }
+        if i % 7 == 0 {
+            env.sb.write(
+                &format!("data/shims/t{i:03}.json"),
+                shim(&format!("t{i:03}"), None, "Loses to --shims"),
+            );
+        }
+    }
+    let extra = env.p("extra");
+    let shims = extra.to_str().unwrap();
+    let (one, two) = (env.p("one"), env.p("two"));
+    let scan_in = |dir: &Path, jobs: &str| {
+        let dir = dir.to_str().unwrap();
+        env.scan(&["--data-dir", dir, "--jobs", jobs, "--shims", shims])
+    };
+    for round in ["cold", "warm"] {
+        let (a, b) = (scan_in(&one, "1"), scan_in(&two, "2"));
+        assert_eq!(a["summary"]["names"], 400, "{round}");
+        assert_eq!(masked(&a, &one), masked(&b, &two), "{round} reports");
+        let registry = |d: &Path| -> Value {
+            serde_json::from_slice(&std::fs::read(d.join("registry.json")).unwrap()).unwrap()
+        };
+        assert_eq!(
+            masked(&registry(&one), &one),
+            masked(&registry(&two), &two),
+            "{round} registries"
+        );
+        assert_eq!(registry(&two)["tools"].as_object().unwrap().len(), 320);
+    }
+    assert!(env.log().is_empty(), "nothing ran: {}", env.log());
+}

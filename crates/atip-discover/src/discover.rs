@@ -439,11 +439,9 @@ pub fn scan(
         &previous,
         &local.patterns,
         opts,
+        run.cpu_pool.jobs,
     );
-    log::debug!(
-        "scan: {} registry metadata file(s) hashed to check them",
-        stored.hashed.load(Ordering::Relaxed)
-    );
+    stored.log_hashed();
     run.phases.done("resolve");
     let report = run.finish(ex, resolved, &local, inferred, &remote, failures);
     report.inspect(|r| discard(left_to_exit(opts, &r.registry), (local, remote)))
@@ -1321,6 +1319,12 @@ impl<'a> StoredDocs<'a> {
         verdict
     }
 
+    /// Logs (`atip -v scan`) how many files were read and hashed to check them.
+    fn log_hashed(&self) {
+        let hashed = self.hashed.load(Ordering::Relaxed);
+        log::debug!("scan: {hashed} registry metadata file(s) hashed to check them");
+    }
+
     /// Only a name of the form the registry writes (`<64 hex>.json`: nothing that
     /// reaches outside `tools/`) can be intact, and only as a regular file in `tools/`
     /// itself (`lstat`: a symlink is not one), as one listing of the directory used to
@@ -1826,9 +1830,17 @@ fn remote_wanted(
     wanted
 }
 
+/// Names below which [`resolve_names`] resolves on the calling thread alone: a name
+/// costs a few µs, handing half of them to a helper a wake-up.
+const MIN_PARALLEL_RESOLVE: usize = 256;
+
 /// Phase 6: every name's candidates from every source, the winner chosen by
 /// [`resolve::choose`] (the one place that decides), and whether what it would send is
-/// what the registry already holds.
+/// what the registry already holds. Names are independent of each other: with
+/// `threads` > 1 the second half of them is resolved on a helper while this thread
+/// resolves the first, and the halves are joined in order, so the outcome is the one
+/// thread's.
+#[allow(clippy::too_many_arguments)]
 fn resolve_names<'p>(
     names: &Names,
     works: &[Work],
@@ -1837,6 +1849,7 @@ fn resolve_names<'p>(
     previous: &Previous<'_>,
     patterns: &'p shims::Patterns,
     opts: &ScanOptions,
+    threads: usize,
 ) -> Resolved<'p> {
     // Only pattern files ask which names exist: the set is built for them alone.
     let exe_names: foldhash::HashSet<&str> = if patterns.files.is_empty() {
@@ -1844,70 +1857,125 @@ fn resolve_names<'p>(
     } else {
         names.iter(works).map(|(n, _, _)| n).collect()
     };
-    let exists = |n: &str| exe_names.contains(n);
-    let (mut out, mut candidates) = (Resolved::for_names(names.len(works)), Vec::new());
-    // The stored entry matters only when a source failed (it may be kept): otherwise
-    // the index need not be read (see `old_index`).
-    let index = if failures.is_empty() {
-        None
-    } else {
-        previous.index.get()
+    let resolver = Resolver {
+        works,
+        sources,
+        failures,
+        previous,
+        patterns,
+        opts,
+        exe_names: &exe_names,
+        // The stored entry matters only when a source failed (it may be kept):
+        // otherwise the index need not be read (see `old_index`).
+        index: if failures.is_empty() {
+            None
+        } else {
+            previous.index.get()
+        },
     };
-    for (n, (name, path, i)) in names.iter(works).enumerate() {
-        let w = &works[i];
-        // An executable's first name is its primary one; the others are its aliases.
-        let primary = n < works.len();
-        let explaining = opts.explain.as_deref() == Some(name);
-        if let Some(m) = &w.unreadable {
+    let all: Vec<(&str, &std::path::Path, usize)> = names.iter(works).collect();
+    if threads < 2 || all.len() < MIN_PARALLEL_RESOLVE {
+        return resolver.resolve(&all, 0, all.len());
+    }
+    let (first, second) = all.split_at(all.len() / 2);
+    // The first part's lists are sized for every name: the second's are appended to
+    // them in place, not copied to lists grown anew.
+    let (later, mut out) = crate::statat::beside(
+        || resolver.resolve(second, first.len(), second.len()),
+        || resolver.resolve(first, 0, all.len()),
+    );
+    out.append(later);
+    out
+}
+
+/// What resolving a name needs besides the name (see [`resolve_names`]).
+struct Resolver<'a, 'p> {
+    works: &'a [Work],
+    sources: &'a [&'a dyn MetadataSource],
+    failures: &'a [SourceFailure],
+    previous: &'a Previous<'a>,
+    patterns: &'p shims::Patterns,
+    opts: &'a ScanOptions,
+    /// Every name, when a pattern file asks which exist (else empty).
+    exe_names: &'a foldhash::HashSet<&'a str>,
+    /// The registry's index, read only when a source failed.
+    index: Option<&'a registry::Index>,
+}
+
+impl<'p> Resolver<'_, 'p> {
+    /// Resolves `names` (each with its path and work item), the first of them being the
+    /// `offset`th of all names, into lists sized for `room` names.
+    fn resolve(
+        &self,
+        names: &[(&str, &std::path::Path, usize)],
+        offset: usize,
+        room: usize,
+    ) -> Resolved<'p> {
+        let (works, opts) = (self.works, self.opts);
+        let exists = |n: &str| self.exe_names.contains(n);
+        let (mut out, mut candidates) = (Resolved::for_names(room), Vec::new());
+        for (n, &(name, path, i)) in names.iter().enumerate() {
+            let w = &works[i];
+            // An executable's first name is its primary one; the others are its aliases.
+            let primary = offset + n < works.len();
+            let explaining = opts.explain.as_deref() == Some(name);
+            if let Some(m) = &w.unreadable {
+                if primary {
+                    out.unreadable.push(FileSkip {
+                        name: name.to_owned(),
+                        path: path.to_owned(),
+                        reason: FileSkipReason::Unreadable,
+                        detail: m.clone(),
+                    });
+                }
+                if explaining {
+                    out.explanation = Some(explain(name, path, w, primary, &[], None, Some(m)));
+                }
+                continue;
+            }
             if primary {
-                out.unreadable.push(FileSkip {
-                    name: name.to_owned(),
-                    path: path.to_owned(),
-                    reason: FileSkipReason::Unreadable,
-                    detail: m.clone(),
-                });
+                out.failed.extend(failed_examinations(name, path, w));
             }
-            if explaining {
-                out.explanation = Some(explain(name, path, w, primary, &[], None, Some(m)));
-            }
-            continue;
-        }
-        if primary {
-            out.failed.extend(failed_examinations(name, path, w));
-        }
-        let resolution = choose(name, path, w, sources, failures, index, &mut candidates);
-        if explaining {
-            out.explanation = Some(explain(
+            let resolution = choose(
                 name,
                 path,
                 w,
-                primary,
-                &resolution.losers,
-                Some(&resolution.outcome),
-                None,
-            ));
-        }
-        let winner = match resolution.outcome {
-            Outcome::Nothing => continue,
-            Outcome::Kept { entry, why } => {
-                out.keep(name, &entry, &why, previous);
+                self.sources,
+                self.failures,
+                self.index,
+                &mut candidates,
+            );
+            if explaining {
+                out.explanation = Some(explain(
+                    name,
+                    path,
+                    w,
+                    primary,
+                    &resolution.losers,
+                    Some(&resolution.outcome),
+                    None,
+                ));
+            }
+            let winner = match resolution.outcome {
+                Outcome::Nothing => continue,
+                Outcome::Kept { entry, why } => {
+                    out.keep(name, &entry, &why, self.previous);
+                    continue;
+                }
+                Outcome::Winner(c) => c,
+            };
+            // Pinned when known (see `hash_wanted`). Metadata bound to the bytes always
+            // is: not hashed then is only possible in a dry run's planning of a probe.
+            if w.rec.sha256.is_none() && (winner.by_hash || binds_bytes(winner.source)) {
                 continue;
             }
-            Outcome::Winner(c) => c,
-        };
-        // Pinned when known (see `hash_wanted`). Metadata bound to the bytes always is:
-        // not hashed then is only possible in a dry run's planning of a probe.
-        if w.rec.sha256.is_none() && (winner.by_hash || binds_bytes(winner.source)) {
-            continue;
+            let applied: Vec<&PatternFile> = (self.patterns.files.iter())
+                .filter(|p| p.applies_to(name, &exists))
+                .collect();
+            out.add_winner(name, path, w, winner, applied, self.previous, opts);
         }
-        let applied: Vec<&PatternFile> = patterns
-            .files
-            .iter()
-            .filter(|p| p.applies_to(name, &exists))
-            .collect();
-        out.add_winner(name, path, w, winner, applied, previous, opts);
+        out
     }
-    out
 }
 
 /// A readable name's candidates from every source, and the choice among them
@@ -1974,6 +2042,39 @@ impl<'p> Resolved<'p> {
         out.tool_records.reserve(names);
         out.docs.reserve(names);
         out
+    }
+
+    /// `later`'s decisions after these (names resolved after this part's): lists
+    /// joined in order, `later`'s winners found at their new places.
+    fn append(&mut self, later: Resolved<'p>) {
+        // Every field named: one added later must be joined here too.
+        let Resolved {
+            found,
+            tool_reports,
+            failed,
+            tool_records,
+            winners,
+            fresh,
+            kept,
+            explanation,
+            applied_shims,
+            unreadable,
+            docs,
+            now: _,
+            registry_memo: _,
+        } = later;
+        let offset = self.winners.0.len();
+        self.found.extend(found);
+        self.tool_reports.extend(tool_reports);
+        self.failed.extend(failed);
+        self.tool_records.extend(tool_records);
+        self.winners.0.extend(winners.0);
+        (self.fresh).extend(fresh.into_iter().map(|(n, i)| (n, offset + i)));
+        self.kept.extend(kept);
+        self.explanation = self.explanation.take().or(explanation);
+        self.applied_shims += applied_shims;
+        self.unreadable.extend(unreadable);
+        self.docs.extend(docs);
     }
 
     /// A name kept from the previous scan as it was (the source that gave it failed):

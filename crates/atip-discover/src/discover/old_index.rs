@@ -12,9 +12,9 @@
 use super::cache::{EntryMemo, RegistryMemo, ToolRecord};
 use super::paths::Fingerprint;
 use crate::registry::{self, FileStamp, Found, FoundMeta, Index, Update, Vouch};
-use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// The previous index: a memo still valid, or the index read (now or when first asked).
 pub(crate) struct OldIndex {
@@ -23,13 +23,14 @@ pub(crate) struct OldIndex {
     memo: Option<HeldMemo>,
     /// Whether the scan cache held a memo (valid or not).
     had_memo: bool,
-    /// The index and the stamp of the file it was read from, once read.
-    loaded: OnceCell<Option<(Index, FileStamp)>>,
+    /// The index and the stamp of the file it was read from, once read. (Thread-safe
+    /// cells: resolve asks from two threads.)
+    loaded: OnceLock<Option<(Index, FileStamp)>>,
     /// Why the index could not be read (the scan's warning).
-    warning: RefCell<Option<String>>,
+    warning: Mutex<Option<String>>,
     /// Whether the memo holds what this scan sends, once [`OldIndex::commit_needed`]
     /// asked (a warm rescan asks again after the commit it skipped).
-    memo_held: Cell<Option<bool>>,
+    memo_held: Mutex<Option<bool>>,
 }
 
 /// A [`RegistryMemo`] in use: its entries by a fast hash of the name, as a warm rescan
@@ -108,9 +109,9 @@ impl OldIndex {
             path,
             memo,
             had_memo,
-            loaded: OnceCell::new(),
-            warning: RefCell::new(None),
-            memo_held: Cell::new(None),
+            loaded: OnceLock::new(),
+            warning: Mutex::new(None),
+            memo_held: Mutex::new(None),
         };
         if me.memo.is_none() {
             me.get();
@@ -124,7 +125,7 @@ impl OldIndex {
         self.loaded
             .get_or_init(|| {
                 Index::load_stamped(&self.path).unwrap_or_else(|e| {
-                    *self.warning.borrow_mut() = Some(format!("{e}; the registry will be rebuilt"));
+                    *self.warning() = Some(format!("{e}; the registry will be rebuilt"));
                     None
                 })
             })
@@ -134,7 +135,17 @@ impl OldIndex {
 
     /// Why the index could not be read, once.
     pub(crate) fn take_warning(&self) -> Option<String> {
-        self.warning.borrow_mut().take()
+        self.warning().take()
+    }
+
+    fn warning(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        self.warning.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn memo_held(&self) -> std::sync::MutexGuard<'_, Option<bool>> {
+        self.memo_held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether `next` is the memo the scan cache held (so the cache need not be written
@@ -195,7 +206,7 @@ impl OldIndex {
     pub(crate) fn commit_needed(&self, update: &Update) -> bool {
         if let Some(m) = &self.memo {
             let held = memo_holds(m, &update.found);
-            self.memo_held.set(Some(held));
+            *self.memo_held() = Some(held);
             if held {
                 return false;
             }
@@ -214,7 +225,8 @@ impl OldIndex {
             return NextMemo::None;
         }
         if !committed && let Some(m) = &self.memo {
-            let held = self.memo_held.get().unwrap_or_else(|| memo_holds(m, found));
+            let asked = *self.memo_held();
+            let held = asked.unwrap_or_else(|| memo_holds(m, found));
             return if held { NextMemo::Same } else { NextMemo::None };
         }
         let made = || {
@@ -404,9 +416,9 @@ mod tests {
             path: PathBuf::from("/nonexistent/atip-test/registry.json"),
             memo: Some(HeldMemo::from(memo)),
             had_memo: true,
-            loaded: OnceCell::new(),
-            warning: RefCell::new(None),
-            memo_held: Cell::new(None),
+            loaded: OnceLock::new(),
+            warning: Mutex::new(None),
+            memo_held: Mutex::new(None),
         }
     }
 
