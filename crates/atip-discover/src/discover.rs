@@ -380,9 +380,8 @@ pub fn scan(
         warnings: Vec::new(),
         cpu_pool: LazyPool::new(cpu_jobs(opts.jobs)),
     };
-    // First: the manual's listing, when needed, is made while PATH is walked and probed.
-    let mut inferred = open_inference(dirs, opts);
     let mut ex = run.examine(progress)?;
+    let mut inferred = ex.inferred.take();
     // The metadata sources on this machine, and the registry as it is.
     let local = LocalSources::load(dirs, opts, &ex.scan_dirs, &mut ex.caches, &mut run.warnings);
     run.phases.done("load sources and index");
@@ -468,6 +467,8 @@ struct Examination {
     names: Names,
     caches: Caches,
     examined: Examined,
+    /// The man-page source (taken by `scan`).
+    inferred: Option<inferred::Inferred>,
 }
 
 impl Run<'_> {
@@ -476,14 +477,16 @@ impl Run<'_> {
         let (dirs, opts) = (self.dirs, self.opts);
         let (skip, allow) = filters(dirs, opts)?;
         // 1. Enumerate: directories, executables, the names of each file, taking the
-        // directory listings the last scan kept; the scan cache is read and checked on a
-        // second thread meanwhile (a helper kept for the process).
+        // directory listings the last scan kept. Meanwhile, on a second thread (a helper
+        // kept for the process), the man-page source opens (its cache checked, the
+        // manual's listing started when needed) and the scan cache is read and checked.
         let threads = self.cpu_pool.jobs;
         let warnings = &mut self.warnings;
-        let ((mut caches, cache_warning), (enumeration, old_listings)) = crate::statat::beside(
-            || Caches::load(dirs, opts),
-            || enumerate(dirs, opts, &skip, threads, warnings),
-        );
+        let ((inferred, (mut caches, cache_warning)), (enumeration, old_listings)) =
+            crate::statat::beside(
+                || (open_inference(dirs, opts), Caches::load(dirs, opts)),
+                || enumerate(dirs, opts, &skip, threads, warnings),
+            );
         let Enumeration {
             dirs: scan_dirs,
             skipped_dirs,
@@ -527,6 +530,7 @@ impl Run<'_> {
             works,
             caches,
             examined,
+            inferred,
         })
     }
 
@@ -572,6 +576,7 @@ impl Run<'_> {
             names,
             mut caches,
             examined,
+            inferred: _,
         } = ex;
         skipped_files.append(&mut resolved.unreadable);
         self.compose(&mut resolved, inferred.as_mut(), &examined.judged);
