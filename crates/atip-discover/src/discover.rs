@@ -382,8 +382,11 @@ pub fn scan(
     };
     let mut ex = run.examine(progress)?;
     let mut inferred = ex.inferred.take();
-    // The metadata sources on this machine, and the registry as it is.
-    let local = LocalSources::load(dirs, opts, &ex.scan_dirs, &mut ex.caches, &mut run.warnings);
+    // The metadata sources on this machine, and the registry as it is (its memo read in
+    // place from a handle of the scan cache that outlives them).
+    let old = ex.caches.old_files.clone();
+    let (caches, warnings) = (&mut ex.caches, &mut run.warnings);
+    let local = LocalSources::load(dirs, opts, &ex.scan_dirs, caches, old.as_ref(), warnings);
     run.phases.done("load sources and index");
     // The registry's metadata files, as intact as checked (see `StoredDocs`).
     let unchanged = std::mem::take(&mut ex.caches.docs_unchanged);
@@ -749,9 +752,6 @@ struct Caches {
     /// The registry metadata files of `old.docs` found unchanged right after the cache
     /// was read ([`check_known`]; taken by [`StoredDocs::of`]).
     docs_unchanged: UnchangedDocs,
-    /// The registry memo of the old cache, decoded beside the walk too (taken by
-    /// [`LocalSources::load`]).
-    old_memo: Option<cache::RegistryMemo>,
 }
 
 impl Caches {
@@ -767,7 +767,6 @@ impl Caches {
             (loaded.cache, loaded.files, loaded.warning)
         };
         let docs_unchanged = check_known(&dirs.data, old_files.as_ref(), 1);
-        let old_memo = old_files.as_ref().and_then(cache::OldCache::registry);
         let caches = Caches {
             old,
             old_files,
@@ -777,7 +776,6 @@ impl Caches {
             listed: Vec::new(),
             old_listings: None,
             docs_unchanged,
-            old_memo,
         };
         (caches, warning)
     }
@@ -825,7 +823,6 @@ impl Caches {
             listed,
             old_listings,
             docs_unchanged: _,
-            old_memo: _,
         } = self;
         if let Some(kept) = listings_to_keep(old_listings.as_ref(), scan_dirs, &listed)
             && let Err(m) = cache::save_listings(&dirs.data, kept)
@@ -873,23 +870,24 @@ fn open_inference(dirs: &Dirs, opts: &ScanOptions) -> Option<inferred::Inferred>
 /// The metadata sources read from this machine (shims, installed files, pattern files)
 /// and the registry's index as the previous scan left it. (Man pages are a source of
 /// their own: their cache is saved, consuming it, after the commit.)
-struct LocalSources {
+struct LocalSources<'c> {
     shims: shims::Shims,
     installed: Installed,
     patterns: shims::Patterns,
-    old_index: old_index::OldIndex,
+    old_index: old_index::OldIndex<'c>,
 }
 
-impl LocalSources {
-    /// Loads them.
+impl<'c> LocalSources<'c> {
+    /// Loads them (`old_cache`: the scan cache as read, whose registry memo is used).
     fn load(
         dirs: &Dirs,
         opts: &ScanOptions,
         scan_dirs: &[paths::ScanDir],
         caches: &mut Caches,
+        old_cache: Option<&'c cache::OldCache>,
         warnings: &mut Vec<String>,
-    ) -> LocalSources {
-        let memo = caches.old_memo.take();
+    ) -> LocalSources<'c> {
+        let memo = old_cache.and_then(cache::OldCache::memo);
         let (old, new) = (&caches.old, &mut caches.new);
         let layers =
             shims::shim_layers(&dirs.system_data, &dirs.data, &opts.shim_dirs, &dirs.config);
@@ -963,7 +961,7 @@ struct Finished<'a> {
     resolved: Resolved<'a>,
     remote: &'a Remote,
     failures: Vec<SourceFailure>,
-    local: &'a LocalSources,
+    local: &'a LocalSources<'a>,
     warnings: Vec<String>,
 }
 
@@ -1259,7 +1257,7 @@ fn check_known(
 /// What the previous scan left: the registry's index, the scan cache, and the registry's
 /// metadata files.
 struct Previous<'a> {
-    index: &'a old_index::OldIndex,
+    index: &'a old_index::OldIndex<'a>,
     /// The scan cache as read, when there was one.
     cache: Option<&'a cache::OldCache>,
     stored: &'a StoredDocs<'a>,

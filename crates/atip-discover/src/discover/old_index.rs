@@ -9,18 +9,19 @@
 //! JSON for a big PATH). Anything else — no memo, another stamp, another format, a name
 //! the memo does not know — reads the index as before.
 
-use super::cache::{EntryMemo, RegistryMemo, ToolRecord};
+use super::cache::{ArchivedEntryMemo, ArchivedRegistryMemo, EntryMemo, RegistryMemo, ToolRecord};
 use super::paths::Fingerprint;
 use crate::registry::{self, FileStamp, Found, FoundMeta, Index, Update, Vouch};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-/// The previous index: a memo still valid, or the index read (now or when first asked).
-pub(crate) struct OldIndex {
+/// The previous index: a memo still valid (read in place from the scan cache, `'c`),
+/// or the index read (now or when first asked).
+pub(crate) struct OldIndex<'c> {
     path: PathBuf,
     /// The scan cache's memo, when `registry.json` still has the stamp it recorded.
-    memo: Option<HeldMemo>,
+    memo: Option<HeldMemo<'c>>,
     /// Whether the scan cache held a memo (valid or not).
     had_memo: bool,
     /// The index and the stamp of the file it was read from, once read. (Thread-safe
@@ -33,48 +34,45 @@ pub(crate) struct OldIndex {
     memo_held: Mutex<Option<bool>>,
 }
 
-/// A [`RegistryMemo`] in use: its entries by a fast hash of the name, as a warm rescan
-/// asks for each name twice (its metadata file while resolving, its facts before the
-/// commit) and an ordered map's look-up compares a dozen names.
-#[derive(Debug, PartialEq)]
-struct HeldMemo {
-    file: Fingerprint,
-    format: String,
-    entries: foldhash::HashMap<String, EntryMemo>,
+/// A [`RegistryMemo`] in use, read in place from the scan cache (decoding it was three
+/// strings per name): its entries by a fast hash of the name, as a warm rescan asks for
+/// each name twice (its metadata file while resolving, its facts before the commit) and
+/// an ordered map's look-up compares a dozen names.
+struct HeldMemo<'c> {
+    memo: &'c ArchivedRegistryMemo,
+    entries: foldhash::HashMap<&'c str, &'c ArchivedEntryMemo>,
 }
 
-impl From<RegistryMemo> for HeldMemo {
-    /// Moves the entries (no name is copied).
-    fn from(m: RegistryMemo) -> HeldMemo {
-        HeldMemo {
-            file: m.file,
-            format: m.format,
-            entries: m.entries.into_iter().collect(),
-        }
+impl<'c> HeldMemo<'c> {
+    fn of(memo: &'c ArchivedRegistryMemo) -> HeldMemo<'c> {
+        let entries = memo.entries.iter().map(|(k, e)| (k.as_str(), e)).collect();
+        HeldMemo { memo, entries }
     }
-}
 
-impl HeldMemo {
-    /// The memo as the scan cache stores it (sorted by name).
-    fn to_registry(&self) -> RegistryMemo {
-        RegistryMemo {
-            file: self.file,
-            format: self.format.clone(),
-            entries: (self.entries.iter())
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        }
+    /// The memo as the scan cache stores it (sorted by name); `None` if it does not
+    /// decode.
+    fn to_registry(&self) -> Option<RegistryMemo> {
+        rkyv::deserialize::<RegistryMemo, rkyv::rancor::Error>(self.memo).ok()
     }
 
     /// Whether `m` is this memo.
     fn is(&self, m: &RegistryMemo) -> bool {
-        self.file == m.file
-            && self.format == m.format
+        self.memo.file == m.file
+            && self.memo.format == m.format
             && self.entries.len() == m.entries.len()
-            && m.entries
-                .iter()
-                .all(|(k, v)| self.entries.get(k) == Some(v))
+            && (m.entries.iter()).all(|(k, v)| {
+                self.entries
+                    .get(k.as_str())
+                    .is_some_and(|e| same_entry(e, v))
+            })
     }
+}
+
+/// Whether the stored memo entry `a` is `e`.
+fn same_entry(a: &ArchivedEntryMemo, e: &EntryMemo) -> bool {
+    a.fingerprint.as_ref().map(Fingerprint::from) == e.fingerprint
+        && a.vouch.as_ref().map(|v| v.as_str()) == e.vouch.as_deref()
+        && a.file == e.file
 }
 
 /// The registry memo the next scan may use, as [`OldIndex::memo_after`] finds it.
@@ -90,21 +88,22 @@ pub(crate) enum NextMemo {
     New(RegistryMemo),
 }
 
-impl OldIndex {
-    /// Opens `registry.json` at `path`. Without a memo that still holds, the index is read
-    /// now (a failure is a warning: the registry will be rebuilt).
+impl<'c> OldIndex<'c> {
+    /// Opens `registry.json` at `path`; `memo`: the scan cache's. Without a memo that still
+    /// holds, the index is read now (a failure is a warning: the registry will be rebuilt).
     pub(crate) fn open(
         path: PathBuf,
-        memo: Option<RegistryMemo>,
+        memo: Option<&'c ArchivedRegistryMemo>,
         warnings: &mut Vec<String>,
-    ) -> OldIndex {
+    ) -> OldIndex<'c> {
         let had_memo = memo.is_some();
         let stamp = std::fs::metadata(&path).ok().map(|m| FileStamp::of(&m));
         let memo = memo
             .filter(|m| {
-                stamp.is_some_and(|s| FileStamp::from(m.file) == s) && m.format == format_now()
+                let file = FileStamp::from(Fingerprint::from(&m.file));
+                stamp == Some(file) && m.format == format_now()
             })
-            .map(HeldMemo::from);
+            .map(HeldMemo::of);
         let me = OldIndex {
             path,
             memo,
@@ -166,7 +165,7 @@ impl OldIndex {
     /// The memo `next` stands for, to be written into the scan cache.
     pub(crate) fn memo_to_save(&self, next: NextMemo) -> Option<RegistryMemo> {
         match next {
-            NextMemo::Same => self.memo.as_ref().map(HeldMemo::to_registry),
+            NextMemo::Same => self.memo.as_ref().and_then(HeldMemo::to_registry),
             NextMemo::New(m) => Some(m),
             NextMemo::None => None,
         }
@@ -256,22 +255,25 @@ fn format_now() -> String {
 
 /// Whether the registry the memo describes holds exactly `found`, each unchanged, as
 /// [`registry::commit_needed`] compares them.
-fn memo_holds(m: &HeldMemo, found: &[Found]) -> bool {
+fn memo_holds(m: &HeldMemo<'_>, found: &[Found]) -> bool {
     let mut names = foldhash::HashSet::with_capacity_and_hasher(found.len(), Default::default());
     found.len() == m.entries.len()
         && found.iter().all(|f| {
             names.insert(f.name.as_str())
                 && matches!(f.meta, FoundMeta::Unchanged)
-                && m.entries.get(&f.name).is_some_and(|e| same_facts(e, f))
+                && m.entries
+                    .get(f.name.as_str())
+                    .is_some_and(|e| same_facts(e, f))
         })
 }
 
 /// The entry's fingerprint and vouch are `f`'s, where `f` states them.
-fn same_facts(e: &EntryMemo, f: &Found) -> bool {
+fn same_facts(e: &ArchivedEntryMemo, f: &Found) -> bool {
+    let fingerprint = e.fingerprint.as_ref().map(Fingerprint::from);
     f.fingerprint
-        .is_none_or(|fp| e.fingerprint.map(FileStamp::from) == Some(fp))
+        .is_none_or(|fp| fingerprint.map(FileStamp::from) == Some(fp))
         && f.vouched_by
-            .is_none_or(|v| e.vouch.as_deref() == Some(v.as_str()))
+            .is_none_or(|v| e.vouch.as_ref().map(|x| x.as_str()) == Some(v.as_str()))
 }
 
 /// The memo of `index` (read from a file of `stamp`) if it holds exactly `found`: the
@@ -309,7 +311,16 @@ fn memo_of(index: &Index, stamp: FileStamp, found: &[Found]) -> Option<RegistryM
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::discover::cache::{Cache, OldCache};
     use crate::registry::{Entry, Source};
+
+    /// `memo` as a scan cache holds it.
+    fn archived(memo: &RegistryMemo) -> OldCache {
+        OldCache::of(&Cache {
+            registry: Some(memo.clone()),
+            ..Cache::empty()
+        })
+    }
 
     fn stamp(n: u64) -> FileStamp {
         FileStamp {
@@ -369,7 +380,8 @@ mod tests {
         assert_eq!(memo.entries.len(), 2);
         assert_eq!(memo.entries["a"].file, format!("{}.json", "ab".repeat(32)));
         assert_eq!(FileStamp::from(memo.file), stamp(1));
-        assert!(memo_holds(&HeldMemo::from(memo.clone()), &sent));
+        let stored = archived(&memo);
+        assert!(memo_holds(&HeldMemo::of(stored.memo().unwrap()), &sent));
         // An entry nobody sent (another scan's, or one to remove): no memo.
         assert!(memo_of(&index(&["a", "b", "c"]), stamp(1), &sent).is_none());
         // An entry that differs from what was sent: no memo.
@@ -381,7 +393,8 @@ mod tests {
     #[test]
     fn a_memo_holds_only_while_every_name_is_sent_unchanged_with_its_facts() {
         let sent = [found("a"), found("b")];
-        let memo = HeldMemo::from(memo_of(&index(&["a", "b"]), stamp(1), &sent).unwrap());
+        let stored = archived(&memo_of(&index(&["a", "b"]), stamp(1), &sent).unwrap());
+        let memo = HeldMemo::of(stored.memo().unwrap());
         assert!(!memo_holds(&memo, &sent[..1]), "a name gone");
         assert!(
             !memo_holds(&memo, &[found("a"), found("a")]),
@@ -411,10 +424,10 @@ mod tests {
         assert!(!memo_holds(&memo, &[found("a"), fresh]), "a fresh document");
     }
     /// A memo held by the old index that a warm rescan finds still holding.
-    fn holding(memo: RegistryMemo) -> OldIndex {
+    fn holding(stored: &OldCache) -> OldIndex<'_> {
         OldIndex {
             path: PathBuf::from("/nonexistent/atip-test/registry.json"),
-            memo: Some(HeldMemo::from(memo)),
+            memo: Some(HeldMemo::of(stored.memo().unwrap())),
             had_memo: true,
             loaded: OnceLock::new(),
             warning: Mutex::new(None),
@@ -426,7 +439,8 @@ mod tests {
     fn a_memo_still_holding_is_kept_in_place_and_copied_only_to_be_saved() {
         let sent = vec![found("a"), found("b")];
         let memo = memo_of(&index(&["a", "b"]), stamp(1), &sent).unwrap();
-        let old = holding(memo.clone());
+        let stored = archived(&memo);
+        let old = holding(&stored);
         let update = Update {
             found: sent,
             scanned_dirs: Vec::new(),
@@ -445,7 +459,7 @@ mod tests {
         assert!(!old.memo_unchanged(&unclean));
         // A name gone: the memo does not hold (asked once, remembered for memo_after);
         // the index is missing, so a commit is needed.
-        let old = holding(memo.clone());
+        let old = holding(&stored);
         let fewer = Update {
             found: update.found[..1].to_vec(),
             scanned_dirs: Vec::new(),
@@ -454,6 +468,17 @@ mod tests {
         assert_eq!(old.memo_after(&fewer.found, false, true), NextMemo::None);
         // A new memo equal to the old one is unchanged; another is not.
         assert!(old.memo_unchanged(&NextMemo::New(memo.clone())));
+        // Each fact of an entry counts.
+        let changes: [fn(&mut EntryMemo); 3] = [
+            |e| e.file.push('x'),
+            |e| e.vouch = None,
+            |e| e.fingerprint = Some(Fingerprint::from(stamp(9))),
+        ];
+        for change in changes {
+            let mut other = memo.clone();
+            change(other.entries.get_mut("a").unwrap());
+            assert!(!old.memo_unchanged(&NextMemo::New(other)));
+        }
         let mut other = memo;
         other.entries.remove("b");
         assert!(!old.memo_unchanged(&NextMemo::New(other)));
