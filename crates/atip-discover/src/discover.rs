@@ -1833,8 +1833,9 @@ fn remote_wanted(
     wanted
 }
 
-/// Names below which [`resolve_names`] resolves on the calling thread alone: a name
-/// costs a few µs, handing half of them to a helper a wake-up.
+/// Tools below which [`resolve_names`] resolves on the calling thread alone: a name that
+/// gets a winner costs a few µs (a name nothing describes, a fraction of one), handing
+/// half of them to a helper a wake-up and the faults of a second set of lists.
 const MIN_PARALLEL_RESOLVE: usize = 256;
 
 /// Phase 6: every name's candidates from every source, the winner chosen by
@@ -1877,7 +1878,10 @@ fn resolve_names<'p>(
         },
     };
     let all: Vec<(&str, &std::path::Path, usize)> = names.iter(works).collect();
-    if threads < 2 || all.len() < MIN_PARALLEL_RESOLVE {
+    // The tools the last scan sent (every name, scanning cold): a warm rescan of many
+    // executables but few tools (the bench tree: 2,000 and 3) is faster on one thread.
+    let tools = previous.cache.map_or(all.len(), cache::OldCache::tools);
+    if threads < 2 || all.len().min(tools) < MIN_PARALLEL_RESOLVE {
         return resolver.resolve(&all, 0, all.len());
     }
     let (first, second) = all.split_at(all.len() / 2);

@@ -417,6 +417,11 @@ impl OldCache {
         self.0.get().tools.get(name)
     }
 
+    /// How many tool records it holds (the tools the last scan sent).
+    pub(crate) fn tools(&self) -> usize {
+        self.0.get().tools.len()
+    }
+
     /// Whether `tools` are the tool records stored, name for name.
     pub(crate) fn same_tools(&self, tools: &BTreeMap<String, ToolRecord>) -> bool {
         let stored = &self.0.get().tools;
