@@ -735,8 +735,9 @@ fn open_remote(
 struct Caches {
     /// What the previous scan left, but the executables' records (in `old_files`).
     old: Cache,
-    /// The old cache file: `plan` takes each unchanged file's record from it, and an
-    /// unchanged cache is not written again.
+    /// The old cache file, used in place: `plan` takes each unchanged file's record from
+    /// it, resolve compares each name's tool record with it, the registry's metadata files
+    /// and memo are judged by it, and an unchanged cache is not written again.
     old_files: Option<cache::OldCache>,
     /// What this scan's sources record as they load.
     new: Cache,
